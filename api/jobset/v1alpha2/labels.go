@@ -1,0 +1,85 @@
+package v1alpha2
+
+// Reserved labels and annotations. They carry the same names and meanings as
+// upstream JobSet so that schedulers, dashboards and workloads written for it
+// keep working. Unless noted otherwise, the controller sets each key both as a
+// label and as an annotation on child Jobs and on their Pod templates.
+const (
+	// JobSetNameKey holds the name of the owning JobSet.
+	JobSetNameKey = "jobset.sigs.k8s.io/jobset-name"
+
+	// JobSetUIDKey holds the UID of the owning JobSet; it tells a child of the
+	// current JobSet apart from a child of a deleted JobSet of the same name.
+	JobSetUIDKey = "jobset.sigs.k8s.io/jobset-uid"
+
+	// ReplicatedJobNameKey holds the name of the replicated Job a child belongs to.
+	ReplicatedJobNameKey = "jobset.sigs.k8s.io/replicatedjob-name"
+
+	// ReplicatedJobReplicasKey holds spec.replicatedJobs[].replicas of that
+	// replicated Job.
+	ReplicatedJobReplicasKey = "jobset.sigs.k8s.io/replicatedjob-replicas"
+
+	// GlobalReplicasKey holds the total number of Jobs of the JobSet, the sum
+	// of spec.replicatedJobs[].replicas.
+	GlobalReplicasKey = "jobset.sigs.k8s.io/global-replicas"
+
+	// JobIndexKey holds the index of a Job within its replicated Job, from 0 to
+	// replicas-1.
+	JobIndexKey = "jobset.sigs.k8s.io/job-index"
+
+	// JobGlobalIndexKey holds an index of the Job unique in the whole JobSet,
+	// from 0 to the number of Jobs minus one, in spec order.
+	JobGlobalIndexKey = "jobset.sigs.k8s.io/job-global-index"
+
+	// JobKey holds the SHA-256 of the namespaced Job name; it identifies a Job
+	// in label selectors, where the name itself may be too long.
+	JobKey = "jobset.sigs.k8s.io/job-key"
+
+	// RestartsKey holds the restart attempt (status.restarts) the Job was
+	// created for. Jobs of an older attempt are deleted on restart.
+	RestartsKey = "jobset.sigs.k8s.io/restart-attempt"
+
+	// GroupNameKey holds spec.replicatedJobs[].groupName.
+	GroupNameKey = "jobset.sigs.k8s.io/group-name"
+
+	// GroupReplicasKey holds the total number of Jobs of the group.
+	GroupReplicasKey = "jobset.sigs.k8s.io/group-replicas"
+
+	// JobGroupIndexKey holds the index of the Job within its group, from 0 to
+	// group-replicas-1.
+	JobGroupIndexKey = "jobset.sigs.k8s.io/job-group-index"
+
+	// CoordinatorKey holds the stable network endpoint of the coordinator Pod,
+	// <pod hostname>.<subdomain>, when spec.coordinator is set.
+	CoordinatorKey = "jobset.sigs.k8s.io/coordinator"
+
+	// EpochKey is a Pod annotation written by the agent sidecar and read by the
+	// controller: the Pod's epoch in the in-place restart protocol, a
+	// non-negative int32. A Pod whose epoch is at or below
+	// status.deprecatedEpoch restarts in place; a Pod whose epoch equals
+	// status.syncedEpoch lifts its barrier.
+	EpochKey = "jobset.sigs.k8s.io/epoch"
+
+	// ExclusiveKey is an annotation on the JobSet or on a replicated Job
+	// template: the node label (topology) whose domains each get at most one
+	// Job.
+	ExclusiveKey = "alpha.jobset.sigs.k8s.io/exclusive-topology"
+
+	// NodeSelectorStrategyKey is an annotation flag; with it, exclusive
+	// placement uses node selectors on JobSetNameKey instead of Pod affinities.
+	NodeSelectorStrategyKey = "alpha.jobset.sigs.k8s.io/node-selector"
+
+	// NamespacedJobKey is a Pod label used by exclusive placement: namespace
+	// and Job name joined by an underscore.
+	NamespacedJobKey = "alpha.jobset.sigs.k8s.io/namespaced-job"
+
+	// NoScheduleTaintKey is the taint key that exclusive placement with node
+	// selectors tolerates.
+	NoScheduleTaintKey = "alpha.jobset.sigs.k8s.io/no-schedule"
+
+	// JobSetControllerName is the value of spec.managedBy (or its absence)
+	// that this controller reconciles; any other value is left to another
+	// controller.
+	JobSetControllerName = "jobset.sigs.k8s.io/jobset-controller"
+)
+
