@@ -1,0 +1,457 @@
+// Package cluster starts a real local Kubernetes control plane on 127.0.0.1:
+// etcd, kube-apiserver, kube-controller-manager and kube-scheduler, built from
+// their Go modules by hack/build-cluster-binaries.sh. There are no kubelets;
+// simulated nodes play that part.
+//
+// Every component listens on free ports of 127.0.0.1 and writes its own log
+// file. Stop removes every process and the working directory; logs are copied
+// to an artifacts directory first when asked to keep them (a failed test).
+// Children die with the parent process (Pdeathsig), and working directories
+// left by a killed process are swept at the next start.
+package cluster
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+)
+
+// FeatureGates are the gates every component runs with: container restart
+// rules and RestartAllContainers, on by default in 1.36 but pinned here so
+// that the cluster does not silently drop restartPolicyRules.
+const FeatureGates = "ContainerRestartRules=true,RestartAllContainersOnContainerExits=true"
+
+// Controllers are the kube-controller-manager controllers the cluster runs.
+// Node lifecycle is absent on purpose: simulated nodes report their own
+// health, and a node-lifecycle controller would taint them otherwise.
+var Controllers = []string{
+	"job-controller",
+	"garbage-collector-controller",
+	"namespace-controller",
+	"serviceaccount-controller",
+	"serviceaccount-token-controller",
+	"ttl-after-finished-controller",
+	"endpointslice-controller",
+	"pod-garbage-collector-controller",
+	"root-ca-certificate-publisher-controller",
+	"clusterrole-aggregation-controller",
+}
+
+const (
+	serviceClusterIPRange = "10.0.0.0/24"
+	serviceClusterFirstIP = "10.0.0.1"
+	workDirPrefix         = "inplace-cluster-"
+)
+
+// Options configure a local cluster. The zero value is usable.
+type Options struct {
+	// BinDir holds etcd, kube-apiserver, kube-controller-manager and
+	// kube-scheduler. Defaults to $INPLACE_BIN_DIR, then <repo>/bin.
+	BinDir string
+
+	// ArtifactsDir receives the component logs when Stop is asked to keep
+	// them. Defaults to $ARTIFACTS, then <repo>/.local/artifacts.
+	ArtifactsDir string
+
+	// Name labels the artifacts directory; defaults to "cluster".
+	Name string
+
+	// APIServerFlags are extra or overriding kube-apiserver flags, without
+	// the leading dashes.
+	APIServerFlags map[string]string
+
+	// ClientQPS is the client rate of the controller manager and scheduler.
+	// Defaults to 1000, enough for thousands of Pods.
+	ClientQPS int
+
+	// StartTimeout bounds the whole start. Defaults to 90s.
+	StartTimeout time.Duration
+}
+
+// Cluster is a running local control plane.
+type Cluster struct {
+	// Kubeconfig is the path of an admin kubeconfig for this cluster.
+	Kubeconfig string
+	// Config is an admin REST config for this cluster.
+	Config *rest.Config
+	// Host is the apiserver URL.
+	Host string
+
+	opts      Options
+	workDir   string
+	logDir    string
+	procs     []*process // in start order
+	stopOnce  sync.Once
+	stopErr   error
+	artifacts string
+}
+
+// Start brings up etcd, kube-apiserver, kube-controller-manager and
+// kube-scheduler and returns once the apiserver is ready and both managers
+// report healthy. On error nothing is left running.
+func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
+	if err := opts.complete(); err != nil {
+		return nil, err
+	}
+	sweepStaleWorkDirs()
+	workDir, err := os.MkdirTemp("", fmt.Sprintf("%s%d-", workDirPrefix, os.Getpid()))
+	if err != nil {
+		return nil, err
+	}
+	c := &Cluster{opts: opts, workDir: workDir, logDir: filepath.Join(workDir, "logs")}
+	defer func() {
+		if err != nil {
+			if c.Stop(true) == nil && c.artifacts != "" {
+				err = fmt.Errorf("%w (component logs kept in %s)", err, c.artifacts)
+			}
+		}
+	}()
+	if err := os.MkdirAll(c.logDir, 0o755); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, opts.StartTimeout)
+	defer cancel()
+
+	certs, err := newPKI(filepath.Join(workDir, "pki"))
+	if err != nil {
+		return nil, fmt.Errorf("creating certificates: %w", err)
+	}
+	ports, err := freePorts(6)
+	if err != nil {
+		return nil, err
+	}
+	etcdPort, peerPort, apiPort, kcmPort, schedPort := ports[0], ports[1], ports[2], ports[3], ports[4]
+
+	if err := c.startEtcd(ctx, etcdPort, peerPort); err != nil {
+		return nil, err
+	}
+	if err := c.startAPIServer(ctx, certs, apiPort, etcdPort); err != nil {
+		return nil, err
+	}
+	if err := c.startControllerManager(ctx, certs, kcmPort); err != nil {
+		return nil, err
+	}
+	if err := c.startScheduler(ctx, schedPort); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func (o *Options) complete() error {
+	if o.BinDir == "" {
+		o.BinDir = os.Getenv("INPLACE_BIN_DIR")
+	}
+	if o.BinDir == "" || o.ArtifactsDir == "" {
+		root, err := RepoRoot()
+		if err != nil {
+			return err
+		}
+		if o.BinDir == "" {
+			o.BinDir = filepath.Join(root, "bin")
+		}
+		if o.ArtifactsDir == "" {
+			o.ArtifactsDir = os.Getenv("ARTIFACTS")
+		}
+		if o.ArtifactsDir == "" {
+			o.ArtifactsDir = filepath.Join(root, ".local", "artifacts")
+		}
+	}
+	if o.Name == "" {
+		o.Name = "cluster"
+	}
+	if o.ClientQPS == 0 {
+		o.ClientQPS = 1000
+	}
+	if o.StartTimeout == 0 {
+		o.StartTimeout = 90 * time.Second
+	}
+	return nil
+}
+
+// RepoRoot finds the repository root: the nearest directory upwards from the
+// working directory holding the project's go.mod.
+func RepoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		data, err := os.ReadFile(filepath.Join(dir, "go.mod"))
+		if err == nil && strings.HasPrefix(string(data), "module github.com/inplace-dev/inplace\n") {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("cannot find the inplace repository root above the working directory; set INPLACE_BIN_DIR and ARTIFACTS")
+		}
+		dir = parent
+	}
+}
+
+func (c *Cluster) binary(name string) string { return filepath.Join(c.opts.BinDir, name) }
+
+func (c *Cluster) start(name string, args []string) (*process, error) {
+	p, err := startProcess(name, c.binary(name), args, c.logDir)
+	if err != nil {
+		return nil, err
+	}
+	c.procs = append(c.procs, p)
+	return p, nil
+}
+
+func (c *Cluster) startEtcd(ctx context.Context, port, peerPort int) error {
+	client := fmt.Sprintf("http://127.0.0.1:%d", port)
+	peer := fmt.Sprintf("http://127.0.0.1:%d", peerPort)
+	p, err := c.start("etcd", []string{
+		"--name=default",
+		"--data-dir=" + filepath.Join(c.workDir, "etcd"),
+		"--listen-client-urls=" + client,
+		"--advertise-client-urls=" + client,
+		"--listen-peer-urls=" + peer,
+		"--initial-advertise-peer-urls=" + peer,
+		"--initial-cluster=default=" + peer,
+		// A throwaway cluster: durability buys nothing and fsync costs a lot.
+		"--unsafe-no-fsync=true",
+		"--quota-backend-bytes=8589934592",
+		"--log-level=warn",
+	})
+	if err != nil {
+		return err
+	}
+	return p.waitFor(ctx, "health", httpOK(http.DefaultClient, client+"/health"))
+}
+
+func (c *Cluster) startAPIServer(ctx context.Context, certs *pki, port, etcdPort int) error {
+	flags := map[string]string{
+		"etcd-servers":                     fmt.Sprintf("http://127.0.0.1:%d", etcdPort),
+		"bind-address":                     "127.0.0.1",
+		"advertise-address":                "127.0.0.1",
+		"secure-port":                      strconv.Itoa(port),
+		"tls-cert-file":                    certs.servingCert,
+		"tls-private-key-file":             certs.servKey,
+		"client-ca-file":                   certs.caCert,
+		"authorization-mode":               "RBAC",
+		"service-account-key-file":         certs.saPublic,
+		"service-account-signing-key-file": certs.saPrivate,
+		"service-account-issuer":           "https://kubernetes.default.svc",
+		"api-audiences":                    "https://kubernetes.default.svc",
+		"service-cluster-ip-range":         serviceClusterIPRange,
+		"allow-privileged":                 "true",
+		"feature-gates":                    FeatureGates,
+		// No node-lifecycle controller removes the not-ready taint that this
+		// plugin adds to new Nodes; simulated nodes manage their own taints.
+		"disable-admission-plugins":      "TaintNodesByCondition",
+		"enable-priority-and-fairness":   "false",
+		"max-requests-inflight":          "3000",
+		"max-mutating-requests-inflight": "1000",
+		"cert-dir":                       filepath.Join(c.workDir, "apiserver"),
+		"v":                              "1",
+	}
+	for k, v := range c.opts.APIServerFlags {
+		flags[k] = v
+	}
+	p, err := c.start("kube-apiserver", flagArgs(flags))
+	if err != nil {
+		return err
+	}
+
+	c.Host = fmt.Sprintf("https://127.0.0.1:%d", port)
+	c.Kubeconfig = filepath.Join(c.workDir, "admin.kubeconfig")
+	kubeconfig := clientcmdapi.Config{
+		Clusters: map[string]*clientcmdapi.Cluster{"local": {Server: c.Host, CertificateAuthorityData: certs.caPEM}},
+		AuthInfos: map[string]*clientcmdapi.AuthInfo{"admin": {
+			ClientCertificateData: certs.adminCertPEM, ClientKeyData: certs.adminKP,
+		}},
+		Contexts:       map[string]*clientcmdapi.Context{"local": {Cluster: "local", AuthInfo: "admin"}},
+		CurrentContext: "local",
+	}
+	if err := clientcmd.WriteToFile(kubeconfig, c.Kubeconfig); err != nil {
+		return err
+	}
+	if c.Config, err = clientcmd.BuildConfigFromFlags("", c.Kubeconfig); err != nil {
+		return err
+	}
+	c.Config.QPS, c.Config.Burst = 1000, 2000
+	client, err := kubernetes.NewForConfig(c.Config)
+	if err != nil {
+		return err
+	}
+	return p.waitFor(ctx, "readyz", func(ctx context.Context) error {
+		return client.Discovery().RESTClient().Get().AbsPath("/readyz").Do(ctx).Error()
+	})
+}
+
+func (c *Cluster) startControllerManager(ctx context.Context, certs *pki, port int) error {
+	qps := strconv.Itoa(c.opts.ClientQPS)
+	p, err := c.start("kube-controller-manager", flagArgs(map[string]string{
+		"kubeconfig":                       c.Kubeconfig,
+		"authentication-kubeconfig":        c.Kubeconfig,
+		"authorization-kubeconfig":         c.Kubeconfig,
+		"bind-address":                     "127.0.0.1",
+		"secure-port":                      strconv.Itoa(port),
+		"cert-dir":                         filepath.Join(c.workDir, "kube-controller-manager"),
+		"controllers":                      strings.Join(Controllers, ","),
+		"use-service-account-credentials":  "true",
+		"service-account-private-key-file": certs.saPrivate,
+		"root-ca-file":                     certs.caCert,
+		"kube-api-qps":                     qps,
+		"kube-api-burst":                   strconv.Itoa(2 * c.opts.ClientQPS),
+		"concurrent-job-syncs":             "20",
+		"leader-elect":                     "false",
+		"feature-gates":                    FeatureGates,
+	}))
+	if err != nil {
+		return err
+	}
+	return p.waitFor(ctx, "healthz", httpOK(insecureClient, fmt.Sprintf("https://127.0.0.1:%d/healthz", port)))
+}
+
+func (c *Cluster) startScheduler(ctx context.Context, port int) error {
+	config := filepath.Join(c.workDir, "kube-scheduler.yaml")
+	if err := os.WriteFile(config, fmt.Appendf(nil, `apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+clientConnection:
+  kubeconfig: %q
+  qps: %d
+  burst: %d
+leaderElection:
+  leaderElect: false
+`, c.Kubeconfig, c.opts.ClientQPS, 2*c.opts.ClientQPS), 0o600); err != nil {
+		return err
+	}
+	p, err := c.start("kube-scheduler", flagArgs(map[string]string{
+		"config":                    config,
+		"authentication-kubeconfig": c.Kubeconfig,
+		"authorization-kubeconfig":  c.Kubeconfig,
+		"bind-address":              "127.0.0.1",
+		"secure-port":               strconv.Itoa(port),
+		"cert-dir":                  filepath.Join(c.workDir, "kube-scheduler"),
+		"feature-gates":             FeatureGates,
+	}))
+	if err != nil {
+		return err
+	}
+	return p.waitFor(ctx, "healthz", httpOK(insecureClient, fmt.Sprintf("https://127.0.0.1:%d/healthz", port)))
+}
+
+// Stop stops every component, newest first, and removes the working
+// directory. With keepLogs the component logs are first copied to
+// <ArtifactsDir>/<Name>-<time>, whose path LogsDir then returns. Stop is
+// safe to call more than once.
+func (c *Cluster) Stop(keepLogs bool) error {
+	c.stopOnce.Do(func() {
+		for i := len(c.procs) - 1; i >= 0; i-- {
+			c.procs[i].stop(10 * time.Second)
+		}
+		var errs []error
+		if keepLogs {
+			dst := filepath.Join(c.opts.ArtifactsDir, fmt.Sprintf("%s-%s", c.opts.Name, time.Now().Format("20060102-150405.000")))
+			if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+				errs = append(errs, err)
+			} else if err := os.Rename(c.logDir, dst); err != nil {
+				errs = append(errs, fmt.Errorf("keeping logs: %w", err))
+			} else {
+				c.artifacts = dst
+			}
+		}
+		errs = append(errs, os.RemoveAll(c.workDir))
+		c.stopErr = errors.Join(errs...)
+	})
+	return c.stopErr
+}
+
+// LogsDir is where the component logs were kept by Stop(true), or the live
+// log directory while the cluster runs.
+func (c *Cluster) LogsDir() string {
+	if c.artifacts != "" {
+		return c.artifacts
+	}
+	return c.logDir
+}
+
+// CheckAlive returns an error naming every component that has exited.
+func (c *Cluster) CheckAlive() error {
+	var errs []error
+	for _, p := range c.procs {
+		if done, err := p.exited(); done {
+			errs = append(errs, fmt.Errorf("%s exited: %v; see %s", p.name, err, p.logPath))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Done is closed when any component exits.
+func (c *Cluster) Done() <-chan struct{} {
+	done := make(chan struct{})
+	var once sync.Once
+	for _, p := range c.procs {
+		go func() {
+			<-p.done
+			once.Do(func() { close(done) })
+		}()
+	}
+	return done
+}
+
+// sweepStaleWorkDirs removes the working directories of clusters whose
+// process no longer exists (killed by a test timeout, say).
+func sweepStaleWorkDirs() {
+	matches, _ := filepath.Glob(filepath.Join(os.TempDir(), workDirPrefix+"*"))
+	for _, dir := range matches {
+		rest := strings.TrimPrefix(filepath.Base(dir), workDirPrefix)
+		pid, err := strconv.Atoi(strings.SplitN(rest, "-", 2)[0])
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+			os.RemoveAll(dir)
+		}
+	}
+}
+
+var insecureClient = &http.Client{
+	Timeout:   5 * time.Second,
+	Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}, //nolint:gosec // local health probe of a self-signed component
+}
+
+func httpOK(client *http.Client, url string) func(context.Context) error {
+	return func(ctx context.Context) error {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return err
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("GET %s: %s", url, resp.Status)
+		}
+		return nil
+	}
+}
+
+func flagArgs(flags map[string]string) []string {
+	args := make([]string, 0, len(flags))
+	for k, v := range flags {
+		args = append(args, "--"+k+"="+v)
+	}
+	sort.Strings(args)
+	return args
+}
