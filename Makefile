@@ -38,7 +38,7 @@ generate: $(CONTROLLER_GEN) ## Generate deepcopy code for the API types.
 
 .PHONY: manifests
 manifests: $(CONTROLLER_GEN) ## Generate CRDs into config/crd.
-	$(CONTROLLER_GEN) crd:maxDescLen=512 paths="./api/..." output:crd:artifacts:config=config/crd/bases
+	$(CONTROLLER_GEN) crd:maxDescLen=512,generateEmbeddedObjectMeta=true paths="./api/..." output:crd:artifacts:config=config/crd/bases
 
 .PHONY: fmt
 fmt: ## Run gofmt on the code.

@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# Starts (up) or stops (down) the local cluster in the background.
+# up writes .local/kubeconfig once the cluster is ready; down stops every
+# process it started and leaves nothing running.
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+local_dir="$root/.local"
+pidfile="$local_dir/cluster.pid"
+kubeconfig="$local_dir/kubeconfig"
+log="$local_dir/cluster.log"
+mkdir -p "$local_dir"
+
+running() { [[ -f $pidfile ]] && kill -0 "$(cat "$pidfile")" 2>/dev/null; }
+
+up() {
+  if running; then
+    echo "local cluster already running (pid $(cat "$pidfile")); kubeconfig: $kubeconfig"
+    return 0
+  fi
+  rm -f "$kubeconfig"
+  (cd "$root" && go build -o "$root/bin/local-cluster" ./test/cmd/local-cluster)
+  cd "$root"
+  nohup "$root/bin/local-cluster" -write-kubeconfig "$kubeconfig" -crds "$root/config/crd/bases" >"$log" 2>&1 &
+  echo $! >"$pidfile"
+  for _ in $(seq 1 1200); do
+    if [[ -f $kubeconfig ]]; then
+      echo "local cluster is up (pid $(cat "$pidfile"))"
+      echo "  kubeconfig: $kubeconfig"
+      echo "  try:        bin/kubectl --kubeconfig $kubeconfig get --raw /readyz"
+      return 0
+    fi
+    if ! running; then
+      echo "local cluster failed to start; its log ($log):" >&2
+      tail -n 50 "$log" >&2
+      rm -f "$pidfile"
+      return 1
+    fi
+    sleep 0.1
+  done
+  echo "local cluster did not become ready in 120s; see $log" >&2
+  down
+  return 1
+}
+
+down() {
+  if ! running; then
+    echo "local cluster is not running"
+    rm -f "$pidfile" "$kubeconfig"
+    return 0
+  fi
+  pid=$(cat "$pidfile")
+  kill -TERM "$pid"
+  for _ in $(seq 1 300); do
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  if kill -0 "$pid" 2>/dev/null; then
+    echo "local cluster did not stop in 30s; killing it" >&2
+    kill -KILL "$pid"
+  fi
+  rm -f "$pidfile" "$kubeconfig"
+  echo "local cluster stopped"
+}
+
+case "${1:-}" in
+  up) up ;;
+  down) down ;;
+  *) echo "usage: $0 up|down" >&2; exit 2 ;;
+esac

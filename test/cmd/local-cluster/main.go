@@ -1,0 +1,79 @@
+// Command local-cluster runs the local cluster of package test/cluster in the
+// foreground until it receives SIGINT or SIGTERM: `make cluster-up` starts it
+// in the background and `make cluster-down` stops it. It installs the CRDs of
+// config/crd and writes an admin kubeconfig to -kubeconfig once the cluster
+// is ready.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/inplace-dev/inplace/test/cluster"
+)
+
+func main() {
+	kubeconfig := flag.String("write-kubeconfig", ".local/kubeconfig", "where to write the admin kubeconfig")
+	crds := flag.String("crds", "config/crd/bases", "directory of CRDs to install")
+	flag.Parse()
+	if err := run(*kubeconfig, *crds); err != nil {
+		fmt.Fprintln(os.Stderr, "local-cluster:", err)
+		os.Exit(1)
+	}
+}
+
+func run(kubeconfigPath, crdDir string) error {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+
+	c, err := cluster.Start(ctx, cluster.Options{Name: "local-cluster"})
+	if err != nil {
+		return err
+	}
+	failed := true
+	defer func() {
+		if err := c.Stop(failed); err != nil {
+			fmt.Fprintln(os.Stderr, "local-cluster: stopping:", err)
+		}
+		if failed {
+			fmt.Fprintln(os.Stderr, "local-cluster: component logs kept in", c.LogsDir())
+		}
+		os.Remove(kubeconfigPath)
+	}()
+
+	if _, err := envtest.InstallCRDs(c.Config, envtest.CRDInstallOptions{Paths: []string{crdDir}, ErrorIfPathMissing: true}); err != nil {
+		return fmt.Errorf("installing CRDs: %w", err)
+	}
+	data, err := os.ReadFile(c.Kubeconfig)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(kubeconfigPath), 0o755); err != nil {
+		return err
+	}
+	// Written last and atomically: its presence tells the caller the cluster is ready.
+	tmp := kubeconfigPath + ".tmp"
+	if err := os.WriteFile(tmp, data, 0o600); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, kubeconfigPath); err != nil {
+		return err
+	}
+	fmt.Printf("local-cluster: ready at %s; logs in %s; kubeconfig %s\n", c.Host, c.LogsDir(), kubeconfigPath)
+
+	select {
+	case <-ctx.Done():
+		failed = false
+		fmt.Println("local-cluster: stopping")
+		return nil
+	case <-c.Done():
+		return fmt.Errorf("a component exited: %w", c.CheckAlive())
+	}
+}
