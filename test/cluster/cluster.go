@@ -153,23 +153,21 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 }
 
 func (o *Options) complete() error {
+	var err error
 	if o.BinDir == "" {
-		o.BinDir = os.Getenv("INPLACE_BIN_DIR")
+		if o.BinDir, err = BinDir(); err != nil {
+			return err
+		}
 	}
-	if o.BinDir == "" || o.ArtifactsDir == "" {
+	if o.ArtifactsDir == "" {
+		o.ArtifactsDir = os.Getenv("ARTIFACTS")
+	}
+	if o.ArtifactsDir == "" {
 		root, err := RepoRoot()
 		if err != nil {
 			return err
 		}
-		if o.BinDir == "" {
-			o.BinDir = filepath.Join(root, "bin")
-		}
-		if o.ArtifactsDir == "" {
-			o.ArtifactsDir = os.Getenv("ARTIFACTS")
-		}
-		if o.ArtifactsDir == "" {
-			o.ArtifactsDir = filepath.Join(root, ".local", "artifacts")
-		}
+		o.ArtifactsDir = filepath.Join(root, ".local", "artifacts")
 	}
 	if o.Name == "" {
 		o.Name = "cluster"
@@ -181,6 +179,19 @@ func (o *Options) complete() error {
 		o.StartTimeout = 90 * time.Second
 	}
 	return nil
+}
+
+// BinDir is where the control plane binaries are: $INPLACE_BIN_DIR, or
+// <repo>/bin.
+func BinDir() (string, error) {
+	if dir := os.Getenv("INPLACE_BIN_DIR"); dir != "" {
+		return dir, nil
+	}
+	root, err := RepoRoot()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(root, "bin"), nil
 }
 
 // RepoRoot finds the repository root: the nearest directory upwards from the

@@ -47,10 +47,11 @@ type JobSetSpec struct {
 	// replicatedJobs are the groups of identical Jobs that form the set.
 	// A Job is named <jobset>-<replicatedJob>-<index>.
 	//
+	// +required
 	// +listType=map
 	// +listMapKey=name
 	// +kubebuilder:validation:MinItems=1
-	ReplicatedJobs []ReplicatedJob `json:"replicatedJobs,omitempty"`
+	ReplicatedJobs []ReplicatedJob `json:"replicatedJobs"`
 
 	// network configures the headless Service and Pod DNS names.
 	//
