@@ -169,4 +169,3 @@ func DumpNamespace(ctx context.Context, c client.Client, namespace string) {
 		}
 	}
 }
-
