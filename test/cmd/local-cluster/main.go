@@ -12,7 +12,13 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
@@ -51,6 +57,9 @@ func run(kubeconfigPath, crdDir string) error {
 	if _, err := envtest.InstallCRDs(c.Config, envtest.CRDInstallOptions{Paths: []string{crdDir}, ErrorIfPathMissing: true}); err != nil {
 		return fmt.Errorf("installing CRDs: %w", err)
 	}
+	if err := waitForOpenAPI(ctx, c.Config, "apis/jobset.x-k8s.io/v1alpha2"); err != nil {
+		return err
+	}
 	data, err := os.ReadFile(c.Kubeconfig)
 	if err != nil {
 		return err
@@ -76,4 +85,22 @@ func run(kubeconfigPath, crdDir string) error {
 	case <-c.Done():
 		return fmt.Errorf("a component exited: %w", c.CheckAlive())
 	}
+}
+
+// waitForOpenAPI waits until the apiserver publishes the OpenAPI v3 schema of
+// a group version, so that `kubectl explain` works as soon as the cluster is
+// reported ready.
+func waitForOpenAPI(ctx context.Context, cfg *rest.Config, path string) error {
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		body, err := client.Discovery().RESTClient().Get().AbsPath("/openapi/v3").DoRaw(ctx)
+		return err == nil && strings.Contains(string(body), `"`+path+`"`), nil
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for the OpenAPI schema of %s: %w", path, err)
+	}
+	return nil
 }
