@@ -82,4 +82,3 @@ const (
 	// controller.
 	JobSetControllerName = "jobset.sigs.k8s.io/jobset-controller"
 )
-
