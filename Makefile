@@ -50,7 +50,7 @@ vet: ## Run go vet.
 
 .PHONY: build
 build: ## Build the project's binaries into ./bin.
-	go build -o $(BIN)/ ./cmd/...
+	go build -o $(BIN)/inplace-manager ./cmd/manager
 
 .PHONY: verify
 verify: generate manifests ## Fail if generated files are stale, code is unformatted or vet complains.

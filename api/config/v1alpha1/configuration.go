@@ -1,0 +1,148 @@
+// Package v1alpha1 is the configuration file of inplace-manager,
+// config.inplace.dev/v1alpha1, kind Configuration.
+//
+// Every field is optional; Load fills in defaults. Unknown fields are an
+// error, so that a typo does not silently fall back to a default.
+package v1alpha1
+
+import (
+	"fmt"
+	"os"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/yaml"
+)
+
+const (
+	// APIVersion and Kind identify the configuration file.
+	APIVersion = "config.inplace.dev/v1alpha1"
+	Kind       = "Configuration"
+)
+
+// Configuration configures inplace-manager.
+type Configuration struct {
+	metav1.TypeMeta `json:",inline"`
+
+	// LeaderElection lets several replicas run with one active.
+	LeaderElection LeaderElection `json:"leaderElection"`
+	// Metrics is where Prometheus metrics are served.
+	Metrics Metrics `json:"metrics"`
+	// Health is where the liveness and readiness probes are served.
+	Health Health `json:"health"`
+	// ClientConnection limits the manager's requests to the apiserver.
+	ClientConnection ClientConnection `json:"clientConnection"`
+	// Controller tunes the JobSet controller.
+	Controller Controller `json:"controller"`
+}
+
+// LeaderElection configures leader election.
+type LeaderElection struct {
+	// LeaderElect enables leader election. Default true.
+	LeaderElect *bool `json:"leaderElect,omitempty"`
+	// ResourceName is the name of the Lease. Default inplace-manager.
+	ResourceName string `json:"resourceName,omitempty"`
+	// ResourceNamespace is the namespace of the Lease. Default: the
+	// namespace the manager runs in.
+	ResourceNamespace string `json:"resourceNamespace,omitempty"`
+	// LeaseDuration, RenewDeadline and RetryPeriod as in client-go's leader
+	// election. Defaults 15s, 10s, 2s.
+	LeaseDuration *metav1.Duration `json:"leaseDuration,omitempty"`
+	RenewDeadline *metav1.Duration `json:"renewDeadline,omitempty"`
+	RetryPeriod   *metav1.Duration `json:"retryPeriod,omitempty"`
+}
+
+// Metrics configures the metrics endpoint.
+type Metrics struct {
+	// BindAddress of the metrics endpoint; "0" disables it. Default :8443.
+	BindAddress string `json:"bindAddress,omitempty"`
+	// Secure serves metrics over HTTPS with authentication and
+	// authorization through the apiserver. Default true.
+	Secure *bool `json:"secure,omitempty"`
+}
+
+// Health configures the probe endpoint.
+type Health struct {
+	// ProbeBindAddress of /healthz and /readyz. Default :8081.
+	ProbeBindAddress string `json:"probeBindAddress,omitempty"`
+}
+
+// ClientConnection limits the client.
+type ClientConnection struct {
+	// QPS of requests to the apiserver. Default 500.
+	QPS *float32 `json:"qps,omitempty"`
+	// Burst of requests to the apiserver. Default 1000.
+	Burst *int32 `json:"burst,omitempty"`
+}
+
+// Controller tunes the JobSet controller.
+type Controller struct {
+	// MaxConcurrentReconciles is how many JobSets are reconciled at once.
+	// Default 5.
+	MaxConcurrentReconciles int `json:"maxConcurrentReconciles,omitempty"`
+	// ChildParallelism bounds concurrent creations and deletions of one
+	// JobSet's Jobs. Default 50.
+	ChildParallelism int `json:"childParallelism,omitempty"`
+}
+
+// Load reads a configuration file; an empty path gives the defaults.
+func Load(path string) (*Configuration, error) {
+	cfg := &Configuration{}
+	if path != "" {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return nil, fmt.Errorf("reading configuration: %w", err)
+		}
+		if err := yaml.UnmarshalStrict(data, cfg); err != nil {
+			return nil, fmt.Errorf("configuration %s: %w", path, err)
+		}
+		if cfg.APIVersion != APIVersion || cfg.Kind != Kind {
+			return nil, fmt.Errorf("configuration %s: apiVersion/kind is %q/%q, want %q/%q", path, cfg.APIVersion, cfg.Kind, APIVersion, Kind)
+		}
+	}
+	SetDefaults(cfg)
+	return cfg, nil
+}
+
+// SetDefaults fills every unset field.
+func SetDefaults(cfg *Configuration) {
+	cfg.APIVersion, cfg.Kind = APIVersion, Kind
+	le := &cfg.LeaderElection
+	if le.LeaderElect == nil {
+		le.LeaderElect = ptr.To(true)
+	}
+	if le.ResourceName == "" {
+		le.ResourceName = "inplace-manager"
+	}
+	if le.LeaseDuration == nil {
+		le.LeaseDuration = &metav1.Duration{Duration: 15 * time.Second}
+	}
+	if le.RenewDeadline == nil {
+		le.RenewDeadline = &metav1.Duration{Duration: 10 * time.Second}
+	}
+	if le.RetryPeriod == nil {
+		le.RetryPeriod = &metav1.Duration{Duration: 2 * time.Second}
+	}
+	if cfg.Metrics.BindAddress == "" {
+		cfg.Metrics.BindAddress = ":8443"
+	}
+	if cfg.Metrics.Secure == nil {
+		cfg.Metrics.Secure = ptr.To(true)
+	}
+	if cfg.Health.ProbeBindAddress == "" {
+		cfg.Health.ProbeBindAddress = ":8081"
+	}
+	if cfg.ClientConnection.QPS == nil {
+		cfg.ClientConnection.QPS = ptr.To[float32](500)
+	}
+	if cfg.ClientConnection.Burst == nil {
+		cfg.ClientConnection.Burst = ptr.To[int32](1000)
+	}
+	if cfg.Controller.MaxConcurrentReconciles == 0 {
+		cfg.Controller.MaxConcurrentReconciles = 5
+	}
+	if cfg.Controller.ChildParallelism == 0 {
+		cfg.Controller.ChildParallelism = 50
+	}
+}

@@ -1,0 +1,76 @@
+// Command inplace-manager runs the JobSet controller (and, in later
+// releases, the admission webhooks) of inplace.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	configv1alpha1 "github.com/inplace-dev/inplace/api/config/v1alpha1"
+	"github.com/inplace-dev/inplace/manager"
+)
+
+func main() {
+	var (
+		configFile  string
+		leaderElect bool
+		metricsAddr string
+		probeAddr   string
+	)
+	flag.StringVar(&configFile, "config", "", "path of the configuration file (config.inplace.dev/v1alpha1 Configuration); defaults apply without it")
+	flag.BoolVar(&leaderElect, "leader-elect", true, "elect a leader among replicas (overrides the configuration file when set)")
+	flag.StringVar(&metricsAddr, "metrics-bind-address", "", "address of the metrics endpoint, \"0\" to disable (overrides the configuration file)")
+	flag.StringVar(&probeAddr, "health-probe-bind-address", "", "address of /healthz and /readyz (overrides the configuration file)")
+	zapOpts := zap.Options{}
+	zapOpts.BindFlags(flag.CommandLine)
+	flag.Parse()
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
+	log := ctrl.Log.WithName("setup")
+
+	cfg, err := configv1alpha1.Load(configFile)
+	if err != nil {
+		log.Error(err, "loading configuration")
+		os.Exit(1)
+	}
+	flag.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "leader-elect":
+			cfg.LeaderElection.LeaderElect = ptr.To(leaderElect)
+		case "metrics-bind-address":
+			cfg.Metrics.BindAddress = metricsAddr
+		case "health-probe-bind-address":
+			cfg.Health.ProbeBindAddress = probeAddr
+		}
+	})
+	if cfg.LeaderElection.ResourceNamespace == "" {
+		cfg.LeaderElection.ResourceNamespace = manager.Namespace()
+	}
+
+	if err := run(cfg); err != nil {
+		log.Error(err, "inplace-manager stopped")
+		os.Exit(1)
+	}
+}
+
+func run(cfg *configv1alpha1.Configuration) error {
+	restConfig, err := ctrl.GetConfig()
+	if err != nil {
+		return fmt.Errorf("loading kubeconfig: %w", err)
+	}
+	restConfig.QPS = *cfg.ClientConnection.QPS
+	restConfig.Burst = int(*cfg.ClientConnection.Burst)
+	mgr, err := ctrl.NewManager(restConfig, manager.Options(cfg, manager.NewScheme()))
+	if err != nil {
+		return fmt.Errorf("creating manager: %w", err)
+	}
+	if err := manager.Setup(mgr, cfg); err != nil {
+		return err
+	}
+	ctrl.Log.WithName("setup").Info("starting inplace-manager")
+	return mgr.Start(ctrl.SetupSignalHandler())
+}

@@ -1,0 +1,106 @@
+package controller
+
+import (
+	"slices"
+	"strconv"
+	"strings"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
+
+	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
+)
+
+// children sorts the child Jobs of a JobSet by what the controller must do
+// with them. A Job belongs to the current attempt when its restart-attempt
+// label equals status.restarts and its job-restart-attempt label equals the
+// individual restart count of its index; any other Job is from an earlier
+// attempt and is deleted.
+type children struct {
+	// current holds the Jobs of the current attempt that are not being
+	// deleted, by name.
+	current map[string]*batchv1.Job
+	// active, succeeded and failed partition current.
+	active, succeeded, failed []*batchv1.Job
+	// previous are Jobs of an earlier attempt not yet being deleted.
+	previous []*batchv1.Job
+	// terminating are Jobs being deleted; their names stay taken until the
+	// apiserver removes them.
+	terminating map[string]*batchv1.Job
+}
+
+func classifyJobs(js *jobset.JobSet, jobs []batchv1.Job) children {
+	c := children{current: map[string]*batchv1.Job{}, terminating: map[string]*batchv1.Job{}}
+	for i := range jobs {
+		job := &jobs[i]
+		switch {
+		case job.DeletionTimestamp != nil:
+			c.terminating[job.Name] = job
+		case !isCurrentAttempt(js, job):
+			c.previous = append(c.previous, job)
+		default:
+			c.current[job.Name] = job
+			switch {
+			case jobFinished(job, batchv1.JobFailed):
+				c.failed = append(c.failed, job)
+			case jobFinished(job, batchv1.JobComplete):
+				c.succeeded = append(c.succeeded, job)
+			default:
+				c.active = append(c.active, job)
+			}
+		}
+	}
+	return c
+}
+
+func isCurrentAttempt(js *jobset.JobSet, job *batchv1.Job) bool {
+	if job.Labels[jobset.RestartsKey] != strconv.Itoa(int(js.Status.Restarts)) {
+		return false
+	}
+	index, err := strconv.Atoi(job.Labels[jobset.JobIndexKey])
+	if err != nil {
+		return false
+	}
+	want := jobRestarts(js, job.Labels[jobset.ReplicatedJobNameKey], index)
+	return job.Labels[JobRestartAttemptKey] == strconv.Itoa(int(want))
+}
+
+// jobFinished reports whether the Job carries the final condition t.
+func jobFinished(job *batchv1.Job, t batchv1.JobConditionType) bool {
+	return jobCondition(job, t) != nil
+}
+
+// jobCondition returns the Job's condition of type t if it is true.
+func jobCondition(job *batchv1.Job, t batchv1.JobConditionType) *batchv1.JobCondition {
+	for i := range job.Status.Conditions {
+		if c := &job.Status.Conditions[i]; c.Type == t && c.Status == corev1.ConditionTrue {
+			return c
+		}
+	}
+	return nil
+}
+
+// jobReady reports whether every Pod the Job expects at once is ready or
+// has succeeded.
+func jobReady(job *batchv1.Job) bool {
+	expected := min(ptr.Deref(job.Spec.Parallelism, 1), ptr.Deref(job.Spec.Completions, ptr.Deref(job.Spec.Parallelism, 1)))
+	return ptr.Deref(job.Status.Ready, 0)+job.Status.Succeeded >= expected
+}
+
+// previousAttemptPods counts Pods left over from an earlier restart attempt,
+// which BlockingRecreate waits for.
+func previousAttemptPods(js *jobset.JobSet, pods []corev1.Pod) int {
+	n := 0
+	attempt := strconv.Itoa(int(js.Status.Restarts))
+	for i := range pods {
+		if pods[i].Labels[jobset.RestartsKey] != attempt {
+			n++
+		}
+	}
+	return n
+}
+
+func sortByName(jobs []*batchv1.Job) {
+	slices.SortFunc(jobs, func(a, b *batchv1.Job) int { return strings.Compare(a.Name, b.Name) })
+}

@@ -1,0 +1,191 @@
+package controller
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
+)
+
+// failureOutcome is what the failure policy decided for a set of failed Jobs.
+type failureOutcome struct {
+	// action to run; empty means the JobSet has no failure policy and fails.
+	action jobset.FailurePolicyAction
+	// rule that matched; empty when the default action applies.
+	rule string
+	// job is the failed Job the decision is about.
+	job *batchv1.Job
+}
+
+// decideFailure picks the action for the failed Jobs of the current attempt:
+// rules are tried in order and the first rule matching any failed Job wins,
+// with the earliest failure among the Jobs it matches. Without a matching
+// rule the action is RestartJobSet for the earliest failure; without a
+// failure policy the JobSet fails.
+func decideFailure(js *jobset.JobSet, failed []*batchv1.Job) failureOutcome {
+	if js.Spec.FailurePolicy == nil {
+		return failureOutcome{job: earliestFailure(failed, func(*batchv1.Job) bool { return true })}
+	}
+	for i, rule := range js.Spec.FailurePolicy.Rules {
+		if job := earliestFailure(failed, func(j *batchv1.Job) bool { return ruleMatches(rule, j) }); job != nil {
+			name := rule.Name
+			if name == "" {
+				name = jobset.DefaultRuleName(i)
+			}
+			return failureOutcome{action: rule.Action, rule: name, job: job}
+		}
+	}
+	return failureOutcome{
+		action: jobset.RestartJobSet,
+		job:    earliestFailure(failed, func(*batchv1.Job) bool { return true }),
+	}
+}
+
+// earliestFailure returns the Job among failed that matches and whose Failed
+// condition is the oldest; ties go to the smaller name, so that the choice
+// does not depend on list order.
+func earliestFailure(failed []*batchv1.Job, match func(*batchv1.Job) bool) *batchv1.Job {
+	var best *batchv1.Job
+	var bestTime metav1.Time
+	for _, job := range failed {
+		c := jobCondition(job, batchv1.JobFailed)
+		if c == nil || !match(job) {
+			continue
+		}
+		if best == nil || c.LastTransitionTime.Before(&bestTime) ||
+			(c.LastTransitionTime.Equal(&bestTime) && job.Name < best.Name) {
+			best, bestTime = job, c.LastTransitionTime
+		}
+	}
+	return best
+}
+
+// ruleMatches reports whether a failed Job meets every requirement of rule:
+// its failure reason, its failure message and its replicated Job.
+func ruleMatches(rule jobset.FailurePolicyRule, job *batchv1.Job) bool {
+	c := jobCondition(job, batchv1.JobFailed)
+	if c == nil {
+		return false
+	}
+	if len(rule.OnJobFailureReasons) > 0 && !slices.Contains(rule.OnJobFailureReasons, c.Reason) {
+		return false
+	}
+	if len(rule.TargetReplicatedJobs) > 0 && !slices.Contains(rule.TargetReplicatedJobs, job.Labels[jobset.ReplicatedJobNameKey]) {
+		return false
+	}
+	if len(rule.OnJobFailureMessagePatterns) > 0 {
+		return slices.ContainsFunc(rule.OnJobFailureMessagePatterns, func(pattern string) bool {
+			// Patterns are validated at admission; one that does not compile
+			// matches nothing rather than everything.
+			re, err := regexp.Compile(pattern)
+			return err == nil && re.MatchString(c.Message)
+		})
+	}
+	return true
+}
+
+// applyFailure runs the decided action on the desired status and returns the
+// Events that describe it.
+func applyFailure(js *jobset.JobSet, status *jobset.JobSetStatus, o failureOutcome, now metav1.Time) []event {
+	maxRestarts := int32(0)
+	if js.Spec.FailurePolicy != nil {
+		maxRestarts = js.Spec.FailurePolicy.MaxRestarts
+	}
+	withJob := func(msg string) string { return fmt.Sprintf("%s (first failed job: %s)", msg, o.job.Name) }
+
+	switch o.action {
+	case "":
+		return failJobSet(status, ReasonFailedJobs, withJob(MessageFailedJobs), now)
+	case jobset.FailJobSet:
+		return failJobSet(status, ReasonFailJobSetAction, withJob(MessageFailJobSetAction), now)
+	case jobset.RestartJobSet, jobset.RestartJob:
+		if countedRestarts(status) >= maxRestarts {
+			return failJobSet(status, ReasonReachedMaxRestarts, withJob(MessageReachedMaxRestarts), now)
+		}
+	}
+
+	switch o.action {
+	case jobset.RestartJobSet:
+		status.RestartsCountTowardsMax++
+		restartJobSet(status, o, now)
+		return []event{{corev1.EventTypeWarning, ReasonRestartJobSetAction, withJob(MessageRestartJobSetAction)}}
+	case jobset.RestartJobSetAndIgnoreMaxRestarts:
+		restartJobSet(status, o, now)
+		return []event{{corev1.EventTypeWarning, ReasonRestartJobSetIgnoreMax, withJob(MessageRestartJobSetIgnoreMax)}}
+	case jobset.RestartJob:
+		restartJob(js, status, o.job, true)
+		return []event{{corev1.EventTypeWarning, ReasonRestartJobAction, withJob(MessageRestartJobAction)}}
+	case jobset.RestartJobAndIgnoreMaxRestarts:
+		restartJob(js, status, o.job, false)
+		return []event{{corev1.EventTypeWarning, ReasonRestartJobIgnoreMax, withJob(MessageRestartJobIgnoreMax)}}
+	}
+	// An action the schema does not allow; fail rather than loop.
+	return failJobSet(status, ReasonFailedJobs, withJob(fmt.Sprintf("unknown failure policy action %q", o.action)), now)
+}
+
+// restartJobSet starts a new restart attempt: every Job of the previous one
+// is deleted and created again, in startup order.
+func restartJobSet(status *jobset.JobSetStatus, o failureOutcome, now metav1.Time) {
+	status.Restarts++
+	reason := ReasonRestartDefaultPolicy
+	if o.rule != "" {
+		reason = fmt.Sprintf(reasonRestartRuleFormat, o.rule)
+	}
+	setCondition(status, jobset.JobSetRestarting, metav1.ConditionTrue, reason,
+		fmt.Sprintf("restart attempt %d after job %s failed", status.Restarts, o.job.Name), now)
+	resetStartup(status, now)
+}
+
+// restartJob bumps the individual restart counter of the failed Job's index,
+// which makes that Job alone outdated, deleted and created again.
+func restartJob(js *jobset.JobSet, status *jobset.JobSetStatus, job *batchv1.Job, counted bool) {
+	rjName := job.Labels[jobset.ReplicatedJobNameKey]
+	index, err := strconv.Atoi(job.Labels[jobset.JobIndexKey])
+	if err != nil {
+		return
+	}
+	for i := range status.ReplicatedJobsStatus {
+		s := &status.ReplicatedJobsStatus[i]
+		if s.Name != rjName {
+			continue
+		}
+		replicas := replicasOf(js, rjName)
+		s.JobRestarts = grown(s.JobRestarts, replicas)
+		s.JobRestarts[index]++
+		if counted {
+			s.JobRestartsCountTowardsMax = grown(s.JobRestartsCountTowardsMax, replicas)
+			s.JobRestartsCountTowardsMax[index]++
+		}
+	}
+}
+
+func replicasOf(js *jobset.JobSet, rjName string) int {
+	for _, rj := range js.Spec.ReplicatedJobs {
+		if rj.Name == rjName {
+			return int(rj.Replicas)
+		}
+	}
+	return 0
+}
+
+// grown returns counters extended with zeros to at least n entries.
+func grown(counters []int32, n int) []int32 {
+	if len(counters) >= n {
+		return counters
+	}
+	return append(counters, make([]int32, n-len(counters))...)
+}
+
+// failJobSet marks the JobSet failed for good.
+func failJobSet(status *jobset.JobSetStatus, reason, message string, now metav1.Time) []event {
+	status.TerminalState = jobset.TerminalStateFailed
+	setCondition(status, jobset.JobSetFailed, metav1.ConditionTrue, reason, message, now)
+	endTransientConditions(status, now)
+	return []event{{corev1.EventTypeWarning, reason, message}}
+}

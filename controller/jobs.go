@@ -1,0 +1,148 @@
+package controller
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"maps"
+	"strconv"
+
+	batchv1 "k8s.io/api/batch/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
+)
+
+// JobRestartAttemptKey is a Job and Pod label and annotation holding how many
+// times this Job was recreated alone (status.replicatedJobsStatus[].jobRestarts
+// of its index) when it was created. A Job whose value is older is deleted.
+const JobRestartAttemptKey = "jobset.sigs.k8s.io/job-restart-attempt"
+
+// JobName is the name of the Job at index of a replicated Job.
+func JobName(jobSetName, replicatedJob string, index int) string {
+	return fmt.Sprintf("%s-%s-%d", jobSetName, replicatedJob, index)
+}
+
+// jobKey identifies a Job in label selectors, where its name may not fit.
+func jobKey(namespace, name string) string {
+	sum := sha256.Sum256([]byte(namespace + "/" + name))
+	return hex.EncodeToString(sum[:])
+}
+
+// subdomain is the name of the headless Service and the Pods' subdomain.
+func subdomain(js *jobset.JobSet) string {
+	if js.Spec.Network != nil && js.Spec.Network.Subdomain != "" {
+		return js.Spec.Network.Subdomain
+	}
+	return js.Name
+}
+
+func dnsHostnamesEnabled(js *jobset.JobSet) bool {
+	return js.Spec.Network == nil || ptr.Deref(js.Spec.Network.EnableDNSHostnames, true)
+}
+
+// coordinatorEndpoint is the stable DNS name of the coordinator Pod.
+func coordinatorEndpoint(js *jobset.JobSet) string {
+	c := js.Spec.Coordinator
+	return fmt.Sprintf("%s-%d.%s", JobName(js.Name, c.ReplicatedJob, c.JobIndex), c.PodIndex, subdomain(js))
+}
+
+// jobLayout is where a Job sits in its JobSet: the indexes and counts that
+// become its reserved labels.
+type jobLayout struct {
+	globalIndex    int
+	groupIndex     int
+	groupReplicas  int
+	globalReplicas int
+}
+
+// layoutOf computes, for replicated Job rjIdx and Job index, its global and
+// group indexes: Jobs are numbered in spec order, groups counted apart.
+func layoutOf(js *jobset.JobSet, rjIdx, index int) jobLayout {
+	l := jobLayout{}
+	group := js.Spec.ReplicatedJobs[rjIdx].GroupName
+	for i, rj := range js.Spec.ReplicatedJobs {
+		replicas := int(rj.Replicas)
+		l.globalReplicas += replicas
+		if i < rjIdx {
+			l.globalIndex += replicas
+		}
+		if rj.GroupName == group {
+			l.groupReplicas += replicas
+			if i < rjIdx {
+				l.groupIndex += replicas
+			}
+		}
+	}
+	l.globalIndex += index
+	l.groupIndex += index
+	return l
+}
+
+// buildJob returns the Job at index of replicated Job rjIdx for the current
+// restart attempt. js must be defaulted.
+func buildJob(js *jobset.JobSet, rjIdx, index int, suspend bool) *batchv1.Job {
+	rj := &js.Spec.ReplicatedJobs[rjIdx]
+	name := JobName(js.Name, rj.Name, index)
+	layout := layoutOf(js, rjIdx, index)
+
+	meta := map[string]string{
+		jobset.JobSetNameKey:            js.Name,
+		jobset.JobSetUIDKey:             string(js.UID),
+		jobset.ReplicatedJobNameKey:     rj.Name,
+		jobset.ReplicatedJobReplicasKey: strconv.Itoa(int(rj.Replicas)),
+		jobset.GlobalReplicasKey:        strconv.Itoa(layout.globalReplicas),
+		jobset.JobIndexKey:              strconv.Itoa(index),
+		jobset.JobGlobalIndexKey:        strconv.Itoa(layout.globalIndex),
+		jobset.JobKey:                   jobKey(js.Namespace, name),
+		jobset.RestartsKey:              strconv.Itoa(int(js.Status.Restarts)),
+		JobRestartAttemptKey:            strconv.Itoa(int(jobRestarts(js, rj.Name, index))),
+		jobset.GroupNameKey:             rj.GroupName,
+		jobset.GroupReplicasKey:         strconv.Itoa(layout.groupReplicas),
+		jobset.JobGroupIndexKey:         strconv.Itoa(layout.groupIndex),
+	}
+	if js.Spec.Coordinator != nil {
+		meta[jobset.CoordinatorKey] = coordinatorEndpoint(js)
+	}
+
+	job := &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:            name,
+			Namespace:       js.Namespace,
+			Labels:          merged(rj.Template.Labels, meta),
+			Annotations:     merged(rj.Template.Annotations, meta),
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(js, jobset.GroupVersion.WithKind(jobset.Kind))},
+		},
+		Spec: *rj.Template.Spec.DeepCopy(),
+	}
+	pod := &job.Spec.Template
+	pod.Labels = merged(pod.Labels, meta)
+	pod.Annotations = merged(pod.Annotations, meta)
+	if dnsHostnamesEnabled(js) {
+		// With a subdomain, the Job controller names each Pod of an Indexed
+		// Job <job>-<index>, so <job>-<index>.<subdomain> resolves through
+		// the headless Service.
+		pod.Spec.Subdomain = subdomain(js)
+	}
+	job.Spec.Suspend = ptr.To(suspend)
+	return job
+}
+
+// jobRestarts is how many times the Job at index was recreated alone.
+func jobRestarts(js *jobset.JobSet, replicatedJob string, index int) int32 {
+	for _, s := range js.Status.ReplicatedJobsStatus {
+		if s.Name == replicatedJob && index < len(s.JobRestarts) {
+			return s.JobRestarts[index]
+		}
+	}
+	return 0
+}
+
+// merged returns base overlaid with overlay, leaving both untouched.
+func merged(base, overlay map[string]string) map[string]string {
+	out := make(map[string]string, len(base)+len(overlay))
+	maps.Copy(out, base)
+	maps.Copy(out, overlay)
+	return out
+}

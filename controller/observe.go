@@ -1,0 +1,114 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlevent "sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
+)
+
+// Field indexes of the manager's cache.
+const (
+	// jobOwnerUIDIndex indexes Jobs by the UID of their controlling JobSet,
+	// so that a JobSet recreated under the same name never sees the Jobs of
+	// its predecessor.
+	jobOwnerUIDIndex = "jobset.owner.uid"
+	// podJobSetUIDIndex indexes Pods by the jobset-uid label their Job gave
+	// them.
+	podJobSetUIDIndex = "jobset.pod.uid"
+)
+
+// CacheOptions limits the manager's caches to what the controller owns:
+// Jobs, Pods and Services carrying the jobset-name label, never every Pod of
+// the cluster. Pass it to the manager's cache options.
+func CacheOptions() cache.Options {
+	owned, err := labels.NewRequirement(jobset.JobSetNameKey, selection.Exists, nil)
+	if err != nil {
+		panic(err) // a constant key and operator: cannot fail
+	}
+	selector := labels.NewSelector().Add(*owned)
+	return cache.Options{ByObject: map[client.Object]cache.ByObject{
+		&batchv1.Job{}:    {Label: selector},
+		&corev1.Pod{}:     {Label: selector},
+		&corev1.Service{}: {Label: selector},
+	}}
+}
+
+func setupIndexes(ctx context.Context, indexer client.FieldIndexer) error {
+	if err := indexer.IndexField(ctx, &batchv1.Job{}, jobOwnerUIDIndex, func(o client.Object) []string {
+		for _, ref := range o.GetOwnerReferences() {
+			if ref.Controller != nil && *ref.Controller && ref.Kind == jobset.Kind && ref.APIVersion == jobset.GroupVersion.String() {
+				return []string{string(ref.UID)}
+			}
+		}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("indexing jobs: %w", err)
+	}
+	if err := indexer.IndexField(ctx, &corev1.Pod{}, podJobSetUIDIndex, func(o client.Object) []string {
+		if uid := o.GetLabels()[jobset.JobSetUIDKey]; uid != "" {
+			return []string{uid}
+		}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("indexing pods: %w", err)
+	}
+	return nil
+}
+
+// observe reads the JobSet's children from the cache.
+func (r *Reconciler) observe(ctx context.Context, js *jobset.JobSet) (observed, error) {
+	var obs observed
+	var jobs batchv1.JobList
+	if err := r.client.List(ctx, &jobs, client.InNamespace(js.Namespace), client.MatchingFields{jobOwnerUIDIndex: string(js.UID)}); err != nil {
+		return obs, fmt.Errorf("listing jobs: %w", err)
+	}
+	obs.jobs = jobs.Items
+
+	if js.Spec.FailurePolicy != nil && js.Spec.FailurePolicy.RestartStrategy == jobset.BlockingRecreate {
+		var pods corev1.PodList
+		if err := r.client.List(ctx, &pods, client.InNamespace(js.Namespace), client.MatchingFields{podJobSetUIDIndex: string(js.UID)}); err != nil {
+			return obs, fmt.Errorf("listing pods: %w", err)
+		}
+		obs.pods = pods.Items
+	}
+
+	if dnsHostnamesEnabled(js) {
+		err := r.client.Get(ctx, types.NamespacedName{Namespace: js.Namespace, Name: subdomain(js)}, &corev1.Service{})
+		if client.IgnoreNotFound(err) != nil {
+			return obs, fmt.Errorf("getting headless service: %w", err)
+		}
+		obs.serviceExists = err == nil
+	}
+	return obs, nil
+}
+
+// jobSetOfPod maps a Pod to the JobSet named in its labels.
+func jobSetOfPod(_ context.Context, o client.Object) []reconcile.Request {
+	name := o.GetLabels()[jobset.JobSetNameKey]
+	if name == "" {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
+}
+
+// podDeletions passes only Pod deletions.
+func podDeletions() predicate.Predicate {
+	return predicate.Funcs{
+		CreateFunc:  func(ctrlevent.CreateEvent) bool { return false },
+		UpdateFunc:  func(ctrlevent.UpdateEvent) bool { return false },
+		DeleteFunc:  func(ctrlevent.DeleteEvent) bool { return true },
+		GenericFunc: func(ctrlevent.GenericEvent) bool { return false },
+	}
+}

@@ -1,0 +1,172 @@
+package controller
+
+import (
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
+)
+
+// observed is what the reconciler read about a JobSet's children.
+type observed struct {
+	jobs []batchv1.Job
+	// pods of the JobSet; read only when the restart strategy needs them.
+	pods []corev1.Pod
+	// serviceExists reports whether the headless Service exists.
+	serviceExists bool
+}
+
+// event is an Event to record on the JobSet once the status is written.
+type event struct {
+	eventType, reason, message string
+}
+
+// plan is everything one reconcile does, decided by decide without I/O.
+type plan struct {
+	status       jobset.JobSetStatus
+	createJobs   []*batchv1.Job
+	deleteJobs   []*batchv1.Job
+	suspendJobs  []*batchv1.Job
+	resumeJobs   []*batchv1.Job
+	service      *corev1.Service
+	deleteJobSet bool
+	requeueAfter time.Duration
+	events       []event
+}
+
+// decide computes the plan for a defaulted JobSet from what was observed.
+// The order of the steps matters:
+//
+//	finished? ── yes ─▶ delete active Jobs, honour TTL
+//	   │ no
+//	delete Jobs of earlier attempts
+//	failed Jobs? ── yes ─▶ failure policy (restart or fail), nothing else
+//	   │ no
+//	success policy met? ── yes ─▶ Completed
+//	   │ no
+//	headless Service, suspend/resume, create missing Jobs in startup order
+func decide(js *jobset.JobSet, obs observed, now metav1.Time) plan {
+	p := plan{status: *js.Status.DeepCopy()}
+	c := classifyJobs(js, obs.jobs)
+
+	if finished(&p.status) {
+		p.deleteJobs = append(p.deleteJobs, c.active...)
+		p.deleteJobs = append(p.deleteJobs, c.previous...)
+		p.deleteJobSet, p.requeueAfter = ttlDecision(js, now.Time)
+		return p
+	}
+
+	p.deleteJobs = c.previous
+	p.status.ReplicatedJobsStatus = replicatedJobsStatus(js, c)
+
+	if len(c.failed) > 0 {
+		p.events = applyFailure(js, &p.status, decideFailure(js, c.failed), now)
+		return p
+	}
+
+	if successPolicyMet(js, p.status.ReplicatedJobsStatus) {
+		p.status.TerminalState = jobset.TerminalStateCompleted
+		setCondition(&p.status, jobset.JobSetCompleted, metav1.ConditionTrue, ReasonAllJobsCompleted, MessageAllJobsCompleted, now)
+		endTransientConditions(&p.status, now)
+		p.events = append(p.events, event{corev1.EventTypeNormal, ReasonAllJobsCompleted, MessageAllJobsCompleted})
+		return p
+	}
+
+	if dnsHostnamesEnabled(js) && !obs.serviceExists {
+		p.service = buildService(js)
+	}
+
+	suspended := ptr.Deref(js.Spec.Suspend, false)
+	allowed := startupGate(js, p.status.ReplicatedJobsStatus)
+	p.suspendOrResume(js, c, suspended, allowed, now)
+	if !blockedByPreviousAttempt(js, c, obs) {
+		p.createJobs = missingJobs(js, c, suspended, allowed)
+	}
+
+	if !suspended {
+		updateStartupConditions(js, &p.status, now)
+	}
+	if conditionTrue(&p.status, jobset.JobSetRestarting) && allStarted(js, p.status.ReplicatedJobsStatus) {
+		setCondition(&p.status, jobset.JobSetRestarting, metav1.ConditionFalse, ReasonRestartJobsReady, MessageRestartJobsReady, now)
+	}
+	return p
+}
+
+// suspendOrResume brings spec.suspend of every current Job in line with the
+// JobSet's: all suspended at once, resumed in startup order.
+func (p *plan) suspendOrResume(js *jobset.JobSet, c children, suspended bool, allowed []bool, now metav1.Time) {
+	index := map[string]int{}
+	for i, rj := range js.Spec.ReplicatedJobs {
+		index[rj.Name] = i
+	}
+	for _, job := range c.active {
+		jobSuspended := ptr.Deref(job.Spec.Suspend, false)
+		switch {
+		case suspended && !jobSuspended:
+			p.suspendJobs = append(p.suspendJobs, job)
+		case !suspended && jobSuspended && allowed[index[job.Labels[jobset.ReplicatedJobNameKey]]]:
+			p.resumeJobs = append(p.resumeJobs, job)
+		}
+	}
+	sortByName(p.suspendJobs)
+	sortByName(p.resumeJobs)
+
+	if suspended && !conditionTrue(&p.status, jobset.JobSetSuspended) {
+		setCondition(&p.status, jobset.JobSetSuspended, metav1.ConditionTrue, ReasonSuspended, MessageSuspended, now)
+		resetStartup(&p.status, now)
+		p.events = append(p.events, event{corev1.EventTypeNormal, ReasonSuspended, MessageSuspended})
+	}
+	if !suspended && conditionTrue(&p.status, jobset.JobSetSuspended) {
+		setCondition(&p.status, jobset.JobSetSuspended, metav1.ConditionFalse, ReasonResumed, MessageResumed, now)
+		p.events = append(p.events, event{corev1.EventTypeNormal, ReasonResumed, MessageResumed})
+	}
+}
+
+// blockedByPreviousAttempt reports whether BlockingRecreate must wait: no Job
+// of a new attempt is created while any Job or Pod of an earlier one exists.
+func blockedByPreviousAttempt(js *jobset.JobSet, c children, obs observed) bool {
+	if js.Spec.FailurePolicy == nil || js.Spec.FailurePolicy.RestartStrategy != jobset.BlockingRecreate {
+		return false
+	}
+	return len(c.previous) > 0 || len(c.terminating) > 0 || previousAttemptPods(js, obs.pods) > 0
+}
+
+// missingJobs returns the Jobs of the current attempt that do not exist yet
+// and whose replicated Job may start. While suspended every Job is created,
+// suspended, so that resuming needs no creation.
+func missingJobs(js *jobset.JobSet, c children, suspended bool, allowed []bool) []*batchv1.Job {
+	var out []*batchv1.Job
+	for i, rj := range js.Spec.ReplicatedJobs {
+		if !suspended && !allowed[i] {
+			continue
+		}
+		for index := range int(rj.Replicas) {
+			name := JobName(js.Name, rj.Name, index)
+			if _, ok := c.current[name]; ok {
+				continue
+			}
+			if _, ok := c.terminating[name]; ok {
+				// The name is free only once the old Job is gone; its
+				// deletion triggers the next reconcile.
+				continue
+			}
+			out = append(out, buildJob(js, i, index, suspended))
+		}
+	}
+	return out
+}
+
+// allStarted reports whether every replicated Job has all its Jobs ready or
+// succeeded.
+func allStarted(js *jobset.JobSet, statuses []jobset.ReplicatedJobStatus) bool {
+	for _, rj := range js.Spec.ReplicatedJobs {
+		if !started(rj, statusOf(statuses, rj.Name)) {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,50 @@
+package controller
+
+// Condition reasons, Event reasons and messages. Reasons are the ones of
+// upstream JobSet where it has one, so that tools reading them keep working.
+const (
+	// Completed condition.
+	ReasonAllJobsCompleted  = "AllJobsCompleted"
+	MessageAllJobsCompleted = "jobset completed successfully"
+
+	// Failed condition.
+	ReasonFailedJobs              = "FailedJobs"
+	MessageFailedJobs             = "jobset failed due to one or more job failures"
+	ReasonReachedMaxRestarts      = "ReachedMaxRestarts"
+	MessageReachedMaxRestarts     = "jobset failed due to reaching max number of restarts"
+	ReasonFailJobSetAction        = "FailJobSetFailurePolicyAction"
+	MessageFailJobSetAction       = "applying FailJobSet failure policy action"
+	ReasonRestartJobSetAction     = "RestartJobSetFailurePolicyAction"
+	MessageRestartJobSetAction    = "applying RestartJobSet failure policy action"
+	ReasonRestartJobSetIgnoreMax  = "RestartJobSetAndIgnoreMaxRestartsFailurePolicyAction"
+	MessageRestartJobSetIgnoreMax = "applying RestartJobSetAndIgnoreMaxRestarts failure policy action"
+	ReasonRestartJobAction        = "RestartJobFailurePolicyAction"
+	MessageRestartJobAction       = "applying RestartJob failure policy action"
+	ReasonRestartJobIgnoreMax     = "RestartJobAndIgnoreMaxRestartsFailurePolicyAction"
+	MessageRestartJobIgnoreMax    = "applying RestartJobAndIgnoreMaxRestarts failure policy action"
+	ReasonJobSetFinished          = "JobSetFinished"
+	MessageJobSetFinished         = "the jobset finished"
+
+	// Suspended condition.
+	ReasonSuspended  = "SuspendedJobs"
+	MessageSuspended = "jobset is suspended"
+	ReasonResumed    = "ResumeJobs"
+	MessageResumed   = "jobset is resumed"
+
+	// StartupPolicyInProgress and StartupPolicyCompleted conditions.
+	ReasonInOrderInProgress  = "InOrderStartupPolicyInProgress"
+	ReasonInOrderCompleted   = "InOrderStartupPolicyCompleted"
+	MessageInOrderCompleted  = "startup policy successful: every replicated job is ready"
+	messageInOrderInProgress = "replicated job %s is starting"
+
+	// RestartingJobSet condition.
+	ReasonRestartDefaultPolicy = "DefaultFailurePolicy"
+	reasonRestartRuleFormat    = "FailurePolicy_%s"
+	ReasonRestartJobsReady     = "JobsReady"
+	MessageRestartJobsReady    = "all jobs are ready"
+
+	// Events without a condition.
+	ReasonJobCreationFailed     = "JobCreationFailed"
+	ReasonServiceCreationFailed = "HeadlessServiceCreationFailed"
+	ReasonTTLExpired            = "TTLAfterFinishedExpired"
+)

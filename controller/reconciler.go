@@ -1,0 +1,228 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
+)
+
+// ControllerName names the controller in logs, metrics and Events.
+const ControllerName = "jobset"
+
+// Options tune the JobSet controller.
+type Options struct {
+	// MaxConcurrentReconciles is how many JobSets are reconciled at once.
+	MaxConcurrentReconciles int
+	// ChildParallelism bounds the concurrent creations and deletions of one
+	// JobSet's children.
+	ChildParallelism int
+	// Clock is the time source; tests inject a fake one.
+	Clock clock.PassiveClock
+}
+
+func (o *Options) complete() {
+	if o.MaxConcurrentReconciles <= 0 {
+		o.MaxConcurrentReconciles = 5
+	}
+	if o.ChildParallelism <= 0 {
+		o.ChildParallelism = 50
+	}
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
+	}
+}
+
+// Reconciler runs the lifecycle of JobSets.
+type Reconciler struct {
+	client   client.Client
+	recorder events.EventRecorder
+	opts     Options
+}
+
+// +kubebuilder:rbac:groups=jobset.x-k8s.io,resources=jobsets,verbs=get;list;watch;update;patch;delete
+// +kubebuilder:rbac:groups=jobset.x-k8s.io,resources=jobsets/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch;update
+
+// Setup registers the JobSet controller and its field indexes with mgr.
+func Setup(mgr ctrl.Manager, opts Options) error {
+	opts.complete()
+	if err := setupIndexes(context.Background(), mgr.GetFieldIndexer()); err != nil {
+		return err
+	}
+	r := &Reconciler{client: mgr.GetClient(), recorder: mgr.GetEventRecorder(ControllerName), opts: opts}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named(ControllerName).
+		For(&jobset.JobSet{}).
+		Owns(&batchv1.Job{}).
+		Owns(&corev1.Service{}).
+		// Pods matter only for BlockingRecreate, which waits for the Pods of
+		// the previous attempt to disappear.
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(jobSetOfPod), builder.WithPredicates(podDeletions())).
+		WithOptions(controller.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles}).
+		Complete(r)
+}
+
+// Reconcile brings one JobSet's children and status in line with its spec:
+// get → skip → observe → decide (pure) → act → write status → emit Events.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	var js jobset.JobSet
+	if err := r.client.Get(ctx, req.NamespacedName, &js); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if js.DeletionTimestamp != nil {
+		// Children go with the JobSet through their owner references.
+		return ctrl.Result{}, nil
+	}
+	if m := ptr.Deref(js.Spec.ManagedBy, jobset.JobSetControllerName); m != jobset.JobSetControllerName {
+		return ctrl.Result{}, nil
+	}
+	logger := log.FromContext(ctx).WithValues("restarts", js.Status.Restarts)
+	ctx = log.IntoContext(ctx, logger)
+
+	effective := js.DeepCopy()
+	jobset.Default(effective)
+	obs, err := r.observe(ctx, effective)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	p := decide(effective, obs, metav1.NewTime(r.opts.Clock.Now()))
+
+	if err := r.act(ctx, &js, &p); err != nil {
+		return ctrl.Result{}, err
+	}
+	if p.deleteJobSet {
+		return ctrl.Result{}, nil
+	}
+	if !equality.Semantic.DeepEqual(js.Status, p.status) {
+		js.Status = p.status
+		// Update, not patch: the write carries the resourceVersion that was
+		// read, so a decision taken on a stale JobSet (a restart counted
+		// twice, say) fails with a conflict instead of landing.
+		if err := r.client.Status().Update(ctx, &js); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	for _, e := range p.events {
+		r.recorder.Eventf(&js, nil, e.eventType, e.reason, e.reason, "%s", e.message)
+	}
+	return ctrl.Result{RequeueAfter: p.requeueAfter}, nil
+}
+
+// act performs the plan's changes to children, in an order that is safe to
+// repeat: every create uses a fixed name and tolerates AlreadyExists, every
+// delete tolerates NotFound.
+func (r *Reconciler) act(ctx context.Context, js *jobset.JobSet, p *plan) error {
+	logger := log.FromContext(ctx)
+	if err := r.forEach(ctx, p.deleteJobs, func(ctx context.Context, job *batchv1.Job) error {
+		// Foreground: the Job stays, and keeps its name taken, until its Pods
+		// are gone, so that a recreated Job never overlaps the old Pods.
+		err := r.client.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationForeground),
+			client.Preconditions{UID: &job.UID})
+		return ignore(err, apierrors.IsNotFound, apierrors.IsConflict)
+	}); err != nil {
+		return fmt.Errorf("deleting jobs: %w", err)
+	}
+
+	if p.deleteJobSet {
+		logger.Info("deleting finished JobSet: ttlSecondsAfterFinished expired")
+		r.recorder.Eventf(js, nil, corev1.EventTypeNormal, ReasonTTLExpired, "Delete", "ttlSecondsAfterFinished expired")
+		err := r.client.Delete(ctx, js, client.PropagationPolicy(metav1.DeletePropagationForeground),
+			client.Preconditions{UID: &js.UID})
+		return ignore(err, apierrors.IsNotFound)
+	}
+
+	if p.service != nil {
+		if err := r.client.Create(ctx, p.service); err != nil && !apierrors.IsAlreadyExists(err) {
+			r.recorder.Eventf(js, nil, corev1.EventTypeWarning, ReasonServiceCreationFailed, "Create", "%v", err)
+			return fmt.Errorf("creating headless service: %w", err)
+		}
+	}
+
+	if err := r.forEach(ctx, p.createJobs, func(ctx context.Context, job *batchv1.Job) error {
+		err := r.client.Create(ctx, job)
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			r.recorder.Eventf(js, nil, corev1.EventTypeWarning, ReasonJobCreationFailed, "Create", "job %s: %v", job.Name, err)
+			return err
+		}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("creating jobs: %w", err)
+	}
+
+	setSuspend := func(suspend bool) func(context.Context, *batchv1.Job) error {
+		return func(ctx context.Context, job *batchv1.Job) error {
+			patch := client.MergeFrom(job.DeepCopy())
+			job.Spec.Suspend = ptr.To(suspend)
+			return ignore(r.client.Patch(ctx, job, patch), apierrors.IsNotFound)
+		}
+	}
+	if err := r.forEach(ctx, p.suspendJobs, setSuspend(true)); err != nil {
+		return fmt.Errorf("suspending jobs: %w", err)
+	}
+	if err := r.forEach(ctx, p.resumeJobs, setSuspend(false)); err != nil {
+		return fmt.Errorf("resuming jobs: %w", err)
+	}
+	return nil
+}
+
+// forEach runs fn on every Job with at most ChildParallelism at once and
+// returns every error.
+func (r *Reconciler) forEach(ctx context.Context, jobs []*batchv1.Job, fn func(context.Context, *batchv1.Job) error) error {
+	if len(jobs) == 0 {
+		return nil
+	}
+	var (
+		mu   sync.Mutex
+		errs []error
+		wg   sync.WaitGroup
+		sem  = make(chan struct{}, r.opts.ChildParallelism)
+	)
+	for _, job := range jobs {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			if err := fn(ctx, job); err != nil {
+				mu.Lock()
+				errs = append(errs, fmt.Errorf("%s: %w", job.Name, err))
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// ignore returns nil when err matches any of the predicates.
+func ignore(err error, preds ...func(error) bool) error {
+	for _, p := range preds {
+		if err != nil && p(err) {
+			return nil
+		}
+	}
+	return err
+}
+
+var _ reconcile.Reconciler = &Reconciler{}
