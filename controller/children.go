@@ -25,20 +25,25 @@ type children struct {
 	active, succeeded, failed []*batchv1.Job
 	// previous are Jobs of an earlier attempt not yet being deleted.
 	previous []*batchv1.Job
-	// terminating are Jobs being deleted; their names stay taken until the
-	// apiserver removes them.
-	terminating map[string]*batchv1.Job
+	// terminating are Jobs being deleted.
+	terminating []*batchv1.Job
+	// taken holds the names of previous and terminating Jobs: a Job of the
+	// current attempt can be created under such a name only once the old
+	// Job is gone, whose deletion triggers the next reconcile.
+	taken map[string]bool
 }
 
 func classifyJobs(js *jobset.JobSet, jobs []batchv1.Job) children {
-	c := children{current: map[string]*batchv1.Job{}, terminating: map[string]*batchv1.Job{}}
+	c := children{current: map[string]*batchv1.Job{}, taken: map[string]bool{}}
 	for i := range jobs {
 		job := &jobs[i]
 		switch {
 		case job.DeletionTimestamp != nil:
-			c.terminating[job.Name] = job
+			c.terminating = append(c.terminating, job)
+			c.taken[job.Name] = true
 		case !isCurrentAttempt(js, job):
 			c.previous = append(c.previous, job)
+			c.taken[job.Name] = true
 		default:
 			c.current[job.Name] = job
 			switch {

@@ -146,12 +146,7 @@ func missingJobs(js *jobset.JobSet, c children, suspended bool, allowed []bool) 
 		}
 		for index := range int(rj.Replicas) {
 			name := JobName(js.Name, rj.Name, index)
-			if _, ok := c.current[name]; ok {
-				continue
-			}
-			if _, ok := c.terminating[name]; ok {
-				// The name is free only once the old Job is gone; its
-				// deletion triggers the next reconcile.
+			if _, ok := c.current[name]; ok || c.taken[name] {
 				continue
 			}
 			out = append(out, buildJob(js, i, index, suspended))

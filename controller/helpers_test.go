@@ -1,0 +1,88 @@
+package controller
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/google/go-cmp/cmp/cmpopts"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
+)
+
+var (
+	t0             = metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	ignoreCondTime = cmpopts.IgnoreFields(metav1.Condition{}, "LastTransitionTime")
+)
+
+func at(seconds int) metav1.Time { return metav1.NewTime(t0.Add(time.Duration(seconds) * time.Second)) }
+
+// testJobSet is a defaulted JobSet with replicated Jobs given as
+// name:replicas pairs.
+func testJobSet(rjs ...any) *jobset.JobSet {
+	js := &jobset.JobSet{ObjectMeta: metav1.ObjectMeta{Name: "js", Namespace: "ns", UID: "uid-1"}}
+	for i := 0; i < len(rjs); i += 2 {
+		js.Spec.ReplicatedJobs = append(js.Spec.ReplicatedJobs, jobset.ReplicatedJob{
+			Name: rjs[i].(string), Replicas: int32(rjs[i+1].(int)),
+			Template: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{
+				Parallelism: ptr.To[int32](2), Completions: ptr.To[int32](2),
+				Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c"}}}},
+			}},
+		})
+	}
+	jobset.Default(js)
+	return js
+}
+
+// jobOf builds the current-attempt Job at index of replicated Job rj.
+func jobOf(js *jobset.JobSet, rj string, index int) *batchv1.Job {
+	for i := range js.Spec.ReplicatedJobs {
+		if js.Spec.ReplicatedJobs[i].Name == rj {
+			return buildJob(js, i, index, false)
+		}
+	}
+	panic("no replicated job " + rj)
+}
+
+func failedJob(job *batchv1.Job, reason, message string, when metav1.Time) *batchv1.Job {
+	job.Status.Conditions = append(job.Status.Conditions, batchv1.JobCondition{
+		Type: batchv1.JobFailed, Status: corev1.ConditionTrue, Reason: reason, Message: message, LastTransitionTime: when,
+	})
+	return job
+}
+
+func succeededJob(job *batchv1.Job) *batchv1.Job {
+	job.Status.Conditions = append(job.Status.Conditions, batchv1.JobCondition{Type: batchv1.JobComplete, Status: corev1.ConditionTrue})
+	job.Status.Succeeded = *job.Spec.Completions
+	return job
+}
+
+func readyJob(job *batchv1.Job) *batchv1.Job {
+	job.Status.Active = *job.Spec.Parallelism
+	job.Status.Ready = job.Spec.Parallelism
+	return job
+}
+
+func withAttempt(job *batchv1.Job, attempt int) *batchv1.Job {
+	job.Labels[jobset.RestartsKey] = strconv.Itoa(attempt)
+	return job
+}
+
+func jobList(jobs ...*batchv1.Job) []batchv1.Job {
+	out := make([]batchv1.Job, len(jobs))
+	for i, j := range jobs {
+		out[i] = *j
+	}
+	return out
+}
+
+func names(jobs []*batchv1.Job) []string {
+	var out []string
+	for _, j := range jobs {
+		out = append(out, j.Name)
+	}
+	return out
+}

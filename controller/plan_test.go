@@ -1,0 +1,311 @@
+package controller
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
+)
+
+func TestDecideCreatesEveryJobAndTheServiceOnce(t *testing.T) {
+	js := testJobSet("driver", 1, "workers", 2)
+	p := decide(js, observed{}, at(0))
+	if diff := cmp.Diff([]string{"js-driver-0", "js-workers-0", "js-workers-1"}, names(p.createJobs)); diff != "" {
+		t.Errorf("created jobs (-want +got):\n%s", diff)
+	}
+	if p.service == nil || p.service.Name != "js" || p.service.Spec.ClusterIP != corev1.ClusterIPNone {
+		t.Errorf("want headless service js, got %+v", p.service)
+	}
+
+	// The same state observed again: nothing to do, status unchanged.
+	js.Status = p.status
+	again := decide(js, observed{jobs: jobList(p.createJobs...), serviceExists: true}, at(1))
+	if len(again.createJobs)+len(again.deleteJobs)+len(again.suspendJobs)+len(again.resumeJobs) != 0 || again.service != nil {
+		t.Errorf("second decide acts: %+v", again)
+	}
+	if !equality.Semantic.DeepEqual(js.Status, again.status) {
+		t.Errorf("second decide changes status: %s", cmp.Diff(js.Status, again.status))
+	}
+}
+
+func TestBuildJobLabels(t *testing.T) {
+	js := testJobSet("driver", 1, "workers", 2)
+	js.Spec.ReplicatedJobs[1].GroupName = "g"
+	js.Spec.Coordinator = &jobset.Coordinator{ReplicatedJob: "driver"}
+	js.Status.Restarts = 3
+	job := buildJob(js, 1, 1, false)
+
+	want := map[string]string{
+		jobset.JobSetNameKey:            "js",
+		jobset.JobSetUIDKey:             "uid-1",
+		jobset.ReplicatedJobNameKey:     "workers",
+		jobset.ReplicatedJobReplicasKey: "2",
+		jobset.GlobalReplicasKey:        "3",
+		jobset.JobIndexKey:              "1",
+		jobset.JobGlobalIndexKey:        "2",
+		jobset.JobKey:                   jobKey("ns", "js-workers-1"),
+		jobset.RestartsKey:              "3",
+		JobRestartAttemptKey:            "0",
+		jobset.GroupNameKey:             "g",
+		jobset.GroupReplicasKey:         "2",
+		jobset.JobGroupIndexKey:         "1",
+		jobset.CoordinatorKey:           "js-driver-0-0.js",
+	}
+	for _, got := range []map[string]string{job.Labels, job.Annotations, job.Spec.Template.Labels, job.Spec.Template.Annotations} {
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("labels/annotations (-want +got):\n%s", diff)
+		}
+	}
+	if job.Name != "js-workers-1" || job.Spec.Template.Spec.Subdomain != "js" {
+		t.Errorf("name %s subdomain %q", job.Name, job.Spec.Template.Spec.Subdomain)
+	}
+	if ref := metav1.GetControllerOf(job); ref == nil || ref.UID != "uid-1" || ref.Kind != "JobSet" {
+		t.Errorf("controller reference %+v", ref)
+	}
+	if ptr.Deref(job.Spec.CompletionMode, "") != batchv1.IndexedCompletion {
+		t.Errorf("completion mode %v, want Indexed", job.Spec.CompletionMode)
+	}
+}
+
+func TestDecideStartupInOrder(t *testing.T) {
+	js := testJobSet("queue", 1, "driver", 2, "workers", 1)
+	js.Spec.StartupPolicy.StartupPolicyOrder = jobset.InOrder
+
+	p := decide(js, observed{serviceExists: true}, at(0))
+	if diff := cmp.Diff([]string{"js-queue-0"}, names(p.createJobs)); diff != "" {
+		t.Errorf("first wave (-want +got):\n%s", diff)
+	}
+	if c := findCondition(&p.status, jobset.JobSetStartupPolicyInProgress); c == nil || c.Status != "True" || c.Message != "replicated job queue is starting" {
+		t.Errorf("in-progress condition %+v", c)
+	}
+
+	js.Status = p.status
+	queue := readyJob(jobOf(js, "queue", 0))
+	p = decide(js, observed{jobs: jobList(queue), serviceExists: true}, at(1))
+	if diff := cmp.Diff([]string{"js-driver-0", "js-driver-1"}, names(p.createJobs)); diff != "" {
+		t.Errorf("second wave (-want +got):\n%s", diff)
+	}
+
+	js.Status = p.status
+	d0, d1 := readyJob(jobOf(js, "driver", 0)), jobOf(js, "driver", 1)
+	p = decide(js, observed{jobs: jobList(queue, d0, d1), serviceExists: true}, at(2))
+	if len(p.createJobs) != 0 {
+		t.Errorf("workers created before every driver is ready: %v", names(p.createJobs))
+	}
+	if c := findCondition(&p.status, jobset.JobSetStartupPolicyInProgress); c.Message != "replicated job driver is starting" {
+		t.Errorf("in-progress message %q", c.Message)
+	}
+
+	readyJob(d1)
+	workers := readyJob(jobOf(js, "workers", 0))
+	js.Status = p.status
+	p = decide(js, observed{jobs: jobList(queue, d0, d1, workers), serviceExists: true}, at(3))
+	if c := findCondition(&p.status, jobset.JobSetStartupPolicyCompleted); c == nil || c.Status != "True" || c.Reason != ReasonInOrderCompleted {
+		t.Errorf("completed condition %+v", c)
+	}
+	if c := findCondition(&p.status, jobset.JobSetStartupPolicyInProgress); c.Status != "False" {
+		t.Errorf("in-progress condition still %s", c.Status)
+	}
+}
+
+func TestStartupGateDependsOn(t *testing.T) {
+	js := testJobSet("init", 2, "main", 1)
+	cases := map[string]struct {
+		status    jobset.DependsOnStatus
+		init      jobset.ReplicatedJobStatus
+		wantAllow bool
+	}{
+		"Ready not reached":                   {jobset.DependencyReady, jobset.ReplicatedJobStatus{Name: "init", Ready: 1}, false},
+		"Ready reached with ready and failed": {jobset.DependencyReady, jobset.ReplicatedJobStatus{Name: "init", Ready: 1, Failed: 1}, true},
+		"Complete not reached by ready Jobs":  {jobset.DependencyComplete, jobset.ReplicatedJobStatus{Name: "init", Ready: 2}, false},
+		"Complete reached":                    {jobset.DependencyComplete, jobset.ReplicatedJobStatus{Name: "init", Succeeded: 2}, true},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			js := js.DeepCopy()
+			js.Spec.ReplicatedJobs[1].DependsOn = []jobset.DependsOn{{Name: "init", Status: tc.status}}
+			got := startupGate(js, []jobset.ReplicatedJobStatus{tc.init})
+			if !got[0] || got[1] != tc.wantAllow {
+				t.Errorf("gate = %v, want [true %v]", got, tc.wantAllow)
+			}
+		})
+	}
+}
+
+func TestSuccessPolicy(t *testing.T) {
+	js := testJobSet("driver", 1, "workers", 2)
+	cases := map[string]struct {
+		policy   jobset.SuccessPolicy
+		statuses []jobset.ReplicatedJobStatus
+		want     bool
+	}{
+		"All, everything succeeded": {
+			jobset.SuccessPolicy{Operator: jobset.OperatorAll},
+			[]jobset.ReplicatedJobStatus{{Name: "driver", Succeeded: 1}, {Name: "workers", Succeeded: 2}}, true,
+		},
+		"All, one Job left": {
+			jobset.SuccessPolicy{Operator: jobset.OperatorAll},
+			[]jobset.ReplicatedJobStatus{{Name: "driver", Succeeded: 1}, {Name: "workers", Succeeded: 1}}, false,
+		},
+		"All of the targets": {
+			jobset.SuccessPolicy{Operator: jobset.OperatorAll, TargetReplicatedJobs: []string{"driver"}},
+			[]jobset.ReplicatedJobStatus{{Name: "driver", Succeeded: 1}}, true,
+		},
+		"Any of the targets": {
+			jobset.SuccessPolicy{Operator: jobset.OperatorAny, TargetReplicatedJobs: []string{"workers"}},
+			[]jobset.ReplicatedJobStatus{{Name: "workers", Succeeded: 1}}, true,
+		},
+		"Any, but only an untargeted Job succeeded": {
+			jobset.SuccessPolicy{Operator: jobset.OperatorAny, TargetReplicatedJobs: []string{"workers"}},
+			[]jobset.ReplicatedJobStatus{{Name: "driver", Succeeded: 1}}, false,
+		},
+		"targets that do not exist never succeed": {
+			jobset.SuccessPolicy{Operator: jobset.OperatorAll, TargetReplicatedJobs: []string{"nope"}},
+			[]jobset.ReplicatedJobStatus{{Name: "driver", Succeeded: 1}, {Name: "workers", Succeeded: 2}}, false,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			js := js.DeepCopy()
+			js.Spec.SuccessPolicy = &tc.policy
+			if got := successPolicyMet(js, tc.statuses); got != tc.want {
+				t.Errorf("successPolicyMet = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestDecideRestartDeletesPreviousAttemptAndRecreates(t *testing.T) {
+	js := testJobSet("workers", 2)
+	js.Spec.FailurePolicy = &jobset.FailurePolicy{MaxRestarts: 3}
+	old0, old1 := jobOf(js, "workers", 0), failedJob(jobOf(js, "workers", 1), "BackoffLimitExceeded", "", at(0))
+
+	p := decide(js, observed{jobs: jobList(old0, old1), serviceExists: true}, at(1))
+	if p.status.Restarts != 1 || len(p.createJobs) != 0 {
+		t.Fatalf("want restart recorded without creating, got restarts=%d creates=%v", p.status.Restarts, names(p.createJobs))
+	}
+
+	js.Status = p.status
+	p = decide(js, observed{jobs: jobList(old0, old1), serviceExists: true}, at(2))
+	if diff := cmp.Diff([]string{"js-workers-0", "js-workers-1"}, names(p.deleteJobs)); diff != "" {
+		t.Errorf("deleted (-want +got):\n%s", diff)
+	}
+	if len(p.createJobs) != 0 {
+		t.Errorf("created %v under names the old Jobs still hold", names(p.createJobs))
+	}
+	terminating := old0.DeepCopy()
+	terminating.DeletionTimestamp = ptr.To(at(2))
+	p = decide(js, observed{jobs: jobList(terminating), serviceExists: true}, at(3))
+	if diff := cmp.Diff([]string{"js-workers-1"}, names(p.createJobs)); diff != "" {
+		t.Errorf("Recreate creates each Job once its predecessor is gone (-want +got):\n%s", diff)
+	}
+	for _, j := range p.createJobs {
+		if j.Labels[jobset.RestartsKey] != "1" {
+			t.Errorf("new job %s has restart attempt %s", j.Name, j.Labels[jobset.RestartsKey])
+		}
+	}
+}
+
+func TestDecideBlockingRecreateWaitsForEveryJobAndPod(t *testing.T) {
+	js := testJobSet("workers", 2)
+	js.Spec.FailurePolicy = &jobset.FailurePolicy{RestartStrategy: jobset.BlockingRecreate, MaxRestarts: 1}
+	js.Status.Restarts = 1
+	terminating := withAttempt(jobOf(js, "workers", 0), 0)
+	terminating.DeletionTimestamp = ptr.To(at(0))
+	oldPod := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Labels: map[string]string{jobset.RestartsKey: "0"}}}
+
+	if p := decide(js, observed{jobs: jobList(terminating), serviceExists: true}, at(1)); len(p.createJobs) != 0 {
+		t.Errorf("created %v while a Job of the previous attempt exists", names(p.createJobs))
+	}
+	if p := decide(js, observed{pods: []corev1.Pod{oldPod}, serviceExists: true}, at(1)); len(p.createJobs) != 0 {
+		t.Errorf("created %v while a Pod of the previous attempt exists", names(p.createJobs))
+	}
+	if p := decide(js, observed{serviceExists: true}, at(1)); len(p.createJobs) != 2 {
+		t.Errorf("created %v once everything is gone, want 2 jobs", names(p.createJobs))
+	}
+}
+
+func TestDecideRestartJobReplacesOnlyThatJob(t *testing.T) {
+	js := testJobSet("workers", 3)
+	js.Spec.FailurePolicy = &jobset.FailurePolicy{MaxRestarts: 2, Rules: []jobset.FailurePolicyRule{{Name: "one", Action: jobset.RestartJob}}}
+	jobs := []*batchv1.Job{jobOf(js, "workers", 0), failedJob(jobOf(js, "workers", 1), "BackoffLimitExceeded", "", at(0)), jobOf(js, "workers", 2)}
+
+	p := decide(js, observed{jobs: jobList(jobs...), serviceExists: true}, at(1))
+	js.Status = p.status
+	p = decide(js, observed{jobs: jobList(jobs...), serviceExists: true}, at(2))
+	if diff := cmp.Diff([]string{"js-workers-1"}, names(p.deleteJobs)); diff != "" {
+		t.Errorf("deleted (-want +got):\n%s", diff)
+	}
+	if p.status.Restarts != 0 {
+		t.Errorf("a Job restart counted as a JobSet restart")
+	}
+	replacement := jobOf(js, "workers", 1)
+	if replacement.Labels[JobRestartAttemptKey] != "1" {
+		t.Errorf("replacement job-restart-attempt = %s, want 1", replacement.Labels[JobRestartAttemptKey])
+	}
+}
+
+func TestDecideSuspendAndResumeInOrder(t *testing.T) {
+	js := testJobSet("driver", 1, "workers", 1)
+	js.Spec.StartupPolicy.StartupPolicyOrder = jobset.InOrder
+	js.Spec.Suspend = ptr.To(true)
+
+	p := decide(js, observed{serviceExists: true}, at(0))
+	if len(p.createJobs) != 2 || !*p.createJobs[0].Spec.Suspend || !*p.createJobs[1].Spec.Suspend {
+		t.Fatalf("while suspended every Job is created suspended, got %v", names(p.createJobs))
+	}
+	if c := findCondition(&p.status, jobset.JobSetSuspended); c == nil || c.Status != "True" {
+		t.Errorf("suspended condition %+v", c)
+	}
+
+	js.Status = p.status
+	js.Spec.Suspend = ptr.To(false)
+	driver, workers := buildJob(js, 0, 0, true), buildJob(js, 1, 0, true)
+	p = decide(js, observed{jobs: jobList(driver, workers), serviceExists: true}, at(1))
+	if diff := cmp.Diff([]string{"js-driver-0"}, names(p.resumeJobs)); diff != "" {
+		t.Errorf("first resume (-want +got):\n%s", diff)
+	}
+	if c := findCondition(&p.status, jobset.JobSetSuspended); c.Status != "False" || c.Reason != ReasonResumed {
+		t.Errorf("suspended condition after resume %+v", c)
+	}
+
+	js.Status = p.status
+	driver.Spec.Suspend = ptr.To(false)
+	readyJob(driver)
+	p = decide(js, observed{jobs: jobList(driver, workers), serviceExists: true}, at(2))
+	if diff := cmp.Diff([]string{"js-workers-0"}, names(p.resumeJobs)); diff != "" {
+		t.Errorf("second resume (-want +got):\n%s", diff)
+	}
+}
+
+func TestDecideFinished(t *testing.T) {
+	js := testJobSet("workers", 2)
+	js.Spec.TTLSecondsAfterFinished = ptr.To[int32](60)
+	done := succeededJob(jobOf(js, "workers", 0))
+	running := jobOf(js, "workers", 1)
+
+	p := decide(js, observed{jobs: jobList(done, succeededJob(jobOf(js, "workers", 1)))}, at(0))
+	if p.status.TerminalState != jobset.TerminalStateCompleted {
+		t.Fatalf("terminal state %q", p.status.TerminalState)
+	}
+	js.Status = p.status
+	js.Status.Conditions[0].LastTransitionTime = at(0)
+
+	p = decide(js, observed{jobs: jobList(done, running)}, at(30))
+	if diff := cmp.Diff([]string{"js-workers-1"}, names(p.deleteJobs)); diff != "" {
+		t.Errorf("a finished JobSet deletes its active Jobs (-want +got):\n%s", diff)
+	}
+	if p.deleteJobSet || p.requeueAfter != 30*time.Second {
+		t.Errorf("before expiry: delete=%v requeue=%s", p.deleteJobSet, p.requeueAfter)
+	}
+	if p = decide(js, observed{}, at(60)); !p.deleteJobSet {
+		t.Errorf("at expiry the JobSet is not deleted")
+	}
+}
