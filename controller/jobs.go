@@ -1,7 +1,7 @@
 package controller
 
 import (
-	"crypto/sha256"
+	"crypto/sha1" //nolint:gosec // a short label value, not a security boundary
 	"encoding/hex"
 	"fmt"
 	"maps"
@@ -26,7 +26,7 @@ func JobName(jobSetName, replicatedJob string, index int) string {
 
 // jobKey identifies a Job in label selectors, where its name may not fit.
 func jobKey(namespace, name string) string {
-	sum := sha256.Sum256([]byte(namespace + "/" + name))
+	sum := sha1.Sum([]byte(namespace + "/" + name))
 	return hex.EncodeToString(sum[:])
 }
 

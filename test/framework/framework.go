@@ -46,9 +46,10 @@ type Framework struct {
 	// Cluster is the running local cluster when FullCluster is set.
 	Cluster *cluster.Cluster
 
-	env    *envtest.Environment
-	failed bool
-	cancel context.CancelFunc
+	env         *envtest.Environment
+	failed      bool
+	cancel      context.CancelFunc
+	stopManager func()
 }
 
 // Scheme knows the built-in types and the JobSet API.
@@ -105,6 +106,7 @@ func (f *Framework) SetupClient(cfg *rest.Config) (context.Context, client.Clien
 // spec that used NewNamespace failed.
 func (f *Framework) Teardown() {
 	ginkgo.GinkgoHelper()
+	f.StopManager()
 	if f.cancel != nil {
 		f.cancel()
 	}

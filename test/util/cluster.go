@@ -10,15 +10,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// CreateNode registers a Node with its status (which create alone drops)
-// and deletes it when the spec ends.
+// CreateNode registers a Node with its status, which create alone drops.
 func CreateNode(ctx context.Context, c client.Client, node *corev1.Node) {
 	ginkgo.GinkgoHelper()
 	status := node.Status
 	gomega.Expect(c.Create(ctx, node)).To(gomega.Succeed())
-	ginkgo.DeferCleanup(func(ctx context.Context) {
-		gomega.Expect(client.IgnoreNotFound(c.Delete(ctx, node))).To(gomega.Succeed())
-	})
 	node.Status = status
 	gomega.Expect(c.Status().Update(ctx, node)).To(gomega.Succeed())
 }

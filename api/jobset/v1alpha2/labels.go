@@ -31,7 +31,7 @@ const (
 	// from 0 to the number of Jobs minus one, in spec order.
 	JobGlobalIndexKey = "jobset.sigs.k8s.io/job-global-index"
 
-	// JobKey holds the SHA-256 of the namespaced Job name; it identifies a Job
+	// JobKey holds the SHA-1 (hex) of the namespaced Job name; it identifies a Job
 	// in label selectors, where the name itself may be too long.
 	JobKey = "jobset.sigs.k8s.io/job-key"
 

@@ -1,0 +1,61 @@
+package framework
+
+import (
+	"context"
+	"time"
+
+	"github.com/onsi/ginkgo/v2"
+	"github.com/onsi/gomega"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	configv1alpha1 "github.com/inplace-dev/inplace/api/config/v1alpha1"
+	"github.com/inplace-dev/inplace/manager"
+)
+
+// StartManager runs inplace-manager in-process, built by the same calls as
+// cmd/manager, with leader election and the metrics and probe endpoints
+// off. It returns once the caches are synced; StopManager stops it.
+func (f *Framework) StartManager(cfg *rest.Config) {
+	ginkgo.GinkgoHelper()
+	ctrl.SetLogger(zap.New(zap.WriteTo(ginkgo.GinkgoWriter), zap.UseDevMode(true)))
+	conf, err := configv1alpha1.Load("")
+	gomega.Expect(err).NotTo(gomega.HaveOccurred())
+	conf.LeaderElection.LeaderElect = ptr.To(false)
+	conf.Metrics.BindAddress = "0"
+	conf.Health.ProbeBindAddress = "0"
+
+	opts := manager.Options(conf, manager.NewScheme())
+	// The suite starts several managers in one process over its life.
+	opts.Controller.SkipNameValidation = ptr.To(true)
+	mgr, err := ctrl.NewManager(cfg, opts)
+	gomega.Expect(err).NotTo(gomega.HaveOccurred())
+	gomega.Expect(manager.Setup(mgr, conf)).To(gomega.Succeed())
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer ginkgo.GinkgoRecover()
+		defer close(done)
+		gomega.Expect(mgr.Start(ctx)).To(gomega.Succeed())
+	}()
+	f.stopManager = func() {
+		cancel()
+		gomega.Eventually(done).WithTimeout(30 * time.Second).Should(gomega.BeClosed())
+	}
+	syncCtx, syncCancel := context.WithTimeout(ctx, 30*time.Second)
+	defer syncCancel()
+	gomega.Expect(mgr.GetCache().WaitForCacheSync(syncCtx)).To(gomega.BeTrue(), "manager caches did not sync")
+}
+
+// StopManager stops the manager StartManager started and waits until it
+// has returned.
+func (f *Framework) StopManager() {
+	ginkgo.GinkgoHelper()
+	if f.stopManager != nil {
+		f.stopManager()
+		f.stopManager = nil
+	}
+}

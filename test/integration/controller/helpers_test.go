@@ -1,0 +1,117 @@
+package controller
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
+)
+
+const timeout = 30 * time.Second
+
+// loadSpec reads a manifest of test/testdata/specs into the namespace.
+func loadSpec(file, namespace string) *jobset.JobSet {
+	GinkgoHelper()
+	data, err := os.ReadFile(filepath.Join("..", "..", "testdata", "specs", file))
+	Expect(err).NotTo(HaveOccurred())
+	var js jobset.JobSet
+	Expect(yaml.UnmarshalStrict(data, &js)).To(Succeed())
+	js.Namespace = namespace
+	return &js
+}
+
+func create(js *jobset.JobSet) *jobset.JobSet {
+	GinkgoHelper()
+	Expect(k8sClient.Create(ctx, js)).To(Succeed())
+	return js
+}
+
+func get(js *jobset.JobSet) *jobset.JobSet {
+	GinkgoHelper()
+	var got jobset.JobSet
+	Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(js), &got)).To(Succeed())
+	return &got
+}
+
+// jobs returns the JobSet's Jobs that are not being deleted, by name.
+func jobs(g Gomega, js *jobset.JobSet) map[string]batchv1.Job {
+	var list batchv1.JobList
+	g.Expect(k8sClient.List(ctx, &list, client.InNamespace(js.Namespace), client.MatchingLabels{jobset.JobSetNameKey: js.Name})).To(Succeed())
+	out := map[string]batchv1.Job{}
+	for _, j := range list.Items {
+		if j.DeletionTimestamp == nil {
+			out[j.Name] = j
+		}
+	}
+	return out
+}
+
+func jobNames(g Gomega, js *jobset.JobSet) []string {
+	var names []string
+	for n := range jobs(g, js) {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// expectJobs waits until exactly the named Jobs exist (and are not being
+// deleted), with the given restart attempt.
+func expectJobs(js *jobset.JobSet, attempt string, names ...string) map[string]batchv1.Job {
+	GinkgoHelper()
+	slices.Sort(names)
+	var got map[string]batchv1.Job
+	Eventually(func(g Gomega) {
+		got = jobs(g, js)
+		g.Expect(jobNames(g, js)).To(Equal(names))
+		for _, j := range got {
+			g.Expect(j.Labels).To(HaveKeyWithValue(jobset.RestartsKey, attempt), "job %s", j.Name)
+		}
+	}).WithTimeout(timeout).Should(Succeed())
+	return got
+}
+
+// expectCondition waits for a JobSet condition with status and reason.
+func expectCondition(js *jobset.JobSet, t jobset.JobSetConditionType, status, reason string) *jobset.JobSet {
+	GinkgoHelper()
+	var got *jobset.JobSet
+	Eventually(func(g Gomega) {
+		got = get(js)
+		c := meta.FindStatusCondition(got.Status.Conditions, string(t))
+		g.Expect(c).NotTo(BeNil(), "condition %s", t)
+		g.Expect(string(c.Status)).To(Equal(status), "condition %s: %+v", t, c)
+		g.Expect(c.Reason).To(Equal(reason), "condition %s: %+v", t, c)
+	}).WithTimeout(timeout).Should(Succeed())
+	return got
+}
+
+// expectRestarts waits for status.restarts and restartsCountTowardsMax.
+func expectRestarts(js *jobset.JobSet, restarts, counted int32) {
+	GinkgoHelper()
+	Eventually(func(g Gomega) {
+		got := get(js)
+		g.Expect(got.Status.Restarts).To(Equal(restarts), "restarts")
+		g.Expect(got.Status.RestartsCountTowardsMax).To(Equal(counted), "restartsCountTowardsMax")
+	}).WithTimeout(timeout).Should(Succeed())
+}
+
+// expectEvent waits for an Event on the JobSet with the reason.
+func expectEvent(js *jobset.JobSet, reason string) {
+	GinkgoHelper()
+	Eventually(func(g Gomega) {
+		var events corev1.EventList
+		g.Expect(k8sClient.List(ctx, &events, client.InNamespace(js.Namespace))).To(Succeed())
+		g.Expect(events.Items).To(ContainElement(And(
+			HaveField("InvolvedObject.Name", js.Name), HaveField("Reason", reason))))
+	}).WithTimeout(timeout).Should(Succeed())
+}
