@@ -12,8 +12,12 @@ import (
 
 func TestDecideFailure(t *testing.T) {
 	js := testJobSet("workers", 3, "ps", 1)
-	early := func() *batchv1.Job { return failedJob(jobOf(js, "workers", 1), "BackoffLimitExceeded", "too many", at(1)) }
-	late := func() *batchv1.Job { return failedJob(jobOf(js, "workers", 0), "PodFailurePolicy", "exit code 3", at(5)) }
+	early := func() *batchv1.Job {
+		return failedJob(jobOf(js, "workers", 1), "BackoffLimitExceeded", "too many", at(1))
+	}
+	late := func() *batchv1.Job {
+		return failedJob(jobOf(js, "workers", 0), "PodFailurePolicy", "exit code 3", at(5))
+	}
 	ps := func() *batchv1.Job { return failedJob(jobOf(js, "ps", 0), "DeadlineExceeded", "slow", at(3)) }
 
 	cases := map[string]struct {

@@ -204,4 +204,3 @@ func findCondition(js *jobset.JobSet, t jobset.JobSetConditionType) *metav1.Cond
 	}
 	return nil
 }
-
