@@ -222,4 +222,3 @@ var _ = Describe("failure policy (KEP-262)", func() {
 })
 
 func itoa(i int32) string { return strconv.Itoa(int(i)) }
-
