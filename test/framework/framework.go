@@ -15,6 +15,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"sync/atomic"
 	"time"
 
 	"github.com/onsi/ginkgo/v2"
@@ -46,10 +47,11 @@ type Framework struct {
 	// Cluster is the running local cluster when FullCluster is set.
 	Cluster *cluster.Cluster
 
-	env         *envtest.Environment
-	failed      bool
-	cancel      context.CancelFunc
-	stopManager func()
+	env           *envtest.Environment
+	failed        bool
+	cancel        context.CancelFunc
+	stopManager   func()
+	managerWrites atomic.Int64
 }
 
 // Scheme knows the built-in types and the JobSet API.

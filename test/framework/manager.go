@@ -2,6 +2,7 @@ package framework
 
 import (
 	"context"
+	"net/http"
 	"time"
 
 	"github.com/onsi/ginkgo/v2"
@@ -27,6 +28,15 @@ func (f *Framework) StartManager(cfg *rest.Config) {
 	conf.Metrics.BindAddress = "0"
 	conf.Health.ProbeBindAddress = "0"
 
+	cfg = rest.CopyConfig(cfg)
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
+			if req.Method != http.MethodGet {
+				f.managerWrites.Add(1)
+			}
+			return rt.RoundTrip(req)
+		})
+	})
 	opts := manager.Options(conf, manager.NewScheme())
 	// The suite starts several managers in one process over its life.
 	opts.Controller.SkipNameValidation = ptr.To(true)
@@ -49,6 +59,14 @@ func (f *Framework) StartManager(cfg *rest.Config) {
 	defer syncCancel()
 	gomega.Expect(mgr.GetCache().WaitForCacheSync(syncCtx)).To(gomega.BeTrue(), "manager caches did not sync")
 }
+
+// ManagerWrites counts the requests other than GET (creates, updates,
+// patches, deletes, Events) that managers started by StartManager sent.
+func (f *Framework) ManagerWrites() int64 { return f.managerWrites.Load() }
+
+type roundTripperFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
 // StopManager stops the manager StartManager started and waits until it
 // has returned.
