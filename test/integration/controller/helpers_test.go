@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -57,10 +58,11 @@ func jobs(g Gomega, js *jobset.JobSet) map[string]batchv1.Job {
 }
 
 func jobNames(g Gomega, js *jobset.JobSet) []string {
-	var names []string
-	for n := range jobs(g, js) {
-		names = append(names, n)
-	}
+	return sortedKeys(jobs(g, js))
+}
+
+func sortedKeys(m map[string]batchv1.Job) []string {
+	names := slices.Collect(maps.Keys(m))
 	slices.Sort(names)
 	return names
 }
@@ -73,7 +75,7 @@ func expectJobs(js *jobset.JobSet, attempt string, names ...string) map[string]b
 	var got map[string]batchv1.Job
 	Eventually(func(g Gomega) {
 		got = jobs(g, js)
-		g.Expect(jobNames(g, js)).To(Equal(names))
+		g.Expect(sortedKeys(got)).To(Equal(names))
 		for _, j := range got {
 			g.Expect(j.Labels).To(HaveKeyWithValue(jobset.RestartsKey, attempt), "job %s", j.Name)
 		}
