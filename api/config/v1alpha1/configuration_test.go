@@ -1,0 +1,65 @@
+package v1alpha1
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestLoadDefaults(t *testing.T) {
+	cfg, err := Load("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !*cfg.LeaderElection.LeaderElect || cfg.LeaderElection.LeaseDuration.Duration != 15*time.Second ||
+		cfg.Metrics.BindAddress != ":8443" || cfg.Health.ProbeBindAddress != ":8081" ||
+		*cfg.ClientConnection.QPS != 500 || cfg.Controller.MaxConcurrentReconciles != 5 || cfg.Controller.ChildParallelism != 50 {
+		t.Errorf("unexpected defaults: %+v", cfg)
+	}
+}
+
+func TestLoad(t *testing.T) {
+	cases := map[string]struct {
+		file    string
+		wantErr string
+		check   func(*Configuration) bool
+	}{
+		"overrides and defaults together": {
+			file: "apiVersion: config.inplace.dev/v1alpha1\nkind: Configuration\ncontroller:\n  maxConcurrentReconciles: 20\n",
+			check: func(c *Configuration) bool {
+				return c.Controller.MaxConcurrentReconciles == 20 && c.Controller.ChildParallelism == 50
+			},
+		},
+		"unknown field is an error": {
+			file:    "apiVersion: config.inplace.dev/v1alpha1\nkind: Configuration\ncontroler: {}\n",
+			wantErr: `unknown field "controler"`,
+		},
+		"wrong kind is an error": {
+			file:    "apiVersion: v1\nkind: ConfigMap\n",
+			wantErr: `want "config.inplace.dev/v1alpha1"/"Configuration"`,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "config.yaml")
+			if err := os.WriteFile(path, []byte(tc.file), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			cfg, err := Load(path)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("error %v, want one containing %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !tc.check(cfg) {
+				t.Errorf("unexpected configuration %+v", cfg)
+			}
+		})
+	}
+}
