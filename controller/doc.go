@@ -1,0 +1,25 @@
+// Package controller runs the lifecycle of JobSets: it creates their child
+// Jobs and headless Service, keeps their status, and carries out the
+// failure, success and startup policies.
+//
+// Decisions are pure functions of the JobSet and what was observed; the
+// reconciler only reads, calls decide, and acts:
+//
+//	reconciler.go        Reconcile: get → skip → observe → decide → act → status → Events
+//	observe.go           reads children through label-selected caches and field indexes
+//	plan.go              decide: the whole plan of one reconcile, without I/O
+//	children.go          which Jobs belong to the current restart attempt
+//	jobs.go, service.go  the desired Jobs and Service
+//	status.go            replicatedJobsStatus and condition helpers
+//	failure_policy.go    rule matching and the restart or failure it causes
+//	success_policy.go    All / Any over target replicated Jobs
+//	startup_policy.go    InOrder and dependsOn gating and their conditions
+//	ttl.go               ttlSecondsAfterFinished
+//
+// A restart is recorded first (status.restarts or a Job's individual restart
+// counter goes up, written with the resourceVersion that was read so that a
+// stale decision cannot land twice); the next reconcile then sees the Jobs of
+// the old attempt as outdated, deletes them, and creates the new ones:
+//
+//	Job fails ──▶ status.restarts++ ──▶ old Jobs deleted (foreground) ──▶ new Jobs created in startup order
+package controller
