@@ -10,6 +10,8 @@ import (
 	"os"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
@@ -35,6 +37,51 @@ type Configuration struct {
 	ClientConnection ClientConnection `json:"clientConnection"`
 	// Controller tunes the JobSet controller.
 	Controller Controller `json:"controller"`
+	// Agent is the sidecar injected into the Pods of InPlaceRestart JobSets.
+	Agent Agent `json:"agent"`
+	// Webhook configures the admission webhooks.
+	Webhook Webhook `json:"webhook"`
+	// Policies configures the policy engine.
+	Policies Policies `json:"policies"`
+}
+
+// Agent describes the injected agent sidecar.
+type Agent struct {
+	// Image of the agent. Default ghcr.io/inplace-dev/inplace-agent:latest.
+	Image string `json:"image,omitempty"`
+	// ContainerName of the injected init container. Default inplace-agent.
+	ContainerName string `json:"containerName,omitempty"`
+	// RestartExitCode is the exit code with which the agent restarts its Pod
+	// in place. Default 88.
+	RestartExitCode int32 `json:"restartExitCode,omitempty"`
+	// BarrierPort is the port of the agent's /barrier-is-lifted and /healthz
+	// endpoints; it must not clash with a port of the workers. Default 18080.
+	BarrierPort int32 `json:"barrierPort,omitempty"`
+	// BarrierTimeoutSeconds is how long the startup probe lets the barrier
+	// hold before the kubelet restarts the agent. Default 86400.
+	BarrierTimeoutSeconds int32 `json:"barrierTimeoutSeconds,omitempty"`
+	// Resources of the agent container. Default requests 10m CPU and 32Mi,
+	// limit 64Mi.
+	Resources *corev1.ResourceRequirements `json:"resources,omitempty"`
+}
+
+// Webhook configures the admission webhooks.
+type Webhook struct {
+	// Port of the webhook server. Default 9443.
+	Port int `json:"port,omitempty"`
+	// CertDir holds tls.crt and tls.key; they are reloaded when they change.
+	// Default /tmp/k8s-webhook-server/serving-certs.
+	CertDir string `json:"certDir,omitempty"`
+}
+
+// Policies configures the policy engine.
+type Policies struct {
+	// DisabledBuiltins names built-in policies that are not evaluated, for
+	// an emergency. The names are those of policies/builtin.
+	DisabledBuiltins []string `json:"disabledBuiltins,omitempty"`
+	// AuditInterval is how often existing JobSets are evaluated against the
+	// JobSetPolicies. Default 60s; 0s disables the audit.
+	AuditInterval *metav1.Duration `json:"auditInterval,omitempty"`
 }
 
 // LeaderElection configures leader election.
@@ -144,5 +191,36 @@ func SetDefaults(cfg *Configuration) {
 	}
 	if cfg.Controller.ChildParallelism == 0 {
 		cfg.Controller.ChildParallelism = 50
+	}
+	a := &cfg.Agent
+	if a.Image == "" {
+		a.Image = "ghcr.io/inplace-dev/inplace-agent:latest"
+	}
+	if a.ContainerName == "" {
+		a.ContainerName = "inplace-agent"
+	}
+	if a.RestartExitCode == 0 {
+		a.RestartExitCode = 88
+	}
+	if a.BarrierPort == 0 {
+		a.BarrierPort = 18080
+	}
+	if a.BarrierTimeoutSeconds == 0 {
+		a.BarrierTimeoutSeconds = 86400
+	}
+	if a.Resources == nil {
+		a.Resources = &corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("32Mi")},
+			Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("64Mi")},
+		}
+	}
+	if cfg.Webhook.Port == 0 {
+		cfg.Webhook.Port = 9443
+	}
+	if cfg.Webhook.CertDir == "" {
+		cfg.Webhook.CertDir = "/tmp/k8s-webhook-server/serving-certs"
+	}
+	if cfg.Policies.AuditInterval == nil {
+		cfg.Policies.AuditInterval = &metav1.Duration{Duration: 60 * time.Second}
 	}
 }

@@ -51,9 +51,19 @@ func Default(js *JobSet) {
 			job.CompletionMode = ptr.To(batchv1.IndexedCompletion)
 		}
 		if job.Template.Spec.RestartPolicy == "" {
-			job.Template.Spec.RestartPolicy = corev1.RestartPolicyOnFailure
+			job.Template.Spec.RestartPolicy = defaultPodRestartPolicy(js, job)
 		}
 	}
+}
+
+// defaultPodRestartPolicy is OnFailure, as upstream, except where only Never
+// works: a Job with a podFailurePolicy requires it, and with InPlaceRestart a
+// worker exit that no restart rule covers must fail the Pod.
+func defaultPodRestartPolicy(js *JobSet, job *batchv1.JobSpec) corev1.RestartPolicy {
+	if job.PodFailurePolicy != nil || (js.Spec.FailurePolicy != nil && js.Spec.FailurePolicy.RestartStrategy == InPlaceRestart) {
+		return corev1.RestartPolicyNever
+	}
+	return corev1.RestartPolicyOnFailure
 }
 
 // DefaultRuleName is the name given to the failure-policy rule at index i

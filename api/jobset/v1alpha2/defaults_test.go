@@ -48,3 +48,19 @@ func TestDefaultPodRestartPolicy(t *testing.T) {
 		t.Errorf("pod restartPolicy defaulted to %q, want OnFailure (a Job rejects Always)", got)
 	}
 }
+
+func TestDefaultPodRestartPolicyWhereOnlyNeverWorks(t *testing.T) {
+	withPFP := &JobSet{Spec: JobSetSpec{ReplicatedJobs: []ReplicatedJob{{Name: "w", Template: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{
+		PodFailurePolicy: &batchv1.PodFailurePolicy{},
+	}}}}}}
+	inPlace := &JobSet{Spec: JobSetSpec{
+		FailurePolicy:  &FailurePolicy{RestartStrategy: InPlaceRestart},
+		ReplicatedJobs: []ReplicatedJob{{Name: "w"}},
+	}}
+	for name, js := range map[string]*JobSet{"podFailurePolicy": withPFP, "InPlaceRestart": inPlace} {
+		Default(js)
+		if got := js.Spec.ReplicatedJobs[0].Template.Spec.Template.Spec.RestartPolicy; got != corev1.RestartPolicyNever {
+			t.Errorf("%s: pod restartPolicy defaulted to %q, want Never", name, got)
+		}
+	}
+}

@@ -1,12 +1,8 @@
 package api
 
 import (
-	"encoding/json"
-	"fmt"
 	"os"
 	"path/filepath"
-	"reflect"
-	"sort"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -61,7 +57,7 @@ var _ = Describe("the JobSet CRD", func() {
 			got, err := dynamicClient.Resource(jobsetsGVR).Namespace(ns.Name).Get(ctx, created.GetName(), metav1.GetOptions{})
 			Expect(err).NotTo(HaveOccurred())
 
-			Expect(missingFields(normalize(obj.Object), normalize(got.Object), "")).To(BeEmpty(),
+			Expect(util.MissingFields(obj.Object, got.Object)).To(BeEmpty(),
 				"fields of %s that the apiserver dropped or changed", file)
 		},
 		Entry("in-place restart, Story 1", "inplace-story1.yaml"),
@@ -202,55 +198,3 @@ var _ = Describe("this kube-apiserver", func() {
 			"the apiserver dropped restartPolicyRules: are the ContainerRestartRules and RestartAllContainersOnContainerExits gates on?")
 	})
 })
-
-// normalize turns an object into plain JSON values so that numbers compare
-// equal whatever their Go type.
-func normalize(obj map[string]any) map[string]any {
-	data, err := json.Marshal(obj)
-	Expect(err).NotTo(HaveOccurred())
-	var out map[string]any
-	Expect(json.Unmarshal(data, &out)).To(Succeed())
-	return out
-}
-
-// missingFields lists the paths at which want holds a value that got lacks or
-// holds differently. Fields only in got (defaults, metadata) are fine.
-func missingFields(want, got any, path string) []string {
-	switch w := want.(type) {
-	case map[string]any:
-		g, ok := got.(map[string]any)
-		if !ok {
-			return []string{fmt.Sprintf("%s: want an object, got %v", path, got)}
-		}
-		var out []string
-		keys := make([]string, 0, len(w))
-		for k := range w {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
-			gv, ok := g[k]
-			if !ok {
-				out = append(out, path+"."+k+": missing")
-				continue
-			}
-			out = append(out, missingFields(w[k], gv, path+"."+k)...)
-		}
-		return out
-	case []any:
-		g, ok := got.([]any)
-		if !ok || len(g) != len(w) {
-			return []string{fmt.Sprintf("%s: want %d items, got %v", path, len(w), got)}
-		}
-		var out []string
-		for i := range w {
-			out = append(out, missingFields(w[i], g[i], fmt.Sprintf("%s[%d]", path, i))...)
-		}
-		return out
-	default:
-		if !reflect.DeepEqual(want, got) {
-			return []string{fmt.Sprintf("%s: want %v, got %v", path, want, got)}
-		}
-		return nil
-	}
-}

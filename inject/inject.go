@@ -1,0 +1,322 @@
+// Package inject turns a JobSet that says `restartStrategy: InPlaceRestart`
+// into one that can restart in place: it adds the agent sidecar, the
+// container restart rules of the workers and the Job settings the protocol
+// needs. It is pure: the mutating webhook and `inplacectl render` call it
+// alike.
+//
+// Injection respects what the user wrote: an agent the user added is kept
+// (and validated by the policies), a container with its own restart rules is
+// left alone, and Job settings already set are not overwritten — a wrong
+// value is denied by the built-in policies with the fix in the message
+// rather than silently replaced. Running it twice gives the same object.
+package inject
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+
+	configv1alpha1 "github.com/inplace-dev/inplace/api/config/v1alpha1"
+	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
+)
+
+const (
+	// OptOutAnnotation on a JobSet, set to "false", turns injection off for
+	// it; the JobSet must then carry everything itself.
+	OptOutAnnotation = "inplace.dev/inject"
+
+	// InjectedAnnotation records what injection added, as a sorted,
+	// comma-separated list of "<what>:<replicated job>[/<container>]".
+	InjectedAnnotation = "inplace.dev/injected"
+
+	// BarrierPath is the agent's endpoint that answers 200 once the barrier
+	// is lifted; the startup probe of the agent polls it.
+	BarrierPath = "/barrier-is-lifted"
+	// HealthPath is the agent's liveness endpoint.
+	HealthPath = "/healthz"
+
+	// MaxBackoffLimit is the backoffLimit InPlaceRestart needs: Pods restart
+	// in place or are replaced, and the Job must never fail for that.
+	MaxBackoffLimit = int32(1<<31 - 1)
+)
+
+// Agent environment variables; the agent reads these names.
+const (
+	EnvNamespace         = "NAMESPACE"
+	EnvPodName           = "POD_NAME"
+	EnvPodUID            = "POD_UID"
+	EnvPodIP             = "POD_IP"
+	EnvJobSetName        = "JOBSET_NAME"
+	EnvReplicatedJobName = "REPLICATED_JOB_NAME"
+	EnvRestartExitCode   = "RESTART_POD_IN_PLACE_EXIT_CODE"
+	EnvBarrierPort       = "BARRIER_PORT"
+)
+
+// Decision is one thing injection did, for `inplacectl render` and the
+// InjectedAnnotation.
+type Decision struct {
+	// What was added: "agent", "worker-restart-rules" or "job-settings".
+	What string
+	// Where: <replicated job> or <replicated job>/<container>.
+	Where string
+	// Why, in words.
+	Why string
+}
+
+func (d Decision) key() string { return d.What + ":" + d.Where }
+
+// Enabled reports whether injection applies to the JobSet.
+func Enabled(js *jobset.JobSet) bool {
+	return js.Spec.FailurePolicy != nil &&
+		js.Spec.FailurePolicy.RestartStrategy == jobset.InPlaceRestart &&
+		js.Annotations[OptOutAnnotation] != "false"
+}
+
+// Inject adds what InPlaceRestart needs to js and returns what it did. It
+// does nothing to a JobSet for which Enabled is false.
+func Inject(js *jobset.JobSet, agent configv1alpha1.Agent) []Decision {
+	if !Enabled(js) {
+		return nil
+	}
+	var decisions []Decision
+	for i := range js.Spec.ReplicatedJobs {
+		rj := &js.Spec.ReplicatedJobs[i]
+		decisions = append(decisions, injectJob(rj, agent)...)
+	}
+	// The record covers this pass and every earlier one, so that a second
+	// pass, which adds nothing, writes the same annotation.
+	recorded := map[string]bool{}
+	if prev := js.Annotations[InjectedAnnotation]; prev != "" {
+		for _, k := range strings.Split(prev, ",") {
+			recorded[k] = true
+		}
+	}
+	for _, d := range decisions {
+		recorded[d.key()] = true
+	}
+	if len(recorded) > 0 {
+		keys := make([]string, 0, len(recorded))
+		for k := range recorded {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		if js.Annotations == nil {
+			js.Annotations = map[string]string{}
+		}
+		js.Annotations[InjectedAnnotation] = strings.Join(keys, ",")
+	}
+	return decisions
+}
+
+func injectJob(rj *jobset.ReplicatedJob, agent configv1alpha1.Agent) []Decision {
+	var out []Decision
+	job := &rj.Template.Spec
+	var settings []string
+	if job.BackoffLimit == nil {
+		job.BackoffLimit = ptr.To(MaxBackoffLimit)
+		settings = append(settings, "backoffLimit=2147483647")
+	}
+	if job.PodReplacementPolicy == nil {
+		job.PodReplacementPolicy = ptr.To(batchv1.Failed)
+		settings = append(settings, "podReplacementPolicy=Failed")
+	}
+	if job.Completions == nil && job.Parallelism != nil {
+		job.Completions = ptr.To(*job.Parallelism)
+		settings = append(settings, "completions=parallelism")
+	}
+	if len(settings) > 0 {
+		out = append(out, Decision{"job-settings", rj.Name,
+			"set " + strings.Join(settings, ", ") + ": Pods restart in place or are replaced; the Job must not fail for that"})
+	}
+
+	pod := &job.Template.Spec
+	if !HasAgent(pod, agent.ContainerName) {
+		pod.InitContainers = append(pod.InitContainers, agentContainer(agent))
+		out = append(out, Decision{"agent", rj.Name,
+			fmt.Sprintf("added sidecar %s: holds the workers behind a barrier and restarts the Pod in place with exit code %d", agent.ContainerName, agent.RestartExitCode)})
+	}
+
+	for c := range pod.Containers {
+		ctr := &pod.Containers[c]
+		if len(ctr.RestartPolicyRules) > 0 {
+			continue
+		}
+		rule, why := workerRule(ctr.Name, job.PodFailurePolicy)
+		ctr.RestartPolicy = ptr.To(corev1.ContainerRestartPolicyNever)
+		if rule != nil {
+			ctr.RestartPolicyRules = []corev1.ContainerRestartRule{*rule}
+		}
+		out = append(out, Decision{"worker-restart-rules", rj.Name + "/" + ctr.Name, why})
+	}
+	return out
+}
+
+// HasAgent reports whether the Pod already has an agent: the init container
+// named like ours, or any sidecar that restarts the whole Pod on an exit
+// code (an agent the user wrote, as in the in-place restart KEP).
+func HasAgent(pod *corev1.PodSpec, name string) bool {
+	for _, c := range pod.InitContainers {
+		if c.Name == name {
+			return true
+		}
+		if ptr.Deref(c.RestartPolicy, "") == corev1.ContainerRestartPolicyAlways &&
+			slices.ContainsFunc(c.RestartPolicyRules, func(r corev1.ContainerRestartRule) bool {
+				return r.Action == corev1.ContainerRestartRuleActionRestartAllContainers
+			}) {
+			return true
+		}
+	}
+	return false
+}
+
+func agentContainer(a configv1alpha1.Agent) corev1.Container {
+	fieldEnv := func(name, path string) corev1.EnvVar {
+		return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: path}}}
+	}
+	port := intstr.FromInt32(a.BarrierPort)
+	return corev1.Container{
+		Name:          a.ContainerName,
+		Image:         a.Image,
+		RestartPolicy: ptr.To(corev1.ContainerRestartPolicyAlways),
+		RestartPolicyRules: []corev1.ContainerRestartRule{{
+			Action: corev1.ContainerRestartRuleActionRestartAllContainers,
+			ExitCodes: &corev1.ContainerRestartRuleOnExitCodes{
+				Operator: corev1.ContainerRestartRuleOnExitCodesOpIn,
+				Values:   []int32{a.RestartExitCode},
+			},
+		}},
+		Ports: []corev1.ContainerPort{{Name: "barrier", ContainerPort: a.BarrierPort, Protocol: corev1.ProtocolTCP}},
+		Env: []corev1.EnvVar{
+			fieldEnv(EnvNamespace, "metadata.namespace"),
+			fieldEnv(EnvPodName, "metadata.name"),
+			fieldEnv(EnvPodUID, "metadata.uid"),
+			fieldEnv(EnvPodIP, "status.podIP"),
+			fieldEnv(EnvJobSetName, "metadata.annotations['"+jobset.JobSetNameKey+"']"),
+			fieldEnv(EnvReplicatedJobName, "metadata.annotations['"+jobset.ReplicatedJobNameKey+"']"),
+			{Name: EnvRestartExitCode, Value: fmt.Sprint(a.RestartExitCode)},
+			{Name: EnvBarrierPort, Value: fmt.Sprint(a.BarrierPort)},
+		},
+		// The barrier: containers after a sidecar start only once its
+		// startup probe succeeds, which the agent allows once its epoch is
+		// synced.
+		StartupProbe: &corev1.Probe{
+			ProbeHandler:     corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: BarrierPath, Port: port}},
+			PeriodSeconds:    1,
+			FailureThreshold: a.BarrierTimeoutSeconds,
+		},
+		LivenessProbe: &corev1.Probe{
+			ProbeHandler:     corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: HealthPath, Port: port}},
+			PeriodSeconds:    10,
+			FailureThreshold: 3,
+		},
+		Resources: *a.Resources.DeepCopy(),
+		SecurityContext: &corev1.SecurityContext{
+			RunAsNonRoot:             ptr.To(true),
+			AllowPrivilegeEscalation: ptr.To(false),
+			ReadOnlyRootFilesystem:   ptr.To(true),
+			Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+			SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+		},
+	}
+}
+
+// workerRule is the restart rule of a worker container: restart the whole
+// Pod in place on any non-zero exit code, except the codes that the Job's
+// podFailurePolicy turns into a Job failure (those must fail the Pod, so
+// that the Job fails and the JobSet's failure policy decides).
+func workerRule(container string, pfp *batchv1.PodFailurePolicy) (*corev1.ContainerRestartRule, string) {
+	fatal, otherFatal := fatalExitCodes(container, pfp)
+	if otherFatal {
+		// The policy fails the Job on every code but a few: restart in place
+		// only on those few.
+		var restart []int32
+		for _, c := range mentionedCodes(container, pfp) {
+			if c != 0 && !slices.Contains(fatal, c) {
+				restart = append(restart, c)
+			}
+		}
+		if len(restart) == 0 {
+			return nil, "restartPolicy Never and no restart rule: the podFailurePolicy fails the Job on every non-zero exit code"
+		}
+		return &corev1.ContainerRestartRule{
+			Action:    corev1.ContainerRestartRuleActionRestartAllContainers,
+			ExitCodes: &corev1.ContainerRestartRuleOnExitCodes{Operator: corev1.ContainerRestartRuleOnExitCodesOpIn, Values: restart},
+		}, fmt.Sprintf("restart the Pod in place on exit codes %v; every other exit fails the Pod (podFailurePolicy FailJob)", restart)
+	}
+	notIn := append([]int32{0}, fatal...)
+	why := "restart the Pod in place on any non-zero exit code"
+	if len(fatal) > 0 {
+		why += fmt.Sprintf(", except %v, which fail the Pod so that the podFailurePolicy fails the Job", fatal)
+	}
+	return &corev1.ContainerRestartRule{
+		Action:    corev1.ContainerRestartRuleActionRestartAllContainers,
+		ExitCodes: &corev1.ContainerRestartRuleOnExitCodes{Operator: corev1.ContainerRestartRuleOnExitCodesOpNotIn, Values: notIn},
+	}, why
+}
+
+// fatalExitCodes evaluates the podFailurePolicy for a container's exit
+// codes as the Job controller does (first matching rule wins): which of the
+// codes the policy mentions fail the Job, and whether every other non-zero
+// code does.
+func fatalExitCodes(container string, pfp *batchv1.PodFailurePolicy) (fatal []int32, otherFatal bool) {
+	codes := mentionedCodes(container, pfp)
+	for _, c := range codes {
+		if c != 0 && failsJob(container, pfp, c) {
+			fatal = append(fatal, c)
+		}
+	}
+	return fatal, failsJob(container, pfp, unmentionedCode(codes))
+}
+
+// mentionedCodes lists, sorted and unique, the exit codes the policy's
+// rules name for the container.
+func mentionedCodes(container string, pfp *batchv1.PodFailurePolicy) []int32 {
+	var out []int32
+	if pfp == nil {
+		return nil
+	}
+	for _, r := range pfp.Rules {
+		if r.OnExitCodes != nil && appliesTo(r.OnExitCodes, container) {
+			out = append(out, r.OnExitCodes.Values...)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// unmentionedCode returns a non-zero exit code none of the rules names; it
+// stands for every such code.
+func unmentionedCode(mentioned []int32) int32 {
+	for c := int32(1); ; c++ {
+		if !slices.Contains(mentioned, c) {
+			return c
+		}
+	}
+}
+
+func failsJob(container string, pfp *batchv1.PodFailurePolicy, code int32) bool {
+	if pfp == nil {
+		return false
+	}
+	for _, r := range pfp.Rules {
+		req := r.OnExitCodes
+		if req == nil || !appliesTo(req, container) {
+			continue
+		}
+		in := slices.Contains(req.Values, code)
+		if (req.Operator == batchv1.PodFailurePolicyOnExitCodesOpIn) == in {
+			return r.Action == batchv1.PodFailurePolicyActionFailJob
+		}
+	}
+	return false
+}
+
+func appliesTo(req *batchv1.PodFailurePolicyOnExitCodesRequirement, container string) bool {
+	return req.ContainerName == nil || *req.ContainerName == container
+}
