@@ -1,0 +1,11 @@
+// Package builtin holds the built-in Rego policies, one file per policy with
+// its tests beside it. A policy's name is its file name without ".rego"; an
+// admin can disable one by that name in the manager configuration.
+package builtin
+
+import "embed"
+
+// FS holds every policy and test file of this directory.
+//
+//go:embed *.rego
+var FS embed.FS

@@ -1,0 +1,56 @@
+# Constraints of KEP-262 that the schema cannot express: rule names are
+# unique, reasons are Job failure reasons, targets exist, patterns compile,
+# and rules that can never stop a JobSet are called out.
+package inplace.builtin.failure_policy
+
+job_failure_reasons := {"PodFailurePolicy", "BackoffLimitExceeded", "DeadlineExceeded", "MaxFailedIndexesExceeded", "FailedIndexes"}
+
+rules := object.get(input.object.spec, ["failurePolicy", "rules"], [])
+
+replicated_jobs := {rj.name | some rj in input.object.spec.replicatedJobs}
+
+deny contains msg if {
+	some i, rule in rules
+	some j, reason in object.get(rule, "onJobFailureReasons", [])
+	not reason in job_failure_reasons
+	msg := sprintf("spec.failurePolicy.rules[%d].onJobFailureReasons[%d] %q is not a Job failure reason: use one of %v", [i, j, reason, sort(job_failure_reasons)])
+}
+
+deny contains msg if {
+	some i, rule in rules
+	some j, rule2 in rules
+	i < j
+	rule.name == rule2.name
+	msg := sprintf("spec.failurePolicy.rules[%d].name %q is also the name of rules[%d]: rule names must be unique", [j, rule.name, i])
+}
+
+deny contains msg if {
+	some i, rule in rules
+	some j, target in object.get(rule, "targetReplicatedJobs", [])
+	not target in replicated_jobs
+	msg := sprintf("spec.failurePolicy.rules[%d].targetReplicatedJobs[%d] %q names no replicated job: use one of %v", [i, j, target, sort(replicated_jobs)])
+}
+
+deny contains msg if {
+	some i, rule in rules
+	some j, pattern in object.get(rule, "onJobFailureMessagePatterns", [])
+	not regex.is_valid(pattern)
+	msg := sprintf("spec.failurePolicy.rules[%d].onJobFailureMessagePatterns[%d] %q is not a valid RE2 regular expression", [i, j, pattern])
+}
+
+deny contains msg if {
+	some i, rule in rules
+	rule.action in {"RestartJob", "RestartJobAndIgnoreMaxRestarts"}
+	some k, rj in input.object.spec.replicatedJobs
+	object.get(rj, "replicas", 1) > 1024
+	msg := sprintf("spec.failurePolicy.rules[%d].action %s counts restarts per Job and allows at most 1024 Jobs per replicated job, but spec.replicatedJobs[%d] (%s) has %d replicas: use RestartJobSet, or fewer replicas", [i, rule.action, k, rj.name, rj.replicas])
+}
+
+warn contains msg if {
+	some i, rule in rules
+	rule.action == "RestartJobSetAndIgnoreMaxRestarts"
+	count(object.get(rule, "onJobFailureReasons", [])) == 0
+	count(object.get(rule, "onJobFailureMessagePatterns", [])) == 0
+	count(object.get(rule, "targetReplicatedJobs", [])) == 0
+	msg := sprintf("spec.failurePolicy.rules[%d] (%s) restarts on every failure without counting: the JobSet never stops on a persistent bug and later rules never apply; narrow it with onJobFailureReasons, onJobFailureMessagePatterns or targetReplicatedJobs", [i, object.get(rule, "name", "unnamed")])
+}

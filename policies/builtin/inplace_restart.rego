@@ -1,0 +1,56 @@
+# What restartStrategy InPlaceRestart needs (the in-place restart KEP's
+# webhook rules): Jobs that never fail because of a Pod, replacement Pods
+# only once the old one has failed, every worker running at once, and an
+# agent sidecar in every Pod.
+package inplace.builtin.inplace_restart
+
+max_int32 := 2147483647
+
+in_place if input.object.spec.failurePolicy.restartStrategy == "InPlaceRestart"
+
+deny contains msg if {
+	in_place
+	some i, rj in input.object.spec.replicatedJobs
+	got := object.get(rj.template.spec, "backoffLimit", "unset")
+	got != max_int32
+	msg := sprintf("spec.replicatedJobs[%d].template.spec.backoffLimit must be 2147483647 with restartStrategy InPlaceRestart (got %v): Pods restart in place or are replaced and the Job must never fail for that; remove the field to have it set for you", [i, got])
+}
+
+deny contains msg if {
+	in_place
+	some i, rj in input.object.spec.replicatedJobs
+	got := object.get(rj.template.spec, "podReplacementPolicy", "unset")
+	got != "Failed"
+	msg := sprintf("spec.replicatedJobs[%d].template.spec.podReplacementPolicy must be Failed with restartStrategy InPlaceRestart (got %v): a replacement Pod must start only once the old one has failed; remove the field to have it set for you", [i, got])
+}
+
+deny contains msg if {
+	in_place
+	some i, rj in input.object.spec.replicatedJobs
+	parallelism := object.get(rj.template.spec, "parallelism", 1)
+	completions := object.get(rj.template.spec, "completions", parallelism)
+	completions != parallelism
+	msg := sprintf("spec.replicatedJobs[%d].template.spec.completions (%v) must equal parallelism (%v) with restartStrategy InPlaceRestart: every worker runs for the whole training; set both to the number of workers", [i, completions, parallelism])
+}
+
+deny contains msg if {
+	in_place
+	some i, rj in input.object.spec.replicatedJobs
+	not has_agent(rj.template.spec.template.spec)
+	msg := sprintf("spec.replicatedJobs[%d].template.spec.template.spec.initContainers has no agent sidecar (an init container with restartPolicy Always and a restartPolicyRules entry with action RestartAllContainers): remove the annotation inplace.dev/inject: \"false\" to have it injected, or add one", [i])
+}
+
+warn contains msg if {
+	in_place
+	some i, rj in input.object.spec.replicatedJobs
+	some j, c in rj.template.spec.template.spec.containers
+	count(object.get(c, "restartPolicyRules", [])) == 0
+	msg := sprintf("spec.replicatedJobs[%d].template.spec.template.spec.containers[%d] (%s) has no restartPolicyRules: when it exits non-zero its Pod fails and is replaced instead of restarting in place", [i, j, c.name])
+}
+
+has_agent(pod) if {
+	some c in object.get(pod, "initContainers", [])
+	object.get(c, "restartPolicy", "") == "Always"
+	some r in object.get(c, "restartPolicyRules", [])
+	r.action == "RestartAllContainers"
+}

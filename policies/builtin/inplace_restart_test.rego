@@ -1,0 +1,70 @@
+package inplace.builtin.inplace_restart_test
+
+import data.inplace.builtin.inplace_restart
+
+agent := {
+	"name": "agent", "restartPolicy": "Always",
+	"restartPolicyRules": [{"action": "RestartAllContainers", "exitCodes": {"operator": "In", "values": [88]}}],
+}
+
+worker := {
+	"name": "worker", "restartPolicy": "Never",
+	"restartPolicyRules": [{"action": "RestartAllContainers", "exitCodes": {"operator": "NotIn", "values": [0]}}],
+}
+
+job(overrides) := job_with_pod(overrides, {"initContainers": [agent], "containers": [worker]})
+
+job_with_pod(overrides, pod) := object.union(
+	{
+		"backoffLimit": 2147483647, "podReplacementPolicy": "Failed", "parallelism": 4, "completions": 4,
+		"template": {"spec": pod},
+	},
+	overrides,
+)
+
+jobset(spec) := {"object": {"spec": {
+	"failurePolicy": {"restartStrategy": "InPlaceRestart"},
+	"replicatedJobs": [{"name": "workers", "template": {"spec": spec}}],
+}}}
+
+test_complete_jobset_allowed if {
+	count(inplace_restart.deny) == 0 with input as jobset(job({}))
+	count(inplace_restart.warn) == 0 with input as jobset(job({}))
+}
+
+test_recreate_not_checked if {
+	count(inplace_restart.deny) == 0 with input as {"object": {"spec": {"replicatedJobs": [{"template": {"spec": {"backoffLimit": 0}}}]}}}
+}
+
+test_backoff_limit_denied if {
+	some msg in inplace_restart.deny with input as jobset(job({"backoffLimit": 0}))
+	contains(msg, "spec.replicatedJobs[0].template.spec.backoffLimit must be 2147483647")
+	contains(msg, "(got 0)")
+}
+
+test_pod_replacement_policy_denied if {
+	some msg in inplace_restart.deny with input as jobset(job({"podReplacementPolicy": "TerminatingOrFailed"}))
+	contains(msg, "podReplacementPolicy must be Failed")
+}
+
+test_completions_differ_denied if {
+	some msg in inplace_restart.deny with input as jobset(job({"completions": 8}))
+	contains(msg, "completions (8) must equal parallelism (4)")
+}
+
+test_missing_agent_denied if {
+	some msg in inplace_restart.deny with input as jobset(job_with_pod({}, {"containers": [worker]}))
+	contains(msg, "has no agent sidecar")
+}
+
+test_agent_without_restart_rule_denied if {
+	plain := object.remove(agent, ["restartPolicyRules"])
+	some msg in inplace_restart.deny with input as jobset(job_with_pod({}, {"initContainers": [plain], "containers": [worker]}))
+	contains(msg, "has no agent sidecar")
+}
+
+test_worker_without_rules_warned if {
+	bare := {"name": "worker"}
+	some msg in inplace_restart.warn with input as jobset(job_with_pod({}, {"initContainers": [agent], "containers": [bare]}))
+	contains(msg, "containers[0] (worker) has no restartPolicyRules")
+}

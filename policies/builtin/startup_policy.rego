@@ -1,0 +1,32 @@
+# Constraints of KEP-104: the startup policy is immutable, InOrder and
+# dependsOn exclude each other, and a dependency names an earlier
+# replicated job.
+package inplace.builtin.startup_policy
+
+spec := input.object.spec
+
+deny contains msg if {
+	input.operation == "UPDATE"
+	object.get(input.oldObject.spec, "startupPolicy", null) != object.get(spec, "startupPolicy", null)
+	msg := "spec.startupPolicy is immutable: delete and recreate the JobSet to change it"
+}
+
+deny contains msg if {
+	spec.startupPolicy.startupPolicyOrder == "InOrder"
+	some i, rj in spec.replicatedJobs
+	count(object.get(rj, "dependsOn", [])) > 0
+	msg := sprintf("spec.replicatedJobs[%d].dependsOn cannot be used with spec.startupPolicy InOrder: use one of them", [i])
+}
+
+deny contains msg if {
+	some i, rj in spec.replicatedJobs
+	some j, dep in object.get(rj, "dependsOn", [])
+	not earlier(dep.name, i)
+	msg := sprintf("spec.replicatedJobs[%d].dependsOn[%d] %q must name a replicated job listed before %q", [i, j, dep.name, rj.name])
+}
+
+earlier(name, i) if {
+	some k, rj in spec.replicatedJobs
+	k < i
+	rj.name == name
+}

@@ -1,0 +1,382 @@
+// Package policies evaluates Rego policies against JobSets at admission and
+// in the audit. It embeds OPA (Rego v1): every policy is compiled strictly
+// and prepared once, without network builtins, and swapped in atomically so
+// that a request always sees one consistent set.
+//
+// The contract of a policy module, built-in or admin:
+//
+//	deny contains msg    a reason to reject the JobSet
+//	warn contains msg    a warning returned to the client
+//	patch contains op    an RFC 6902 operation applied by the mutating webhook
+//
+// Its input is
+//
+//	{"operation": "CREATE"|"UPDATE", "object": <JobSet>, "oldObject": <JobSet>,
+//	 "parameters": <the JobSetPolicy's parameters>}
+//
+// Built-in policies (package builtin) run in every request and can be turned
+// off by name. Admin policies come from JobSetPolicy objects; their
+// enforcementAction decides whether deny means Deny, Warn or DryRun.
+package policies
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/open-policy-agent/opa/v1/rego"
+
+	"github.com/inplace-dev/inplace/policies/builtin"
+)
+
+// EnforcementAction is what a policy's deny does.
+type EnforcementAction string
+
+const (
+	// Deny rejects the JobSet.
+	Deny EnforcementAction = "Deny"
+	// Warn admits it with a warning.
+	Warn EnforcementAction = "Warn"
+	// DryRun admits it silently and only records the violation.
+	DryRun EnforcementAction = "DryRun"
+)
+
+// builtinPackage is the package prefix of the built-in policies.
+const builtinPackage = "inplace.builtin"
+
+// unsafeBuiltins reach outside the process; no policy may call them.
+var unsafeBuiltins = []string{"http.send", "net.lookup_ip_addr", "opa.runtime"}
+
+// Input is one admission request or audit item.
+type Input struct {
+	Operation string
+	Object    map[string]any
+	OldObject map[string]any
+	// Namespace and its labels, and the JobSet's labels, for matching.
+	Namespace       string
+	NamespaceLabels map[string]string
+	Labels          map[string]string
+}
+
+// Violation is one message of one policy.
+type Violation struct {
+	Policy  string
+	Message string
+}
+
+func (v Violation) String() string { return v.Policy + ": " + v.Message }
+
+// Decision is the outcome of evaluating every policy.
+type Decision struct {
+	// Denied rejects the request.
+	Denied []Violation
+	// Warned are returned to the client.
+	Warned []Violation
+	// DryRun are only recorded.
+	DryRun []Violation
+	// Patches are the operations of the patch rules, in policy order.
+	Patches []Patch
+}
+
+// Patch is one RFC 6902 operation and the policy it came from.
+type Patch struct {
+	Policy string
+	Op     map[string]any
+}
+
+// Policy is a compiled, prepared policy.
+type Policy struct {
+	// Name identifies the policy in messages, metrics and status.
+	Name string
+	// Action applies to deny messages.
+	Action EnforcementAction
+	// Match selects the JobSets the policy applies to; nil selects all.
+	Match func(Input) bool
+	// Parameters are passed as input.parameters.
+	Parameters any
+
+	query   rego.PreparedEvalQuery
+	builtin bool
+}
+
+// Engine evaluates the built-in policies and the current admin policies.
+type Engine struct {
+	builtin *Policy
+	// admin is replaced as a whole on every change; readers never lock.
+	admin atomic.Pointer[[]*Policy]
+	mu    sync.Mutex // serializes writers of admin
+}
+
+// NewEngine compiles the built-in policies, less the disabled ones.
+func NewEngine(disabled []string) (*Engine, error) {
+	names, err := BuiltinNames()
+	if err != nil {
+		return nil, err
+	}
+	for _, d := range disabled {
+		if !slices.Contains(names, d) {
+			return nil, fmt.Errorf("policies.disabledBuiltins: %q is not a built-in policy; the built-ins are %s", d, strings.Join(names, ", "))
+		}
+	}
+	modules := map[string]string{}
+	for _, n := range names {
+		if slices.Contains(disabled, n) {
+			continue
+		}
+		src, err := fs.ReadFile(builtin.FS, n+".rego")
+		if err != nil {
+			return nil, err
+		}
+		modules["builtin/"+n+".rego"] = string(src)
+	}
+	e := &Engine{}
+	e.admin.Store(&[]*Policy{})
+	if len(modules) > 0 {
+		q, err := prepare(modules, "data."+builtinPackage)
+		if err != nil {
+			return nil, fmt.Errorf("compiling built-in policies: %w", err)
+		}
+		e.builtin = &Policy{Name: "builtin", Action: Deny, query: q, builtin: true}
+	}
+	return e, nil
+}
+
+// BuiltinNames lists the built-in policies.
+func BuiltinNames() ([]string, error) {
+	entries, err := fs.ReadDir(builtin.FS, ".")
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, e := range entries {
+		if n := e.Name(); strings.HasSuffix(n, ".rego") && !strings.HasSuffix(n, "_test.rego") {
+			names = append(names, strings.TrimSuffix(n, ".rego"))
+		}
+	}
+	return names, nil
+}
+
+// Compile compiles an admin policy from one Rego module. The policy's
+// document is the module's package; errors name the line.
+func Compile(name, source string, action EnforcementAction, match func(Input) bool, parameters any) (*Policy, error) {
+	file := name + ".rego"
+	module, err := ast.ParseModuleWithOpts(file, source, ast.ParserOptions{RegoVersion: ast.RegoV1})
+	if err != nil {
+		return nil, err
+	}
+	if strings.HasPrefix(module.Package.Path.String(), "data."+builtinPackage) {
+		return nil, fmt.Errorf("%s: package %s is reserved for built-in policies", file, module.Package.Path)
+	}
+	q, err := prepare(map[string]string{file: source}, module.Package.Path.String())
+	if err != nil {
+		return nil, err
+	}
+	return &Policy{Name: name, Action: action, Match: match, Parameters: parameters, query: q}, nil
+}
+
+// prepare compiles modules strictly, without unsafe builtins, and prepares
+// the query once.
+func prepare(modules map[string]string, query string) (rego.PreparedEvalQuery, error) {
+	caps := ast.CapabilitiesForThisVersion()
+	kept := caps.Builtins[:0]
+	for _, b := range caps.Builtins {
+		if !slices.Contains(unsafeBuiltins, b.Name) {
+			kept = append(kept, b)
+		}
+	}
+	caps.Builtins = kept
+	opts := []func(*rego.Rego){
+		rego.Query(query),
+		rego.Capabilities(caps),
+		rego.Strict(true),
+		rego.SetRegoVersion(ast.RegoV1),
+	}
+	files := make([]string, 0, len(modules))
+	for f := range modules {
+		files = append(files, f)
+	}
+	sort.Strings(files)
+	for _, f := range files {
+		opts = append(opts, rego.Module(f, modules[f]))
+	}
+	return rego.New(opts...).PrepareForEval(context.Background())
+}
+
+// SetPolicy adds or replaces the admin policy of the same name.
+func (e *Engine) SetPolicy(p *Policy) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	old := *e.admin.Load()
+	next := make([]*Policy, 0, len(old)+1)
+	for _, q := range old {
+		if q.Name != p.Name {
+			next = append(next, q)
+		}
+	}
+	next = append(next, p)
+	sort.Slice(next, func(i, j int) bool { return next[i].Name < next[j].Name })
+	e.admin.Store(&next)
+}
+
+// RemovePolicy removes the admin policy of that name, if any.
+func (e *Engine) RemovePolicy(name string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	old := *e.admin.Load()
+	next := make([]*Policy, 0, len(old))
+	for _, q := range old {
+		if q.Name != name {
+			next = append(next, q)
+		}
+	}
+	e.admin.Store(&next)
+}
+
+// Policies returns the names of the admin policies in force.
+func (e *Engine) Policies() []string {
+	var out []string
+	for _, p := range *e.admin.Load() {
+		out = append(out, p.Name)
+	}
+	return out
+}
+
+// Evaluate runs every built-in and matching admin policy on in. The input
+// is converted once and shared by every policy.
+func (e *Engine) Evaluate(ctx context.Context, in Input) (Decision, error) {
+	var d Decision
+	base, err := baseInput(in)
+	if err != nil {
+		return d, err
+	}
+	var errs []error
+	if e.builtin != nil {
+		if err := e.builtin.eval(ctx, base, &d); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for _, p := range *e.admin.Load() {
+		if p.Match != nil && !p.Match(in) {
+			continue
+		}
+		if err := p.eval(ctx, base, &d); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return d, errors.Join(errs...)
+}
+
+func baseInput(in Input) (*ast.Term, error) {
+	items := [][2]*ast.Term{{ast.StringTerm("operation"), ast.StringTerm(in.Operation)}}
+	for key, obj := range map[string]map[string]any{"object": in.Object, "oldObject": in.OldObject} {
+		if obj == nil {
+			continue
+		}
+		v, err := ast.InterfaceToValue(obj)
+		if err != nil {
+			return nil, fmt.Errorf("converting %s: %w", key, err)
+		}
+		items = append(items, [2]*ast.Term{ast.StringTerm(key), ast.NewTerm(v)})
+	}
+	return ast.ObjectTerm(items...), nil
+}
+
+// eval runs one policy and sorts its messages into d. An evaluation error
+// counts as a violation of the policy: a policy that cannot decide does not
+// let a JobSet through silently.
+func (p *Policy) eval(ctx context.Context, base *ast.Term, d *Decision) error {
+	input := base.Value
+	if p.Parameters != nil {
+		params, err := ast.InterfaceToValue(p.Parameters)
+		if err != nil {
+			return fmt.Errorf("policy %s: parameters: %w", p.Name, err)
+		}
+		obj := base.Value.(ast.Object).Copy()
+		obj.Insert(ast.StringTerm("parameters"), ast.NewTerm(params))
+		input = obj
+	}
+	start := time.Now()
+	rs, err := p.query.Eval(ctx, rego.EvalParsedInput(input))
+	observeEvaluation(p.Name, time.Since(start))
+	if err != nil {
+		p.record(d, Deny, fmt.Sprintf("evaluation failed: %v", err))
+		return fmt.Errorf("policy %s: %w", p.Name, err)
+	}
+	if len(rs) == 0 || len(rs[0].Expressions) == 0 {
+		return nil
+	}
+	doc, _ := rs[0].Expressions[0].Value.(map[string]any)
+	if p.builtin {
+		for _, pkg := range sortedKeys(doc) {
+			sub, _ := doc[pkg].(map[string]any)
+			(&Policy{Name: pkg, Action: p.Action}).collect(sub, d)
+		}
+		return nil
+	}
+	p.collect(doc, d)
+	return nil
+}
+
+func (p *Policy) collect(doc map[string]any, d *Decision) {
+	for _, msg := range messages(doc["deny"]) {
+		p.record(d, p.Action, msg)
+	}
+	warnAction := Warn
+	if p.Action == DryRun {
+		warnAction = DryRun
+	}
+	for _, msg := range messages(doc["warn"]) {
+		p.record(d, warnAction, msg)
+	}
+	ops, _ := doc["patch"].([]any)
+	for _, op := range ops {
+		if m, ok := op.(map[string]any); ok {
+			d.Patches = append(d.Patches, Patch{Policy: p.Name, Op: m})
+		}
+	}
+}
+
+func (p *Policy) record(d *Decision, action EnforcementAction, msg string) {
+	v := Violation{Policy: p.Name, Message: msg}
+	switch action {
+	case Deny:
+		d.Denied = append(d.Denied, v)
+	case Warn:
+		d.Warned = append(d.Warned, v)
+	default:
+		d.DryRun = append(d.DryRun, v)
+	}
+	countDecision(p.Name, action)
+}
+
+// messages returns the strings of a rule's set, sorted (sets have no order).
+func messages(v any) []string {
+	items, _ := v.([]any)
+	out := make([]string, 0, len(items))
+	for _, it := range items {
+		if s, ok := it.(string); ok {
+			out = append(out, s)
+		} else {
+			out = append(out, fmt.Sprint(it))
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func sortedKeys(m map[string]any) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,261 @@
+package policies
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"sigs.k8s.io/yaml"
+
+	configv1alpha1 "github.com/inplace-dev/inplace/api/config/v1alpha1"
+	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
+	"github.com/inplace-dev/inplace/inject"
+)
+
+// admitted loads a spec manifest and mutates it as the webhook does.
+func admitted(t testing.TB, file string, edit func(*jobset.JobSet)) map[string]any {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("..", "test", "testdata", "specs", file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var js jobset.JobSet
+	if err := yaml.UnmarshalStrict(data, &js); err != nil {
+		t.Fatal(err)
+	}
+	if edit != nil {
+		edit(&js)
+	}
+	cfg := &configv1alpha1.Configuration{}
+	configv1alpha1.SetDefaults(cfg)
+	jobset.Default(&js)
+	inject.Inject(&js, cfg.Agent)
+	raw, err := json.Marshal(&js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out map[string]any
+	if err := json.Unmarshal(raw, &out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func TestBuiltinsOnSpecManifests(t *testing.T) {
+	e, err := NewEngine(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := map[string]struct {
+		file      string
+		edit      func(*jobset.JobSet)
+		wantDeny  []string
+		wantWarns []string
+	}{
+		"in-place Story 1 is admitted, with a warning for exclusive placement": {
+			file:      "inplace-story1.yaml",
+			wantWarns: []string{"unsupported: metadata.annotations[\"alpha.jobset.sigs.k8s.io/exclusive-topology\"]"},
+		},
+		"in-place Story 2 is admitted": {
+			file:      "inplace-story2.yaml",
+			wantWarns: []string{"unsupported:"},
+		},
+		"KEP-262 Story 4 is admitted": {file: "failurepolicy-story4.yaml"},
+		"KEP-104 Story 2 is admitted": {file: "startup-story2.yaml"},
+		"a backoffLimit of 0 is denied with the fix": {
+			file: "inplace-story1.yaml",
+			edit: func(js *jobset.JobSet) {
+				zero := int32(0)
+				js.Spec.ReplicatedJobs[0].Template.Spec.BackoffLimit = &zero
+			},
+			wantDeny:  []string{"inplace_restart: spec.replicatedJobs[0].template.spec.backoffLimit must be 2147483647"},
+			wantWarns: []string{"unsupported:"},
+		},
+		"the KEPs' RestartPod action is denied with the fix": {
+			file: "inplace-story1.yaml",
+			edit: func(js *jobset.JobSet) {
+				js.Spec.ReplicatedJobs[0].Template.Spec.Template.Spec.Containers[0].RestartPolicyRules[0].Action = "RestartPod"
+			},
+			wantDeny:  []string{"pod_template: spec.replicatedJobs[0].template.spec.template.spec.containers[0].restartPolicyRules[0].action \"RestartPod\" is not a container restart action: use RestartAllContainers"},
+			wantWarns: []string{"unsupported:"},
+		},
+		"KEP-262 Story 4 under its original name is denied": {
+			file:     "failurepolicy-story4.yaml",
+			edit:     func(js *jobset.JobSet) { js.Name = "different-policies-for-different-replicated-jobs" },
+			wantDeny: []string{"names: spec.replicatedJobs[1].name: the Pod hostname"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			d, err := e.Evaluate(context.Background(), Input{Operation: "CREATE", Object: admitted(t, tc.file, tc.edit)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			expectMessages(t, "denied", d.Denied, tc.wantDeny)
+			expectMessages(t, "warned", d.Warned, tc.wantWarns)
+		})
+	}
+}
+
+// expectMessages checks that got has exactly one violation per prefix.
+func expectMessages(t *testing.T, what string, got []Violation, prefixes []string) {
+	t.Helper()
+	if len(got) != len(prefixes) {
+		t.Fatalf("%s %v, want %d messages starting with %q", what, got, len(prefixes), prefixes)
+	}
+	for _, p := range prefixes {
+		found := false
+		for _, v := range got {
+			found = found || strings.HasPrefix(v.String(), p)
+		}
+		if !found {
+			t.Errorf("%s %v: none starts with %q", what, got, p)
+		}
+	}
+}
+
+const maxRestartsPolicy = `package guardrails.maxrestarts
+
+deny contains msg if {
+	input.object.spec.failurePolicy.maxRestarts > input.parameters.limit
+	msg := sprintf("spec.failurePolicy.maxRestarts %d exceeds the cluster limit %d", [input.object.spec.failurePolicy.maxRestarts, input.parameters.limit])
+}
+
+patch contains {"op": "add", "path": "/metadata/labels/team", "value": "unknown"} if {
+	not input.object.metadata.labels.team
+}
+`
+
+func TestAdminPolicies(t *testing.T) {
+	e, err := NewEngine(BuiltinNamesOrDie(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj := admitted(t, "failurepolicy-story2.yaml", nil) // maxRestarts 10
+	for _, tc := range []struct {
+		action   EnforcementAction
+		limit    int
+		wantDeny int
+		wantWarn int
+		wantDry  int
+	}{
+		{Deny, 5, 1, 0, 0},
+		{Deny, 10, 0, 0, 0},
+		{Warn, 5, 0, 1, 0},
+		{DryRun, 5, 0, 0, 1},
+	} {
+		p, err := Compile("max-restarts", maxRestartsPolicy, tc.action, nil, map[string]any{"limit": tc.limit})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.SetPolicy(p)
+		d, err := e.Evaluate(context.Background(), Input{Operation: "CREATE", Object: obj})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(d.Denied) != tc.wantDeny || len(d.Warned) != tc.wantWarn || len(d.DryRun) != tc.wantDry {
+			t.Errorf("%s limit %d: denied %v warned %v dry-run %v", tc.action, tc.limit, d.Denied, d.Warned, d.DryRun)
+		}
+		if len(d.Patches) != 1 || d.Patches[0].Op["path"] != "/metadata/labels/team" {
+			t.Errorf("patches %v", d.Patches)
+		}
+	}
+	if got := e.Policies(); len(got) != 1 {
+		t.Errorf("policies %v: replacing a policy must not add one", got)
+	}
+	e.RemovePolicy("max-restarts")
+	d, _ := e.Evaluate(context.Background(), Input{Operation: "CREATE", Object: obj})
+	if len(d.Denied)+len(d.Warned)+len(d.DryRun)+len(d.Patches) != 0 {
+		t.Errorf("removed policy still applies: %+v", d)
+	}
+}
+
+func TestAdminPolicyMatch(t *testing.T) {
+	e, _ := NewEngine(BuiltinNamesOrDie(t))
+	p, err := Compile("max-restarts", maxRestartsPolicy, Deny, func(in Input) bool { return in.Namespace == "prod" }, map[string]any{"limit": 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.SetPolicy(p)
+	obj := admitted(t, "failurepolicy-story2.yaml", nil)
+	for ns, want := range map[string]int{"prod": 1, "dev": 0} {
+		d, _ := e.Evaluate(context.Background(), Input{Operation: "CREATE", Object: obj, Namespace: ns})
+		if len(d.Denied) != want {
+			t.Errorf("namespace %s: denied %v, want %d", ns, d.Denied, want)
+		}
+	}
+}
+
+func TestCompileErrors(t *testing.T) {
+	cases := map[string]struct {
+		src  string
+		want string
+	}{
+		"syntax error names the line": {
+			src:  "package p\n\ndeny contains msg if {\n\tmsg := \n}\n",
+			want: "bad.rego:5",
+		},
+		"unsafe builtin is refused": {
+			src:  "package p\n\ndeny contains msg if {\n\tr := http.send({\"method\": \"get\", \"url\": \"http://x\"})\n\tmsg := r.body\n}\n",
+			want: "undefined function http.send",
+		},
+		"strict mode catches unused variables": {
+			src:  "package p\n\ndeny contains \"x\" if {\n\tunused := 1\n\ttrue\n}\n",
+			want: "bad.rego:4",
+		},
+		"reserved package": {
+			src:  "package inplace.builtin.mine\n\ndeny contains \"x\" if true\n",
+			want: "reserved",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			_, err := Compile("bad", tc.src, Deny, nil, nil)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %v, want one containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestDisabledBuiltins(t *testing.T) {
+	if _, err := NewEngine([]string{"no_such_policy"}); err == nil || !strings.Contains(err.Error(), "not a built-in policy") {
+		t.Errorf("unknown built-in name: error %v", err)
+	}
+	e, err := NewEngine([]string{"names"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj := admitted(t, "failurepolicy-story4.yaml", func(js *jobset.JobSet) { js.Name = "different-policies-for-different-replicated-jobs" })
+	d, _ := e.Evaluate(context.Background(), Input{Operation: "CREATE", Object: obj})
+	if len(d.Denied) != 0 {
+		t.Errorf("disabled built-in still denies: %v", d.Denied)
+	}
+}
+
+// BuiltinNamesOrDie disables every built-in, to test admin policies alone.
+func BuiltinNamesOrDie(t *testing.T) []string {
+	t.Helper()
+	names, err := BuiltinNames()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return names
+}
+
+func BenchmarkEvaluateBuiltins(b *testing.B) {
+	e, err := NewEngine(nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	obj := admitted(b, "inplace-story2.yaml", nil)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := e.Evaluate(context.Background(), Input{Operation: "CREATE", Object: obj}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
