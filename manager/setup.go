@@ -7,21 +7,31 @@
 package manager
 
 import (
+	"context"
 	"fmt"
 	"os"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	configv1alpha1 "github.com/inplace-dev/inplace/api/config/v1alpha1"
 	jobsetv1alpha2 "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
+	policyv1alpha1 "github.com/inplace-dev/inplace/api/policy/v1alpha1"
 	"github.com/inplace-dev/inplace/controller"
+	"github.com/inplace-dev/inplace/policies"
+	"github.com/inplace-dev/inplace/policycontroller"
+	"github.com/inplace-dev/inplace/webhook"
 )
 
 // NewScheme returns a scheme with the built-in types and the JobSet API.
@@ -29,6 +39,7 @@ func NewScheme() *runtime.Scheme {
 	s := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(s))
 	utilruntime.Must(jobsetv1alpha2.AddToScheme(s))
+	utilruntime.Must(policyv1alpha1.AddToScheme(s))
 	return s
 }
 
@@ -44,6 +55,7 @@ func Options(cfg *configv1alpha1.Configuration, scheme *runtime.Scheme) ctrl.Opt
 	}
 	le := cfg.LeaderElection
 	return ctrl.Options{
+		WebhookServer:                 ctrlwebhook.NewServer(ctrlwebhook.Options{Port: cfg.Webhook.Port, CertDir: cfg.Webhook.CertDir}),
 		Scheme:                        scheme,
 		Cache:                         controller.CacheOptions(),
 		Metrics:                       metrics,
@@ -58,7 +70,11 @@ func Options(cfg *configv1alpha1.Configuration, scheme *runtime.Scheme) ctrl.Opt
 	}
 }
 
-// Setup registers every controller and the health checks with mgr.
+// WebhookServiceName is the Service in front of the webhook server.
+const WebhookServiceName = "inplace-webhook-service"
+
+// Setup registers the controller, the webhooks and the health checks with
+// mgr.
 func Setup(mgr ctrl.Manager, cfg *configv1alpha1.Configuration) error {
 	if err := controller.Setup(mgr, controller.Options{
 		MaxConcurrentReconciles: cfg.Controller.MaxConcurrentReconciles,
@@ -69,7 +85,65 @@ func Setup(mgr ctrl.Manager, cfg *configv1alpha1.Configuration) error {
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return err
 	}
-	return mgr.AddReadyzCheck("readyz", healthz.Ping)
+	if cfg.Webhook.Disabled {
+		return mgr.AddReadyzCheck("readyz", healthz.Ping)
+	}
+
+	engine, err := policies.NewEngine(cfg.Policies.DisabledBuiltins)
+	if err != nil {
+		return err
+	}
+	if err := policycontroller.Setup(mgr, engine); err != nil {
+		return fmt.Errorf("setting up the policy controller: %w", err)
+	}
+	if d := cfg.Policies.AuditInterval.Duration; d > 0 {
+		if err := mgr.Add(&policycontroller.Auditor{Client: mgr.GetClient(), Engine: engine, Interval: d}); err != nil {
+			return err
+		}
+	}
+	webhook.Setup(mgr, webhook.Options{
+		Agent:    cfg.Agent,
+		Engine:   engine,
+		Reader:   mgr.GetClient(),
+		Recorder: mgr.GetEventRecorder("inplace-admission"),
+	})
+	if cfg.Webhook.SelfSignedCerts {
+		if err := selfSign(mgr, cfg); err != nil {
+			return err
+		}
+	}
+	return mgr.AddReadyzCheck("webhook", mgr.GetWebhookServer().StartedChecker())
+}
+
+// selfSign writes a serving certificate now, before the webhook server
+// loads it, and writes its CA into the webhook configurations once the
+// manager runs.
+func selfSign(mgr ctrl.Manager, cfg *configv1alpha1.Configuration) error {
+	hosts := cfg.Webhook.Hosts
+	if len(hosts) == 0 {
+		ns := Namespace()
+		hosts = []string{WebhookServiceName, WebhookServiceName + "." + ns, WebhookServiceName + "." + ns + ".svc", "localhost", "127.0.0.1"}
+	}
+	ca, err := webhook.WriteSelfSignedCerts(cfg.Webhook.CertDir, hosts)
+	if err != nil {
+		return fmt.Errorf("writing self-signed webhook certificates: %w", err)
+	}
+	c, err := client.New(mgr.GetConfig(), client.Options{Scheme: mgr.GetScheme()})
+	if err != nil {
+		return err
+	}
+	return mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		log := ctrl.Log.WithName("webhook-ca")
+		return wait.ExponentialBackoffWithContext(ctx, wait.Backoff{Duration: 200 * time.Millisecond, Factor: 2, Steps: 1 << 30, Cap: 10 * time.Second},
+			func(ctx context.Context) (bool, error) {
+				if err := webhook.PatchCABundle(ctx, c, ca, cfg.Webhook.MutatingConfigurationName, cfg.Webhook.ValidatingConfigurationName); err != nil {
+					log.Error(err, "writing the webhook CA; retrying")
+					return false, nil
+				}
+				log.Info("webhook CA written", "mutating", cfg.Webhook.MutatingConfigurationName, "validating", cfg.Webhook.ValidatingConfigurationName)
+				return true, nil
+			})
+	}))
 }
 
 // Namespace is the namespace the manager runs in, from the downward API's

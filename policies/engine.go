@@ -252,13 +252,22 @@ func (e *Engine) Policies() []string {
 // Evaluate runs every built-in and matching admin policy on in. The input
 // is converted once and shared by every policy.
 func (e *Engine) Evaluate(ctx context.Context, in Input) (Decision, error) {
+	return e.evaluate(ctx, in, true)
+}
+
+// EvaluateAdmin runs only the matching admin policies, for the audit.
+func (e *Engine) EvaluateAdmin(ctx context.Context, in Input) (Decision, error) {
+	return e.evaluate(ctx, in, false)
+}
+
+func (e *Engine) evaluate(ctx context.Context, in Input, builtins bool) (Decision, error) {
 	var d Decision
 	base, err := baseInput(in)
 	if err != nil {
 		return d, err
 	}
 	var errs []error
-	if e.builtin != nil {
+	if builtins && e.builtin != nil {
 		if err := e.builtin.eval(ctx, base, &d); err != nil {
 			errs = append(errs, err)
 		}

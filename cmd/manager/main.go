@@ -21,11 +21,13 @@ func main() {
 		leaderElect bool
 		metricsAddr string
 		probeAddr   string
+		selfSigned  bool
 	)
 	flag.StringVar(&configFile, "config", "", "path of the configuration file (config.inplace.dev/v1alpha1 Configuration); defaults apply without it")
 	flag.BoolVar(&leaderElect, "leader-elect", true, "elect a leader among replicas (overrides the configuration file when set)")
 	flag.StringVar(&metricsAddr, "metrics-bind-address", "", "address of the metrics endpoint, \"0\" to disable (overrides the configuration file)")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", "", "address of /healthz and /readyz (overrides the configuration file)")
+	flag.BoolVar(&selfSigned, "webhook-self-signed", false, "create a self-signed webhook serving certificate and write its CA into the webhook configurations (for clusters without cert-manager)")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()
@@ -45,6 +47,8 @@ func main() {
 			cfg.Metrics.BindAddress = metricsAddr
 		case "health-probe-bind-address":
 			cfg.Health.ProbeBindAddress = probeAddr
+		case "webhook-self-signed":
+			cfg.Webhook.SelfSignedCerts = selfSigned
 		}
 	})
 	if cfg.LeaderElection.ResourceNamespace == "" {

@@ -286,7 +286,7 @@ func (c *Cluster) startAPIServer(ctx context.Context, certs *pki, port, etcdPort
 	kubeconfig := clientcmdapi.Config{
 		Clusters: map[string]*clientcmdapi.Cluster{"local": {Server: c.Host, CertificateAuthorityData: certs.caPEM}},
 		AuthInfos: map[string]*clientcmdapi.AuthInfo{"admin": {
-			ClientCertificateData: certs.adminCertPEM, ClientKeyData: certs.adminKP,
+			ClientCertificateData: certs.adminCertPEM, ClientKeyData: certs.adminKeyPEM,
 		}},
 		Contexts:       map[string]*clientcmdapi.Context{"local": {Cluster: "local", AuthInfo: "admin"}},
 		CurrentContext: "local",

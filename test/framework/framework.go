@@ -32,7 +32,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	configv1alpha1 "github.com/inplace-dev/inplace/api/config/v1alpha1"
 	jobsetv1alpha2 "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
+	policyv1alpha1 "github.com/inplace-dev/inplace/api/policy/v1alpha1"
 	"github.com/inplace-dev/inplace/test/cluster"
 )
 
@@ -44,6 +46,13 @@ type Framework struct {
 	// kube-scheduler; otherwise only envtest's etcd and kube-apiserver run.
 	FullCluster bool
 
+	// Webhooks serves the admission webhooks from the manager StartManager
+	// starts, over TLS, registered with the apiserver from
+	// config/webhook/manifests.yaml.
+	Webhooks bool
+	// Configure, if set, edits the manager configuration before start.
+	Configure func(*configv1alpha1.Configuration)
+
 	// Cluster is the running local cluster when FullCluster is set.
 	Cluster *cluster.Cluster
 
@@ -52,6 +61,8 @@ type Framework struct {
 	cancel        context.CancelFunc
 	stopManager   func()
 	managerWrites atomic.Int64
+	webhookPort   int
+	webhookDir    string
 }
 
 // Scheme knows the built-in types and the JobSet API.
@@ -60,6 +71,7 @@ var Scheme = func() *runtime.Scheme {
 	utilruntime.Must(clientgoscheme.AddToScheme(s))
 	utilruntime.Must(apiextensionsv1.AddToScheme(s))
 	utilruntime.Must(jobsetv1alpha2.AddToScheme(s))
+	utilruntime.Must(policyv1alpha1.AddToScheme(s))
 	return s
 }()
 

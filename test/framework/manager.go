@@ -27,6 +27,13 @@ func (f *Framework) StartManager(cfg *rest.Config) {
 	conf.LeaderElection.LeaderElect = ptr.To(false)
 	conf.Metrics.BindAddress = "0"
 	conf.Health.ProbeBindAddress = "0"
+	conf.Webhook.Disabled = !f.Webhooks
+	if f.Webhooks {
+		f.setupWebhooks(cfg, conf)
+	}
+	if f.Configure != nil {
+		f.Configure(conf)
+	}
 
 	cfg = rest.CopyConfig(cfg)
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
@@ -58,6 +65,9 @@ func (f *Framework) StartManager(cfg *rest.Config) {
 	syncCtx, syncCancel := context.WithTimeout(ctx, 30*time.Second)
 	defer syncCancel()
 	gomega.Expect(mgr.GetCache().WaitForCacheSync(syncCtx)).To(gomega.BeTrue(), "manager caches did not sync")
+	if f.Webhooks {
+		f.waitForWebhooks(cfg)
+	}
 }
 
 // ManagerWrites counts the requests other than GET (creates, updates,

@@ -72,6 +72,21 @@ type Webhook struct {
 	// CertDir holds tls.crt and tls.key; they are reloaded when they change.
 	// Default /tmp/k8s-webhook-server/serving-certs.
 	CertDir string `json:"certDir,omitempty"`
+	// SelfSignedCerts makes the manager create its own CA and serving
+	// certificate in CertDir and write the CA into the caBundle of both
+	// webhook configurations, for clusters without cert-manager.
+	SelfSignedCerts bool `json:"selfSignedCerts,omitempty"`
+	// Hosts are the names of the serving certificate with SelfSignedCerts.
+	// Default: the webhook Service's names in the manager's namespace,
+	// localhost and 127.0.0.1.
+	Hosts []string `json:"hosts,omitempty"`
+	// MutatingConfigurationName and ValidatingConfigurationName name the
+	// webhook configurations whose caBundle SelfSignedCerts writes.
+	// Defaults inplace-mutating-webhook and inplace-validating-webhook.
+	MutatingConfigurationName   string `json:"mutatingConfigurationName,omitempty"`
+	ValidatingConfigurationName string `json:"validatingConfigurationName,omitempty"`
+	// Disabled turns the webhook server off (the controller alone).
+	Disabled bool `json:"disabled,omitempty"`
 }
 
 // Policies configures the policy engine.
@@ -219,6 +234,12 @@ func SetDefaults(cfg *Configuration) {
 	}
 	if cfg.Webhook.CertDir == "" {
 		cfg.Webhook.CertDir = "/tmp/k8s-webhook-server/serving-certs"
+	}
+	if cfg.Webhook.MutatingConfigurationName == "" {
+		cfg.Webhook.MutatingConfigurationName = "inplace-mutating-webhook"
+	}
+	if cfg.Webhook.ValidatingConfigurationName == "" {
+		cfg.Webhook.ValidatingConfigurationName = "inplace-validating-webhook"
 	}
 	if cfg.Policies.AuditInterval == nil {
 		cfg.Policies.AuditInterval = &metav1.Duration{Duration: 60 * time.Second}

@@ -376,7 +376,7 @@ type Coordinator struct {
 // VolumeClaimPolicy declares PersistentVolumeClaims shared by the JobSet's
 // Pods and what happens to them when the JobSet is deleted.
 //
-// +kubebuilder:validation:XValidation:rule="self.templates.all(t, !has(t.metadata.namespace) || size(t.metadata.namespace) == 0)",message="spec.volumeClaimPolicies[].templates[].metadata.namespace must not be set: claims live in the JobSet's namespace"
+// +kubebuilder:validation:XValidation:rule="!has(self.templates) || self.templates.all(t, !has(t.metadata.namespace) || size(t.metadata.namespace) == 0)",message="spec.volumeClaimPolicies[].templates[].metadata.namespace must not be set: claims live in the JobSet's namespace"
 type VolumeClaimPolicy struct {
 	// templates of the claims; a claim is named <template>-<jobset>.
 	//

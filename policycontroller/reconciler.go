@@ -1,0 +1,159 @@
+// Package policycontroller keeps the policy engine in step with the
+// JobSetPolicy objects: it compiles each one, puts it in force, reports
+// compile errors in its status (keeping the last good version in force),
+// and audits existing JobSets periodically.
+//
+// Every manager replica runs the reconciler, because every replica serves
+// admission; only the leader runs the audit.
+package policycontroller
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	policyv1alpha1 "github.com/inplace-dev/inplace/api/policy/v1alpha1"
+	"github.com/inplace-dev/inplace/policies"
+)
+
+// Reconciler compiles JobSetPolicies into the engine.
+type Reconciler struct {
+	client   client.Client
+	engine   *policies.Engine
+	recorder events.EventRecorder
+}
+
+// +kubebuilder:rbac:groups=policy.inplace.dev,resources=jobsetpolicies,verbs=get;list;watch
+// +kubebuilder:rbac:groups=policy.inplace.dev,resources=jobsetpolicies/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
+
+// Setup registers the reconciler on every replica.
+func Setup(mgr ctrl.Manager, engine *policies.Engine) error {
+	r := &Reconciler{client: mgr.GetClient(), engine: engine, recorder: mgr.GetEventRecorder("inplace-policy")}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("jobsetpolicy").
+		For(&policyv1alpha1.JobSetPolicy{}).
+		WithOptions(controller.Options{NeedLeaderElection: ptr.To(false)}).
+		Complete(r)
+}
+
+// Reconcile compiles one policy and puts it in force if it compiles.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	var p policyv1alpha1.JobSetPolicy
+	if err := r.client.Get(ctx, req.NamespacedName, &p); err != nil {
+		if client.IgnoreNotFound(err) == nil {
+			r.engine.RemovePolicy(req.Name)
+			log.FromContext(ctx).Info("policy removed")
+		}
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if p.DeletionTimestamp != nil {
+		r.engine.RemovePolicy(p.Name)
+		return ctrl.Result{}, nil
+	}
+
+	status := p.Status.DeepCopy()
+	status.ObservedGeneration = p.Generation
+	compiled, err := Compile(&p, r.namespaceLabels(ctx))
+	if err != nil {
+		status.Errors = strings.Split(strings.TrimSpace(err.Error()), "\n")
+		meta.SetStatusCondition(&status.Conditions, metav1.Condition{
+			Type: policyv1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: policyv1alpha1.ReasonCompileError,
+			Message:            "the rego does not compile; the last version that compiled stays in force",
+			ObservedGeneration: p.Generation,
+		})
+		countCompileError(p.Name)
+	} else {
+		r.engine.SetPolicy(compiled)
+		status.Errors = nil
+		meta.SetStatusCondition(&status.Conditions, metav1.Condition{
+			Type: policyv1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: policyv1alpha1.ReasonCompiled,
+			Message:            fmt.Sprintf("in force with enforcementAction %s", action(&p)),
+			ObservedGeneration: p.Generation,
+		})
+	}
+	if equality.Semantic.DeepEqual(&p.Status, status) {
+		return ctrl.Result{}, nil
+	}
+	p.Status = *status
+	if err := r.client.Status().Update(ctx, &p); err != nil {
+		return ctrl.Result{}, err
+	}
+	if len(status.Errors) > 0 {
+		r.recorder.Eventf(&p, nil, corev1.EventTypeWarning, policyv1alpha1.ReasonCompileError, "Compile", "%s", strings.Join(status.Errors, "; "))
+	}
+	return ctrl.Result{}, nil
+}
+
+// namespaceLabels returns a lookup of namespace labels from the cache, for
+// namespace selectors.
+func (r *Reconciler) namespaceLabels(ctx context.Context) func(string) labels.Set {
+	return func(ns string) labels.Set {
+		var n corev1.Namespace
+		if err := r.client.Get(ctx, client.ObjectKey{Name: ns}, &n); err != nil {
+			return nil
+		}
+		return n.Labels
+	}
+}
+
+func action(p *policyv1alpha1.JobSetPolicy) policies.EnforcementAction {
+	if p.Spec.EnforcementAction == "" {
+		return policies.Deny
+	}
+	return policies.EnforcementAction(p.Spec.EnforcementAction)
+}
+
+// Compile turns a JobSetPolicy into an engine policy. nsLabels resolves
+// namespace labels when the input does not carry them.
+func Compile(p *policyv1alpha1.JobSetPolicy, nsLabels func(string) labels.Set) (*policies.Policy, error) {
+	match, err := matcher(p.Spec.Match, nsLabels)
+	if err != nil {
+		return nil, err
+	}
+	var params any
+	if p.Spec.Parameters != nil && len(p.Spec.Parameters.Raw) > 0 {
+		if err := json.Unmarshal(p.Spec.Parameters.Raw, &params); err != nil {
+			return nil, fmt.Errorf("spec.parameters: %w", err)
+		}
+	}
+	return policies.Compile(p.Name, p.Spec.Rego, action(p), match, params)
+}
+
+func matcher(m *policyv1alpha1.Match, nsLabels func(string) labels.Set) (func(policies.Input) bool, error) {
+	if m == nil || (m.NamespaceSelector == nil && m.LabelSelector == nil) {
+		return nil, nil
+	}
+	nsSel, lblSel := labels.Everything(), labels.Everything()
+	var err error
+	if m.NamespaceSelector != nil {
+		if nsSel, err = metav1.LabelSelectorAsSelector(m.NamespaceSelector); err != nil {
+			return nil, fmt.Errorf("spec.match.namespaceSelector: %w", err)
+		}
+	}
+	if m.LabelSelector != nil {
+		if lblSel, err = metav1.LabelSelectorAsSelector(m.LabelSelector); err != nil {
+			return nil, fmt.Errorf("spec.match.labelSelector: %w", err)
+		}
+	}
+	return func(in policies.Input) bool {
+		nsl := labels.Set(in.NamespaceLabels)
+		if in.NamespaceLabels == nil && nsLabels != nil && !nsSel.Empty() {
+			nsl = nsLabels(in.Namespace)
+		}
+		return nsSel.Matches(nsl) && lblSel.Matches(labels.Set(in.Labels))
+	}, nil
+}

@@ -1,0 +1,99 @@
+package framework
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/onsi/ginkgo/v2"
+	"github.com/onsi/gomega"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	configv1alpha1 "github.com/inplace-dev/inplace/api/config/v1alpha1"
+	jobsetv1alpha2 "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
+	"github.com/inplace-dev/inplace/test/cluster"
+)
+
+// setupWebhooks points the manager's webhook server at a fixed local port
+// with self-signed certificates, and registers the webhook configurations
+// of config/webhook with the apiserver, calling that port by URL instead of
+// through a Service. The rules, scope and failure policy are the shipped
+// ones.
+func (f *Framework) setupWebhooks(cfg *rest.Config, conf *configv1alpha1.Configuration) {
+	ginkgo.GinkgoHelper()
+	if f.webhookPort == 0 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		gomega.Expect(err).NotTo(gomega.HaveOccurred())
+		f.webhookPort = l.Addr().(*net.TCPAddr).Port
+		gomega.Expect(l.Close()).To(gomega.Succeed())
+		f.webhookDir, err = os.MkdirTemp("", "inplace-webhook-")
+		gomega.Expect(err).NotTo(gomega.HaveOccurred())
+		ginkgo.DeferCleanup(os.RemoveAll, f.webhookDir)
+		f.registerWebhooks(cfg)
+	}
+	conf.Webhook.Port = f.webhookPort
+	conf.Webhook.CertDir = f.webhookDir
+	conf.Webhook.SelfSignedCerts = true
+	conf.Webhook.Hosts = []string{"127.0.0.1", "localhost"}
+}
+
+func (f *Framework) registerWebhooks(cfg *rest.Config) {
+	ginkgo.GinkgoHelper()
+	root, err := cluster.RepoRoot()
+	gomega.Expect(err).NotTo(gomega.HaveOccurred())
+	data, err := os.ReadFile(filepath.Join(root, "config", "webhook", "manifests.yaml"))
+	gomega.Expect(err).NotTo(gomega.HaveOccurred())
+	c, err := client.New(cfg, client.Options{Scheme: Scheme})
+	gomega.Expect(err).NotTo(gomega.HaveOccurred())
+
+	url := func(path string) *string {
+		u := fmt.Sprintf("https://127.0.0.1:%d%s", f.webhookPort, path)
+		return &u
+	}
+	for _, doc := range strings.Split(string(data), "\n---\n") {
+		var probe struct{ Kind string }
+		gomega.Expect(utilyaml.Unmarshal([]byte(doc), &probe)).To(gomega.Succeed())
+		switch probe.Kind {
+		case "MutatingWebhookConfiguration":
+			var m admissionregistrationv1.MutatingWebhookConfiguration
+			gomega.Expect(utilyaml.Unmarshal([]byte(doc), &m)).To(gomega.Succeed())
+			for i := range m.Webhooks {
+				cc := &m.Webhooks[i].ClientConfig
+				cc.URL, cc.Service = url(*cc.Service.Path), nil
+			}
+			gomega.Expect(client.IgnoreAlreadyExists(c.Create(context.Background(), &m))).To(gomega.Succeed())
+		case "ValidatingWebhookConfiguration":
+			var v admissionregistrationv1.ValidatingWebhookConfiguration
+			gomega.Expect(utilyaml.Unmarshal([]byte(doc), &v)).To(gomega.Succeed())
+			for i := range v.Webhooks {
+				cc := &v.Webhooks[i].ClientConfig
+				cc.URL, cc.Service = url(*cc.Service.Path), nil
+			}
+			gomega.Expect(client.IgnoreAlreadyExists(c.Create(context.Background(), &v))).To(gomega.Succeed())
+		}
+	}
+}
+
+// waitForWebhooks waits until the apiserver reaches both webhooks over TLS:
+// a server-side dry-run create of a JobSet comes back mutated.
+func (f *Framework) waitForWebhooks(cfg *rest.Config) {
+	ginkgo.GinkgoHelper()
+	c, err := client.New(cfg, client.Options{Scheme: Scheme})
+	gomega.Expect(err).NotTo(gomega.HaveOccurred())
+	gomega.Eventually(func(g gomega.Gomega) {
+		js := &jobsetv1alpha2.JobSet{}
+		js.Name, js.Namespace = "webhook-probe", "default"
+		js.Spec.ReplicatedJobs = []jobsetv1alpha2.ReplicatedJob{{Name: "probe"}}
+		js.Spec.ReplicatedJobs[0].Template.Spec.Template.Spec.Containers = []corev1.Container{{Name: "c", Image: "probe"}}
+		g.Expect(c.Create(context.Background(), js, client.DryRunAll)).To(gomega.Succeed(), "webhooks not reachable yet")
+		g.Expect(js.Spec.SuccessPolicy).NotTo(gomega.BeNil(), "the mutating webhook did not default the JobSet")
+	}).WithTimeout(30 * time.Second).WithPolling(200 * time.Millisecond).Should(gomega.Succeed())
+}

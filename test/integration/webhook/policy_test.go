@@ -1,0 +1,152 @@
+package webhook
+
+import (
+	"encoding/json"
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
+	policyv1alpha1 "github.com/inplace-dev/inplace/api/policy/v1alpha1"
+	"github.com/inplace-dev/inplace/test/util"
+)
+
+const maxRestartsRego = `package guardrails.maxrestarts
+
+deny contains msg if {
+	input.object.spec.failurePolicy.maxRestarts > input.parameters.limit
+	msg := sprintf("spec.failurePolicy.maxRestarts is %d, above this cluster's limit of %d: lower it", [input.object.spec.failurePolicy.maxRestarts, input.parameters.limit])
+}
+`
+
+func params(v any) *apiextensionsv1.JSON {
+	raw, err := json.Marshal(v)
+	Expect(err).NotTo(HaveOccurred())
+	return &apiextensionsv1.JSON{Raw: raw}
+}
+
+func withMaxRestarts(name, namespace string, n int32) *jobset.JobSet {
+	return util.MakeJobSet(name, namespace).
+		ReplicatedJob(util.MakeReplicatedJob("w").Obj()).
+		FailurePolicy(&jobset.FailurePolicy{MaxRestarts: n}).Obj()
+}
+
+func expectReady(p *policyv1alpha1.JobSetPolicy, status metav1.ConditionStatus) *policyv1alpha1.JobSetPolicy {
+	GinkgoHelper()
+	var got policyv1alpha1.JobSetPolicy
+	Eventually(func(g Gomega) {
+		g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(p), &got)).To(Succeed())
+		c := meta.FindStatusCondition(got.Status.Conditions, policyv1alpha1.ConditionReady)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Status).To(Equal(status))
+		g.Expect(got.Status.ObservedGeneration).To(Equal(got.Generation))
+	}).WithTimeout(30 * time.Second).Should(Succeed())
+	return &got
+}
+
+var _ = Describe("JobSetPolicy", Ordered, func() {
+	var ns *corev1.Namespace
+	BeforeEach(func() { ns = fw.NewNamespace(ctx, k8sClient) })
+
+	It("takes effect, changes and goes away without a restart; a broken version keeps the last good one", func() {
+		policy := &policyv1alpha1.JobSetPolicy{
+			ObjectMeta: metav1.ObjectMeta{Name: "max-restarts"},
+			Spec:       policyv1alpha1.JobSetPolicySpec{Rego: maxRestartsRego, Parameters: params(map[string]int{"limit": 10})},
+		}
+		Expect(k8sClient.Create(ctx, policy)).To(Succeed())
+		DeferCleanup(func() { Expect(client.IgnoreNotFound(k8sClient.Delete(ctx, policy))).To(Succeed()) })
+		expectReady(policy, metav1.ConditionTrue)
+
+		// In force: 11 is denied with the policy's message, 10 passes.
+		err := k8sClient.Create(ctx, withMaxRestarts("eleven", ns.Name, 11), client.DryRunAll)
+		Expect(err).To(MatchError(ContainSubstring("max-restarts: spec.failurePolicy.maxRestarts is 11, above this cluster's limit of 10")))
+		Expect(k8sClient.Create(ctx, withMaxRestarts("ten", ns.Name, 10), client.DryRunAll)).To(Succeed())
+
+		// Changed: the new limit applies within seconds.
+		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(policy), policy)).To(Succeed())
+		policy.Spec.Parameters = params(map[string]int{"limit": 5})
+		Expect(k8sClient.Update(ctx, policy)).To(Succeed())
+		Eventually(func() error {
+			return k8sClient.Create(ctx, withMaxRestarts("six", ns.Name, 6), client.DryRunAll)
+		}).WithTimeout(10 * time.Second).Should(MatchError(ContainSubstring("above this cluster's limit of 5")))
+
+		// Broken: the status shows the error with its line; the last good
+		// version stays in force.
+		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(policy), policy)).To(Succeed())
+		policy.Spec.Rego = "package guardrails.maxrestarts\n\ndeny contains msg if {\n\tmsg := \n}\n"
+		Expect(k8sClient.Update(ctx, policy)).To(Succeed())
+		got := expectReady(policy, metav1.ConditionFalse)
+		Expect(got.Status.Errors).NotTo(BeEmpty())
+		Expect(strings.Join(got.Status.Errors, "\n")).To(ContainSubstring("max-restarts.rego:5"))
+		Expect(k8sClient.Create(ctx, withMaxRestarts("six", ns.Name, 6), client.DryRunAll)).
+			To(MatchError(ContainSubstring("above this cluster's limit of 5")), "the broken version replaced the working one")
+
+		// Removed: nothing is denied any more.
+		Expect(k8sClient.Delete(ctx, policy)).To(Succeed())
+		Eventually(func() error {
+			return k8sClient.Create(ctx, withMaxRestarts("hundred", ns.Name, 100), client.DryRunAll)
+		}).WithTimeout(10 * time.Second).Should(Succeed())
+	})
+
+	It("with Warn admits the JobSet and warns the client", func() {
+		policy := &policyv1alpha1.JobSetPolicy{
+			ObjectMeta: metav1.ObjectMeta{Name: "max-restarts-warn"},
+			Spec: policyv1alpha1.JobSetPolicySpec{Rego: maxRestartsRego, EnforcementAction: policyv1alpha1.Warn,
+				Parameters: params(map[string]int{"limit": 1})},
+		}
+		Expect(k8sClient.Create(ctx, policy)).To(Succeed())
+		DeferCleanup(func() { Expect(k8sClient.Delete(ctx, policy)).To(Succeed()) })
+		expectReady(policy, metav1.ConditionTrue)
+
+		warnings := &recordingWarnings{}
+		Eventually(func(g Gomega) {
+			g.Expect(clientWithWarnings(warnings).Create(ctx, withMaxRestarts("warned", ns.Name, 3), client.DryRunAll)).To(Succeed())
+			g.Expect(strings.Join(warnings.messages(), "\n")).To(ContainSubstring("max-restarts-warn: spec.failurePolicy.maxRestarts is 3"))
+		}).WithTimeout(10 * time.Second).Should(Succeed())
+	})
+
+	It("with DryRun admits silently, records an Event, and the audit lists existing violations", func() {
+		js := withMaxRestarts("existing", ns.Name, 7)
+		Expect(k8sClient.Create(ctx, js)).To(Succeed())
+
+		policy := &policyv1alpha1.JobSetPolicy{
+			ObjectMeta: metav1.ObjectMeta{Name: "max-restarts-dry"},
+			Spec: policyv1alpha1.JobSetPolicySpec{Rego: maxRestartsRego, EnforcementAction: policyv1alpha1.DryRun,
+				Parameters: params(map[string]int{"limit": 2}),
+				Match: &policyv1alpha1.Match{NamespaceSelector: &metav1.LabelSelector{
+					MatchLabels: map[string]string{"kubernetes.io/metadata.name": ns.Name}}}},
+		}
+		Expect(k8sClient.Create(ctx, policy)).To(Succeed())
+		DeferCleanup(func() { Expect(k8sClient.Delete(ctx, policy)).To(Succeed()) })
+		expectReady(policy, metav1.ConditionTrue)
+
+		Eventually(func(g Gomega) {
+			var got policyv1alpha1.JobSetPolicy
+			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(policy), &got)).To(Succeed())
+			g.Expect(got.Status.Audit).NotTo(BeNil())
+			g.Expect(got.Status.Audit.Violations).To(ContainElement(policyv1alpha1.AuditViolation{
+				Namespace: ns.Name, Name: "existing",
+				Message: "spec.failurePolicy.maxRestarts is 7, above this cluster's limit of 2: lower it",
+			}))
+		}).WithTimeout(30 * time.Second).Should(Succeed())
+
+		warnings := &recordingWarnings{}
+		Expect(clientWithWarnings(warnings).Create(ctx, withMaxRestarts("dry", ns.Name, 3))).To(Succeed())
+		Expect(warnings.messages()).To(BeEmpty())
+		Eventually(func(g Gomega) {
+			var events corev1.EventList
+			g.Expect(k8sClient.List(ctx, &events, client.InNamespace(ns.Name))).To(Succeed())
+			g.Expect(events.Items).To(ContainElement(And(
+				HaveField("Reason", "PolicyViolationDryRun"),
+				HaveField("InvolvedObject.Name", "dry"),
+				HaveField("Message", ContainSubstring("max-restarts-dry: spec.failurePolicy.maxRestarts is 3")))))
+		}).WithTimeout(10 * time.Second).Should(Succeed())
+	})
+})

@@ -1,0 +1,272 @@
+// Package webhook serves the admission webhooks of JobSets.
+//
+// The mutating webhook applies the defaults, the InPlaceRestart injection
+// (package inject) and the patch rules of admin policies, until the object
+// stops changing; the validating webhook runs every policy (package
+// policies) and turns deny into a rejection, warn into warnings for the
+// client and DryRun into a metric and an Event. Checks form a chain: every
+// link adds its messages and the request is judged on all of them, so a
+// user sees every problem at once.
+package webhook
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	jsonpatch "github.com/evanphx/json-patch/v5"
+	admissionv1 "k8s.io/api/admission/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	configv1alpha1 "github.com/inplace-dev/inplace/api/config/v1alpha1"
+	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
+	"github.com/inplace-dev/inplace/inject"
+	"github.com/inplace-dev/inplace/policies"
+)
+
+// Paths of the two webhooks on the webhook server.
+const (
+	MutatePath   = "/mutate-jobset-x-k8s-io-v1alpha2-jobset"
+	ValidatePath = "/validate-jobset-x-k8s-io-v1alpha2-jobset"
+)
+
+// maxMutationPasses bounds the re-application of admin patches: a set of
+// patches that keeps changing the object is an error, not a loop.
+const maxMutationPasses = 3
+
+// Options configure the webhooks.
+type Options struct {
+	Agent  configv1alpha1.Agent
+	Engine *policies.Engine
+	// Reader reads Namespaces, for the namespace selectors of policies.
+	Reader   client.Reader
+	Recorder events.EventRecorder
+}
+
+// Setup registers both webhooks on the manager's webhook server.
+func Setup(mgr ctrl.Manager, opts Options) {
+	srv := mgr.GetWebhookServer()
+	srv.Register(MutatePath, &admission.Webhook{Handler: &Mutator{opts: opts}})
+	srv.Register(ValidatePath, &admission.Webhook{Handler: &Validator{opts: opts}})
+}
+
+// Mutator is the mutating webhook.
+type Mutator struct{ opts Options }
+
+// Handle defaults and injects the JobSet and applies admin patches.
+func (m *Mutator) Handle(ctx context.Context, req admission.Request) admission.Response {
+	start := time.Now()
+	resp := m.handle(ctx, req)
+	observeAdmission("mutate", resp, time.Since(start))
+	return resp
+}
+
+func (m *Mutator) handle(ctx context.Context, req admission.Request) admission.Response {
+	js, err := decode(req.Object.Raw)
+	if err != nil {
+		return admission.Errored(http.StatusBadRequest, err)
+	}
+	result, decisions, err := Mutate(ctx, js, m.opts.Agent, m.opts.Engine, newInput(req, nil, nil, m.namespaceLabels(ctx, req.Namespace)))
+	if err != nil {
+		return admission.Denied(err.Error())
+	}
+	if len(decisions) > 0 {
+		log.FromContext(ctx).V(1).Info("injected", "jobset", req.Name, "decisions", len(decisions))
+	}
+	return admission.PatchResponseFromRaw(req.Object.Raw, result)
+}
+
+// Mutate returns the JSON of js after defaults, injection and the patch
+// rules of the engine's policies, applied until the object stops changing.
+// It is the code path of the mutating webhook and of `inplacectl render`.
+func Mutate(ctx context.Context, js *jobset.JobSet, agent configv1alpha1.Agent, engine *policies.Engine, in policies.Input) ([]byte, []inject.Decision, error) {
+	var decisions []inject.Decision
+	for pass := 0; pass < maxMutationPasses; pass++ {
+		before := js.DeepCopy()
+		jobset.Default(js)
+		decisions = append(decisions, inject.Inject(js, agent)...)
+		raw, err := json.Marshal(js)
+		if err != nil {
+			return nil, nil, err
+		}
+		if engine != nil {
+			if raw, err = applyPolicyPatches(ctx, engine, in, raw); err != nil {
+				return nil, nil, err
+			}
+		}
+		next, err := decode(raw)
+		if err != nil {
+			return nil, nil, fmt.Errorf("a policy patch produced an invalid JobSet: %w", err)
+		}
+		if equality.Semantic.DeepEqual(before, next) {
+			return raw, decisions, nil
+		}
+		js = next
+	}
+	return nil, nil, fmt.Errorf("mutation does not converge: the patch rules of the policies keep changing the JobSet after %d passes; fix the policies so that a patched JobSet needs no further patch", maxMutationPasses)
+}
+
+func applyPolicyPatches(ctx context.Context, engine *policies.Engine, in policies.Input, raw []byte) ([]byte, error) {
+	var obj map[string]any
+	if err := json.Unmarshal(raw, &obj); err != nil {
+		return nil, err
+	}
+	in.Object, in.Labels = obj, labelsOf(obj)
+	d, err := engine.Evaluate(ctx, in)
+	if err != nil {
+		log.FromContext(ctx).Error(err, "evaluating patch rules")
+	}
+	if len(d.Patches) == 0 {
+		return raw, nil
+	}
+	ops := make([]map[string]any, 0, len(d.Patches))
+	for _, p := range d.Patches {
+		ops = append(ops, p.Op)
+	}
+	opsJSON, err := json.Marshal(ops)
+	if err != nil {
+		return nil, err
+	}
+	patch, err := jsonpatch.DecodePatch(opsJSON)
+	if err != nil {
+		return nil, fmt.Errorf("policy %s: invalid patch: %w", d.Patches[0].Policy, err)
+	}
+	out, err := patch.ApplyWithOptions(raw, &jsonpatch.ApplyOptions{EnsurePathExistsOnAdd: true, AllowMissingPathOnRemove: true})
+	if err != nil {
+		return nil, fmt.Errorf("applying the patch rules of %s: %w", patchPolicies(d.Patches), err)
+	}
+	return out, nil
+}
+
+func patchPolicies(ps []policies.Patch) string {
+	var names []string
+	for _, p := range ps {
+		if !slices.Contains(names, p.Policy) {
+			names = append(names, p.Policy)
+		}
+	}
+	return strings.Join(names, ", ")
+}
+
+// Validator is the validating webhook.
+type Validator struct{ opts Options }
+
+// Handle runs every policy on the JobSet.
+func (v *Validator) Handle(ctx context.Context, req admission.Request) admission.Response {
+	start := time.Now()
+	resp := v.handle(ctx, req)
+	observeAdmission("validate", resp, time.Since(start))
+	return resp
+}
+
+func (v *Validator) handle(ctx context.Context, req admission.Request) admission.Response {
+	obj, err := toMap(req.Object.Raw)
+	if err != nil {
+		return admission.Errored(http.StatusBadRequest, err)
+	}
+	var old map[string]any
+	if req.Operation == admissionv1.Update {
+		if old, err = toMap(req.OldObject.Raw); err != nil {
+			return admission.Errored(http.StatusBadRequest, err)
+		}
+	}
+	d, err := v.opts.Engine.Evaluate(ctx, newInput(req, obj, old, v.namespaceLabels(ctx, req.Namespace)))
+	if err != nil {
+		log.FromContext(ctx).Error(err, "evaluating policies", "jobset", req.Name)
+	}
+	warnings := messagesOf(d.Warned)
+	if len(d.DryRun) > 0 && (req.DryRun == nil || !*req.DryRun) && v.opts.Recorder != nil {
+		js, _ := decode(req.Object.Raw)
+		if js != nil {
+			if js.Namespace == "" {
+				js.Namespace = req.Namespace
+			}
+			for _, viol := range d.DryRun {
+				v.opts.Recorder.Eventf(js, nil, corev1.EventTypeWarning, "PolicyViolationDryRun", "Admit", "%s", viol.String())
+			}
+		}
+	}
+	if len(d.Denied) > 0 {
+		resp := admission.Denied(fmt.Sprintf("JobSet %s denied by %d policy violation(s): %s", req.Name, len(d.Denied), strings.Join(messagesOf(d.Denied), "; ")))
+		return resp.WithWarnings(warnings...)
+	}
+	return admission.Allowed("").WithWarnings(warnings...)
+}
+
+func (v *Validator) namespaceLabels(ctx context.Context, ns string) map[string]string {
+	return namespaceLabels(ctx, v.opts.Reader, ns)
+}
+
+func (m *Mutator) namespaceLabels(ctx context.Context, ns string) map[string]string {
+	return namespaceLabels(ctx, m.opts.Reader, ns)
+}
+
+func namespaceLabels(ctx context.Context, r client.Reader, ns string) map[string]string {
+	if r == nil || ns == "" {
+		return nil
+	}
+	var n corev1.Namespace
+	if err := r.Get(ctx, client.ObjectKey{Name: ns}, &n); err != nil {
+		return nil
+	}
+	return n.Labels
+}
+
+func newInput(req admission.Request, obj, old map[string]any, nsLabels map[string]string) policies.Input {
+	return policies.Input{
+		Operation:       string(req.Operation),
+		Object:          obj,
+		OldObject:       old,
+		Labels:          labelsOf(obj),
+		Namespace:       req.Namespace,
+		NamespaceLabels: nsLabels,
+	}
+}
+
+// labelsOf returns metadata.labels of a JobSet given as JSON values.
+func labelsOf(obj map[string]any) map[string]string {
+	meta, _ := obj["metadata"].(map[string]any)
+	labels, _ := meta["labels"].(map[string]any)
+	if labels == nil {
+		return nil
+	}
+	out := make(map[string]string, len(labels))
+	for k, v := range labels {
+		out[k], _ = v.(string)
+	}
+	return out
+}
+
+func decode(raw []byte) (*jobset.JobSet, error) {
+	var js jobset.JobSet
+	if err := json.Unmarshal(raw, &js); err != nil {
+		return nil, fmt.Errorf("decoding JobSet: %w", err)
+	}
+	return &js, nil
+}
+
+func toMap(raw []byte) (map[string]any, error) {
+	var m map[string]any
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return nil, fmt.Errorf("decoding JobSet: %w", err)
+	}
+	return m, nil
+}
+
+func messagesOf(vs []policies.Violation) []string {
+	out := make([]string, len(vs))
+	for i, v := range vs {
+		out[i] = v.String()
+	}
+	return out
+}
