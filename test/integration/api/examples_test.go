@@ -11,6 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
+
+	policyv1alpha1 "github.com/inplace-dev/inplace/api/policy/v1alpha1"
 )
 
 var _ = Describe("the manifests in examples/", func() {
@@ -31,7 +33,15 @@ var _ = Describe("the manifests in examples/", func() {
 			var obj map[string]any
 			Expect(yaml.UnmarshalStrict(data, &obj)).To(Succeed(), file)
 			u := &unstructured.Unstructured{Object: obj}
-			_, err = dynamicClient.Resource(jobsetsGVR).Namespace(ns.Name).Create(ctx, u, metav1.CreateOptions{})
+			switch u.GetKind() {
+			case "JobSet":
+				_, err = dynamicClient.Resource(jobsetsGVR).Namespace(ns.Name).Create(ctx, u, metav1.CreateOptions{})
+			case "JobSetPolicy":
+				_, err = dynamicClient.Resource(policyv1alpha1.GroupVersion.WithResource("jobsetpolicies")).Create(ctx, u, metav1.CreateOptions{})
+			default:
+				// Data files of the examples (policy parameters), not objects.
+				continue
+			}
 			Expect(err).NotTo(HaveOccurred(), file)
 		}
 	})

@@ -1,0 +1,268 @@
+// Package cli is inplacectl: offline tools that run the same code as the
+// webhooks. It renders what the mutating webhook would store, evaluates
+// policies against a manifest, and runs Rego tests.
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"sigs.k8s.io/yaml"
+
+	configv1alpha1 "github.com/inplace-dev/inplace/api/config/v1alpha1"
+	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
+	"github.com/inplace-dev/inplace/policies"
+	"github.com/inplace-dev/inplace/webhook"
+)
+
+const usage = `inplacectl: offline tools for inplace
+
+  inplacectl render -f JOBSET.yaml [-config CONFIG.yaml]
+      print the JobSet as the webhooks would store it, with every decision,
+      and the built-in policies' verdict
+  inplacectl policy eval -p DIR -f JOBSET.yaml [-params PARAMS.yaml] [-mutate]
+      evaluate the Rego policies in DIR (one policy per .rego file) on a JobSet
+  inplacectl policy test DIR
+      run the Rego tests (test_* rules) of the policies in DIR
+
+Exit status: 0 on success, 1 when a policy denies or a test fails, 2 on bad usage.
+`
+
+// Run runs inplacectl with args (without the program name).
+func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	var err error
+	code := 0
+	switch {
+	case args[0] == "render":
+		code, err = render(ctx, args[1:], stdout)
+	case len(args) > 1 && args[0] == "policy" && args[1] == "eval":
+		code, err = policyEval(ctx, args[2:], stdout)
+	case len(args) > 1 && args[0] == "policy" && args[1] == "test":
+		code, err = policyTest(ctx, args[2:], stdout)
+	case args[0] == "help" || args[0] == "-h" || args[0] == "--help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	default:
+		fmt.Fprintf(stderr, "inplacectl: unknown command %q\n\n%s", strings.Join(args, " "), usage)
+		return 2
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "inplacectl:", err)
+		var u usageError
+		if errors.As(err, &u) {
+			return 2
+		}
+		return 1
+	}
+	return code
+}
+
+type usageError struct{ error }
+
+func render(ctx context.Context, args []string, out io.Writer) (int, error) {
+	fs := flag.NewFlagSet("render", flag.ContinueOnError)
+	file := fs.String("f", "", "the JobSet manifest")
+	configFile := fs.String("config", "", "the manager configuration (agent image, ports, disabled built-ins)")
+	fs.SetOutput(io.Discard)
+	if err := fs.Parse(args); err != nil || *file == "" {
+		return 2, usageError{fmt.Errorf("render needs -f JOBSET.yaml")}
+	}
+	cfg, err := configv1alpha1.Load(*configFile)
+	if err != nil {
+		return 1, err
+	}
+	js, err := readJobSet(*file)
+	if err != nil {
+		return 1, err
+	}
+	engine, err := policies.NewEngine(cfg.Policies.DisabledBuiltins)
+	if err != nil {
+		return 1, err
+	}
+	raw, decisions, err := webhook.Mutate(ctx, js, cfg.Agent, engine, policies.Input{Operation: "CREATE", Namespace: js.Namespace})
+	if err != nil {
+		return 1, err
+	}
+	stored, err := yaml.JSONToYAML(raw)
+	if err != nil {
+		return 1, err
+	}
+	fmt.Fprintln(out, "# Decisions:")
+	if len(decisions) == 0 {
+		fmt.Fprintln(out, "#   defaults only: injection applies to restartStrategy InPlaceRestart (and not with inplace.dev/inject: \"false\")")
+	}
+	for _, d := range decisions {
+		fmt.Fprintf(out, "#   %s %s: %s\n", d.What, d.Where, d.Why)
+	}
+	var obj map[string]any
+	if err := yaml.Unmarshal(stored, &obj); err != nil {
+		return 1, err
+	}
+	d, err := engine.Evaluate(ctx, policies.Input{Operation: "CREATE", Object: obj, Namespace: js.Namespace})
+	if err != nil {
+		return 1, err
+	}
+	verdict(out, d)
+	fmt.Fprint(out, string(stored))
+	if len(d.Denied) > 0 {
+		return 1, nil
+	}
+	return 0, nil
+}
+
+func policyEval(ctx context.Context, args []string, out io.Writer) (int, error) {
+	fs := flag.NewFlagSet("policy eval", flag.ContinueOnError)
+	dir := fs.String("p", "", "directory of Rego policies")
+	file := fs.String("f", "", "the JobSet manifest")
+	paramsFile := fs.String("params", "", "YAML passed to every policy as input.parameters")
+	mutate := fs.Bool("mutate", false, "evaluate the JobSet as the mutating webhook would store it")
+	fs.SetOutput(io.Discard)
+	if err := fs.Parse(args); err != nil || *dir == "" || *file == "" {
+		return 2, usageError{fmt.Errorf("policy eval needs -p DIR and -f JOBSET.yaml")}
+	}
+	var params any
+	if *paramsFile != "" {
+		data, err := os.ReadFile(*paramsFile)
+		if err != nil {
+			return 1, err
+		}
+		if err := yaml.Unmarshal(data, &params); err != nil {
+			return 1, fmt.Errorf("%s: %w", *paramsFile, err)
+		}
+	}
+	names, err := policies.BuiltinNames()
+	if err != nil {
+		return 1, err
+	}
+	engine, err := policies.NewEngine(names) // the directory's policies alone
+	if err != nil {
+		return 1, err
+	}
+	files, err := filepath.Glob(filepath.Join(*dir, "*.rego"))
+	if err != nil {
+		return 1, err
+	}
+	loaded := 0
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.rego") {
+			continue
+		}
+		src, err := os.ReadFile(f)
+		if err != nil {
+			return 1, err
+		}
+		p, err := policies.Compile(strings.TrimSuffix(filepath.Base(f), ".rego"), string(src), policies.Deny, nil, params)
+		if err != nil {
+			return 1, err
+		}
+		engine.SetPolicy(p)
+		loaded++
+	}
+	if loaded == 0 {
+		return 1, fmt.Errorf("no policies (.rego files other than *_test.rego) in %s", *dir)
+	}
+	js, err := readJobSet(*file)
+	if err != nil {
+		return 1, err
+	}
+	cfg, _ := configv1alpha1.Load("")
+	var raw []byte
+	if *mutate {
+		raw, _, err = webhook.Mutate(ctx, js, cfg.Agent, nil, policies.Input{})
+	} else {
+		raw, err = yaml.Marshal(js)
+		if err == nil {
+			raw, err = yaml.YAMLToJSON(raw)
+		}
+	}
+	if err != nil {
+		return 1, err
+	}
+	var obj map[string]any
+	if err := yaml.Unmarshal(raw, &obj); err != nil {
+		return 1, err
+	}
+	d, err := engine.Evaluate(ctx, policies.Input{Operation: "CREATE", Object: obj, Namespace: js.Namespace, Labels: js.Labels})
+	if err != nil {
+		return 1, err
+	}
+	verdict(out, d)
+	for _, p := range d.Patches {
+		fmt.Fprintf(out, "patch  %s: %v\n", p.Policy, p.Op)
+	}
+	if len(d.Denied) > 0 {
+		return 1, nil
+	}
+	return 0, nil
+}
+
+func policyTest(ctx context.Context, args []string, out io.Writer) (int, error) {
+	if len(args) != 1 {
+		return 2, usageError{fmt.Errorf("policy test needs one DIR")}
+	}
+	results, err := policies.RunRegoTests(ctx, os.DirFS(args[0]))
+	if err != nil {
+		return 1, err
+	}
+	failed := 0
+	for _, r := range results {
+		status := "PASS"
+		if !r.Passed {
+			status = "FAIL"
+			failed++
+		}
+		fmt.Fprintf(out, "%s %s", status, r.Name)
+		if r.Detail != "" {
+			fmt.Fprintf(out, " (%s)", r.Detail)
+		}
+		fmt.Fprintln(out)
+	}
+	fmt.Fprintf(out, "%d passed, %d failed\n", len(results)-failed, failed)
+	if failed > 0 {
+		return 1, nil
+	}
+	return 0, nil
+}
+
+func verdict(out io.Writer, d policies.Decision) {
+	lines := map[string][]policies.Violation{"deny": d.Denied, "warn": d.Warned, "dryrun": d.DryRun}
+	keys := []string{"deny", "warn", "dryrun"}
+	total := 0
+	for _, k := range keys {
+		vs := lines[k]
+		sort.Slice(vs, func(i, j int) bool { return vs[i].String() < vs[j].String() })
+		for _, v := range vs {
+			fmt.Fprintf(out, "# %-6s %s\n", k, v)
+			total++
+		}
+	}
+	if total == 0 {
+		fmt.Fprintln(out, "# Policies: no violations")
+	}
+}
+
+func readJobSet(path string) (*jobset.JobSet, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var js jobset.JobSet
+	if err := yaml.UnmarshalStrict(data, &js); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if js.Kind != "" && js.Kind != jobset.Kind {
+		return nil, fmt.Errorf("%s: kind is %s, want JobSet", path, js.Kind)
+	}
+	return &js, nil
+}

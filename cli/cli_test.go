@@ -1,0 +1,85 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func run(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code := Run(context.Background(), args, &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+func TestRender(t *testing.T) {
+	code, out, errOut := run(t, "render", "-f", "../inject/testdata/minimal.yaml")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{
+		"#   agent workers: added sidecar inplace-agent",
+		"#   worker-restart-rules workers/trainer: restart the Pod in place on any non-zero exit code",
+		"# Policies: no violations",
+		"backoffLimit: 2147483647",
+		"path: /barrier-is-lifted",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("render output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestRenderDenied(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.yaml")
+	data, err := os.ReadFile("../test/testdata/specs/inplace-story1.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bad, []byte(strings.Replace(string(data), "action: RestartAllContainers\n                exitCodes:\n                  operator: NotIn", "action: RestartPod\n                exitCodes:\n                  operator: NotIn", 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, _ := run(t, "render", "-f", bad)
+	if code != 1 || !strings.Contains(out, `# deny   pod_template: spec.replicatedJobs[0].template.spec.template.spec.containers[0].restartPolicyRules[0].action "RestartPod" is not a container restart action: use RestartAllContainers`) {
+		t.Errorf("exit %d, output:\n%s", code, out)
+	}
+}
+
+func TestPolicyTest(t *testing.T) {
+	code, out, errOut := run(t, "policy", "test", "../examples/policies")
+	if code != 0 || !strings.Contains(out, "7 passed, 0 failed") {
+		t.Errorf("exit %d: %s%s", code, out, errOut)
+	}
+
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "p.rego"), []byte("package p\n\ndeny contains \"no\" if input.x\n"), 0o600)
+	os.WriteFile(filepath.Join(dir, "p_test.rego"), []byte("package p_test\n\nimport data.p\n\ntest_wrong if {\n\tcount(p.deny) == 0 with input as {\"x\": true}\n}\n"), 0o600)
+	code, out, _ = run(t, "policy", "test", dir)
+	if code != 1 || !strings.Contains(out, "FAIL p_test.test_wrong") || !strings.Contains(out, "0 passed, 1 failed") {
+		t.Errorf("a failing Rego test: exit %d, output:\n%s", code, out)
+	}
+}
+
+func TestPolicyEval(t *testing.T) {
+	dir := t.TempDir()
+	params := filepath.Join(dir, "params.yaml")
+	os.WriteFile(params, []byte("limit: 5\n"), 0o600)
+	code, out, errOut := run(t, "policy", "eval", "-p", "../examples/policies", "-f", "../examples/failure-policy/fail-fast-on-bugs.yaml", "-params", params)
+	if code != 1 || !strings.Contains(out, "# deny   max_restarts: spec.failurePolicy.maxRestarts is 10, above this cluster's limit of 5") {
+		t.Errorf("exit %d: %s%s", code, out, errOut)
+	}
+}
+
+func TestUsage(t *testing.T) {
+	if code, _, errOut := run(t, "render"); code != 2 || !strings.Contains(errOut, "render needs -f") {
+		t.Errorf("render without -f: exit %d %s", code, errOut)
+	}
+	if code, _, _ := run(t, "frobnicate"); code != 2 {
+		t.Errorf("unknown command: exit %d", code)
+	}
+}

@@ -1,0 +1,14 @@
+// Command inplacectl renders JobSets as the webhooks would store them and
+// evaluates and tests policies, offline.
+package main
+
+import (
+	"context"
+	"os"
+
+	"github.com/inplace-dev/inplace/cli"
+)
+
+func main() {
+	os.Exit(cli.Run(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
+}
