@@ -69,6 +69,15 @@ test: cluster-binaries ## Run every test (unit and integration, with -race).
 test-unit: ## Run the tests that need no cluster.
 	go test $(GO_TEST_FLAGS) -short ./...
 
+##@ Benchmarks
+
+.PHONY: bench
+bench: bench-admission ## Run every benchmark; results in .local/bench/.
+
+.PHONY: bench-admission
+bench-admission: cluster-binaries ## Admission: handler latency, policy cost, creates through the apiserver.
+	go run ./test/bench/admission -out $(LOCAL)/bench/admission.json
+
 ##@ Local cluster
 
 .PHONY: cluster-binaries

@@ -240,6 +240,9 @@ func (e *Engine) RemovePolicy(name string) {
 	e.admin.Store(&next)
 }
 
+// HasAdminPolicies reports whether any admin policy is in force.
+func (e *Engine) HasAdminPolicies() bool { return len(*e.admin.Load()) > 0 }
+
 // Policies returns the names of the admin policies in force.
 func (e *Engine) Policies() []string {
 	var out []string

@@ -56,9 +56,15 @@ type Options struct {
 // Setup registers both webhooks on the manager's webhook server.
 func Setup(mgr ctrl.Manager, opts Options) {
 	srv := mgr.GetWebhookServer()
-	srv.Register(MutatePath, &admission.Webhook{Handler: &Mutator{opts: opts}})
-	srv.Register(ValidatePath, &admission.Webhook{Handler: &Validator{opts: opts}})
+	srv.Register(MutatePath, &admission.Webhook{Handler: NewMutator(opts)})
+	srv.Register(ValidatePath, &admission.Webhook{Handler: NewValidator(opts)})
 }
+
+// NewMutator returns the mutating webhook's handler.
+func NewMutator(opts Options) *Mutator { return &Mutator{opts: opts} }
+
+// NewValidator returns the validating webhook's handler.
+func NewValidator(opts Options) *Validator { return &Validator{opts: opts} }
 
 // Mutator is the mutating webhook.
 type Mutator struct{ opts Options }
@@ -87,29 +93,33 @@ func (m *Mutator) handle(ctx context.Context, req admission.Request) admission.R
 }
 
 // Mutate returns the JSON of js after defaults, injection and the patch
-// rules of the engine's policies, applied until the object stops changing.
-// It is the code path of the mutating webhook and of `inplacectl render`.
+// rules of the engine's admin policies, applied until the object stops
+// changing. It is the code path of the mutating webhook and of
+// `inplacectl render`.
 func Mutate(ctx context.Context, js *jobset.JobSet, agent configv1alpha1.Agent, engine *policies.Engine, in policies.Input) ([]byte, []inject.Decision, error) {
 	var decisions []inject.Decision
 	for pass := 0; pass < maxMutationPasses; pass++ {
-		before := js.DeepCopy()
 		jobset.Default(js)
 		decisions = append(decisions, inject.Inject(js, agent)...)
 		raw, err := json.Marshal(js)
 		if err != nil {
 			return nil, nil, err
 		}
-		if engine != nil {
-			if raw, err = applyPolicyPatches(ctx, engine, in, raw); err != nil {
-				return nil, nil, err
-			}
+		// Defaults and injection are idempotent (a tested property): only
+		// policy patches can call for another pass.
+		if engine == nil || !engine.HasAdminPolicies() {
+			return raw, decisions, nil
 		}
-		next, err := decode(raw)
+		patched, err := applyPolicyPatches(ctx, engine, in, raw)
+		if err != nil {
+			return nil, nil, err
+		}
+		next, err := decode(patched)
 		if err != nil {
 			return nil, nil, fmt.Errorf("a policy patch produced an invalid JobSet: %w", err)
 		}
-		if equality.Semantic.DeepEqual(before, next) {
-			return raw, decisions, nil
+		if equality.Semantic.DeepEqual(js, next) {
+			return patched, decisions, nil
 		}
 		js = next
 	}
@@ -122,7 +132,7 @@ func applyPolicyPatches(ctx context.Context, engine *policies.Engine, in policie
 		return nil, err
 	}
 	in.Object, in.Labels = obj, labelsOf(obj)
-	d, err := engine.Evaluate(ctx, in)
+	d, err := engine.EvaluateAdmin(ctx, in)
 	if err != nil {
 		log.FromContext(ctx).Error(err, "evaluating patch rules")
 	}

@@ -47,39 +47,62 @@ func (f *Framework) setupWebhooks(cfg *rest.Config, conf *configv1alpha1.Configu
 
 func (f *Framework) registerWebhooks(cfg *rest.Config) {
 	ginkgo.GinkgoHelper()
-	root, err := cluster.RepoRoot()
-	gomega.Expect(err).NotTo(gomega.HaveOccurred())
-	data, err := os.ReadFile(filepath.Join(root, "config", "webhook", "manifests.yaml"))
-	gomega.Expect(err).NotTo(gomega.HaveOccurred())
 	c, err := client.New(cfg, client.Options{Scheme: Scheme})
 	gomega.Expect(err).NotTo(gomega.HaveOccurred())
+	gomega.Expect(RegisterWebhooks(context.Background(), c, f.webhookPort)).To(gomega.Succeed())
+}
 
-	url := func(path string) *string {
-		u := fmt.Sprintf("https://127.0.0.1:%d%s", f.webhookPort, path)
+// RegisterWebhooks creates the webhook configurations of
+// config/webhook/manifests.yaml, calling https://127.0.0.1:<port> by URL
+// instead of through the Service.
+func RegisterWebhooks(ctx context.Context, c client.Client, port int) error {
+	root, err := cluster.RepoRoot()
+	if err != nil {
+		return err
+	}
+	data, err := os.ReadFile(filepath.Join(root, "config", "webhook", "manifests.yaml"))
+	if err != nil {
+		return err
+	}
+	url := func(path *string) *string {
+		u := fmt.Sprintf("https://127.0.0.1:%d%s", port, *path)
 		return &u
 	}
 	for _, doc := range strings.Split(string(data), "\n---\n") {
 		var probe struct{ Kind string }
-		gomega.Expect(utilyaml.Unmarshal([]byte(doc), &probe)).To(gomega.Succeed())
+		if err := utilyaml.Unmarshal([]byte(doc), &probe); err != nil {
+			return err
+		}
+		var obj client.Object
 		switch probe.Kind {
 		case "MutatingWebhookConfiguration":
 			var m admissionregistrationv1.MutatingWebhookConfiguration
-			gomega.Expect(utilyaml.Unmarshal([]byte(doc), &m)).To(gomega.Succeed())
+			if err := utilyaml.Unmarshal([]byte(doc), &m); err != nil {
+				return err
+			}
 			for i := range m.Webhooks {
 				cc := &m.Webhooks[i].ClientConfig
-				cc.URL, cc.Service = url(*cc.Service.Path), nil
+				cc.URL, cc.Service = url(cc.Service.Path), nil
 			}
-			gomega.Expect(client.IgnoreAlreadyExists(c.Create(context.Background(), &m))).To(gomega.Succeed())
+			obj = &m
 		case "ValidatingWebhookConfiguration":
 			var v admissionregistrationv1.ValidatingWebhookConfiguration
-			gomega.Expect(utilyaml.Unmarshal([]byte(doc), &v)).To(gomega.Succeed())
+			if err := utilyaml.Unmarshal([]byte(doc), &v); err != nil {
+				return err
+			}
 			for i := range v.Webhooks {
 				cc := &v.Webhooks[i].ClientConfig
-				cc.URL, cc.Service = url(*cc.Service.Path), nil
+				cc.URL, cc.Service = url(cc.Service.Path), nil
 			}
-			gomega.Expect(client.IgnoreAlreadyExists(c.Create(context.Background(), &v))).To(gomega.Succeed())
+			obj = &v
+		default:
+			continue
+		}
+		if err := client.IgnoreAlreadyExists(c.Create(ctx, obj)); err != nil {
+			return err
 		}
 	}
+	return nil
 }
 
 // waitForWebhooks waits until the apiserver reaches both webhooks over TLS:
