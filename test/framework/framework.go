@@ -15,7 +15,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
-	"sync/atomic"
+	"sync"
 	"time"
 
 	"github.com/onsi/ginkgo/v2"
@@ -56,13 +56,14 @@ type Framework struct {
 	// Cluster is the running local cluster when FullCluster is set.
 	Cluster *cluster.Cluster
 
-	env           *envtest.Environment
-	failed        bool
-	cancel        context.CancelFunc
-	stopManager   func()
-	managerWrites atomic.Int64
-	webhookPort   int
-	webhookDir    string
+	env         *envtest.Environment
+	failed      bool
+	cancel      context.CancelFunc
+	stopManager func()
+	writesMu    sync.Mutex
+	writes      []string
+	webhookPort int
+	webhookDir  string
 }
 
 // Scheme knows the built-in types and the JobSet API.

@@ -3,6 +3,8 @@ package framework
 import (
 	"context"
 	"net/http"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/onsi/ginkgo/v2"
@@ -35,11 +37,15 @@ func (f *Framework) StartManager(cfg *rest.Config) {
 		f.Configure(conf)
 	}
 
-	cfg = rest.CopyConfig(cfg)
-	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+	mgrCfg := rest.CopyConfig(cfg)
+	mgrCfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
 		return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
-			if req.Method != http.MethodGet {
-				f.managerWrites.Add(1)
+			// Writes to the webhook configurations (the caBundle of
+			// self-signed certificates) are setup, not reconciliation.
+			if req.Method != http.MethodGet && !strings.Contains(req.URL.Path, "/admissionregistration.k8s.io/") {
+				f.writesMu.Lock()
+				f.writes = append(f.writes, req.Method+" "+req.URL.Path)
+				f.writesMu.Unlock()
 			}
 			return rt.RoundTrip(req)
 		})
@@ -47,7 +53,7 @@ func (f *Framework) StartManager(cfg *rest.Config) {
 	opts := manager.Options(conf, manager.NewScheme())
 	// The suite starts several managers in one process over its life.
 	opts.Controller.SkipNameValidation = ptr.To(true)
-	mgr, err := ctrl.NewManager(cfg, opts)
+	mgr, err := ctrl.NewManager(mgrCfg, opts)
 	gomega.Expect(err).NotTo(gomega.HaveOccurred())
 	gomega.Expect(manager.Setup(mgr, conf)).To(gomega.Succeed())
 
@@ -70,9 +76,14 @@ func (f *Framework) StartManager(cfg *rest.Config) {
 	}
 }
 
-// ManagerWrites counts the requests other than GET (creates, updates,
-// patches, deletes, Events) that managers started by StartManager sent.
-func (f *Framework) ManagerWrites() int64 { return f.managerWrites.Load() }
+// ManagerWrites lists the requests other than GET (creates, updates,
+// patches, deletes, Events) that managers started by StartManager sent, as
+// "METHOD path", in order.
+func (f *Framework) ManagerWrites() []string {
+	f.writesMu.Lock()
+	defer f.writesMu.Unlock()
+	return slices.Clone(f.writes)
+}
 
 type roundTripperFunc func(*http.Request) (*http.Response, error)
 

@@ -20,7 +20,7 @@ import (
 )
 
 var (
-	fw        = &framework.Framework{Name: "integration-controller", FullCluster: true}
+	fw        = &framework.Framework{Name: "integration-controller", FullCluster: true, Webhooks: true}
 	cfg       *rest.Config
 	ctx       context.Context
 	k8sClient client.Client
