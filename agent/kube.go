@@ -1,0 +1,149 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+
+	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
+	"github.com/inplace-dev/inplace/broadcast"
+)
+
+// KubeTransport is the API server transport: the agent watches its
+// JobSet's broadcast ConfigMap and patches its own Pod. It needs get, list
+// and watch on that ConfigMap and get and patch on its Pod, nothing on the
+// JobSet.
+type KubeTransport struct {
+	Client    kubernetes.Interface
+	Namespace string
+	Pod       string
+	JobSet    string
+	Log       logr.Logger
+}
+
+var _ Transport = &KubeTransport{}
+
+// Broadcasts lists and watches the broadcast ConfigMap, re-listing with
+// backoff and jitter when the watch ends, and delivers every distinct value.
+func (k *KubeTransport) Broadcasts(ctx context.Context) (<-chan broadcast.Broadcast, error) {
+	out := make(chan broadcast.Broadcast, 1)
+	name := broadcast.Name(k.JobSet)
+	go func() {
+		defer close(out)
+		var last *broadcast.Broadcast
+		deliver := func(cm *corev1.ConfigMap) {
+			b, err := broadcast.Decode(cm.Data)
+			if err != nil {
+				k.Log.Error(err, "ignoring an invalid broadcast", "configmap", name)
+				return
+			}
+			if last != nil && equal(*last, b) {
+				return
+			}
+			last = &b
+			select {
+			case out <- b:
+			case <-ctx.Done():
+			}
+		}
+		backoff := wait.Backoff{Duration: 100 * time.Millisecond, Factor: 2, Jitter: 1, Steps: 1 << 30, Cap: 10 * time.Second}
+		for ctx.Err() == nil {
+			list, err := k.Client.CoreV1().ConfigMaps(k.Namespace).List(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", name).String()})
+			if err == nil && len(list.Items) == 1 {
+				deliver(&list.Items[0])
+				err = k.watch(ctx, name, list.ResourceVersion, deliver)
+			}
+			if ctx.Err() != nil {
+				return
+			}
+			if err != nil {
+				k.Log.V(1).Info("broadcast watch ended; re-listing", "error", err)
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(backoff.Step()):
+			}
+		}
+	}()
+	return out, nil
+}
+
+func (k *KubeTransport) watch(ctx context.Context, name, rv string, deliver func(*corev1.ConfigMap)) error {
+	w, err := k.Client.CoreV1().ConfigMaps(k.Namespace).Watch(ctx, metav1.ListOptions{
+		FieldSelector: fields.OneTermEqualSelector("metadata.name", name).String(), ResourceVersion: rv,
+		AllowWatchBookmarks: true,
+	})
+	if err != nil {
+		return err
+	}
+	defer w.Stop()
+	for ev := range w.ResultChan() {
+		switch ev.Type {
+		case watch.Added, watch.Modified:
+			if cm, ok := ev.Object.(*corev1.ConfigMap); ok {
+				deliver(cm)
+			}
+		case watch.Error:
+			return apierrors.FromObject(ev.Object)
+		}
+	}
+	return fmt.Errorf("watch closed")
+}
+
+func equal(a, b broadcast.Broadcast) bool {
+	x, _ := json.Marshal(a)
+	y, _ := json.Marshal(b)
+	return string(x) == string(y)
+}
+
+// ReportEpoch patches the epoch annotation of the agent's Pod.
+func (k *KubeTransport) ReportEpoch(ctx context.Context, epoch int32) error {
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{
+		jobset.EpochKey: strconv.Itoa(int(epoch)),
+	}}})
+	if err != nil {
+		return err
+	}
+	_, err = k.Client.CoreV1().Pods(k.Namespace).Patch(ctx, k.Pod, types.MergePatchType, patch, metav1.PatchOptions{})
+	return err
+}
+
+// Self reads the agent's Pod.
+func (k *KubeTransport) Self(ctx context.Context) (int32, bool, error) {
+	pod, err := k.Client.CoreV1().Pods(k.Namespace).Get(ctx, k.Pod, metav1.GetOptions{})
+	if err != nil {
+		return 0, false, err
+	}
+	return PodState(pod)
+}
+
+// PodState returns the epoch a Pod carries and whether its worker
+// containers all run.
+func PodState(pod *corev1.Pod) (int32, bool, error) {
+	var epoch int32
+	if v, ok := pod.Annotations[jobset.EpochKey]; ok {
+		n, err := strconv.ParseInt(v, 10, 32)
+		if err != nil {
+			return 0, false, fmt.Errorf("pod annotation %s is %q: %w", jobset.EpochKey, v, err)
+		}
+		epoch = int32(n)
+	}
+	running := len(pod.Status.ContainerStatuses) > 0
+	for _, s := range pod.Status.ContainerStatuses {
+		running = running && s.State.Running != nil
+	}
+	return epoch, running, nil
+}

@@ -1,0 +1,127 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr/testr"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
+	"github.com/inplace-dev/inplace/broadcast"
+	"github.com/inplace-dev/inplace/test/cluster"
+)
+
+// TestAgentOnAPIServer runs the agent with the API server transport against
+// a real kube-apiserver: it reports its epoch on its Pod, lifts the barrier
+// once the epoch is synced, and exits with the restart code once deprecated.
+func TestAgentOnAPIServer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs a kube-apiserver")
+	}
+	bin, err := cluster.BinDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := &envtest.Environment{BinaryAssetsDirectory: bin}
+	cfg, err := env.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { env.Stop() })
+	cs := kubernetes.NewForConfigOrDie(cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+
+	const ns = "default"
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "worker-0", Namespace: ns},
+		Spec:       corev1.PodSpec{AutomountServiceAccountToken: new(bool), Containers: []corev1.Container{{Name: "w", Image: "w"}}},
+	}
+	if _, err := cs.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: broadcast.Name("train"), Namespace: ns},
+		Data: broadcast.Encode(broadcast.Broadcast{SyncedEpoch: 2, DeprecatedEpoch: 1})}
+	if cm, err = cs.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	port := freePort(t)
+	done := make(chan int, 1)
+	go func() {
+		code, err := Run(ctx, testr.New(t), Config{ReplicatedJob: "workers", RestartExitCode: 88, Listen: fmt.Sprintf("127.0.0.1:%d", port)},
+			&KubeTransport{Client: cs, Namespace: ns, Pod: "worker-0", JobSet: "train", Log: testr.New(t)})
+		if err != nil {
+			t.Error(err)
+		}
+		done <- code
+	}()
+
+	// The epoch is synced+1 = 3, reported on the Pod.
+	poll(t, ctx, "epoch 3 on the Pod", func() bool {
+		p, err := cs.CoreV1().Pods(ns).Get(ctx, "worker-0", metav1.GetOptions{})
+		return err == nil && p.Annotations[jobset.EpochKey] == "3"
+	})
+	barrier := fmt.Sprintf("http://127.0.0.1:%d%s", port, BarrierPath)
+	if code := get(t, barrier); code != http.StatusServiceUnavailable {
+		t.Fatalf("barrier answers %d before the epoch is synced", code)
+	}
+
+	update := func(b broadcast.Broadcast) {
+		cm.Data = broadcast.Encode(b)
+		var err error
+		if cm, err = cs.CoreV1().ConfigMaps(ns).Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	update(broadcast.Broadcast{SyncedEpoch: 3, DeprecatedEpoch: 2})
+	poll(t, ctx, "the barrier lifted", func() bool { return get(t, barrier) == http.StatusOK })
+
+	update(broadcast.Broadcast{SyncedEpoch: 3, DeprecatedEpoch: 3})
+	select {
+	case code := <-done:
+		if code != 88 {
+			t.Errorf("exit code %d, want the restart code 88", code)
+		}
+	case <-ctx.Done():
+		t.Fatal("the agent did not exit once its epoch was deprecated")
+	}
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+func get(t *testing.T, url string) int {
+	t.Helper()
+	resp, err := http.Get(url) //nolint:noctx // a local test endpoint
+	if err != nil {
+		return 0
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+func poll(t *testing.T, ctx context.Context, what string, cond func() bool) {
+	t.Helper()
+	if err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 20*time.Second, true, func(context.Context) (bool, error) {
+		return cond(), nil
+	}); err != nil {
+		t.Fatalf("waiting for %s: %v", what, err)
+	}
+}

@@ -1,0 +1,92 @@
+// Package agent is the per-Pod sidecar of the in-place restart protocol.
+//
+// Its protocol is a pure state machine (Machine) fed with the JobSet's
+// broadcast (the deprecated and synced epochs and which replicated jobs may
+// lift their barrier) behind a small Transport; today's transport is the
+// API server (kube.go), and another can be measured against it.
+//
+//	           start
+//	             │ epoch := synced+1, reported on the Pod
+//	             │ (or the Pod's epoch, resumed, when only the agent
+//	             │  restarted and the workers still run)
+//	             ▼
+//	    ┌──── waiting ────┐  epoch == synced and my replicated job's
+//	    │                 │  turn has come: lift the barrier
+//	    │                 ▼
+//	    │              lifted (workers run)
+//	    │                 │
+//	    └──────┬──────────┘
+//	           │ epoch <= deprecated
+//	           ▼
+//	exit RESTART_POD_IN_PLACE_EXIT_CODE: the kubelet restarts every
+//	container of the Pod (RestartAllContainers) and the agent starts over
+package agent
+
+import "github.com/inplace-dev/inplace/broadcast"
+
+// Decision is what the agent must do after a step.
+type Decision struct {
+	// ReportEpoch, if non-zero, is written to the Pod's epoch annotation.
+	ReportEpoch int32
+	// LiftBarrier opens /barrier-is-lifted.
+	LiftBarrier bool
+	// Restart makes the agent exit with the restart exit code.
+	Restart bool
+}
+
+// Machine is the agent's state.
+type Machine struct {
+	replicatedJob string
+	epoch         int32
+	lifted        bool
+	restarting    bool
+}
+
+// NewMachine returns the state machine of an agent in a Pod of the named
+// replicated job.
+func NewMachine(replicatedJob string) *Machine { return &Machine{replicatedJob: replicatedJob} }
+
+// Epoch is the agent's epoch, 0 before Start.
+func (m *Machine) Epoch() int32 { return m.epoch }
+
+// Lifted reports whether the barrier is lifted.
+func (m *Machine) Lifted() bool { return m.lifted }
+
+// Start chooses the epoch from the first broadcast. podEpoch is the epoch
+// the Pod already carries (0 if none) and workersRunning whether its worker
+// containers run: when they do and that epoch is not deprecated, only the
+// agent restarted, and it resumes the epoch instead of forcing a group
+// restart.
+func (m *Machine) Start(b broadcast.Broadcast, podEpoch int32, workersRunning bool) Decision {
+	if podEpoch > b.DeprecatedEpoch && workersRunning {
+		m.epoch = podEpoch
+		d := m.Observe(b)
+		if podEpoch == b.SyncedEpoch {
+			// The workers already run behind a lifted barrier.
+			m.lifted, d.LiftBarrier = true, true
+		}
+		return d
+	}
+	m.epoch = b.SyncedEpoch + 1
+	d := m.Observe(b)
+	d.ReportEpoch = m.epoch
+	return d
+}
+
+// Observe applies a newer broadcast.
+func (m *Machine) Observe(b broadcast.Broadcast) Decision {
+	var d Decision
+	if m.restarting {
+		return d
+	}
+	if m.epoch <= b.DeprecatedEpoch {
+		m.restarting = true
+		d.Restart = true
+		return d
+	}
+	if !m.lifted && m.epoch == b.SyncedEpoch && b.Open(m.replicatedJob) {
+		m.lifted = true
+		d.LiftBarrier = true
+	}
+	return d
+}

@@ -1,0 +1,74 @@
+// Package broadcast is the small per-JobSet object through which the
+// controller tells the agents of an InPlaceRestart JobSet what to do: a
+// ConfigMap named <jobset>-epochs, owned by the JobSet, holding the
+// deprecated and synced epochs and which replicated jobs may lift their
+// barrier. Agents watch this object, a few hundred bytes, instead of the
+// JobSet, which with its Pod templates is tens of kilobytes: every update is
+// fanned out to every agent.
+package broadcast
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Keys of the ConfigMap's data.
+const (
+	KeyDeprecatedEpoch = "deprecatedEpoch"
+	KeySyncedEpoch     = "syncedEpoch"
+	// KeyOpenReplicatedJobs is a comma-separated list of the replicated jobs
+	// whose barrier may lift; absent means every one, empty means none.
+	KeyOpenReplicatedJobs = "openReplicatedJobs"
+)
+
+// Broadcast is what the controller publishes about a JobSet for its agents.
+type Broadcast struct {
+	// DeprecatedEpoch: agents at or below it restart their Pod in place.
+	DeprecatedEpoch int32
+	// SyncedEpoch: agents at it lift their barrier.
+	SyncedEpoch int32
+	// OpenReplicatedJobs lists the replicated jobs whose barriers may lift
+	// (startup order); nil means every one.
+	OpenReplicatedJobs []string
+}
+
+// Open reports whether the barrier of a replicated job may lift.
+func (b Broadcast) Open(replicatedJob string) bool {
+	return b.OpenReplicatedJobs == nil || slices.Contains(b.OpenReplicatedJobs, replicatedJob)
+}
+
+// Name is the name of the broadcast ConfigMap of a JobSet.
+func Name(jobSet string) string { return jobSet + "-epochs" }
+
+// Encode returns the ConfigMap data of b.
+func Encode(b Broadcast) map[string]string {
+	data := map[string]string{
+		KeyDeprecatedEpoch: strconv.Itoa(int(b.DeprecatedEpoch)),
+		KeySyncedEpoch:     strconv.Itoa(int(b.SyncedEpoch)),
+	}
+	if b.OpenReplicatedJobs != nil {
+		data[KeyOpenReplicatedJobs] = strings.Join(b.OpenReplicatedJobs, ",")
+	}
+	return data
+}
+
+// Decode reads ConfigMap data.
+func Decode(data map[string]string) (Broadcast, error) {
+	var b Broadcast
+	for key, dst := range map[string]*int32{KeyDeprecatedEpoch: &b.DeprecatedEpoch, KeySyncedEpoch: &b.SyncedEpoch} {
+		n, err := strconv.ParseInt(data[key], 10, 32)
+		if err != nil || n < 0 {
+			return Broadcast{}, fmt.Errorf("broadcast %s is %q: want a non-negative int32", key, data[key])
+		}
+		*dst = int32(n)
+	}
+	if open, ok := data[KeyOpenReplicatedJobs]; ok {
+		b.OpenReplicatedJobs = []string{}
+		if open != "" {
+			b.OpenReplicatedJobs = strings.Split(open, ",")
+		}
+	}
+	return b, nil
+}

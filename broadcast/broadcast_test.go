@@ -1,0 +1,30 @@
+package broadcast
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestRoundTrip(t *testing.T) {
+	for _, b := range []Broadcast{
+		{},
+		{DeprecatedEpoch: 3, SyncedEpoch: 4},
+		{SyncedEpoch: 1, OpenReplicatedJobs: []string{}},
+		{SyncedEpoch: 1, OpenReplicatedJobs: []string{"driver", "workers"}},
+	} {
+		got, err := Decode(Encode(b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(b, got); diff != "" {
+			t.Errorf("round trip (-want +got):\n%s", diff)
+		}
+	}
+	if b, _ := Decode(Encode(Broadcast{OpenReplicatedJobs: []string{}})); b.Open("x") {
+		t.Error("an empty list opens a barrier")
+	}
+	if _, err := Decode(map[string]string{KeyDeprecatedEpoch: "-1", KeySyncedEpoch: "0"}); err == nil {
+		t.Error("a negative epoch decoded")
+	}
+}

@@ -1,0 +1,62 @@
+// Command inplace-agent is the sidecar of InPlaceRestart JobSets: it reports
+// its Pod's epoch, holds the workers behind its barrier and restarts the Pod
+// in place when its epoch is deprecated. The mutating webhook injects it
+// with the environment it reads.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"strconv"
+	"syscall"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/inplace-dev/inplace/agent"
+	"github.com/inplace-dev/inplace/inject"
+)
+
+func main() {
+	log := zap.New()
+	env := func(name string) string {
+		v := os.Getenv(name)
+		if v == "" {
+			fmt.Fprintf(os.Stderr, "inplace-agent: environment variable %s is not set; the mutating webhook sets it\n", name)
+			os.Exit(1)
+		}
+		return v
+	}
+	code, err := strconv.Atoi(env(inject.EnvRestartExitCode))
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "inplace-agent: %s: %v\n", inject.EnvRestartExitCode, err)
+		os.Exit(1)
+	}
+	cfg := agent.Config{
+		ReplicatedJob:   env(inject.EnvReplicatedJobName),
+		RestartExitCode: code,
+		Listen:          ":" + env(inject.EnvBarrierPort),
+	}
+	restCfg, err := rest.InClusterConfig()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "inplace-agent:", err)
+		os.Exit(1)
+	}
+	t := &agent.KubeTransport{
+		Client:    kubernetes.NewForConfigOrDie(restCfg),
+		Namespace: env(inject.EnvNamespace),
+		Pod:       env(inject.EnvPodName),
+		JobSet:    env(inject.EnvJobSetName),
+		Log:       log,
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	exit, err := agent.Run(ctx, log, cfg, t)
+	if err != nil {
+		log.Error(err, "agent failed")
+	}
+	os.Exit(exit)
+}
