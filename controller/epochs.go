@@ -1,0 +1,182 @@
+package controller
+
+import (
+	"fmt"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
+
+	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
+)
+
+// This file decides the epochs of an InPlaceRestart JobSet from its Pods,
+// following the in-place restart KEP's reconcileEpochs:
+//
+//   - every expected Pod reports the same epoch e above syncedEpoch:
+//     syncedEpoch = e, and the agents at e lift their barrier;
+//   - epochs differ: deprecatedEpoch = max(epochs) - 1, and every agent at
+//     or below it restarts its Pod in place;
+//
+// with fast failure detection on top: once a group is synced, the restart
+// begins the moment one of its workers terminates, its Pod fails or is
+// deleted, or one of its agents moves to a new epoch, instead of waiting for
+// the failed Pod's agent to come back and report (deprecatedEpoch =
+// syncedEpoch).
+
+// podEpoch is what the epoch decision needs of one Pod.
+type podEpoch struct {
+	name          string
+	replicatedJob string
+	// epoch reported by the Pod's agent; 0 before it reported.
+	epoch int32
+	// gone: the Pod failed or is being deleted.
+	gone bool
+	// workerExited names a worker container that terminated, if any.
+	workerExited string
+	ready        bool
+}
+
+// epochDecision is the outcome for the status and the broadcast.
+type epochDecision struct {
+	deprecated, synced int32
+	// restartBegan: this decision starts a new in-place restart.
+	restartBegan bool
+	// why the restart began, for the condition and the Event.
+	why string
+	// openReplicatedJobs may lift their barrier; nil means all.
+	openReplicatedJobs []string
+}
+
+// observePod extracts the epoch facts of a Pod.
+func observePod(pod *corev1.Pod) podEpoch {
+	p := podEpoch{
+		name:          pod.Name,
+		replicatedJob: pod.Labels[jobset.ReplicatedJobNameKey],
+		gone:          pod.DeletionTimestamp != nil || pod.Status.Phase == corev1.PodFailed,
+	}
+	if v, err := strconv.ParseInt(pod.Annotations[jobset.EpochKey], 10, 32); err == nil && v > 0 {
+		p.epoch = int32(v)
+	}
+	for _, s := range pod.Status.ContainerStatuses {
+		if s.State.Terminated != nil && s.State.Terminated.ExitCode != 0 {
+			p.workerExited = s.Name
+		}
+	}
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
+			p.ready = true
+		}
+	}
+	return p
+}
+
+// expectedPods is the number of Pods that must report an epoch: every Job
+// of every replicated job runs parallelism Pods.
+func expectedPods(js *jobset.JobSet) int {
+	n := 0
+	for _, rj := range js.Spec.ReplicatedJobs {
+		n += int(rj.Replicas) * int(ptr.Deref(rj.Template.Spec.Parallelism, 1))
+	}
+	return n
+}
+
+// decideEpochs computes the next epochs from the current status and Pods.
+func decideEpochs(js *jobset.JobSet, pods []podEpoch) epochDecision {
+	d := epochDecision{deprecated: js.Status.DeprecatedEpoch, synced: js.Status.SyncedEpoch}
+	inRestart := d.deprecated >= d.synced && d.synced > 0
+	expected := expectedPods(js)
+
+	var alive []podEpoch
+	maxEpoch, allEqual, allReported := int32(0), true, true
+	for _, p := range pods {
+		if p.gone {
+			continue
+		}
+		alive = append(alive, p)
+		if p.epoch == 0 {
+			allReported = false
+			continue
+		}
+		if maxEpoch != 0 && p.epoch != maxEpoch {
+			allEqual = false
+		}
+		maxEpoch = max(maxEpoch, p.epoch)
+	}
+
+	// Sync: every expected Pod at one epoch newer than the synced one.
+	if len(alive) == expected && allReported && allEqual && maxEpoch > d.synced && maxEpoch > d.deprecated {
+		d.synced = maxEpoch
+		d.openReplicatedJobs = openBarriers(js, alive, d.synced)
+		return d
+	}
+
+	// Fast detection: a member of the synced group failed or left.
+	if d.synced > 0 && !inRestart {
+		if why := lostMember(pods, d.synced, expected); why != "" {
+			d.deprecated = max(d.synced, maxEpoch-1)
+			d.restartBegan, d.why = true, why
+			d.openReplicatedJobs = openBarriers(js, alive, d.synced)
+			return d
+		}
+	}
+
+	// The KEP's rule: epochs differ, deprecate all but the newest.
+	if !allEqual && maxEpoch-1 > d.deprecated {
+		d.deprecated = maxEpoch - 1
+		if !inRestart && d.deprecated >= d.synced && d.synced > 0 {
+			d.restartBegan, d.why = true, fmt.Sprintf("a Pod reported epoch %d while %d was synced", maxEpoch, d.synced)
+		}
+	}
+	d.openReplicatedJobs = openBarriers(js, alive, d.synced)
+	return d
+}
+
+// lostMember says why the synced group can no longer run, or "".
+func lostMember(pods []podEpoch, synced int32, expected int) string {
+	atSynced := 0
+	for _, p := range pods {
+		switch {
+		case p.epoch == synced && p.gone:
+			return fmt.Sprintf("Pod %s of epoch %d failed or is being deleted", p.name, synced)
+		case p.epoch == synced && p.workerExited != "":
+			return fmt.Sprintf("container %s of Pod %s exited", p.workerExited, p.name)
+		case p.epoch > synced && !p.gone:
+			return fmt.Sprintf("the agent of Pod %s moved to epoch %d", p.name, p.epoch)
+		case p.epoch == synced:
+			atSynced++
+		}
+	}
+	if atSynced < expected {
+		return fmt.Sprintf("%d of %d Pods of epoch %d remain", atSynced, expected, synced)
+	}
+	return ""
+}
+
+// openBarriers returns the replicated jobs whose barriers may lift at the
+// synced epoch: all of them, or under startupPolicyOrder InOrder each once
+// every Pod of the previous one is ready, on the first start and after
+// every in-place restart alike.
+func openBarriers(js *jobset.JobSet, alive []podEpoch, synced int32) []string {
+	if js.Spec.StartupPolicy == nil || js.Spec.StartupPolicy.StartupPolicyOrder != jobset.InOrder {
+		return nil
+	}
+	open := []string{}
+	for i, rj := range js.Spec.ReplicatedJobs {
+		if i > 0 {
+			prev := js.Spec.ReplicatedJobs[i-1]
+			want := int(prev.Replicas) * int(ptr.Deref(prev.Template.Spec.Parallelism, 1))
+			ready := 0
+			for _, p := range alive {
+				if p.replicatedJob == prev.Name && p.epoch == synced && p.ready {
+					ready++
+				}
+			}
+			if ready < want {
+				break
+			}
+		}
+		open = append(open, rj.Name)
+	}
+	return open
+}

@@ -1,0 +1,136 @@
+package controller
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
+)
+
+// inPlaceJobSet has two replicated jobs of one Job with two Pods each.
+func inPlaceJobSet(deprecated, synced int32) *jobset.JobSet {
+	js := testJobSet("driver", 1, "workers", 1)
+	js.Spec.FailurePolicy = &jobset.FailurePolicy{RestartStrategy: jobset.InPlaceRestart, MaxRestarts: 3}
+	js.Status.DeprecatedEpoch, js.Status.SyncedEpoch = deprecated, synced
+	return js
+}
+
+func pods(epochs ...int32) []podEpoch {
+	var out []podEpoch
+	for i, e := range epochs {
+		rj := "driver"
+		if i >= 2 {
+			rj = "workers"
+		}
+		out = append(out, podEpoch{name: "p" + string(rune('0'+i)), replicatedJob: rj, epoch: e, ready: true})
+	}
+	return out
+}
+
+func TestDecideEpochs(t *testing.T) {
+	cases := map[string]struct {
+		deprecated, synced int32
+		pods               []podEpoch
+		edit               func([]podEpoch)
+		wantDeprecated     int32
+		wantSynced         int32
+		wantRestart        string // substring of why; "" for no restart
+	}{
+		"first start, not every Pod reported: nothing": {
+			pods: pods(1, 1, 1, 0), wantDeprecated: 0, wantSynced: 0,
+		},
+		"first start, every Pod at 1: synced": {
+			pods: pods(1, 1, 1, 1), wantDeprecated: 0, wantSynced: 1,
+		},
+		"steady: nothing": {
+			synced: 1, pods: pods(1, 1, 1, 1), wantDeprecated: 0, wantSynced: 1,
+		},
+		"a worker exits: the synced epoch is deprecated at once": {
+			synced: 1, pods: pods(1, 1, 1, 1),
+			edit:           func(p []podEpoch) { p[2].workerExited = "trainer" },
+			wantDeprecated: 1, wantSynced: 1, wantRestart: "container trainer of Pod p2 exited",
+		},
+		"a Pod is deleted: deprecated at once": {
+			synced: 1, pods: pods(1, 1, 1, 1),
+			edit:           func(p []podEpoch) { p[0].gone = true },
+			wantDeprecated: 1, wantSynced: 1, wantRestart: "Pod p0 of epoch 1 failed or is being deleted",
+		},
+		"a Pod is gone and not yet replaced: deprecated": {
+			synced: 1, pods: pods(1, 1, 1),
+			wantDeprecated: 1, wantSynced: 1, wantRestart: "3 of 4 Pods of epoch 1 remain",
+		},
+		"an agent came back at a new epoch: deprecated (the KEP's detection)": {
+			synced: 1, pods: pods(1, 2, 1, 1),
+			wantDeprecated: 1, wantSynced: 1, wantRestart: "the agent of Pod p1 moved to epoch 2",
+		},
+		"during the restart, some agents at the new epoch: nothing new": {
+			deprecated: 1, synced: 1, pods: pods(2, 2, 1, 1),
+			wantDeprecated: 1, wantSynced: 1,
+		},
+		"every agent at the new epoch: synced, the restart is over": {
+			deprecated: 1, synced: 1, pods: pods(2, 2, 2, 2),
+			wantDeprecated: 1, wantSynced: 2,
+		},
+		"a replacement Pod joins at a newer epoch than some: those are deprecated": {
+			deprecated: 1, synced: 1, pods: pods(2, 2, 2, 3),
+			wantDeprecated: 2, wantSynced: 1,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			js := inPlaceJobSet(tc.deprecated, tc.synced)
+			p := tc.pods
+			if tc.edit != nil {
+				tc.edit(p)
+			}
+			d := decideEpochs(js, p)
+			if d.deprecated != tc.wantDeprecated || d.synced != tc.wantSynced {
+				t.Errorf("epochs = %d/%d, want %d/%d", d.deprecated, d.synced, tc.wantDeprecated, tc.wantSynced)
+			}
+			if (tc.wantRestart == "") == d.restartBegan || !strings.Contains(d.why, tc.wantRestart) {
+				t.Errorf("restartBegan=%v why=%q, want a restart because %q", d.restartBegan, d.why, tc.wantRestart)
+			}
+		})
+	}
+}
+
+func TestOpenBarriersInOrder(t *testing.T) {
+	js := inPlaceJobSet(0, 1)
+	js.Spec.StartupPolicy.StartupPolicyOrder = jobset.InOrder
+	p := pods(1, 1, 1, 1)
+	p[1].ready = false
+	if got := decideEpochs(js, p).openReplicatedJobs; !cmp.Equal(got, []string{"driver"}) {
+		t.Errorf("driver not all ready: open %v, want [driver]", got)
+	}
+	p[1].ready = true
+	if got := decideEpochs(js, p).openReplicatedJobs; !cmp.Equal(got, []string{"driver", "workers"}) {
+		t.Errorf("driver ready: open %v, want both", got)
+	}
+	js.Spec.StartupPolicy.StartupPolicyOrder = jobset.AnyOrder
+	if got := decideEpochs(js, p).openReplicatedJobs; got != nil {
+		t.Errorf("AnyOrder: open %v, want nil (all)", got)
+	}
+}
+
+func TestObservePod(t *testing.T) {
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "p", Labels: map[string]string{jobset.ReplicatedJobNameKey: "workers"},
+			Annotations: map[string]string{jobset.EpochKey: "4"}},
+		Status: corev1.PodStatus{
+			Phase:      corev1.PodRunning,
+			Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}},
+			ContainerStatuses: []corev1.ContainerStatus{
+				{Name: "trainer", State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1}}},
+			},
+		},
+	}
+	got := observePod(pod)
+	want := podEpoch{name: "p", replicatedJob: "workers", epoch: 4, workerExited: "trainer", ready: true}
+	if diff := cmp.Diff(want, got, cmp.AllowUnexported(podEpoch{})); diff != "" {
+		t.Errorf("observePod (-want +got):\n%s", diff)
+	}
+}
