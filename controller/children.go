@@ -60,7 +60,7 @@ func classifyJobs(js *jobset.JobSet, jobs []batchv1.Job) children {
 }
 
 func isCurrentAttempt(js *jobset.JobSet, job *batchv1.Job) bool {
-	if job.Labels[jobset.RestartsKey] != strconv.Itoa(int(js.Status.Restarts)) {
+	if job.Labels[jobset.RestartsKey] != strconv.Itoa(int(recreateAttempt(&js.Status))) {
 		return false
 	}
 	index, err := strconv.Atoi(job.Labels[jobset.JobIndexKey])
@@ -97,7 +97,7 @@ func jobReady(job *batchv1.Job) bool {
 // which BlockingRecreate waits for.
 func previousAttemptPods(js *jobset.JobSet, pods []corev1.Pod) int {
 	n := 0
-	attempt := strconv.Itoa(int(js.Status.Restarts))
+	attempt := strconv.Itoa(int(recreateAttempt(&js.Status)))
 	for i := range pods {
 		if pods[i].Labels[jobset.RestartsKey] != attempt {
 			n++

@@ -134,3 +134,58 @@ func TestObservePod(t *testing.T) {
 		t.Errorf("observePod (-want +got):\n%s", diff)
 	}
 }
+
+func epochPod(name, rj string, epoch string, exited bool) corev1.Pod {
+	p := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name,
+		Labels:      map[string]string{jobset.ReplicatedJobNameKey: rj, jobset.RestartsKey: "0"},
+		Annotations: map[string]string{jobset.EpochKey: epoch}}}
+	if exited {
+		p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "trainer",
+			State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1}}}}
+	}
+	return p
+}
+
+func TestDecideInPlaceRestartCountsAndBroadcasts(t *testing.T) {
+	js := inPlaceJobSet(0, 1)
+	js.Spec.FailurePolicy.MaxRestarts = 1
+	jobs := jobList(readyJob(jobOf(js, "driver", 0)), readyJob(jobOf(js, "workers", 0)))
+	pods := []corev1.Pod{epochPod("a", "driver", "1", false), epochPod("b", "driver", "1", false), epochPod("c", "workers", "1", true), epochPod("d", "workers", "1", false)}
+
+	p := decide(js, observed{jobs: jobs, pods: pods, serviceExists: true}, at(0))
+	if p.status.Restarts != 1 || p.status.InPlaceRestarts != 1 || p.status.RestartsCountTowardsMax != 1 || p.status.DeprecatedEpoch != 1 {
+		t.Fatalf("status after a worker exit: %+v", p.status)
+	}
+	if len(p.createJobs)+len(p.deleteJobs) != 0 {
+		t.Errorf("an in-place restart touched Jobs: create %v delete %v", names(p.createJobs), names(p.deleteJobs))
+	}
+	if p.broadcast["deprecatedEpoch"] != "1" || p.broadcast["syncedEpoch"] != "1" {
+		t.Errorf("broadcast %v", p.broadcast)
+	}
+	if c := findCondition(&p.status, jobset.JobSetRestarting); c == nil || c.Reason != ReasonInPlaceRestart || !strings.Contains(c.Message, "container trainer of Pod c exited") {
+		t.Errorf("restarting condition %+v", c)
+	}
+
+	// Every agent restarted into epoch 2: synced, restart over, the Jobs'
+	// attempt unchanged.
+	js.Status = p.status
+	pods = []corev1.Pod{epochPod("a", "driver", "2", false), epochPod("b", "driver", "2", false), epochPod("c", "workers", "2", false), epochPod("d", "workers", "2", false)}
+	p = decide(js, observed{jobs: jobs, pods: pods, serviceExists: true, broadcast: p.broadcast}, at(1))
+	if p.status.SyncedEpoch != 2 || len(p.createJobs)+len(p.deleteJobs) != 0 {
+		t.Errorf("after the restart: synced %d, create %v delete %v", p.status.SyncedEpoch, names(p.createJobs), names(p.deleteJobs))
+	}
+	if c := findCondition(&p.status, jobset.JobSetRestarting); c.Status != "False" || c.Reason != ReasonInPlaceRestartDone {
+		t.Errorf("restarting condition after sync %+v", c)
+	}
+
+	// maxRestarts 1 is used: the next failure fails the JobSet.
+	js.Status = p.status
+	pods[3] = epochPod("d", "workers", "2", true)
+	p = decide(js, observed{jobs: jobs, pods: pods, serviceExists: true, broadcast: p.broadcast}, at(2))
+	if c := findCondition(&p.status, jobset.JobSetFailed); c == nil || c.Reason != ReasonReachedMaxRestarts {
+		t.Errorf("after maxRestarts: failed condition %+v", c)
+	}
+	if p.status.InPlaceRestarts != 1 {
+		t.Errorf("in-place restarts %d, want exactly 1", p.status.InPlaceRestarts)
+	}
+}

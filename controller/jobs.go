@@ -96,7 +96,7 @@ func buildJob(js *jobset.JobSet, rjIdx, index int, suspend bool) *batchv1.Job {
 		jobset.JobIndexKey:              strconv.Itoa(index),
 		jobset.JobGlobalIndexKey:        strconv.Itoa(layout.globalIndex),
 		jobset.JobKey:                   jobKey(js.Namespace, name),
-		jobset.RestartsKey:              strconv.Itoa(int(js.Status.Restarts)),
+		jobset.RestartsKey:              strconv.Itoa(int(recreateAttempt(&js.Status))),
 		JobRestartAttemptKey:            strconv.Itoa(int(jobRestarts(js, rj.Name, index))),
 		jobset.GroupNameKey:             rj.GroupName,
 		jobset.GroupReplicasKey:         strconv.Itoa(layout.groupReplicas),
@@ -127,6 +127,13 @@ func buildJob(js *jobset.JobSet, rjIdx, index int, suspend bool) *batchv1.Job {
 	}
 	job.Spec.Suspend = ptr.To(suspend)
 	return job
+}
+
+// recreateAttempt is the attempt the current Jobs belong to: restarts that
+// recreated the Jobs, in-place restarts excluded. It is the value of the
+// restart-attempt label.
+func recreateAttempt(status *jobset.JobSetStatus) int32 {
+	return status.Restarts - status.InPlaceRestarts
 }
 
 // jobRestarts is how many times the Job at index was recreated alone.

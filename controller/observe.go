@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
+	"github.com/inplace-dev/inplace/broadcast"
 )
 
 // Field indexes of the manager's cache.
@@ -76,12 +77,26 @@ func (r *Reconciler) observe(ctx context.Context, js *jobset.JobSet) (observed, 
 	}
 	obs.jobs = jobs.Items
 
-	if js.Spec.FailurePolicy != nil && js.Spec.FailurePolicy.RestartStrategy == jobset.BlockingRecreate {
+	if js.Spec.FailurePolicy != nil && (js.Spec.FailurePolicy.RestartStrategy == jobset.BlockingRecreate || inPlace(js)) {
 		var pods corev1.PodList
 		if err := r.client.List(ctx, &pods, client.InNamespace(js.Namespace), client.MatchingFields{podJobSetUIDIndex: string(js.UID)}); err != nil {
 			return obs, fmt.Errorf("listing pods: %w", err)
 		}
 		obs.pods = pods.Items
+	}
+
+	if inPlace(js) {
+		var cm corev1.ConfigMap
+		err := r.client.Get(ctx, types.NamespacedName{Namespace: js.Namespace, Name: broadcast.Name(js.Name)}, &cm)
+		if client.IgnoreNotFound(err) != nil {
+			return obs, fmt.Errorf("getting the broadcast: %w", err)
+		}
+		if err == nil {
+			obs.broadcast = cm.Data
+			if obs.broadcast == nil {
+				obs.broadcast = map[string]string{}
+			}
+		}
 	}
 
 	if dnsHostnamesEnabled(js) {
@@ -103,11 +118,22 @@ func jobSetOfPod(_ context.Context, o client.Object) []reconcile.Request {
 	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
 }
 
-// podDeletions passes only Pod deletions.
-func podDeletions() predicate.Predicate {
+// podChanges passes the Pod events the controller acts on: deletions (for
+// BlockingRecreate and lost Pods) and, for the epoch protocol, new Pods and
+// changes of a Pod's epoch annotation, phase, readiness or container states.
+func podChanges() predicate.Predicate {
 	return predicate.Funcs{
-		CreateFunc:  func(ctrlevent.CreateEvent) bool { return false },
-		UpdateFunc:  func(ctrlevent.UpdateEvent) bool { return false },
+		CreateFunc: func(ctrlevent.CreateEvent) bool { return true },
+		UpdateFunc: func(e ctrlevent.UpdateEvent) bool {
+			old, okOld := e.ObjectOld.(*corev1.Pod)
+			cur, okNew := e.ObjectNew.(*corev1.Pod)
+			if !okOld || !okNew {
+				return true
+			}
+			return old.Annotations[jobset.EpochKey] != cur.Annotations[jobset.EpochKey] ||
+				old.DeletionTimestamp != cur.DeletionTimestamp ||
+				observePod(old) != observePod(cur)
+		},
 		DeleteFunc:  func(ctrlevent.DeleteEvent) bool { return true },
 		GenericFunc: func(ctrlevent.GenericEvent) bool { return false },
 	}

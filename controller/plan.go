@@ -1,6 +1,9 @@
 package controller
 
 import (
+	"fmt"
+	"maps"
+	"strconv"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -9,6 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
+	"github.com/inplace-dev/inplace/broadcast"
 )
 
 // observed is what the reconciler read about a JobSet's children.
@@ -18,6 +22,9 @@ type observed struct {
 	pods []corev1.Pod
 	// serviceExists reports whether the headless Service exists.
 	serviceExists bool
+	// broadcast is the data of the broadcast ConfigMap of an InPlaceRestart
+	// JobSet; nil if it does not exist.
+	broadcast map[string]string
 }
 
 // event is an Event to record on the JobSet once the status is written.
@@ -27,12 +34,14 @@ type event struct {
 
 // plan is everything one reconcile does, decided by decide without I/O.
 type plan struct {
-	status       jobset.JobSetStatus
-	createJobs   []*batchv1.Job
-	deleteJobs   []*batchv1.Job
-	suspendJobs  []*batchv1.Job
-	resumeJobs   []*batchv1.Job
-	service      *corev1.Service
+	status      jobset.JobSetStatus
+	createJobs  []*batchv1.Job
+	deleteJobs  []*batchv1.Job
+	suspendJobs []*batchv1.Job
+	resumeJobs  []*batchv1.Job
+	service     *corev1.Service
+	// broadcast, if set, is the data the broadcast ConfigMap must hold.
+	broadcast    map[string]string
 	deleteJobSet bool
 	requeueAfter time.Duration
 	events       []event
@@ -90,10 +99,56 @@ func decide(js *jobset.JobSet, obs observed, now metav1.Time) plan {
 	if !suspended {
 		updateStartupConditions(js, &p.status, now)
 	}
-	if conditionTrue(&p.status, jobset.JobSetRestarting) && allStarted(js, p.status.ReplicatedJobsStatus) {
+	if inPlace(js) {
+		p.reconcileEpochs(js, obs, now)
+	} else if conditionTrue(&p.status, jobset.JobSetRestarting) && allStarted(js, p.status.ReplicatedJobsStatus) {
 		setCondition(&p.status, jobset.JobSetRestarting, metav1.ConditionFalse, ReasonRestartJobsReady, MessageRestartJobsReady, now)
 	}
 	return p
+}
+
+func inPlace(js *jobset.JobSet) bool {
+	return js.Spec.FailurePolicy != nil && js.Spec.FailurePolicy.RestartStrategy == jobset.InPlaceRestart
+}
+
+// reconcileEpochs runs the in-place restart protocol: the epochs from the
+// Pods of the current attempt, the restart they may start, counted against
+// maxRestarts, and the broadcast the agents watch.
+func (p *plan) reconcileEpochs(js *jobset.JobSet, obs observed, now metav1.Time) {
+	attempt := strconv.Itoa(int(recreateAttempt(&js.Status)))
+	var pods []podEpoch
+	for i := range obs.pods {
+		if obs.pods[i].Labels[jobset.RestartsKey] == attempt {
+			pods = append(pods, observePod(&obs.pods[i]))
+		}
+	}
+	d := decideEpochs(js, pods)
+	p.status.DeprecatedEpoch, p.status.SyncedEpoch = d.deprecated, d.synced
+
+	if d.restartBegan {
+		maxRestarts := js.Spec.FailurePolicy.MaxRestarts
+		if countedRestarts(&p.status) >= maxRestarts {
+			p.events = append(p.events, failJobSet(&p.status, ReasonReachedMaxRestarts,
+				fmt.Sprintf("%s (in place, after %d restarts: %s)", MessageReachedMaxRestarts, maxRestarts, d.why), now)...)
+			return
+		}
+		p.status.Restarts++
+		p.status.InPlaceRestarts++
+		p.status.RestartsCountTowardsMax++
+		msg := fmt.Sprintf("in-place restart %d: %s; epoch %d deprecated", p.status.InPlaceRestarts, d.why, d.deprecated)
+		setCondition(&p.status, jobset.JobSetRestarting, metav1.ConditionTrue, ReasonInPlaceRestart, msg, now)
+		p.events = append(p.events, event{corev1.EventTypeWarning, ReasonInPlaceRestart, msg})
+	}
+	if conditionTrue(&p.status, jobset.JobSetRestarting) && d.synced > d.deprecated {
+		msg := fmt.Sprintf("every Pod restarted in place and synced at epoch %d", d.synced)
+		setCondition(&p.status, jobset.JobSetRestarting, metav1.ConditionFalse, ReasonInPlaceRestartDone, msg, now)
+		p.events = append(p.events, event{corev1.EventTypeNormal, ReasonInPlaceRestartDone, msg})
+	}
+
+	want := broadcast.Encode(broadcast.Broadcast{DeprecatedEpoch: d.deprecated, SyncedEpoch: d.synced, OpenReplicatedJobs: d.openReplicatedJobs})
+	if !maps.Equal(want, obs.broadcast) {
+		p.broadcast = want
+	}
 }
 
 // suspendOrResume brings spec.suspend of every current Job in line with the

@@ -43,6 +43,10 @@ const (
 	ReasonRestartJobsReady     = "JobsReady"
 	MessageRestartJobsReady    = "all jobs are ready"
 
+	// RestartingJobSet condition of InPlaceRestart JobSets.
+	ReasonInPlaceRestart     = "InPlaceRestart"
+	ReasonInPlaceRestartDone = "InPlaceRestartCompleted"
+
 	// Events without a condition.
 	ReasonJobCreationFailed     = "JobCreationFailed"
 	ReasonServiceCreationFailed = "HeadlessServiceCreationFailed"

@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
+	"github.com/inplace-dev/inplace/broadcast"
 )
 
 // ControllerName names the controller in logs, metrics and Events.
@@ -63,6 +64,7 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;update
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch;update
 
@@ -78,9 +80,10 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		For(&jobset.JobSet{}).
 		Owns(&batchv1.Job{}).
 		Owns(&corev1.Service{}).
-		// Pods matter only for BlockingRecreate, which waits for the Pods of
-		// the previous attempt to disappear.
-		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(jobSetOfPod), builder.WithPredicates(podDeletions())).
+		// Pods matter to BlockingRecreate, which waits for the Pods of the
+		// previous attempt to disappear, and to the epoch protocol.
+		Owns(&corev1.ConfigMap{}).
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(jobSetOfPod), builder.WithPredicates(podChanges())).
 		WithOptions(controller.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles}).
 		Complete(r)
 }
@@ -123,6 +126,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		// twice, say) fails with a conflict instead of landing.
 		if err := r.client.Status().Update(ctx, &js); err != nil {
 			return ctrl.Result{}, err
+		}
+	}
+	// The broadcast mirrors the status, which stays the truth: it is written
+	// after the status, and rewritten by the next reconcile if this fails.
+	if p.broadcast != nil {
+		if err := r.writeBroadcast(ctx, &js, p.broadcast); err != nil {
+			return ctrl.Result{}, fmt.Errorf("writing the broadcast: %w", err)
 		}
 	}
 	for _, e := range p.events {
@@ -226,3 +236,23 @@ func ignore(err error, preds ...func(error) bool) error {
 }
 
 var _ reconcile.Reconciler = &Reconciler{}
+
+// writeBroadcast creates or updates the JobSet's broadcast ConfigMap.
+func (r *Reconciler) writeBroadcast(ctx context.Context, js *jobset.JobSet, data map[string]string) error {
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
+		Name:            broadcast.Name(js.Name),
+		Namespace:       js.Namespace,
+		Labels:          map[string]string{jobset.JobSetNameKey: js.Name},
+		OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(js, jobset.GroupVersion.WithKind(jobset.Kind))},
+	}}
+	err := r.client.Get(ctx, client.ObjectKeyFromObject(cm), cm)
+	switch {
+	case apierrors.IsNotFound(err):
+		cm.Data = data
+		return r.client.Create(ctx, cm)
+	case err != nil:
+		return err
+	}
+	cm.Data = data
+	return r.client.Update(ctx, cm)
+}

@@ -139,3 +139,30 @@ func updatePodStatus(ctx context.Context, c client.Client, pod *corev1.Pod, muta
 		return c.Status().Update(ctx, pod)
 	})).To(gomega.Succeed())
 }
+
+// ExitContainer records that a container of a running Pod terminated with
+// exitCode, as a kubelet does before it restarts the Pod's containers in
+// place; the Pod stays Running.
+func ExitContainer(ctx context.Context, c client.Client, pod *corev1.Pod, container string, exitCode int32) {
+	ginkgo.GinkgoHelper()
+	updatePodStatus(ctx, c, pod, func(s *corev1.PodStatus) {
+		s.Phase = corev1.PodRunning
+		s.ContainerStatuses = containerStatuses(pod, func(name string) corev1.ContainerState {
+			if name == container {
+				return corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: exitCode, FinishedAt: metav1.Now()}}
+			}
+			return corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.Now()}}
+		})
+	})
+}
+
+// SetEpoch writes a Pod's epoch annotation, as its agent does.
+func SetEpoch(ctx context.Context, c client.Client, pod *corev1.Pod, epoch string) {
+	ginkgo.GinkgoHelper()
+	patch := client.MergeFrom(pod.DeepCopy())
+	if pod.Annotations == nil {
+		pod.Annotations = map[string]string{}
+	}
+	pod.Annotations["jobset.sigs.k8s.io/epoch"] = epoch
+	gomega.Expect(c.Patch(ctx, pod, patch)).To(gomega.Succeed())
+}

@@ -429,6 +429,12 @@ type JobSetStatus struct {
 	// +optional
 	Restarts int32 `json:"restarts"`
 
+	// inPlaceRestarts counts the restarts among status.restarts that were
+	// done in place; the others recreated the Jobs.
+	//
+	// +optional
+	InPlaceRestarts int32 `json:"inPlaceRestarts,omitempty"`
+
 	// restartsCountTowardsMax counts the restarts that count towards
 	// spec.failurePolicy.maxRestarts.
 	//

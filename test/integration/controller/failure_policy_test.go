@@ -8,6 +8,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
@@ -192,8 +193,12 @@ var _ = Describe("failure policy (KEP-262)", func() {
 				g.Expect(pods).To(HaveLen(1))
 				held = pods[0]
 			}).WithTimeout(timeout).Should(Succeed())
-			held.Finalizers = append(held.Finalizers, "test.inplace.dev/hold")
-			Expect(k8sClient.Update(ctx, &held)).To(Succeed())
+			// The Job controller updates its Pods concurrently: retry on conflict.
+			Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+				Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(&held), &held)).To(Succeed())
+				held.Finalizers = append(held.Finalizers, "test.inplace.dev/hold")
+				return k8sClient.Update(ctx, &held)
+			})).To(Succeed())
 
 			failPod(ns.Name, "order-w-1", 1)
 			expectRestarts(js, 1, 1)
@@ -211,9 +216,11 @@ var _ = Describe("failure policy (KEP-262)", func() {
 				}).WithTimeout(timeout).Should(Succeed())
 			}
 
-			Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(&held), &held)).To(Succeed())
-			held.Finalizers = nil
-			Expect(k8sClient.Update(ctx, &held)).To(Succeed())
+			Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+				Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(&held), &held)).To(Succeed())
+				held.Finalizers = nil
+				return k8sClient.Update(ctx, &held)
+			})).To(Succeed())
 			expectJobs(js, "1", "order-w-0", "order-w-1")
 		},
 		Entry("Recreate", jobset.Recreate),

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -161,9 +162,12 @@ var _ = Describe("JobSet lifecycle", func() {
 		expectCondition(js, jobset.JobSetSuspended, "True", "SuspendedJobs")
 		expectEvent(js, "SuspendedJobs")
 
-		resume := get(js)
-		resume.Spec.Suspend = ptr.To(false)
-		Expect(k8sClient.Update(ctx, resume)).To(Succeed())
+		// The controller writes the status concurrently: retry on conflict.
+		Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			resume := get(js)
+			resume.Spec.Suspend = ptr.To(false)
+			return k8sClient.Update(ctx, resume)
+		})).To(Succeed())
 		expectCondition(js, jobset.JobSetSuspended, "False", "ResumeJobs")
 		Eventually(func(g Gomega) {
 			got := jobs(g, js)

@@ -11,6 +11,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
@@ -70,18 +71,23 @@ var _ = Describe("JobSetPolicy", Ordered, func() {
 		Expect(k8sClient.Create(ctx, withMaxRestarts("ten", ns.Name, 10), client.DryRunAll)).To(Succeed())
 
 		// Changed: the new limit applies within seconds.
-		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(policy), policy)).To(Succeed())
-		policy.Spec.Parameters = params(map[string]int{"limit": 5})
-		Expect(k8sClient.Update(ctx, policy)).To(Succeed())
+		// The policy controller writes the status concurrently: retry on conflict.
+		Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(policy), policy)).To(Succeed())
+			policy.Spec.Parameters = params(map[string]int{"limit": 5})
+			return k8sClient.Update(ctx, policy)
+		})).To(Succeed())
 		Eventually(func() error {
 			return k8sClient.Create(ctx, withMaxRestarts("six", ns.Name, 6), client.DryRunAll)
 		}).WithTimeout(10 * time.Second).Should(MatchError(ContainSubstring("above this cluster's limit of 5")))
 
 		// Broken: the status shows the error with its line; the last good
 		// version stays in force.
-		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(policy), policy)).To(Succeed())
-		policy.Spec.Rego = "package guardrails.maxrestarts\n\ndeny contains msg if {\n\tmsg := \n}\n"
-		Expect(k8sClient.Update(ctx, policy)).To(Succeed())
+		Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(policy), policy)).To(Succeed())
+			policy.Spec.Rego = "package guardrails.maxrestarts\n\ndeny contains msg if {\n\tmsg := \n}\n"
+			return k8sClient.Update(ctx, policy)
+		})).To(Succeed())
 		got := expectReady(policy, metav1.ConditionFalse)
 		Expect(got.Status.Errors).NotTo(BeEmpty())
 		Expect(strings.Join(got.Status.Errors, "\n")).To(ContainSubstring("max-restarts.rego:5"))

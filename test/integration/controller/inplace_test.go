@@ -1,0 +1,87 @@
+package controller
+
+import (
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
+	"github.com/inplace-dev/inplace/broadcast"
+	"github.com/inplace-dev/inplace/test/util"
+)
+
+// These specs play the agents by writing the Pods' epoch annotations and
+// the kubelet by writing container states, and check the controller's side
+// of the epoch protocol through the real API server.
+var _ = Describe("the epoch protocol of InPlaceRestart", func() {
+	var ns *corev1.Namespace
+	BeforeEach(func() {
+		ns = fw.NewNamespace(ctx, k8sClient)
+		util.WaitForDefaultServiceAccount(ctx, k8sClient, ns.Name)
+	})
+
+	allPods := func(js *jobset.JobSet, want int) []corev1.Pod {
+		GinkgoHelper()
+		var pods []corev1.Pod
+		Eventually(func(g Gomega) {
+			var list corev1.PodList
+			g.Expect(k8sClient.List(ctx, &list, client.InNamespace(js.Namespace), client.MatchingLabels{jobset.JobSetNameKey: js.Name})).To(Succeed())
+			g.Expect(list.Items).To(HaveLen(want))
+			pods = list.Items
+		}).WithTimeout(timeout).Should(Succeed())
+		return pods
+	}
+	expectEpochs := func(js *jobset.JobSet, deprecated, synced int32) {
+		GinkgoHelper()
+		Eventually(func(g Gomega) {
+			got := get(js)
+			g.Expect(got.Status.DeprecatedEpoch).To(Equal(deprecated), "deprecatedEpoch")
+			g.Expect(got.Status.SyncedEpoch).To(Equal(synced), "syncedEpoch")
+			var cm corev1.ConfigMap
+			g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: js.Namespace, Name: broadcast.Name(js.Name)}, &cm)).To(Succeed())
+			b, err := broadcast.Decode(cm.Data)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(b.DeprecatedEpoch).To(Equal(deprecated), "broadcast deprecatedEpoch")
+			g.Expect(b.SyncedEpoch).To(Equal(synced), "broadcast syncedEpoch")
+		}).WithTimeout(timeout).Should(Succeed())
+	}
+
+	It("syncs, deprecates the moment a worker exits, counts exactly maxRestarts and never recreates a Job", func() {
+		rj := util.MakeReplicatedJob("w").Replicas(2).Parallelism(2).Obj()
+		rj.Template.Spec.BackoffLimit = nil // set by the webhook for InPlaceRestart
+		js := create(util.MakeJobSet("ip", ns.Name).ReplicatedJob(rj).
+			FailurePolicy(&jobset.FailurePolicy{RestartStrategy: jobset.InPlaceRestart, MaxRestarts: 1}).Obj())
+		expectJobs(js, "0", "ip-w-0", "ip-w-1")
+		jobUIDs := uids(js)
+
+		pods := allPods(js, 4)
+		for i := range pods {
+			util.SetEpoch(ctx, k8sClient, &pods[i], "1")
+		}
+		expectEpochs(js, 0, 1)
+
+		util.ExitContainer(ctx, k8sClient, &pods[2], "worker", 1)
+		expectEpochs(js, 1, 1)
+		got := expectCondition(js, jobset.JobSetRestarting, "True", "InPlaceRestart")
+		Expect(got.Status.Restarts).To(Equal(int32(1)))
+		Expect(got.Status.InPlaceRestarts).To(Equal(int32(1)))
+		Expect(got.Status.RestartsCountTowardsMax).To(Equal(int32(1)))
+		Expect(findCondition(got, jobset.JobSetRestarting).Message).To(ContainSubstring("container worker of Pod " + pods[2].Name + " exited"))
+		expectEvent(js, "InPlaceRestart")
+
+		// Every agent restarted and reported the next epoch.
+		for i := range pods {
+			util.SetPodsRunning(ctx, k8sClient, ns.Name, pods[i].Labels["batch.kubernetes.io/job-name"], 2)
+			util.SetEpoch(ctx, k8sClient, &pods[i], "2")
+		}
+		expectEpochs(js, 1, 2)
+		expectCondition(js, jobset.JobSetRestarting, "False", "InPlaceRestartCompleted")
+		Expect(uids(js)).To(Equal(jobUIDs), "an in-place restart recreated a Job")
+
+		// The one allowed restart is used: the next exit fails the JobSet.
+		util.ExitContainer(ctx, k8sClient, &pods[0], "worker", 1)
+		got = expectCondition(js, jobset.JobSetFailed, "True", "ReachedMaxRestarts")
+		Expect(got.Status.InPlaceRestarts).To(Equal(int32(1)))
+	})
+})
