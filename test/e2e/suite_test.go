@@ -1,0 +1,52 @@
+// Package e2e runs in-place restarts end to end on the local cluster: the
+// real manager with its webhooks over TLS, the real Job controller and
+// scheduler, and simulated nodes that run the real agent in every Pod.
+package e2e
+
+import (
+	"context"
+	"testing"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/inplace-dev/inplace/test/framework"
+	"github.com/inplace-dev/inplace/test/simnode"
+)
+
+var (
+	fw        = &framework.Framework{Name: "e2e", FullCluster: true, Webhooks: true}
+	cfg       *rest.Config
+	ctx       context.Context
+	k8sClient client.Client
+)
+
+func TestE2E(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs the local cluster")
+	}
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "In-place restart end to end")
+}
+
+var _ = BeforeSuite(func() {
+	cfg = fw.Init()
+	ctx, k8sClient = fw.SetupClient(cfg)
+	fw.StartManager(cfg)
+	_, err := simnode.Start(ctx, simnode.Options{
+		Client:         kubernetes.NewForConfigOrDie(cfg),
+		Nodes:          8,
+		Prefix:         "sim",
+		AgentContainer: "inplace-agent",
+		Log:            zap.New(zap.WriteTo(GinkgoWriter)),
+	})
+	Expect(err).NotTo(HaveOccurred())
+})
+
+var _ = AfterSuite(func() {
+	fw.Teardown()
+})

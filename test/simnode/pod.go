@@ -1,0 +1,396 @@
+package simnode
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+
+	"github.com/inplace-dev/inplace/agent"
+	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
+	"github.com/inplace-dev/inplace/inject"
+)
+
+// podRunner runs one Pod, in incarnations: an in-place restart of every
+// container (RestartAllContainers) starts a new incarnation of the same Pod.
+type podRunner struct {
+	sim                       *Sim
+	uid                       types.UID
+	namespace, name, nodeName string
+	ip                        string
+
+	mu       sync.Mutex
+	latest   *corev1.Pod
+	changed  chan struct{}
+	cancel   context.CancelFunc
+	restarts map[string]int32
+}
+
+func newPodRunner(s *Sim, pod *corev1.Pod, ip string) *podRunner {
+	return &podRunner{
+		sim: s, uid: pod.UID, namespace: pod.Namespace, name: pod.Name, nodeName: pod.Spec.NodeName, ip: ip,
+		latest: pod, changed: make(chan struct{}, 1), restarts: map[string]int32{},
+	}
+}
+
+func (r *podRunner) update(pod *corev1.Pod) {
+	r.mu.Lock()
+	r.latest = pod
+	r.mu.Unlock()
+	select {
+	case r.changed <- struct{}{}:
+	default:
+	}
+}
+
+func (r *podRunner) pod() *corev1.Pod {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.latest
+}
+
+func (r *podRunner) stop() {
+	r.mu.Lock()
+	cancel := r.cancel
+	r.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+}
+
+// exit is a container's termination.
+type exit struct {
+	container string
+	code      int32
+}
+
+func (r *podRunner) run(parent context.Context) {
+	ctx, cancel := context.WithCancel(parent)
+	r.mu.Lock()
+	r.cancel = cancel
+	r.mu.Unlock()
+	defer cancel()
+
+	for ctx.Err() == nil {
+		if r.deleting() {
+			r.finishDeletion(ctx)
+			return
+		}
+		again, err := r.incarnation(ctx)
+		if err != nil && ctx.Err() == nil {
+			r.sim.opts.Log.Error(err, "simulated pod", "pod", r.namespace+"/"+r.name)
+		}
+		if !again {
+			// Terminal: wait for deletion.
+			for ctx.Err() == nil && !r.deleting() {
+				select {
+				case <-ctx.Done():
+				case <-r.changed:
+				}
+			}
+		}
+	}
+}
+
+// incarnation starts every container of the Pod and runs until one exit
+// ends it; it reports whether the Pod starts over (RestartAllContainers).
+func (r *podRunner) incarnation(parent context.Context) (bool, error) {
+	ctx, cancel := context.WithCancel(parent)
+	defer cancel()
+	pod := r.pod()
+	spec := pod.Spec
+	st := newStatus(pod, r.ip, r.restarts)
+	if err := r.write(ctx, st); err != nil {
+		return true, err
+	}
+
+	exits := make(chan exit, 4)
+	agents := map[string]context.CancelFunc{}
+	startAgent := func(c corev1.Container) {
+		actx, acancel := context.WithCancel(ctx)
+		agents[c.Name] = acancel
+		go func() {
+			code := r.runAgent(actx, c)
+			if actx.Err() == nil {
+				exits <- exit{c.Name, int32(code)}
+			}
+		}()
+	}
+
+	for _, c := range spec.InitContainers {
+		if ptr.Deref(c.RestartPolicy, "") != corev1.ContainerRestartPolicyAlways {
+			st.setInit(c.Name, terminated(0, "Completed"))
+			continue
+		}
+		if c.Name == r.sim.opts.AgentContainer {
+			startAgent(c)
+		}
+		st.setInit(c.Name, running())
+		if err := r.write(ctx, st); err != nil {
+			return true, err
+		}
+		if c.StartupProbe != nil && c.StartupProbe.HTTPGet != nil {
+			if e, ok := r.waitStartup(ctx, c, exits); !ok {
+				if e == nil {
+					return true, ctx.Err()
+				}
+				return r.handle(ctx, st, *e, agents, startAgent, exits)
+			}
+		}
+		st.setStarted(c.Name)
+	}
+	for _, c := range spec.Containers {
+		st.setMain(c.Name, running())
+	}
+	st.running()
+	if err := r.write(ctx, st); err != nil {
+		return true, err
+	}
+
+	for {
+		select {
+		case <-ctx.Done():
+			return true, nil
+		case e := <-exits:
+			again, err := r.handle(ctx, st, e, agents, startAgent, exits)
+			if again || err != nil || st.terminal() {
+				return again, err
+			}
+		case <-r.changed:
+			pod := r.pod()
+			if pod.DeletionTimestamp != nil {
+				return true, nil
+			}
+			if v, ok := pod.Annotations[ExitCodeAnnotation]; ok {
+				r.clearAnnotation(ctx, ExitCodeAnnotation)
+				code, err := strconv.Atoi(v)
+				if err == nil && len(spec.Containers) > 0 {
+					exits <- exit{spec.Containers[0].Name, int32(code)}
+				}
+			}
+			if pod.Annotations[CrashAnnotation] == "agent" {
+				r.clearAnnotation(ctx, CrashAnnotation)
+				if stop, ok := agents[r.sim.opts.AgentContainer]; ok {
+					stop()
+					exits <- exit{r.sim.opts.AgentContainer, 1}
+				}
+			}
+		}
+	}
+}
+
+// waitStartup probes a sidecar's startup probe until it passes; an exit
+// meanwhile is returned.
+func (r *podRunner) waitStartup(ctx context.Context, c corev1.Container, exits chan exit) (*exit, bool) {
+	p := c.StartupProbe
+	url := fmt.Sprintf("http://%s:%d%s", r.ip, p.HTTPGet.Port.IntValue(), p.HTTPGet.Path)
+	period := time.Duration(max(p.PeriodSeconds, 1)) * time.Second
+	// Probing faster than the period would hide the barrier's real cost;
+	// the kubelet probes every period.
+	ticker := time.NewTicker(period)
+	defer ticker.Stop()
+	for failures := int32(0); ; {
+		if probe(ctx, url) {
+			return nil, true
+		}
+		failures++
+		if p.FailureThreshold > 0 && failures >= p.FailureThreshold {
+			return &exit{c.Name, 137}, false
+		}
+		select {
+		case <-ctx.Done():
+			return nil, false
+		case e := <-exits:
+			return &e, false
+		case <-ticker.C:
+		}
+	}
+}
+
+// handle applies a container exit: its restart rules, then its restart
+// policy, as the kubelet does.
+func (r *podRunner) handle(ctx context.Context, st *status, e exit, agents map[string]context.CancelFunc, startAgent func(corev1.Container), _ chan exit) (bool, error) {
+	spec := r.pod().Spec
+	c, isInit := findContainer(spec, e.container)
+	if c == nil {
+		return false, nil
+	}
+	action := exitAction(c, spec.RestartPolicy, isInit, e.code)
+	if isInit {
+		st.setInit(c.Name, terminated(e.code, reason(e.code)))
+	} else {
+		st.setMain(c.Name, terminated(e.code, reason(e.code)))
+	}
+	switch action {
+	case actionRestartAll:
+		// Report the exit first, as the kubelet does, then start over.
+		if err := r.write(ctx, st); err != nil {
+			return true, err
+		}
+		for _, stop := range agents {
+			stop()
+		}
+		for _, cs := range append(slices.Clone(spec.InitContainers), spec.Containers...) {
+			r.restarts[cs.Name]++
+		}
+		return true, nil
+	case actionRestart:
+		r.restarts[c.Name]++
+		st.restarted(c.Name, r.restarts[c.Name], isInit)
+		if c.Name == r.sim.opts.AgentContainer {
+			startAgent(*c)
+		}
+		return false, r.write(ctx, st)
+	default:
+		st.finish()
+		return false, r.write(ctx, st)
+	}
+}
+
+type action int
+
+const (
+	actionNone action = iota
+	actionRestart
+	actionRestartAll
+)
+
+// exitAction decides what an exit does: the first matching restart rule,
+// else the container's (or the Pod's) restart policy.
+func exitAction(c *corev1.Container, podPolicy corev1.RestartPolicy, isInit bool, code int32) action {
+	for _, rule := range c.RestartPolicyRules {
+		if rule.ExitCodes == nil {
+			continue
+		}
+		in := slices.Contains(rule.ExitCodes.Values, code)
+		if (rule.ExitCodes.Operator == corev1.ContainerRestartRuleOnExitCodesOpIn) != in {
+			continue
+		}
+		switch rule.Action {
+		case corev1.ContainerRestartRuleActionRestartAllContainers:
+			return actionRestartAll
+		case corev1.ContainerRestartRuleActionRestart:
+			return actionRestart
+		}
+	}
+	policy := corev1.ContainerRestartPolicy(podPolicy)
+	if c.RestartPolicy != nil {
+		policy = *c.RestartPolicy
+	}
+	switch {
+	case policy == corev1.ContainerRestartPolicyAlways:
+		return actionRestart
+	case policy == corev1.ContainerRestartPolicyOnFailure && code != 0:
+		return actionRestart
+	}
+	return actionNone
+}
+
+// runAgent runs the real agent for the Pod until it exits.
+func (r *podRunner) runAgent(ctx context.Context, c corev1.Container) int {
+	env := map[string]string{}
+	for _, e := range c.Env {
+		env[e.Name] = e.Value
+	}
+	code, _ := strconv.Atoi(env[inject.EnvRestartExitCode])
+	port := env[inject.EnvBarrierPort]
+	pod := r.pod()
+	log := r.sim.opts.Log.WithValues("pod", r.namespace+"/"+r.name)
+	t := &agent.KubeTransport{
+		Client: r.sim.opts.Client, Namespace: r.namespace, Pod: r.name,
+		JobSet: pod.Annotations[jobset.JobSetNameKey], Log: log,
+	}
+	exitCode, err := agent.Run(ctx, log, agent.Config{
+		ReplicatedJob:   pod.Annotations[jobset.ReplicatedJobNameKey],
+		RestartExitCode: code,
+		Listen:          r.ip + ":" + port,
+	}, t)
+	if err != nil && ctx.Err() == nil {
+		log.Error(err, "agent failed")
+	}
+	return exitCode
+}
+
+func (r *podRunner) deleting() bool { return r.pod().DeletionTimestamp != nil }
+
+// finishDeletion stops the containers and removes the Pod, as the kubelet
+// does once its grace period is over.
+func (r *podRunner) finishDeletion(ctx context.Context) {
+	err := r.sim.opts.Client.CoreV1().Pods(r.namespace).Delete(ctx, r.name, metav1.DeleteOptions{
+		GracePeriodSeconds: ptr.To[int64](0), Preconditions: &metav1.Preconditions{UID: &r.uid},
+	})
+	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) && ctx.Err() == nil {
+		r.sim.opts.Log.Error(err, "finishing deletion", "pod", r.namespace+"/"+r.name)
+	}
+}
+
+// fail marks the Pod failed, for a lost node.
+func (r *podRunner) fail(ctx context.Context, reason, message string) {
+	r.stop()
+	pod, err := r.sim.opts.Client.CoreV1().Pods(r.namespace).Get(ctx, r.name, metav1.GetOptions{})
+	if err != nil {
+		return
+	}
+	pod.Status.Phase = corev1.PodFailed
+	pod.Status.Reason, pod.Status.Message = reason, message
+	pod.Status.Conditions = append(pod.Status.Conditions, corev1.PodCondition{
+		Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue, Reason: "DeletionByPodGC", Message: message, LastTransitionTime: metav1.Now(),
+	})
+	_, _ = r.sim.opts.Client.CoreV1().Pods(r.namespace).UpdateStatus(ctx, pod, metav1.UpdateOptions{})
+}
+
+func (r *podRunner) clearAnnotation(ctx context.Context, key string) {
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{key: nil}}})
+	_, _ = r.sim.opts.Client.CoreV1().Pods(r.namespace).Patch(ctx, r.name, types.MergePatchType, patch, metav1.PatchOptions{})
+}
+
+// write stores the status, retrying on conflicts with the latest Pod.
+func (r *podRunner) write(ctx context.Context, st *status) error {
+	for attempt := 0; ; attempt++ {
+		pod := r.pod().DeepCopy()
+		pod.Status = st.build(pod)
+		_, err := r.sim.opts.Client.CoreV1().Pods(r.namespace).UpdateStatus(ctx, pod, metav1.UpdateOptions{})
+		switch {
+		case err == nil, apierrors.IsNotFound(err):
+			return nil
+		case apierrors.IsConflict(err) && attempt < 20:
+			fresh, gerr := r.sim.opts.Client.CoreV1().Pods(r.namespace).Get(ctx, r.name, metav1.GetOptions{})
+			if gerr != nil {
+				return gerr
+			}
+			r.update(fresh)
+		default:
+			return err
+		}
+	}
+}
+
+func findContainer(spec corev1.PodSpec, name string) (*corev1.Container, bool) {
+	for i := range spec.InitContainers {
+		if spec.InitContainers[i].Name == name {
+			return &spec.InitContainers[i], true
+		}
+	}
+	for i := range spec.Containers {
+		if spec.Containers[i].Name == name {
+			return &spec.Containers[i], false
+		}
+	}
+	return nil, false
+}
+
+func reason(code int32) string {
+	if code == 0 {
+		return "Completed"
+	}
+	return "Error"
+}

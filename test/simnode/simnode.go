@@ -1,0 +1,215 @@
+// Package simnode plays the kubelets of a local cluster: it registers Nodes
+// and runs every Pod bound to them with kubelet semantics, without
+// containers.
+//
+// A Pod's init containers run in order; a sidecar (restartPolicy Always)
+// starts and, if it has a startup probe, is probed over HTTP at the Pod's IP
+// before the next container starts. The agent sidecar of InPlaceRestart
+// JobSets runs the real agent code in-process, listening on the Pod's own
+// loopback address (each Pod gets one of 127.0.0.0/8). Other containers are
+// scripted: regular init containers succeed, main containers run until a
+// test makes them exit. A container exit is handled by its
+// restartPolicyRules (Restart, RestartAllContainers) and then its
+// restartPolicy, as the kubelet does; the Pod's phase, conditions and
+// container statuses are written as the kubelet writes them.
+//
+// Driving failures with kubectl alone:
+//
+//	sim.inplace.dev/exit-code: "C"   the first main container exits with C, once
+//	sim.inplace.dev/crash: agent     the agent crashes (exit 1), once
+//
+// Where the simulation differs from a kubelet: no images, volumes, probes
+// other than startup probes of sidecars, resource accounting or cgroups;
+// the in-process agent uses the simulator's client instead of the Pod's
+// service account token; deletion is finished at once (no grace period).
+package simnode
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+)
+
+// Annotations that drive failures.
+const (
+	ExitCodeAnnotation = "sim.inplace.dev/exit-code"
+	CrashAnnotation    = "sim.inplace.dev/crash"
+	// NodeLabel marks simulated Nodes.
+	NodeLabel = "sim.inplace.dev/node"
+)
+
+// Options configure the simulated nodes.
+type Options struct {
+	Client kubernetes.Interface
+	// Nodes is how many Nodes to register, named <Prefix>-<i>.
+	Nodes  int
+	Prefix string
+	// AgentContainer is the name of the agent init container.
+	AgentContainer string
+	Log            logr.Logger
+}
+
+// Sim is a running set of simulated nodes.
+type Sim struct {
+	opts   Options
+	mu     sync.Mutex
+	pods   map[types.UID]*podRunner
+	nodes  map[string]bool
+	nextIP int
+	wg     sync.WaitGroup
+}
+
+// Start registers the Nodes and runs the Pods bound to them until ctx ends.
+func Start(ctx context.Context, opts Options) (*Sim, error) {
+	s := &Sim{opts: opts, pods: map[types.UID]*podRunner{}, nodes: map[string]bool{}}
+	for i := range opts.Nodes {
+		name := fmt.Sprintf("%s-%d", opts.Prefix, i)
+		if err := s.registerNode(ctx, name); err != nil {
+			return nil, err
+		}
+		s.nodes[name] = true
+	}
+	lw := cache.NewListWatchFromClient(opts.Client.CoreV1().RESTClient(), "pods", metav1.NamespaceAll, fields.OneTermNotEqualSelector("spec.nodeName", ""))
+	_, podInformer := cache.NewInformerWithOptions(cache.InformerOptions{
+		ListerWatcher: lw, ObjectType: &corev1.Pod{},
+		Handler: cache.ResourceEventHandlerFuncs{
+			AddFunc:    func(obj any) { s.observe(ctx, obj) },
+			UpdateFunc: func(_, obj any) { s.observe(ctx, obj) },
+			DeleteFunc: func(obj any) { s.forget(obj) },
+		},
+	})
+	nodeLW := cache.NewListWatchFromClient(opts.Client.CoreV1().RESTClient(), "nodes", metav1.NamespaceAll, fields.Everything())
+	_, nodeInformer := cache.NewInformerWithOptions(cache.InformerOptions{
+		ListerWatcher: nodeLW, ObjectType: &corev1.Node{},
+		Handler: cache.ResourceEventHandlerFuncs{DeleteFunc: func(obj any) { s.nodeLost(ctx, obj) }},
+	})
+	go podInformer.Run(ctx.Done())
+	go nodeInformer.Run(ctx.Done())
+	if !cache.WaitForCacheSync(ctx.Done(), podInformer.HasSynced, nodeInformer.HasSynced) {
+		return nil, fmt.Errorf("simulated nodes: caches did not sync")
+	}
+	return s, nil
+}
+
+// Wait waits until every Pod runner has stopped (after ctx ended).
+func (s *Sim) Wait() { s.wg.Wait() }
+
+func (s *Sim) registerNode(ctx context.Context, name string) error {
+	capacity := corev1.ResourceList{
+		corev1.ResourcePods:   resource.MustParse("110"),
+		corev1.ResourceCPU:    resource.MustParse("64"),
+		corev1.ResourceMemory: resource.MustParse("256Gi"),
+	}
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{corev1.LabelHostname: name, NodeLabel: "true"}}}
+	created, err := s.opts.Client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		created, err = s.opts.Client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+	}
+	if err != nil {
+		return fmt.Errorf("registering node %s: %w", name, err)
+	}
+	created.Status = corev1.NodeStatus{
+		Capacity: capacity, Allocatable: capacity,
+		Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
+			LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}},
+		// Pods with RestartAllContainers rules are scheduled only onto Nodes
+		// that declare the feature.
+		DeclaredFeatures: []string{"RestartAllContainersOnContainerExits"},
+	}
+	_, err = s.opts.Client.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{})
+	return err
+}
+
+// observe starts a runner for a new Pod on one of our Nodes and passes
+// updates to existing runners.
+func (s *Sim) observe(ctx context.Context, obj any) {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok || !s.nodes[pod.Spec.NodeName] {
+		return
+	}
+	s.mu.Lock()
+	r, ok := s.pods[pod.UID]
+	if !ok {
+		if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+			s.mu.Unlock()
+			return
+		}
+		s.nextIP++
+		r = newPodRunner(s, pod, fmt.Sprintf("127.0.%d.%d", 1+s.nextIP/250, 1+s.nextIP%250))
+		s.pods[pod.UID] = r
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			r.run(ctx)
+		}()
+	}
+	s.mu.Unlock()
+	r.update(pod)
+}
+
+func (s *Sim) forget(obj any) {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		if d, isTomb := obj.(cache.DeletedFinalStateUnknown); isTomb {
+			pod, ok = d.Obj.(*corev1.Pod)
+		}
+	}
+	if !ok {
+		return
+	}
+	s.mu.Lock()
+	r := s.pods[pod.UID]
+	delete(s.pods, pod.UID)
+	s.mu.Unlock()
+	if r != nil {
+		r.stop()
+	}
+}
+
+// nodeLost fails the Pods of a deleted Node, as a lost node's Pods fail;
+// the Pod garbage collector then deletes them.
+func (s *Sim) nodeLost(ctx context.Context, obj any) {
+	node, ok := obj.(*corev1.Node)
+	if !ok || !s.nodes[node.Name] {
+		return
+	}
+	s.mu.Lock()
+	delete(s.nodes, node.Name)
+	var lost []*podRunner
+	for _, r := range s.pods {
+		if r.nodeName == node.Name {
+			lost = append(lost, r)
+		}
+	}
+	s.mu.Unlock()
+	for _, r := range lost {
+		r.fail(ctx, "NodeLost", fmt.Sprintf("node %s was lost", node.Name))
+	}
+}
+
+func probe(ctx context.Context, url string) bool {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return false
+	}
+	resp, err := probeClient.Do(req)
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.StatusCode >= 200 && resp.StatusCode < 400
+}
+
+var probeClient = &http.Client{Timeout: time.Second}

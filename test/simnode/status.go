@@ -1,0 +1,147 @@
+package simnode
+
+import (
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+)
+
+// status is the simulated kubelet's model of a Pod's status.
+type status struct {
+	ip        string
+	start     metav1.Time
+	phase     corev1.PodPhase
+	initOrder []string
+	mainOrder []string
+	byName    map[string]*corev1.ContainerStatus
+}
+
+func newStatus(pod *corev1.Pod, ip string, restarts map[string]int32) *status {
+	s := &status{ip: ip, start: metav1.Now(), phase: corev1.PodPending, byName: map[string]*corev1.ContainerStatus{}}
+	if pod.Status.StartTime != nil {
+		s.start = *pod.Status.StartTime
+	}
+	waiting := corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "PodInitializing"}}
+	add := func(c corev1.Container) {
+		cs := &corev1.ContainerStatus{Name: c.Name, Image: c.Image, ImageID: c.Image, State: waiting, RestartCount: restarts[c.Name]}
+		// Keep what the previous incarnation ended with, as the kubelet does.
+		for _, prev := range append(slices.Clone(pod.Status.InitContainerStatuses), pod.Status.ContainerStatuses...) {
+			if prev.Name == c.Name && prev.State.Terminated != nil {
+				cs.LastTerminationState = prev.State
+			}
+		}
+		s.byName[c.Name] = cs
+	}
+	for _, c := range pod.Spec.InitContainers {
+		s.initOrder = append(s.initOrder, c.Name)
+		add(c)
+	}
+	for _, c := range pod.Spec.Containers {
+		s.mainOrder = append(s.mainOrder, c.Name)
+		add(c)
+	}
+	return s
+}
+
+func running() corev1.ContainerState {
+	return corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.Now()}}
+}
+
+func terminated(code int32, reason string) corev1.ContainerState {
+	now := metav1.Now()
+	return corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: code, Reason: reason, StartedAt: now, FinishedAt: now}}
+}
+
+func (s *status) set(name string, state corev1.ContainerState) {
+	if cs := s.byName[name]; cs != nil {
+		cs.State = state
+		cs.Ready = state.Running != nil
+		cs.Started = ptr.To(state.Running != nil)
+	}
+}
+
+func (s *status) setInit(name string, state corev1.ContainerState) { s.set(name, state) }
+func (s *status) setMain(name string, state corev1.ContainerState) { s.set(name, state) }
+
+// setStarted marks a sidecar whose startup probe passed.
+func (s *status) setStarted(name string) {
+	if cs := s.byName[name]; cs != nil {
+		cs.Started, cs.Ready = ptr.To(true), true
+	}
+}
+
+// restarted restarts one container.
+func (s *status) restarted(name string, count int32, _ bool) {
+	if cs := s.byName[name]; cs != nil {
+		if cs.State.Terminated != nil {
+			cs.LastTerminationState = cs.State
+		}
+		cs.RestartCount = count
+		cs.State = running()
+		cs.Ready, cs.Started = true, ptr.To(true)
+	}
+}
+
+func (s *status) running() { s.phase = corev1.PodRunning }
+
+// finish sets the terminal phase once every main container has terminated
+// for good.
+func (s *status) finish() {
+	failed := false
+	for _, n := range s.mainOrder {
+		t := s.byName[n].State.Terminated
+		if t == nil {
+			return
+		}
+		failed = failed || t.ExitCode != 0
+	}
+	s.phase = corev1.PodSucceeded
+	if failed {
+		s.phase = corev1.PodFailed
+	}
+}
+
+func (s *status) terminal() bool {
+	return s.phase == corev1.PodSucceeded || s.phase == corev1.PodFailed
+}
+
+func (s *status) build(pod *corev1.Pod) corev1.PodStatus {
+	out := corev1.PodStatus{
+		Phase: s.phase, HostIP: "127.0.0.1", PodIP: s.ip, StartTime: &s.start,
+		HostIPs: []corev1.HostIP{{IP: "127.0.0.1"}}, PodIPs: []corev1.PodIP{{IP: s.ip}},
+	}
+	initialized, ready := true, s.phase == corev1.PodRunning
+	for _, n := range s.initOrder {
+		cs := *s.byName[n]
+		out.InitContainerStatuses = append(out.InitContainerStatuses, cs)
+		sidecarUp := cs.State.Running != nil && ptr.Deref(cs.Started, false)
+		completed := cs.State.Terminated != nil && cs.State.Terminated.ExitCode == 0
+		initialized = initialized && (sidecarUp || completed)
+	}
+	for _, n := range s.mainOrder {
+		cs := *s.byName[n]
+		out.ContainerStatuses = append(out.ContainerStatuses, cs)
+		ready = ready && cs.State.Running != nil
+	}
+	cond := func(t corev1.PodConditionType, ok bool) corev1.PodCondition {
+		c := corev1.PodCondition{Type: t, Status: corev1.ConditionFalse, LastTransitionTime: metav1.Now()}
+		if ok {
+			c.Status = corev1.ConditionTrue
+		}
+		for _, prev := range pod.Status.Conditions {
+			if prev.Type == t && prev.Status == c.Status {
+				c.LastTransitionTime = prev.LastTransitionTime
+			}
+		}
+		return c
+	}
+	out.Conditions = []corev1.PodCondition{
+		cond(corev1.PodScheduled, true),
+		cond(corev1.PodInitialized, initialized),
+		cond(corev1.ContainersReady, ready),
+		cond(corev1.PodReady, ready),
+	}
+	return out
+}
