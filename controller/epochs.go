@@ -8,6 +8,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
+	"github.com/inplace-dev/inplace/inject"
 )
 
 // This file decides the epochs of an InPlaceRestart JobSet from its Pods,
@@ -32,6 +33,10 @@ type podEpoch struct {
 	epoch int32
 	// gone: the Pod failed or is being deleted.
 	gone bool
+	// fatal: the Pod failed with an exit code its Job's podFailurePolicy
+	// turns into a Job failure; the failure policy, not an in-place
+	// restart, decides what follows.
+	fatal bool
 	// workerExited names a worker container that terminated, if any.
 	workerExited string
 	ready        bool
@@ -46,6 +51,26 @@ type epochDecision struct {
 	why string
 	// openReplicatedJobs may lift their barrier; nil means all.
 	openReplicatedJobs []string
+}
+
+// observePodIn extracts the epoch facts of a Pod of js, including whether
+// it failed with an exit code that fails its Job.
+func observePodIn(js *jobset.JobSet, pod *corev1.Pod) podEpoch {
+	p := observePod(pod)
+	if pod.Status.Phase != corev1.PodFailed {
+		return p
+	}
+	for _, rj := range js.Spec.ReplicatedJobs {
+		if rj.Name != p.replicatedJob || rj.Template.Spec.PodFailurePolicy == nil {
+			continue
+		}
+		for _, s := range pod.Status.ContainerStatuses {
+			if t := s.State.Terminated; t != nil && t.ExitCode != 0 && inject.FailsJob(s.Name, rj.Template.Spec.PodFailurePolicy, t.ExitCode) {
+				p.fatal = true
+			}
+		}
+	}
+	return p
 }
 
 // observePod extracts the epoch facts of a Pod.
@@ -137,6 +162,8 @@ func lostMember(pods []podEpoch, synced int32, expected int) string {
 	atSynced := 0
 	for _, p := range pods {
 		switch {
+		case p.fatal:
+			atSynced++
 		case p.epoch == synced && p.gone:
 			return fmt.Sprintf("Pod %s of epoch %d failed or is being deleted", p.name, synced)
 		case p.epoch == synced && p.workerExited != "":

@@ -59,6 +59,11 @@ func TestDecideEpochs(t *testing.T) {
 			edit:           func(p []podEpoch) { p[0].gone = true },
 			wantDeprecated: 1, wantSynced: 1, wantRestart: "Pod p0 of epoch 1 failed or is being deleted",
 		},
+		"a Pod failed with an exit code that fails its Job: no restart, the failure policy decides": {
+			synced: 1, pods: pods(1, 1, 1, 1),
+			edit:           func(p []podEpoch) { p[1].gone, p[1].fatal = true, true },
+			wantDeprecated: 0, wantSynced: 1,
+		},
 		"a Pod is gone and not yet replaced: deprecated": {
 			synced: 1, pods: pods(1, 1, 1),
 			wantDeprecated: 1, wantSynced: 1, wantRestart: "3 of 4 Pods of epoch 1 remain",

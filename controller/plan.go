@@ -100,11 +100,25 @@ func decide(js *jobset.JobSet, obs observed, now metav1.Time) plan {
 		updateStartupConditions(js, &p.status, now)
 	}
 	if inPlace(js) {
-		p.reconcileEpochs(js, obs, now)
+		// A Job the Job controller is failing (FailureTarget) deletes its
+		// Pods before it is marked Failed: the failure policy decides, not
+		// an in-place restart.
+		if !anyFailing(c.active) {
+			p.reconcileEpochs(js, obs, now)
+		}
 	} else if conditionTrue(&p.status, jobset.JobSetRestarting) && allStarted(js, p.status.ReplicatedJobsStatus) {
 		setCondition(&p.status, jobset.JobSetRestarting, metav1.ConditionFalse, ReasonRestartJobsReady, MessageRestartJobsReady, now)
 	}
 	return p
+}
+
+func anyFailing(jobs []*batchv1.Job) bool {
+	for _, j := range jobs {
+		if jobFinished(j, batchv1.JobFailureTarget) {
+			return true
+		}
+	}
+	return false
 }
 
 func inPlace(js *jobset.JobSet) bool {
@@ -118,9 +132,17 @@ func (p *plan) reconcileEpochs(js *jobset.JobSet, obs observed, now metav1.Time)
 	attempt := strconv.Itoa(int(recreateAttempt(&js.Status)))
 	var pods []podEpoch
 	for i := range obs.pods {
-		if obs.pods[i].Labels[jobset.RestartsKey] == attempt {
-			pods = append(pods, observePod(&obs.pods[i]))
+		if obs.pods[i].Labels[jobset.RestartsKey] != attempt {
+			continue
 		}
+		pe := observePodIn(js, &obs.pods[i])
+		if pe.fatal {
+			// Its Job is about to fail, and its Job controller to delete the
+			// Job's other Pods: the failure policy decides, not an in-place
+			// restart.
+			return
+		}
+		pods = append(pods, pe)
 	}
 	d := decideEpochs(js, pods)
 	p.status.DeprecatedEpoch, p.status.SyncedEpoch = d.deprecated, d.synced

@@ -300,6 +300,13 @@ func unmentionedCode(mentioned []int32) int32 {
 	}
 }
 
+// FailsJob reports whether the Job's podFailurePolicy turns an exit of the
+// container with code into a Job failure (first matching rule wins, as in
+// the Job controller).
+func FailsJob(container string, pfp *batchv1.PodFailurePolicy, code int32) bool {
+	return failsJob(container, pfp, code)
+}
+
 func failsJob(container string, pfp *batchv1.PodFailurePolicy, code int32) bool {
 	if pfp == nil {
 		return false

@@ -9,6 +9,8 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -98,3 +100,120 @@ var _ = Describe("in-place restart", func() {
 })
 
 func itoa(i int32) string { return strconv.Itoa(int(i)) }
+
+func annotate(pod corev1.Pod, key, value string) {
+	GinkgoHelper()
+	patch := client.MergeFrom(pod.DeepCopy())
+	pod.Annotations[key] = value
+	Expect(k8sClient.Patch(ctx, &pod, patch)).To(Succeed())
+}
+
+func getJobSet(js *jobset.JobSet) *jobset.JobSet {
+	GinkgoHelper()
+	var got jobset.JobSet
+	Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(js), &got)).To(Succeed())
+	return &got
+}
+
+func expectCondition(js *jobset.JobSet, t jobset.JobSetConditionType, reason string) *jobset.JobSet {
+	GinkgoHelper()
+	var got *jobset.JobSet
+	Eventually(func(g Gomega) {
+		got = getJobSet(js)
+		c := meta.FindStatusCondition(got.Status.Conditions, string(t))
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
+		g.Expect(c.Reason).To(Equal(reason))
+	}).WithTimeout(timeout).Should(Succeed())
+	return got
+}
+
+func smallInPlace(name, namespace string, maxRestarts int32) *jobset.JobSet {
+	rj := util.MakeReplicatedJob("w").Replicas(2).Parallelism(2).Obj()
+	rj.Template.Spec.BackoffLimit = nil
+	return util.MakeJobSet(name, namespace).ReplicatedJob(rj).
+		FailurePolicy(&jobset.FailurePolicy{RestartStrategy: jobset.InPlaceRestart, MaxRestarts: maxRestarts}).Obj()
+}
+
+var _ = Describe("in-place restart, failure cases", func() {
+	var ns *corev1.Namespace
+	BeforeEach(func() {
+		ns = fw.NewNamespace(ctx, k8sClient)
+		util.WaitForDefaultServiceAccount(ctx, k8sClient, ns.Name)
+	})
+
+	It("Story 2: a fatal exit code fails the JobSet without a restart; another code restarts in place", func() {
+		data, err := os.ReadFile(filepath.Join("..", "testdata", "specs", "inplace-story2.yaml"))
+		Expect(err).NotTo(HaveOccurred())
+		var js jobset.JobSet
+		Expect(yaml.UnmarshalStrict(data, &js)).To(Succeed())
+		js.Namespace = ns.Name
+		delete(js.Annotations, jobset.ExclusiveKey)
+		for i := range js.Spec.ReplicatedJobs {
+			pod := &js.Spec.ReplicatedJobs[i].Template.Spec.Template.Spec
+			pod.InitContainers, pod.Resources = nil, nil
+			// Without container rules: the webhook derives them from the podFailurePolicy.
+			pod.Containers[0].RestartPolicy, pod.Containers[0].RestartPolicyRules = nil, nil
+		}
+		Expect(k8sClient.Create(ctx, &js)).To(Succeed())
+		expectRunning(&js, 8, 1)
+
+		annotate(podsOf(&js)[0], simnode.ExitCodeAnnotation, "7")
+		expectRunning(&js, 8, 2)
+		Expect(getJobSet(&js).Status.InPlaceRestarts).To(Equal(int32(1)))
+
+		annotate(podsOf(&js)[5], simnode.ExitCodeAnnotation, "3")
+		got := expectCondition(&js, jobset.JobSetFailed, "FailJobSetFailurePolicyAction")
+		Expect(got.Status.InPlaceRestarts).To(Equal(int32(1)), "the fatal exit started an in-place restart")
+		Expect(got.Status.Restarts).To(Equal(int32(1)))
+	})
+
+	It("an agent that crashes alone resumes its epoch: no group restart", func() {
+		js := smallInPlace("crash", ns.Name, 3)
+		Expect(k8sClient.Create(ctx, js)).To(Succeed())
+		before := expectRunning(js, 4, 1)
+		victim := podsOf(js)[1]
+		annotate(victim, simnode.CrashAnnotation, "agent")
+		Eventually(func(g Gomega) {
+			var p corev1.Pod
+			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(&victim), &p)).To(Succeed())
+			g.Expect(p.Status.InitContainerStatuses).To(ContainElement(And(HaveField("Name", "inplace-agent"), HaveField("RestartCount", int32(1)))))
+		}).WithTimeout(timeout).Should(Succeed())
+		Expect(expectRunning(js, 4, 1)).To(Equal(before))
+		Consistently(func(g Gomega) {
+			got := getJobSet(js)
+			g.Expect(got.Status.Restarts).To(BeZero())
+			g.Expect(got.Status.DeprecatedEpoch).To(BeZero())
+		}).WithTimeout(3 * time.Second).Should(Succeed())
+	})
+
+	It("allows exactly maxRestarts in-place restarts, then fails with ReachedMaxRestarts", func() {
+		js := smallInPlace("max", ns.Name, 2)
+		Expect(k8sClient.Create(ctx, js)).To(Succeed())
+		before := expectRunning(js, 4, 1)
+		for epoch := int32(2); epoch <= 3; epoch++ {
+			annotate(podsOf(js)[0], simnode.ExitCodeAnnotation, "1")
+			Expect(expectRunning(js, 4, epoch)).To(Equal(before))
+		}
+		annotate(podsOf(js)[2], simnode.ExitCodeAnnotation, "1")
+		got := expectCondition(js, jobset.JobSetFailed, "ReachedMaxRestarts")
+		Expect(got.Status.InPlaceRestarts).To(Equal(int32(2)))
+		Expect(got.Status.RestartsCountTowardsMax).To(Equal(int32(2)))
+	})
+
+	It("a deleted Pod is replaced, joins, and the others restart in place", func() {
+		js := smallInPlace("deleted", ns.Name, 3)
+		Expect(k8sClient.Create(ctx, js)).To(Succeed())
+		before := expectRunning(js, 4, 1)
+		victim := podsOf(js)[2]
+		Expect(k8sClient.Delete(ctx, &victim)).To(Succeed())
+		after := expectRunning(js, 4, 2)
+		replaced := 0
+		for name, uid := range after {
+			if before[name] != uid {
+				replaced++
+			}
+		}
+		Expect(replaced).To(Equal(1), "exactly the deleted Pod is new: before %v after %v", before, after)
+	})
+})

@@ -176,7 +176,8 @@ func DumpNamespace(ctx context.Context, c client.Client, namespace string) {
 	var pods corev1.PodList
 	if err := c.List(ctx, &pods, client.InNamespace(namespace)); err == nil {
 		for _, p := range pods.Items {
-			fmt.Fprintf(w, "Pod %s: node=%q phase=%s annotations=%v\n", p.Name, p.Spec.NodeName, p.Status.Phase, p.Annotations)
+			fmt.Fprintf(w, "Pod %s: node=%q phase=%s deleting=%v epoch=%q finalizers=%v\n", p.Name, p.Spec.NodeName, p.Status.Phase,
+				p.DeletionTimestamp != nil, p.Annotations[jobsetv1alpha2.EpochKey], p.Finalizers)
 		}
 	}
 	var events corev1.EventList

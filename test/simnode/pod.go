@@ -322,9 +322,23 @@ func (r *podRunner) runAgent(ctx context.Context, c corev1.Container) int {
 
 func (r *podRunner) deleting() bool { return r.pod().DeletionTimestamp != nil }
 
-// finishDeletion stops the containers and removes the Pod, as the kubelet
-// does once its grace period is over.
+// finishDeletion stops the containers, reports the Pod terminal (the Job
+// controller counts and replaces only terminal Pods) and removes it, as the
+// kubelet does once its grace period is over.
 func (r *podRunner) finishDeletion(ctx context.Context) {
+	if pod := r.pod(); pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed {
+		st := newStatus(pod, r.ip, r.restarts)
+		for _, c := range pod.Spec.InitContainers {
+			st.setInit(c.Name, terminated(137, "Error"))
+		}
+		for _, c := range pod.Spec.Containers {
+			st.setMain(c.Name, terminated(137, "Error"))
+		}
+		st.phase = corev1.PodFailed
+		if err := r.write(ctx, st); err != nil && ctx.Err() == nil {
+			r.sim.opts.Log.Error(err, "reporting a deleted Pod terminal", "pod", r.namespace+"/"+r.name)
+		}
+	}
 	err := r.sim.opts.Client.CoreV1().Pods(r.namespace).Delete(ctx, r.name, metav1.DeleteOptions{
 		GracePeriodSeconds: ptr.To[int64](0), Preconditions: &metav1.Preconditions{UID: &r.uid},
 	})
