@@ -133,6 +133,10 @@ func applyFailure(js *jobset.JobSet, status *jobset.JobSetStatus, o failureOutco
 // is deleted and created again, in startup order.
 func restartJobSet(status *jobset.JobSetStatus, o failureOutcome, now metav1.Time) {
 	status.Restarts++
+	// Under InPlaceRestart every epoch so far belongs to the Pods being
+	// recreated: the new Pods start a fresh epoch, and none of the old
+	// group is expected any more.
+	status.DeprecatedEpoch = status.SyncedEpoch
 	reason := ReasonRestartDefaultPolicy
 	if o.rule != "" {
 		reason = fmt.Sprintf(reasonRestartRuleFormat, o.rule)

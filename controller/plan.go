@@ -91,6 +91,13 @@ func decide(js *jobset.JobSet, obs observed, now metav1.Time) plan {
 
 	suspended := ptr.Deref(js.Spec.Suspend, false)
 	allowed := startupGate(js, p.status.ReplicatedJobsStatus)
+	if inPlace(js) {
+		// Every Pod must report an epoch before any barrier lifts, so every
+		// Job is created at once; the barriers then lift in startup order.
+		for i := range allowed {
+			allowed[i] = true
+		}
+	}
 	p.suspendOrResume(js, c, suspended, allowed, now)
 	if !blockedByPreviousAttempt(js, c, obs) {
 		p.createJobs = missingJobs(js, c, suspended, allowed)

@@ -8,6 +8,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -16,6 +17,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
+	"github.com/inplace-dev/inplace/broadcast"
 	"github.com/inplace-dev/inplace/test/simnode"
 	"github.com/inplace-dev/inplace/test/util"
 )
@@ -215,5 +217,89 @@ var _ = Describe("in-place restart, failure cases", func() {
 			}
 		}
 		Expect(replaced).To(Equal(1), "exactly the deleted Pod is new: before %v after %v", before, after)
+	})
+})
+
+var _ = Describe("in-place restart, more cases", func() {
+	var ns *corev1.Namespace
+	BeforeEach(func() {
+		ns = fw.NewNamespace(ctx, k8sClient)
+		util.WaitForDefaultServiceAccount(ctx, k8sClient, ns.Name)
+	})
+
+	It("InOrder: every Job starts at once and the barriers open in order, also after a restart", func() {
+		driver := util.MakeReplicatedJob("driver").Obj()
+		driver.Template.Spec.BackoffLimit = nil
+		workers := util.MakeReplicatedJob("workers").Parallelism(2).Obj()
+		workers.Template.Spec.BackoffLimit = nil
+		js := util.MakeJobSet("ordered", ns.Name).ReplicatedJob(driver).ReplicatedJob(workers).
+			StartupPolicy(jobset.InOrder).
+			FailurePolicy(&jobset.FailurePolicy{RestartStrategy: jobset.InPlaceRestart, MaxRestarts: 2}).Obj()
+		Expect(k8sClient.Create(ctx, js)).To(Succeed())
+		before := expectRunning(js, 3, 1)
+		expectCondition(js, jobset.JobSetStartupPolicyCompleted, "InOrderStartupPolicyCompleted")
+		var cm corev1.ConfigMap
+		Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns.Name, Name: broadcast.Name("ordered")}, &cm)).To(Succeed())
+		Expect(cm.Data).To(HaveKeyWithValue(broadcast.KeyOpenReplicatedJobs, "driver,workers"))
+
+		annotate(podsOf(js)[0], simnode.ExitCodeAnnotation, "1")
+		Expect(expectRunning(js, 3, 2)).To(Equal(before))
+	})
+
+	It("a lost node: its Pod is replaced elsewhere and the others restart in place", func() {
+		js := smallInPlace("lost", ns.Name, 3)
+		Expect(k8sClient.Create(ctx, js)).To(Succeed())
+		before := expectRunning(js, 4, 1)
+		victim := podsOf(js)[1]
+		node := &corev1.Node{}
+		Expect(k8sClient.Get(ctx, client.ObjectKey{Name: victim.Spec.NodeName}, node)).To(Succeed())
+		Expect(k8sClient.Delete(ctx, node)).To(Succeed())
+		after := expectRunning(js, 4, 2)
+		Expect(after).NotTo(HaveKey(victim.Name))
+		for name, uid := range after {
+			if name != victim.Name && before[name] != "" {
+				Expect(uid).To(Equal(before[name]), "pod %s was recreated", name)
+			}
+		}
+		for _, p := range podsOf(js) {
+			Expect(p.Spec.NodeName).NotTo(Equal(victim.Spec.NodeName))
+		}
+	})
+
+	It("a Job failure runs its rule with Recreate semantics: RestartJobSetAndIgnoreMaxRestarts recreates without counting", func() {
+		js := smallInPlace("jobfail", ns.Name, 0)
+		js.Spec.FailurePolicy.Rules = []jobset.FailurePolicyRule{{Name: "free", Action: jobset.RestartJobSetAndIgnoreMaxRestarts, OnJobFailureReasons: []string{"PodFailurePolicy"}}}
+		js.Spec.ReplicatedJobs[0].Template.Spec.PodFailurePolicy = &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{{
+			Action:      batchv1.PodFailurePolicyActionFailJob,
+			OnExitCodes: &batchv1.PodFailurePolicyOnExitCodesRequirement{Operator: batchv1.PodFailurePolicyOnExitCodesOpIn, Values: []int32{5}},
+		}}}
+		Expect(k8sClient.Create(ctx, js)).To(Succeed())
+		before := expectRunning(js, 4, 1)
+		annotate(podsOf(js)[0], simnode.ExitCodeAnnotation, "5")
+		Eventually(func(g Gomega) {
+			got := getJobSet(js)
+			g.Expect(got.Status.Restarts).To(Equal(int32(1)))
+		}).WithTimeout(timeout).Should(Succeed())
+		after := expectRunning(js, 4, 2)
+		for name := range after {
+			Expect(before).NotTo(HaveKey(name), "pod %s survived a recreation", name)
+		}
+		got := getJobSet(js)
+		Expect(got.Status.RestartsCountTowardsMax).To(BeZero())
+		Expect(got.Status.InPlaceRestarts).To(BeZero())
+		Expect(got.Status.TerminalState).To(BeEmpty())
+	})
+
+	It("converges after the manager is killed in the middle of an in-place restart", func() {
+		js := smallInPlace("killed", ns.Name, 3)
+		Expect(k8sClient.Create(ctx, js)).To(Succeed())
+		before := expectRunning(js, 4, 1)
+		annotate(podsOf(js)[0], simnode.ExitCodeAnnotation, "1")
+		Eventually(func() int32 { return getJobSet(js).Status.DeprecatedEpoch }).WithTimeout(timeout).Should(Equal(int32(1)))
+		fw.StopManager()
+		fw.StartManager(cfg)
+		Expect(expectRunning(js, 4, 2)).To(Equal(before))
+		got := getJobSet(js)
+		Expect(got.Status.InPlaceRestarts).To(Equal(int32(1)), "the restart was counted once")
 	})
 })

@@ -141,7 +141,7 @@ func (r *podRunner) incarnation(parent context.Context) (bool, error) {
 		if c.StartupProbe != nil && c.StartupProbe.HTTPGet != nil {
 			if e, ok := r.waitStartup(ctx, c, exits); !ok {
 				if e == nil {
-					return true, ctx.Err()
+					return true, ctx.Err() // cancelled or being deleted
 				}
 				return r.handle(ctx, st, *e, agents, startAgent, exits)
 			}
@@ -156,6 +156,32 @@ func (r *podRunner) incarnation(parent context.Context) (bool, error) {
 		return true, err
 	}
 
+	// driven applies the failure annotations; it runs once now, for what
+	// arrived while the Pod was starting, and on every change.
+	driven := func() bool {
+		pod := r.pod()
+		if pod.DeletionTimestamp != nil {
+			return true
+		}
+		if v, ok := pod.Annotations[ExitCodeAnnotation]; ok {
+			r.clearAnnotation(ctx, ExitCodeAnnotation)
+			code, err := strconv.Atoi(v)
+			if err == nil && len(spec.Containers) > 0 {
+				exits <- exit{spec.Containers[0].Name, int32(code)}
+			}
+		}
+		if pod.Annotations[CrashAnnotation] == "agent" {
+			r.clearAnnotation(ctx, CrashAnnotation)
+			if stop, ok := agents[r.sim.opts.AgentContainer]; ok {
+				stop()
+				exits <- exit{r.sim.opts.AgentContainer, 1}
+			}
+		}
+		return false
+	}
+	if driven() {
+		return true, nil
+	}
 	for {
 		select {
 		case <-ctx.Done():
@@ -166,23 +192,8 @@ func (r *podRunner) incarnation(parent context.Context) (bool, error) {
 				return again, err
 			}
 		case <-r.changed:
-			pod := r.pod()
-			if pod.DeletionTimestamp != nil {
+			if driven() {
 				return true, nil
-			}
-			if v, ok := pod.Annotations[ExitCodeAnnotation]; ok {
-				r.clearAnnotation(ctx, ExitCodeAnnotation)
-				code, err := strconv.Atoi(v)
-				if err == nil && len(spec.Containers) > 0 {
-					exits <- exit{spec.Containers[0].Name, int32(code)}
-				}
-			}
-			if pod.Annotations[CrashAnnotation] == "agent" {
-				r.clearAnnotation(ctx, CrashAnnotation)
-				if stop, ok := agents[r.sim.opts.AgentContainer]; ok {
-					stop()
-					exits <- exit{r.sim.opts.AgentContainer, 1}
-				}
 			}
 		}
 	}
@@ -211,6 +222,12 @@ func (r *podRunner) waitStartup(ctx context.Context, c corev1.Container, exits c
 			return nil, false
 		case e := <-exits:
 			return &e, false
+		case <-r.changed:
+			// Annotations are looked at once the Pod runs; a deletion
+			// ends the wait now.
+			if r.deleting() {
+				return nil, false
+			}
 		case <-ticker.C:
 		}
 	}

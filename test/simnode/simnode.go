@@ -40,6 +40,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
 )
 
 // Annotations that drive failures.
@@ -178,8 +179,9 @@ func (s *Sim) forget(obj any) {
 	}
 }
 
-// nodeLost fails the Pods of a deleted Node, as a lost node's Pods fail;
-// the Pod garbage collector then deletes them.
+// nodeLost fails the Pods of a deleted Node, as a lost node's Pods fail,
+// and deletes them, as the Pod garbage collector does (after a quarantine
+// the simulation skips).
 func (s *Sim) nodeLost(ctx context.Context, obj any) {
 	node, ok := obj.(*corev1.Node)
 	if !ok || !s.nodes[node.Name] {
@@ -196,6 +198,12 @@ func (s *Sim) nodeLost(ctx context.Context, obj any) {
 	s.mu.Unlock()
 	for _, r := range lost {
 		r.fail(ctx, "NodeLost", fmt.Sprintf("node %s was lost", node.Name))
+		err := s.opts.Client.CoreV1().Pods(r.namespace).Delete(ctx, r.name, metav1.DeleteOptions{
+			GracePeriodSeconds: ptr.To[int64](0), Preconditions: &metav1.Preconditions{UID: &r.uid},
+		})
+		if err != nil && !apierrors.IsNotFound(err) {
+			s.opts.Log.Error(err, "deleting a Pod of a lost node", "pod", r.namespace+"/"+r.name)
+		}
 	}
 }
 
