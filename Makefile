@@ -85,8 +85,9 @@ cluster-binaries: ## Build etcd and the Kubernetes control plane from Go modules
 	./hack/build-cluster-binaries.sh
 
 .PHONY: cluster-up
-cluster-up: cluster-binaries ## Start the local cluster in the background; writes .local/kubeconfig.
-	./hack/cluster.sh up
+NODES ?= 16
+cluster-up: cluster-binaries ## Start the local cluster, inplace-manager and NODES simulated nodes (default 16) in the background; writes .local/kubeconfig.
+	NODES=$(NODES) ./hack/cluster.sh up
 
 .PHONY: cluster-down
 cluster-down: ## Stop the local cluster.

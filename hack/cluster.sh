@@ -21,7 +21,7 @@ up() {
   rm -f "$kubeconfig"
   (cd "$root" && go build -o "$root/bin/local-cluster" ./test/cmd/local-cluster)
   cd "$root"
-  nohup "$root/bin/local-cluster" -write-kubeconfig "$kubeconfig" -crds "$root/config/crd/bases" >"$log" 2>&1 &
+  nohup "$root/bin/local-cluster" -write-kubeconfig "$kubeconfig" -crds "$root/config/crd/bases" -nodes "${NODES:-16}" >"$log" 2>&1 &
   echo $! >"$pidfile"
   for _ in $(seq 1 1200); do
     if [[ -f $kubeconfig ]]; then

@@ -1,36 +1,17 @@
 #!/usr/bin/env bash
-# The demo: brings up the local cluster, shows what it serves, and tears it
-# down. Runs from a fresh clone with nothing else installed.
+# The demo: a local cluster (real control plane, inplace-manager, 16
+# simulated nodes running the real agent), a JobSet that says only
+# `restartStrategy: InPlaceRestart`, one worker failure, and the recovery as
+# a timeline; then the same with Recreate. Runs from a fresh clone.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
-kubectl=("$root/bin/kubectl" --kubeconfig "$root/.local/kubeconfig")
-
 cleanup() { "$root/hack/cluster.sh" down >/dev/null 2>&1 || true; }
 trap cleanup EXIT
 
-step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+printf '\n\033[1m== starting the local cluster: etcd, kube-apiserver, kube-controller-manager, kube-scheduler, inplace-manager, 16 simulated nodes\033[0m\n'
+NODES=${NODES:-16} "$root/hack/cluster.sh" up
+"$root/bin/kubectl" --kubeconfig "$root/.local/kubeconfig" get nodes
 
-step "starting the local cluster (etcd, kube-apiserver, kube-controller-manager, kube-scheduler)"
-start=$SECONDS
-"$root/hack/cluster.sh" up
-echo "up in $((SECONDS - start))s"
-
-step "readiness"
-"${kubectl[@]}" get --raw /readyz; echo
-"${kubectl[@]}" version
-
-step "nodes"
-"${kubectl[@]}" get nodes -o wide
-
-step "API resources of the JobSet group"
-"${kubectl[@]}" api-resources --api-group=jobset.x-k8s.io
-
-step "the JobSet CRD"
-"${kubectl[@]}" get crd jobsets.jobset.x-k8s.io
-"${kubectl[@]}" explain jobset.spec.failurePolicy
-
-step "stopping the local cluster"
-cleanup
-trap - EXIT
-echo "done"
+cd "$root"
+go run ./test/cmd/demo -cluster-kubeconfig "$root/.local/kubeconfig"

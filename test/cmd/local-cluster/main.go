@@ -9,6 +9,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -19,23 +20,33 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	configv1alpha1 "github.com/inplace-dev/inplace/api/config/v1alpha1"
+	"github.com/inplace-dev/inplace/manager"
 	"github.com/inplace-dev/inplace/test/cluster"
+	"github.com/inplace-dev/inplace/test/framework"
+	"github.com/inplace-dev/inplace/test/simnode"
 )
 
 func main() {
 	kubeconfig := flag.String("write-kubeconfig", ".local/kubeconfig", "where to write the admin kubeconfig")
 	crds := flag.String("crds", "config/crd/bases", "directory of CRDs to install")
+	nodes := flag.Int("nodes", 16, "simulated nodes to run (0 for none)")
+	withManager := flag.Bool("manager", true, "run inplace-manager (controller and webhooks) in this process")
 	flag.Parse()
-	if err := run(*kubeconfig, *crds); err != nil {
+	if err := run(*kubeconfig, *crds, *nodes, *withManager); err != nil {
 		fmt.Fprintln(os.Stderr, "local-cluster:", err)
 		os.Exit(1)
 	}
 }
 
-func run(kubeconfigPath, crdDir string) error {
+func run(kubeconfigPath, crdDir string, nodes int, withManager bool) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 
@@ -59,6 +70,22 @@ func run(kubeconfigPath, crdDir string) error {
 	}
 	if err := waitForOpenAPI(ctx, c.Config, "apis/jobset.x-k8s.io/v1alpha2"); err != nil {
 		return err
+	}
+	log := zap.New(zap.UseDevMode(false))
+	ctrl.SetLogger(log)
+	managerDone := make(chan error, 1)
+	if withManager {
+		if err := startManager(ctx, c.Config, managerDone); err != nil {
+			return err
+		}
+	}
+	if nodes > 0 {
+		if _, err := simnode.Start(ctx, simnode.Options{
+			Client: kubernetes.NewForConfigOrDie(c.Config), Nodes: nodes, Prefix: "sim",
+			AgentContainer: "inplace-agent", Log: log.WithName("simnode"),
+		}); err != nil {
+			return err
+		}
 	}
 	data, err := os.ReadFile(c.Kubeconfig)
 	if err != nil {
@@ -84,7 +111,53 @@ func run(kubeconfigPath, crdDir string) error {
 		return nil
 	case <-c.Done():
 		return fmt.Errorf("a component exited: %w", c.CheckAlive())
+	case err := <-managerDone:
+		return fmt.Errorf("inplace-manager stopped: %w", err)
 	}
+}
+
+// startManager runs inplace-manager in this process with self-signed
+// webhook certificates, and registers the webhooks of config/webhook.
+func startManager(ctx context.Context, cfg *rest.Config, done chan<- error) error {
+	conf, err := configv1alpha1.Load("")
+	if err != nil {
+		return err
+	}
+	certDir, err := os.MkdirTemp("", "inplace-local-webhook-")
+	if err != nil {
+		return err
+	}
+	go func() { <-ctx.Done(); os.RemoveAll(certDir) }()
+	port, err := freePort()
+	if err != nil {
+		return err
+	}
+	conf.LeaderElection.LeaderElect = ptr.To(false)
+	conf.Metrics.BindAddress, conf.Health.ProbeBindAddress = "0", "0"
+	conf.Webhook.Port, conf.Webhook.CertDir = port, certDir
+	conf.Webhook.SelfSignedCerts, conf.Webhook.Hosts = true, []string{"127.0.0.1", "localhost"}
+	mgr, err := ctrl.NewManager(cfg, manager.Options(conf, manager.NewScheme()))
+	if err != nil {
+		return err
+	}
+	if err := manager.Setup(mgr, conf); err != nil {
+		return err
+	}
+	go func() { done <- mgr.Start(ctx) }()
+	c, err := client.New(cfg, client.Options{Scheme: manager.NewScheme()})
+	if err != nil {
+		return err
+	}
+	return framework.RegisterWebhooks(ctx, c, port)
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // waitForOpenAPI waits until the apiserver publishes the OpenAPI v3 schema of
