@@ -221,4 +221,3 @@ func poll(ctx context.Context, cond func() bool) error {
 		return cond(), nil
 	})
 }
-
