@@ -8,6 +8,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -58,7 +59,7 @@ type plan struct {
 //	success policy met? ── yes ─▶ Completed
 //	   │ no
 //	headless Service, suspend/resume, create missing Jobs in startup order
-func decide(js *jobset.JobSet, obs observed, now metav1.Time) plan {
+func decide(js *jobset.JobSet, obs observed, now metav1.Time, inPlaceTimeout time.Duration) plan {
 	p := plan{status: *js.Status.DeepCopy()}
 	c := classifyJobs(js, obs.jobs)
 
@@ -111,7 +112,7 @@ func decide(js *jobset.JobSet, obs observed, now metav1.Time) plan {
 		// Pods before it is marked Failed: the failure policy decides, not
 		// an in-place restart.
 		if !anyFailing(c.active) {
-			p.reconcileEpochs(js, obs, now)
+			p.reconcileEpochs(js, obs, now, inPlaceTimeout)
 		}
 	} else if conditionTrue(&p.status, jobset.JobSetRestarting) && allStarted(js, p.status.ReplicatedJobsStatus) {
 		setCondition(&p.status, jobset.JobSetRestarting, metav1.ConditionFalse, ReasonRestartJobsReady, MessageRestartJobsReady, now)
@@ -135,7 +136,7 @@ func inPlace(js *jobset.JobSet) bool {
 // reconcileEpochs runs the in-place restart protocol: the epochs from the
 // Pods of the current attempt, the restart they may start, counted against
 // maxRestarts, and the broadcast the agents watch.
-func (p *plan) reconcileEpochs(js *jobset.JobSet, obs observed, now metav1.Time) {
+func (p *plan) reconcileEpochs(js *jobset.JobSet, obs observed, now metav1.Time, timeout time.Duration) {
 	attempt := strconv.Itoa(int(recreateAttempt(&js.Status)))
 	var pods []podEpoch
 	for i := range obs.pods {
@@ -172,6 +173,10 @@ func (p *plan) reconcileEpochs(js *jobset.JobSet, obs observed, now metav1.Time)
 		msg := fmt.Sprintf("every Pod restarted in place and synced at epoch %d", d.synced)
 		setCondition(&p.status, jobset.JobSetRestarting, metav1.ConditionFalse, ReasonInPlaceRestartDone, msg, now)
 		p.events = append(p.events, event{corev1.EventTypeNormal, ReasonInPlaceRestartDone, msg})
+	}
+
+	if p.fallBackIfStuck(now, timeout) {
+		return
 	}
 
 	want := broadcast.Encode(broadcast.Broadcast{DeprecatedEpoch: d.deprecated, SyncedEpoch: d.synced, OpenReplicatedJobs: d.openReplicatedJobs})
@@ -247,5 +252,27 @@ func allStarted(js *jobset.JobSet, statuses []jobset.ReplicatedJobStatus) bool {
 			return false
 		}
 	}
+	return true
+}
+
+// fallBackIfStuck recreates the Jobs when an in-place restart has not
+// converged within the timeout (a Pod that cannot come back, say), as the
+// short-term in-place restart KEP's inplace-timeout does. The restart was
+// counted when it began; the fallback does not count again.
+func (p *plan) fallBackIfStuck(now metav1.Time, timeout time.Duration) bool {
+	c := meta.FindStatusCondition(p.status.Conditions, string(jobset.JobSetRestarting))
+	if c == nil || c.Status != metav1.ConditionTrue || c.Reason != ReasonInPlaceRestart {
+		return false
+	}
+	deadline := c.LastTransitionTime.Add(timeout)
+	if now.Time.Before(deadline) {
+		p.requeueAfter = deadline.Sub(now.Time)
+		return false
+	}
+	p.status.Restarts++ // a recreation: the Jobs' restart attempt moves on
+	p.status.DeprecatedEpoch = p.status.SyncedEpoch
+	msg := fmt.Sprintf("the in-place restart did not converge within %s (epoch %d never synced): recreating every Job", timeout, p.status.SyncedEpoch+1)
+	setCondition(&p.status, jobset.JobSetRestarting, metav1.ConditionTrue, ReasonInPlaceRestartTimedOut, msg, now)
+	p.events = append(p.events, event{corev1.EventTypeWarning, ReasonInPlaceRestartTimedOut, msg})
 	return true
 }

@@ -44,8 +44,9 @@ const (
 	MessageRestartJobsReady    = "all jobs are ready"
 
 	// RestartingJobSet condition of InPlaceRestart JobSets.
-	ReasonInPlaceRestart     = "InPlaceRestart"
-	ReasonInPlaceRestartDone = "InPlaceRestartCompleted"
+	ReasonInPlaceRestart         = "InPlaceRestart"
+	ReasonInPlaceRestartDone     = "InPlaceRestartCompleted"
+	ReasonInPlaceRestartTimedOut = "InPlaceRestartTimedOut"
 
 	// Events without a condition.
 	ReasonJobCreationFailed     = "JobCreationFailed"

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -38,6 +39,9 @@ type Options struct {
 	ChildParallelism int
 	// Clock is the time source; tests inject a fake one.
 	Clock clock.PassiveClock
+	// InPlaceRestartTimeout bounds an in-place restart; past it the JobSet
+	// falls back to recreating its Jobs.
+	InPlaceRestartTimeout time.Duration
 }
 
 func (o *Options) complete() {
@@ -49,6 +53,9 @@ func (o *Options) complete() {
 	}
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}
+	}
+	if o.InPlaceRestartTimeout <= 0 {
+		o.InPlaceRestartTimeout = 5 * time.Minute
 	}
 }
 
@@ -111,7 +118,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	p := decide(effective, obs, metav1.NewTime(r.opts.Clock.Now()))
+	p := decide(effective, obs, metav1.NewTime(r.opts.Clock.Now()), r.opts.InPlaceRestartTimeout)
 
 	if err := r.act(ctx, &js, &p); err != nil {
 		return ctrl.Result{}, err
@@ -249,6 +256,8 @@ func (r *Reconciler) writeBroadcast(ctx context.Context, js *jobset.JobSet, data
 	switch {
 	case apierrors.IsNotFound(err):
 		cm.Data = data
+		// AlreadyExists (a cache behind a create of the previous reconcile)
+		// is returned: the retry sees the ConfigMap and updates it.
 		return r.client.Create(ctx, cm)
 	case err != nil:
 		return err

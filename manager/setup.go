@@ -79,6 +79,7 @@ func Setup(mgr ctrl.Manager, cfg *configv1alpha1.Configuration) error {
 	if err := controller.Setup(mgr, controller.Options{
 		MaxConcurrentReconciles: cfg.Controller.MaxConcurrentReconciles,
 		ChildParallelism:        cfg.Controller.ChildParallelism,
+		InPlaceRestartTimeout:   cfg.Controller.InPlaceRestartTimeout.Duration,
 	}); err != nil {
 		return fmt.Errorf("setting up the jobset controller: %w", err)
 	}

@@ -303,3 +303,64 @@ var _ = Describe("in-place restart, more cases", func() {
 		Expect(got.Status.InPlaceRestarts).To(Equal(int32(1)), "the restart was counted once")
 	})
 })
+
+var _ = Describe("in-place restart that cannot converge", func() {
+	It("falls back to Recreate after the timeout and says so", func() {
+		ns := fw.NewNamespace(ctx, k8sClient)
+		util.WaitForDefaultServiceAccount(ctx, k8sClient, ns.Name)
+		var nodes corev1.NodeList
+		Expect(k8sClient.List(ctx, &nodes, client.MatchingLabels{simnode.NodeLabel: "true"})).To(Succeed())
+		Expect(len(nodes.Items)).To(BeNumerically(">=", 4))
+		var four []string
+		for _, n := range nodes.Items[:4] {
+			four = append(four, n.Name)
+		}
+		// One worker per node, on exactly four nodes: once one of them is
+		// lost, its replacement cannot be scheduled and the restart hangs.
+		js := smallInPlace("stuck", ns.Name, 3)
+		pod := &js.Spec.ReplicatedJobs[0].Template.Spec.Template.Spec
+		pod.Affinity = &corev1.Affinity{
+			NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+				NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{{
+					Key: corev1.LabelHostname, Operator: corev1.NodeSelectorOpIn, Values: four,
+				}}}},
+			}},
+			PodAntiAffinity: &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
+				LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{jobset.JobSetNameKey: "stuck"}},
+				TopologyKey:   corev1.LabelHostname,
+			}}},
+		}
+		Expect(k8sClient.Create(ctx, js)).To(Succeed())
+		expectRunning(js, 4, 1)
+		jobUIDs := map[string]types.UID{}
+		var jobs batchv1.JobList
+		Expect(k8sClient.List(ctx, &jobs, client.InNamespace(ns.Name))).To(Succeed())
+		for _, j := range jobs.Items {
+			jobUIDs[j.Name] = j.UID
+		}
+
+		victim := podsOf(js)[0]
+		node := &corev1.Node{}
+		Expect(k8sClient.Get(ctx, client.ObjectKey{Name: victim.Spec.NodeName}, node)).To(Succeed())
+		Expect(k8sClient.Delete(ctx, node)).To(Succeed())
+
+		expectCondition(js, jobset.JobSetRestarting, "InPlaceRestartTimedOut")
+		Eventually(func(g Gomega) {
+			var events corev1.EventList
+			g.Expect(k8sClient.List(ctx, &events, client.InNamespace(ns.Name))).To(Succeed())
+			g.Expect(events.Items).To(ContainElement(HaveField("Reason", "InPlaceRestartTimedOut")))
+		}).WithTimeout(timeout).Should(Succeed())
+		Eventually(func(g Gomega) {
+			var now batchv1.JobList
+			g.Expect(k8sClient.List(ctx, &now, client.InNamespace(ns.Name))).To(Succeed())
+			g.Expect(now.Items).NotTo(BeEmpty())
+			for _, j := range now.Items {
+				g.Expect(j.UID).NotTo(Equal(jobUIDs[j.Name]), "job %s not recreated", j.Name)
+				g.Expect(j.Labels).To(HaveKeyWithValue(jobset.RestartsKey, "1"))
+			}
+		}).WithTimeout(timeout).Should(Succeed())
+		got := getJobSet(js)
+		Expect(got.Status.InPlaceRestarts).To(Equal(int32(1)))
+		Expect(got.Status.RestartsCountTowardsMax).To(Equal(int32(1)), "the fallback counted the restart twice")
+	})
+})

@@ -6,20 +6,29 @@ package e2e
 import (
 	"context"
 	"testing"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	configv1alpha1 "github.com/inplace-dev/inplace/api/config/v1alpha1"
 	"github.com/inplace-dev/inplace/test/framework"
 	"github.com/inplace-dev/inplace/test/simnode"
 )
 
 var (
-	fw        = &framework.Framework{Name: "e2e", FullCluster: true, Webhooks: true}
+	fw = &framework.Framework{Name: "e2e", FullCluster: true, Webhooks: true,
+		Configure: func(c *configv1alpha1.Configuration) {
+			// Restarts here converge in about two seconds (ten on a loaded
+			// machine); the fallback spec waits this long for one that cannot.
+			c.Controller.InPlaceRestartTimeout = &metav1.Duration{Duration: 20 * time.Second}
+		},
+	}
 	cfg       *rest.Config
 	ctx       context.Context
 	k8sClient client.Client

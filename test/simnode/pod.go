@@ -114,17 +114,27 @@ func (r *podRunner) incarnation(parent context.Context) (bool, error) {
 	}
 
 	exits := make(chan exit, 4)
+	// agents stop a running agent and wait until it has exited: as with a
+	// kubelet, a container starts again only once its previous run is dead
+	// (and its port free).
 	agents := map[string]context.CancelFunc{}
 	startAgent := func(c corev1.Container) {
 		actx, acancel := context.WithCancel(ctx)
-		agents[c.Name] = acancel
+		done := make(chan struct{})
+		agents[c.Name] = func() { acancel(); <-done }
 		go func() {
+			defer close(done)
 			code := r.runAgent(actx, c)
 			if actx.Err() == nil {
 				exits <- exit{c.Name, int32(code)}
 			}
 		}()
 	}
+	defer func() {
+		for _, stop := range agents {
+			stop()
+		}
+	}()
 
 	for _, c := range spec.InitContainers {
 		if ptr.Deref(c.RestartPolicy, "") != corev1.ContainerRestartPolicyAlways {

@@ -146,6 +146,10 @@ type Controller struct {
 	// ChildParallelism bounds concurrent creations and deletions of one
 	// JobSet's Jobs. Default 50.
 	ChildParallelism int `json:"childParallelism,omitempty"`
+	// InPlaceRestartTimeout is how long an in-place restart may take to
+	// converge before the JobSet falls back to recreating its Jobs.
+	// Default 5m.
+	InPlaceRestartTimeout *metav1.Duration `json:"inPlaceRestartTimeout,omitempty"`
 }
 
 // Load reads a configuration file; an empty path gives the defaults.
@@ -206,6 +210,9 @@ func SetDefaults(cfg *Configuration) {
 	}
 	if cfg.Controller.ChildParallelism == 0 {
 		cfg.Controller.ChildParallelism = 50
+	}
+	if cfg.Controller.InPlaceRestartTimeout == nil {
+		cfg.Controller.InPlaceRestartTimeout = &metav1.Duration{Duration: 5 * time.Minute}
 	}
 	a := &cfg.Agent
 	if a.Image == "" {
