@@ -6,6 +6,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/types"
@@ -39,10 +40,13 @@ func CacheOptions() cache.Options {
 		panic(err) // a constant key and operator: cannot fail
 	}
 	selector := labels.NewSelector().Add(*owned)
+	managed := labels.SelectorFromSet(labels.Set{ManagedByLabel: "inplace"})
 	return cache.Options{ByObject: map[client.Object]cache.ByObject{
-		&batchv1.Job{}:    {Label: selector},
-		&corev1.Pod{}:     {Label: selector},
-		&corev1.Service{}: {Label: selector},
+		&rbacv1.Role{}:        {Label: managed},
+		&rbacv1.RoleBinding{}: {Label: managed},
+		&batchv1.Job{}:        {Label: selector},
+		&corev1.Pod{}:         {Label: selector},
+		&corev1.Service{}:     {Label: selector},
 	}}
 }
 

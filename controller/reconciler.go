@@ -9,6 +9,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -69,7 +70,8 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=jobset.x-k8s.io,resources=jobsets,verbs=get;list;watch;update;patch;delete
 // +kubebuilder:rbac:groups=jobset.x-k8s.io,resources=jobsets/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=roles;rolebindings,verbs=get;list;watch;create;update
 // +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;update
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
@@ -171,6 +173,12 @@ func (r *Reconciler) act(ctx context.Context, js *jobset.JobSet, p *plan) error 
 		return ignore(err, apierrors.IsNotFound)
 	}
 
+	if inPlace(js) {
+		if err := r.ensureAgentRBAC(ctx, js); err != nil {
+			return fmt.Errorf("agent RBAC: %w", err)
+		}
+	}
+
 	if p.service != nil {
 		if err := r.client.Create(ctx, p.service); err != nil && !apierrors.IsAlreadyExists(err) {
 			r.recorder.Eventf(js, nil, corev1.EventTypeWarning, ReasonServiceCreationFailed, "Create", "%v", err)
@@ -264,4 +272,31 @@ func (r *Reconciler) writeBroadcast(ctx context.Context, js *jobset.JobSet, data
 	}
 	cm.Data = data
 	return r.client.Update(ctx, cm)
+}
+
+// ensureAgentRBAC creates the agents' Role in the JobSet's namespace and
+// binds it to the service accounts of the JobSet's Pods.
+func (r *Reconciler) ensureAgentRBAC(ctx context.Context, js *jobset.JobSet) error {
+	if err := r.client.Create(ctx, agentRole(js.Namespace)); err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	var rb rbacv1.RoleBinding
+	err := r.client.Get(ctx, client.ObjectKey{Namespace: js.Namespace, Name: AgentRoleName}, &rb)
+	if apierrors.IsNotFound(err) {
+		rb = rbacv1.RoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: AgentRoleName, Namespace: js.Namespace, Labels: map[string]string{ManagedByLabel: "inplace"}},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: AgentRoleName},
+			Subjects:   agentSubjects(js),
+		}
+		return ignore(r.client.Create(ctx, &rb), apierrors.IsAlreadyExists)
+	}
+	if err != nil {
+		return err
+	}
+	subjects, changed := withSubjects(rb.Subjects, agentSubjects(js))
+	if !changed {
+		return nil
+	}
+	rb.Subjects = subjects
+	return r.client.Update(ctx, &rb)
 }

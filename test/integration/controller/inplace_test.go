@@ -3,9 +3,15 @@ package controller
 import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/inplace-dev/inplace/agent"
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
 	"github.com/inplace-dev/inplace/broadcast"
 	"github.com/inplace-dev/inplace/test/util"
@@ -83,5 +89,49 @@ var _ = Describe("the epoch protocol of InPlaceRestart", func() {
 		util.ExitContainer(ctx, k8sClient, &pods[0], "worker", 1)
 		got = expectCondition(js, jobset.JobSetFailed, "True", "ReachedMaxRestarts")
 		Expect(got.Status.InPlaceRestarts).To(Equal(int32(1)))
+	})
+})
+
+var _ = Describe("the agents' permissions", func() {
+	It("are granted to the Pods' service account, and no more", func() {
+		ns := fw.NewNamespace(ctx, k8sClient)
+		util.WaitForDefaultServiceAccount(ctx, k8sClient, ns.Name)
+		rj := util.MakeReplicatedJob("w").Obj()
+		rj.Template.Spec.BackoffLimit = nil
+		js := create(util.MakeJobSet("rbac", ns.Name).ReplicatedJob(rj).
+			FailurePolicy(&jobset.FailurePolicy{RestartStrategy: jobset.InPlaceRestart}).Obj())
+
+		var pod corev1.Pod
+		Eventually(func(g Gomega) {
+			var list corev1.PodList
+			g.Expect(k8sClient.List(ctx, &list, client.InNamespace(ns.Name), client.MatchingLabels{jobset.JobSetNameKey: js.Name})).To(Succeed())
+			g.Expect(list.Items).To(HaveLen(1))
+			pod = list.Items[0]
+		}).WithTimeout(timeout).Should(Succeed())
+
+		cs := kubernetes.NewForConfigOrDie(cfg)
+		var agentClient *kubernetes.Clientset
+		Eventually(func(g Gomega) {
+			tr, err := cs.CoreV1().ServiceAccounts(ns.Name).CreateToken(ctx, "default", &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+			g.Expect(err).NotTo(HaveOccurred())
+			agentCfg := rest.AnonymousClientConfig(cfg)
+			agentCfg.BearerToken = tr.Status.Token
+			agentClient = kubernetes.NewForConfigOrDie(agentCfg)
+			// The binding exists once the controller reconciled the JobSet.
+			_, err = agentClient.CoreV1().ConfigMaps(ns.Name).List(ctx, metav1.ListOptions{})
+			g.Expect(err).NotTo(HaveOccurred())
+		}).WithTimeout(timeout).Should(Succeed())
+
+		t := &agent.KubeTransport{Client: agentClient, Namespace: ns.Name, Pod: pod.Name, JobSet: js.Name}
+		Expect(t.ReportEpoch(ctx, 1)).To(Succeed(), "the agent cannot write its epoch")
+		_, _, err := t.Self(ctx)
+		Expect(err).NotTo(HaveOccurred(), "the agent cannot read its Pod")
+
+		_, err = agentClient.RESTClient().Get().AbsPath("/apis/jobset.x-k8s.io/v1alpha2/namespaces", ns.Name, "jobsets").DoRaw(ctx)
+		Expect(apierrors.IsForbidden(err)).To(BeTrue(), "the agent can read JobSets: %v", err)
+		_, err = agentClient.CoreV1().Secrets(ns.Name).List(ctx, metav1.ListOptions{})
+		Expect(apierrors.IsForbidden(err)).To(BeTrue(), "the agent can read Secrets: %v", err)
+		err = agentClient.CoreV1().Pods(ns.Name).Delete(ctx, pod.Name, metav1.DeleteOptions{})
+		Expect(apierrors.IsForbidden(err)).To(BeTrue(), "the agent can delete Pods: %v", err)
 	})
 })

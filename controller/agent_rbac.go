@@ -1,0 +1,59 @@
+package controller
+
+import (
+	"slices"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
+)
+
+// AgentRoleName names the Role and RoleBinding that let the agents of a
+// namespace do their work, and nothing more: read the broadcast ConfigMaps
+// and read and patch Pods. The ValidatingAdmissionPolicy of
+// config/agent narrows the patch to the epoch annotation of the agent's own
+// Pod.
+const AgentRoleName = "inplace-agent"
+
+// ManagedByLabel marks the RBAC objects the controller manages.
+const ManagedByLabel = "app.kubernetes.io/managed-by"
+
+func agentRole(namespace string) *rbacv1.Role {
+	return &rbacv1.Role{
+		ObjectMeta: metav1.ObjectMeta{Name: AgentRoleName, Namespace: namespace, Labels: map[string]string{ManagedByLabel: "inplace"}},
+		Rules: []rbacv1.PolicyRule{
+			{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list", "watch"}},
+			{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "patch"}},
+		},
+	}
+}
+
+// agentSubjects are the service accounts the Pods of an InPlaceRestart
+// JobSet run as.
+func agentSubjects(js *jobset.JobSet) []rbacv1.Subject {
+	var out []rbacv1.Subject
+	for _, rj := range js.Spec.ReplicatedJobs {
+		sa := rj.Template.Spec.Template.Spec.ServiceAccountName
+		if sa == "" {
+			sa = "default"
+		}
+		s := rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: sa, Namespace: js.Namespace}
+		if !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// withSubjects returns the binding's subjects plus the missing ones, and
+// whether any was missing.
+func withSubjects(have, want []rbacv1.Subject) ([]rbacv1.Subject, bool) {
+	out, changed := slices.Clone(have), false
+	for _, s := range want {
+		if !slices.Contains(out, s) {
+			out, changed = append(out, s), true
+		}
+	}
+	return out, changed
+}
