@@ -37,8 +37,9 @@ generate: $(CONTROLLER_GEN) ## Generate deepcopy code for the API types.
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths="./api/..."
 
 .PHONY: manifests
-manifests: $(CONTROLLER_GEN) ## Generate CRDs into config/crd.
+manifests: $(CONTROLLER_GEN) ## Generate CRDs into config/crd and the manager ClusterRole into config/rbac.
 	$(CONTROLLER_GEN) crd:maxDescLen=512,generateEmbeddedObjectMeta=true paths="./api/..." output:crd:artifacts:config=config/crd/bases
+	$(CONTROLLER_GEN) rbac:roleName=inplace-manager paths="./controller/..." paths="./policycontroller/..." paths="./webhook/..." paths="./manager/..." output:rbac:artifacts:config=config/rbac
 
 .PHONY: fmt
 fmt: ## Run gofmt on the code.

@@ -43,6 +43,10 @@ func NewScheme() *runtime.Scheme {
 	return s
 }
 
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
+// +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
+
 // Options returns the controller-runtime manager options for a
 // configuration.
 func Options(cfg *configv1alpha1.Configuration, scheme *runtime.Scheme) ctrl.Options {

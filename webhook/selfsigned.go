@@ -41,6 +41,8 @@ func WriteSelfSignedCerts(dir string, hosts []string) ([]byte, error) {
 	return ca.PEM, nil
 }
 
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=mutatingwebhookconfigurations;validatingwebhookconfigurations,verbs=get;patch
+
 // PatchCABundle sets caBundle on every webhook of the named mutating and
 // validating configurations.
 func PatchCABundle(ctx context.Context, c client.Client, ca []byte, mutating, validating string) error {
