@@ -82,7 +82,7 @@ func (m *Mutator) handle(ctx context.Context, req admission.Request) admission.R
 	if err != nil {
 		return admission.Errored(http.StatusBadRequest, err)
 	}
-	result, decisions, err := Mutate(ctx, js, m.opts.Agent, m.opts.Engine, newInput(req, nil, nil, m.namespaceLabels(ctx, req.Namespace)))
+	result, decisions, err := Mutate(ctx, js, m.opts.Agent, m.opts.Engine, newInput(req, nil, nil, namespaceLabels(ctx, m.opts.Reader, req.Namespace)))
 	if err != nil {
 		return admission.Denied(err.Error())
 	}
@@ -190,7 +190,7 @@ func (v *Validator) handle(ctx context.Context, req admission.Request) admission
 			return admission.Errored(http.StatusBadRequest, err)
 		}
 	}
-	d, err := v.opts.Engine.Evaluate(ctx, newInput(req, obj, old, v.namespaceLabels(ctx, req.Namespace)))
+	d, err := v.opts.Engine.Evaluate(ctx, newInput(req, obj, old, namespaceLabels(ctx, v.opts.Reader, req.Namespace)))
 	if err != nil {
 		log.FromContext(ctx).Error(err, "evaluating policies", "jobset", req.Name)
 	}
@@ -211,14 +211,6 @@ func (v *Validator) handle(ctx context.Context, req admission.Request) admission
 		return resp.WithWarnings(warnings...)
 	}
 	return admission.Allowed("").WithWarnings(warnings...)
-}
-
-func (v *Validator) namespaceLabels(ctx context.Context, ns string) map[string]string {
-	return namespaceLabels(ctx, v.opts.Reader, ns)
-}
-
-func (m *Mutator) namespaceLabels(ctx context.Context, ns string) map[string]string {
-	return namespaceLabels(ctx, m.opts.Reader, ns)
 }
 
 func namespaceLabels(ctx context.Context, r client.Reader, ns string) map[string]string {

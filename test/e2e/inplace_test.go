@@ -1,8 +1,6 @@
 package e2e
 
 import (
-	"os"
-	"path/filepath"
 	"strconv"
 	"time"
 
@@ -14,7 +12,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
 	"github.com/inplace-dev/inplace/broadcast"
@@ -26,18 +23,14 @@ const timeout = 60 * time.Second
 
 func loadStory1WithoutAgent(namespace string) *jobset.JobSet {
 	GinkgoHelper()
-	data, err := os.ReadFile(filepath.Join("..", "testdata", "specs", "inplace-story1.yaml"))
-	Expect(err).NotTo(HaveOccurred())
-	var js jobset.JobSet
-	Expect(yaml.UnmarshalStrict(data, &js)).To(Succeed())
-	js.Namespace = namespace
+	js := util.LoadSpec("inplace-story1.yaml", namespace)
 	delete(js.Annotations, jobset.ExclusiveKey)
 	for i := range js.Spec.ReplicatedJobs {
 		pod := &js.Spec.ReplicatedJobs[i].Template.Spec.Template.Spec
 		pod.InitContainers = nil
 		pod.Resources = nil
 	}
-	return &js
+	return js
 }
 
 func podsOf(js *jobset.JobSet) []corev1.Pod {
@@ -145,11 +138,7 @@ var _ = Describe("in-place restart, failure cases", func() {
 	})
 
 	It("Story 2: a fatal exit code fails the JobSet without a restart; another code restarts in place", func() {
-		data, err := os.ReadFile(filepath.Join("..", "testdata", "specs", "inplace-story2.yaml"))
-		Expect(err).NotTo(HaveOccurred())
-		var js jobset.JobSet
-		Expect(yaml.UnmarshalStrict(data, &js)).To(Succeed())
-		js.Namespace = ns.Name
+		js := *util.LoadSpec("inplace-story2.yaml", ns.Name)
 		delete(js.Annotations, jobset.ExclusiveKey)
 		for i := range js.Spec.ReplicatedJobs {
 			pod := &js.Spec.ReplicatedJobs[i].Template.Spec.Template.Spec

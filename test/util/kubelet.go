@@ -69,11 +69,7 @@ func JobPods(ctx context.Context, c client.Client, namespace, job string) []core
 // and Ready.
 func SetPodsRunning(ctx context.Context, c client.Client, namespace, job string, want int) {
 	ginkgo.GinkgoHelper()
-	var pods []corev1.Pod
-	gomega.Eventually(func(g gomega.Gomega) {
-		pods = JobPods(ctx, c, namespace, job)
-		g.Expect(pods).To(gomega.HaveLen(want), "pods of job %s", job)
-	}).WithTimeout(30 * time.Second).Should(gomega.Succeed())
+	pods := waitJobPods(ctx, c, namespace, job, want)
 	for i := range pods {
 		updatePodStatus(ctx, c, &pods[i], func(s *corev1.PodStatus) {
 			s.Phase = corev1.PodRunning
@@ -111,14 +107,21 @@ func FinishPod(ctx context.Context, c client.Client, pod *corev1.Pod, exitCode i
 // FinishJobPods waits for want Pods of the Job and ends each as FinishPod.
 func FinishJobPods(ctx context.Context, c client.Client, namespace, job string, want int, exitCode int32) {
 	ginkgo.GinkgoHelper()
+	pods := waitJobPods(ctx, c, namespace, job, want)
+	for i := range pods {
+		FinishPod(ctx, c, &pods[i], exitCode)
+	}
+}
+
+// waitJobPods waits until the Job has want Pods not being deleted.
+func waitJobPods(ctx context.Context, c client.Client, namespace, job string, want int) []corev1.Pod {
+	ginkgo.GinkgoHelper()
 	var pods []corev1.Pod
 	gomega.Eventually(func(g gomega.Gomega) {
 		pods = JobPods(ctx, c, namespace, job)
 		g.Expect(pods).To(gomega.HaveLen(want), "pods of job %s", job)
 	}).WithTimeout(30 * time.Second).Should(gomega.Succeed())
-	for i := range pods {
-		FinishPod(ctx, c, &pods[i], exitCode)
-	}
+	return pods
 }
 
 func containerStatuses(pod *corev1.Pod, state func(name string) corev1.ContainerState) []corev1.ContainerStatus {

@@ -2,8 +2,6 @@ package controller
 
 import (
 	"maps"
-	"os"
-	"path/filepath"
 	"slices"
 	"time"
 
@@ -13,23 +11,15 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
+	"github.com/inplace-dev/inplace/test/util"
 )
 
 const timeout = 30 * time.Second
 
 // loadSpec reads a manifest of test/testdata/specs into the namespace.
-func loadSpec(file, namespace string) *jobset.JobSet {
-	GinkgoHelper()
-	data, err := os.ReadFile(filepath.Join("..", "..", "testdata", "specs", file))
-	Expect(err).NotTo(HaveOccurred())
-	var js jobset.JobSet
-	Expect(yaml.UnmarshalStrict(data, &js)).To(Succeed())
-	js.Namespace = namespace
-	return &js
-}
+func loadSpec(file, namespace string) *jobset.JobSet { return util.LoadSpec(file, namespace) }
 
 func create(js *jobset.JobSet) *jobset.JobSet {
 	GinkgoHelper()

@@ -36,8 +36,11 @@ var _ = Describe("startup policy (KEP-104)", func() {
 
 		util.SetPodsRunning(ctx, k8sClient, ns.Name, "driver-ready-worker-start-driver-0", 1)
 		expectJobs(js, "0", "driver-ready-worker-start-driver-0", "driver-ready-worker-start-workers-0")
-		got = expectCondition(js, jobset.JobSetStartupPolicyInProgress, "True", "InOrderStartupPolicyInProgress")
-		Expect(findCondition(got, jobset.JobSetStartupPolicyInProgress).Message).To(Equal("replicated job workers is starting"))
+		Eventually(func(g Gomega) {
+			c := findCondition(get(js), jobset.JobSetStartupPolicyInProgress)
+			g.Expect(c).NotTo(BeNil())
+			g.Expect(c.Message).To(Equal("replicated job workers is starting"))
+		}).WithTimeout(timeout).Should(Succeed())
 
 		util.SetPodsRunning(ctx, k8sClient, ns.Name, "driver-ready-worker-start-workers-0", 2)
 		expectCondition(js, jobset.JobSetStartupPolicyCompleted, "True", "InOrderStartupPolicyCompleted")

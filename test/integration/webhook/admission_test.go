@@ -1,8 +1,6 @@
 package webhook
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -13,22 +11,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
 	"github.com/inplace-dev/inplace/inject"
 	"github.com/inplace-dev/inplace/test/util"
 )
 
-func loadSpec(file, namespace string) *jobset.JobSet {
-	GinkgoHelper()
-	data, err := os.ReadFile(filepath.Join("..", "..", "testdata", "specs", file))
-	Expect(err).NotTo(HaveOccurred())
-	var js jobset.JobSet
-	Expect(yaml.UnmarshalStrict(data, &js)).To(Succeed())
-	js.Namespace = namespace
-	return &js
-}
+func loadSpec(file, namespace string) *jobset.JobSet { return util.LoadSpec(file, namespace) }
 
 // withoutAgent removes the agent block of the KEP's manifests.
 func withoutAgent(js *jobset.JobSet) *jobset.JobSet {
