@@ -9,5 +9,5 @@ deny contains "spec.volumeClaimPolicies is not supported by this JobSet controll
 warn contains msg if {
 	some key in ["alpha.jobset.sigs.k8s.io/exclusive-topology", "alpha.jobset.sigs.k8s.io/node-selector"]
 	object.get(input.object.metadata, ["annotations", key], null) != null
-	msg := sprintf("metadata.annotations[%q]: exclusive placement is not implemented by this JobSet controller; the annotation has no effect", [key])
+	msg := sprintf("metadata.annotations[%q]: exclusive placement is not supported by this JobSet controller yet; the annotation has no effect", [key])
 }

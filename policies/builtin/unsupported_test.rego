@@ -10,7 +10,7 @@ test_volume_claim_policies_denied if {
 test_exclusive_topology_warned if {
 	js := {"metadata": {"annotations": {"alpha.jobset.sigs.k8s.io/exclusive-topology": "pool"}}, "spec": {}}
 	some msg in unsupported.warn with input as {"object": js}
-	contains(msg, "exclusive placement is not implemented")
+	contains(msg, "exclusive placement is not supported")
 }
 
 test_plain_jobset_clean if {

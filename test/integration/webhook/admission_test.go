@@ -159,7 +159,7 @@ var _ = Describe("the validating webhook", func() {
 		c := clientWithWarnings(warnings)
 		js := loadSpec("inplace-story1.yaml", ns.Name) // has the exclusive-topology annotation
 		Expect(c.Create(ctx, js)).To(Succeed())
-		Expect(strings.Join(warnings.messages(), "\n")).To(ContainSubstring("exclusive placement is not implemented"))
+		Expect(strings.Join(warnings.messages(), "\n")).To(ContainSubstring("exclusive placement is not supported"))
 	})
 
 	It("denies a startup policy change on update", func() {
