@@ -49,7 +49,7 @@ func (k *KubeTransport) Broadcasts(ctx context.Context) (<-chan broadcast.Broadc
 				k.Log.Error(err, "ignoring an invalid broadcast", "configmap", name)
 				return
 			}
-			if last != nil && equal(*last, b) {
+			if last != nil && last.Equal(b) {
 				return
 			}
 			last = &b
@@ -101,12 +101,6 @@ func (k *KubeTransport) watch(ctx context.Context, name, rv string, deliver func
 		}
 	}
 	return fmt.Errorf("watch closed")
-}
-
-func equal(a, b broadcast.Broadcast) bool {
-	x, _ := json.Marshal(a)
-	y, _ := json.Marshal(b)
-	return string(x) == string(y)
 }
 
 // ReportEpoch patches the epoch annotation of the agent's Pod.

@@ -39,6 +39,14 @@ func (b Broadcast) Open(replicatedJob string) bool {
 	return b.OpenReplicatedJobs == nil || slices.Contains(b.OpenReplicatedJobs, replicatedJob)
 }
 
+// Equal reports whether two broadcasts say the same; a nil and an empty
+// list of open replicated jobs differ (every one open vs none).
+func (b Broadcast) Equal(o Broadcast) bool {
+	return b.DeprecatedEpoch == o.DeprecatedEpoch && b.SyncedEpoch == o.SyncedEpoch &&
+		(b.OpenReplicatedJobs == nil) == (o.OpenReplicatedJobs == nil) &&
+		slices.Equal(b.OpenReplicatedJobs, o.OpenReplicatedJobs)
+}
+
 // Name is the name of the broadcast ConfigMap of a JobSet.
 func Name(jobSet string) string { return jobSet + "-epochs" }
 

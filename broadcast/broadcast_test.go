@@ -21,6 +21,9 @@ func TestRoundTrip(t *testing.T) {
 			t.Errorf("round trip (-want +got):\n%s", diff)
 		}
 	}
+	if (Broadcast{}).Equal(Broadcast{OpenReplicatedJobs: []string{}}) {
+		t.Error("all open and none open compare equal")
+	}
 	if b, _ := Decode(Encode(Broadcast{OpenReplicatedJobs: []string{}})); b.Open("x") {
 		t.Error("an empty list opens a barrier")
 	}

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
@@ -109,6 +110,13 @@ func expectedPods(js *jobset.JobSet) int {
 // decideEpochs computes the next epochs from the current status and Pods.
 func decideEpochs(js *jobset.JobSet, pods []podEpoch) epochDecision {
 	d := epochDecision{deprecated: js.Status.DeprecatedEpoch, synced: js.Status.SyncedEpoch}
+	if slices.ContainsFunc(pods, func(p podEpoch) bool { return p.fatal }) {
+		// That Pod's Job is about to fail, and its Job controller to delete
+		// the Job's other Pods: the failure policy decides, not an in-place
+		// restart. Nothing changes until then.
+		d.openReplicatedJobs = openBarriers(js, pods, d.synced)
+		return d
+	}
 	inRestart := d.deprecated >= d.synced && d.synced > 0
 	expected := expectedPods(js)
 
@@ -162,8 +170,6 @@ func lostMember(pods []podEpoch, synced int32, expected int) string {
 	atSynced := 0
 	for _, p := range pods {
 		switch {
-		case p.fatal:
-			atSynced++
 		case p.epoch == synced && p.gone:
 			return fmt.Sprintf("Pod %s of epoch %d failed or is being deleted", p.name, synced)
 		case p.epoch == synced && p.workerExited != "":

@@ -143,14 +143,7 @@ func (p *plan) reconcileEpochs(js *jobset.JobSet, obs observed, now metav1.Time,
 		if obs.pods[i].Labels[jobset.RestartsKey] != attempt {
 			continue
 		}
-		pe := observePodIn(js, &obs.pods[i])
-		if pe.fatal {
-			// Its Job is about to fail, and its Job controller to delete the
-			// Job's other Pods: the failure policy decides, not an in-place
-			// restart.
-			return
-		}
-		pods = append(pods, pe)
+		pods = append(pods, observePodIn(js, &obs.pods[i]))
 	}
 	d := decideEpochs(js, pods)
 	p.status.DeprecatedEpoch, p.status.SyncedEpoch = d.deprecated, d.synced

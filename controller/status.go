@@ -1,8 +1,6 @@
 package controller
 
 import (
-	"strconv"
-
 	batchv1 "k8s.io/api/batch/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -91,5 +89,3 @@ func countedRestarts(status *jobset.JobSetStatus) int32 {
 	}
 	return n
 }
-
-func itoa(i int32) string { return strconv.Itoa(int(i)) }

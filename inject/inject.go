@@ -22,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
+	"github.com/inplace-dev/inplace/agent"
 	configv1alpha1 "github.com/inplace-dev/inplace/api/config/v1alpha1"
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
 )
@@ -34,12 +35,6 @@ const (
 	// InjectedAnnotation records what injection added, as a sorted,
 	// comma-separated list of "<what>:<replicated job>[/<container>]".
 	InjectedAnnotation = "inplace.dev/injected"
-
-	// BarrierPath is the agent's endpoint that answers 200 once the barrier
-	// is lifted; the startup probe of the agent polls it.
-	BarrierPath = "/barrier-is-lifted"
-	// HealthPath is the agent's liveness endpoint.
-	HealthPath = "/healthz"
 
 	// MaxBackoffLimit is the backoffLimit InPlaceRestart needs: Pods restart
 	// in place or are replaced, and the Job must never fail for that.
@@ -206,12 +201,12 @@ func agentContainer(a configv1alpha1.Agent) corev1.Container {
 		// startup probe succeeds, which the agent allows once its epoch is
 		// synced.
 		StartupProbe: &corev1.Probe{
-			ProbeHandler:     corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: BarrierPath, Port: port}},
+			ProbeHandler:     corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: agent.BarrierPath, Port: port}},
 			PeriodSeconds:    1,
 			FailureThreshold: a.BarrierTimeoutSeconds,
 		},
 		LivenessProbe: &corev1.Probe{
-			ProbeHandler:     corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: HealthPath, Port: port}},
+			ProbeHandler:     corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: agent.HealthPath, Port: port}},
 			PeriodSeconds:    10,
 			FailureThreshold: 3,
 		},
