@@ -15,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -108,13 +109,68 @@ var _ = Describe("the agents' permissions", func() {
 })
 
 var _ = Describe("the agents' admission policy", func() {
-	It("is accepted by the apiserver", func() {
+	It("lets an agent change the epoch annotation of its own Pod, and nothing else", func() {
 		data, err := os.ReadFile(filepath.Join("..", "..", "..", "config", "agent", "validating-admission-policy.yaml"))
 		Expect(err).NotTo(HaveOccurred())
 		for _, doc := range strings.Split(string(data), "\n---\n") {
 			u := &unstructured.Unstructured{}
 			Expect(yaml.Unmarshal([]byte(doc), &u.Object)).To(Succeed())
-			Expect(k8sClient.Create(ctx, u, client.DryRunAll)).To(Succeed(), u.GetKind())
+			Expect(client.IgnoreAlreadyExists(k8sClient.Create(ctx, u))).To(Succeed(), u.GetKind())
 		}
+
+		ns := fw.NewNamespace(ctx, k8sClient)
+		util.WaitForDefaultServiceAccount(ctx, k8sClient, ns.Name)
+		rj := util.MakeReplicatedJob("w").Parallelism(2).Obj()
+		rj.Template.Spec.BackoffLimit = nil
+		js := create(util.MakeJobSet("vap", ns.Name).ReplicatedJob(rj).
+			FailurePolicy(&jobset.FailurePolicy{RestartStrategy: jobset.InPlaceRestart}).Obj())
+		var pods []corev1.Pod
+		Eventually(func(g Gomega) {
+			var list corev1.PodList
+			g.Expect(k8sClient.List(ctx, &list, client.InNamespace(ns.Name), client.MatchingLabels{jobset.JobSetNameKey: js.Name})).To(Succeed())
+			g.Expect(list.Items).To(HaveLen(2))
+			pods = list.Items
+		}).WithTimeout(timeout).Should(Succeed())
+
+		// A token bound to pods[0], as the kubelet projects it into that Pod.
+		cs := kubernetes.NewForConfigOrDie(cfg)
+		tr, err := cs.CoreV1().ServiceAccounts(ns.Name).CreateToken(ctx, "default", &authenticationv1.TokenRequest{
+			Spec: authenticationv1.TokenRequestSpec{BoundObjectRef: &authenticationv1.BoundObjectReference{
+				Kind: "Pod", APIVersion: "v1", Name: pods[0].Name, UID: pods[0].UID,
+			}},
+		}, metav1.CreateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		agentCfg := rest.AnonymousClientConfig(cfg)
+		agentCfg.BearerToken = tr.Status.Token
+		agentClient := kubernetes.NewForConfigOrDie(agentCfg)
+
+		// Every probe is a dry run: admission runs in full but nothing is
+		// stored, so a probe sent before the apiserver has loaded the policy
+		// cannot turn the next probe into a no-op that any policy allows.
+		patch := func(pod string, body string, dryRun bool) error {
+			opts := metav1.PatchOptions{}
+			if dryRun {
+				opts.DryRun = []string{metav1.DryRunAll}
+			}
+			_, err := agentClient.CoreV1().Pods(ns.Name).Patch(ctx, pod, types.MergePatchType, []byte(body), opts)
+			return err
+		}
+		Eventually(func() error {
+			return patch(pods[0].Name, `{"metadata":{"annotations":{"other":"x"}}}`, true)
+		}).WithTimeout(timeout).Should(MatchError(ContainSubstring("may change only the jobset.sigs.k8s.io/epoch annotation")),
+			"the apiserver does not enforce the policy")
+		Expect(patch(pods[0].Name, `{"metadata":{"labels":{"other":"x"}}}`, true)).To(MatchError(ContainSubstring("may not change a Pod's labels or spec")))
+		Expect(patch(pods[1].Name, `{"metadata":{"annotations":{"jobset.sigs.k8s.io/epoch":"1"}}}`, true)).To(MatchError(ContainSubstring("may change only its own Pod")))
+
+		// The agent's own write, through its own transport, is allowed.
+		Eventually(func() error {
+			t := &agent.KubeTransport{Client: agentClient, Namespace: ns.Name, Pod: pods[0].Name, JobSet: js.Name}
+			return t.ReportEpoch(ctx, 1)
+		}).WithTimeout(timeout).Should(Succeed(), "the agent cannot write its epoch under the policy")
+		var got corev1.Pod
+		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(&pods[0]), &got)).To(Succeed())
+		Expect(got.Annotations).To(HaveKeyWithValue(jobset.EpochKey, "1"))
+		Expect(got.Annotations).NotTo(HaveKey("other"))
+		Expect(got.Labels).NotTo(HaveKey("other"))
 	})
 })
