@@ -41,7 +41,9 @@ func WriteSelfSignedCerts(dir string, hosts []string) ([]byte, error) {
 	return ca.PEM, nil
 }
 
-// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=mutatingwebhookconfigurations;validatingwebhookconfigurations,verbs=get;patch
+// Only the two configurations inplace ships (their default names); a
+// configuration renamed in the manager's config needs its name here too.
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=mutatingwebhookconfigurations;validatingwebhookconfigurations,verbs=get;patch,resourceNames=inplace-mutating-webhook;inplace-validating-webhook
 
 // PatchCABundle sets caBundle on every webhook of the named mutating and
 // validating configurations.

@@ -82,6 +82,9 @@ var _ = Describe("in-place restart", func() {
 
 		after := expectRunning(js, 8, 2)
 		Expect(after).To(Equal(before), "a Pod was recreated instead of restarted in place")
+		pods := names(podsOf(js))
+		expectBarrierHeld(ns.Name, pods, 1)
+		expectBarrierHeld(ns.Name, pods, 2)
 		var got jobset.JobSet
 		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(js), &got)).To(Succeed())
 		Expect(got.Status.Restarts).To(Equal(int32(1)))
@@ -95,6 +98,85 @@ var _ = Describe("in-place restart", func() {
 })
 
 func itoa(i int32) string { return strconv.Itoa(int(i)) }
+
+func names(pods []corev1.Pod) []string {
+	var out []string
+	for _, p := range pods {
+		out = append(out, p.Name)
+	}
+	return out
+}
+
+// expectBarrierHeld checks, from what the simulated nodes recorded, that
+// at the epoch every one of pods started its workers, and no worker started
+// before the agent of every one of pods had begun reporting that epoch: the
+// barrier held until the whole group was at the new epoch.
+func expectBarrierHeld(namespace string, pods []string, epoch int32) {
+	GinkgoHelper()
+	reported := map[string]time.Time{}
+	started := map[string]time.Time{}
+	for _, e := range recorder.Events(namespace) {
+		if e.Epoch != epoch {
+			continue
+		}
+		switch e.Kind {
+		case simnode.EpochReported:
+			if _, seen := reported[e.Pod]; !seen {
+				reported[e.Pod] = e.Time
+			}
+		case simnode.WorkersStarted:
+			if _, seen := started[e.Pod]; !seen {
+				started[e.Pod] = e.Time
+			}
+		}
+	}
+	Expect(reported).To(HaveLen(len(pods)), "agents that reported epoch %d", epoch)
+	Expect(started).To(HaveLen(len(pods)), "Pods whose workers started at epoch %d", epoch)
+	for _, pod := range pods {
+		Expect(reported).To(HaveKey(pod))
+		Expect(started).To(HaveKey(pod))
+	}
+	var lastReport time.Time
+	for _, t := range reported {
+		if t.After(lastReport) {
+			lastReport = t
+		}
+	}
+	for pod, t := range started {
+		Expect(t.After(lastReport)).To(BeTrue(),
+			"the workers of %s started at epoch %d %v before the last agent reported it", pod, epoch, lastReport.Sub(t))
+	}
+}
+
+// expectBarriersInOrder checks that at the epoch no barrier of a replicated
+// job lifted before the workers of every earlier one had started.
+func expectBarriersInOrder(namespace string, epoch int32, order ...string) {
+	GinkgoHelper()
+	lastStart := map[string]time.Time{}
+	firstLift := map[string]time.Time{}
+	for _, e := range recorder.Events(namespace) {
+		if e.Epoch != epoch {
+			continue
+		}
+		switch e.Kind {
+		case simnode.WorkersStarted:
+			if e.Time.After(lastStart[e.ReplicatedJob]) {
+				lastStart[e.ReplicatedJob] = e.Time
+			}
+		case simnode.BarrierLifted:
+			if t, seen := firstLift[e.ReplicatedJob]; !seen || e.Time.Before(t) {
+				firstLift[e.ReplicatedJob] = e.Time
+			}
+		}
+	}
+	for i := 1; i < len(order); i++ {
+		prev, next := order[i-1], order[i]
+		Expect(lastStart).To(HaveKey(prev), "no workers of %s started at epoch %d", prev, epoch)
+		Expect(firstLift).To(HaveKey(next), "no barrier of %s lifted at epoch %d", next, epoch)
+		Expect(firstLift[next].After(lastStart[prev])).To(BeTrue(),
+			"a barrier of %s lifted at epoch %d before every worker of %s started", next, epoch, prev)
+	}
+}
 
 func annotate(pod corev1.Pod, key, value string) {
 	GinkgoHelper()
@@ -206,6 +288,7 @@ var _ = Describe("in-place restart, failure cases", func() {
 			}
 		}
 		Expect(replaced).To(Equal(1), "exactly the deleted Pod is new: before %v after %v", before, after)
+		expectBarrierHeld(ns.Name, names(podsOf(js)), 2)
 	})
 })
 
@@ -233,6 +316,10 @@ var _ = Describe("in-place restart, more cases", func() {
 
 		annotate(podsOf(js)[0], simnode.ExitCodeAnnotation, "1")
 		Expect(expectRunning(js, 3, 2)).To(Equal(before))
+		for epoch := int32(1); epoch <= 2; epoch++ {
+			expectBarrierHeld(ns.Name, names(podsOf(js)), epoch)
+			expectBarriersInOrder(ns.Name, epoch, "driver", "workers")
+		}
 	})
 
 	It("a lost node: its Pod is replaced elsewhere and the others restart in place", func() {

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	configv1alpha1 "github.com/inplace-dev/inplace/api/config/v1alpha1"
+	"github.com/inplace-dev/inplace/test/deploy"
 	"github.com/inplace-dev/inplace/test/framework"
 	"github.com/inplace-dev/inplace/test/simnode"
 )
@@ -32,6 +33,9 @@ var (
 	cfg       *rest.Config
 	ctx       context.Context
 	k8sClient client.Client
+	// recorder holds what the simulated nodes saw, for the timing
+	// assertions of the protocol.
+	recorder = &simnode.Recorder{}
 )
 
 func TestE2E(t *testing.T) {
@@ -46,11 +50,16 @@ var _ = BeforeSuite(func() {
 	cfg = fw.Init()
 	ctx, k8sClient = fw.SetupClient(cfg)
 	fw.StartManager(cfg)
+	// Agents run as their Pods, under the admission policy that limits
+	// them to their own epoch annotation.
+	Expect(deploy.Apply(ctx, k8sClient, "config/agent/validating-admission-policy.yaml")).To(Succeed())
 	_, err := simnode.Start(ctx, simnode.Options{
 		Client:         kubernetes.NewForConfigOrDie(cfg),
 		Nodes:          8,
 		Prefix:         "sim",
 		AgentContainer: "inplace-agent",
+		AgentConfig:    cfg,
+		Recorder:       recorder,
 		Log:            zap.New(zap.WriteTo(GinkgoWriter)),
 	})
 	Expect(err).NotTo(HaveOccurred())

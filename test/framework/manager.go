@@ -16,11 +16,13 @@ import (
 
 	configv1alpha1 "github.com/inplace-dev/inplace/api/config/v1alpha1"
 	"github.com/inplace-dev/inplace/manager"
+	"github.com/inplace-dev/inplace/test/deploy"
 )
 
 // StartManager runs inplace-manager in-process, built by the same calls as
 // cmd/manager, with leader election and the metrics and probe endpoints
-// off. It returns once the caches are synced; StopManager stops it.
+// off; on the full cluster it authenticates as the service account of
+// config/rbac, with no more rights than config/rbac grants. It returns once the caches are synced; StopManager stops it.
 func (f *Framework) StartManager(cfg *rest.Config) {
 	ginkgo.GinkgoHelper()
 	ctrl.SetLogger(zap.New(zap.WriteTo(ginkgo.GinkgoWriter), zap.UseDevMode(true)))
@@ -38,6 +40,13 @@ func (f *Framework) StartManager(cfg *rest.Config) {
 	}
 
 	mgrCfg := rest.CopyConfig(cfg)
+	if f.FullCluster {
+		// On the full cluster the manager runs as its own service account
+		// with the RBAC of config/rbac, as it does when installed.
+		var err error
+		mgrCfg, err = deploy.ManagerConfig(context.Background(), cfg, 24*time.Hour)
+		gomega.Expect(err).NotTo(gomega.HaveOccurred())
+	}
 	mgrCfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
 		return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
 			// Writes to the webhook configurations (the caBundle of

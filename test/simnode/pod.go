@@ -9,10 +9,13 @@ import (
 	"sync"
 	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 
 	"github.com/inplace-dev/inplace/agent"
@@ -26,6 +29,7 @@ type podRunner struct {
 	sim                       *Sim
 	uid                       types.UID
 	namespace, name, nodeName string
+	replicatedJob             string
 	ip                        string
 
 	mu       sync.Mutex
@@ -33,12 +37,17 @@ type podRunner struct {
 	changed  chan struct{}
 	cancel   context.CancelFunc
 	restarts map[string]int32
+	// epoch is the epoch the Pod's agent last reported.
+	epoch int32
+	// agentClient is the agents' client when they authenticate as the Pod.
+	agentClient kubernetes.Interface
 }
 
 func newPodRunner(s *Sim, pod *corev1.Pod, ip string) *podRunner {
 	return &podRunner{
 		sim: s, uid: pod.UID, namespace: pod.Namespace, name: pod.Name, nodeName: pod.Spec.NodeName, ip: ip,
-		latest: pod, changed: make(chan struct{}, 1), restarts: map[string]int32{},
+		replicatedJob: pod.Labels[jobset.ReplicatedJobNameKey],
+		latest:        pod, changed: make(chan struct{}, 1), restarts: map[string]int32{},
 	}
 }
 
@@ -121,6 +130,7 @@ func (r *podRunner) incarnation(parent context.Context) (bool, error) {
 	startAgent := func(c corev1.Container) {
 		actx, acancel := context.WithCancel(ctx)
 		done := make(chan struct{})
+		r.record(AgentStarted, 0)
 		agents[c.Name] = func() { acancel(); <-done }
 		go func() {
 			defer close(done)
@@ -155,6 +165,9 @@ func (r *podRunner) incarnation(parent context.Context) (bool, error) {
 				}
 				return r.handle(ctx, st, *e, agents, startAgent, exits)
 			}
+			if c.Name == r.sim.opts.AgentContainer {
+				r.record(BarrierLifted, 0)
+			}
 		}
 		st.setStarted(c.Name)
 	}
@@ -162,6 +175,7 @@ func (r *podRunner) incarnation(parent context.Context) (bool, error) {
 		st.setMain(c.Name, running())
 	}
 	st.running()
+	r.record(WorkersStarted, 0)
 	if err := r.write(ctx, st); err != nil {
 		return true, err
 	}
@@ -252,6 +266,9 @@ func (r *podRunner) handle(ctx context.Context, st *status, e exit, agents map[s
 		return false, nil
 	}
 	action := exitAction(c, spec.RestartPolicy, isInit, e.code)
+	if !isInit {
+		r.record(WorkerExited, e.code)
+	}
 	if isInit {
 		st.setInit(c.Name, terminated(e.code, reason(e.code)))
 	} else {
@@ -275,6 +292,9 @@ func (r *podRunner) handle(ctx context.Context, st *status, e exit, agents map[s
 		st.restarted(c.Name, r.restarts[c.Name], isInit)
 		if c.Name == r.sim.opts.AgentContainer {
 			startAgent(*c)
+		}
+		if !isInit {
+			r.record(WorkersStarted, 0)
 		}
 		return false, r.write(ctx, st)
 	default:
@@ -332,10 +352,15 @@ func (r *podRunner) runAgent(ctx context.Context, c corev1.Container) int {
 	port := env[inject.EnvBarrierPort]
 	pod := r.pod()
 	log := r.sim.opts.Log.WithValues("pod", r.namespace+"/"+r.name)
-	t := &agent.KubeTransport{
-		Client: r.sim.opts.Client, Namespace: r.namespace, Pod: r.name,
-		JobSet: pod.Annotations[jobset.JobSetNameKey], Log: log,
+	cs, err := r.agentClientset(ctx)
+	if err != nil {
+		log.Error(err, "agent credentials")
+		return 1
 	}
+	t := &recordingTransport{KubeTransport: &agent.KubeTransport{
+		Client: cs, Namespace: r.namespace, Pod: r.name,
+		JobSet: pod.Annotations[jobset.JobSetNameKey], Log: log,
+	}, runner: r}
 	exitCode, err := agent.Run(ctx, log, agent.Config{
 		ReplicatedJob:   pod.Annotations[jobset.ReplicatedJobNameKey],
 		RestartExitCode: code,
@@ -434,4 +459,72 @@ func reason(code int32) string {
 		return "Completed"
 	}
 	return "Error"
+}
+
+// record notes an event of this Pod, with the epoch its agent last reported.
+func (r *podRunner) record(kind EventKind, exitCode int32) {
+	rec := r.sim.opts.Recorder
+	if rec == nil {
+		return
+	}
+	r.mu.Lock()
+	epoch := r.epoch
+	r.mu.Unlock()
+	rec.Record(Event{
+		Time: time.Now(), Kind: kind, Namespace: r.namespace, Pod: r.name,
+		ReplicatedJob: r.replicatedJob, Epoch: epoch, ExitCode: exitCode,
+	})
+}
+
+// recordingTransport is the agent's own transport, noting each epoch it
+// reports.
+type recordingTransport struct {
+	*agent.KubeTransport
+	runner *podRunner
+}
+
+func (t *recordingTransport) ReportEpoch(ctx context.Context, epoch int32) error {
+	t.runner.mu.Lock()
+	t.runner.epoch = epoch
+	t.runner.mu.Unlock()
+	t.runner.record(EpochReported, 0)
+	return t.KubeTransport.ReportEpoch(ctx, epoch)
+}
+
+// agentClientset returns the client the Pod's agent uses: the simulator's
+// own, or, with Options.AgentConfig, one that authenticates with a token
+// bound to the Pod, as the token a kubelet projects into it.
+func (r *podRunner) agentClientset(ctx context.Context) (kubernetes.Interface, error) {
+	if r.sim.opts.AgentConfig == nil {
+		return r.sim.opts.Client, nil
+	}
+	r.mu.Lock()
+	cached := r.agentClient
+	r.mu.Unlock()
+	if cached != nil {
+		return cached, nil
+	}
+	pod := r.pod()
+	sa := pod.Spec.ServiceAccountName
+	if sa == "" {
+		sa = "default"
+	}
+	tr, err := r.sim.opts.Client.CoreV1().ServiceAccounts(r.namespace).CreateToken(ctx, sa, &authenticationv1.TokenRequest{
+		Spec: authenticationv1.TokenRequestSpec{BoundObjectRef: &authenticationv1.BoundObjectReference{
+			Kind: "Pod", APIVersion: "v1", Name: r.name, UID: r.uid,
+		}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("requesting a token bound to pod %s/%s: %w", r.namespace, r.name, err)
+	}
+	cfg := rest.AnonymousClientConfig(r.sim.opts.AgentConfig)
+	cfg.BearerToken = tr.Status.Token
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	r.mu.Lock()
+	r.agentClient = cs
+	r.mu.Unlock()
+	return cs, nil
 }

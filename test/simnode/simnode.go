@@ -20,8 +20,8 @@
 //
 // Where the simulation differs from a kubelet: no images, volumes, probes
 // other than startup probes of sidecars, resource accounting or cgroups;
-// the in-process agent uses the simulator's client instead of the Pod's
-// service account token; deletion is finished at once (no grace period).
+// unless Options.AgentConfig is set, the in-process agent uses the
+// simulator's client instead of a token bound to its Pod; deletion is finished at once (no grace period).
 package simnode
 
 import (
@@ -39,6 +39,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 )
@@ -59,7 +60,13 @@ type Options struct {
 	Prefix string
 	// AgentContainer is the name of the agent init container.
 	AgentContainer string
-	Log            logr.Logger
+	// AgentConfig, when set, makes every agent authenticate with a token
+	// bound to its Pod (the Pod's service account), against this config's
+	// server, as a kubelet-projected token does; unset, agents use Client.
+	AgentConfig *rest.Config
+	// Recorder, when set, records the moments tests and benchmarks time.
+	Recorder *Recorder
+	Log      logr.Logger
 }
 
 // Sim is a running set of simulated nodes.

@@ -1,0 +1,114 @@
+// Package deploy installs parts of config/ onto the local cluster as a
+// platform team would: the manager's RBAC and service account, the agents'
+// admission policy. Tests and the local cluster run the manager with the
+// identity it gets here, so config/rbac is proven to be enough.
+package deploy
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/inplace-dev/inplace/test/cluster"
+)
+
+const (
+	// ManagerNamespace and ManagerServiceAccount are the manager's identity
+	// in config/rbac.
+	ManagerNamespace      = "inplace-system"
+	ManagerServiceAccount = "inplace-manager"
+	fieldOwner            = "inplace-deploy"
+)
+
+// Objects reads the objects of YAML manifests, given relative to the
+// repository root.
+func Objects(files ...string) ([]*unstructured.Unstructured, error) {
+	root, err := cluster.RepoRoot()
+	if err != nil {
+		return nil, err
+	}
+	var objs []*unstructured.Unstructured
+	for _, f := range files {
+		data, err := os.ReadFile(filepath.Join(root, f))
+		if err != nil {
+			return nil, err
+		}
+		dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+		for {
+			u := &unstructured.Unstructured{}
+			if err := dec.Decode(&u.Object); errors.Is(err, io.EOF) {
+				break
+			} else if err != nil {
+				return nil, fmt.Errorf("%s: %w", f, err)
+			}
+			if len(u.Object) > 0 {
+				objs = append(objs, u)
+			}
+		}
+	}
+	return objs, nil
+}
+
+// Apply server-side applies the objects of YAML manifests, given relative
+// to the repository root, creating the namespaces they name.
+func Apply(ctx context.Context, c client.Client, files ...string) error {
+	objs, err := Objects(files...)
+	if err != nil {
+		return err
+	}
+	for _, u := range objs {
+		if ns := u.GetNamespace(); ns != "" {
+			err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+			if err != nil && !apierrors.IsAlreadyExists(err) {
+				return fmt.Errorf("creating namespace %s: %w", ns, err)
+			}
+		}
+		if err := c.Patch(ctx, u, client.Apply, client.FieldOwner(fieldOwner), client.ForceOwnership); err != nil {
+			return fmt.Errorf("applying %s %s: %w", u.GetKind(), u.GetName(), err)
+		}
+	}
+	return nil
+}
+
+// ManagerConfig installs config/rbac and returns a client configuration
+// that authenticates as the manager's service account, with exactly the
+// permissions config/rbac grants it.
+func ManagerConfig(ctx context.Context, admin *rest.Config, validity time.Duration) (*rest.Config, error) {
+	c, err := client.New(admin, client.Options{})
+	if err != nil {
+		return nil, err
+	}
+	if err := Apply(ctx, c, "config/rbac/service_account.yaml", "config/rbac/role.yaml", "config/rbac/role_binding.yaml"); err != nil {
+		return nil, err
+	}
+	cs, err := kubernetes.NewForConfig(admin)
+	if err != nil {
+		return nil, err
+	}
+	tr, err := cs.CoreV1().ServiceAccounts(ManagerNamespace).CreateToken(ctx, ManagerServiceAccount, &authenticationv1.TokenRequest{
+		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To(int64(validity.Seconds()))},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("a token for %s/%s: %w", ManagerNamespace, ManagerServiceAccount, err)
+	}
+	cfg := rest.AnonymousClientConfig(admin)
+	cfg.BearerToken = tr.Status.Token
+	cfg.UserAgent = "inplace-manager"
+	return cfg, nil
+}

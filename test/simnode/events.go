@@ -1,0 +1,71 @@
+package simnode
+
+import (
+	"slices"
+	"sync"
+	"time"
+)
+
+// EventKind names a moment in a simulated Pod's life that tests and
+// benchmarks time.
+type EventKind string
+
+const (
+	// AgentStarted: the agent container (re)started.
+	AgentStarted EventKind = "AgentStarted"
+	// EpochReported: the agent began writing its epoch on its Pod. Recorded
+	// before the write, so anything that depends on the write comes later.
+	EpochReported EventKind = "EpochReported"
+	// BarrierLifted: the agent's startup probe passed.
+	BarrierLifted EventKind = "BarrierLifted"
+	// WorkersStarted: the main containers started. Recorded before the
+	// status write that tells the API server.
+	WorkersStarted EventKind = "WorkersStarted"
+	// WorkerExited: a main container exited.
+	WorkerExited EventKind = "WorkerExited"
+)
+
+// Event is one recorded moment. Epoch is the epoch the Pod's agent last
+// reported (0 before its first report).
+type Event struct {
+	Time          time.Time
+	Kind          EventKind
+	Namespace     string
+	Pod           string
+	ReplicatedJob string
+	Epoch         int32
+	ExitCode      int32
+}
+
+// Recorder keeps the events of every simulated Pod, in order.
+type Recorder struct {
+	mu     sync.Mutex
+	events []Event
+}
+
+// Record adds an event.
+func (r *Recorder) Record(e Event) {
+	r.mu.Lock()
+	r.events = append(r.events, e)
+	r.mu.Unlock()
+}
+
+// Events returns the events of one namespace in the order recorded.
+func (r *Recorder) Events(namespace string) []Event {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []Event
+	for _, e := range r.events {
+		if e.Namespace == namespace {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// Reset forgets every event recorded so far.
+func (r *Recorder) Reset() {
+	r.mu.Lock()
+	r.events = slices.Delete(r.events, 0, len(r.events))
+	r.mu.Unlock()
+}
