@@ -14,6 +14,7 @@ import (
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/inplace-dev/inplace/agent"
@@ -30,9 +31,9 @@ func main() {
 		}
 		return v
 	}
-	code, err := strconv.Atoi(env(inject.EnvRestartExitCode))
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "inplace-agent: %s: %v\n", inject.EnvRestartExitCode, err)
+	code, convErr := strconv.Atoi(env(inject.EnvRestartExitCode))
+	if convErr != nil {
+		fmt.Fprintf(os.Stderr, "inplace-agent: %s: %v\n", inject.EnvRestartExitCode, convErr)
 		os.Exit(1)
 	}
 	cfg := agent.Config{
@@ -40,7 +41,15 @@ func main() {
 		RestartExitCode: code,
 		Listen:          ":" + env(inject.EnvBarrierPort),
 	}
-	restCfg, err := rest.InClusterConfig()
+	// In a Pod the agent authenticates with its service account token;
+	// KUBECONFIG points it elsewhere, to run it outside a cluster.
+	var restCfg *rest.Config
+	var err error
+	if path := os.Getenv("KUBECONFIG"); path != "" {
+		restCfg, err = clientcmd.BuildConfigFromFlags("", path)
+	} else {
+		restCfg, err = rest.InClusterConfig()
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "inplace-agent:", err)
 		os.Exit(1)

@@ -30,6 +30,7 @@ import (
 	configv1alpha1 "github.com/inplace-dev/inplace/api/config/v1alpha1"
 	"github.com/inplace-dev/inplace/manager"
 	"github.com/inplace-dev/inplace/test/cluster"
+	"github.com/inplace-dev/inplace/test/deploy"
 	"github.com/inplace-dev/inplace/test/framework"
 	"github.com/inplace-dev/inplace/test/simnode"
 )
@@ -82,7 +83,7 @@ func run(kubeconfigPath, crdDir string, nodes int, withManager bool) error {
 	if nodes > 0 {
 		if _, err := simnode.Start(ctx, simnode.Options{
 			Client: kubernetes.NewForConfigOrDie(c.Config), Nodes: nodes, Prefix: "sim",
-			AgentContainer: "inplace-agent", Log: log.WithName("simnode"),
+			AgentContainer: "inplace-agent", AgentConfig: c.Config, Log: log.WithName("simnode"),
 		}); err != nil {
 			return err
 		}
@@ -136,7 +137,14 @@ func startManager(ctx context.Context, cfg *rest.Config, done chan<- error) erro
 	conf.Metrics.BindAddress, conf.Health.ProbeBindAddress = "0", "0"
 	conf.Webhook.Port, conf.Webhook.CertDir = port, certDir
 	conf.Webhook.SelfSignedCerts, conf.Webhook.Hosts = true, []string{"127.0.0.1", "localhost"}
-	mgr, err := ctrl.NewManager(cfg, manager.Options(conf, manager.NewScheme()))
+	// The manager runs as its service account with the RBAC of config/rbac,
+	// and the agents under the admission policy of config/agent, as on a
+	// real cluster.
+	mgrCfg, err := deploy.ManagerConfig(ctx, cfg, 7*24*time.Hour)
+	if err != nil {
+		return err
+	}
+	mgr, err := ctrl.NewManager(mgrCfg, manager.Options(conf, manager.NewScheme()))
 	if err != nil {
 		return err
 	}
@@ -146,6 +154,9 @@ func startManager(ctx context.Context, cfg *rest.Config, done chan<- error) erro
 	go func() { done <- mgr.Start(ctx) }()
 	c, err := client.New(cfg, client.Options{Scheme: manager.NewScheme()})
 	if err != nil {
+		return err
+	}
+	if err := deploy.Apply(ctx, c, "config/agent/validating-admission-policy.yaml"); err != nil {
 		return err
 	}
 	return framework.RegisterWebhooks(ctx, c, port)

@@ -2,9 +2,15 @@ package agent
 
 import (
 	"context"
+	"fmt"
+	"net"
+	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -18,11 +24,14 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	"github.com/inplace-dev/inplace/agent"
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
+	"github.com/inplace-dev/inplace/inject"
 	"github.com/inplace-dev/inplace/test/framework"
 	"github.com/inplace-dev/inplace/test/util"
 )
@@ -174,3 +183,118 @@ var _ = Describe("the agents' admission policy", func() {
 		Expect(got.Labels).NotTo(HaveKey("other"))
 	})
 })
+
+var _ = Describe("the agent binary", func() {
+	It("reports its epoch soon after it starts and stays small", func() {
+		dir := GinkgoT().TempDir()
+		bin := filepath.Join(dir, "inplace-agent")
+		build := exec.Command("go", "build", "-ldflags=-s -w", "-o", bin, "github.com/inplace-dev/inplace/cmd/agent")
+		out, err := build.CombinedOutput()
+		Expect(err).NotTo(HaveOccurred(), string(out))
+
+		ns := fw.NewNamespace(ctx, k8sClient)
+		util.WaitForDefaultServiceAccount(ctx, k8sClient, ns.Name)
+		rj := util.MakeReplicatedJob("w").Obj()
+		rj.Template.Spec.BackoffLimit = nil
+		js := create(util.MakeJobSet("binary", ns.Name).ReplicatedJob(rj).
+			FailurePolicy(&jobset.FailurePolicy{RestartStrategy: jobset.InPlaceRestart}).Obj())
+		var pod corev1.Pod
+		Eventually(func(g Gomega) {
+			var list corev1.PodList
+			g.Expect(k8sClient.List(ctx, &list, client.InNamespace(ns.Name), client.MatchingLabels{jobset.JobSetNameKey: js.Name})).To(Succeed())
+			g.Expect(list.Items).To(HaveLen(1))
+			pod = list.Items[0]
+		}).WithTimeout(timeout).Should(Succeed())
+
+		// The agent's credentials: a token bound to its Pod, in a kubeconfig.
+		cs := kubernetes.NewForConfigOrDie(cfg)
+		tr, err := cs.CoreV1().ServiceAccounts(ns.Name).CreateToken(ctx, "default", &authenticationv1.TokenRequest{
+			Spec: authenticationv1.TokenRequestSpec{BoundObjectRef: &authenticationv1.BoundObjectReference{
+				Kind: "Pod", APIVersion: "v1", Name: pod.Name, UID: pod.UID,
+			}},
+		}, metav1.CreateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		kubeconfig := filepath.Join(dir, "kubeconfig")
+		Expect(clientcmd.WriteToFile(clientcmdapi.Config{
+			Clusters:       map[string]*clientcmdapi.Cluster{"local": {Server: cfg.Host, CertificateAuthorityData: cfg.CAData}},
+			AuthInfos:      map[string]*clientcmdapi.AuthInfo{"agent": {Token: tr.Status.Token}},
+			Contexts:       map[string]*clientcmdapi.Context{"agent": {Cluster: "local", AuthInfo: "agent"}},
+			CurrentContext: "agent",
+		}, kubeconfig)).To(Succeed())
+		// The controller grants the agents their Role when it reconciles.
+		Eventually(func() error {
+			agentCfg := rest.AnonymousClientConfig(cfg)
+			agentCfg.BearerToken = tr.Status.Token
+			_, err := kubernetes.NewForConfigOrDie(agentCfg).CoreV1().ConfigMaps(ns.Name).List(ctx, metav1.ListOptions{})
+			return err
+		}).WithTimeout(timeout).Should(Succeed())
+
+		port := freePort()
+		cmd := exec.Command(bin)
+		cmd.Env = []string{
+			"KUBECONFIG=" + kubeconfig,
+			inject.EnvNamespace + "=" + ns.Name,
+			inject.EnvPodName + "=" + pod.Name,
+			inject.EnvJobSetName + "=" + js.Name,
+			inject.EnvReplicatedJobName + "=w",
+			inject.EnvRestartExitCode + "=88",
+			inject.EnvBarrierPort + "=" + strconv.Itoa(port),
+		}
+		cmd.Stdout, cmd.Stderr = GinkgoWriter, GinkgoWriter
+		started := time.Now()
+		Expect(cmd.Start()).To(Succeed())
+		exited := make(chan error, 1)
+		go func() { exited <- cmd.Wait() }()
+		DeferCleanup(func() { _ = cmd.Process.Kill() })
+
+		healthURL := fmt.Sprintf("http://127.0.0.1:%d%s", port, agent.HealthPath)
+		var healthy, reported time.Duration
+		Eventually(func(g Gomega) {
+			if healthy == 0 {
+				resp, err := http.Get(healthURL)
+				g.Expect(err).NotTo(HaveOccurred())
+				resp.Body.Close()
+				g.Expect(resp.StatusCode).To(Equal(http.StatusOK))
+				healthy = time.Since(started)
+			}
+			var got corev1.Pod
+			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(&pod), &got)).To(Succeed())
+			g.Expect(got.Annotations).To(HaveKeyWithValue(jobset.EpochKey, "1"))
+			reported = time.Since(started)
+		}).WithTimeout(timeout).WithPolling(5 * time.Millisecond).Should(Succeed())
+
+		status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", cmd.Process.Pid))
+		Expect(err).NotTo(HaveOccurred())
+		rss, peak := procKiB(string(status), "VmRSS:"), procKiB(string(status), "VmHWM:")
+		info, err := os.Stat(bin)
+		Expect(err).NotTo(HaveOccurred())
+		AddReportEntry("agent", fmt.Sprintf("healthy after %v, epoch reported after %v, RSS %d KiB (peak %d KiB), binary %.1f MiB",
+			healthy.Round(time.Millisecond), reported.Round(time.Millisecond), rss, peak, float64(info.Size())/(1<<20)))
+		// Budgets with room for a loaded machine; docs/in-place-restart.md
+		// has the numbers measured here.
+		Expect(reported).To(BeNumerically("<", 5*time.Second), "start-up to the first epoch report")
+		Expect(peak).To(BeNumerically("<", 64*1024), "peak resident memory, KiB")
+
+		Expect(cmd.Process.Signal(syscall.SIGTERM)).To(Succeed())
+		Eventually(exited).WithTimeout(10 * time.Second).Should(Receive(BeNil()), "SIGTERM ends the agent with exit code 0")
+	})
+})
+
+func freePort() int {
+	GinkgoHelper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	Expect(err).NotTo(HaveOccurred())
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// procKiB reads a "Name:   N kB" line of /proc/<pid>/status.
+func procKiB(status, field string) int {
+	for _, line := range strings.Split(status, "\n") {
+		if rest, ok := strings.CutPrefix(line, field); ok {
+			n, _ := strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(rest), " kB"))
+			return n
+		}
+	}
+	return 0
+}
