@@ -276,7 +276,7 @@ var _ = Describe("the agent binary", func() {
 		Expect(peak).To(BeNumerically("<", 64*1024), "peak resident memory, KiB")
 
 		Expect(cmd.Process.Signal(syscall.SIGTERM)).To(Succeed())
-		Eventually(exited).WithTimeout(10 * time.Second).Should(Receive(BeNil()), "SIGTERM ends the agent with exit code 0")
+		Eventually(exited).WithTimeout(10*time.Second).Should(Receive(BeNil()), "SIGTERM ends the agent with exit code 0")
 	})
 })
 
