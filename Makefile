@@ -14,6 +14,11 @@ LOCAL := $(ROOT)/.local
 # Pinned tool versions; tools are installed into ./bin.
 CONTROLLER_TOOLS_VERSION ?= v0.21.0
 CONTROLLER_GEN := $(BIN)/controller-gen-$(CONTROLLER_TOOLS_VERSION)
+KUSTOMIZE_VERSION ?= v5.7.1
+KUSTOMIZE := $(BIN)/kustomize-$(KUSTOMIZE_VERSION)
+HELM_VERSION ?= v3.19.0
+HELM := $(BIN)/helm-$(HELM_VERSION)
+export KUSTOMIZE HELM
 
 GO_TEST_FLAGS ?= -race -count=1
 GO_TEST_TIMEOUT ?= 25m
@@ -40,6 +45,13 @@ generate: $(CONTROLLER_GEN) ## Generate deepcopy code for the API types.
 manifests: $(CONTROLLER_GEN) ## Generate CRDs into config/crd and the manager ClusterRole into config/rbac.
 	$(CONTROLLER_GEN) crd:maxDescLen=512,generateEmbeddedObjectMeta=true paths="./api/..." output:crd:artifacts:config=config/crd/bases
 	$(CONTROLLER_GEN) rbac:roleName=inplace-manager paths="./controller/..." paths="./policycontroller/..." paths="./webhook/..." paths="./manager/..." output:rbac:artifacts:config=config/rbac
+	@# The Helm chart renders the same objects from copies of config/.
+	cp config/crd/bases/*.yaml charts/inplace/crds/
+	cp config/rbac/role.yaml config/rbac/role_binding.yaml config/rbac/metrics_reader_role.yaml \
+	   config/certmanager/certificate.yaml config/agent/validating-admission-policy.yaml \
+	   config/prometheus/monitor.yaml charts/inplace/files/
+	cp config/webhook/manifests.yaml charts/inplace/files/webhook.yaml
+	cp config/webhook/service.yaml charts/inplace/files/webhook_service.yaml
 
 .PHONY: fmt
 fmt: ## Run gofmt on the code.
@@ -57,13 +69,27 @@ build: ## Build the project's binaries into ./bin.
 verify: generate manifests ## Fail if generated files are stale, code is unformatted or vet complains.
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed on:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 	go vet ./...
-	@git diff --exit-code -- api config || { echo "generated files are stale: run 'make generate manifests' and commit"; exit 1; }
-	@test -z "$$(git ls-files --others --exclude-standard -- api config)" || { echo "untracked generated files:"; git ls-files --others --exclude-standard -- api config; exit 1; }
+	@git diff --exit-code -- api config charts || { echo "generated files are stale: run 'make generate manifests' and commit"; exit 1; }
+	@test -z "$$(git ls-files --others --exclude-standard -- api config charts)" || { echo "untracked generated files:"; git ls-files --others --exclude-standard -- api config charts; exit 1; }
+
+##@ Images
+
+VERSION ?= v0.1.0
+IMG_MANAGER ?= ghcr.io/inplace-dev/inplace-manager:$(VERSION)
+IMG_AGENT ?= ghcr.io/inplace-dev/inplace-agent:$(VERSION)
+CONTAINER_TOOL ?= docker
+
+.PHONY: docker-build docker-build-manager docker-build-agent
+docker-build: docker-build-manager docker-build-agent ## Build both images (needs a container engine).
+docker-build-manager: ## Build the inplace-manager image as $(IMG_MANAGER).
+	$(CONTAINER_TOOL) build --target inplace-manager -t $(IMG_MANAGER) .
+docker-build-agent: ## Build the inplace-agent image as $(IMG_AGENT).
+	$(CONTAINER_TOOL) build --target inplace-agent -t $(IMG_AGENT) .
 
 ##@ Test
 
 .PHONY: test
-test: cluster-binaries ## Run every test (unit and integration, with -race).
+test: cluster-binaries $(KUSTOMIZE) $(HELM) ## Run every test (unit and integration, with -race).
 	go test $(GO_TEST_FLAGS) -timeout $(GO_TEST_TIMEOUT) ./...
 
 .PHONY: test-unit
@@ -103,3 +129,15 @@ demo: cluster-binaries ## Run the demo on a local cluster.
 $(CONTROLLER_GEN):
 	GOBIN=$(BIN) go install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_TOOLS_VERSION)
 	mv $(BIN)/controller-gen $@
+
+$(KUSTOMIZE):
+	GOBIN=$(BIN) go install sigs.k8s.io/kustomize/kustomize/v5@$(KUSTOMIZE_VERSION)
+	mv $(BIN)/kustomize $@
+
+$(HELM):
+	GOBIN=$(BIN) go install helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
+	mv $(BIN)/helm $@
+
+.PHONY: kustomize helm
+kustomize: $(KUSTOMIZE) ## Install kustomize into ./bin.
+helm: $(HELM) ## Install helm into ./bin.

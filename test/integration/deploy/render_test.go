@@ -1,0 +1,191 @@
+package deploy
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+
+	"github.com/google/go-cmp/cmp"
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"github.com/inplace-dev/inplace/test/cluster"
+)
+
+// tool finds a binary the Makefile installs: $NAME (KUSTOMIZE, HELM) or
+// bin/<name>-<version>.
+func tool(env, name string) string {
+	GinkgoHelper()
+	if p := os.Getenv(env); p != "" {
+		return p
+	}
+	root, err := cluster.RepoRoot()
+	Expect(err).NotTo(HaveOccurred())
+	matches, _ := filepath.Glob(filepath.Join(root, "bin", name+"-*"))
+	Expect(matches).NotTo(BeEmpty(), "%s is not installed: run 'make %s'", name, name)
+	return matches[len(matches)-1]
+}
+
+func run(name string, args ...string) ([]byte, error) {
+	root, err := cluster.RepoRoot()
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(name, args...)
+	cmd.Dir = root
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("%s %v: %w: %s", filepath.Base(name), args, err, stderr.String())
+	}
+	return out, nil
+}
+
+func decode(data []byte) []*unstructured.Unstructured {
+	GinkgoHelper()
+	var objs []*unstructured.Unstructured
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	for {
+		u := &unstructured.Unstructured{}
+		err := dec.Decode(&u.Object)
+		if errors.Is(err, io.EOF) {
+			return objs
+		}
+		Expect(err).NotTo(HaveOccurred())
+		if len(u.Object) > 0 {
+			objs = append(objs, u)
+		}
+	}
+}
+
+func kustomize(dir string) []*unstructured.Unstructured {
+	GinkgoHelper()
+	out, err := run(tool("KUSTOMIZE", "kustomize"), "build", dir)
+	Expect(err).NotTo(HaveOccurred())
+	return decode(out)
+}
+
+const kubeVersion = "1.36.0"
+
+func helmTemplate(args ...string) ([]*unstructured.Unstructured, error) {
+	out, err := run(tool("HELM", "helm"), append([]string{"template", "inplace", "charts/inplace",
+		"--namespace", "inplace-system", "--include-crds", "--kube-version", kubeVersion}, args...)...)
+	if err != nil {
+		return nil, err
+	}
+	return decode(out), nil
+}
+
+func key(u *unstructured.Unstructured) string {
+	return fmt.Sprintf("%s %s/%s", u.GetKind(), u.GetNamespace(), u.GetName())
+}
+
+// comparable drops what differs by nature between the two renderings: the
+// chart's config checksum annotation, and the config file's layout (it is
+// compared parsed).
+func comparable(u *unstructured.Unstructured) map[string]any {
+	GinkgoHelper()
+	c := u.DeepCopy()
+	if c.GetKind() == "Deployment" {
+		unstructured.RemoveNestedField(c.Object, "spec", "template", "metadata", "annotations", "checksum/config")
+		if a, _, _ := unstructured.NestedMap(c.Object, "spec", "template", "metadata", "annotations"); len(a) == 0 {
+			unstructured.RemoveNestedField(c.Object, "spec", "template", "metadata", "annotations")
+		}
+	}
+	if c.GetKind() == "ConfigMap" {
+		data, _, _ := unstructured.NestedStringMap(c.Object, "data")
+		parsed := map[string]any{}
+		for k, v := range data {
+			var m any
+			Expect(yaml.Unmarshal([]byte(v), &m)).To(Succeed())
+			parsed[k] = m
+		}
+		c.Object["data"] = parsed
+	}
+	return c.Object
+}
+
+func byKey(objs []*unstructured.Unstructured) map[string]map[string]any {
+	GinkgoHelper()
+	m := map[string]map[string]any{}
+	for _, u := range objs {
+		m[key(u)] = comparable(u)
+	}
+	return m
+}
+
+// dryRun applies every object with server-side dry-run, creating the
+// namespaces they name for real first (a dry-run namespace does not exist
+// for the next object).
+func dryRun(objs []*unstructured.Unstructured) {
+	GinkgoHelper()
+	for _, u := range objs {
+		if ns := u.GetNamespace(); ns != "" {
+			err := k8sClient.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+			if !apierrors.IsAlreadyExists(err) {
+				Expect(err).NotTo(HaveOccurred())
+			}
+		}
+	}
+	for _, u := range objs {
+		Expect(k8sClient.Patch(ctx, u.DeepCopy(), client.Apply, client.FieldOwner("inplace-test"), client.ForceOwnership, client.DryRunAll)).
+			To(Succeed(), "the apiserver rejects %s", key(u))
+	}
+}
+
+var _ = Describe("the deployment configuration", func() {
+	It("renders the same objects with kustomize and with Helm's defaults", func() {
+		fromKustomize := byKey(kustomize("config/default"))
+		delete(fromKustomize, "Namespace /inplace-system") // Helm: --create-namespace
+		objs, err := helmTemplate()
+		Expect(err).NotTo(HaveOccurred())
+		fromHelm := byKey(objs)
+		Expect(keys(fromHelm)).To(ConsistOf(keys(fromKustomize)))
+		for k, want := range fromKustomize {
+			Expect(cmp.Diff(want, fromHelm[k])).To(BeEmpty(), "%s differs between config/default (-) and charts/inplace (+)", k)
+		}
+	})
+
+	It("is accepted by the apiserver, from kustomize", func() {
+		dryRun(kustomize("config/default"))
+	})
+
+	It("is accepted by the apiserver, from Helm, with and without cert-manager", func() {
+		objs, err := helmTemplate()
+		Expect(err).NotTo(HaveOccurred())
+		dryRun(objs)
+		objs, err = helmTemplate("--set", "certManager.enabled=false,serviceMonitor.enabled=false,manager.replicas=1,manager.priorityClass.create=false")
+		Expect(err).NotTo(HaveOccurred())
+		for _, u := range objs {
+			Expect(u.GetAPIVersion()).NotTo(HavePrefix("cert-manager.io/"), key(u))
+			Expect(u.GetKind()).NotTo(Equal("ServiceMonitor"))
+			Expect(u.GetKind()).NotTo(Equal("PriorityClass"))
+		}
+		dryRun(objs)
+	})
+
+	It("refuses self-signed certificates with more than one replica, naming the fix", func() {
+		_, err := helmTemplate("--set", "certManager.enabled=false")
+		Expect(err).To(MatchError(ContainSubstring("manager.replicas")))
+	})
+})
+
+func keys(m map[string]map[string]any) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
