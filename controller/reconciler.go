@@ -65,6 +65,7 @@ type Reconciler struct {
 	client   client.Client
 	recorder events.EventRecorder
 	opts     Options
+	metrics  *restartMetrics
 }
 
 // +kubebuilder:rbac:groups=jobset.x-k8s.io,resources=jobsets,verbs=get;list;watch;update;patch;delete
@@ -85,7 +86,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	if err := setupIndexes(context.Background(), mgr.GetFieldIndexer()); err != nil {
 		return err
 	}
-	r := &Reconciler{client: mgr.GetClient(), recorder: mgr.GetEventRecorder(ControllerName), opts: opts}
+	r := &Reconciler{client: mgr.GetClient(), recorder: mgr.GetEventRecorder(ControllerName), opts: opts, metrics: newRestartMetrics()}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		For(&jobset.JobSet{}).
@@ -104,6 +105,9 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	var js jobset.JobSet
 	if err := r.client.Get(ctx, req.NamespacedName, &js); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.metrics.gone(req.NamespacedName)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if js.DeletionTimestamp != nil {
@@ -122,7 +126,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	p := decide(effective, obs, metav1.NewTime(r.opts.Clock.Now()), r.opts.InPlaceRestartTimeout)
+	now := r.opts.Clock.Now()
+	p := decide(effective, obs, metav1.NewTime(now), r.opts.InPlaceRestartTimeout)
 
 	if err := r.act(ctx, &js, &p); err != nil {
 		return ctrl.Result{}, err
@@ -131,6 +136,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, nil
 	}
 	if !equality.Semantic.DeepEqual(js.Status, p.status) {
+		before := js.Status
 		js.Status = p.status
 		// Update, not patch: the write carries the resourceVersion that was
 		// read, so a decision taken on a stale JobSet (a restart counted
@@ -138,7 +144,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if err := r.client.Status().Update(ctx, &js); err != nil {
 			return ctrl.Result{}, err
 		}
+		r.metrics.written(effective, before, p.status, now)
 	}
+	r.metrics.epochs(&js)
 	// The broadcast mirrors the status, which stays the truth: it is written
 	// after the status, and rewritten by the next reconcile if this fails.
 	if p.broadcast != nil {

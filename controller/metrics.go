@@ -1,0 +1,123 @@
+package controller
+
+import (
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/types"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
+)
+
+// Restart kinds of inplace_jobset_restarts_total.
+const (
+	kindInPlace          = "in_place"
+	kindRecreate         = "recreate"
+	kindBlockingRecreate = "blocking_recreate"
+)
+
+var (
+	restartsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "inplace_jobset_restarts_total",
+		Help: "JobSet restarts, by kind: in_place (every container restarted in its Pod), recreate and blocking_recreate (Jobs and Pods recreated).",
+	}, []string{"kind"})
+	inPlaceFallbacksTotal = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "inplace_inplace_restart_fallbacks_total",
+		Help: "In-place restarts that did not converge within the timeout and fell back to Recreate.",
+	})
+	inPlaceRestartSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "inplace_inplace_restart_duration_seconds",
+		Help:    "From an epoch deprecated to the next epoch synced (every Pod restarted and reporting it), as the controller saw it.",
+		Buckets: []float64{0.25, 0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300},
+	})
+	epochGauge = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "inplace_jobset_epoch",
+		Help: "The epochs of an InPlaceRestart JobSet: synced (every Pod at it) and deprecated (the last one restarted away from).",
+	}, []string{"namespace", "jobset", "epoch"})
+)
+
+func init() {
+	ctrlmetrics.Registry.MustRegister(restartsTotal, inPlaceFallbacksTotal, inPlaceRestartSeconds, epochGauge)
+}
+
+// restartMetrics turns status transitions, once written, into metrics. A
+// transition is seen once: the status write that carries it is an Update
+// with the resourceVersion read, so a stale decision never lands twice.
+type restartMetrics struct {
+	mu sync.Mutex
+	// started is when each JobSet's in-place restart in progress began, as
+	// this process saw it; after a manager restart the condition's time
+	// stands in.
+	started map[types.UID]time.Time
+}
+
+func newRestartMetrics() *restartMetrics {
+	return &restartMetrics{started: map[types.UID]time.Time{}}
+}
+
+// written records what changed between the status read and the status
+// written.
+func (m *restartMetrics) written(js *jobset.JobSet, before, after jobset.JobSetStatus, now time.Time) {
+	inPlace := after.InPlaceRestarts - before.InPlaceRestarts
+	if inPlace > 0 {
+		restartsTotal.WithLabelValues(kindInPlace).Add(float64(inPlace))
+		m.mu.Lock()
+		m.started[js.UID] = now
+		m.mu.Unlock()
+	}
+	if recreated := after.Restarts - before.Restarts - inPlace; recreated > 0 {
+		kind := kindRecreate
+		if js.Spec.FailurePolicy != nil && js.Spec.FailurePolicy.RestartStrategy == jobset.BlockingRecreate {
+			kind = kindBlockingRecreate
+		}
+		restartsTotal.WithLabelValues(kind).Add(float64(recreated))
+	}
+	if reason(after, jobset.JobSetRestarting) == ReasonInPlaceRestartTimedOut && reason(before, jobset.JobSetRestarting) != ReasonInPlaceRestartTimedOut {
+		inPlaceFallbacksTotal.Inc()
+		m.forget(js.UID)
+	}
+	if after.SyncedEpoch > before.SyncedEpoch && after.SyncedEpoch > after.DeprecatedEpoch && after.DeprecatedEpoch > 0 {
+		m.mu.Lock()
+		start, ok := m.started[js.UID]
+		delete(m.started, js.UID)
+		m.mu.Unlock()
+		if !ok {
+			if c := meta.FindStatusCondition(before.Conditions, string(jobset.JobSetRestarting)); c != nil && c.Reason == ReasonInPlaceRestart {
+				start, ok = c.LastTransitionTime.Time, true
+			}
+		}
+		if ok {
+			inPlaceRestartSeconds.Observe(now.Sub(start).Seconds())
+		}
+	}
+}
+
+// epochs publishes a JobSet's epochs.
+func (m *restartMetrics) epochs(js *jobset.JobSet) {
+	if !inPlace(js) {
+		return
+	}
+	epochGauge.WithLabelValues(js.Namespace, js.Name, "synced").Set(float64(js.Status.SyncedEpoch))
+	epochGauge.WithLabelValues(js.Namespace, js.Name, "deprecated").Set(float64(js.Status.DeprecatedEpoch))
+}
+
+// gone forgets a deleted JobSet.
+func (m *restartMetrics) gone(key types.NamespacedName) {
+	epochGauge.DeletePartialMatch(prometheus.Labels{"namespace": key.Namespace, "jobset": key.Name})
+}
+
+func (m *restartMetrics) forget(uid types.UID) {
+	m.mu.Lock()
+	delete(m.started, uid)
+	m.mu.Unlock()
+}
+
+func reason(s jobset.JobSetStatus, t jobset.JobSetConditionType) string {
+	if c := meta.FindStatusCondition(s.Conditions, string(t)); c != nil {
+		return c.Reason
+	}
+	return ""
+}
