@@ -89,7 +89,7 @@ var _ = Describe("in-place restart", func() {
 		expectBarrierHeld(ns.Name, pods, 1)
 		expectBarrierHeld(ns.Name, pods, 2)
 		Expect(metricValue("inplace_jobset_restarts_total", "kind", "in_place") - restartsBefore).To(Equal(1.0))
-		Expect(metricValue("inplace_inplace_restart_duration_seconds", "", "") - durationsBefore).To(Equal(1.0), "in-place restart durations observed")
+		Expect(metricValue("inplace_inplace_restart_duration_seconds", "", "")-durationsBefore).To(Equal(1.0), "in-place restart durations observed")
 		Expect(metricValue("inplace_jobset_epoch", "jobset", js.Name, "epoch", "synced")).To(Equal(2.0))
 		var got jobset.JobSet
 		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(js), &got)).To(Succeed())
