@@ -1,6 +1,7 @@
 // Package cli is inplacectl: offline tools that run the same code as the
-// webhooks. It renders what the mutating webhook would store, evaluates
-// policies against a manifest, and runs Rego tests.
+// webhooks — it renders what the mutating webhook would store, evaluates
+// policies against a manifest, and runs Rego tests — and `status`, which
+// reads a JobSet's in-place restart state from a cluster.
 package cli
 
 import (
@@ -31,6 +32,9 @@ const usage = `inplacectl: offline tools for inplace
       evaluate the Rego policies in DIR (one policy per .rego file) on a JobSet
   inplacectl policy test DIR
       run the Rego tests (test_* rules) of the policies in DIR
+  inplacectl status JOBSET [-n NAMESPACE] [-kubeconfig PATH]
+      show a JobSet's epochs, the barrier of every replicated job and the
+      timeline of its last in-place restart, from the cluster
 
 Exit status: 0 on success, 1 when a policy denies or a test fails, 2 on bad usage.
 `
@@ -50,6 +54,8 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		code, err = policyEval(ctx, args[2:], stdout)
 	case len(args) > 1 && args[0] == "policy" && args[1] == "test":
 		code, err = policyTest(ctx, args[2:], stdout)
+	case args[0] == "status":
+		code, err = status(ctx, args[1:], stdout)
 	case args[0] == "help" || args[0] == "-h" || args[0] == "--help":
 		fmt.Fprint(stdout, usage)
 		return 0

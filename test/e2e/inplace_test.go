@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"bytes"
+	"path/filepath"
 	"strconv"
 	"time"
 
@@ -11,11 +13,14 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
 	"github.com/inplace-dev/inplace/broadcast"
+	"github.com/inplace-dev/inplace/cli"
 	"github.com/inplace-dev/inplace/test/simnode"
 	"github.com/inplace-dev/inplace/test/util"
 )
@@ -142,6 +147,19 @@ func metricValue(name string, labels ...string) float64 {
 		}
 	}
 	return sum
+}
+
+// kubeconfigFile writes the suite's admin credentials as a kubeconfig.
+func kubeconfigFile() string {
+	GinkgoHelper()
+	path := filepath.Join(GinkgoT().TempDir(), "kubeconfig")
+	Expect(clientcmd.WriteToFile(clientcmdapi.Config{
+		Clusters:       map[string]*clientcmdapi.Cluster{"local": {Server: cfg.Host, CertificateAuthorityData: cfg.CAData}},
+		AuthInfos:      map[string]*clientcmdapi.AuthInfo{"admin": {ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData, Token: cfg.BearerToken}},
+		Contexts:       map[string]*clientcmdapi.Context{"local": {Cluster: "local", AuthInfo: "admin"}},
+		CurrentContext: "local",
+	}, path)).To(Succeed())
+	return path
 }
 
 func names(pods []corev1.Pod) []string {
@@ -365,6 +383,18 @@ var _ = Describe("in-place restart, more cases", func() {
 			expectBarrierHeld(ns.Name, names(podsOf(js)), epoch)
 			expectBarriersInOrder(ns.Name, epoch, "driver", "workers")
 		}
+
+		// inplacectl status shows it from the cluster.
+		var out, errOut bytes.Buffer
+		code := cli.Run(ctx, []string{"status", js.Name, "-n", ns.Name, "-kubeconfig", kubeconfigFile()}, &out, &errOut)
+		Expect(code).To(BeZero(), errOut.String())
+		Expect(out.String()).To(And(
+			ContainSubstring("epochs   synced 2  deprecated 1\n"),
+			MatchRegexp(`driver\s+1\s+1\s+1\s+lifted`),
+			MatchRegexp(`workers\s+2\s+2\s+2\s+lifted`),
+			ContainSubstring("failure seen, epoch deprecated"),
+			ContainSubstring("every Pod at the new epoch: barriers lifted"),
+		), out.String())
 	})
 
 	It("a lost node: its Pod is replaced elsewhere and the others restart in place", func() {

@@ -1,0 +1,96 @@
+package cli
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
+	"github.com/inplace-dev/inplace/broadcast"
+)
+
+func statusPod(name, rj string, epoch string, ready bool, agentStart, workerStart time.Time) corev1.Pod {
+	cond := corev1.ConditionFalse
+	if ready {
+		cond = corev1.ConditionTrue
+	}
+	return corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{jobset.ReplicatedJobNameKey: rj},
+			Annotations: map[string]string{jobset.EpochKey: epoch}},
+		Status: corev1.PodStatus{
+			Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: cond}},
+			InitContainerStatuses: []corev1.ContainerStatus{{Name: "inplace-agent",
+				State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(agentStart)}}}},
+			ContainerStatuses: []corev1.ContainerStatus{{Name: "worker",
+				State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(workerStart)}}}},
+		},
+	}
+}
+
+func TestWriteStatus(t *testing.T) {
+	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	js := &jobset.JobSet{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ml", Name: "train"},
+		Spec: jobset.JobSetSpec{
+			ReplicatedJobs: []jobset.ReplicatedJob{{Name: "driver", Replicas: 1}, {Name: "workers", Replicas: 2}},
+			FailurePolicy:  &jobset.FailurePolicy{RestartStrategy: jobset.InPlaceRestart, MaxRestarts: 3},
+		},
+		Status: jobset.JobSetStatus{Restarts: 1, InPlaceRestarts: 1, RestartsCountTowardsMax: 1, DeprecatedEpoch: 1, SyncedEpoch: 2},
+	}
+	in := statusInputs{
+		jobSet:         js,
+		broadcast:      &broadcast.Broadcast{DeprecatedEpoch: 1, SyncedEpoch: 2, OpenReplicatedJobs: []string{"driver"}},
+		agentContainer: "inplace-agent",
+		pods: []corev1.Pod{
+			statusPod("d-0", "driver", "2", true, t0, t0.Add(time.Second)),
+			statusPod("w-0", "workers", "2", false, t0, t0.Add(-time.Hour)),
+			statusPod("w-1", "workers", "1", false, t0, t0.Add(-time.Hour)),
+		},
+		events: []corev1.Event{
+			{Reason: "InPlaceRestart", Message: "pod w-1 failed", EventTime: metav1.NewMicroTime(t0.Add(-100 * time.Millisecond))},
+			{Reason: "InPlaceRestartCompleted", Message: "done", EventTime: metav1.NewMicroTime(t0.Add(700 * time.Millisecond))},
+			{Reason: "InPlaceRestart", Message: "an older one", EventTime: metav1.NewMicroTime(t0.Add(-time.Hour))},
+		},
+	}
+	var out bytes.Buffer
+	writeStatus(&out, in)
+	got := out.String()
+	for _, want := range []string{
+		"JobSet ml/train  strategy InPlaceRestart  state Active",
+		"restarts 1 (1 in place; 1 of maxRestarts 3 counted)",
+		"epochs   synced 2  deprecated 1\n",
+		"driver          1     1                1      lifted",
+		"workers         2     1                0      held: waiting for the replicated jobs before it (InOrder)",
+		"03:04:04.900  +0.000s         failure seen, epoch deprecated: pod w-1 failed",
+		"03:04:05      +0.100..1.100s  every agent restarted",
+		"03:04:05.700  +0.800s         every Pod at the new epoch: barriers lifted",
+		"03:04:06      +1.100..2.100s  every worker running",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("status lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "an older one") {
+		t.Errorf("status shows an older restart:\n%s", got)
+	}
+
+	// During a restart every barrier holds.
+	js.Status.DeprecatedEpoch = 2
+	out.Reset()
+	writeStatus(&out, in)
+	if got := out.String(); !strings.Contains(got, "restart in progress: waiting for every Pod at epoch 3") ||
+		strings.Count(got, "held: restarting") != 2 {
+		t.Errorf("status during a restart:\n%s", got)
+	}
+}
+
+func TestStatusUsage(t *testing.T) {
+	var out, errOut bytes.Buffer
+	if code := Run(t.Context(), []string{"status"}, &out, &errOut); code != 2 || !strings.Contains(errOut.String(), "name one JobSet") {
+		t.Errorf("status without a name: exit %d, %q", code, errOut.String())
+	}
+}
