@@ -99,11 +99,17 @@ test-unit: ## Run the tests that need no cluster.
 ##@ Benchmarks
 
 .PHONY: bench
-bench: bench-admission ## Run every benchmark; results in .local/bench/.
+bench: bench-admission bench-restart ## Run every benchmark; results in .local/bench/.
 
 .PHONY: bench-admission
 bench-admission: cluster-binaries ## Admission: handler latency, policy cost, creates through the apiserver.
 	go run ./test/bench/admission -out $(LOCAL)/bench/admission.json
+
+.PHONY: bench-restart
+BENCH_NODES ?= 100,1000,5000
+BENCH_REPEATS ?= 3
+bench-restart: cluster-binaries ## Restarts at scale: in place vs Recreate vs BlockingRecreate, the floor, API cost (BENCH_NODES, BENCH_REPEATS).
+	go run ./test/bench/restart -nodes $(BENCH_NODES) -repeats $(BENCH_REPEATS) -out $(LOCAL)/bench/restart.json
 
 ##@ Local cluster
 

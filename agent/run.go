@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"sync/atomic"
+	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -33,6 +33,11 @@ type Config struct {
 	RestartExitCode int
 	// Listen is the address of /barrier-is-lifted and /healthz.
 	Listen string
+	// BarrierHold is how long a request to /barrier-is-lifted waits for the
+	// barrier to lift before it answers that it has not. The kubelet's
+	// startup probe then sees the lift at once, not a probe period later;
+	// it must stay below the probe's timeoutSeconds. 0 answers at once.
+	BarrierHold time.Duration
 }
 
 // BarrierPath and HealthPath are the agent's endpoints.
@@ -44,8 +49,8 @@ const (
 // Run runs the agent until ctx ends (exit code 0) or its epoch is
 // deprecated (the restart exit code).
 func Run(ctx context.Context, log logr.Logger, cfg Config, t Transport) (int, error) {
-	var lifted atomic.Bool
-	srv, err := serve(log, cfg.Listen, &lifted)
+	lifted := newBarrier()
+	srv, err := serve(log, cfg.Listen, lifted, cfg.BarrierHold)
 	if err != nil {
 		return 1, err
 	}
@@ -75,7 +80,7 @@ func Run(ctx context.Context, log logr.Logger, cfg Config, t Transport) (int, er
 			}
 		}
 		if d.LiftBarrier {
-			lifted.Store(true)
+			lifted.lift()
 			log.Info("barrier lifted", "epoch", m.Epoch())
 		}
 		if d.Restart {
@@ -103,12 +108,44 @@ func report(ctx context.Context, t Transport, epoch int32) error {
 		})
 }
 
-// serve answers /healthz always and /barrier-is-lifted once lifted.
-func serve(log logr.Logger, addr string, lifted *atomic.Bool) (*http.Server, error) {
+// barrier is closed once lifted.
+type barrier struct {
+	once sync.Once
+	ch   chan struct{}
+}
+
+func newBarrier() *barrier { return &barrier{ch: make(chan struct{})} }
+
+func (b *barrier) lift() { b.once.Do(func() { close(b.ch) }) }
+
+// wait reports whether the barrier is lifted, waiting up to hold for it.
+func (b *barrier) wait(ctx context.Context, hold time.Duration) bool {
+	select {
+	case <-b.ch:
+		return true
+	default:
+	}
+	if hold <= 0 {
+		return false
+	}
+	t := time.NewTimer(hold)
+	defer t.Stop()
+	select {
+	case <-b.ch:
+		return true
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	return false
+}
+
+// serve answers /healthz always and /barrier-is-lifted once lifted,
+// holding a request up to hold for the lift.
+func serve(log logr.Logger, addr string, lifted *barrier, hold time.Duration) (*http.Server, error) {
 	mux := http.NewServeMux()
 	mux.HandleFunc(HealthPath, func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
-	mux.HandleFunc(BarrierPath, func(w http.ResponseWriter, _ *http.Request) {
-		if lifted.Load() {
+	mux.HandleFunc(BarrierPath, func(w http.ResponseWriter, r *http.Request) {
+		if lifted.wait(r.Context(), hold) {
 			w.WriteHeader(http.StatusOK)
 			return
 		}
@@ -118,7 +155,7 @@ func serve(log logr.Logger, addr string, lifted *atomic.Bool) (*http.Server, err
 	if err != nil {
 		return nil, fmt.Errorf("listening on %s: %w", addr, err)
 	}
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	srv := &http.Server{Addr: l.Addr().String(), Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() {
 		if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			log.Error(err, "serving the barrier")

@@ -88,3 +88,33 @@ func TestRestartMetrics(t *testing.T) {
 func typesName(js *jobset.JobSet) types.NamespacedName {
 	return types.NamespacedName{Namespace: js.Namespace, Name: js.Name}
 }
+
+func TestCountersOnlyWritesAreCoalesced(t *testing.T) {
+	a := jobset.JobSetStatus{SyncedEpoch: 1, ReplicatedJobsStatus: []jobset.ReplicatedJobStatus{{Name: "w", Ready: 3}}}
+	b := a
+	b.ReplicatedJobsStatus = []jobset.ReplicatedJobStatus{{Name: "w", Ready: 2}}
+	if !countersOnly(a, b) {
+		t.Errorf("a change of counters only is not seen as one")
+	}
+	b.SyncedEpoch = 2
+	if countersOnly(a, b) {
+		t.Errorf("an epoch change is seen as counters only")
+	}
+
+	w := newStatusWrites()
+	t0 := time.Unix(100, 0)
+	if d := w.wait("u", t0); d != 0 {
+		t.Errorf("a first write waits %v", d)
+	}
+	w.wrote(types.NamespacedName{Namespace: "ns", Name: "js"}, "u", t0)
+	if d := w.wait("u", t0.Add(300*time.Millisecond)); d != 700*time.Millisecond {
+		t.Errorf("a write 300ms after the last waits %v, want 700ms", d)
+	}
+	if d := w.wait("u", t0.Add(2*time.Second)); d != 0 {
+		t.Errorf("a write 2s after the last waits %v", d)
+	}
+	w.forgetName(types.NamespacedName{Namespace: "ns", Name: "js"})
+	if d := w.wait("u", t0); d != 0 {
+		t.Errorf("a deleted JobSet's writes still wait %v", d)
+	}
+}

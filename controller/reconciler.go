@@ -66,6 +66,7 @@ type Reconciler struct {
 	recorder events.EventRecorder
 	opts     Options
 	metrics  *restartMetrics
+	writes   *statusWrites
 }
 
 // +kubebuilder:rbac:groups=jobset.x-k8s.io,resources=jobsets,verbs=get;list;watch;update;patch;delete
@@ -86,7 +87,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	if err := setupIndexes(context.Background(), mgr.GetFieldIndexer()); err != nil {
 		return err
 	}
-	r := &Reconciler{client: mgr.GetClient(), recorder: mgr.GetEventRecorder(ControllerName), opts: opts, metrics: newRestartMetrics()}
+	r := &Reconciler{client: mgr.GetClient(), recorder: mgr.GetEventRecorder(ControllerName), opts: opts, metrics: newRestartMetrics(), writes: newStatusWrites()}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		For(&jobset.JobSet{}).
@@ -107,6 +108,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.client.Get(ctx, req.NamespacedName, &js); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.metrics.gone(req.NamespacedName)
+			r.writes.forgetName(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -135,7 +137,19 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if p.deleteJobSet {
 		return ctrl.Result{}, nil
 	}
-	if !equality.Semantic.DeepEqual(js.Status, p.status) {
+	write := !equality.Semantic.DeepEqual(js.Status, p.status)
+	if write && countersOnly(js.Status, p.status) {
+		// Only the replicated jobs' counters moved: they move with every
+		// Job's status, N times per restart of N Jobs, so they are written
+		// at most once per statusCoalescing; the requeue writes the rest.
+		if wait := r.writes.wait(js.UID, now); wait > 0 {
+			write = false
+			if p.requeueAfter == 0 || wait < p.requeueAfter {
+				p.requeueAfter = wait
+			}
+		}
+	}
+	if write {
 		before := js.Status
 		js.Status = p.status
 		// Update, not patch: the write carries the resourceVersion that was
@@ -145,6 +159,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			return ctrl.Result{}, err
 		}
 		r.metrics.written(effective, before, p.status, now)
+		r.writes.wrote(req.NamespacedName, js.UID, now)
 	}
 	r.metrics.epochs(&js)
 	// The broadcast mirrors the status, which stays the truth: it is written
@@ -287,7 +302,15 @@ func (r *Reconciler) writeBroadcast(ctx context.Context, js *jobset.JobSet, data
 // ensureAgentRBAC creates the agents' Role in the JobSet's namespace and
 // binds it to the service accounts of the JobSet's Pods.
 func (r *Reconciler) ensureAgentRBAC(ctx context.Context, js *jobset.JobSet) error {
-	if err := r.client.Create(ctx, agentRole(js.Namespace)); err != nil && !apierrors.IsAlreadyExists(err) {
+	// Both are read from the cache: a reconcile that finds them in place
+	// sends no request.
+	var role rbacv1.Role
+	switch err := r.client.Get(ctx, client.ObjectKey{Namespace: js.Namespace, Name: AgentRoleName}, &role); {
+	case apierrors.IsNotFound(err):
+		if err := r.client.Create(ctx, agentRole(js.Namespace)); err != nil && !apierrors.IsAlreadyExists(err) {
+			return err
+		}
+	case err != nil:
 		return err
 	}
 	var rb rbacv1.RoleBinding

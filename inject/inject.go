@@ -36,6 +36,14 @@ const (
 	// comma-separated list of "<what>:<replicated job>[/<container>]".
 	InjectedAnnotation = "inplace.dev/injected"
 
+	// barrierHoldMillis is how long the agent holds a startup probe of its
+	// barrier before answering that it has not lifted: just under the
+	// probe's timeout (1 s), so a lift is seen within the probe that waits
+	// for it and not a period later, and each failed probe still takes
+	// about its period, keeping failureThreshold the barrier's timeout in
+	// seconds.
+	barrierHoldMillis = 900
+
 	// MaxBackoffLimit is the backoffLimit InPlaceRestart needs: Pods restart
 	// in place or are replaced, and the Job must never fail for that.
 	MaxBackoffLimit = int32(1<<31 - 1)
@@ -51,6 +59,7 @@ const (
 	EnvReplicatedJobName = "REPLICATED_JOB_NAME"
 	EnvRestartExitCode   = "RESTART_POD_IN_PLACE_EXIT_CODE"
 	EnvBarrierPort       = "BARRIER_PORT"
+	EnvBarrierHold       = "BARRIER_HOLD_MILLISECONDS"
 )
 
 // Decision is one thing injection did, for `inplacectl render` and the
@@ -196,13 +205,17 @@ func agentContainer(a configv1alpha1.Agent) corev1.Container {
 			fieldEnv(EnvReplicatedJobName, "metadata.annotations['"+jobset.ReplicatedJobNameKey+"']"),
 			{Name: EnvRestartExitCode, Value: fmt.Sprint(a.RestartExitCode)},
 			{Name: EnvBarrierPort, Value: fmt.Sprint(a.BarrierPort)},
+			{Name: EnvBarrierHold, Value: fmt.Sprint(barrierHoldMillis)},
 		},
 		// The barrier: containers after a sidecar start only once its
 		// startup probe succeeds, which the agent allows once its epoch is
 		// synced.
+		// The agent holds each probe up to barrierHoldMillis and answers
+		// the moment the barrier lifts.
 		StartupProbe: &corev1.Probe{
 			ProbeHandler:     corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: agent.BarrierPath, Port: port}},
 			PeriodSeconds:    1,
+			TimeoutSeconds:   1,
 			FailureThreshold: a.BarrierTimeoutSeconds,
 		},
 		LivenessProbe: &corev1.Probe{

@@ -11,6 +11,7 @@ import (
 	"os/signal"
 	"strconv"
 	"syscall"
+	"time"
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -40,6 +41,15 @@ func main() {
 		ReplicatedJob:   env(inject.EnvReplicatedJobName),
 		RestartExitCode: code,
 		Listen:          ":" + env(inject.EnvBarrierPort),
+	}
+	// Optional: agents injected by older managers do not hold probes.
+	if v := os.Getenv(inject.EnvBarrierHold); v != "" {
+		millis, err := strconv.Atoi(v)
+		if err != nil || millis < 0 {
+			fmt.Fprintf(os.Stderr, "inplace-agent: %s=%q: want a number of milliseconds\n", inject.EnvBarrierHold, v)
+			os.Exit(1)
+		}
+		cfg.BarrierHold = time.Duration(millis) * time.Millisecond
 	}
 	// In a Pod the agent authenticates with its service account token;
 	// KUBECONFIG points it elsewhere, to run it outside a cluster.

@@ -16,6 +16,8 @@ const (
 	// EpochReported: the agent began writing its epoch on its Pod. Recorded
 	// before the write, so anything that depends on the write comes later.
 	EpochReported EventKind = "EpochReported"
+	// EpochWritten: the agent's epoch write returned.
+	EpochWritten EventKind = "EpochWritten"
 	// BarrierLifted: the agent's startup probe passed.
 	BarrierLifted EventKind = "BarrierLifted"
 	// WorkersStarted: the main containers started. Recorded before the

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
+	"net/http"
 	"slices"
 	"strconv"
 	"sync"
@@ -14,6 +16,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
@@ -39,20 +42,38 @@ type podRunner struct {
 	restarts map[string]int32
 	// epoch is the epoch the Pod's agent last reported.
 	epoch int32
-	// agentClient is the agents' client when they authenticate as the Pod.
-	agentClient kubernetes.Interface
+	// sandbox: the Pod's sandbox exists (its first start is behind it).
+	sandbox bool
+	// lastTerm is each container's last termination, as the runtime
+	// remembers it (the API may not have it yet).
+	lastTerm map[string]corev1.ContainerState
+	status   *statusManager
+	// consumed holds the failure annotations acted on whose removal has
+	// not been seen yet.
+	consumed map[string]bool
+	// agentToken is the token bound to the Pod its agents authenticate
+	// with, under Options.AgentConfig.
+	agentToken string
 }
 
 func newPodRunner(s *Sim, pod *corev1.Pod, ip string) *podRunner {
-	return &podRunner{
+	r := &podRunner{
 		sim: s, uid: pod.UID, namespace: pod.Namespace, name: pod.Name, nodeName: pod.Spec.NodeName, ip: ip,
 		replicatedJob: pod.Labels[jobset.ReplicatedJobNameKey],
 		latest:        pod, changed: make(chan struct{}, 1), restarts: map[string]int32{},
+		lastTerm: map[string]corev1.ContainerState{}, consumed: map[string]bool{},
 	}
+	r.status = newStatusManager(r)
+	return r
 }
 
 func (r *podRunner) update(pod *corev1.Pod) {
 	r.mu.Lock()
+	for key := range r.consumed {
+		if _, ok := pod.Annotations[key]; !ok {
+			delete(r.consumed, key)
+		}
+	}
 	r.latest = pod
 	r.mu.Unlock()
 	select {
@@ -88,6 +109,7 @@ func (r *podRunner) run(parent context.Context) {
 	r.cancel = cancel
 	r.mu.Unlock()
 	defer cancel()
+	go r.status.run(ctx)
 
 	for ctx.Err() == nil {
 		if r.deleting() {
@@ -117,9 +139,14 @@ func (r *podRunner) incarnation(parent context.Context) (bool, error) {
 	defer cancel()
 	pod := r.pod()
 	spec := pod.Spec
-	st := newStatus(pod, r.ip, r.restarts)
-	if err := r.write(ctx, st); err != nil {
-		return true, err
+	st := newStatus(pod, r.ip, r.restarts, r.lastTerm)
+	r.status.publish(st)
+	lat := r.sim.latency()
+	if !r.sandbox {
+		if !spend(ctx, lat.PodStart+lat.ImagePull) {
+			return true, nil
+		}
+		r.sandbox = true
 	}
 
 	exits := make(chan exit, 4)
@@ -151,13 +178,14 @@ func (r *podRunner) incarnation(parent context.Context) (bool, error) {
 			st.setInit(c.Name, terminated(0, "Completed"))
 			continue
 		}
+		if !spend(ctx, lat.ContainerStart) {
+			return true, nil
+		}
 		if c.Name == r.sim.opts.AgentContainer {
 			startAgent(c)
 		}
 		st.setInit(c.Name, running())
-		if err := r.write(ctx, st); err != nil {
-			return true, err
-		}
+		r.status.publish(st)
 		if c.StartupProbe != nil && c.StartupProbe.HTTPGet != nil {
 			if e, ok := r.waitStartup(ctx, c, exits); !ok {
 				if e == nil {
@@ -171,14 +199,15 @@ func (r *podRunner) incarnation(parent context.Context) (bool, error) {
 		}
 		st.setStarted(c.Name)
 	}
+	if !spend(ctx, lat.ContainerStart) {
+		return true, nil
+	}
 	for _, c := range spec.Containers {
 		st.setMain(c.Name, running())
 	}
 	st.running()
 	r.record(WorkersStarted, 0)
-	if err := r.write(ctx, st); err != nil {
-		return true, err
-	}
+	r.status.publish(st)
 
 	// driven applies the failure annotations; it runs once now, for what
 	// arrived while the Pod was starting, and on every change.
@@ -187,14 +216,14 @@ func (r *podRunner) incarnation(parent context.Context) (bool, error) {
 		if pod.DeletionTimestamp != nil {
 			return true
 		}
-		if v, ok := pod.Annotations[ExitCodeAnnotation]; ok {
+		if v, ok := r.unconsumed(pod, ExitCodeAnnotation); ok {
 			r.clearAnnotation(ctx, ExitCodeAnnotation)
 			code, err := strconv.Atoi(v)
 			if err == nil && len(spec.Containers) > 0 {
 				exits <- exit{spec.Containers[0].Name, int32(code)}
 			}
 		}
-		if pod.Annotations[CrashAnnotation] == "agent" {
+		if v, ok := r.unconsumed(pod, CrashAnnotation); ok && v == "agent" {
 			r.clearAnnotation(ctx, CrashAnnotation)
 			if stop, ok := agents[r.sim.opts.AgentContainer]; ok {
 				stop()
@@ -229,12 +258,22 @@ func (r *podRunner) waitStartup(ctx context.Context, c corev1.Container, exits c
 	p := c.StartupProbe
 	url := fmt.Sprintf("http://%s:%d%s", r.ip, p.HTTPGet.Port.IntValue(), p.HTTPGet.Path)
 	period := time.Duration(max(p.PeriodSeconds, 1)) * time.Second
-	// Probing faster than the period would hide the barrier's real cost;
-	// the kubelet probes every period.
+	timeout := time.Duration(max(p.TimeoutSeconds, 1)) * time.Second
+	// Probing faster than the period would hide the barrier's real cost:
+	// the kubelet probes every period, each probe waiting up to its
+	// timeout, and starts the next one at the first tick after it.
 	ticker := time.NewTicker(period)
 	defer ticker.Stop()
 	for failures := int32(0); ; {
-		if probe(ctx, url) {
+		pctx, cancel := context.WithCancel(ctx)
+		result := make(chan bool, 1)
+		go func() { result <- probe(pctx, url, timeout) }()
+		passed, e, stop := r.awaitProbe(ctx, result, exits)
+		cancel()
+		switch {
+		case stop:
+			return e, false
+		case passed:
 			return nil, true
 		}
 		failures++
@@ -257,6 +296,25 @@ func (r *podRunner) waitStartup(ctx context.Context, c corev1.Container, exits c
 	}
 }
 
+// awaitProbe waits for a probe's result, or for what ends the wait: the
+// end of ctx, an exit, or the Pod's deletion (stop is then true).
+func (r *podRunner) awaitProbe(ctx context.Context, result <-chan bool, exits chan exit) (passed bool, e *exit, stop bool) {
+	for {
+		select {
+		case passed := <-result:
+			return passed, nil, false
+		case <-ctx.Done():
+			return false, nil, true
+		case e := <-exits:
+			return false, &e, true
+		case <-r.changed:
+			if r.deleting() {
+				return false, nil, true
+			}
+		}
+	}
+}
+
 // handle applies a container exit: its restart rules, then its restart
 // policy, as the kubelet does.
 func (r *podRunner) handle(ctx context.Context, st *status, e exit, agents map[string]context.CancelFunc, startAgent func(corev1.Container), _ chan exit) (bool, error) {
@@ -269,20 +327,23 @@ func (r *podRunner) handle(ctx context.Context, st *status, e exit, agents map[s
 	if !isInit {
 		r.record(WorkerExited, e.code)
 	}
+	term := terminated(e.code, reason(e.code))
+	r.lastTerm[c.Name] = term
 	if isInit {
-		st.setInit(c.Name, terminated(e.code, reason(e.code)))
+		st.setInit(c.Name, term)
 	} else {
-		st.setMain(c.Name, terminated(e.code, reason(e.code)))
+		st.setMain(c.Name, term)
 	}
 	switch action {
 	case actionRestartAll:
 		// Report the exit first, as the kubelet does, then start over.
-		if err := r.write(ctx, st); err != nil {
-			return true, err
-		}
+		r.status.publish(st)
+		r.status.flush(ctx)
 		for _, stop := range agents {
 			stop()
 		}
+		// The other containers take their time to stop.
+		spend(ctx, r.sim.latency().ContainerStop)
 		for _, cs := range append(slices.Clone(spec.InitContainers), spec.Containers...) {
 			r.restarts[cs.Name]++
 		}
@@ -296,10 +357,12 @@ func (r *podRunner) handle(ctx context.Context, st *status, e exit, agents map[s
 		if !isInit {
 			r.record(WorkersStarted, 0)
 		}
-		return false, r.write(ctx, st)
+		r.status.publish(st)
+		return false, nil
 	default:
 		st.finish()
-		return false, r.write(ctx, st)
+		r.status.publish(st)
+		return false, nil
 	}
 }
 
@@ -352,19 +415,22 @@ func (r *podRunner) runAgent(ctx context.Context, c corev1.Container) int {
 	port := env[inject.EnvBarrierPort]
 	pod := r.pod()
 	log := r.sim.opts.Log.WithValues("pod", r.namespace+"/"+r.name)
-	cs, err := r.agentClientset(ctx)
+	cs, closeConns, err := r.agentClientset(ctx)
 	if err != nil {
 		log.Error(err, "agent credentials")
 		return 1
 	}
+	defer closeConns()
 	t := &recordingTransport{KubeTransport: &agent.KubeTransport{
 		Client: cs, Namespace: r.namespace, Pod: r.name,
 		JobSet: pod.Annotations[jobset.JobSetNameKey], Log: log,
 	}, runner: r}
+	hold, _ := strconv.Atoi(env[inject.EnvBarrierHold])
 	exitCode, err := agent.Run(ctx, log, agent.Config{
 		ReplicatedJob:   pod.Annotations[jobset.ReplicatedJobNameKey],
 		RestartExitCode: code,
 		Listen:          r.ip + ":" + port,
+		BarrierHold:     time.Duration(hold) * time.Millisecond,
 	}, t)
 	if err != nil && ctx.Err() == nil {
 		log.Error(err, "agent failed")
@@ -378,8 +444,14 @@ func (r *podRunner) deleting() bool { return r.pod().DeletionTimestamp != nil }
 // controller counts and replaces only terminal Pods) and removes it, as the
 // kubelet does once its grace period is over.
 func (r *podRunner) finishDeletion(ctx context.Context) {
+	r.status.close()
 	if pod := r.pod(); pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed {
-		st := newStatus(pod, r.ip, r.restarts)
+		stop := r.sim.latency().ContainerStop
+		if grace := pod.DeletionGracePeriodSeconds; grace != nil && time.Duration(*grace)*time.Second < stop {
+			stop = time.Duration(*grace) * time.Second
+		}
+		spend(ctx, stop)
+		st := newStatus(pod, r.ip, r.restarts, r.lastTerm)
 		for _, c := range pod.Spec.InitContainers {
 			st.setInit(c.Name, terminated(137, "Error"))
 		}
@@ -387,7 +459,7 @@ func (r *podRunner) finishDeletion(ctx context.Context) {
 			st.setMain(c.Name, terminated(137, "Error"))
 		}
 		st.phase = corev1.PodFailed
-		if err := r.write(ctx, st); err != nil && ctx.Err() == nil {
+		if err := r.writeStatus(ctx, st.build(pod)); err != nil && ctx.Err() == nil {
 			r.sim.opts.Log.Error(err, "reporting a deleted Pod terminal", "pod", r.namespace+"/"+r.name)
 		}
 	}
@@ -402,6 +474,7 @@ func (r *podRunner) finishDeletion(ctx context.Context) {
 // fail marks the Pod failed, for a lost node.
 func (r *podRunner) fail(ctx context.Context, reason, message string) {
 	r.stop()
+	r.status.close()
 	pod, err := r.sim.opts.Client.CoreV1().Pods(r.namespace).Get(ctx, r.name, metav1.GetOptions{})
 	if err != nil {
 		return
@@ -414,30 +487,26 @@ func (r *podRunner) fail(ctx context.Context, reason, message string) {
 	_, _ = r.sim.opts.Client.CoreV1().Pods(r.namespace).UpdateStatus(ctx, pod, metav1.UpdateOptions{})
 }
 
+// unconsumed returns a failure annotation that has not been acted on: once
+// acted on, it counts as gone until a version of the Pod without it is seen
+// (the Pod in hand may predate the annotation's removal).
+func (r *podRunner) unconsumed(pod *corev1.Pod, key string) (string, bool) {
+	v, ok := pod.Annotations[key]
+	if !ok {
+		return "", false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.consumed[key] {
+		return "", false
+	}
+	r.consumed[key] = true
+	return v, true
+}
+
 func (r *podRunner) clearAnnotation(ctx context.Context, key string) {
 	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{key: nil}}})
 	_, _ = r.sim.opts.Client.CoreV1().Pods(r.namespace).Patch(ctx, r.name, types.MergePatchType, patch, metav1.PatchOptions{})
-}
-
-// write stores the status, retrying on conflicts with the latest Pod.
-func (r *podRunner) write(ctx context.Context, st *status) error {
-	for attempt := 0; ; attempt++ {
-		pod := r.pod().DeepCopy()
-		pod.Status = st.build(pod)
-		_, err := r.sim.opts.Client.CoreV1().Pods(r.namespace).UpdateStatus(ctx, pod, metav1.UpdateOptions{})
-		switch {
-		case err == nil, apierrors.IsNotFound(err):
-			return nil
-		case apierrors.IsConflict(err) && attempt < 20:
-			fresh, gerr := r.sim.opts.Client.CoreV1().Pods(r.namespace).Get(ctx, r.name, metav1.GetOptions{})
-			if gerr != nil {
-				return gerr
-			}
-			r.update(fresh)
-		default:
-			return err
-		}
-	}
 }
 
 func findContainer(spec corev1.PodSpec, name string) (*corev1.Container, bool) {
@@ -488,43 +557,59 @@ func (t *recordingTransport) ReportEpoch(ctx context.Context, epoch int32) error
 	t.runner.epoch = epoch
 	t.runner.mu.Unlock()
 	t.runner.record(EpochReported, 0)
-	return t.KubeTransport.ReportEpoch(ctx, epoch)
+	err := t.KubeTransport.ReportEpoch(ctx, epoch)
+	if err == nil {
+		t.runner.record(EpochWritten, 0)
+	}
+	return err
 }
 
-// agentClientset returns the client the Pod's agent uses: the simulator's
-// own, or, with Options.AgentConfig, one that authenticates with a token
-// bound to the Pod, as the token a kubelet projects into it.
-func (r *podRunner) agentClientset(ctx context.Context) (kubernetes.Interface, error) {
+// agentClientset returns the client the Pod's agent uses, and what closes
+// its connections when the agent exits: the simulator's own client, or,
+// with Options.AgentConfig, one that authenticates with a token bound to the
+// Pod, as the token a kubelet projects into it. Each agent run gets its own
+// connection, as a new agent process does: the handshake and the new watch
+// after every in-place restart are part of what is measured.
+func (r *podRunner) agentClientset(ctx context.Context) (kubernetes.Interface, func(), error) {
 	if r.sim.opts.AgentConfig == nil {
-		return r.sim.opts.Client, nil
+		return r.sim.opts.Client, func() {}, nil
 	}
 	r.mu.Lock()
-	cached := r.agentClient
+	token := r.agentToken
 	r.mu.Unlock()
-	if cached != nil {
-		return cached, nil
-	}
-	pod := r.pod()
-	sa := pod.Spec.ServiceAccountName
-	if sa == "" {
-		sa = "default"
-	}
-	tr, err := r.sim.opts.Client.CoreV1().ServiceAccounts(r.namespace).CreateToken(ctx, sa, &authenticationv1.TokenRequest{
-		Spec: authenticationv1.TokenRequestSpec{BoundObjectRef: &authenticationv1.BoundObjectReference{
-			Kind: "Pod", APIVersion: "v1", Name: r.name, UID: r.uid,
-		}},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("requesting a token bound to pod %s/%s: %w", r.namespace, r.name, err)
+	if token == "" {
+		pod := r.pod()
+		sa := pod.Spec.ServiceAccountName
+		if sa == "" {
+			sa = "default"
+		}
+		tr, err := r.sim.opts.Client.CoreV1().ServiceAccounts(r.namespace).CreateToken(ctx, sa, &authenticationv1.TokenRequest{
+			Spec: authenticationv1.TokenRequestSpec{BoundObjectRef: &authenticationv1.BoundObjectReference{
+				Kind: "Pod", APIVersion: "v1", Name: r.name, UID: r.uid,
+			}},
+		}, metav1.CreateOptions{})
+		if err != nil {
+			return nil, nil, fmt.Errorf("requesting a token bound to pod %s/%s: %w", r.namespace, r.name, err)
+		}
+		token = tr.Status.Token
+		r.mu.Lock()
+		r.agentToken = token
+		r.mu.Unlock()
 	}
 	cfg := rest.AnonymousClientConfig(r.sim.opts.AgentConfig)
-	cfg.BearerToken = tr.Status.Token
-	cs, err := kubernetes.NewForConfig(cfg)
+	cfg.WrapTransport = r.sim.opts.AgentConfig.WrapTransport
+	cfg.BearerToken = token
+	cfg.QPS, cfg.Burst = 5, 10 // client-go's defaults, as in the agent binary
+	// A dialer of its own keeps client-go from sharing a cached transport
+	// (and its connections) between agents.
+	cfg.Dial = (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext
+	rt, err := rest.TransportFor(cfg)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	r.mu.Lock()
-	r.agentClient = cs
-	r.mu.Unlock()
-	return cs, nil
+	cs, err := kubernetes.NewForConfigAndClient(cfg, &http.Client{Transport: rt})
+	if err != nil {
+		return nil, nil, err
+	}
+	return cs, func() { utilnet.CloseIdleConnectionsFor(rt) }, nil
 }

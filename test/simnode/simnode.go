@@ -29,6 +29,7 @@ import (
 	"fmt"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -66,7 +67,10 @@ type Options struct {
 	AgentConfig *rest.Config
 	// Recorder, when set, records the moments tests and benchmarks time.
 	Recorder *Recorder
-	Log      logr.Logger
+	// Latency is the node-side time spent starting and stopping Pods and
+	// containers; zero for the tests.
+	Latency Latency
+	Log     logr.Logger
 }
 
 // Sim is a running set of simulated nodes.
@@ -77,11 +81,13 @@ type Sim struct {
 	nodes  map[string]bool
 	nextIP int
 	wg     sync.WaitGroup
+	lat    atomic.Pointer[Latency]
 }
 
 // Start registers the Nodes and runs the Pods bound to them until ctx ends.
 func Start(ctx context.Context, opts Options) (*Sim, error) {
 	s := &Sim{opts: opts, pods: map[types.UID]*podRunner{}, nodes: map[string]bool{}}
+	s.SetLatency(opts.Latency)
 	for i := range opts.Nodes {
 		name := fmt.Sprintf("%s-%d", opts.Prefix, i)
 		if err := s.registerNode(ctx, name); err != nil {
@@ -113,6 +119,11 @@ func Start(ctx context.Context, opts Options) (*Sim, error) {
 
 // Wait waits until every Pod runner has stopped (after ctx ended).
 func (s *Sim) Wait() { s.wg.Wait() }
+
+// SetLatency changes the node-side latency from now on.
+func (s *Sim) SetLatency(l Latency) { s.lat.Store(&l) }
+
+func (s *Sim) latency() Latency { return *s.lat.Load() }
 
 func (s *Sim) registerNode(ctx context.Context, name string) error {
 	capacity := corev1.ResourceList{
@@ -214,17 +225,17 @@ func (s *Sim) nodeLost(ctx context.Context, obj any) {
 	}
 }
 
-func probe(ctx context.Context, url string) bool {
+func probe(ctx context.Context, url string, timeout time.Duration) bool {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return false
 	}
-	resp, err := probeClient.Do(req)
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return false
 	}
 	resp.Body.Close()
 	return resp.StatusCode >= 200 && resp.StatusCode < 400
 }
-
-var probeClient = &http.Client{Timeout: time.Second}

@@ -1,8 +1,6 @@
 package simnode
 
 import (
-	"slices"
-
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -18,7 +16,7 @@ type status struct {
 	byName    map[string]*corev1.ContainerStatus
 }
 
-func newStatus(pod *corev1.Pod, ip string, restarts map[string]int32) *status {
+func newStatus(pod *corev1.Pod, ip string, restarts map[string]int32, lastTerm map[string]corev1.ContainerState) *status {
 	s := &status{ip: ip, start: metav1.Now(), phase: corev1.PodPending, byName: map[string]*corev1.ContainerStatus{}}
 	if pod.Status.StartTime != nil {
 		s.start = *pod.Status.StartTime
@@ -27,10 +25,8 @@ func newStatus(pod *corev1.Pod, ip string, restarts map[string]int32) *status {
 	add := func(c corev1.Container) {
 		cs := &corev1.ContainerStatus{Name: c.Name, Image: c.Image, ImageID: c.Image, State: waiting, RestartCount: restarts[c.Name]}
 		// Keep what the previous incarnation ended with, as the kubelet does.
-		for _, prev := range append(slices.Clone(pod.Status.InitContainerStatuses), pod.Status.ContainerStatuses...) {
-			if prev.Name == c.Name && prev.State.Terminated != nil {
-				cs.LastTerminationState = prev.State
-			}
+		if t, ok := lastTerm[c.Name]; ok {
+			cs.LastTerminationState = t
 		}
 		s.byName[c.Name] = cs
 	}

@@ -34,6 +34,7 @@ import (
 	"github.com/inplace-dev/inplace/policies"
 	"github.com/inplace-dev/inplace/test/bench/stats"
 	"github.com/inplace-dev/inplace/test/cluster"
+	"github.com/inplace-dev/inplace/test/deploy"
 	"github.com/inplace-dev/inplace/test/framework"
 	"github.com/inplace-dev/inplace/webhook"
 )
@@ -191,7 +192,7 @@ func throughApiserver(ctx context.Context, root string, requests, concurrency in
 	if err != nil {
 		return stats.Summary{}, 0, err
 	}
-	if err := framework.RegisterWebhooks(ctx, c, conf.Webhook.Port); err != nil {
+	if err := deploy.RegisterWebhooks(ctx, c, conf.Webhook.Port); err != nil {
 		return stats.Summary{}, 0, err
 	}
 	data, err := os.ReadFile(filepath.Join(root, "test", "testdata", "specs", "inplace-story1.yaml"))

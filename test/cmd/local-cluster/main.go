@@ -9,7 +9,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -20,18 +19,13 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
-	configv1alpha1 "github.com/inplace-dev/inplace/api/config/v1alpha1"
-	"github.com/inplace-dev/inplace/manager"
 	"github.com/inplace-dev/inplace/test/cluster"
 	"github.com/inplace-dev/inplace/test/deploy"
-	"github.com/inplace-dev/inplace/test/framework"
 	"github.com/inplace-dev/inplace/test/simnode"
 )
 
@@ -74,9 +68,9 @@ func run(kubeconfigPath, crdDir string, nodes int, withManager bool) error {
 	}
 	log := zap.New(zap.UseDevMode(false))
 	ctrl.SetLogger(log)
-	managerDone := make(chan error, 1)
+	var managerDone <-chan error
 	if withManager {
-		if err := startManager(ctx, c.Config, managerDone); err != nil {
+		if managerDone, err = deploy.RunManager(ctx, c.Config, nil, nil); err != nil {
 			return err
 		}
 	}
@@ -115,60 +109,6 @@ func run(kubeconfigPath, crdDir string, nodes int, withManager bool) error {
 	case err := <-managerDone:
 		return fmt.Errorf("inplace-manager stopped: %w", err)
 	}
-}
-
-// startManager runs inplace-manager in this process with self-signed
-// webhook certificates, and registers the webhooks of config/webhook.
-func startManager(ctx context.Context, cfg *rest.Config, done chan<- error) error {
-	conf, err := configv1alpha1.Load("")
-	if err != nil {
-		return err
-	}
-	certDir, err := os.MkdirTemp("", "inplace-local-webhook-")
-	if err != nil {
-		return err
-	}
-	go func() { <-ctx.Done(); os.RemoveAll(certDir) }()
-	port, err := freePort()
-	if err != nil {
-		return err
-	}
-	conf.LeaderElection.LeaderElect = ptr.To(false)
-	conf.Metrics.BindAddress, conf.Health.ProbeBindAddress = "0", "0"
-	conf.Webhook.Port, conf.Webhook.CertDir = port, certDir
-	conf.Webhook.SelfSignedCerts, conf.Webhook.Hosts = true, []string{"127.0.0.1", "localhost"}
-	// The manager runs as its service account with the RBAC of config/rbac,
-	// and the agents under the admission policy of config/agent, as on a
-	// real cluster.
-	mgrCfg, err := deploy.ManagerConfig(ctx, cfg, 7*24*time.Hour)
-	if err != nil {
-		return err
-	}
-	mgr, err := ctrl.NewManager(mgrCfg, manager.Options(conf, manager.NewScheme()))
-	if err != nil {
-		return err
-	}
-	if err := manager.Setup(mgr, conf); err != nil {
-		return err
-	}
-	go func() { done <- mgr.Start(ctx) }()
-	c, err := client.New(cfg, client.Options{Scheme: manager.NewScheme()})
-	if err != nil {
-		return err
-	}
-	if err := deploy.Apply(ctx, c, "config/agent/validating-admission-policy.yaml"); err != nil {
-		return err
-	}
-	return framework.RegisterWebhooks(ctx, c, port)
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // waitForOpenAPI waits until the apiserver publishes the OpenAPI v3 schema of

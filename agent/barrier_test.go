@@ -1,0 +1,70 @@
+package agent
+
+import (
+	"context"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+)
+
+// The barrier endpoint holds a request until the barrier lifts, and
+// answers the moment it does.
+func TestBarrierHoldsTheProbeUntilItLifts(t *testing.T) {
+	b := newBarrier()
+	srv, err := serve(logr.Discard(), "127.0.0.1:0", b, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	url := "http://" + srv.Addr + BarrierPath
+
+	answered := make(chan int, 1)
+	go func() {
+		resp, err := http.Get(url)
+		if err != nil {
+			answered <- 0
+			return
+		}
+		resp.Body.Close()
+		answered <- resp.StatusCode
+	}()
+	select {
+	case code := <-answered:
+		t.Fatalf("answered %d before the barrier lifted", code)
+	case <-time.After(100 * time.Millisecond):
+	}
+	lifted := time.Now()
+	b.lift()
+	select {
+	case code := <-answered:
+		if code != http.StatusOK {
+			t.Fatalf("answered %d after the lift, want 200", code)
+		}
+		if d := time.Since(lifted); d > time.Second {
+			t.Errorf("answered %v after the lift", d)
+		}
+	case <-time.After(4 * time.Second):
+		t.Fatal("the held probe was not answered when the barrier lifted")
+	}
+}
+
+func TestBarrierAnswersNotYetAfterItsHold(t *testing.T) {
+	b := newBarrier()
+	start := time.Now()
+	if b.wait(context.Background(), 50*time.Millisecond) {
+		t.Fatal("lifted without a lift")
+	}
+	if d := time.Since(start); d < 50*time.Millisecond {
+		t.Errorf("answered after %v, before its hold", d)
+	}
+	if b.wait(context.Background(), 0) {
+		t.Fatal("lifted without a lift")
+	}
+	b.lift()
+	b.lift() // lifting twice is harmless
+	if !b.wait(context.Background(), 0) {
+		t.Fatal("not lifted after a lift")
+	}
+}

@@ -1,0 +1,60 @@
+package controller
+
+import (
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/types"
+
+	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
+)
+
+// statusCoalescing is the least time between two status writes of a
+// JobSet that change nothing but its replicated jobs' counters.
+const statusCoalescing = time.Second
+
+// countersOnly reports whether two statuses differ only in the replicated
+// jobs' counters (ready, active, succeeded, failed, suspended).
+func countersOnly(a, b jobset.JobSetStatus) bool {
+	a.ReplicatedJobsStatus, b.ReplicatedJobsStatus = nil, nil
+	return equality.Semantic.DeepEqual(a, b)
+}
+
+// statusWrites remembers when each JobSet's status was last written.
+type statusWrites struct {
+	mu   sync.Mutex
+	last map[types.UID]time.Time
+	uids map[types.NamespacedName]types.UID
+}
+
+func newStatusWrites() *statusWrites {
+	return &statusWrites{last: map[types.UID]time.Time{}, uids: map[types.NamespacedName]types.UID{}}
+}
+
+// wait is how long a counters-only write of the JobSet must still wait.
+func (w *statusWrites) wait(uid types.UID, now time.Time) time.Duration {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	last, ok := w.last[uid]
+	if !ok {
+		return 0
+	}
+	return max(0, last.Add(statusCoalescing).Sub(now))
+}
+
+func (w *statusWrites) wrote(key types.NamespacedName, uid types.UID, now time.Time) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.last[uid] = now
+	w.uids[key] = uid
+}
+
+func (w *statusWrites) forgetName(key types.NamespacedName) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if uid, ok := w.uids[key]; ok {
+		delete(w.last, uid)
+		delete(w.uids, key)
+	}
+}

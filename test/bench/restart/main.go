@@ -1,0 +1,76 @@
+// Command restart is `make bench-restart`: JobSet restarts on the local
+// cluster, in place against Recreate and BlockingRecreate, against the
+// machine's floor, with the API cost per restart. It prints a table and
+// writes JSON.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/go-logr/logr"
+
+	"github.com/inplace-dev/inplace/test/bench/stats"
+	"github.com/inplace-dev/inplace/test/restartbench"
+)
+
+func main() {
+	nodes := flag.String("nodes", "100,1000,5000", "comma-separated sizes: simulated nodes, one worker Pod each")
+	repeats := flag.Int("repeats", 3, "restarts per strategy, failure kind and profile")
+	profiles := flag.String("profiles", "zero,realistic", "node latency profiles: zero, realistic")
+	strategies := flag.String("strategies", "InPlaceRestart,Recreate,BlockingRecreate", "restart strategies")
+	failures := flag.String("failures", "exit,delete", "failure kinds: exit (a worker exits 1), delete (a Pod is deleted)")
+	timeout := flag.Duration("timeout", 15*time.Minute, "bound on one restart")
+	out := flag.String("out", ".local/bench/restart.json", "JSON results")
+	flag.Parse()
+
+	cfg := restartbench.Config{Repeats: *repeats, Timeout: *timeout, Progress: os.Stderr, Log: logr.Discard(),
+		Profiles: split(*profiles), Failures: split(*failures)}
+	for _, s := range split(*nodes) {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			fail(fmt.Errorf("-nodes: %q is not a positive number", s))
+		}
+		cfg.Nodes = append(cfg.Nodes, n)
+	}
+	var err error
+	if cfg.Strategies, err = restartbench.ParseStrategies(*strategies); err != nil {
+		fail(fmt.Errorf("-strategies: %w", err))
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	report, err := restartbench.Run(ctx, cfg)
+	// Whatever was measured is printed and kept, also after an error.
+	fmt.Println()
+	restartbench.Table(os.Stdout, report)
+	restartbench.RequestBreakdown(os.Stdout, report)
+	if werr := stats.WriteJSON(*out, map[string]any{"report": report, "summary": restartbench.Summarize(report.Results)}); werr != nil {
+		fail(werr)
+	}
+	fmt.Println("\nresults in", *out)
+	if err != nil {
+		fail(err)
+	}
+}
+
+func split(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func fail(err error) {
+	fmt.Fprintln(os.Stderr, "bench-restart:", err)
+	os.Exit(1)
+}

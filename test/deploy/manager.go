@@ -1,0 +1,88 @@
+package deploy
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"time"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	configv1alpha1 "github.com/inplace-dev/inplace/api/config/v1alpha1"
+	"github.com/inplace-dev/inplace/manager"
+)
+
+// RunManager runs inplace-manager in this process as it runs installed:
+// as the service account of config/rbac, its webhooks registered from
+// config/webhook (called by URL on a local port, with self-signed
+// certificates), the agents' admission policy of config/agent installed.
+// Leader election and the metrics and probe endpoints are off. wrap, if
+// set, wraps the manager's transport (to count its requests). The returned
+// channel receives the manager's result when ctx ends or it fails.
+func RunManager(ctx context.Context, admin *rest.Config, configure func(*configv1alpha1.Configuration), wrap func(*rest.Config)) (<-chan error, error) {
+	conf, err := configv1alpha1.Load("")
+	if err != nil {
+		return nil, err
+	}
+	certDir, err := os.MkdirTemp("", "inplace-webhook-")
+	if err != nil {
+		return nil, err
+	}
+	go func() { <-ctx.Done(); os.RemoveAll(certDir) }()
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	conf.LeaderElection.LeaderElect = ptr.To(false)
+	conf.Metrics.BindAddress, conf.Health.ProbeBindAddress = "0", "0"
+	conf.Webhook.Port, conf.Webhook.CertDir = port, certDir
+	conf.Webhook.SelfSignedCerts, conf.Webhook.Hosts = true, []string{"127.0.0.1", "localhost"}
+	if configure != nil {
+		configure(conf)
+	}
+	mgrCfg, err := ManagerConfig(ctx, admin, 7*24*time.Hour)
+	if err != nil {
+		return nil, err
+	}
+	if wrap != nil {
+		wrap(mgrCfg)
+	}
+	mgr, err := ctrl.NewManager(mgrCfg, manager.Options(conf, manager.NewScheme()))
+	if err != nil {
+		return nil, err
+	}
+	if err := manager.Setup(mgr, conf); err != nil {
+		return nil, err
+	}
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	c, err := client.New(admin, client.Options{Scheme: manager.NewScheme()})
+	if err != nil {
+		return nil, err
+	}
+	if err := Apply(ctx, c, "config/agent/validating-admission-policy.yaml"); err != nil {
+		return nil, err
+	}
+	if err := RegisterWebhooks(ctx, c, port); err != nil {
+		return nil, err
+	}
+	syncCtx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	if !mgr.GetCache().WaitForCacheSync(syncCtx) {
+		return nil, fmt.Errorf("inplace-manager: caches did not sync")
+	}
+	return done, nil
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}

@@ -1,0 +1,181 @@
+package restartbench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
+	"github.com/inplace-dev/inplace/test/simnode"
+)
+
+// Node latency profiles.
+const (
+	ProfileZero      = "zero"
+	ProfileRealistic = "realistic"
+)
+
+// Profiles maps a profile's name to its node latency.
+var Profiles = map[string]simnode.Latency{
+	ProfileZero:      {},
+	ProfileRealistic: simnode.RealisticLatency,
+}
+
+// Config says what to measure.
+type Config struct {
+	// Nodes lists the sizes, one simulated node and one worker Pod each.
+	Nodes      []int
+	Repeats    int
+	Profiles   []string
+	Strategies []jobset.JobSetRestartStrategy
+	Failures   []string
+	// Timeout bounds one restart.
+	Timeout time.Duration
+	// Progress receives a line per measurement.
+	Progress io.Writer
+	Log      logr.Logger
+}
+
+// Report is everything measured.
+type Report struct {
+	Started time.Time `json:"started"`
+	Floors  []Floor   `json:"floors"`
+	Results []Result  `json:"results"`
+}
+
+// Run measures, one local cluster per size.
+func Run(ctx context.Context, cfg Config) (Report, error) {
+	report := Report{Started: time.Now()}
+	if cfg.Timeout == 0 {
+		cfg.Timeout = 10 * time.Minute
+	}
+	progress := func(format string, args ...any) {
+		if cfg.Progress != nil {
+			fmt.Fprintf(cfg.Progress, format+"\n", args...)
+		}
+	}
+	for _, n := range cfg.Nodes {
+		progress("N=%d: starting the local cluster with %d simulated nodes", n, n)
+		e, stop, err := startEnv(ctx, n, cfg.Log)
+		if err != nil {
+			return report, err
+		}
+		results, floor, err := e.measure(ctx, cfg, progress)
+		stop()
+		report.Results = append(report.Results, results...)
+		if floor != nil {
+			report.Floors = append(report.Floors, *floor)
+		}
+		if err != nil {
+			return report, fmt.Errorf("N=%d: %w", n, err)
+		}
+	}
+	return report, nil
+}
+
+func (e *env) measure(ctx context.Context, cfg Config, progress func(string, ...any)) ([]Result, *Floor, error) {
+	var results []Result
+	var floor *Floor
+	for _, profile := range cfg.Profiles {
+		lat, ok := Profiles[profile]
+		if !ok {
+			return results, floor, fmt.Errorf("unknown profile %q: use %s or %s", profile, ProfileZero, ProfileRealistic)
+		}
+		e.sim.SetLatency(lat)
+		for _, strategy := range cfg.Strategies {
+			rs, err := e.scenario(ctx, cfg, profile, strategy, progress)
+			results = append(results, rs...)
+			if err != nil {
+				return results, floor, err
+			}
+			// The floor is measured once per size, with the status writes
+			// an in-place restart made, while the cluster is otherwise idle.
+			if floor == nil && strategy == jobset.InPlaceRestart && len(rs) > 0 {
+				perPod := (rs[0].Requests[ActorKubelets]["update pods/status"] + e.nodes - 1) / e.nodes
+				f, err := e.floor(ctx, max(perPod, 1))
+				if err != nil {
+					return results, floor, fmt.Errorf("measuring the floor: %w", err)
+				}
+				floor = &f
+				progress("N=%d floor: %v (agents %v, %d status writes per Pod %v)", e.nodes, f.Total.Round(time.Millisecond),
+					f.Agents.Round(time.Millisecond), f.StatusWritesPerPod, f.StatusWrites.Round(time.Millisecond))
+			}
+		}
+	}
+	return results, floor, nil
+}
+
+// scenario runs one JobSet of a strategy through every failure kind,
+// repeated, and deletes it.
+func (e *env) scenario(ctx context.Context, cfg Config, profile string, strategy jobset.JobSetRestartStrategy, progress func(string, ...any)) ([]Result, error) {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "bench-"}}
+	if err := e.client.Create(ctx, ns); err != nil {
+		return nil, err
+	}
+	defer func() {
+		// Deleting the namespace stops the JobSet; the next one waits until
+		// its Pods are gone so that they do not weigh on it.
+		_ = e.client.Delete(context.Background(), ns)
+		_ = wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 10*time.Minute, true, func(ctx context.Context) (bool, error) {
+			var pods corev1.PodList
+			err := e.client.List(ctx, &pods, client.InNamespace(ns.Name))
+			return err == nil && len(pods.Items) == 0, nil
+		})
+	}()
+	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		return e.client.Get(ctx, client.ObjectKey{Namespace: ns.Name, Name: "default"}, &corev1.ServiceAccount{}) == nil, nil
+	}); err != nil {
+		return nil, err
+	}
+	js := jobSetFor("train", ns.Name, e.nodes, strategy)
+	jw, err := e.watchJobSet(ctx, js)
+	if err != nil {
+		return nil, err
+	}
+	if err := e.client.Create(ctx, js); err != nil {
+		return nil, err
+	}
+	if err := e.steady(ctx, js, jw, cfg.Timeout); err != nil {
+		return nil, fmt.Errorf("%s: the JobSet's %d workers did not all start: %w", strategy, e.nodes, err)
+	}
+	var results []Result
+	for repeat := range cfg.Repeats {
+		for _, failure := range cfg.Failures {
+			r, err := e.restart(ctx, js, jw, failure, cfg.Timeout)
+			if err != nil {
+				return results, err
+			}
+			r.Profile, r.Repeat = profile, repeat
+			results = append(results, r)
+			progress("N=%d %-9s %-16s %-6s #%d: workers running after %v (detection %v), controller writes %d",
+				e.nodes, profile, strategy, failure, repeat, r.WorkersRunning.Round(time.Millisecond),
+				r.Detection.Round(time.Millisecond), writes(r.Requests[ActorController]))
+			if err := e.steady(ctx, js, jw, cfg.Timeout); err != nil {
+				return results, fmt.Errorf("%s: not steady again after a %s: %w", strategy, failure, err)
+			}
+		}
+	}
+	return results, nil
+}
+
+// ParseStrategies reads a comma-separated list of restart strategies.
+func ParseStrategies(s string) ([]jobset.JobSetRestartStrategy, error) {
+	var out []jobset.JobSetRestartStrategy
+	for _, name := range strings.Split(s, ",") {
+		switch st := jobset.JobSetRestartStrategy(strings.TrimSpace(name)); st {
+		case jobset.InPlaceRestart, jobset.Recreate, jobset.BlockingRecreate:
+			out = append(out, st)
+		default:
+			return nil, fmt.Errorf("unknown restart strategy %q: use InPlaceRestart, Recreate or BlockingRecreate", name)
+		}
+	}
+	return out, nil
+}

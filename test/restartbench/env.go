@@ -1,0 +1,134 @@
+// Package restartbench measures JobSet restarts on the local cluster: a
+// real control plane, inplace-manager as installed (its RBAC, webhooks and
+// the agents' admission policy) and simulated nodes running the real agent
+// in every Pod, one worker Pod per node. It times an in-place restart
+// against Recreate and BlockingRecreate after a worker exit or a Pod
+// deletion, measures the machine's floor for the API work an in-place
+// restart needs, and counts the requests each actor sends.
+//
+// `make bench-restart` runs it (test/bench/restart); a small configuration
+// runs in `make test` as a smoke test.
+package restartbench
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/inplace-dev/inplace/manager"
+	"github.com/inplace-dev/inplace/test/cluster"
+	"github.com/inplace-dev/inplace/test/deploy"
+	"github.com/inplace-dev/inplace/test/simnode"
+)
+
+// Actors whose requests are counted apart.
+const (
+	ActorController = "controller"
+	ActorAgents     = "agents"
+	ActorKubelets   = "kubelets"
+)
+
+// env is one local cluster with the manager and N simulated nodes.
+type env struct {
+	nodes    int
+	cluster  *cluster.Cluster
+	admin    *rest.Config
+	client   client.WithWatch
+	cs       kubernetes.Interface
+	sim      *simnode.Sim
+	recorder *simnode.Recorder
+	counters map[string]*requestCounter
+	log      logr.Logger
+}
+
+func startEnv(ctx context.Context, nodes int, log logr.Logger) (*env, func(), error) {
+	c, err := cluster.Start(ctx, cluster.Options{Name: fmt.Sprintf("bench-restart-%d", nodes)})
+	if err != nil {
+		return nil, nil, err
+	}
+	e := &env{nodes: nodes, cluster: c, admin: c.Config, recorder: &simnode.Recorder{}, log: log,
+		counters: map[string]*requestCounter{ActorController: newRequestCounter(), ActorAgents: newRequestCounter(), ActorKubelets: newRequestCounter()}}
+	runCtx, cancel := context.WithCancel(ctx)
+	stop := func() {
+		cancel()
+		if e.sim != nil {
+			e.sim.Wait()
+		}
+		_ = c.Stop(false)
+	}
+	fail := func(err error) (*env, func(), error) {
+		stop()
+		return nil, nil, err
+	}
+	root, err := cluster.RepoRoot()
+	if err != nil {
+		return fail(err)
+	}
+	if _, err := envtest.InstallCRDs(c.Config, envtest.CRDInstallOptions{Paths: []string{root + "/config/crd/bases"}, ErrorIfPathMissing: true}); err != nil {
+		return fail(err)
+	}
+	if e.client, err = client.NewWithWatch(c.Config, client.Options{Scheme: manager.NewScheme()}); err != nil {
+		return fail(err)
+	}
+	e.cs = kubernetes.NewForConfigOrDie(c.Config)
+	if _, err := deploy.RunManager(runCtx, c.Config, nil, e.counters[ActorController].wrap); err != nil {
+		return fail(fmt.Errorf("starting inplace-manager: %w", err))
+	}
+	kubeletCfg := rest.CopyConfig(c.Config)
+	kubeletCfg.QPS, kubeletCfg.Burst = -1, 0 // the simulated kubelets of N nodes share one client
+	e.counters[ActorKubelets].wrap(kubeletCfg)
+	agentCfg := rest.CopyConfig(c.Config)
+	e.counters[ActorAgents].wrap(agentCfg)
+	if e.sim, err = simnode.Start(runCtx, simnode.Options{
+		Client: kubernetes.NewForConfigOrDie(kubeletCfg), Nodes: nodes, Prefix: "sim",
+		AgentContainer: "inplace-agent", AgentConfig: agentCfg, Recorder: e.recorder,
+		Log: log.WithName("simnode"),
+	}); err != nil {
+		return fail(err)
+	}
+	return e, stop, nil
+}
+
+// watchEventsSent reads the API server's count of watch events sent.
+func (e *env) watchEventsSent(ctx context.Context) (float64, error) {
+	raw, err := e.cs.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		return 0, err
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(bytes.NewReader(raw))
+	if err != nil {
+		return 0, err
+	}
+	total := 0.0
+	if f, ok := families["apiserver_watch_events_total"]; ok {
+		for _, m := range f.GetMetric() {
+			total += m.GetCounter().GetValue()
+		}
+	}
+	return total, nil
+}
+
+func (e *env) snapshot() map[string]map[string]int {
+	out := map[string]map[string]int{}
+	for actor, c := range e.counters {
+		out[actor] = c.snapshot()
+	}
+	return out
+}
+
+func since(t0 time.Time, t time.Time) time.Duration {
+	if t.IsZero() {
+		return 0
+	}
+	return t.Sub(t0)
+}

@@ -1,0 +1,215 @@
+package restartbench
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/types"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+)
+
+// Floor is this machine's time, measured in the same run, for exactly the
+// API work an in-place restart of N Pods needs, done at once and with
+// nothing else in between: every agent's new connection, its watch of the
+// broadcast, its read of its Pod and its epoch patch; and the kubelets'
+// status writes of every Pod. An in-place restart adds only the protocol's
+// ordering to it, so its time as a multiple of the floor says how much of
+// the cost is ours.
+type Floor struct {
+	Nodes int `json:"nodes"`
+	// StatusWritesPerPod is how many Pod status writes the simulated
+	// kubelets make per Pod in an in-place restart (from its request count).
+	StatusWritesPerPod int           `json:"statusWritesPerPod"`
+	Agents             time.Duration `json:"agentsNanos"`
+	StatusWrites       time.Duration `json:"statusWritesNanos"`
+	Total              time.Duration `json:"totalNanos"`
+}
+
+// floor measures the Floor at the env's N, on N Pods of its own that no
+// node runs (held by a scheduling gate).
+func (e *env) floor(ctx context.Context, statusWritesPerPod int) (Floor, error) {
+	f := Floor{Nodes: e.nodes, StatusWritesPerPod: statusWritesPerPod}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "floor-"}}
+	if err := e.client.Create(ctx, ns); err != nil {
+		return f, err
+	}
+	defer e.client.Delete(context.Background(), ns)
+	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		_, err := e.cs.CoreV1().ServiceAccounts(ns.Name).Get(ctx, "default", metav1.GetOptions{})
+		return err == nil, nil
+	}); err != nil {
+		return f, err
+	}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "floor-epochs", Namespace: ns.Name}, Data: map[string]string{"syncedEpoch": "1"}}
+	if err := e.client.Create(ctx, cm); err != nil {
+		return f, err
+	}
+	names := make([]string, e.nodes)
+	if err := parallel(ctx, e.nodes, 50, func(ctx context.Context, i int) error {
+		names[i] = "floor-" + strconv.Itoa(i)
+		pod := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: names[i], Namespace: ns.Name},
+			Spec: corev1.PodSpec{
+				SchedulingGates: []corev1.PodSchedulingGate{{Name: "inplace.dev/floor"}},
+				Containers:      []corev1.Container{{Name: "worker", Image: "registry.example/worker:1"}},
+			},
+		}
+		return e.client.Create(ctx, pod)
+	}); err != nil {
+		return f, fmt.Errorf("creating the floor's Pods: %w", err)
+	}
+	tr, err := e.cs.CoreV1().ServiceAccounts(ns.Name).CreateToken(ctx, "default", &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+	if err != nil {
+		return f, err
+	}
+	if err := grantAgentRights(ctx, e.cs, ns.Name); err != nil {
+		return f, err
+	}
+
+	var wg sync.WaitGroup
+	errs := make(chan error, 2)
+	start := time.Now()
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		t := time.Now()
+		err := parallel(ctx, e.nodes, e.nodes, func(ctx context.Context, i int) error {
+			return agentWork(ctx, e.admin, tr.Status.Token, ns.Name, names[i], cm.Name)
+		})
+		f.Agents = time.Since(t)
+		errs <- err
+	}()
+	go func() {
+		defer wg.Done()
+		t := time.Now()
+		kubelet := rest.CopyConfig(e.admin)
+		kubelet.QPS, kubelet.Burst = -1, 0
+		cs := kubernetes.NewForConfigOrDie(kubelet)
+		err := parallel(ctx, e.nodes, e.nodes, func(ctx context.Context, i int) error {
+			// As the simulated kubelet: a status write from the Pod it
+			// knows, read again only after a conflict.
+			pod, err := cs.CoreV1().Pods(ns.Name).Get(ctx, names[i], metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			for w := 0; w < statusWritesPerPod; {
+				pod.Status.Conditions = []corev1.PodCondition{{Type: "Floor", Status: corev1.ConditionTrue, Reason: "W" + strconv.Itoa(w), LastTransitionTime: metav1.Now()}}
+				updated, err := cs.CoreV1().Pods(ns.Name).UpdateStatus(ctx, pod, metav1.UpdateOptions{})
+				switch {
+				case err == nil:
+					pod = updated
+					w++
+				case apierrors.IsConflict(err):
+					if pod, err = cs.CoreV1().Pods(ns.Name).Get(ctx, names[i], metav1.GetOptions{}); err != nil {
+						return err
+					}
+				default:
+					return err
+				}
+			}
+			return nil
+		})
+		f.StatusWrites = time.Since(t)
+		errs <- err
+	}()
+	wg.Wait()
+	f.Total = time.Since(start)
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			return f, err
+		}
+	}
+	return f, nil
+}
+
+// agentWork is what one agent does against the API server after its Pod
+// restarts in place: a new connection, a watch of the broadcast (list, then
+// watch), a read of its Pod and the patch of its epoch.
+func agentWork(ctx context.Context, admin *rest.Config, token, namespace, pod, broadcast string) error {
+	cfg := rest.AnonymousClientConfig(admin)
+	cfg.BearerToken = token
+	cfg.Dial = (&net.Dialer{Timeout: 30 * time.Second}).DialContext
+	rt, err := rest.TransportFor(cfg)
+	if err != nil {
+		return err
+	}
+	defer utilnet.CloseIdleConnectionsFor(rt)
+	cs, err := kubernetes.NewForConfigAndClient(cfg, &http.Client{Transport: rt})
+	if err != nil {
+		return err
+	}
+	sel := fields.OneTermEqualSelector("metadata.name", broadcast).String()
+	list, err := cs.CoreV1().ConfigMaps(namespace).List(ctx, metav1.ListOptions{FieldSelector: sel})
+	if err != nil {
+		return err
+	}
+	w, err := cs.CoreV1().ConfigMaps(namespace).Watch(ctx, metav1.ListOptions{FieldSelector: sel, ResourceVersion: list.ResourceVersion})
+	if err != nil {
+		return err
+	}
+	defer w.Stop()
+	if _, err := cs.CoreV1().Pods(namespace).Get(ctx, pod, metav1.GetOptions{}); err != nil {
+		return err
+	}
+	_, err = cs.CoreV1().Pods(namespace).Patch(ctx, pod, types.MergePatchType,
+		[]byte(`{"metadata":{"annotations":{"jobset.sigs.k8s.io/epoch":"2"}}}`), metav1.PatchOptions{})
+	return err
+}
+
+// parallel runs f for 0..n-1 with at most width at once; the first error
+// wins.
+func parallel(ctx context.Context, n, width int, f func(context.Context, int) error) error {
+	sem := make(chan struct{}, max(width, 1))
+	var wg sync.WaitGroup
+	var once sync.Once
+	var first error
+	for i := range n {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			if err := f(ctx, i); err != nil {
+				once.Do(func() { first = err })
+			}
+		}()
+	}
+	wg.Wait()
+	return first
+}
+
+// grantAgentRights gives the namespace's default service account what the
+// controller grants the agents.
+func grantAgentRights(ctx context.Context, cs kubernetes.Interface, namespace string) error {
+	role := &rbacv1.Role{
+		ObjectMeta: metav1.ObjectMeta{Name: "floor-agent", Namespace: namespace},
+		Rules: []rbacv1.PolicyRule{
+			{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list", "watch"}},
+			{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "patch"}},
+		},
+	}
+	if _, err := cs.RbacV1().Roles(namespace).Create(ctx, role, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	binding := &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "floor-agent", Namespace: namespace},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "default", Namespace: namespace}},
+	}
+	_, err := cs.RbacV1().RoleBindings(namespace).Create(ctx, binding, metav1.CreateOptions{})
+	return err
+}

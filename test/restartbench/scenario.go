@@ -1,0 +1,266 @@
+package restartbench
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
+	"github.com/inplace-dev/inplace/test/simnode"
+	"github.com/inplace-dev/inplace/test/util"
+)
+
+// Failure kinds.
+const (
+	FailureExit   = "exit"   // one worker exits with code 1
+	FailureDelete = "delete" // one Pod is deleted
+)
+
+// Result is one measured restart. Times are from the failure: the worker's
+// exit as its node saw it, or the deletion request.
+type Result struct {
+	Nodes    int    `json:"nodes"`
+	Profile  string `json:"profile"`
+	Strategy string `json:"strategy"`
+	Failure  string `json:"failure"`
+	Repeat   int    `json:"repeat"`
+	// Detection: the JobSet's restart counted (for InPlaceRestart, the
+	// epoch deprecated).
+	Detection time.Duration `json:"detectionNanos"`
+	// AgentsRestarted: every agent started again (InPlaceRestart).
+	AgentsRestarted time.Duration `json:"agentsRestartedNanos,omitempty"`
+	// EpochsReported: every Pod's agent began writing the new epoch.
+	EpochsReported time.Duration `json:"epochsReportedNanos,omitempty"`
+	// Synced: status.syncedEpoch advanced (InPlaceRestart).
+	Synced time.Duration `json:"syncedNanos,omitempty"`
+	// WorkersRunning: every worker running again.
+	WorkersRunning time.Duration `json:"workersRunningNanos"`
+	// Requests by actor and "verb resource", from the failure until every
+	// worker ran again.
+	Requests map[string]map[string]int `json:"requests"`
+	// WatchEvents the API server sent meanwhile.
+	WatchEvents float64 `json:"watchEvents"`
+}
+
+// jobSetFor is N worker Jobs of one Pod each, one per node. Under
+// InPlaceRestart it says only that: the webhook injects the rest.
+func jobSetFor(name, namespace string, nodes int, strategy jobset.JobSetRestartStrategy) *jobset.JobSet {
+	rj := util.MakeReplicatedJob("workers").Replicas(int32(nodes)).Obj()
+	if strategy == jobset.InPlaceRestart {
+		rj.Template.Spec.BackoffLimit = nil
+	}
+	return util.MakeJobSet(name, namespace).ReplicatedJob(rj).
+		FailurePolicy(&jobset.FailurePolicy{RestartStrategy: strategy, MaxRestarts: 1000}).Obj()
+}
+
+// jobSetWatch records when the JobSet's status changed as a restart
+// progresses.
+type jobSetWatch struct {
+	mu      sync.Mutex
+	latest  jobset.JobSetStatus
+	changes []statusAt
+}
+
+type statusAt struct {
+	at     time.Time
+	status jobset.JobSetStatus
+}
+
+func (e *env) watchJobSet(ctx context.Context, js *jobset.JobSet) (*jobSetWatch, error) {
+	w, err := e.client.Watch(ctx, &jobset.JobSetList{}, client.InNamespace(js.Namespace))
+	if err != nil {
+		return nil, err
+	}
+	jw := &jobSetWatch{}
+	go func() {
+		defer w.Stop()
+		for ev := range w.ResultChan() {
+			if ev.Type != watch.Added && ev.Type != watch.Modified {
+				continue
+			}
+			got, ok := ev.Object.(*jobset.JobSet)
+			if !ok || got.Name != js.Name {
+				continue
+			}
+			now := time.Now()
+			jw.mu.Lock()
+			jw.latest = got.Status
+			jw.changes = append(jw.changes, statusAt{now, got.Status})
+			jw.mu.Unlock()
+		}
+	}()
+	return jw, nil
+}
+
+// first returns when the status first met cond after t0.
+func (jw *jobSetWatch) first(t0 time.Time, cond func(jobset.JobSetStatus) bool) time.Time {
+	jw.mu.Lock()
+	defer jw.mu.Unlock()
+	for _, c := range jw.changes {
+		if !c.at.Before(t0) && cond(c.status) {
+			return c.at
+		}
+	}
+	return time.Time{}
+}
+
+func (jw *jobSetWatch) status() jobset.JobSetStatus {
+	jw.mu.Lock()
+	defer jw.mu.Unlock()
+	return jw.latest
+}
+
+// steady waits until the JobSet's N Pods all run their workers and, under
+// InPlaceRestart, sit at the synced epoch.
+func (e *env) steady(ctx context.Context, js *jobset.JobSet, jw *jobSetWatch, timeout time.Duration) error {
+	return wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		st := jw.status()
+		if js.Spec.FailurePolicy.RestartStrategy == jobset.InPlaceRestart && (st.SyncedEpoch == 0 || st.SyncedEpoch <= st.DeprecatedEpoch) {
+			return false, nil
+		}
+		var pods corev1.PodList
+		if err := e.client.List(ctx, &pods, client.InNamespace(js.Namespace)); err != nil {
+			return false, nil
+		}
+		if len(pods.Items) != e.nodes {
+			return false, nil
+		}
+		for _, p := range pods.Items {
+			if p.Status.Phase != corev1.PodRunning || p.DeletionTimestamp != nil {
+				return false, nil
+			}
+			for _, cs := range p.Status.ContainerStatuses {
+				if cs.State.Running == nil {
+					return false, nil
+				}
+			}
+		}
+		return true, nil
+	})
+}
+
+// restart injects one failure and measures the recovery.
+func (e *env) restart(ctx context.Context, js *jobset.JobSet, jw *jobSetWatch, failure string, timeout time.Duration) (Result, error) {
+	r := Result{Nodes: e.nodes, Strategy: string(js.Spec.FailurePolicy.RestartStrategy), Failure: failure}
+	var pods corev1.PodList
+	if err := e.client.List(ctx, &pods, client.InNamespace(js.Namespace)); err != nil {
+		return r, err
+	}
+	if len(pods.Items) == 0 {
+		return r, fmt.Errorf("no Pods in %s", js.Namespace)
+	}
+	victim := pods.Items[len(pods.Items)/2]
+	before := jw.status()
+	requestsBefore := e.snapshot()
+	watchBefore, err := e.watchEventsSent(ctx)
+	if err != nil {
+		return r, err
+	}
+
+	injected := time.Now()
+	switch failure {
+	case FailureExit:
+		patch := client.MergeFrom(victim.DeepCopy())
+		metav1.SetMetaDataAnnotation(&victim.ObjectMeta, simnode.ExitCodeAnnotation, "1")
+		if err := e.client.Patch(ctx, &victim, patch); err != nil {
+			return r, err
+		}
+	case FailureDelete:
+		if err := e.client.Delete(ctx, &victim); err != nil {
+			return r, err
+		}
+	default:
+		return r, fmt.Errorf("unknown failure kind %q", failure)
+	}
+
+	var t0, workers time.Time
+	err = wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
+		started := map[string]time.Time{}
+		for _, ev := range e.recorder.Events(js.Namespace) {
+			switch {
+			case ev.Time.Before(injected):
+			case failure == FailureExit && ev.Kind == simnode.WorkerExited && ev.Pod == victim.Name && t0.IsZero():
+				t0 = ev.Time
+			case ev.Kind == simnode.WorkersStarted:
+				started[ev.Pod] = ev.Time
+			}
+		}
+		if failure == FailureDelete {
+			t0 = injected
+		}
+		if t0.IsZero() || len(started) < e.nodes {
+			return false, nil
+		}
+		for _, at := range started {
+			if at.After(workers) {
+				workers = at
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		return r, fmt.Errorf("%s after a %s: not every worker ran again within %v", r.Strategy, failure, timeout)
+	}
+	r.WorkersRunning = workers.Sub(t0)
+	r.Requests = map[string]map[string]int{}
+	for actor, after := range e.snapshot() {
+		r.Requests[actor] = diff(requestsBefore[actor], after)
+	}
+	watchAfter, err := e.watchEventsSent(ctx)
+	if err != nil {
+		return r, err
+	}
+	r.WatchEvents = watchAfter - watchBefore
+
+	// The JobSet's own progress, from its watch (it may trail the workers
+	// by a watch event: wait for it briefly).
+	_ = wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		return jw.status().Restarts > before.Restarts, nil
+	})
+	r.Detection = since(t0, jw.first(injected, func(s jobset.JobSetStatus) bool { return s.Restarts > before.Restarts }))
+	if r.Strategy == string(jobset.InPlaceRestart) {
+		newEpoch := before.SyncedEpoch + 1
+		_ = wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+			return jw.status().SyncedEpoch >= newEpoch, nil
+		})
+		r.Synced = since(t0, jw.first(injected, func(s jobset.JobSetStatus) bool { return s.SyncedEpoch >= newEpoch }))
+		agents, reported := map[string]time.Time{}, map[string]time.Time{}
+		for _, ev := range e.recorder.Events(js.Namespace) {
+			if ev.Time.Before(t0) {
+				continue
+			}
+			switch {
+			case ev.Kind == simnode.AgentStarted:
+				agents[ev.Pod] = ev.Time
+			case ev.Kind == simnode.EpochReported && ev.Epoch == newEpoch:
+				if _, seen := reported[ev.Pod]; !seen {
+					reported[ev.Pod] = ev.Time
+				}
+			}
+		}
+		r.AgentsRestarted = since(t0, latest(agents, e.nodes))
+		r.EpochsReported = since(t0, latest(reported, e.nodes))
+	}
+	return r, nil
+}
+
+// latest is the last of the times when there are n of them, else zero.
+func latest(times map[string]time.Time, n int) time.Time {
+	if len(times) < n {
+		return time.Time{}
+	}
+	var last time.Time
+	for _, t := range times {
+		if t.After(last) {
+			last = t
+		}
+	}
+	return last
+}

@@ -1,0 +1,49 @@
+package restartbench
+
+import (
+	"os"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+
+	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
+)
+
+// TestSmoke runs the restart benchmark small (N = 50, one repeat, zero node
+// latency): it fails if an in-place restart is not faster than Recreate, or
+// if the measurements are incomplete.
+func TestSmoke(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs the local cluster")
+	}
+	report, err := Run(t.Context(), Config{
+		Nodes: []int{50}, Repeats: 1, Profiles: []string{ProfileZero},
+		Strategies: []jobset.JobSetRestartStrategy{jobset.InPlaceRestart, jobset.Recreate},
+		Failures:   []string{FailureExit},
+		Timeout:    3 * time.Minute,
+		Progress:   os.Stderr,
+		Log:        logr.Discard(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	byStrategy := map[string]Result{}
+	for _, r := range report.Results {
+		byStrategy[r.Strategy] = r
+	}
+	inPlace, recreate := byStrategy[string(jobset.InPlaceRestart)], byStrategy[string(jobset.Recreate)]
+	for _, d := range []time.Duration{inPlace.Detection, inPlace.AgentsRestarted, inPlace.EpochsReported, inPlace.Synced, inPlace.WorkersRunning, recreate.WorkersRunning} {
+		if d <= 0 {
+			t.Fatalf("incomplete measurements: %+v %+v", inPlace, recreate)
+		}
+	}
+	if inPlace.WorkersRunning >= recreate.WorkersRunning {
+		t.Errorf("in place took %v, Recreate %v: in place is not faster", inPlace.WorkersRunning, recreate.WorkersRunning)
+	}
+	if len(report.Floors) != 1 || report.Floors[0].Total <= 0 {
+		t.Errorf("no floor measured: %+v", report.Floors)
+	}
+	t.Logf("in place %v (floor %v), Recreate %v", inPlace.WorkersRunning, report.Floors[0].Total, recreate.WorkersRunning)
+	t.Logf("in place: %+v", inPlace)
+}
