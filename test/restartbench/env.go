@@ -48,6 +48,8 @@ type env struct {
 	recorder *simnode.Recorder
 	counters map[string]*requestCounter
 	log      logr.Logger
+	// restarts counts the failures injected, to choose their victims.
+	restarts int
 }
 
 func startEnv(ctx context.Context, nodes int, log logr.Logger) (*env, func(), error) {

@@ -156,7 +156,11 @@ func (e *env) restart(ctx context.Context, js *jobset.JobSet, jw *jobSetWatch, f
 	if len(pods.Items) == 0 {
 		return r, fmt.Errorf("no Pods in %s", js.Namespace)
 	}
-	victim := pods.Items[len(pods.Items)/2]
+	// A different victim each time: the Job controller delays the
+	// replacement of a Job's failed Pod by a backoff that doubles with each
+	// failure of that Job, and the first failure is the case to measure.
+	e.restarts++
+	victim := pods.Items[(len(pods.Items)/2+e.restarts*7)%len(pods.Items)]
 	before := jw.status()
 	requestsBefore := e.snapshot()
 	watchBefore, err := e.watchEventsSent(ctx)

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"k8s.io/klog/v2"
 
 	"github.com/inplace-dev/inplace/test/bench/stats"
 	"github.com/inplace-dev/inplace/test/restartbench"
@@ -30,6 +31,9 @@ func main() {
 	timeout := flag.Duration("timeout", 15*time.Minute, "bound on one restart")
 	out := flag.String("out", ".local/bench/restart.json", "JSON results")
 	flag.Parse()
+	// client-go's complaints about watches the agents close on restart
+	// would drown the table.
+	klog.SetLogger(logr.Discard())
 
 	cfg := restartbench.Config{Repeats: *repeats, Timeout: *timeout, Progress: os.Stderr, Log: logr.Discard(),
 		Profiles: split(*profiles), Failures: split(*failures)}
