@@ -60,7 +60,13 @@ func (k *KubeTransport) Broadcasts(ctx context.Context) (<-chan broadcast.Broadc
 		}
 		backoff := wait.Backoff{Duration: 100 * time.Millisecond, Factor: 2, Jitter: 1, Steps: 1 << 30, Cap: 10 * time.Second}
 		for ctx.Err() == nil {
-			list, err := k.Client.CoreV1().ConfigMaps(k.Namespace).List(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", name).String()})
+			// ResourceVersion "0": served from the apiserver's watch cache,
+			// not read from etcd — a thousand agents list at once after a
+			// restart. The watch from the list's version delivers anything
+			// newer.
+			list, err := k.Client.CoreV1().ConfigMaps(k.Namespace).List(ctx, metav1.ListOptions{
+				FieldSelector: fields.OneTermEqualSelector("metadata.name", name).String(), ResourceVersion: "0",
+			})
 			if err == nil && len(list.Items) == 1 {
 				deliver(&list.Items[0])
 				err = k.watch(ctx, name, list.ResourceVersion, deliver)

@@ -51,6 +51,8 @@ type podRunner struct {
 	// consumed holds the failure annotations acted on whose removal has
 	// not been seen yet.
 	consumed map[string]bool
+	// written is the status last written, the base of the next patch.
+	written *corev1.PodStatus
 	// agentToken is the token bound to the Pod its agents authenticate
 	// with, under Options.AgentConfig.
 	agentToken string

@@ -27,6 +27,8 @@ package simnode
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
+	"net"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -43,6 +45,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
+
+	"github.com/inplace-dev/inplace/inject"
 )
 
 // Annotations that drive failures.
@@ -80,13 +84,16 @@ type Sim struct {
 	pods   map[types.UID]*podRunner
 	nodes  map[string]bool
 	nextIP int
+	// ipBase is this simulator's second octet in 127.0.0.0/8: simulators
+	// in other processes (test packages run in parallel) use others.
+	ipBase int
 	wg     sync.WaitGroup
 	lat    atomic.Pointer[Latency]
 }
 
 // Start registers the Nodes and runs the Pods bound to them until ctx ends.
 func Start(ctx context.Context, opts Options) (*Sim, error) {
-	s := &Sim{opts: opts, pods: map[types.UID]*podRunner{}, nodes: map[string]bool{}}
+	s := &Sim{opts: opts, pods: map[types.UID]*podRunner{}, nodes: map[string]bool{}, ipBase: 2 + rand.IntN(250)}
 	s.SetLatency(opts.Latency)
 	for i := range opts.Nodes {
 		name := fmt.Sprintf("%s-%d", opts.Prefix, i)
@@ -165,8 +172,7 @@ func (s *Sim) observe(ctx context.Context, obj any) {
 			s.mu.Unlock()
 			return
 		}
-		s.nextIP++
-		r = newPodRunner(s, pod, fmt.Sprintf("127.0.%d.%d", 1+s.nextIP/250, 1+s.nextIP%250))
+		r = newPodRunner(s, pod, s.freeIP(pod))
 		s.pods[pod.UID] = r
 		s.wg.Add(1)
 		go func() {
@@ -176,6 +182,30 @@ func (s *Sim) observe(ctx context.Context, obj any) {
 	}
 	s.mu.Unlock()
 	r.update(pod)
+}
+
+// freeIP gives a Pod the next loopback address of this simulator on which
+// its agent's port is free (another process may hold it).
+func (s *Sim) freeIP(pod *corev1.Pod) string {
+	port := ""
+	for _, c := range pod.Spec.InitContainers {
+		for _, e := range c.Env {
+			if c.Name == s.opts.AgentContainer && e.Name == inject.EnvBarrierPort {
+				port = e.Value
+			}
+		}
+	}
+	for {
+		s.nextIP++
+		ip := fmt.Sprintf("127.%d.%d.%d", s.ipBase, 1+(s.nextIP/250)%250, 1+s.nextIP%250)
+		if port == "" {
+			return ip
+		}
+		if l, err := net.Listen("tcp", net.JoinHostPort(ip, port)); err == nil {
+			l.Close()
+			return ip
+		}
+	}
 }
 
 func (s *Sim) forget(obj any) {

@@ -2,11 +2,14 @@ package simnode
 
 import (
 	"context"
+	"encoding/json"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/strategicpatch"
 )
 
 // statusManager writes a Pod's status to the API server apart from running
@@ -75,33 +78,68 @@ func (m *statusManager) flush(ctx context.Context) {
 	}
 }
 
-// writeStatus stores a status, retrying on conflicts with the latest Pod.
+// writeStatus stores a status as the kubelet does: a strategic merge patch
+// of the status subresource from the status it last wrote, with the Pod's
+// UID as a precondition, so that it never conflicts with writes to the
+// Pod's metadata (the agents' epoch annotations).
 func (r *podRunner) writeStatus(ctx context.Context, s corev1.PodStatus) error {
-	for attempt := 0; ; attempt++ {
-		pod := r.pod().DeepCopy()
-		// Conditions keep their transition times from what is stored.
-		for i, c := range s.Conditions {
-			for _, prev := range pod.Status.Conditions {
-				if prev.Type == c.Type && prev.Status == c.Status {
-					s.Conditions[i].LastTransitionTime = prev.LastTransitionTime
-				}
+	r.mu.Lock()
+	base := r.written
+	r.mu.Unlock()
+	if base == nil {
+		base = r.pod().Status.DeepCopy()
+	}
+	// Conditions keep their transition times from what was written.
+	for i, c := range s.Conditions {
+		for _, prev := range base.Conditions {
+			if prev.Type == c.Type && prev.Status == c.Status {
+				s.Conditions[i].LastTransitionTime = prev.LastTransitionTime
 			}
-		}
-		pod.Status = s
-		_, err := r.sim.opts.Client.CoreV1().Pods(r.namespace).UpdateStatus(ctx, pod, metav1.UpdateOptions{})
-		switch {
-		case err == nil, apierrors.IsNotFound(err):
-			return nil
-		case apierrors.IsConflict(err) && attempt < 20:
-			fresh, gerr := r.sim.opts.Client.CoreV1().Pods(r.namespace).Get(ctx, r.name, metav1.GetOptions{})
-			if gerr != nil {
-				return gerr
-			}
-			r.update(fresh)
-		default:
-			return err
 		}
 	}
+	oldJSON, err := json.Marshal(map[string]any{"metadata": map[string]any{"uid": r.uid}, "status": base})
+	if err != nil {
+		return err
+	}
+	newJSON, err := json.Marshal(map[string]any{"metadata": map[string]any{"uid": r.uid}, "status": s})
+	if err != nil {
+		return err
+	}
+	patch, err := strategicpatch.CreateTwoWayMergePatch(oldJSON, newJSON, corev1.Pod{})
+	if err != nil {
+		return err
+	}
+	// The UID makes the patch fail on a Pod of the same name that replaced
+	// this one.
+	patch, err = addUIDPrecondition(patch, r.uid)
+	if err != nil {
+		return err
+	}
+	_, err = r.sim.opts.Client.CoreV1().Pods(r.namespace).Patch(ctx, r.name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
+	switch {
+	case err == nil:
+		r.mu.Lock()
+		r.written = &s
+		r.mu.Unlock()
+		return nil
+	case apierrors.IsNotFound(err):
+		return nil
+	}
+	return err
+}
+
+func addUIDPrecondition(patch []byte, uid types.UID) ([]byte, error) {
+	var m map[string]any
+	if err := json.Unmarshal(patch, &m); err != nil {
+		return nil, err
+	}
+	meta, _ := m["metadata"].(map[string]any)
+	if meta == nil {
+		meta = map[string]any{}
+	}
+	meta["uid"] = string(uid)
+	m["metadata"] = meta
+	return json.Marshal(m)
 }
 
 // close waits for a write in flight and drops what is pending: the terminal
