@@ -21,6 +21,12 @@ func countersOnly(a, b jobset.JobSetStatus) bool {
 	return equality.Semantic.DeepEqual(a, b)
 }
 
+// inPlaceRestarting reports whether an in-place restart is under way: an
+// epoch deprecated and the next not yet synced.
+func inPlaceRestarting(s jobset.JobSetStatus) bool {
+	return s.SyncedEpoch > 0 && s.DeprecatedEpoch >= s.SyncedEpoch
+}
+
 // statusWrites remembers when each JobSet's status was last written.
 type statusWrites struct {
 	mu   sync.Mutex

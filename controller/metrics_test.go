@@ -118,3 +118,14 @@ func TestCountersOnlyWritesAreCoalesced(t *testing.T) {
 		t.Errorf("a deleted JobSet's writes still wait %v", d)
 	}
 }
+
+func TestInPlaceRestarting(t *testing.T) {
+	for _, tc := range []struct {
+		deprecated, synced int32
+		want               bool
+	}{{0, 0, false}, {0, 1, false}, {1, 1, true}, {1, 2, false}, {2, 2, true}} {
+		if got := inPlaceRestarting(jobset.JobSetStatus{DeprecatedEpoch: tc.deprecated, SyncedEpoch: tc.synced}); got != tc.want {
+			t.Errorf("deprecated %d synced %d: %v, want %v", tc.deprecated, tc.synced, got, tc.want)
+		}
+	}
+}

@@ -142,7 +142,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		// Only the replicated jobs' counters moved: they move with every
 		// Job's status, N times per restart of N Jobs, so they are written
 		// at most once per statusCoalescing; the requeue writes the rest.
-		if wait := r.writes.wait(js.UID, now); wait > 0 {
+		// During an in-place restart they wait for its end, whose status
+		// write carries them: the writes of a restart stay constant in N.
+		if inPlaceRestarting(p.status) {
+			write = false
+		} else if wait := r.writes.wait(js.UID, now); wait > 0 {
 			write = false
 			if p.requeueAfter == 0 || wait < p.requeueAfter {
 				p.requeueAfter = wait

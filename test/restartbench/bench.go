@@ -99,7 +99,8 @@ func (e *env) measure(ctx context.Context, cfg Config, progress func(string, ...
 			// The floor is measured once per size, with the status writes
 			// an in-place restart made, while the cluster is otherwise idle.
 			if floor == nil && strategy == jobset.InPlaceRestart && len(rs) > 0 {
-				perPod := (rs[0].Requests[ActorKubelets]["update pods/status"] + e.nodes - 1) / e.nodes
+				kubelet := rs[0].Requests[ActorKubelets]
+				perPod := (kubelet["patch pods/status"] + kubelet["update pods/status"] + e.nodes - 1) / e.nodes
 				f, err := e.floor(ctx, max(perPod, 1))
 				if err != nil {
 					return results, floor, fmt.Errorf("measuring the floor: %w", err)

@@ -12,7 +12,6 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
@@ -31,8 +30,9 @@ import (
 // the cost is ours.
 type Floor struct {
 	Nodes int `json:"nodes"`
-	// StatusWritesPerPod is how many Pod status writes the simulated
-	// kubelets make per Pod in an in-place restart (from its request count).
+	// StatusWritesPerPod is how many Pod status writes (patches, as the
+	// kubelet makes them) the simulated kubelets make per Pod in an
+	// in-place restart, from its request count.
 	StatusWritesPerPod int           `json:"statusWritesPerPod"`
 	Agents             time.Duration `json:"agentsNanos"`
 	StatusWrites       time.Duration `json:"statusWritesNanos"`
@@ -59,6 +59,7 @@ func (e *env) floor(ctx context.Context, statusWritesPerPod int) (Floor, error) 
 		return f, err
 	}
 	names := make([]string, e.nodes)
+	uids := make([]types.UID, e.nodes)
 	if err := parallel(ctx, e.nodes, 50, func(ctx context.Context, i int) error {
 		names[i] = "floor-" + strconv.Itoa(i)
 		pod := &corev1.Pod{
@@ -68,7 +69,11 @@ func (e *env) floor(ctx context.Context, statusWritesPerPod int) (Floor, error) 
 				Containers:      []corev1.Container{{Name: "worker", Image: "registry.example/worker:1"}},
 			},
 		}
-		return e.client.Create(ctx, pod)
+		if err := e.client.Create(ctx, pod); err != nil {
+			return err
+		}
+		uids[i] = pod.UID
+		return nil
 	}); err != nil {
 		return f, fmt.Errorf("creating the floor's Pods: %w", err)
 	}
@@ -100,24 +105,11 @@ func (e *env) floor(ctx context.Context, statusWritesPerPod int) (Floor, error) 
 		kubelet.QPS, kubelet.Burst = -1, 0
 		cs := kubernetes.NewForConfigOrDie(kubelet)
 		err := parallel(ctx, e.nodes, e.nodes, func(ctx context.Context, i int) error {
-			// As the simulated kubelet: a status write from the Pod it
-			// knows, read again only after a conflict.
-			pod, err := cs.CoreV1().Pods(ns.Name).Get(ctx, names[i], metav1.GetOptions{})
-			if err != nil {
-				return err
-			}
-			for w := 0; w < statusWritesPerPod; {
-				pod.Status.Conditions = []corev1.PodCondition{{Type: "Floor", Status: corev1.ConditionTrue, Reason: "W" + strconv.Itoa(w), LastTransitionTime: metav1.Now()}}
-				updated, err := cs.CoreV1().Pods(ns.Name).UpdateStatus(ctx, pod, metav1.UpdateOptions{})
-				switch {
-				case err == nil:
-					pod = updated
-					w++
-				case apierrors.IsConflict(err):
-					if pod, err = cs.CoreV1().Pods(ns.Name).Get(ctx, names[i], metav1.GetOptions{}); err != nil {
-						return err
-					}
-				default:
+			// As the simulated kubelet: a strategic merge patch of the
+			// status per write, with the Pod's UID as precondition.
+			for w := range statusWritesPerPod {
+				patch := fmt.Sprintf(`{"metadata":{"uid":%q},"status":{"conditions":[{"type":"Floor","status":"True","reason":"W%d"}]}}`, uids[i], w)
+				if _, err := cs.CoreV1().Pods(ns.Name).Patch(ctx, names[i], types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}, "status"); err != nil {
 					return err
 				}
 			}
