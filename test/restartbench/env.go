@@ -14,6 +14,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -53,7 +54,14 @@ type env struct {
 }
 
 func startEnv(ctx context.Context, nodes int, log logr.Logger) (*env, func(), error) {
-	c, err := cluster.Start(ctx, cluster.Options{Name: fmt.Sprintf("bench-restart-%d", nodes)})
+	c, err := cluster.Start(ctx, cluster.Options{
+		Name: fmt.Sprintf("bench-restart-%d", nodes),
+		// Sized for thousands of writers at once, as a large cluster's
+		// apiserver is: with the local default (1,000), the agents' epoch
+		// patches and the kubelets' status patches of N >= 1,000 Pods are
+		// refused with 429 and retried, which costs more than queueing them.
+		APIServerFlags: map[string]string{"max-mutating-requests-inflight": strconv.Itoa(max(1000, 3*nodes))},
+	})
 	if err != nil {
 		return nil, nil, err
 	}
