@@ -79,6 +79,9 @@ func (e *env) watchJobSet(ctx context.Context, js *jobset.JobSet) (*jobSetWatch,
 		return nil, err
 	}
 	jw := &jobSetWatch{}
+	// The goroutine keeps its own copy of the name: the caller's JobSet is
+	// written by its create.
+	name := js.Name
 	go func() {
 		defer w.Stop()
 		for ev := range w.ResultChan() {
@@ -86,7 +89,7 @@ func (e *env) watchJobSet(ctx context.Context, js *jobset.JobSet) (*jobSetWatch,
 				continue
 			}
 			got, ok := ev.Object.(*jobset.JobSet)
-			if !ok || got.Name != js.Name {
+			if !ok || got.Name != name {
 				continue
 			}
 			now := time.Now()
