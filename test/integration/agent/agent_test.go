@@ -67,28 +67,45 @@ var _ = AfterSuite(func() {
 	fw.Teardown()
 })
 
-func create(js *jobset.JobSet) *jobset.JobSet {
+// inPlaceJobSet creates, in a new namespace, an InPlaceRestart JobSet of
+// one Job with parallelism Pods, and returns it with its Pods once they
+// exist (no node runs them).
+func inPlaceJobSet(name string, parallelism int32) (*jobset.JobSet, []corev1.Pod) {
 	GinkgoHelper()
+	ns := fw.NewNamespace(ctx, k8sClient)
+	util.WaitForDefaultServiceAccount(ctx, k8sClient, ns.Name)
+	rj := util.MakeReplicatedJob("w").Parallelism(parallelism).Obj()
+	rj.Template.Spec.BackoffLimit = nil
+	js := util.MakeJobSet(name, ns.Name).ReplicatedJob(rj).
+		FailurePolicy(&jobset.FailurePolicy{RestartStrategy: jobset.InPlaceRestart}).Obj()
 	Expect(k8sClient.Create(ctx, js)).To(Succeed())
-	return js
+	var pods []corev1.Pod
+	Eventually(func(g Gomega) {
+		var list corev1.PodList
+		g.Expect(k8sClient.List(ctx, &list, client.InNamespace(ns.Name), client.MatchingLabels{jobset.JobSetNameKey: js.Name})).To(Succeed())
+		g.Expect(list.Items).To(HaveLen(int(parallelism)))
+		pods = list.Items
+	}).WithTimeout(timeout).Should(Succeed())
+	return js, pods
+}
+
+// podToken is a token of the Pod's service account bound to the Pod, as
+// the kubelet projects it into the Pod.
+func podToken(pod corev1.Pod) string {
+	GinkgoHelper()
+	tr, err := kubernetes.NewForConfigOrDie(cfg).CoreV1().ServiceAccounts(pod.Namespace).CreateToken(ctx, "default", &authenticationv1.TokenRequest{
+		Spec: authenticationv1.TokenRequestSpec{BoundObjectRef: &authenticationv1.BoundObjectReference{
+			Kind: "Pod", APIVersion: "v1", Name: pod.Name, UID: pod.UID,
+		}},
+	}, metav1.CreateOptions{})
+	Expect(err).NotTo(HaveOccurred())
+	return tr.Status.Token
 }
 
 var _ = Describe("the agents' permissions", func() {
 	It("are granted to the Pods' service account, and no more", func() {
-		ns := fw.NewNamespace(ctx, k8sClient)
-		util.WaitForDefaultServiceAccount(ctx, k8sClient, ns.Name)
-		rj := util.MakeReplicatedJob("w").Obj()
-		rj.Template.Spec.BackoffLimit = nil
-		js := create(util.MakeJobSet("rbac", ns.Name).ReplicatedJob(rj).
-			FailurePolicy(&jobset.FailurePolicy{RestartStrategy: jobset.InPlaceRestart}).Obj())
-
-		var pod corev1.Pod
-		Eventually(func(g Gomega) {
-			var list corev1.PodList
-			g.Expect(k8sClient.List(ctx, &list, client.InNamespace(ns.Name), client.MatchingLabels{jobset.JobSetNameKey: js.Name})).To(Succeed())
-			g.Expect(list.Items).To(HaveLen(1))
-			pod = list.Items[0]
-		}).WithTimeout(timeout).Should(Succeed())
+		js, pods := inPlaceJobSet("rbac", 1)
+		pod, ns := pods[0], &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: js.Namespace}}
 
 		cs := kubernetes.NewForConfigOrDie(cfg)
 		var agentClient *kubernetes.Clientset
@@ -127,30 +144,12 @@ var _ = Describe("the agents' admission policy", func() {
 			Expect(client.IgnoreAlreadyExists(k8sClient.Create(ctx, u))).To(Succeed(), u.GetKind())
 		}
 
-		ns := fw.NewNamespace(ctx, k8sClient)
-		util.WaitForDefaultServiceAccount(ctx, k8sClient, ns.Name)
-		rj := util.MakeReplicatedJob("w").Parallelism(2).Obj()
-		rj.Template.Spec.BackoffLimit = nil
-		js := create(util.MakeJobSet("vap", ns.Name).ReplicatedJob(rj).
-			FailurePolicy(&jobset.FailurePolicy{RestartStrategy: jobset.InPlaceRestart}).Obj())
-		var pods []corev1.Pod
-		Eventually(func(g Gomega) {
-			var list corev1.PodList
-			g.Expect(k8sClient.List(ctx, &list, client.InNamespace(ns.Name), client.MatchingLabels{jobset.JobSetNameKey: js.Name})).To(Succeed())
-			g.Expect(list.Items).To(HaveLen(2))
-			pods = list.Items
-		}).WithTimeout(timeout).Should(Succeed())
+		js, pods := inPlaceJobSet("vap", 2)
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: js.Namespace}}
 
 		// A token bound to pods[0], as the kubelet projects it into that Pod.
-		cs := kubernetes.NewForConfigOrDie(cfg)
-		tr, err := cs.CoreV1().ServiceAccounts(ns.Name).CreateToken(ctx, "default", &authenticationv1.TokenRequest{
-			Spec: authenticationv1.TokenRequestSpec{BoundObjectRef: &authenticationv1.BoundObjectReference{
-				Kind: "Pod", APIVersion: "v1", Name: pods[0].Name, UID: pods[0].UID,
-			}},
-		}, metav1.CreateOptions{})
-		Expect(err).NotTo(HaveOccurred())
 		agentCfg := rest.AnonymousClientConfig(cfg)
-		agentCfg.BearerToken = tr.Status.Token
+		agentCfg.BearerToken = podToken(pods[0])
 		agentClient := kubernetes.NewForConfigOrDie(agentCfg)
 
 		// Every probe is a dry run: admission runs in full but nothing is
@@ -192,39 +191,22 @@ var _ = Describe("the agent binary", func() {
 		out, err := build.CombinedOutput()
 		Expect(err).NotTo(HaveOccurred(), string(out))
 
-		ns := fw.NewNamespace(ctx, k8sClient)
-		util.WaitForDefaultServiceAccount(ctx, k8sClient, ns.Name)
-		rj := util.MakeReplicatedJob("w").Obj()
-		rj.Template.Spec.BackoffLimit = nil
-		js := create(util.MakeJobSet("binary", ns.Name).ReplicatedJob(rj).
-			FailurePolicy(&jobset.FailurePolicy{RestartStrategy: jobset.InPlaceRestart}).Obj())
-		var pod corev1.Pod
-		Eventually(func(g Gomega) {
-			var list corev1.PodList
-			g.Expect(k8sClient.List(ctx, &list, client.InNamespace(ns.Name), client.MatchingLabels{jobset.JobSetNameKey: js.Name})).To(Succeed())
-			g.Expect(list.Items).To(HaveLen(1))
-			pod = list.Items[0]
-		}).WithTimeout(timeout).Should(Succeed())
+		js, pods := inPlaceJobSet("binary", 1)
+		pod, ns := pods[0], &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: js.Namespace}}
 
 		// The agent's credentials: a token bound to its Pod, in a kubeconfig.
-		cs := kubernetes.NewForConfigOrDie(cfg)
-		tr, err := cs.CoreV1().ServiceAccounts(ns.Name).CreateToken(ctx, "default", &authenticationv1.TokenRequest{
-			Spec: authenticationv1.TokenRequestSpec{BoundObjectRef: &authenticationv1.BoundObjectReference{
-				Kind: "Pod", APIVersion: "v1", Name: pod.Name, UID: pod.UID,
-			}},
-		}, metav1.CreateOptions{})
-		Expect(err).NotTo(HaveOccurred())
+		token := podToken(pod)
 		kubeconfig := filepath.Join(dir, "kubeconfig")
 		Expect(clientcmd.WriteToFile(clientcmdapi.Config{
 			Clusters:       map[string]*clientcmdapi.Cluster{"local": {Server: cfg.Host, CertificateAuthorityData: cfg.CAData}},
-			AuthInfos:      map[string]*clientcmdapi.AuthInfo{"agent": {Token: tr.Status.Token}},
+			AuthInfos:      map[string]*clientcmdapi.AuthInfo{"agent": {Token: token}},
 			Contexts:       map[string]*clientcmdapi.Context{"agent": {Cluster: "local", AuthInfo: "agent"}},
 			CurrentContext: "agent",
 		}, kubeconfig)).To(Succeed())
 		// The controller grants the agents their Role when it reconciles.
 		Eventually(func() error {
 			agentCfg := rest.AnonymousClientConfig(cfg)
-			agentCfg.BearerToken = tr.Status.Token
+			agentCfg.BearerToken = token
 			_, err := kubernetes.NewForConfigOrDie(agentCfg).CoreV1().ConfigMaps(ns.Name).List(ctx, metav1.ListOptions{})
 			return err
 		}).WithTimeout(timeout).Should(Succeed())
