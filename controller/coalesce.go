@@ -27,40 +27,37 @@ func inPlaceRestarting(s jobset.JobSetStatus) bool {
 	return s.SyncedEpoch > 0 && s.DeprecatedEpoch >= s.SyncedEpoch
 }
 
-// statusWrites remembers when each JobSet's status was last written.
+// statusWrites remembers when each JobSet's status was last written. A
+// JobSet recreated under the same name inherits the time, which delays its
+// first counter-only write by at most statusCoalescing.
 type statusWrites struct {
 	mu   sync.Mutex
-	last map[types.UID]time.Time
-	uids map[types.NamespacedName]types.UID
+	last map[types.NamespacedName]time.Time
 }
 
 func newStatusWrites() *statusWrites {
-	return &statusWrites{last: map[types.UID]time.Time{}, uids: map[types.NamespacedName]types.UID{}}
+	return &statusWrites{last: map[types.NamespacedName]time.Time{}}
 }
 
 // wait is how long a counters-only write of the JobSet must still wait.
-func (w *statusWrites) wait(uid types.UID, now time.Time) time.Duration {
+func (w *statusWrites) wait(key types.NamespacedName, now time.Time) time.Duration {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	last, ok := w.last[uid]
+	last, ok := w.last[key]
 	if !ok {
 		return 0
 	}
 	return max(0, last.Add(statusCoalescing).Sub(now))
 }
 
-func (w *statusWrites) wrote(key types.NamespacedName, uid types.UID, now time.Time) {
+func (w *statusWrites) wrote(key types.NamespacedName, now time.Time) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.last[uid] = now
-	w.uids[key] = uid
+	w.last[key] = now
 }
 
-func (w *statusWrites) forgetName(key types.NamespacedName) {
+func (w *statusWrites) forget(key types.NamespacedName) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if uid, ok := w.uids[key]; ok {
-		delete(w.last, uid)
-		delete(w.uids, key)
-	}
+	delete(w.last, key)
 }

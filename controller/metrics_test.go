@@ -79,14 +79,10 @@ func TestRestartMetrics(t *testing.T) {
 	if got := testutil.ToFloat64(epochGauge.WithLabelValues(js.Namespace, js.Name, "synced")); got != 2 {
 		t.Errorf("synced epoch gauge %v, want 2", got)
 	}
-	m.gone(typesName(js))
+	m.gone(types.NamespacedName{Namespace: js.Namespace, Name: js.Name})
 	if n := testutil.CollectAndCount(epochGauge); n != 0 {
 		t.Errorf("%d epoch series left for a deleted JobSet", n)
 	}
-}
-
-func typesName(js *jobset.JobSet) types.NamespacedName {
-	return types.NamespacedName{Namespace: js.Namespace, Name: js.Name}
 }
 
 func TestCountersOnlyWritesAreCoalesced(t *testing.T) {
@@ -102,19 +98,20 @@ func TestCountersOnlyWritesAreCoalesced(t *testing.T) {
 	}
 
 	w := newStatusWrites()
+	key := types.NamespacedName{Namespace: "ns", Name: "js"}
 	t0 := time.Unix(100, 0)
-	if d := w.wait("u", t0); d != 0 {
+	if d := w.wait(key, t0); d != 0 {
 		t.Errorf("a first write waits %v", d)
 	}
-	w.wrote(types.NamespacedName{Namespace: "ns", Name: "js"}, "u", t0)
-	if d := w.wait("u", t0.Add(300*time.Millisecond)); d != 700*time.Millisecond {
+	w.wrote(key, t0)
+	if d := w.wait(key, t0.Add(300*time.Millisecond)); d != 700*time.Millisecond {
 		t.Errorf("a write 300ms after the last waits %v, want 700ms", d)
 	}
-	if d := w.wait("u", t0.Add(2*time.Second)); d != 0 {
+	if d := w.wait(key, t0.Add(2*time.Second)); d != 0 {
 		t.Errorf("a write 2s after the last waits %v", d)
 	}
-	w.forgetName(types.NamespacedName{Namespace: "ns", Name: "js"})
-	if d := w.wait("u", t0); d != 0 {
+	w.forget(key)
+	if d := w.wait(key, t0); d != 0 {
 		t.Errorf("a deleted JobSet's writes still wait %v", d)
 	}
 }

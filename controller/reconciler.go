@@ -108,7 +108,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.client.Get(ctx, req.NamespacedName, &js); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.metrics.gone(req.NamespacedName)
-			r.writes.forgetName(req.NamespacedName)
+			r.writes.forget(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -146,7 +146,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		// write carries them: the writes of a restart stay constant in N.
 		if inPlaceRestarting(p.status) {
 			write = false
-		} else if wait := r.writes.wait(js.UID, now); wait > 0 {
+		} else if wait := r.writes.wait(req.NamespacedName, now); wait > 0 {
 			write = false
 			if p.requeueAfter == 0 || wait < p.requeueAfter {
 				p.requeueAfter = wait
@@ -163,7 +163,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			return ctrl.Result{}, err
 		}
 		r.metrics.written(effective, before, p.status, now)
-		r.writes.wrote(req.NamespacedName, js.UID, now)
+		r.writes.wrote(req.NamespacedName, now)
 	}
 	r.metrics.epochs(&js)
 	// The broadcast mirrors the status, which stays the truth: it is written

@@ -95,11 +95,11 @@ func (p *process) waitFor(ctx context.Context, what string, check func(context.C
 	}
 }
 
-// freePorts reserves n distinct free TCP ports on 127.0.0.1. The listeners
+// FreePorts reserves n distinct free TCP ports on 127.0.0.1. The listeners
 // are held until all ports are chosen so that the same port is not returned
 // twice; a port can still be taken by another process before the component
 // binds it, which the caller detects as a start failure.
-func freePorts(n int) ([]int, error) {
+func FreePorts(n int) ([]int, error) {
 	ports := make([]int, 0, n)
 	var listeners []net.Listener
 	defer func() {

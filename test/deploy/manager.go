@@ -3,7 +3,6 @@ package deploy
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"time"
 
@@ -14,6 +13,7 @@ import (
 
 	configv1alpha1 "github.com/inplace-dev/inplace/api/config/v1alpha1"
 	"github.com/inplace-dev/inplace/manager"
+	"github.com/inplace-dev/inplace/test/cluster"
 )
 
 // RunManager runs inplace-manager in this process as it runs installed:
@@ -33,10 +33,11 @@ func RunManager(ctx context.Context, admin *rest.Config, configure func(*configv
 		return nil, err
 	}
 	go func() { <-ctx.Done(); os.RemoveAll(certDir) }()
-	port, err := freePort()
+	ports, err := cluster.FreePorts(1)
 	if err != nil {
 		return nil, err
 	}
+	port := ports[0]
 	conf.LeaderElection.LeaderElect = ptr.To(false)
 	conf.Metrics.BindAddress, conf.Health.ProbeBindAddress = "0", "0"
 	conf.Webhook.Port, conf.Webhook.CertDir = port, certDir
@@ -76,13 +77,4 @@ func RunManager(ctx context.Context, admin *rest.Config, configure func(*configv
 		return nil, fmt.Errorf("inplace-manager: caches did not sync")
 	}
 	return done, nil
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }

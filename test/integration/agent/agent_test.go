@@ -3,7 +3,6 @@ package agent
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -32,6 +31,7 @@ import (
 	"github.com/inplace-dev/inplace/agent"
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
 	"github.com/inplace-dev/inplace/inject"
+	"github.com/inplace-dev/inplace/test/cluster"
 	"github.com/inplace-dev/inplace/test/framework"
 	"github.com/inplace-dev/inplace/test/util"
 )
@@ -211,7 +211,9 @@ var _ = Describe("the agent binary", func() {
 			return err
 		}).WithTimeout(timeout).Should(Succeed())
 
-		port := freePort()
+		ports, err := cluster.FreePorts(1)
+		Expect(err).NotTo(HaveOccurred())
+		port := ports[0]
 		cmd := exec.Command(bin)
 		cmd.Env = []string{
 			"KUBECONFIG=" + kubeconfig,
@@ -261,14 +263,6 @@ var _ = Describe("the agent binary", func() {
 		Eventually(exited).WithTimeout(10*time.Second).Should(Receive(BeNil()), "SIGTERM ends the agent with exit code 0")
 	})
 })
-
-func freePort() int {
-	GinkgoHelper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	Expect(err).NotTo(HaveOccurred())
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
 
 // procKiB reads a "Name:   N kB" line of /proc/<pid>/status.
 func procKiB(status, field string) int {
