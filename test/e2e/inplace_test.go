@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"bytes"
-	"path/filepath"
 	"strconv"
 	"time"
 
@@ -13,14 +12,13 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
 	"github.com/inplace-dev/inplace/broadcast"
 	"github.com/inplace-dev/inplace/cli"
+	"github.com/inplace-dev/inplace/test/framework"
 	"github.com/inplace-dev/inplace/test/simnode"
 	"github.com/inplace-dev/inplace/test/util"
 )
@@ -147,19 +145,6 @@ func metricValue(name string, labels ...string) float64 {
 		}
 	}
 	return sum
-}
-
-// kubeconfigFile writes the suite's admin credentials as a kubeconfig.
-func kubeconfigFile() string {
-	GinkgoHelper()
-	path := filepath.Join(GinkgoT().TempDir(), "kubeconfig")
-	Expect(clientcmd.WriteToFile(clientcmdapi.Config{
-		Clusters:       map[string]*clientcmdapi.Cluster{"local": {Server: cfg.Host, CertificateAuthorityData: cfg.CAData}},
-		AuthInfos:      map[string]*clientcmdapi.AuthInfo{"admin": {ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData, Token: cfg.BearerToken}},
-		Contexts:       map[string]*clientcmdapi.Context{"local": {Cluster: "local", AuthInfo: "admin"}},
-		CurrentContext: "local",
-	}, path)).To(Succeed())
-	return path
 }
 
 func names(pods []corev1.Pod) []string {
@@ -386,7 +371,7 @@ var _ = Describe("in-place restart, more cases", func() {
 
 		// inplacectl status shows it from the cluster.
 		var out, errOut bytes.Buffer
-		code := cli.Run(ctx, []string{"status", js.Name, "-n", ns.Name, "-kubeconfig", kubeconfigFile()}, &out, &errOut)
+		code := cli.Run(ctx, []string{"status", js.Name, "-n", ns.Name, "-kubeconfig", framework.WriteKubeconfig(cfg)}, &out, &errOut)
 		Expect(code).To(BeZero(), errOut.String())
 		Expect(out.String()).To(And(
 			ContainSubstring("epochs   synced 2  deprecated 1\n"),

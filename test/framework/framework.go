@@ -28,6 +28,8 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -186,4 +188,19 @@ func DumpNamespace(ctx context.Context, c client.Client, namespace string) {
 			fmt.Fprintf(w, "Event %s %s/%s %s: %s\n", e.LastTimestamp.Format(time.RFC3339), e.InvolvedObject.Kind, e.InvolvedObject.Name, e.Reason, e.Message)
 		}
 	}
+}
+
+// WriteKubeconfig writes a kubeconfig for cfg's server and credentials
+// (client certificate or bearer token) into a temporary directory of the
+// spec and returns its path.
+func WriteKubeconfig(cfg *rest.Config) string {
+	ginkgo.GinkgoHelper()
+	path := filepath.Join(ginkgo.GinkgoT().TempDir(), "kubeconfig")
+	gomega.Expect(clientcmd.WriteToFile(clientcmdapi.Config{
+		Clusters:       map[string]*clientcmdapi.Cluster{"local": {Server: cfg.Host, CertificateAuthorityData: cfg.CAData}},
+		AuthInfos:      map[string]*clientcmdapi.AuthInfo{"user": {ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData, Token: cfg.BearerToken}},
+		Contexts:       map[string]*clientcmdapi.Context{"local": {Cluster: "local", AuthInfo: "user"}},
+		CurrentContext: "local",
+	}, path)).To(gomega.Succeed())
+	return path
 }

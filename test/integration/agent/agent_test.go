@@ -23,8 +23,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -196,17 +194,11 @@ var _ = Describe("the agent binary", func() {
 
 		// The agent's credentials: a token bound to its Pod, in a kubeconfig.
 		token := podToken(pod)
-		kubeconfig := filepath.Join(dir, "kubeconfig")
-		Expect(clientcmd.WriteToFile(clientcmdapi.Config{
-			Clusters:       map[string]*clientcmdapi.Cluster{"local": {Server: cfg.Host, CertificateAuthorityData: cfg.CAData}},
-			AuthInfos:      map[string]*clientcmdapi.AuthInfo{"agent": {Token: token}},
-			Contexts:       map[string]*clientcmdapi.Context{"agent": {Cluster: "local", AuthInfo: "agent"}},
-			CurrentContext: "agent",
-		}, kubeconfig)).To(Succeed())
+		agentCfg := rest.AnonymousClientConfig(cfg)
+		agentCfg.BearerToken = token
+		kubeconfig := framework.WriteKubeconfig(agentCfg)
 		// The controller grants the agents their Role when it reconciles.
 		Eventually(func() error {
-			agentCfg := rest.AnonymousClientConfig(cfg)
-			agentCfg.BearerToken = token
 			_, err := kubernetes.NewForConfigOrDie(agentCfg).CoreV1().ConfigMaps(ns.Name).List(ctx, metav1.ListOptions{})
 			return err
 		}).WithTimeout(timeout).Should(Succeed())
