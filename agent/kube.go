@@ -12,10 +12,12 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
 	"github.com/inplace-dev/inplace/broadcast"
@@ -34,6 +36,25 @@ type KubeTransport struct {
 }
 
 var _ Transport = &KubeTransport{}
+
+// ClientConfig returns how an agent talks to the API server, from the
+// credentials it runs with: in protobuf, as kubelets and controllers do. A
+// JobSet's agents all list, watch and read their Pods at once after every
+// in-place restart; protobuf is cheaper than JSON for the API server to
+// encode and for the agent to decode, and the API server encodes an object
+// once per format for all its watchers.
+func ClientConfig(cfg *rest.Config) *rest.Config {
+	cfg = rest.CopyConfig(cfg)
+	cfg.ContentType = runtime.ContentTypeProtobuf
+	cfg.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
+	if cfg.UserAgent == "" {
+		cfg.UserAgent = UserAgent
+	}
+	return cfg
+}
+
+// UserAgent is the agent's user agent, unless its configuration sets one.
+const UserAgent = "inplace-agent"
 
 // Broadcasts lists and watches the broadcast ConfigMap, re-listing with
 // backoff and jitter when the watch ends, and delivers every distinct value.
@@ -121,13 +142,39 @@ func (k *KubeTransport) ReportEpoch(ctx context.Context, epoch int32) error {
 	return err
 }
 
-// Self reads the agent's Pod.
+// Self reads the agent's Pod, retrying with backoff and jitter until it
+// can: after an in-place restart of a large JobSet every agent asks at
+// once, and a busy API server's refusal (429) or timeout must not fail the
+// agent. A Pod that is gone or a read that is forbidden is final.
 func (k *KubeTransport) Self(ctx context.Context) (int32, bool, error) {
-	pod, err := k.Client.CoreV1().Pods(k.Namespace).Get(ctx, k.Pod, metav1.GetOptions{})
+	var pod *corev1.Pod
+	var last error
+	err := wait.ExponentialBackoffWithContext(ctx, retryBackoff(), func(ctx context.Context) (bool, error) {
+		pod, last = k.Client.CoreV1().Pods(k.Namespace).Get(ctx, k.Pod, metav1.GetOptions{})
+		switch {
+		case last == nil:
+			return true, nil
+		case apierrors.IsNotFound(last), apierrors.IsForbidden(last), apierrors.IsUnauthorized(last):
+			return false, last
+		}
+		k.Log.V(1).Info("reading its own Pod failed; retrying", "error", last)
+		return false, nil
+	})
 	if err != nil {
+		if last != nil && ctx.Err() != nil {
+			err = fmt.Errorf("%w (last error: %w)", err, last)
+		}
 		return 0, false, err
 	}
 	return PodState(pod)
+}
+
+// retryBackoff paces an agent's retries of a request the whole group waits
+// on: quick at first, jittered so that a thousand agents refused at once do
+// not come back at once, and capped so that none waits long after the API
+// server recovers.
+func retryBackoff() wait.Backoff {
+	return wait.Backoff{Duration: 50 * time.Millisecond, Factor: 2, Jitter: 0.5, Steps: 1 << 30, Cap: 5 * time.Second}
 }
 
 // PodState returns the epoch a Pod carries and whether its worker

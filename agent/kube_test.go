@@ -10,9 +10,13 @@ import (
 
 	"github.com/go-logr/logr/testr"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/fake"
+	clienttesting "k8s.io/client-go/testing"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
@@ -123,5 +127,40 @@ func poll(t *testing.T, ctx context.Context, what string, cond func() bool) {
 		return cond(), nil
 	}); err != nil {
 		t.Fatalf("waiting for %s: %v", what, err)
+	}
+}
+
+// TestSelfRetriesABusyAPIServer: a refusal or a timeout of the agent's read
+// of its Pod is retried; a Pod that is gone is final.
+func TestSelfRetriesABusyAPIServer(t *testing.T) {
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "worker-0", Namespace: "ns",
+		Annotations: map[string]string{jobset.EpochKey: "3"}}}
+	cs := fake.NewClientset(pod)
+	refusals := 0
+	cs.PrependReactor("get", "pods", func(clienttesting.Action) (bool, runtime.Object, error) {
+		if refusals < 2 {
+			refusals++
+			return true, nil, apierrors.NewTooManyRequests("busy", 1)
+		}
+		if refusals == 2 {
+			refusals++
+			return true, nil, apierrors.NewServerTimeout(corev1.Resource("pods"), "get", 1)
+		}
+		return false, nil, nil
+	})
+	k := &KubeTransport{Client: cs, Namespace: "ns", Pod: "worker-0", Log: testr.New(t)}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	epoch, _, err := k.Self(ctx)
+	if err != nil {
+		t.Fatalf("Self after two refusals and a timeout: %v", err)
+	}
+	if epoch != 3 || refusals != 3 {
+		t.Errorf("epoch %d after %d failed reads, want 3 after 3", epoch, refusals)
+	}
+
+	gone := &KubeTransport{Client: fake.NewClientset(), Namespace: "ns", Pod: "worker-0", Log: testr.New(t)}
+	if _, _, err := gone.Self(ctx); !apierrors.IsNotFound(err) {
+		t.Errorf("Self of a deleted Pod: %v, want NotFound at once", err)
 	}
 }

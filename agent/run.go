@@ -102,7 +102,7 @@ func Run(ctx context.Context, log logr.Logger, cfg Config, t Transport) (int, er
 // report writes the epoch, retrying with backoff and jitter: the whole
 // group waits for it.
 func report(ctx context.Context, t Transport, epoch int32) error {
-	return wait.ExponentialBackoffWithContext(ctx, wait.Backoff{Duration: 50 * time.Millisecond, Factor: 2, Jitter: 0.5, Steps: 1 << 30, Cap: 5 * time.Second},
+	return wait.ExponentialBackoffWithContext(ctx, retryBackoff(),
 		func(ctx context.Context) (bool, error) {
 			return t.ReportEpoch(ctx, epoch) == nil, nil
 		})

@@ -65,7 +65,7 @@ func main() {
 		os.Exit(1)
 	}
 	t := &agent.KubeTransport{
-		Client:    kubernetes.NewForConfigOrDie(restCfg),
+		Client:    kubernetes.NewForConfigOrDie(agent.ClientConfig(restCfg)),
 		Namespace: env(inject.EnvNamespace),
 		Pod:       env(inject.EnvPodName),
 		JobSet:    env(inject.EnvJobSetName),
