@@ -72,18 +72,22 @@ func setupIndexes(ctx context.Context, indexer client.FieldIndexer) error {
 	return nil
 }
 
-// observe reads the JobSet's children from the cache.
+// observe reads the JobSet's children from the cache. The Jobs and Pods are
+// the cache's own objects, not copies — a reconcile of a JobSet of N Pods,
+// one per Pod change during a restart, would otherwise copy N Pods and N
+// Jobs each time — so they are read-only: whatever changes one copies it
+// first (see act).
 func (r *Reconciler) observe(ctx context.Context, js *jobset.JobSet) (observed, error) {
 	var obs observed
 	var jobs batchv1.JobList
-	if err := r.client.List(ctx, &jobs, client.InNamespace(js.Namespace), client.MatchingFields{jobOwnerUIDIndex: string(js.UID)}); err != nil {
+	if err := r.client.List(ctx, &jobs, client.InNamespace(js.Namespace), client.MatchingFields{jobOwnerUIDIndex: string(js.UID)}, client.UnsafeDisableDeepCopy); err != nil {
 		return obs, fmt.Errorf("listing jobs: %w", err)
 	}
 	obs.jobs = jobs.Items
 
 	if js.Spec.FailurePolicy != nil && (js.Spec.FailurePolicy.RestartStrategy == jobset.BlockingRecreate || inPlace(js)) {
 		var pods corev1.PodList
-		if err := r.client.List(ctx, &pods, client.InNamespace(js.Namespace), client.MatchingFields{podJobSetUIDIndex: string(js.UID)}); err != nil {
+		if err := r.client.List(ctx, &pods, client.InNamespace(js.Namespace), client.MatchingFields{podJobSetUIDIndex: string(js.UID)}, client.UnsafeDisableDeepCopy); err != nil {
 			return obs, fmt.Errorf("listing pods: %w", err)
 		}
 		obs.pods = pods.Items

@@ -227,8 +227,9 @@ func (r *Reconciler) act(ctx context.Context, js *jobset.JobSet, p *plan) error 
 	}
 
 	setSuspend := func(suspend bool) func(context.Context, *batchv1.Job) error {
-		return func(ctx context.Context, job *batchv1.Job) error {
-			patch := client.MergeFrom(job.DeepCopy())
+		return func(ctx context.Context, cached *batchv1.Job) error {
+			patch := client.MergeFrom(cached)
+			job := cached.DeepCopy() // the cache's object is read-only
 			job.Spec.Suspend = ptr.To(suspend)
 			return ignore(r.client.Patch(ctx, job, patch), apierrors.IsNotFound)
 		}
