@@ -406,6 +406,17 @@ func (c *Cluster) CheckAlive() error {
 	return errors.Join(errs...)
 }
 
+// PIDs maps each running component's name (etcd, kube-apiserver,
+// kube-controller-manager, kube-scheduler) to its process ID, for
+// measurements of their resource use.
+func (c *Cluster) PIDs() map[string]int {
+	out := map[string]int{}
+	for _, p := range c.procs {
+		out[p.name] = p.cmd.Process.Pid
+	}
+	return out
+}
+
 // Done is closed when any component exits.
 func (c *Cluster) Done() <-chan struct{} {
 	done := make(chan struct{})

@@ -39,6 +39,12 @@ type Config struct {
 	Failures   []string
 	// Timeout bounds one restart.
 	Timeout time.Duration
+	// ProfileDir, if set, receives a CPU profile of this process per
+	// restart, with the actors (controller, kubelets, agents) labelled.
+	ProfileDir string
+	// APIServerProfile, with ProfileDir, also profiles the API server for
+	// that long from each failure.
+	APIServerProfile time.Duration
 	// Progress receives a line per measurement.
 	Progress io.Writer
 	Log      logr.Logger
@@ -68,6 +74,7 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 		if err != nil {
 			return report, err
 		}
+		e.profileDir, e.apiserverProfile = cfg.ProfileDir, cfg.APIServerProfile
 		results, floor, err := e.measure(ctx, cfg, progress)
 		stop()
 		report.Results = append(report.Results, results...)

@@ -14,12 +14,14 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"runtime/pprof"
 	"strconv"
 	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -48,7 +50,14 @@ type env struct {
 	sim      *simnode.Sim
 	recorder *simnode.Recorder
 	counters map[string]*requestCounter
-	log      logr.Logger
+	cpu      *cpuAccount
+	// profileDir receives a CPU profile of this process per restart, if
+	// set.
+	profileDir string
+	// apiserverProfile is how long to profile the API server from each
+	// failure, into profileDir.
+	apiserverProfile time.Duration
+	log              logr.Logger
 	// restarts counts the failures injected, to choose their victims.
 	restarts int
 }
@@ -65,7 +74,7 @@ func startEnv(ctx context.Context, nodes int, log logr.Logger) (*env, func(), er
 	if err != nil {
 		return nil, nil, err
 	}
-	e := &env{nodes: nodes, cluster: c, admin: c.Config, recorder: &simnode.Recorder{}, log: log,
+	e := &env{nodes: nodes, cluster: c, admin: c.Config, recorder: &simnode.Recorder{}, log: log, cpu: newCPUAccount(c.PIDs()),
 		counters: map[string]*requestCounter{ActorController: newRequestCounter(), ActorAgents: newRequestCounter(), ActorKubelets: newRequestCounter()}}
 	runCtx, cancel := context.WithCancel(ctx)
 	stop := func() {
@@ -90,22 +99,40 @@ func startEnv(ctx context.Context, nodes int, log logr.Logger) (*env, func(), er
 		return fail(err)
 	}
 	e.cs = kubernetes.NewForConfigOrDie(c.Config)
-	if _, err := deploy.RunManager(runCtx, c.Config, nil, e.counters[ActorController].wrap); err != nil {
+	// Profile labels tell the actors apart in a CPU profile of this process
+	// (-cpuprofile): goroutines inherit them from the one that starts them.
+	pprof.SetGoroutineLabels(pprof.WithLabels(ctx, pprof.Labels("actor", ActorController)))
+	_, err = deploy.RunManager(runCtx, c.Config, nil, e.counters[ActorController].wrap)
+	pprof.SetGoroutineLabels(ctx)
+	if err != nil {
 		return fail(fmt.Errorf("starting inplace-manager: %w", err))
 	}
-	kubeletCfg := rest.CopyConfig(c.Config)
-	kubeletCfg.QPS, kubeletCfg.Burst = -1, 0 // the simulated kubelets of N nodes share one client
+	kubeletCfg := kubeletConfig(c.Config)
 	e.counters[ActorKubelets].wrap(kubeletCfg)
 	agentCfg := rest.CopyConfig(c.Config)
 	e.counters[ActorAgents].wrap(agentCfg)
-	if e.sim, err = simnode.Start(runCtx, simnode.Options{
+	pprof.SetGoroutineLabels(pprof.WithLabels(ctx, pprof.Labels("actor", ActorKubelets)))
+	e.sim, err = simnode.Start(runCtx, simnode.Options{
 		Client: kubernetes.NewForConfigOrDie(kubeletCfg), Nodes: nodes, Prefix: "sim",
 		AgentContainer: "inplace-agent", AgentConfig: agentCfg, Recorder: e.recorder,
 		Log: log.WithName("simnode"),
-	}); err != nil {
+	})
+	pprof.SetGoroutineLabels(ctx)
+	if err != nil {
 		return fail(err)
 	}
 	return e, stop, nil
+}
+
+// kubeletConfig is the simulated kubelets' client: protobuf, as a
+// kubelet's, and no client-side rate limit, since the kubelets of N nodes
+// share it.
+func kubeletConfig(admin *rest.Config) *rest.Config {
+	cfg := rest.CopyConfig(admin)
+	cfg.QPS, cfg.Burst = -1, 0
+	cfg.ContentType = runtime.ContentTypeProtobuf
+	cfg.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
+	return cfg
 }
 
 // watchEventsSent reads the API server's count of watch events sent.

@@ -19,6 +19,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+
+	"github.com/inplace-dev/inplace/agent"
 )
 
 // Floor is this machine's time, measured in the same run, for exactly the
@@ -37,6 +39,8 @@ type Floor struct {
 	Agents             time.Duration `json:"agentsNanos"`
 	StatusWrites       time.Duration `json:"statusWritesNanos"`
 	Total              time.Duration `json:"totalNanos"`
+	// CPUSeconds each process used meanwhile.
+	CPUSeconds map[string]float64 `json:"cpuSeconds"`
 }
 
 // floor measures the Floor at the env's N, on N Pods of its own that no
@@ -87,6 +91,7 @@ func (e *env) floor(ctx context.Context, statusWritesPerPod int) (Floor, error) 
 
 	var wg sync.WaitGroup
 	errs := make(chan error, 2)
+	cpuBefore := e.cpu.snapshot()
 	start := time.Now()
 	wg.Add(2)
 	go func() {
@@ -101,8 +106,7 @@ func (e *env) floor(ctx context.Context, statusWritesPerPod int) (Floor, error) 
 	go func() {
 		defer wg.Done()
 		t := time.Now()
-		kubelet := rest.CopyConfig(e.admin)
-		kubelet.QPS, kubelet.Burst = -1, 0
+		kubelet := kubeletConfig(e.admin)
 		cs := kubernetes.NewForConfigOrDie(kubelet)
 		err := parallel(ctx, e.nodes, e.nodes, func(ctx context.Context, i int) error {
 			// As the simulated kubelet: a strategic merge patch of the
@@ -120,6 +124,7 @@ func (e *env) floor(ctx context.Context, statusWritesPerPod int) (Floor, error) 
 	}()
 	wg.Wait()
 	f.Total = time.Since(start)
+	f.CPUSeconds = e.cpu.since(cpuBefore)
 	close(errs)
 	for err := range errs {
 		if err != nil {
@@ -133,7 +138,7 @@ func (e *env) floor(ctx context.Context, statusWritesPerPod int) (Floor, error) 
 // restarts in place: a new connection, a watch of the broadcast (list, then
 // watch), a read of its Pod and the patch of its epoch.
 func agentWork(ctx context.Context, admin *rest.Config, token, namespace, pod, broadcast string) error {
-	cfg := rest.AnonymousClientConfig(admin)
+	cfg := agent.ClientConfig(rest.AnonymousClientConfig(admin))
 	cfg.BearerToken = token
 	cfg.Dial = (&net.Dialer{Timeout: 30 * time.Second}).DialContext
 	rt, err := rest.TransportFor(cfg)
@@ -146,7 +151,7 @@ func agentWork(ctx context.Context, admin *rest.Config, token, namespace, pod, b
 		return err
 	}
 	sel := fields.OneTermEqualSelector("metadata.name", broadcast).String()
-	list, err := cs.CoreV1().ConfigMaps(namespace).List(ctx, metav1.ListOptions{FieldSelector: sel})
+	list, err := cs.CoreV1().ConfigMaps(namespace).List(ctx, metav1.ListOptions{FieldSelector: sel, ResourceVersion: "0"})
 	if err != nil {
 		return err
 	}

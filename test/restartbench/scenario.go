@@ -38,6 +38,8 @@ type Result struct {
 	AgentsRestarted time.Duration `json:"agentsRestartedNanos,omitempty"`
 	// EpochsReported: every Pod's agent began writing the new epoch.
 	EpochsReported time.Duration `json:"epochsReportedNanos,omitempty"`
+	// EpochsWritten: every Pod's epoch write returned.
+	EpochsWritten time.Duration `json:"epochsWrittenNanos,omitempty"`
 	// Synced: status.syncedEpoch advanced (InPlaceRestart).
 	Synced time.Duration `json:"syncedNanos,omitempty"`
 	// WorkersRunning: every worker running again.
@@ -47,6 +49,9 @@ type Result struct {
 	Requests map[string]map[string]int `json:"requests"`
 	// WatchEvents the API server sent meanwhile.
 	WatchEvents float64 `json:"watchEvents"`
+	// CPUSeconds each process used meanwhile: the control plane's
+	// components and this one (ProcessBench).
+	CPUSeconds map[string]float64 `json:"cpuSeconds"`
 }
 
 // jobSetFor is N worker Jobs of one Pod each, one per node. Under
@@ -171,6 +176,14 @@ func (e *env) restart(ctx context.Context, js *jobset.JobSet, jw *jobSetWatch, f
 		return r, err
 	}
 
+	stopProfile, err := e.startProfile(r, e.restarts)
+	if err != nil {
+		return r, err
+	}
+	defer stopProfile()
+	cpuBefore := e.cpu.snapshot()
+	cursor := e.recorder.Len()
+	restartFrom := cursor
 	injected := time.Now()
 	switch failure {
 	case FailureExit:
@@ -188,9 +201,11 @@ func (e *env) restart(ctx context.Context, js *jobset.JobSet, jw *jobSetWatch, f
 	}
 
 	var t0, workers time.Time
+	started := map[string]time.Time{}
 	err = wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
-		started := map[string]time.Time{}
-		for _, ev := range e.recorder.Events(js.Namespace) {
+		var events []simnode.Event
+		events, cursor = e.recorder.EventsSince(js.Namespace, cursor)
+		for _, ev := range events {
 			switch {
 			case ev.Time.Before(injected):
 			case failure == FailureExit && ev.Kind == simnode.WorkerExited && ev.Pod == victim.Name && t0.IsZero():
@@ -216,6 +231,8 @@ func (e *env) restart(ctx context.Context, js *jobset.JobSet, jw *jobSetWatch, f
 		return r, fmt.Errorf("%s after a %s: not every worker ran again within %v", r.Strategy, failure, timeout)
 	}
 	r.WorkersRunning = workers.Sub(t0)
+	r.CPUSeconds = e.cpu.since(cpuBefore)
+	stopProfile()
 	r.Requests = map[string]map[string]int{}
 	for actor, after := range e.snapshot() {
 		r.Requests[actor] = diff(requestsBefore[actor], after)
@@ -238,8 +255,9 @@ func (e *env) restart(ctx context.Context, js *jobset.JobSet, jw *jobSetWatch, f
 			return jw.status().SyncedEpoch >= newEpoch, nil
 		})
 		r.Synced = since(t0, jw.first(injected, func(s jobset.JobSetStatus) bool { return s.SyncedEpoch >= newEpoch }))
-		agents, reported := map[string]time.Time{}, map[string]time.Time{}
-		for _, ev := range e.recorder.Events(js.Namespace) {
+		agents, reported, written := map[string]time.Time{}, map[string]time.Time{}, map[string]time.Time{}
+		events, _ := e.recorder.EventsSince(js.Namespace, restartFrom)
+		for _, ev := range events {
 			if ev.Time.Before(t0) {
 				continue
 			}
@@ -250,10 +268,15 @@ func (e *env) restart(ctx context.Context, js *jobset.JobSet, jw *jobSetWatch, f
 				if _, seen := reported[ev.Pod]; !seen {
 					reported[ev.Pod] = ev.Time
 				}
+			case ev.Kind == simnode.EpochWritten && ev.Epoch == newEpoch:
+				if _, seen := written[ev.Pod]; !seen {
+					written[ev.Pod] = ev.Time
+				}
 			}
 		}
 		r.AgentsRestarted = since(t0, latest(agents, e.nodes))
 		r.EpochsReported = since(t0, latest(reported, e.nodes))
+		r.EpochsWritten = since(t0, latest(written, e.nodes))
 	}
 	return r, nil
 }

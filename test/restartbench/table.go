@@ -122,10 +122,15 @@ func Table(w io.Writer, report Report) {
 	if len(report.Floors) > 0 {
 		fmt.Fprintln(w)
 		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintln(tw, "N\tfloor\tagents' work\tkubelets' status writes\twrites per Pod\t")
+		fmt.Fprint(tw, "N\tfloor\tagents' work\tkubelets' status writes\twrites per Pod\t")
+		for _, c := range cpuColumns {
+			fmt.Fprintf(tw, "%s\t", c)
+		}
+		fmt.Fprintln(tw, "CPU total\t")
 		sort.Slice(report.Floors, func(i, j int) bool { return report.Floors[i].Nodes < report.Floors[j].Nodes })
 		for _, f := range report.Floors {
-			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t\n", f.Nodes, seconds(f.Total), seconds(f.Agents), seconds(f.StatusWrites), f.StatusWritesPerPod)
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t", f.Nodes, seconds(f.Total), seconds(f.Agents), seconds(f.StatusWrites), f.StatusWritesPerPod)
+			cpuCells(tw, f.CPUSeconds)
 		}
 		tw.Flush()
 	}
@@ -155,4 +160,44 @@ func RequestBreakdown(w io.Writer, report Report) {
 			fmt.Fprintf(w, "  %-10s %s\n", actor, strings.Join(parts, ", "))
 		}
 	}
+}
+
+// cpuColumns are the processes of the CPU columns, in order.
+var cpuColumns = []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", ProcessBench}
+
+// Timeline prints every restart's progress from the failure and the CPU
+// seconds each process spent on it: where the time goes.
+func Timeline(w io.Writer, report Report) {
+	if len(report.Results) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "\nevery restart, from the failure (in place: agents restarted, epochs reported and written, syncedEpoch), and CPU seconds by process:")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprint(tw, "N\tprofile\tfailure\tstrategy\t#\tdetection\tagents\treported\twritten\tsynced\trunning\t")
+	for _, c := range cpuColumns {
+		fmt.Fprintf(tw, "%s\t", c)
+	}
+	fmt.Fprintln(tw, "CPU total\t")
+	opt := func(d time.Duration) string {
+		if d == 0 {
+			return "-"
+		}
+		return seconds(d)
+	}
+	for _, r := range report.Results {
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t", r.Nodes, r.Profile, r.Failure, r.Strategy, r.Repeat,
+			seconds(r.Detection), opt(r.AgentsRestarted), opt(r.EpochsReported), opt(r.EpochsWritten), opt(r.Synced), seconds(r.WorkersRunning))
+		cpuCells(tw, r.CPUSeconds)
+	}
+	tw.Flush()
+}
+
+// cpuCells ends a row with the CPU seconds of each process and their sum.
+func cpuCells(w io.Writer, cpu map[string]float64) {
+	total := 0.0
+	for _, c := range cpuColumns {
+		fmt.Fprintf(w, "%.1fs\t", cpu[c])
+		total += cpu[c]
+	}
+	fmt.Fprintf(w, "%.1fs\t\n", total)
 }

@@ -65,6 +65,29 @@ func (r *Recorder) Events(namespace string) []Event {
 	return out
 }
 
+// EventsSince returns the events of one namespace recorded at or after
+// position from of the whole record, and the position to pass next time:
+// a poller reads each event once instead of the whole record on every
+// poll. Positions restart at 0 after Reset.
+func (r *Recorder) EventsSince(namespace string, from int) ([]Event, int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []Event
+	for _, e := range r.events[min(from, len(r.events)):] {
+		if e.Namespace == namespace {
+			out = append(out, e)
+		}
+	}
+	return out, len(r.events)
+}
+
+// Len is the position of the next event to be recorded.
+func (r *Recorder) Len() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.events)
+}
+
 // Reset forgets every event recorded so far.
 func (r *Recorder) Reset() {
 	r.mu.Lock()

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"sync"
@@ -163,7 +164,10 @@ func (r *podRunner) incarnation(parent context.Context) (bool, error) {
 		agents[c.Name] = func() { acancel(); <-done }
 		go func() {
 			defer close(done)
-			code := r.runAgent(actx, c)
+			// The label tells the agents' CPU from the kubelets' in a
+			// profile of the process.
+			var code int
+			pprof.Do(actx, pprof.Labels("actor", "agents"), func(actx context.Context) { code = r.runAgent(actx, c) })
 			if actx.Err() == nil {
 				exits <- exit{c.Name, int32(code)}
 			}
@@ -598,7 +602,7 @@ func (r *podRunner) agentClientset(ctx context.Context) (kubernetes.Interface, f
 		r.agentToken = token
 		r.mu.Unlock()
 	}
-	cfg := rest.AnonymousClientConfig(r.sim.opts.AgentConfig)
+	cfg := agent.ClientConfig(rest.AnonymousClientConfig(r.sim.opts.AgentConfig))
 	cfg.WrapTransport = r.sim.opts.AgentConfig.WrapTransport
 	cfg.BearerToken = token
 	cfg.QPS, cfg.Burst = 5, 10 // client-go's defaults, as in the agent binary

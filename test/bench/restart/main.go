@@ -17,6 +17,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"k8s.io/klog/v2"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/inplace-dev/inplace/test/bench/stats"
 	"github.com/inplace-dev/inplace/test/restartbench"
@@ -30,13 +31,16 @@ func main() {
 	failures := flag.String("failures", "exit,delete", "failure kinds: exit (a worker exits 1), delete (a Pod is deleted)")
 	timeout := flag.Duration("timeout", 15*time.Minute, "bound on one restart")
 	out := flag.String("out", ".local/bench/restart.json", "JSON results")
+	profileDir := flag.String("cpuprofile", "", "directory for a CPU profile of inplace-manager, the simulated nodes and the agents per restart (label \"actor\" tells them apart)")
+	apiserverProfile := flag.Duration("apiserver-profile", 0, "with -cpuprofile: also profile kube-apiserver for this long from each failure")
 	flag.Parse()
 	// client-go's complaints about watches the agents close on restart
 	// would drown the table.
 	klog.SetLogger(logr.Discard())
+	ctrllog.SetLogger(logr.Discard())
 
 	cfg := restartbench.Config{Repeats: *repeats, Timeout: *timeout, Progress: os.Stderr, Log: logr.Discard(),
-		Profiles: split(*profiles), Failures: split(*failures)}
+		Profiles: split(*profiles), Failures: split(*failures), ProfileDir: *profileDir, APIServerProfile: *apiserverProfile}
 	for _, s := range split(*nodes) {
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 1 {
@@ -54,6 +58,7 @@ func main() {
 	// Whatever was measured is printed and kept, also after an error.
 	fmt.Println()
 	restartbench.Table(os.Stdout, report)
+	restartbench.Timeline(os.Stdout, report)
 	restartbench.RequestBreakdown(os.Stdout, report)
 	if werr := stats.WriteJSON(*out, map[string]any{"report": report, "summary": restartbench.Summarize(report.Results)}); werr != nil {
 		fail(werr)

@@ -1,0 +1,143 @@
+package restartbench
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime/pprof"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// ProcessBench names this process in CPU accounts: inplace-manager, the
+// simulated kubelets and every agent run in it.
+const ProcessBench = "manager+nodes+agents"
+
+// clockTick is the unit of /proc/<pid>/stat's CPU times (USER_HZ, 100 on
+// every Linux architecture Go supports).
+const clockTick = 10 * time.Millisecond
+
+// cpuAccount reads the CPU time of every process of the local cluster and
+// of this one, so that a restart's cost can be split by process.
+type cpuAccount struct {
+	pids map[string]int
+}
+
+func newCPUAccount(clusterPIDs map[string]int) *cpuAccount {
+	pids := map[string]int{ProcessBench: os.Getpid()}
+	for name, pid := range clusterPIDs {
+		pids[name] = pid
+	}
+	return &cpuAccount{pids: pids}
+}
+
+// snapshot returns each process's CPU time (user and system) so far. A
+// process whose times cannot be read is left out.
+func (a *cpuAccount) snapshot() map[string]time.Duration {
+	out := map[string]time.Duration{}
+	for name, pid := range a.pids {
+		if d, err := processCPU(pid); err == nil {
+			out[name] = d
+		}
+	}
+	return out
+}
+
+// since is the CPU seconds each process used since an earlier snapshot.
+func (a *cpuAccount) since(before map[string]time.Duration) map[string]float64 {
+	out := map[string]float64{}
+	for name, d := range a.snapshot() {
+		if b, ok := before[name]; ok {
+			out[name] = (d - b).Seconds()
+		}
+	}
+	return out
+}
+
+// processCPU reads utime + stime of a process from /proc/<pid>/stat.
+func processCPU(pid int) (time.Duration, error) {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	return parseStatCPU(string(raw))
+}
+
+// parseStatCPU reads fields 14 and 15 (utime, stime) of a stat line. The
+// command name (field 2) may hold spaces and parentheses, so fields are
+// counted after its last ')'.
+func parseStatCPU(stat string) (time.Duration, error) {
+	end := strings.LastIndexByte(stat, ')')
+	if end < 0 {
+		return 0, fmt.Errorf("malformed stat line %q", stat)
+	}
+	// After ')': field 3 (state) is the first; utime is field 14.
+	fields := strings.Fields(stat[end+1:])
+	if len(fields) < 13 {
+		return 0, fmt.Errorf("stat line has %d fields after the command, want at least 13", len(fields))
+	}
+	var ticks int64
+	for _, f := range fields[11:13] {
+		n, err := strconv.ParseInt(f, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("stat CPU field %q: %w", f, err)
+		}
+		ticks += n
+	}
+	return time.Duration(ticks) * clockTick, nil
+}
+
+// startProfile writes a CPU profile of this process (inplace-manager, the
+// simulated kubelets and the agents, told apart by the profile label
+// "actor") for one restart into the env's profile directory, if it has
+// one. The returned stop is safe to call more than once.
+func (e *env) startProfile(r Result, restart int) (stop func(), err error) {
+	if e.profileDir == "" {
+		return func() {}, nil
+	}
+	if err := os.MkdirAll(e.profileDir, 0o755); err != nil {
+		return nil, err
+	}
+	path := filepath.Join(e.profileDir, fmt.Sprintf("restart-%d-%s-%s-%d.pprof", r.Nodes, r.Strategy, r.Failure, restart))
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("profiling: %w", err)
+	}
+	// The API server's own profile, over a fixed time from the failure (its
+	// handler cannot be stopped early).
+	apiserverDone := make(chan error, 1)
+	if e.apiserverProfile > 0 {
+		go func() {
+			apiserverDone <- e.fetchAPIServerProfile(strings.TrimSuffix(path, ".pprof") + ".kube-apiserver.pprof")
+		}()
+	} else {
+		apiserverDone <- nil
+	}
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			pprof.StopCPUProfile()
+			f.Close()
+			if err := <-apiserverDone; err != nil {
+				e.log.Error(err, "profiling the API server")
+			}
+		})
+	}, nil
+}
+
+func (e *env) fetchAPIServerProfile(path string) error {
+	seconds := strconv.Itoa(max(1, int(e.apiserverProfile.Seconds())))
+	raw, err := e.cs.CoreV1().RESTClient().Get().AbsPath("/debug/pprof/profile").Param("seconds", seconds).
+		Timeout(e.apiserverProfile + time.Minute).DoRaw(context.Background())
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, raw, 0o644)
+}
