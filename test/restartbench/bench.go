@@ -98,17 +98,17 @@ func (e *env) measure(ctx context.Context, cfg Config, progress func(string, ...
 		}
 		e.sim.SetLatency(lat)
 		for _, strategy := range cfg.Strategies {
-			rs, err := e.scenario(ctx, cfg, profile, strategy, progress)
+			rs, sample, err := e.scenario(ctx, cfg, profile, strategy, progress)
 			results = append(results, rs...)
 			if err != nil {
 				return results, floor, err
 			}
 			// The floor is measured once per size, with the status writes
 			// an in-place restart made, while the cluster is otherwise idle.
-			if floor == nil && strategy == jobset.InPlaceRestart && len(rs) > 0 {
+			if floor == nil && strategy == jobset.InPlaceRestart && len(rs) > 0 && sample != nil {
 				kubelet := rs[0].Requests[ActorKubelets]
 				perPod := (kubelet["patch pods/status"] + kubelet["update pods/status"] + e.nodes - 1) / e.nodes
-				f, err := e.floor(ctx, max(perPod, 1))
+				f, err := e.floor(ctx, max(perPod, 1), sample)
 				if err != nil {
 					return results, floor, fmt.Errorf("measuring the floor: %w", err)
 				}
@@ -122,11 +122,12 @@ func (e *env) measure(ctx context.Context, cfg Config, progress func(string, ...
 }
 
 // scenario runs one JobSet of a strategy through every failure kind,
-// repeated, and deletes it.
-func (e *env) scenario(ctx context.Context, cfg Config, profile string, strategy jobset.JobSetRestartStrategy, progress func(string, ...any)) ([]Result, error) {
+// repeated, and deletes it. It returns one of the JobSet's Pods, as it was
+// after the last restart, for the floor to copy.
+func (e *env) scenario(ctx context.Context, cfg Config, profile string, strategy jobset.JobSetRestartStrategy, progress func(string, ...any)) (results []Result, sample *corev1.Pod, err error) {
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "bench-"}}
 	if err := e.client.Create(ctx, ns); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer func() {
 		// Deleting the namespace stops the JobSet; the next one waits until
@@ -141,25 +142,24 @@ func (e *env) scenario(ctx context.Context, cfg Config, profile string, strategy
 	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		return e.client.Get(ctx, client.ObjectKey{Namespace: ns.Name, Name: "default"}, &corev1.ServiceAccount{}) == nil, nil
 	}); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	js := jobSetFor("train", ns.Name, e.nodes, strategy)
 	jw, err := e.watchJobSet(ctx, js)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := e.client.Create(ctx, js); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := e.steady(ctx, js, jw, cfg.Timeout); err != nil {
-		return nil, fmt.Errorf("%s: the JobSet's %d workers did not all start: %w", strategy, e.nodes, err)
+		return nil, nil, fmt.Errorf("%s: the JobSet's %d workers did not all start: %w", strategy, e.nodes, err)
 	}
-	var results []Result
 	for repeat := range cfg.Repeats {
 		for _, failure := range cfg.Failures {
 			r, err := e.restart(ctx, js, jw, failure, cfg.Timeout)
 			if err != nil {
-				return results, err
+				return results, nil, err
 			}
 			r.Profile, r.Repeat = profile, repeat
 			results = append(results, r)
@@ -167,11 +167,18 @@ func (e *env) scenario(ctx context.Context, cfg Config, profile string, strategy
 				e.nodes, profile, strategy, failure, repeat, r.WorkersRunning.Round(time.Millisecond),
 				r.Detection.Round(time.Millisecond), writes(r.Requests[ActorController]))
 			if err := e.steady(ctx, js, jw, cfg.Timeout); err != nil {
-				return results, fmt.Errorf("%s: not steady again after a %s: %w", strategy, failure, err)
+				return results, nil, fmt.Errorf("%s: not steady again after a %s: %w", strategy, failure, err)
 			}
 		}
 	}
-	return results, nil
+	var pods corev1.PodList
+	if err := e.client.List(ctx, &pods, client.InNamespace(ns.Name), client.Limit(1)); err != nil {
+		return results, nil, err
+	}
+	if len(pods.Items) > 0 {
+		sample = &pods.Items[0]
+	}
+	return results, sample, nil
 }
 
 // ParseStrategies reads a comma-separated list of restart strategies.

@@ -2,10 +2,13 @@ package restartbench
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -27,9 +30,12 @@ import (
 // API work an in-place restart of N Pods needs, done at once and with
 // nothing else in between: every agent's new connection, its watch of the
 // broadcast, its read of its Pod and its epoch patch; and the kubelets'
-// status writes of every Pod. An in-place restart adds only the protocol's
-// ordering to it, so its time as a multiple of the floor says how much of
-// the cost is ours.
+// status writes of every Pod. The Pods are copies of the JobSet's own — the
+// same spec, labels, annotations and status — since the API server's cost
+// of a write grows with the object written. An in-place restart adds only
+// the protocol's ordering and the reactions of the cluster's controllers to
+// it, so its time as a multiple of the floor says how much of the cost is
+// the protocol's.
 type Floor struct {
 	Nodes int `json:"nodes"`
 	// StatusWritesPerPod is how many Pod status writes (patches, as the
@@ -39,14 +45,22 @@ type Floor struct {
 	Agents             time.Duration `json:"agentsNanos"`
 	StatusWrites       time.Duration `json:"statusWritesNanos"`
 	Total              time.Duration `json:"totalNanos"`
+	// PodBytes is the size of one of the Pods written, as JSON.
+	PodBytes int `json:"podBytes"`
 	// CPUSeconds each process used meanwhile.
 	CPUSeconds map[string]float64 `json:"cpuSeconds"`
 }
 
-// floor measures the Floor at the env's N, on N Pods of its own that no
-// node runs (held by a scheduling gate).
-func (e *env) floor(ctx context.Context, statusWritesPerPod int) (Floor, error) {
+// floorGate holds the floor's Pods unscheduled: no node runs them.
+const floorGate = "inplace.dev/floor"
+
+// floor measures the Floor at the env's N, on N copies of sample, a Pod of
+// the in-place JobSet, that no node runs and no Job owns.
+func (e *env) floor(ctx context.Context, statusWritesPerPod int, sample *corev1.Pod) (Floor, error) {
 	f := Floor{Nodes: e.nodes, StatusWritesPerPod: statusWritesPerPod}
+	if raw, err := json.Marshal(sample); err == nil {
+		f.PodBytes = len(raw)
+	}
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "floor-"}}
 	if err := e.client.Create(ctx, ns); err != nil {
 		return f, err
@@ -66,17 +80,17 @@ func (e *env) floor(ctx context.Context, statusWritesPerPod int) (Floor, error) 
 	uids := make([]types.UID, e.nodes)
 	if err := parallel(ctx, e.nodes, 50, func(ctx context.Context, i int) error {
 		names[i] = "floor-" + strconv.Itoa(i)
-		pod := &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Name: names[i], Namespace: ns.Name},
-			Spec: corev1.PodSpec{
-				SchedulingGates: []corev1.PodSchedulingGate{{Name: "inplace.dev/floor"}},
-				Containers:      []corev1.Container{{Name: "worker", Image: "registry.example/worker:1"}},
-			},
-		}
-		if err := e.client.Create(ctx, pod); err != nil {
+		pod := floorPod(sample, ns.Name, names[i])
+		status := pod.Status
+		created, err := e.cs.CoreV1().Pods(ns.Name).Create(ctx, pod, metav1.CreateOptions{})
+		if err != nil {
 			return err
 		}
-		uids[i] = pod.UID
+		created.Status = status
+		if _, err := e.cs.CoreV1().Pods(ns.Name).UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
+			return err
+		}
+		uids[i] = created.UID
 		return nil
 	}); err != nil {
 		return f, fmt.Errorf("creating the floor's Pods: %w", err)
@@ -88,6 +102,7 @@ func (e *env) floor(ctx context.Context, statusWritesPerPod int) (Floor, error) 
 	if err := grantAgentRights(ctx, e.cs, ns.Name); err != nil {
 		return f, err
 	}
+	worker := sample.Spec.Containers[0].Name
 
 	var wg sync.WaitGroup
 	errs := make(chan error, 2)
@@ -106,13 +121,14 @@ func (e *env) floor(ctx context.Context, statusWritesPerPod int) (Floor, error) 
 	go func() {
 		defer wg.Done()
 		t := time.Now()
-		kubelet := kubeletConfig(e.admin)
-		cs := kubernetes.NewForConfigOrDie(kubelet)
+		cs := kubernetes.NewForConfigOrDie(kubeletConfig(e.admin))
 		err := parallel(ctx, e.nodes, e.nodes, func(ctx context.Context, i int) error {
 			// As the simulated kubelet: a strategic merge patch of the
-			// status per write, with the Pod's UID as precondition.
+			// worker's container status per write, with the Pod's UID as
+			// precondition.
 			for w := range statusWritesPerPod {
-				patch := fmt.Sprintf(`{"metadata":{"uid":%q},"status":{"conditions":[{"type":"Floor","status":"True","reason":"W%d"}]}}`, uids[i], w)
+				patch := fmt.Sprintf(`{"metadata":{"uid":%q},"status":{"containerStatuses":[{"name":%q,"restartCount":%d,"state":{"running":{"startedAt":%q}}}]}}`,
+					uids[i], worker, w+1, time.Now().UTC().Format(time.RFC3339))
 				if _, err := cs.CoreV1().Pods(ns.Name).Patch(ctx, names[i], types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}, "status"); err != nil {
 					return err
 				}
@@ -132,6 +148,26 @@ func (e *env) floor(ctx context.Context, statusWritesPerPod int) (Floor, error) 
 		}
 	}
 	return f, nil
+}
+
+// floorPod copies a JobSet's Pod into the floor's namespace: the same spec,
+// labels, annotations and status, held unscheduled, owned by nothing and
+// without the Job controller's labels, so that no controller acts on it.
+func floorPod(sample *corev1.Pod, namespace, name string) *corev1.Pod {
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace,
+			Labels: maps.Clone(sample.Labels), Annotations: maps.Clone(sample.Annotations)},
+		Spec:   *sample.Spec.DeepCopy(),
+		Status: *sample.Status.DeepCopy(),
+	}
+	for key := range pod.Labels {
+		if strings.HasPrefix(key, "batch.kubernetes.io/") || key == "job-name" || key == "controller-uid" {
+			delete(pod.Labels, key)
+		}
+	}
+	pod.Spec.NodeName = ""
+	pod.Spec.SchedulingGates = append(pod.Spec.SchedulingGates, corev1.PodSchedulingGate{Name: floorGate})
+	return pod
 }
 
 // agentWork is what one agent does against the API server after its Pod

@@ -33,7 +33,7 @@ func TestSmoke(t *testing.T) {
 		byStrategy[r.Strategy] = r
 	}
 	inPlace, recreate := byStrategy[string(jobset.InPlaceRestart)], byStrategy[string(jobset.Recreate)]
-	for _, d := range []time.Duration{inPlace.Detection, inPlace.AgentsRestarted, inPlace.EpochsReported, inPlace.Synced, inPlace.WorkersRunning, recreate.WorkersRunning} {
+	for _, d := range []time.Duration{inPlace.Detection, inPlace.AgentsRestarted, inPlace.EpochsReported, inPlace.EpochsWritten, inPlace.Synced, inPlace.WorkersRunning, recreate.WorkersRunning} {
 		if d <= 0 {
 			t.Fatalf("incomplete measurements: %+v %+v", inPlace, recreate)
 		}
@@ -41,8 +41,15 @@ func TestSmoke(t *testing.T) {
 	if inPlace.WorkersRunning >= recreate.WorkersRunning {
 		t.Errorf("in place took %v, Recreate %v: in place is not faster", inPlace.WorkersRunning, recreate.WorkersRunning)
 	}
+	if inPlace.CPUSeconds["kube-apiserver"] <= 0 || inPlace.CPUSeconds[ProcessBench] <= 0 {
+		t.Errorf("no CPU time accounted to the API server and this process: %v", inPlace.CPUSeconds)
+	}
 	if len(report.Floors) != 1 || report.Floors[0].Total <= 0 {
-		t.Errorf("no floor measured: %+v", report.Floors)
+		t.Fatalf("no floor measured: %+v", report.Floors)
+	}
+	// The floor writes copies of the JobSet's Pods, agent and all.
+	if f := report.Floors[0]; f.PodBytes < 2000 || f.CPUSeconds["kube-apiserver"] <= 0 {
+		t.Errorf("the floor wrote Pods of %d bytes (the JobSet's have an injected agent) with %v CPU", f.PodBytes, f.CPUSeconds)
 	}
 	t.Logf("in place %v (floor %v), Recreate %v", inPlace.WorkersRunning, report.Floors[0].Total, recreate.WorkersRunning)
 	t.Logf("in place: %+v", inPlace)
