@@ -107,14 +107,13 @@ func (e *env) measure(ctx context.Context, cfg Config, progress func(string, ...
 			// an in-place restart made, while the cluster is otherwise idle.
 			if floor == nil && strategy == jobset.InPlaceRestart && len(rs) > 0 && sample != nil {
 				kubelet := rs[0].Requests[ActorKubelets]
-				perPod := (kubelet["patch pods/status"] + kubelet["update pods/status"] + e.nodes - 1) / e.nodes
-				f, err := e.floor(ctx, max(perPod, 1), sample)
+				f, err := e.floor(ctx, max(kubelet["patch pods/status"]+kubelet["update pods/status"], e.nodes), sample)
 				if err != nil {
 					return results, floor, fmt.Errorf("measuring the floor: %w", err)
 				}
 				floor = &f
-				progress("N=%d floor: %v (agents %v, %d status writes per Pod %v)", e.nodes, f.Total.Round(time.Millisecond),
-					f.Agents.Round(time.Millisecond), f.StatusWritesPerPod, f.StatusWrites.Round(time.Millisecond))
+				progress("N=%d floor: %v (agents %v, %d status writes %v)", e.nodes, f.Total.Round(time.Millisecond),
+					f.Agents.Round(time.Millisecond), f.StatusWriteCount, f.StatusWrites.Round(time.Millisecond))
 			}
 		}
 	}

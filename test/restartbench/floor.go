@@ -38,13 +38,14 @@ import (
 // the protocol's.
 type Floor struct {
 	Nodes int `json:"nodes"`
-	// StatusWritesPerPod is how many Pod status writes (patches, as the
-	// kubelet makes them) the simulated kubelets make per Pod in an
-	// in-place restart, from its request count.
-	StatusWritesPerPod int           `json:"statusWritesPerPod"`
-	Agents             time.Duration `json:"agentsNanos"`
-	StatusWrites       time.Duration `json:"statusWritesNanos"`
-	Total              time.Duration `json:"totalNanos"`
+	// StatusWriteCount is how many Pod status writes (patches, as the
+	// kubelet makes them) the simulated kubelets made in the in-place
+	// restart, from its request count; the floor makes as many, spread
+	// evenly over its Pods.
+	StatusWriteCount int           `json:"statusWriteCount"`
+	Agents           time.Duration `json:"agentsNanos"`
+	StatusWrites     time.Duration `json:"statusWritesNanos"`
+	Total            time.Duration `json:"totalNanos"`
 	// PodBytes is the size of one of the Pods written, as JSON.
 	PodBytes int `json:"podBytes"`
 	// CPUSeconds each process used meanwhile.
@@ -56,8 +57,8 @@ const floorGate = "inplace.dev/floor"
 
 // floor measures the Floor at the env's N, on N copies of sample, a Pod of
 // the in-place JobSet, that no node runs and no Job owns.
-func (e *env) floor(ctx context.Context, statusWritesPerPod int, sample *corev1.Pod) (Floor, error) {
-	f := Floor{Nodes: e.nodes, StatusWritesPerPod: statusWritesPerPod}
+func (e *env) floor(ctx context.Context, statusWrites int, sample *corev1.Pod) (Floor, error) {
+	f := Floor{Nodes: e.nodes, StatusWriteCount: statusWrites}
 	if raw, err := json.Marshal(sample); err == nil {
 		f.PodBytes = len(raw)
 	}
@@ -126,7 +127,11 @@ func (e *env) floor(ctx context.Context, statusWritesPerPod int, sample *corev1.
 			// As the simulated kubelet: a strategic merge patch of the
 			// worker's container status per write, with the Pod's UID as
 			// precondition.
-			for w := range statusWritesPerPod {
+			writes := statusWrites / e.nodes
+			if i < statusWrites%e.nodes {
+				writes++
+			}
+			for w := range writes {
 				patch := fmt.Sprintf(`{"metadata":{"uid":%q},"status":{"containerStatuses":[{"name":%q,"restartCount":%d,"state":{"running":{"startedAt":%q}}}]}}`,
 					uids[i], worker, w+1, time.Now().UTC().Format(time.RFC3339))
 				if _, err := cs.CoreV1().Pods(ns.Name).Patch(ctx, names[i], types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}, "status"); err != nil {

@@ -122,14 +122,14 @@ func Table(w io.Writer, report Report) {
 	if len(report.Floors) > 0 {
 		fmt.Fprintln(w)
 		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprint(tw, "N\tfloor\tagents' work\tkubelets' status writes\twrites per Pod\t")
+		fmt.Fprint(tw, "N\tfloor\tagents' work\tkubelets' status writes\tstatus writes\t")
 		for _, c := range cpuColumns {
 			fmt.Fprintf(tw, "%s\t", c)
 		}
 		fmt.Fprintln(tw, "CPU total\t")
 		sort.Slice(report.Floors, func(i, j int) bool { return report.Floors[i].Nodes < report.Floors[j].Nodes })
 		for _, f := range report.Floors {
-			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t", f.Nodes, seconds(f.Total), seconds(f.Agents), seconds(f.StatusWrites), f.StatusWritesPerPod)
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t", f.Nodes, seconds(f.Total), seconds(f.Agents), seconds(f.StatusWrites), f.StatusWriteCount)
 			cpuCells(tw, f.CPUSeconds)
 		}
 		tw.Flush()
