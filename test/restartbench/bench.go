@@ -69,6 +69,9 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 		}
 	}
 	for _, n := range cfg.Nodes {
+		if err := ensureFileLimit(n); err != nil {
+			return report, err
+		}
 		progress("N=%d: starting the local cluster with %d simulated nodes", n, n)
 		e, stop, err := startEnv(ctx, n, cfg.Log)
 		if err != nil {

@@ -2,6 +2,7 @@ package restartbench
 
 import (
 	"os"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -34,5 +35,18 @@ func TestCPUAccountSeesThisProcessWork(t *testing.T) {
 	}
 	if got := a.since(before)[ProcessBench]; got < 0.05 {
 		t.Errorf("200 ms of busy loop counted as %.3f CPU seconds", got)
+	}
+}
+
+func TestEnsureFileLimit(t *testing.T) {
+	if err := ensureFileLimit(10); err != nil {
+		t.Fatalf("ten Pods: %v", err)
+	}
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		t.Fatal(err)
+	}
+	if want := uint64(fdsPerPod*10 + fdsSpare); lim.Cur < want {
+		t.Errorf("open-file limit %d after ensuring %d", lim.Cur, want)
 	}
 }
