@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"net"
 	"net/http"
 	"testing"
 	"time"
@@ -13,10 +14,11 @@ import (
 // answers the moment it does.
 func TestBarrierHoldsTheProbeUntilItLifts(t *testing.T) {
 	b := newBarrier()
-	srv, err := serve(logr.Discard(), "127.0.0.1:0", b, 5*time.Second)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
+	srv := serve(logr.Discard(), l, b, 5*time.Second)
 	defer srv.Close()
 	url := "http://" + srv.Addr + BarrierPath
 

@@ -33,6 +33,10 @@ type Config struct {
 	RestartExitCode int
 	// Listen is the address of /barrier-is-lifted and /healthz.
 	Listen string
+	// Listener, if set, is used instead of listening on Listen: a host
+	// that runs agents in its own process (the simulated nodes) gives each
+	// its own network.
+	Listener net.Listener
 	// BarrierHold is how long a request to /barrier-is-lifted waits for the
 	// barrier to lift before it answers that it has not. The kubelet's
 	// startup probe then sees the lift at once, not a probe period later;
@@ -50,10 +54,17 @@ const (
 // deprecated (the restart exit code).
 func Run(ctx context.Context, log logr.Logger, cfg Config, t Transport) (int, error) {
 	lifted := newBarrier()
-	srv, err := serve(log, cfg.Listen, lifted, cfg.BarrierHold)
-	if err != nil {
-		return 1, err
+	l := cfg.Listener
+	if l == nil {
+		var err error
+		if l, err = net.Listen("tcp", cfg.Listen); err != nil {
+			return 1, fmt.Errorf("listening on %s: %w", cfg.Listen, err)
+		}
 	}
+	// Closed here as well as by the server: the port must be free when Run
+	// returns, even if the server had not begun serving yet.
+	defer l.Close()
+	srv := serve(log, l, lifted, cfg.BarrierHold)
 	defer srv.Close()
 
 	updates, err := t.Broadcasts(ctx)
@@ -140,8 +151,9 @@ func (b *barrier) wait(ctx context.Context, hold time.Duration) bool {
 }
 
 // serve answers /healthz always and /barrier-is-lifted once lifted,
-// holding a request up to hold for the lift.
-func serve(log logr.Logger, addr string, lifted *barrier, hold time.Duration) (*http.Server, error) {
+// holding a request up to hold for the lift, on l until the server is
+// closed.
+func serve(log logr.Logger, l net.Listener, lifted *barrier, hold time.Duration) *http.Server {
 	mux := http.NewServeMux()
 	mux.HandleFunc(HealthPath, func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
 	mux.HandleFunc(BarrierPath, func(w http.ResponseWriter, r *http.Request) {
@@ -151,15 +163,11 @@ func serve(log logr.Logger, addr string, lifted *barrier, hold time.Duration) (*
 		}
 		w.WriteHeader(http.StatusServiceUnavailable)
 	})
-	l, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("listening on %s: %w", addr, err)
-	}
 	srv := &http.Server{Addr: l.Addr().String(), Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() {
 		if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			log.Error(err, "serving the barrier")
 		}
 	}()
-	return srv, nil
+	return srv
 }

@@ -6,10 +6,9 @@ import (
 )
 
 // fdsPerPod is how many file descriptors this process holds per simulated
-// Pod, with room: the agent's listener and its connection to the API
-// server, and a startup probe held open by the agent, on both of its ends —
-// 19,865 were open at 5,000 Pods, waiting at their barrier.
-const fdsPerPod = 6
+// Pod, with room: the agent's connection to the API server (the probes go
+// over the simulated nodes' in-memory Pod network).
+const fdsPerPod = 2
 
 // fdsSpare covers everything else: the manager, the kubelets' shared
 // client, the control plane's logs.
@@ -17,8 +16,8 @@ const fdsSpare = 4096
 
 // ensureFileLimit raises this process's open-file limit (inherited by the
 // control plane it starts) to what N simulated Pods need, or says what to
-// change. Go raises the soft limit to the hard one at start; the hard one
-// (often 20,000 or less) is too low from N = 5,000.
+// change. Go raises the soft limit to the hard one at start, which is
+// enough unless the hard one is low.
 func ensureFileLimit(nodes int) error {
 	need := uint64(fdsPerPod*nodes + fdsSpare)
 	var lim syscall.Rlimit

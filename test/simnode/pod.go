@@ -273,7 +273,7 @@ func (r *podRunner) waitStartup(ctx context.Context, c corev1.Container, exits c
 	for failures := int32(0); ; {
 		pctx, cancel := context.WithCancel(ctx)
 		result := make(chan bool, 1)
-		go func() { result <- probe(pctx, url, timeout) }()
+		go func() { result <- probe(pctx, r.sim.prober, url, timeout) }()
 		passed, e, stop := r.awaitProbe(ctx, result, exits)
 		cancel()
 		switch {
@@ -432,10 +432,16 @@ func (r *podRunner) runAgent(ctx context.Context, c corev1.Container) int {
 		JobSet: pod.Annotations[jobset.JobSetNameKey], Log: log,
 	}, runner: r}
 	hold, _ := strconv.Atoi(env[inject.EnvBarrierHold])
+	listener, err := r.sim.podNet.Listen(r.ip + ":" + port)
+	if err != nil {
+		log.Error(err, "agent")
+		return 1
+	}
 	exitCode, err := agent.Run(ctx, log, agent.Config{
 		ReplicatedJob:   pod.Annotations[jobset.ReplicatedJobNameKey],
 		RestartExitCode: code,
 		Listen:          r.ip + ":" + port,
+		Listener:        listener,
 		BarrierHold:     time.Duration(hold) * time.Millisecond,
 	}, t)
 	if err != nil && ctx.Err() == nil {

@@ -5,8 +5,9 @@
 // A Pod's init containers run in order; a sidecar (restartPolicy Always)
 // starts and, if it has a startup probe, is probed over HTTP at the Pod's IP
 // before the next container starts. The agent sidecar of InPlaceRestart
-// JobSets runs the real agent code in-process, listening on the Pod's own
-// loopback address (each Pod gets one of 127.0.0.0/8). Other containers are
+// JobSets runs the real agent code in-process, serving its probes on the
+// Pod's own address of an in-memory Pod network (podnet.go); it talks to
+// the API server over a real connection of its own. Other containers are
 // scripted: regular init containers succeed, main containers run until a
 // test makes them exit. A container exit is handled by its
 // restartPolicyRules (Restart, RestartAllContainers) and then its
@@ -27,12 +28,9 @@ package simnode
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
-	"net"
 	"net/http"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
@@ -45,8 +43,6 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
-
-	"github.com/inplace-dev/inplace/inject"
 )
 
 // Annotations that drive failures.
@@ -84,16 +80,17 @@ type Sim struct {
 	pods   map[types.UID]*podRunner
 	nodes  map[string]bool
 	nextIP int
-	// ipBase is this simulator's second octet in 127.0.0.0/8: simulators
-	// in other processes (test packages run in parallel) use others.
-	ipBase int
+	// podNet connects the kubelets' probes to the agents.
+	podNet *podNet
+	prober *http.Client
 	wg     sync.WaitGroup
 	lat    atomic.Pointer[Latency]
 }
 
 // Start registers the Nodes and runs the Pods bound to them until ctx ends.
 func Start(ctx context.Context, opts Options) (*Sim, error) {
-	s := &Sim{opts: opts, pods: map[types.UID]*podRunner{}, nodes: map[string]bool{}, ipBase: 2 + rand.IntN(250)}
+	s := &Sim{opts: opts, pods: map[types.UID]*podRunner{}, nodes: map[string]bool{}, podNet: newPodNet()}
+	s.prober = s.podNet.probeClient()
 	s.SetLatency(opts.Latency)
 	for i := range opts.Nodes {
 		name := fmt.Sprintf("%s-%d", opts.Prefix, i)
@@ -172,7 +169,7 @@ func (s *Sim) observe(ctx context.Context, obj any) {
 			s.mu.Unlock()
 			return
 		}
-		r = newPodRunner(s, pod, s.freeIP(pod))
+		r = newPodRunner(s, pod, s.nextPodIP())
 		s.pods[pod.UID] = r
 		s.wg.Add(1)
 		go func() {
@@ -184,28 +181,10 @@ func (s *Sim) observe(ctx context.Context, obj any) {
 	r.update(pod)
 }
 
-// freeIP gives a Pod the next loopback address of this simulator on which
-// its agent's port is free (another process may hold it).
-func (s *Sim) freeIP(pod *corev1.Pod) string {
-	port := ""
-	for _, c := range pod.Spec.InitContainers {
-		for _, e := range c.Env {
-			if c.Name == s.opts.AgentContainer && e.Name == inject.EnvBarrierPort {
-				port = e.Value
-			}
-		}
-	}
-	for {
-		s.nextIP++
-		ip := fmt.Sprintf("127.%d.%d.%d", s.ipBase, 1+(s.nextIP/250)%250, 1+s.nextIP%250)
-		if port == "" {
-			return ip
-		}
-		if l, err := net.Listen("tcp", net.JoinHostPort(ip, port)); err == nil {
-			l.Close()
-			return ip
-		}
-	}
+// nextPodIP gives a Pod the next address of this simulator's Pod network.
+func (s *Sim) nextPodIP() string {
+	s.nextIP++
+	return fmt.Sprintf("10.%d.%d.%d", (s.nextIP/62500)%250, 1+(s.nextIP/250)%250, 1+s.nextIP%250)
 }
 
 func (s *Sim) forget(obj any) {
@@ -253,19 +232,4 @@ func (s *Sim) nodeLost(ctx context.Context, obj any) {
 			s.opts.Log.Error(err, "deleting a Pod of a lost node", "pod", r.namespace+"/"+r.name)
 		}
 	}
-}
-
-func probe(ctx context.Context, url string, timeout time.Duration) bool {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return false
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return false
-	}
-	resp.Body.Close()
-	return resp.StatusCode >= 200 && resp.StatusCode < 400
 }
