@@ -73,7 +73,7 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 			return report, err
 		}
 		progress("N=%d: starting the local cluster with %d simulated nodes", n, n)
-		e, stop, err := startEnv(ctx, n, cfg.Log)
+		e, stop, err := startEnv(ctx, n, cfg.Timeout, cfg.Log)
 		if err != nil {
 			return report, err
 		}

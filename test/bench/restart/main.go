@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/funcr"
 	"k8s.io/klog/v2"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -32,6 +33,7 @@ func main() {
 	timeout := flag.Duration("timeout", 15*time.Minute, "bound on one restart")
 	out := flag.String("out", ".local/bench/restart.json", "JSON results")
 	profileDir := flag.String("cpuprofile", "", "directory for a CPU profile of inplace-manager, the simulated nodes and the agents per restart (label \"actor\" tells them apart)")
+	logPath := flag.String("log", "", "file for the logs of the simulated nodes and the agents (discarded by default)")
 	apiserverProfile := flag.Duration("apiserver-profile", 0, "with -cpuprofile: also profile kube-apiserver for this long from each failure")
 	flag.Parse()
 	// client-go's complaints about watches the agents close on restart
@@ -39,7 +41,16 @@ func main() {
 	klog.SetLogger(logr.Discard())
 	ctrllog.SetLogger(logr.Discard())
 
-	cfg := restartbench.Config{Repeats: *repeats, Timeout: *timeout, Progress: os.Stderr, Log: logr.Discard(),
+	log := logr.Discard()
+	if *logPath != "" {
+		f, err := os.Create(*logPath)
+		if err != nil {
+			fail(fmt.Errorf("-log: %w", err))
+		}
+		defer f.Close()
+		log = funcr.New(func(prefix, args string) { fmt.Fprintln(f, time.Now().Format(time.StampMicro), prefix, args) }, funcr.Options{})
+	}
+	cfg := restartbench.Config{Repeats: *repeats, Timeout: *timeout, Progress: os.Stderr, Log: log,
 		Profiles: split(*profiles), Failures: split(*failures), ProfileDir: *profileDir, APIServerProfile: *apiserverProfile}
 	for _, s := range split(*nodes) {
 		n, err := strconv.Atoi(s)
