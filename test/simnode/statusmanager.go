@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -28,6 +29,8 @@ type statusManager struct {
 	writing sync.Mutex
 	// closed: the Pod is being torn down; nothing more is written.
 	closed bool
+	// retry is the wait before the next try of a failed write.
+	retry time.Duration
 }
 
 func newStatusManager(r *podRunner) *statusManager {
@@ -67,14 +70,38 @@ func (m *statusManager) run(ctx context.Context) {
 	}
 }
 
-// flush writes the pending status, if any, now.
+// flush writes the pending status, if any, now. A write that fails is
+// tried again later, unless a newer status replaced it meanwhile, as the
+// kubelet's status manager syncs again a status the API server does not
+// hold.
 func (m *statusManager) flush(ctx context.Context) {
 	m.writing.Lock()
 	defer m.writing.Unlock()
 	for s := m.next(); s != nil && ctx.Err() == nil && !m.closed; s = m.next() {
-		if err := m.r.writeStatus(ctx, *s); err != nil && ctx.Err() == nil {
-			m.r.sim.opts.Log.Error(err, "writing pod status", "pod", m.r.namespace+"/"+m.r.name)
+		err := m.r.writeStatus(ctx, *s)
+		switch {
+		case err == nil:
+			m.retry = 0
+			continue
+		case ctx.Err() != nil, apierrors.IsConflict(err):
+			// Stopping, or the UID precondition failed: the Pod was
+			// replaced by one of the same name, whose status is not ours.
+			return
 		}
+		m.retry = min(max(2*m.retry, 100*time.Millisecond), 10*time.Second)
+		m.r.sim.opts.Log.Error(err, "writing pod status; trying again", "pod", m.r.namespace+"/"+m.r.name, "after", m.retry)
+		m.r.mu.Lock()
+		if m.pending == nil {
+			m.pending = s
+		}
+		m.r.mu.Unlock()
+		time.AfterFunc(m.retry, func() {
+			select {
+			case m.kick <- struct{}{}:
+			default:
+			}
+		})
+		return
 	}
 }
 
