@@ -114,7 +114,7 @@ func (e *env) floor(ctx context.Context, statusWrites int, sample *corev1.Pod) (
 		defer wg.Done()
 		t := time.Now()
 		err := parallel(ctx, e.nodes, e.nodes, func(ctx context.Context, i int) error {
-			return agentWork(ctx, e.admin, tr.Status.Token, ns.Name, names[i], cm.Name)
+			return retrying(ctx, func() error { return agentWork(ctx, e.admin, tr.Status.Token, ns.Name, names[i], cm.Name) })
 		})
 		f.Agents = time.Since(t)
 		errs <- err
@@ -134,7 +134,10 @@ func (e *env) floor(ctx context.Context, statusWrites int, sample *corev1.Pod) (
 			for w := range writes {
 				patch := fmt.Sprintf(`{"metadata":{"uid":%q},"status":{"containerStatuses":[{"name":%q,"restartCount":%d,"state":{"running":{"startedAt":%q}}}]}}`,
 					uids[i], worker, w+1, time.Now().UTC().Format(time.RFC3339))
-				if _, err := cs.CoreV1().Pods(ns.Name).Patch(ctx, names[i], types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}, "status"); err != nil {
+				if err := retrying(ctx, func() error {
+					_, err := cs.CoreV1().Pods(ns.Name).Patch(ctx, names[i], types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}, "status")
+					return err
+				}); err != nil {
 					return err
 				}
 			}
@@ -206,6 +209,22 @@ func agentWork(ctx context.Context, admin *rest.Config, token, namespace, pod, b
 	}
 	_, err = cs.CoreV1().Pods(namespace).Patch(ctx, pod, types.MergePatchType,
 		[]byte(`{"metadata":{"annotations":{"jobset.sigs.k8s.io/epoch":"2"}}}`), metav1.PatchOptions{})
+	return err
+}
+
+// retrying runs f until it succeeds, with the backoff and jitter of the
+// agents and kubelets it stands for: at N = 5,000 a TLS handshake or a
+// write may time out, and they try again.
+func retrying(ctx context.Context, f func() error) error {
+	var last error
+	err := wait.ExponentialBackoffWithContext(ctx, wait.Backoff{Duration: 50 * time.Millisecond, Factor: 2, Jitter: 0.5, Steps: 1 << 30, Cap: 5 * time.Second},
+		func(context.Context) (bool, error) {
+			last = f()
+			return last == nil, nil
+		})
+	if err != nil && last != nil {
+		return fmt.Errorf("%w (last error: %w)", err, last)
+	}
 	return err
 }
 
