@@ -159,10 +159,14 @@ func (s *Sim) registerNode(ctx context.Context, name string) error {
 // updates to existing runners.
 func (s *Sim) observe(ctx context.Context, obj any) {
 	pod, ok := obj.(*corev1.Pod)
-	if !ok || !s.nodes[pod.Spec.NodeName] {
+	if !ok {
 		return
 	}
 	s.mu.Lock()
+	if !s.nodes[pod.Spec.NodeName] {
+		s.mu.Unlock()
+		return
+	}
 	r, ok := s.pods[pod.UID]
 	if !ok {
 		if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
@@ -211,10 +215,14 @@ func (s *Sim) forget(obj any) {
 // the simulation skips).
 func (s *Sim) nodeLost(ctx context.Context, obj any) {
 	node, ok := obj.(*corev1.Node)
-	if !ok || !s.nodes[node.Name] {
+	if !ok {
 		return
 	}
 	s.mu.Lock()
+	if !s.nodes[node.Name] {
+		s.mu.Unlock()
+		return
+	}
 	delete(s.nodes, node.Name)
 	var lost []*podRunner
 	for _, r := range s.pods {
