@@ -10,15 +10,16 @@ import (
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
 )
 
-// TestSmoke runs the restart benchmark small (N = 50, one repeat, zero node
-// latency): it fails if an in-place restart is not faster than Recreate, or
-// if the measurements are incomplete.
+// TestSmoke runs the restart benchmark small (N = 10 and 50 in one process,
+// as `make bench-restart` runs several sizes; one repeat, zero node
+// latency): it fails if an in-place restart is not faster than Recreate at
+// N = 50, or if the measurements are incomplete.
 func TestSmoke(t *testing.T) {
 	if testing.Short() {
 		t.Skip("needs the local cluster")
 	}
 	report, err := Run(t.Context(), Config{
-		Nodes: []int{50}, Repeats: 1, Profiles: []string{ProfileZero},
+		Nodes: []int{10, 50}, Repeats: 1, Profiles: []string{ProfileZero},
 		Strategies: []jobset.JobSetRestartStrategy{jobset.InPlaceRestart, jobset.Recreate},
 		Failures:   []string{FailureExit},
 		Timeout:    3 * time.Minute,
@@ -30,7 +31,9 @@ func TestSmoke(t *testing.T) {
 	}
 	byStrategy := map[string]Result{}
 	for _, r := range report.Results {
-		byStrategy[r.Strategy] = r
+		if r.Nodes == 50 {
+			byStrategy[r.Strategy] = r
+		}
 	}
 	inPlace, recreate := byStrategy[string(jobset.InPlaceRestart)], byStrategy[string(jobset.Recreate)]
 	for _, d := range []time.Duration{inPlace.Detection, inPlace.AgentsRestarted, inPlace.EpochsReported, inPlace.EpochsWritten, inPlace.Synced, inPlace.WorkersRunning, recreate.WorkersRunning} {
@@ -44,13 +47,13 @@ func TestSmoke(t *testing.T) {
 	if inPlace.CPUSeconds["kube-apiserver"] <= 0 || inPlace.CPUSeconds[ProcessBench] <= 0 {
 		t.Errorf("no CPU time accounted to the API server and this process: %v", inPlace.CPUSeconds)
 	}
-	if len(report.Floors) != 1 || report.Floors[0].Total <= 0 {
-		t.Fatalf("no floor measured: %+v", report.Floors)
+	if len(report.Floors) != 2 || report.Floors[1].Nodes != 50 || report.Floors[1].Total <= 0 {
+		t.Fatalf("no floor measured for each size: %+v", report.Floors)
 	}
 	// The floor writes copies of the JobSet's Pods, agent and all.
-	if f := report.Floors[0]; f.PodBytes < 2000 || f.CPUSeconds["kube-apiserver"] <= 0 {
+	if f := report.Floors[1]; f.PodBytes < 2000 || f.CPUSeconds["kube-apiserver"] <= 0 {
 		t.Errorf("the floor wrote Pods of %d bytes (the JobSet's have an injected agent) with %v CPU", f.PodBytes, f.CPUSeconds)
 	}
-	t.Logf("in place %v (floor %v), Recreate %v", inPlace.WorkersRunning, report.Floors[0].Total, recreate.WorkersRunning)
+	t.Logf("in place %v (floor %v), Recreate %v", inPlace.WorkersRunning, report.Floors[1].Total, recreate.WorkersRunning)
 	t.Logf("in place: %+v", inPlace)
 }
