@@ -149,7 +149,7 @@ func (k *KubeTransport) ReportEpoch(ctx context.Context, epoch int32) error {
 func (k *KubeTransport) Self(ctx context.Context) (int32, bool, error) {
 	var pod *corev1.Pod
 	var last error
-	err := wait.ExponentialBackoffWithContext(ctx, retryBackoff(), func(ctx context.Context) (bool, error) {
+	err := wait.ExponentialBackoffWithContext(ctx, RetryBackoff(), func(ctx context.Context) (bool, error) {
 		pod, last = k.Client.CoreV1().Pods(k.Namespace).Get(ctx, k.Pod, metav1.GetOptions{})
 		switch {
 		case last == nil:
@@ -169,11 +169,11 @@ func (k *KubeTransport) Self(ctx context.Context) (int32, bool, error) {
 	return PodState(pod)
 }
 
-// retryBackoff paces an agent's retries of a request the whole group waits
+// RetryBackoff paces an agent's retries of a request the whole group waits
 // on: quick at first, jittered so that a thousand agents refused at once do
 // not come back at once, and capped so that none waits long after the API
 // server recovers.
-func retryBackoff() wait.Backoff {
+func RetryBackoff() wait.Backoff {
 	return wait.Backoff{Duration: 50 * time.Millisecond, Factor: 2, Jitter: 0.5, Steps: 1 << 30, Cap: 5 * time.Second}
 }
 

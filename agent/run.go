@@ -113,7 +113,7 @@ func Run(ctx context.Context, log logr.Logger, cfg Config, t Transport) (int, er
 // report writes the epoch, retrying with backoff and jitter: the whole
 // group waits for it.
 func report(ctx context.Context, t Transport, epoch int32) error {
-	return wait.ExponentialBackoffWithContext(ctx, retryBackoff(),
+	return wait.ExponentialBackoffWithContext(ctx, RetryBackoff(),
 		func(ctx context.Context) (bool, error) {
 			return t.ReportEpoch(ctx, epoch) == nil, nil
 		})

@@ -212,12 +212,12 @@ func agentWork(ctx context.Context, admin *rest.Config, token, namespace, pod, b
 	return err
 }
 
-// retrying runs f until it succeeds, with the backoff and jitter of the
-// agents and kubelets it stands for: at N = 5,000 a TLS handshake or a
-// write may time out, and they try again.
+// retrying runs f until it succeeds, with the agents' backoff and jitter:
+// at N = 5,000 a TLS handshake or a write may time out, and the agents and
+// kubelets the floor stands for try again.
 func retrying(ctx context.Context, f func() error) error {
 	var last error
-	err := wait.ExponentialBackoffWithContext(ctx, wait.Backoff{Duration: 50 * time.Millisecond, Factor: 2, Jitter: 0.5, Steps: 1 << 30, Cap: 5 * time.Second},
+	err := wait.ExponentialBackoffWithContext(ctx, agent.RetryBackoff(),
 		func(context.Context) (bool, error) {
 			last = f()
 			return last == nil, nil

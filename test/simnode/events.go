@@ -54,15 +54,8 @@ func (r *Recorder) Record(e Event) {
 
 // Events returns the events of one namespace in the order recorded.
 func (r *Recorder) Events(namespace string) []Event {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var out []Event
-	for _, e := range r.events {
-		if e.Namespace == namespace {
-			out = append(out, e)
-		}
-	}
-	return out
+	events, _ := r.EventsSince(namespace, 0)
+	return events
 }
 
 // EventsSince returns the events of one namespace recorded at or after
