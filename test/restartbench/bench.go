@@ -110,7 +110,7 @@ func (e *env) measure(ctx context.Context, cfg Config, progress func(string, ...
 			// an in-place restart made, while the cluster is otherwise idle.
 			if floor == nil && strategy == jobset.InPlaceRestart && len(rs) > 0 && sample != nil {
 				kubelet := rs[0].Requests[ActorKubelets]
-				f, err := e.floor(ctx, max(kubelet["patch pods/status"]+kubelet["update pods/status"], e.nodes), sample)
+				f, err := e.floor(ctx, kubelet["patch pods/status"]+kubelet["update pods/status"], sample)
 				if err != nil {
 					return results, floor, fmt.Errorf("measuring the floor: %w", err)
 				}

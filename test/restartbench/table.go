@@ -123,10 +123,7 @@ func Table(w io.Writer, report Report) {
 		fmt.Fprintln(w)
 		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 		fmt.Fprint(tw, "N\tfloor\tagents' work\tkubelets' status writes\tstatus writes\t")
-		for _, c := range cpuColumns {
-			fmt.Fprintf(tw, "%s\t", c)
-		}
-		fmt.Fprintln(tw, "CPU total\t")
+		cpuHeader(tw)
 		sort.Slice(report.Floors, func(i, j int) bool { return report.Floors[i].Nodes < report.Floors[j].Nodes })
 		for _, f := range report.Floors {
 			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t", f.Nodes, seconds(f.Total), seconds(f.Agents), seconds(f.StatusWrites), f.StatusWriteCount)
@@ -174,10 +171,7 @@ func Timeline(w io.Writer, report Report) {
 	fmt.Fprintln(w, "\nevery restart, from the failure (in place: agents restarted, epochs reported and written, syncedEpoch), and CPU seconds by process:")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprint(tw, "N\tprofile\tfailure\tstrategy\t#\tdetection\tagents\treported\twritten\tsynced\trunning\t")
-	for _, c := range cpuColumns {
-		fmt.Fprintf(tw, "%s\t", c)
-	}
-	fmt.Fprintln(tw, "CPU total\t")
+	cpuHeader(tw)
 	opt := func(d time.Duration) string {
 		if d == 0 {
 			return "-"
@@ -190,6 +184,14 @@ func Timeline(w io.Writer, report Report) {
 		cpuCells(tw, r.CPUSeconds)
 	}
 	tw.Flush()
+}
+
+// cpuHeader ends a header row with the CPU columns.
+func cpuHeader(w io.Writer) {
+	for _, c := range cpuColumns {
+		fmt.Fprintf(w, "%s\t", c)
+	}
+	fmt.Fprintln(w, "CPU total\t")
 }
 
 // cpuCells ends a row with the CPU seconds of each process and their sum.
