@@ -165,8 +165,12 @@ var _ = Describe("the validating webhook", func() {
 	It("denies a startup policy change on update", func() {
 		js := loadSpec("startup-story1.yaml", ns.Name)
 		Expect(k8sClient.Create(ctx, js)).To(Succeed())
+		// A patch, not an update: the controller writes the status
+		// meanwhile, and an update from the created version would be
+		// refused for that (409) before admission ever saw it.
+		patch := client.MergeFrom(js.DeepCopy())
 		js.Spec.StartupPolicy.StartupPolicyOrder = jobset.AnyOrder
-		err := k8sClient.Update(ctx, js)
+		err := k8sClient.Patch(ctx, js, patch)
 		Expect(err).To(MatchError(ContainSubstring("spec.startupPolicy is immutable")))
 	})
 })
