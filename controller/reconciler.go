@@ -67,6 +67,7 @@ type Reconciler struct {
 	opts     Options
 	metrics  *restartMetrics
 	writes   *statusWrites
+	pace     *reconcilePace
 }
 
 // +kubebuilder:rbac:groups=jobset.x-k8s.io,resources=jobsets,verbs=get;list;watch;update;patch;delete
@@ -87,7 +88,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	if err := setupIndexes(context.Background(), mgr.GetFieldIndexer()); err != nil {
 		return err
 	}
-	r := &Reconciler{client: mgr.GetClient(), recorder: mgr.GetEventRecorder(ControllerName), opts: opts, metrics: newRestartMetrics(), writes: newStatusWrites()}
+	r := &Reconciler{client: mgr.GetClient(), recorder: mgr.GetEventRecorder(ControllerName), opts: opts, metrics: newRestartMetrics(), writes: newStatusWrites(), pace: newReconcilePace()}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		For(&jobset.JobSet{}).
@@ -109,6 +110,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if apierrors.IsNotFound(err) {
 			r.metrics.gone(req.NamespacedName)
 			r.writes.forget(req.NamespacedName)
+			r.pace.forget(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -119,6 +121,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if m := ptr.Deref(js.Spec.ManagedBy, jobset.JobSetControllerName); m != jobset.JobSetControllerName {
 		return ctrl.Result{}, nil
 	}
+	start := r.opts.Clock.Now()
+	if inPlaceRestarting(js.Status) {
+		if wait := r.pace.wait(req.NamespacedName, start); wait > 0 {
+			return ctrl.Result{RequeueAfter: wait}, nil
+		}
+	}
+	defer func() { r.pace.ran(req.NamespacedName, start, r.opts.Clock.Now()) }()
 	logger := log.FromContext(ctx).WithValues("restarts", js.Status.Restarts)
 	ctx = log.IntoContext(ctx, logger)
 
