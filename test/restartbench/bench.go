@@ -131,21 +131,7 @@ func (e *env) scenario(ctx context.Context, cfg Config, profile string, strategy
 	if err := e.client.Create(ctx, ns); err != nil {
 		return nil, nil, err
 	}
-	defer func() {
-		// Deleting the namespace stops the JobSet; the next one waits until
-		// its Pods are gone so that they do not weigh on it. Its Pods go at
-		// once, in one request, as `kubectl delete --grace-period=0 --force`
-		// does: left to the namespace controller, N graceful deletions, each
-		// finished by its kubelet, took many minutes at N = 5,000. Once the
-		// namespace is terminating no Job can create a Pod in it again.
-		_ = e.client.Delete(context.Background(), ns)
-		_ = e.client.DeleteAllOf(context.Background(), &corev1.Pod{}, client.InNamespace(ns.Name), client.GracePeriodSeconds(0))
-		_ = wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 10*time.Minute, true, func(ctx context.Context) (bool, error) {
-			var pods corev1.PodList
-			err := e.client.List(ctx, &pods, client.InNamespace(ns.Name))
-			return err == nil && len(pods.Items) == 0, nil
-		})
-	}()
+	defer e.deleteNamespace(ctx, ns.Name)
 	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		return e.client.Get(ctx, client.ObjectKey{Namespace: ns.Name, Name: "default"}, &corev1.ServiceAccount{}) == nil, nil
 	}); err != nil {
@@ -186,6 +172,29 @@ func (e *env) scenario(ctx context.Context, cfg Config, profile string, strategy
 		sample = &pods.Items[0]
 	}
 	return results, sample, nil
+}
+
+// deleteNamespace deletes a scenario's namespace and waits until its Pods
+// are gone, so that they do not weigh on the next scenario. It deletes the
+// Pods itself, at once, as `kubectl delete --grace-period=0 --force` does:
+// left to the namespace controller, N graceful deletions, each finished by
+// its kubelet while the agents of the JobSet's dying Pods retried, took
+// more than ten minutes at N = 5,000; and one request deleting them all
+// outlived the API server's request timeout. Once the namespace is
+// terminating no Job can create a Pod in it again.
+func (e *env) deleteNamespace(ctx context.Context, name string) {
+	_ = e.client.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
+	_ = wait.PollUntilContextTimeout(ctx, time.Second, 10*time.Minute, true, func(ctx context.Context) (bool, error) {
+		var pods metav1.PartialObjectMetadataList
+		pods.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("PodList"))
+		if err := e.client.List(ctx, &pods, client.InNamespace(name)); err != nil {
+			return false, nil
+		}
+		_ = parallel(ctx, len(pods.Items), 50, func(ctx context.Context, i int) error {
+			return e.client.Delete(ctx, &pods.Items[i], client.GracePeriodSeconds(0))
+		})
+		return len(pods.Items) == 0, nil
+	})
 }
 
 // ParseStrategies reads a comma-separated list of restart strategies.

@@ -16,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/types"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/client-go/kubernetes"
@@ -595,13 +596,25 @@ func (r *podRunner) agentClientset(ctx context.Context) (kubernetes.Interface, f
 		if sa == "" {
 			sa = "default"
 		}
-		tr, err := r.sim.opts.Client.CoreV1().ServiceAccounts(r.namespace).CreateToken(ctx, sa, &authenticationv1.TokenRequest{
-			Spec: authenticationv1.TokenRequestSpec{BoundObjectRef: &authenticationv1.BoundObjectReference{
-				Kind: "Pod", APIVersion: "v1", Name: r.name, UID: r.uid,
-			}},
-		}, metav1.CreateOptions{})
+		// Tried again until it succeeds, as the kubelet's token manager
+		// does before it starts the container: thousands of Pods starting
+		// at once get refusals and timeouts from a busy API server, which
+		// must not fail their agents.
+		var tr *authenticationv1.TokenRequest
+		var last error
+		err := wait.ExponentialBackoffWithContext(ctx, agent.RetryBackoff(), func(ctx context.Context) (bool, error) {
+			tr, last = r.sim.opts.Client.CoreV1().ServiceAccounts(r.namespace).CreateToken(ctx, sa, &authenticationv1.TokenRequest{
+				Spec: authenticationv1.TokenRequestSpec{BoundObjectRef: &authenticationv1.BoundObjectReference{
+					Kind: "Pod", APIVersion: "v1", Name: r.name, UID: r.uid,
+				}},
+			}, metav1.CreateOptions{})
+			if last != nil {
+				r.sim.opts.Log.V(1).Info("requesting the agent's token failed; retrying", "pod", r.namespace+"/"+r.name, "error", last)
+			}
+			return last == nil, nil
+		})
 		if err != nil {
-			return nil, nil, fmt.Errorf("requesting a token bound to pod %s/%s: %w", r.namespace, r.name, err)
+			return nil, nil, fmt.Errorf("requesting a token bound to pod %s/%s: %w (last error: %v)", r.namespace, r.name, err, last)
 		}
 		token = tr.Status.Token
 		r.mu.Lock()
