@@ -3,6 +3,7 @@ package restartbench
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"sync"
 	"time"
 
@@ -167,18 +168,22 @@ func (e *env) steady(ctx context.Context, js *jobset.JobSet, jw *jobSetWatch, ti
 // restart injects one failure and measures the recovery.
 func (e *env) restart(ctx context.Context, js *jobset.JobSet, jw *jobSetWatch, failure string, timeout time.Duration) (Result, error) {
 	r := Result{Nodes: e.nodes, Strategy: string(js.Spec.FailurePolicy.RestartStrategy), Failure: failure}
-	var pods corev1.PodList
-	if err := e.client.List(ctx, &pods, client.InNamespace(js.Namespace)); err != nil {
-		return r, err
-	}
-	if len(pods.Items) == 0 {
-		return r, fmt.Errorf("no Pods in %s", js.Namespace)
-	}
 	// A different victim each time: the Job controller delays the
 	// replacement of a Job's failed Pod by a backoff that doubles with each
 	// failure of that Job, and the first failure is the case to measure.
+	// Only the victim's Job's Pod is read: a list of all N Pods right before
+	// the failure left the API server and this process (which runs the
+	// manager) busy with it while the failure was being detected.
 	e.restarts++
-	victim := pods.Items[(len(pods.Items)/2+e.restarts*7)%len(pods.Items)]
+	index := (e.nodes/2 + e.restarts*7) % e.nodes
+	var pods corev1.PodList
+	if err := e.client.List(ctx, &pods, client.InNamespace(js.Namespace), client.MatchingLabels{jobset.JobIndexKey: strconv.Itoa(index)}); err != nil {
+		return r, err
+	}
+	if len(pods.Items) != 1 {
+		return r, fmt.Errorf("%d Pods of job index %d in %s, want 1", len(pods.Items), index, js.Namespace)
+	}
+	victim := pods.Items[0]
 	before := jw.status()
 	requestsBefore := e.snapshot()
 	watchBefore, err := e.watchEventsSent(ctx)
