@@ -26,6 +26,9 @@ type observed struct {
 	// broadcast is the data of the broadcast ConfigMap of an InPlaceRestart
 	// JobSet; nil if it does not exist.
 	broadcast map[string]string
+	// creating names the Jobs created by an earlier reconcile that jobs,
+	// read from the cache, does not show yet: they are not created again.
+	creating map[string]bool
 }
 
 // event is an Event to record on the JobSet once the status is written.
@@ -62,6 +65,9 @@ type plan struct {
 func decide(js *jobset.JobSet, obs observed, now metav1.Time, inPlaceTimeout time.Duration) plan {
 	p := plan{status: *js.Status.DeepCopy()}
 	c := classifyJobs(js, obs.jobs)
+	for name := range obs.creating {
+		c.taken[name] = true
+	}
 
 	if finished(&p.status) {
 		p.deleteJobs = append(p.deleteJobs, c.active...)

@@ -68,6 +68,8 @@ type Reconciler struct {
 	metrics  *restartMetrics
 	writes   *statusWrites
 	pace     *reconcilePace
+	// creations are the Jobs created but not yet seen in the cache.
+	creations *jobCreations
 }
 
 // +kubebuilder:rbac:groups=jobset.x-k8s.io,resources=jobsets,verbs=get;list;watch;update;patch;delete
@@ -88,7 +90,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	if err := setupIndexes(context.Background(), mgr.GetFieldIndexer()); err != nil {
 		return err
 	}
-	r := &Reconciler{client: mgr.GetClient(), recorder: mgr.GetEventRecorder(ControllerName), opts: opts, metrics: newRestartMetrics(), writes: newStatusWrites(), pace: newReconcilePace()}
+	r := &Reconciler{client: mgr.GetClient(), recorder: mgr.GetEventRecorder(ControllerName), opts: opts, metrics: newRestartMetrics(), writes: newStatusWrites(), pace: newReconcilePace(), creations: newJobCreations()}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		For(&jobset.JobSet{}).
@@ -111,6 +113,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			r.metrics.gone(req.NamespacedName)
 			r.writes.forget(req.NamespacedName)
 			r.pace.forget(req.NamespacedName)
+			r.creations.forget(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -226,6 +229,9 @@ func (r *Reconciler) act(ctx context.Context, js *jobset.JobSet, p *plan) error 
 
 	if err := r.forEach(ctx, p.createJobs, func(ctx context.Context, job *batchv1.Job) error {
 		err := r.client.Create(ctx, job)
+		if err == nil {
+			r.creations.created(client.ObjectKeyFromObject(js), job, r.opts.Clock.Now())
+		}
 		if err != nil && !apierrors.IsAlreadyExists(err) {
 			r.recorder.Eventf(js, nil, corev1.EventTypeWarning, ReasonJobCreationFailed, "Create", "job %s: %v", job.Name, err)
 			return err

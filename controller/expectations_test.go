@@ -1,0 +1,58 @@
+package controller
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	batchv1 "k8s.io/api/batch/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+func TestJobCreationsUntilSeen(t *testing.T) {
+	key := types.NamespacedName{Namespace: "ns", Name: "js"}
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	job := func(name, uid string) batchv1.Job {
+		return batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID(uid)}}
+	}
+	e := newJobCreations()
+	if got := e.unseen(key, nil, t0); len(got) != 0 {
+		t.Fatalf("nothing created: unseen %v", got)
+	}
+	a, b := job("js-w-0", "uid-a"), job("js-w-1", "uid-b")
+	e.created(key, &a, t0)
+	e.created(key, &b, t0)
+
+	// The cache shows a, and an older Job under b's name (being deleted):
+	// b is still awaited, a no longer.
+	old := job("js-w-1", "uid-old")
+	if diff := cmp.Diff(map[string]bool{"js-w-1": true}, e.unseen(key, []batchv1.Job{a, old}, t0.Add(time.Second))); diff != "" {
+		t.Errorf("unseen (-want +got):\n%s", diff)
+	}
+	if got := e.unseen(types.NamespacedName{Namespace: "ns", Name: "other"}, nil, t0); len(got) != 0 {
+		t.Errorf("another JobSet: unseen %v", got)
+	}
+	// Never seen: free again after creationTimeout.
+	if got := e.unseen(key, nil, t0.Add(creationTimeout+time.Second)); len(got) != 0 {
+		t.Errorf("after creationTimeout: unseen %v", got)
+	}
+
+	e.created(key, &a, t0)
+	e.forget(key)
+	if got := e.unseen(key, nil, t0); len(got) != 0 {
+		t.Errorf("forgotten: unseen %v", got)
+	}
+}
+
+func TestDecideDoesNotCreateAJobTheCacheHasNotShownYet(t *testing.T) {
+	js := testJobSet("driver", 1, "workers", 2)
+	first := decide(js, observed{}, at(0), time.Minute)
+	js.Status = first.status
+	// The cache shows only the driver's Job; the workers' were created.
+	p := decide(js, observed{jobs: jobList(first.createJobs[0]), serviceExists: true,
+		creating: map[string]bool{"js-workers-0": true, "js-workers-1": true}}, at(1), time.Minute)
+	if len(p.createJobs) != 0 {
+		t.Errorf("created again: %v", names(p.createJobs))
+	}
+}
