@@ -26,27 +26,30 @@ type jobCreations struct {
 
 type created struct {
 	uid types.UID
-	at  time.Time
+	// owner is the JobSet's UID: a JobSet recreated under the same name
+	// awaits none of its predecessor's Jobs.
+	owner types.UID
+	at    time.Time
 }
 
 func newJobCreations() *jobCreations {
 	return &jobCreations{pending: map[types.NamespacedName]map[string]created{}}
 }
 
-// created records a Job created for the JobSet at now.
-func (e *jobCreations) created(key types.NamespacedName, job *batchv1.Job, now time.Time) {
+// created records a Job created at now for the JobSet of UID owner.
+func (e *jobCreations) created(key types.NamespacedName, owner types.UID, job *batchv1.Job, now time.Time) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.pending[key] == nil {
 		e.pending[key] = map[string]created{}
 	}
-	e.pending[key][job.Name] = created{uid: job.UID, at: now}
+	e.pending[key][job.Name] = created{uid: job.UID, owner: owner, at: now}
 }
 
-// unseen returns the names of the JobSet's created Jobs that jobs, read
-// from the cache, does not hold yet, and forgets the others and those
-// older than creationTimeout.
-func (e *jobCreations) unseen(key types.NamespacedName, jobs []batchv1.Job, now time.Time) map[string]bool {
+// unseen returns the names of the Jobs created for the JobSet of UID owner
+// that jobs, read from the cache, does not hold yet, and forgets the others,
+// those older than creationTimeout and those of another JobSet of the name.
+func (e *jobCreations) unseen(key types.NamespacedName, owner types.UID, jobs []batchv1.Job, now time.Time) map[string]bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	pending := e.pending[key]
@@ -59,7 +62,7 @@ func (e *jobCreations) unseen(key types.NamespacedName, jobs []batchv1.Job, now 
 	}
 	out := map[string]bool{}
 	for name, c := range pending {
-		if seen[c.uid] || now.Sub(c.at) > creationTimeout {
+		if seen[c.uid] || c.owner != owner || now.Sub(c.at) > creationTimeout {
 			delete(pending, name)
 			continue
 		}

@@ -17,30 +17,35 @@ func TestJobCreationsUntilSeen(t *testing.T) {
 		return batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID(uid)}}
 	}
 	e := newJobCreations()
-	if got := e.unseen(key, nil, t0); len(got) != 0 {
+	if got := e.unseen(key, "js-uid", nil, t0); len(got) != 0 {
 		t.Fatalf("nothing created: unseen %v", got)
 	}
 	a, b := job("js-w-0", "uid-a"), job("js-w-1", "uid-b")
-	e.created(key, &a, t0)
-	e.created(key, &b, t0)
+	e.created(key, "js-uid", &a, t0)
+	e.created(key, "js-uid", &b, t0)
 
 	// The cache shows a, and an older Job under b's name (being deleted):
 	// b is still awaited, a no longer.
 	old := job("js-w-1", "uid-old")
-	if diff := cmp.Diff(map[string]bool{"js-w-1": true}, e.unseen(key, []batchv1.Job{a, old}, t0.Add(time.Second))); diff != "" {
+	if diff := cmp.Diff(map[string]bool{"js-w-1": true}, e.unseen(key, "js-uid", []batchv1.Job{a, old}, t0.Add(time.Second))); diff != "" {
 		t.Errorf("unseen (-want +got):\n%s", diff)
 	}
-	if got := e.unseen(types.NamespacedName{Namespace: "ns", Name: "other"}, nil, t0); len(got) != 0 {
+	if got := e.unseen(types.NamespacedName{Namespace: "ns", Name: "other"}, "other-uid", nil, t0); len(got) != 0 {
 		t.Errorf("another JobSet: unseen %v", got)
 	}
 	// Never seen: free again after creationTimeout.
-	if got := e.unseen(key, nil, t0.Add(creationTimeout+time.Second)); len(got) != 0 {
+	if got := e.unseen(key, "js-uid", nil, t0.Add(creationTimeout+time.Second)); len(got) != 0 {
 		t.Errorf("after creationTimeout: unseen %v", got)
 	}
 
-	e.created(key, &a, t0)
+	// A JobSet recreated under the name awaits none of its predecessor's.
+	e.created(key, "js-uid", &a, t0)
+	if got := e.unseen(key, "new-uid", nil, t0); len(got) != 0 {
+		t.Errorf("a new JobSet of the name: unseen %v", got)
+	}
+	e.created(key, "js-uid", &a, t0)
 	e.forget(key)
-	if got := e.unseen(key, nil, t0); len(got) != 0 {
+	if got := e.unseen(key, "js-uid", nil, t0); len(got) != 0 {
 		t.Errorf("forgotten: unseen %v", got)
 	}
 }

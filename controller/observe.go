@@ -84,7 +84,7 @@ func (r *Reconciler) observe(ctx context.Context, js *jobset.JobSet) (observed, 
 		return obs, fmt.Errorf("listing jobs: %w", err)
 	}
 	obs.jobs = jobs.Items
-	obs.creating = r.creations.unseen(client.ObjectKeyFromObject(js), jobs.Items, r.opts.Clock.Now())
+	obs.creating = r.creations.unseen(client.ObjectKeyFromObject(js), js.UID, jobs.Items, r.opts.Clock.Now())
 
 	if js.Spec.FailurePolicy != nil && (js.Spec.FailurePolicy.RestartStrategy == jobset.BlockingRecreate || inPlace(js)) {
 		var pods corev1.PodList

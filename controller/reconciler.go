@@ -230,7 +230,7 @@ func (r *Reconciler) act(ctx context.Context, js *jobset.JobSet, p *plan) error 
 	if err := r.forEach(ctx, p.createJobs, func(ctx context.Context, job *batchv1.Job) error {
 		err := r.client.Create(ctx, job)
 		if err == nil {
-			r.creations.created(client.ObjectKeyFromObject(js), job, r.opts.Clock.Now())
+			r.creations.created(client.ObjectKeyFromObject(js), js.UID, job, r.opts.Clock.Now())
 		}
 		if err != nil && !apierrors.IsAlreadyExists(err) {
 			r.recorder.Eventf(js, nil, corev1.EventTypeWarning, ReasonJobCreationFailed, "Create", "job %s: %v", job.Name, err)
