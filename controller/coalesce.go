@@ -27,37 +27,86 @@ func inPlaceRestarting(s jobset.JobSetStatus) bool {
 	return s.SyncedEpoch > 0 && s.DeprecatedEpoch >= s.SyncedEpoch
 }
 
-// statusWrites remembers when each JobSet's status was last written. A
-// JobSet recreated under the same name inherits the time, which delays its
-// first counter-only write by at most statusCoalescing.
-type statusWrites struct {
+// During an in-place restart every Pod of the JobSet changes several times
+// (its containers stop and start, its agent reports the new epoch), and a
+// reconcile reads and decides over all N Pods: reconciled on every change,
+// a JobSet of N Pods costs O(N²) over a restart, and at N = 5,000 the
+// controller alone would keep a core busy. So while an in-place restart is
+// under way a JobSet is reconciled at most once per paceFactor times the
+// duration of its last reconcile: the controller's share of a core for it
+// stays under 1/(paceFactor+1), and the restart's end (the last epoch
+// reported) is seen that much later at most — a few milliseconds for small
+// JobSets, bounded by maxPace for any. Detection is not paced: the reconcile
+// that deprecates the epoch runs before the restart is under way.
+const (
+	paceFactor = 4
+	maxPace    = 500 * time.Millisecond
+)
+
+// jobSetTimes remembers, per JobSet, when its status was last written and
+// when its last full reconcile ended and how long it took. A JobSet
+// recreated under the same name inherits them, which delays its first
+// counter-only write by at most statusCoalescing and its first paced
+// reconcile by at most maxPace.
+type jobSetTimes struct {
 	mu   sync.Mutex
-	last map[types.NamespacedName]time.Time
+	last map[types.NamespacedName]times
 }
 
-func newStatusWrites() *statusWrites {
-	return &statusWrites{last: map[types.NamespacedName]time.Time{}}
+type times struct {
+	wrote, ended time.Time
+	took         time.Duration
 }
 
-// wait is how long a counters-only write of the JobSet must still wait.
-func (w *statusWrites) wait(key types.NamespacedName, now time.Time) time.Duration {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	last, ok := w.last[key]
-	if !ok {
+func newJobSetTimes() *jobSetTimes {
+	return &jobSetTimes{last: map[types.NamespacedName]times{}}
+}
+
+// writeWait is how long a counters-only write of the JobSet must still
+// wait.
+func (j *jobSetTimes) writeWait(key types.NamespacedName, now time.Time) time.Duration {
+	t := j.get(key)
+	if t.wrote.IsZero() {
 		return 0
 	}
-	return max(0, last.Add(statusCoalescing).Sub(now))
+	return max(0, t.wrote.Add(statusCoalescing).Sub(now))
 }
 
-func (w *statusWrites) wrote(key types.NamespacedName, now time.Time) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.last[key] = now
+func (j *jobSetTimes) wrote(key types.NamespacedName, now time.Time) {
+	j.update(key, func(t *times) { t.wrote = now })
 }
 
-func (w *statusWrites) forget(key types.NamespacedName) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	delete(w.last, key)
+// paceWait is how long the next full reconcile of the JobSet should still
+// wait at now, during an in-place restart: zero when it may run.
+func (j *jobSetTimes) paceWait(key types.NamespacedName, now time.Time) time.Duration {
+	t := j.get(key)
+	if t.ended.IsZero() {
+		return 0
+	}
+	return max(0, t.ended.Add(min(paceFactor*t.took, maxPace)).Sub(now))
+}
+
+// ran records a full reconcile of the JobSet from start to end.
+func (j *jobSetTimes) ran(key types.NamespacedName, start, end time.Time) {
+	j.update(key, func(t *times) { t.ended, t.took = end, end.Sub(start) })
+}
+
+func (j *jobSetTimes) forget(key types.NamespacedName) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	delete(j.last, key)
+}
+
+func (j *jobSetTimes) get(key types.NamespacedName) times {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.last[key]
+}
+
+func (j *jobSetTimes) update(key types.NamespacedName, f func(*times)) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	t := j.last[key]
+	f(&t)
+	j.last[key] = t
 }

@@ -97,21 +97,21 @@ func TestCountersOnlyWritesAreCoalesced(t *testing.T) {
 		t.Errorf("an epoch change is seen as counters only")
 	}
 
-	w := newStatusWrites()
+	w := newJobSetTimes()
 	key := types.NamespacedName{Namespace: "ns", Name: "js"}
 	t0 := time.Unix(100, 0)
-	if d := w.wait(key, t0); d != 0 {
+	if d := w.writeWait(key, t0); d != 0 {
 		t.Errorf("a first write waits %v", d)
 	}
 	w.wrote(key, t0)
-	if d := w.wait(key, t0.Add(300*time.Millisecond)); d != 700*time.Millisecond {
+	if d := w.writeWait(key, t0.Add(300*time.Millisecond)); d != 700*time.Millisecond {
 		t.Errorf("a write 300ms after the last waits %v, want 700ms", d)
 	}
-	if d := w.wait(key, t0.Add(2*time.Second)); d != 0 {
+	if d := w.writeWait(key, t0.Add(2*time.Second)); d != 0 {
 		t.Errorf("a write 2s after the last waits %v", d)
 	}
 	w.forget(key)
-	if d := w.wait(key, t0); d != 0 {
+	if d := w.writeWait(key, t0); d != 0 {
 		t.Errorf("a deleted JobSet's writes still wait %v", d)
 	}
 }

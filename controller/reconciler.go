@@ -66,8 +66,9 @@ type Reconciler struct {
 	recorder events.EventRecorder
 	opts     Options
 	metrics  *restartMetrics
-	writes   *statusWrites
-	pace     *reconcilePace
+	// times are each JobSet's last status write and reconcile, for
+	// coalescing and pacing.
+	times *jobSetTimes
 	// creations are the Jobs created but not yet seen in the cache.
 	creations *jobCreations
 }
@@ -90,7 +91,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	if err := setupIndexes(context.Background(), mgr.GetFieldIndexer()); err != nil {
 		return err
 	}
-	r := &Reconciler{client: mgr.GetClient(), recorder: mgr.GetEventRecorder(ControllerName), opts: opts, metrics: newRestartMetrics(), writes: newStatusWrites(), pace: newReconcilePace(), creations: newJobCreations()}
+	r := &Reconciler{client: mgr.GetClient(), recorder: mgr.GetEventRecorder(ControllerName), opts: opts, metrics: newRestartMetrics(), times: newJobSetTimes(), creations: newJobCreations()}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		For(&jobset.JobSet{}).
@@ -111,8 +112,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.client.Get(ctx, req.NamespacedName, &js); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.metrics.gone(req.NamespacedName)
-			r.writes.forget(req.NamespacedName)
-			r.pace.forget(req.NamespacedName)
+			r.times.forget(req.NamespacedName)
 			r.creations.forget(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -126,11 +126,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	start := r.opts.Clock.Now()
 	if inPlaceRestarting(js.Status) {
-		if wait := r.pace.wait(req.NamespacedName, start); wait > 0 {
+		if wait := r.times.paceWait(req.NamespacedName, start); wait > 0 {
 			return ctrl.Result{RequeueAfter: wait}, nil
 		}
 	}
-	defer func() { r.pace.ran(req.NamespacedName, start, r.opts.Clock.Now()) }()
+	defer func() { r.times.ran(req.NamespacedName, start, r.opts.Clock.Now()) }()
 	logger := log.FromContext(ctx).WithValues("restarts", js.Status.Restarts)
 	ctx = log.IntoContext(ctx, logger)
 
@@ -158,7 +158,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		// write carries them: the writes of a restart stay constant in N.
 		if inPlaceRestarting(p.status) {
 			write = false
-		} else if wait := r.writes.wait(req.NamespacedName, now); wait > 0 {
+		} else if wait := r.times.writeWait(req.NamespacedName, now); wait > 0 {
 			write = false
 			if p.requeueAfter == 0 || wait < p.requeueAfter {
 				p.requeueAfter = wait
@@ -175,7 +175,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			return ctrl.Result{}, err
 		}
 		r.metrics.written(effective, before, p.status, now)
-		r.writes.wrote(req.NamespacedName, now)
+		r.times.wrote(req.NamespacedName, now)
 	}
 	r.metrics.epochs(&js)
 	// The broadcast mirrors the status, which stays the truth: it is written
