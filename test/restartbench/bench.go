@@ -178,10 +178,10 @@ func (e *env) scenario(ctx context.Context, cfg Config, profile string, strategy
 // are gone, so that they do not weigh on the next scenario. It deletes the
 // Pods itself, at once, as `kubectl delete --grace-period=0 --force` does:
 // left to the namespace controller, N graceful deletions, each finished by
-// its kubelet while the agents of the JobSet's dying Pods retried, took
-// more than ten minutes at N = 5,000; and one request deleting them all
-// outlived the API server's request timeout. Once the namespace is
-// terminating no Job can create a Pod in it again.
+// its kubelet, took more than ten minutes at N = 5,000, and after a single
+// request deleting them all (a DeleteCollection) thousands were still there
+// minutes later. Each poll deletes what is left, one request per Pod. Once
+// the namespace is terminating no Job can create a Pod in it again.
 func (e *env) deleteNamespace(ctx context.Context, name string) {
 	_ = e.client.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
 	_ = wait.PollUntilContextTimeout(ctx, time.Second, 10*time.Minute, true, func(ctx context.Context) (bool, error) {
