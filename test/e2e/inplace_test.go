@@ -21,6 +21,7 @@ import (
 	"github.com/inplace-dev/inplace/test/framework"
 	"github.com/inplace-dev/inplace/test/simnode"
 	"github.com/inplace-dev/inplace/test/util"
+	"github.com/inplace-dev/inplace/test/wrappers"
 )
 
 const timeout = 60 * time.Second
@@ -254,9 +255,9 @@ func expectCondition(js *jobset.JobSet, t jobset.JobSetConditionType, reason str
 }
 
 func smallInPlace(name, namespace string, maxRestarts int32) *jobset.JobSet {
-	rj := util.MakeReplicatedJob("w").Replicas(2).Parallelism(2).Obj()
+	rj := wrappers.MakeReplicatedJob("w").Replicas(2).Parallelism(2).Obj()
 	rj.Template.Spec.BackoffLimit = nil
-	return util.MakeJobSet(name, namespace).ReplicatedJob(rj).
+	return wrappers.MakeJobSet(name, namespace).ReplicatedJob(rj).
 		FailurePolicy(&jobset.FailurePolicy{RestartStrategy: jobset.InPlaceRestart, MaxRestarts: maxRestarts}).Obj()
 }
 
@@ -348,11 +349,11 @@ var _ = Describe("in-place restart, more cases", func() {
 	})
 
 	It("InOrder: every Job starts at once and the barriers open in order, also after a restart", func() {
-		driver := util.MakeReplicatedJob("driver").Obj()
+		driver := wrappers.MakeReplicatedJob("driver").Obj()
 		driver.Template.Spec.BackoffLimit = nil
-		workers := util.MakeReplicatedJob("workers").Parallelism(2).Obj()
+		workers := wrappers.MakeReplicatedJob("workers").Parallelism(2).Obj()
 		workers.Template.Spec.BackoffLimit = nil
-		js := util.MakeJobSet("ordered", ns.Name).ReplicatedJob(driver).ReplicatedJob(workers).
+		js := wrappers.MakeJobSet("ordered", ns.Name).ReplicatedJob(driver).ReplicatedJob(workers).
 			StartupPolicy(jobset.InOrder).
 			FailurePolicy(&jobset.FailurePolicy{RestartStrategy: jobset.InPlaceRestart, MaxRestarts: 2}).Obj()
 		Expect(k8sClient.Create(ctx, js)).To(Succeed())

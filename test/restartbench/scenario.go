@@ -15,7 +15,7 @@ import (
 
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
 	"github.com/inplace-dev/inplace/test/simnode"
-	"github.com/inplace-dev/inplace/test/util"
+	"github.com/inplace-dev/inplace/test/wrappers"
 )
 
 // Failure kinds.
@@ -58,11 +58,11 @@ type Result struct {
 // jobSetFor is N worker Jobs of one Pod each, one per node. Under
 // InPlaceRestart it says only that: the webhook injects the rest.
 func jobSetFor(name, namespace string, nodes int, strategy jobset.JobSetRestartStrategy) *jobset.JobSet {
-	rj := util.MakeReplicatedJob("workers").Replicas(int32(nodes)).Obj()
+	rj := wrappers.MakeReplicatedJob("workers").Replicas(int32(nodes)).Obj()
 	if strategy == jobset.InPlaceRestart {
 		rj.Template.Spec.BackoffLimit = nil
 	}
-	return util.MakeJobSet(name, namespace).ReplicatedJob(rj).
+	return wrappers.MakeJobSet(name, namespace).ReplicatedJob(rj).
 		FailurePolicy(&jobset.FailurePolicy{RestartStrategy: strategy, MaxRestarts: 1000}).Obj()
 }
 

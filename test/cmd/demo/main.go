@@ -22,7 +22,7 @@ import (
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
 	"github.com/inplace-dev/inplace/manager"
 	"github.com/inplace-dev/inplace/test/simnode"
-	"github.com/inplace-dev/inplace/test/util"
+	"github.com/inplace-dev/inplace/test/wrappers"
 )
 
 const workers = 8
@@ -73,9 +73,9 @@ func run(kubeconfig string) error {
 }
 
 func jobSet(name, ns string, strategy jobset.JobSetRestartStrategy) *jobset.JobSet {
-	js := util.MakeJobSet(name, ns).FailurePolicy(&jobset.FailurePolicy{RestartStrategy: strategy, MaxRestarts: 3})
+	js := wrappers.MakeJobSet(name, ns).FailurePolicy(&jobset.FailurePolicy{RestartStrategy: strategy, MaxRestarts: 3})
 	for _, rj := range []string{"trainers", "evaluators"} {
-		r := util.MakeReplicatedJob(rj).Parallelism(workers).Obj()
+		r := wrappers.MakeReplicatedJob(rj).Parallelism(workers).Obj()
 		if strategy == jobset.InPlaceRestart {
 			// What the user writes: nothing but the workers; the webhook
 			// injects the rest.

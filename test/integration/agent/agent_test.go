@@ -32,6 +32,7 @@ import (
 	"github.com/inplace-dev/inplace/test/cluster"
 	"github.com/inplace-dev/inplace/test/framework"
 	"github.com/inplace-dev/inplace/test/util"
+	"github.com/inplace-dev/inplace/test/wrappers"
 )
 
 // Package agent tests what the in-place restart agents may do on a real
@@ -72,9 +73,9 @@ func inPlaceJobSet(name string, parallelism int32) (*jobset.JobSet, []corev1.Pod
 	GinkgoHelper()
 	ns := fw.NewNamespace(ctx, k8sClient)
 	util.WaitForDefaultServiceAccount(ctx, k8sClient, ns.Name)
-	rj := util.MakeReplicatedJob("w").Parallelism(parallelism).Obj()
+	rj := wrappers.MakeReplicatedJob("w").Parallelism(parallelism).Obj()
 	rj.Template.Spec.BackoffLimit = nil
-	js := util.MakeJobSet(name, ns.Name).ReplicatedJob(rj).
+	js := wrappers.MakeJobSet(name, ns.Name).ReplicatedJob(rj).
 		FailurePolicy(&jobset.FailurePolicy{RestartStrategy: jobset.InPlaceRestart}).Obj()
 	Expect(k8sClient.Create(ctx, js)).To(Succeed())
 	var pods []corev1.Pod

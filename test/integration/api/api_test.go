@@ -17,6 +17,7 @@ import (
 
 	jobsetv1alpha2 "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
 	"github.com/inplace-dev/inplace/test/util"
+	"github.com/inplace-dev/inplace/test/wrappers"
 )
 
 var jobsetsGVR = jobsetv1alpha2.GroupVersion.WithResource("jobsets")
@@ -71,8 +72,8 @@ var _ = Describe("the JobSet CRD", func() {
 	)
 
 	It("applies the schema defaults", func() {
-		js := util.MakeJobSet("defaults", ns.Name).
-			ReplicatedJob(jobsetv1alpha2.ReplicatedJob{Name: "w", Template: util.MakeReplicatedJob("w").Obj().Template}).
+		js := wrappers.MakeJobSet("defaults", ns.Name).
+			ReplicatedJob(jobsetv1alpha2.ReplicatedJob{Name: "w", Template: wrappers.MakeReplicatedJob("w").Obj().Template}).
 			FailurePolicy(&jobsetv1alpha2.FailurePolicy{}).
 			Obj()
 		Expect(k8sClient.Create(ctx, js)).To(Succeed())
@@ -83,7 +84,7 @@ var _ = Describe("the JobSet CRD", func() {
 
 	DescribeTable("rejects invalid values with a message naming the field",
 		func(mutate func(*jobsetv1alpha2.JobSet), wantField, wantDetail string) {
-			js := util.MakeJobSet("invalid", ns.Name).ReplicatedJob(util.MakeReplicatedJob("w").Obj()).Obj()
+			js := wrappers.MakeJobSet("invalid", ns.Name).ReplicatedJob(wrappers.MakeReplicatedJob("w").Obj()).Obj()
 			mutate(js)
 			err := k8sClient.Create(ctx, js)
 			Expect(apierrors.IsInvalid(err)).To(BeTrue(), "want Invalid, got %v", err)
@@ -109,10 +110,10 @@ var _ = Describe("the JobSet CRD", func() {
 		}, "spec.failurePolicy.rules[0].name", "should match"),
 		Entry("InOrder together with dependsOn", func(js *jobsetv1alpha2.JobSet) {
 			js.Spec.StartupPolicy = &jobsetv1alpha2.StartupPolicy{StartupPolicyOrder: jobsetv1alpha2.InOrder}
-			js.Spec.ReplicatedJobs = append(js.Spec.ReplicatedJobs, util.MakeReplicatedJob("second").DependsOn("w", jobsetv1alpha2.DependencyReady).Obj())
+			js.Spec.ReplicatedJobs = append(js.Spec.ReplicatedJobs, wrappers.MakeReplicatedJob("second").DependsOn("w", jobsetv1alpha2.DependencyReady).Obj())
 		}, "spec", "mutually exclusive"),
 		Entry("dependsOn status outside its enum", func(js *jobsetv1alpha2.JobSet) {
-			js.Spec.ReplicatedJobs = append(js.Spec.ReplicatedJobs, util.MakeReplicatedJob("second").DependsOn("w", "Started").Obj())
+			js.Spec.ReplicatedJobs = append(js.Spec.ReplicatedJobs, wrappers.MakeReplicatedJob("second").DependsOn("w", "Started").Obj())
 		}, "spec.replicatedJobs[1].dependsOn[0].status", `supported values: "Ready", "Complete"`),
 		Entry("no replicated Jobs", func(js *jobsetv1alpha2.JobSet) {
 			js.Spec.ReplicatedJobs = nil
@@ -121,7 +122,7 @@ var _ = Describe("the JobSet CRD", func() {
 
 	DescribeTable("rejects updates of immutable fields with a message naming the field",
 		func(initial, update func(*jobsetv1alpha2.JobSet), wantMessage string) {
-			js := util.MakeJobSet("immutable", ns.Name).ReplicatedJob(util.MakeReplicatedJob("w").Obj()).Obj()
+			js := wrappers.MakeJobSet("immutable", ns.Name).ReplicatedJob(wrappers.MakeReplicatedJob("w").Obj()).Obj()
 			initial(js)
 			Expect(k8sClient.Create(ctx, js)).To(Succeed())
 			update(js)
@@ -160,7 +161,7 @@ var _ = Describe("the JobSet CRD", func() {
 	)
 
 	It("lets status carry the epoch fields", func() {
-		js := util.MakeJobSet("epochs", ns.Name).ReplicatedJob(util.MakeReplicatedJob("w").Obj()).Obj()
+		js := wrappers.MakeJobSet("epochs", ns.Name).ReplicatedJob(wrappers.MakeReplicatedJob("w").Obj()).Obj()
 		Expect(k8sClient.Create(ctx, js)).To(Succeed())
 		js.Status.DeprecatedEpoch, js.Status.SyncedEpoch = 2, 3
 		Expect(k8sClient.Status().Update(ctx, js)).To(Succeed())

@@ -16,6 +16,7 @@ import (
 
 	"github.com/inplace-dev/inplace/test/cluster"
 	"github.com/inplace-dev/inplace/test/util"
+	"github.com/inplace-dev/inplace/test/wrappers"
 )
 
 var _ = Describe("the local cluster", func() {
@@ -53,8 +54,8 @@ var _ = Describe("the local cluster", func() {
 	})
 
 	It("schedules a Pod with a RestartAllContainers rule only onto a Node that declares the feature", func() {
-		plain := util.MakeNode(ns.Name+"-plain").Label("test-namespace", ns.Name).Obj()
-		declaring := util.MakeNode(ns.Name+"-declaring").Label("test-namespace", ns.Name).
+		plain := wrappers.MakeNode(ns.Name+"-plain").Label("test-namespace", ns.Name).Obj()
+		declaring := wrappers.MakeNode(ns.Name+"-declaring").Label("test-namespace", ns.Name).
 			DeclaredFeatures("RestartAllContainersOnContainerExits").Obj()
 		util.CreateNode(ctx, k8sClient, plain)
 		util.CreateNode(ctx, k8sClient, declaring)
@@ -108,7 +109,7 @@ func registerNodes(namespace string, n int) []string {
 	GinkgoHelper()
 	var names []string
 	for i := range n {
-		node := util.MakeNode(fmt.Sprintf("%s-node-%d", namespace, i)).Label("test-namespace", namespace).Obj()
+		node := wrappers.MakeNode(fmt.Sprintf("%s-node-%d", namespace, i)).Label("test-namespace", namespace).Obj()
 		util.CreateNode(ctx, k8sClient, node)
 		names = append(names, node.Name)
 	}

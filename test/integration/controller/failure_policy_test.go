@@ -13,6 +13,7 @@ import (
 
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
 	"github.com/inplace-dev/inplace/test/util"
+	"github.com/inplace-dev/inplace/test/wrappers"
 )
 
 // failPod makes the first Pod of a Job exit with code, which (with
@@ -102,8 +103,8 @@ var _ = Describe("failure policy (KEP-262)", func() {
 	})
 
 	It("allows exactly maxRestarts counted restarts, then fails with ReachedMaxRestarts", func() {
-		js := create(util.MakeJobSet("max", ns.Name).
-			ReplicatedJob(util.MakeReplicatedJob("w").Replicas(2).Obj()).
+		js := create(wrappers.MakeJobSet("max", ns.Name).
+			ReplicatedJob(wrappers.MakeReplicatedJob("w").Replicas(2).Obj()).
 			FailurePolicy(&jobset.FailurePolicy{MaxRestarts: 2}).
 			Obj())
 		for attempt := range int32(2) {
@@ -121,9 +122,9 @@ var _ = Describe("failure policy (KEP-262)", func() {
 	})
 
 	It("applies the default action when targetReplicatedJobs does not match", func() {
-		js := create(util.MakeJobSet("target", ns.Name).
-			ReplicatedJob(util.MakeReplicatedJob("workers").Obj()).
-			ReplicatedJob(util.MakeReplicatedJob("ps").Obj()).
+		js := create(wrappers.MakeJobSet("target", ns.Name).
+			ReplicatedJob(wrappers.MakeReplicatedJob("workers").Obj()).
+			ReplicatedJob(wrappers.MakeReplicatedJob("ps").Obj()).
 			FailurePolicy(&jobset.FailurePolicy{MaxRestarts: 1, Rules: []jobset.FailurePolicyRule{
 				{Name: "psFails", Action: jobset.FailJobSet, TargetReplicatedJobs: []string{"ps"}},
 			}}).
@@ -135,8 +136,8 @@ var _ = Describe("failure policy (KEP-262)", func() {
 	})
 
 	It("matches onJobFailureMessagePatterns against the Job's failure message", func() {
-		js := create(util.MakeJobSet("pattern", ns.Name).
-			ReplicatedJob(util.MakeReplicatedJob("w").Obj()).
+		js := create(wrappers.MakeJobSet("pattern", ns.Name).
+			ReplicatedJob(wrappers.MakeReplicatedJob("w").Obj()).
 			FailurePolicy(&jobset.FailurePolicy{MaxRestarts: 3, Rules: []jobset.FailurePolicyRule{
 				{Name: "neverMatches", Action: jobset.FailJobSet, OnJobFailureMessagePatterns: []string{"^no such message$"}},
 				{Name: "backoff", Action: jobset.RestartJobSetAndIgnoreMaxRestarts, OnJobFailureMessagePatterns: []string{"(?i)backoff limit"}},
@@ -149,8 +150,8 @@ var _ = Describe("failure policy (KEP-262)", func() {
 	})
 
 	It("RestartJob recreates only the failed Job", func() {
-		js := create(util.MakeJobSet("single", ns.Name).
-			ReplicatedJob(util.MakeReplicatedJob("w").Replicas(3).Obj()).
+		js := create(wrappers.MakeJobSet("single", ns.Name).
+			ReplicatedJob(wrappers.MakeReplicatedJob("w").Replicas(3).Obj()).
 			FailurePolicy(&jobset.FailurePolicy{MaxRestarts: 1, Rules: []jobset.FailurePolicyRule{
 				{Name: "one", Action: jobset.RestartJob},
 			}}).
@@ -180,8 +181,8 @@ var _ = Describe("failure policy (KEP-262)", func() {
 
 	DescribeTable("Recreate and BlockingRecreate order the recreation",
 		func(strategy jobset.JobSetRestartStrategy) {
-			js := create(util.MakeJobSet("order", ns.Name).
-				ReplicatedJob(util.MakeReplicatedJob("w").Replicas(2).Obj()).
+			js := create(wrappers.MakeJobSet("order", ns.Name).
+				ReplicatedJob(wrappers.MakeReplicatedJob("w").Replicas(2).Obj()).
 				FailurePolicy(&jobset.FailurePolicy{MaxRestarts: 1, RestartStrategy: strategy}).
 				Obj())
 			expectJobs(js, "0", "order-w-0", "order-w-1")

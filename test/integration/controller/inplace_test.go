@@ -9,6 +9,7 @@ import (
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
 	"github.com/inplace-dev/inplace/broadcast"
 	"github.com/inplace-dev/inplace/test/util"
+	"github.com/inplace-dev/inplace/test/wrappers"
 )
 
 // These specs play the agents by writing the Pods' epoch annotations and
@@ -48,9 +49,9 @@ var _ = Describe("the epoch protocol of InPlaceRestart", func() {
 	}
 
 	It("syncs, deprecates the moment a worker exits, counts exactly maxRestarts and never recreates a Job", func() {
-		rj := util.MakeReplicatedJob("w").Replicas(2).Parallelism(2).Obj()
+		rj := wrappers.MakeReplicatedJob("w").Replicas(2).Parallelism(2).Obj()
 		rj.Template.Spec.BackoffLimit = nil // set by the webhook for InPlaceRestart
-		js := create(util.MakeJobSet("ip", ns.Name).ReplicatedJob(rj).
+		js := create(wrappers.MakeJobSet("ip", ns.Name).ReplicatedJob(rj).
 			FailurePolicy(&jobset.FailurePolicy{RestartStrategy: jobset.InPlaceRestart, MaxRestarts: 1}).Obj())
 		expectJobs(js, "0", "ip-w-0", "ip-w-1")
 		jobUIDs := uids(js)

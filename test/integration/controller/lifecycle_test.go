@@ -14,6 +14,7 @@ import (
 
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
 	"github.com/inplace-dev/inplace/test/util"
+	"github.com/inplace-dev/inplace/test/wrappers"
 )
 
 var _ = Describe("JobSet lifecycle", func() {
@@ -24,9 +25,9 @@ var _ = Describe("JobSet lifecycle", func() {
 	})
 
 	It("creates labelled child Jobs, a headless Service and Pods with DNS names, and completes", func() {
-		js := create(util.MakeJobSet("train", ns.Name).
-			ReplicatedJob(util.MakeReplicatedJob("driver").Obj()).
-			ReplicatedJob(util.MakeReplicatedJob("workers").Replicas(2).Parallelism(2).Obj()).
+		js := create(wrappers.MakeJobSet("train", ns.Name).
+			ReplicatedJob(wrappers.MakeReplicatedJob("driver").Obj()).
+			ReplicatedJob(wrappers.MakeReplicatedJob("workers").Replicas(2).Parallelism(2).Obj()).
 			Obj())
 		found := expectJobs(js, "0", "train-driver-0", "train-workers-0", "train-workers-1")
 
@@ -84,9 +85,9 @@ var _ = Describe("JobSet lifecycle", func() {
 	})
 
 	It("publishes the coordinator's endpoint on Jobs and Pods", func() {
-		js := util.MakeJobSet("coord", ns.Name).
-			ReplicatedJob(util.MakeReplicatedJob("leader").Obj()).
-			ReplicatedJob(util.MakeReplicatedJob("workers").Replicas(2).Obj()).
+		js := wrappers.MakeJobSet("coord", ns.Name).
+			ReplicatedJob(wrappers.MakeReplicatedJob("leader").Obj()).
+			ReplicatedJob(wrappers.MakeReplicatedJob("workers").Replicas(2).Obj()).
 			Obj()
 		js.Spec.Coordinator = &jobset.Coordinator{ReplicatedJob: "leader"}
 		create(js)
@@ -98,9 +99,9 @@ var _ = Describe("JobSet lifecycle", func() {
 	})
 
 	It("completes with success policy Any on a target once one of its Jobs succeeds, and deletes the rest", func() {
-		js := create(util.MakeJobSet("any", ns.Name).
-			ReplicatedJob(util.MakeReplicatedJob("leader").Obj()).
-			ReplicatedJob(util.MakeReplicatedJob("workers").Replicas(2).Obj()).
+		js := create(wrappers.MakeJobSet("any", ns.Name).
+			ReplicatedJob(wrappers.MakeReplicatedJob("leader").Obj()).
+			ReplicatedJob(wrappers.MakeReplicatedJob("workers").Replicas(2).Obj()).
 			SuccessPolicy(&jobset.SuccessPolicy{Operator: jobset.OperatorAny, TargetReplicatedJobs: []string{"leader"}}).
 			Obj())
 		expectJobs(js, "0", "any-leader-0", "any-workers-0", "any-workers-1")
@@ -119,8 +120,8 @@ var _ = Describe("JobSet lifecycle", func() {
 	})
 
 	It("deletes a finished JobSet after ttlSecondsAfterFinished", func() {
-		js := create(util.MakeJobSet("ttl", ns.Name).
-			ReplicatedJob(util.MakeReplicatedJob("w").Obj()).
+		js := create(wrappers.MakeJobSet("ttl", ns.Name).
+			ReplicatedJob(wrappers.MakeReplicatedJob("w").Obj()).
 			TTLSecondsAfterFinished(2).
 			Obj())
 		expectJobs(js, "0", "ttl-w-0")
@@ -134,13 +135,13 @@ var _ = Describe("JobSet lifecycle", func() {
 	})
 
 	It("leaves a JobSet managed by another controller alone", func() {
-		js := create(util.MakeJobSet("elsewhere", ns.Name).
-			ReplicatedJob(util.MakeReplicatedJob("w").Obj()).
+		js := create(wrappers.MakeJobSet("elsewhere", ns.Name).
+			ReplicatedJob(wrappers.MakeReplicatedJob("w").Obj()).
 			ManagedBy("example.com/other-controller").
 			Obj())
 		// A JobSet of ours created after it is reconciled: once its Jobs
 		// exist, the other one has been seen too.
-		ours := create(util.MakeJobSet("ours", ns.Name).ReplicatedJob(util.MakeReplicatedJob("w").Obj()).Obj())
+		ours := create(wrappers.MakeJobSet("ours", ns.Name).ReplicatedJob(wrappers.MakeReplicatedJob("w").Obj()).Obj())
 		expectJobs(ours, "0", "ours-w-0")
 		Consistently(func(g Gomega) {
 			g.Expect(jobNames(g, js)).To(BeEmpty())
@@ -149,9 +150,9 @@ var _ = Describe("JobSet lifecycle", func() {
 	})
 
 	It("suspends every Job at once and resumes them in startup order", func() {
-		js := create(util.MakeJobSet("pause", ns.Name).
-			ReplicatedJob(util.MakeReplicatedJob("driver").Obj()).
-			ReplicatedJob(util.MakeReplicatedJob("workers").Replicas(2).Obj()).
+		js := create(wrappers.MakeJobSet("pause", ns.Name).
+			ReplicatedJob(wrappers.MakeReplicatedJob("driver").Obj()).
+			ReplicatedJob(wrappers.MakeReplicatedJob("workers").Replicas(2).Obj()).
 			StartupPolicy(jobset.InOrder).
 			Suspend(true).
 			Obj())
@@ -187,8 +188,8 @@ var _ = Describe("JobSet lifecycle", func() {
 	})
 
 	It("fails on the first Job failure without a failure policy, naming the Job", func() {
-		js := create(util.MakeJobSet("nopolicy", ns.Name).
-			ReplicatedJob(util.MakeReplicatedJob("w").Replicas(2).Obj()).
+		js := create(wrappers.MakeJobSet("nopolicy", ns.Name).
+			ReplicatedJob(wrappers.MakeReplicatedJob("w").Replicas(2).Obj()).
 			Obj())
 		expectJobs(js, "0", "nopolicy-w-0", "nopolicy-w-1")
 		util.FinishJobPods(ctx, k8sClient, ns.Name, "nopolicy-w-1", 1, 1)

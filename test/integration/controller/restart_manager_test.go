@@ -11,6 +11,7 @@ import (
 
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
 	"github.com/inplace-dev/inplace/test/util"
+	"github.com/inplace-dev/inplace/test/wrappers"
 )
 
 // reconciles is how many reconciles of JobSets this process finished, from
@@ -39,9 +40,9 @@ var _ = Describe("a restarted manager", Ordered, func() {
 	It("reconciles every JobSet again without writing anything", func() {
 		ns := fw.NewNamespace(ctx, k8sClient)
 		util.WaitForDefaultServiceAccount(ctx, k8sClient, ns.Name)
-		js := create(util.MakeJobSet("steady", ns.Name).
-			ReplicatedJob(util.MakeReplicatedJob("driver").Obj()).
-			ReplicatedJob(util.MakeReplicatedJob("workers").Replicas(2).Obj()).
+		js := create(wrappers.MakeJobSet("steady", ns.Name).
+			ReplicatedJob(wrappers.MakeReplicatedJob("driver").Obj()).
+			ReplicatedJob(wrappers.MakeReplicatedJob("workers").Replicas(2).Obj()).
 			StartupPolicy(jobset.InOrder).
 			Obj())
 		expectJobs(js, "0", "steady-driver-0")

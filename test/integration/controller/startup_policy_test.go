@@ -9,6 +9,7 @@ import (
 
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
 	"github.com/inplace-dev/inplace/test/util"
+	"github.com/inplace-dev/inplace/test/wrappers"
 )
 
 var _ = Describe("startup policy (KEP-104)", func() {
@@ -66,9 +67,9 @@ var _ = Describe("startup policy (KEP-104)", func() {
 	})
 
 	It("runs the startup order again after a restart", func() {
-		js := create(util.MakeJobSet("again", ns.Name).
-			ReplicatedJob(util.MakeReplicatedJob("driver").Obj()).
-			ReplicatedJob(util.MakeReplicatedJob("workers").Obj()).
+		js := create(wrappers.MakeJobSet("again", ns.Name).
+			ReplicatedJob(wrappers.MakeReplicatedJob("driver").Obj()).
+			ReplicatedJob(wrappers.MakeReplicatedJob("workers").Obj()).
 			StartupPolicy(jobset.InOrder).
 			FailurePolicy(&jobset.FailurePolicy{MaxRestarts: 1}).
 			Obj())
@@ -89,9 +90,9 @@ var _ = Describe("startup policy (KEP-104)", func() {
 
 	DescribeTable("dependsOn creates a replicated Job once its dependency reached the status",
 		func(status jobset.DependsOnStatus) {
-			js := create(util.MakeJobSet("deps", ns.Name).
-				ReplicatedJob(util.MakeReplicatedJob("init").Obj()).
-				ReplicatedJob(util.MakeReplicatedJob("main").DependsOn("init", status).Obj()).
+			js := create(wrappers.MakeJobSet("deps", ns.Name).
+				ReplicatedJob(wrappers.MakeReplicatedJob("init").Obj()).
+				ReplicatedJob(wrappers.MakeReplicatedJob("main").DependsOn("init", status).Obj()).
 				Obj())
 			expectJobs(js, "0", "deps-init-0")
 			util.SetPodsRunning(ctx, k8sClient, ns.Name, "deps-init-0", 1)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/inplace-dev/inplace/test/framework"
 	"github.com/inplace-dev/inplace/test/util"
+	"github.com/inplace-dev/inplace/test/wrappers"
 )
 
 var (
@@ -38,7 +39,7 @@ var _ = BeforeSuite(func() {
 	cfg = fw.Init()
 	ctx, k8sClient = fw.SetupClient(cfg)
 	for i := range 4 {
-		util.CreateNode(ctx, k8sClient, util.MakeNode(fmt.Sprintf("node-%d", i)).Obj())
+		util.CreateNode(ctx, k8sClient, wrappers.MakeNode(fmt.Sprintf("node-%d", i)).Obj())
 	}
 	util.RunPodTerminator(ctx, kubernetes.NewForConfigOrDie(cfg))
 	fw.StartManager(cfg)

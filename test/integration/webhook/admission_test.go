@@ -15,6 +15,7 @@ import (
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
 	"github.com/inplace-dev/inplace/inject"
 	"github.com/inplace-dev/inplace/test/util"
+	"github.com/inplace-dev/inplace/test/wrappers"
 )
 
 func loadSpec(file, namespace string) *jobset.JobSet { return util.LoadSpec(file, namespace) }
@@ -73,7 +74,7 @@ var _ = Describe("the mutating webhook", func() {
 		Expect(k8sClient.Create(ctx, off)).To(Succeed())
 		DeferCleanup(func() { Expect(k8sClient.Delete(ctx, off)).To(Succeed()) })
 
-		js := util.MakeJobSet("unmutated", off.Name).ReplicatedJob(util.MakeReplicatedJob("w").Obj()).Obj()
+		js := wrappers.MakeJobSet("unmutated", off.Name).ReplicatedJob(wrappers.MakeReplicatedJob("w").Obj()).Obj()
 		Expect(k8sClient.Create(ctx, js)).To(Succeed())
 		Expect(js.Spec.SuccessPolicy).To(BeNil(), "a JobSet in an opted-out namespace was defaulted by the webhook")
 		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "other", Namespace: ns.Name}}

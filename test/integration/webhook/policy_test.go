@@ -16,7 +16,7 @@ import (
 
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
 	policyv1alpha1 "github.com/inplace-dev/inplace/api/policy/v1alpha1"
-	"github.com/inplace-dev/inplace/test/util"
+	"github.com/inplace-dev/inplace/test/wrappers"
 )
 
 const maxRestartsRego = `package guardrails.maxrestarts
@@ -34,8 +34,8 @@ func params(v any) *apiextensionsv1.JSON {
 }
 
 func withMaxRestarts(name, namespace string, n int32) *jobset.JobSet {
-	return util.MakeJobSet(name, namespace).
-		ReplicatedJob(util.MakeReplicatedJob("w").Obj()).
+	return wrappers.MakeJobSet(name, namespace).
+		ReplicatedJob(wrappers.MakeReplicatedJob("w").Obj()).
 		FailurePolicy(&jobset.FailurePolicy{MaxRestarts: n}).Obj()
 }
 

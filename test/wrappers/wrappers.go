@@ -1,14 +1,14 @@
-// Package util holds builders for the objects tests create, so that a test
+// Package wrappers holds builders for the objects tests create, so that a test
 // states only what matters to it:
 //
-//	util.MakeJobSet("js", ns).
-//		ReplicatedJob(util.MakeReplicatedJob("workers").Replicas(2).Parallelism(4).Obj()).
+//	wrappers.MakeJobSet("js", ns).
+//		ReplicatedJob(wrappers.MakeReplicatedJob("workers").Replicas(2).Parallelism(4).Obj()).
 //		FailurePolicy(&jobsetv1alpha2.FailurePolicy{MaxRestarts: 3}).
 //		Obj()
 //
 // Builders are additive (Label adds one label) and Obj returns the object
 // itself; Clone copies a builder before diverging.
-package util
+package wrappers
 
 import (
 	batchv1 "k8s.io/api/batch/v1"
