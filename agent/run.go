@@ -86,7 +86,7 @@ func Run(ctx context.Context, log logr.Logger, cfg Config, t Transport) (int, er
 	log.Info("started", "epoch", m.Epoch(), "resumed", d.ReportEpoch == 0, "synced", first.SyncedEpoch, "deprecated", first.DeprecatedEpoch)
 	for {
 		if d.ReportEpoch != 0 {
-			if err := report(ctx, t, d.ReportEpoch); err != nil {
+			if err := report(ctx, log, t, d.ReportEpoch); err != nil {
 				return 0, nil // ctx ended
 			}
 		}
@@ -112,10 +112,14 @@ func Run(ctx context.Context, log logr.Logger, cfg Config, t Transport) (int, er
 
 // report writes the epoch, retrying with backoff and jitter: the whole
 // group waits for it.
-func report(ctx context.Context, t Transport, epoch int32) error {
+func report(ctx context.Context, log logr.Logger, t Transport, epoch int32) error {
 	return wait.ExponentialBackoffWithContext(ctx, RetryBackoff(),
 		func(ctx context.Context) (bool, error) {
-			return t.ReportEpoch(ctx, epoch) == nil, nil
+			err := t.ReportEpoch(ctx, epoch)
+			if err != nil {
+				log.V(1).Info("reporting the epoch failed; retrying", "epoch", epoch, "error", err)
+			}
+			return err == nil, nil
 		})
 }
 

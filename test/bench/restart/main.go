@@ -56,7 +56,7 @@ func main() {
 			fail(fmt.Errorf("-log: %w", err))
 		}
 		defer f.Close()
-		log = funcr.New(func(prefix, args string) { fmt.Fprintln(f, time.Now().Format(time.StampMicro), prefix, args) }, funcr.Options{})
+		log = funcr.New(func(prefix, args string) { fmt.Fprintln(f, time.Now().Format(time.StampMicro), prefix, args) }, funcr.Options{Verbosity: 1})
 	}
 	cfg := restartbench.Config{Repeats: *repeats, Timeout: *timeout, Progress: os.Stderr, Log: log,
 		Profiles: split(*profiles), Failures: split(*failures), ProfileDir: *profileDir, APIServerProfile: *apiserverProfile}
