@@ -15,15 +15,19 @@ import (
 	"context"
 	"fmt"
 	"runtime/pprof"
+	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -122,13 +126,15 @@ func startEnv(ctx context.Context, nodes int, restartTimeout time.Duration, log 
 	if err := authorizeKubelets(ctx, e.cs); err != nil {
 		return fail(err)
 	}
-	kubeletCfg := kubeletConfig(c.Config)
+	kubeletCfg := rest.CopyConfig(c.Config)
 	e.counters[ActorKubelets].wrap(kubeletCfg)
+	kubelets := newKubeletClients(kubeletCfg)
 	agentCfg := rest.CopyConfig(c.Config)
 	e.counters[ActorAgents].wrap(agentCfg)
 	pprof.SetGoroutineLabels(pprof.WithLabels(ctx, pprof.Labels("actor", ActorKubelets)))
 	e.sim, err = simnode.Start(runCtx, simnode.Options{
-		Client: kubernetes.NewForConfigOrDie(kubeletCfg), Nodes: nodes, Prefix: "sim",
+		// The Pods' watch, shared by the simulated nodes.
+		Client: kubernetes.NewForConfigOrDie(kubelets.config("sim")), NodeClient: kubelets.node, Nodes: nodes, Prefix: "sim",
 		AgentContainer: "inplace-agent", AgentConfig: agentCfg, Recorder: e.recorder,
 		Log: log.WithName("simnode"),
 	})
@@ -139,53 +145,127 @@ func startEnv(ctx context.Context, nodes int, restartTimeout time.Duration, log 
 	return e, stop, nil
 }
 
-// kubeletUser is who the simulated kubelets are to the API server: a node,
-// so that API Priority and Fairness gives their requests the nodes'
-// priority level, and never the unlimited one of the cluster's admin.
-var kubeletUser = rest.ImpersonationConfig{UserName: "system:node:simulated", Groups: []string{"system:nodes", "system:authenticated"}}
+// The simulated kubelets are nodes to the API server, each its own:
+// system:node:<name> in the group system:nodes, as a real kubelet. API
+// Priority and Fairness then gives their requests the nodes' priority
+// level, never the unlimited one of the cluster's admin, and queues each
+// node's requests as a flow of its own. When all of them were one user
+// they were one flow, whose few queues overflowed with a thousand status
+// writes at once: the API server sent them back to wait a second and try
+// again (5,073 refusals in three restarts at N = 1,000) while the cores
+// idled.
+const nodesGroup = "system:nodes"
 
-// kubeletConfig is the simulated kubelets' client: a node's identity,
-// protobuf, as a kubelet's, and no client-side rate limit, since the
-// kubelets of N nodes share it.
-func kubeletConfig(admin *rest.Config) *rest.Config {
+func nodeUser(node string) rest.ImpersonationConfig {
+	return rest.ImpersonationConfig{UserName: "system:node:" + node, Groups: []string{nodesGroup, "system:authenticated"}}
+}
+
+// kubeletClients makes the simulated kubelets' clients, one per node with
+// that node's identity. They share one connection (client-go shares a
+// transport between configs of the same TLS settings; the identity is a
+// header): opening one per node is not what is measured.
+type kubeletClients struct {
+	base   *rest.Config
+	mu     sync.Mutex
+	byNode map[string]corev1client.CoreV1Interface
+}
+
+// newKubeletClients talks protobuf, as a kubelet does, with no
+// client-side rate limit, since the kubelets of N nodes share the process.
+func newKubeletClients(admin *rest.Config) *kubeletClients {
 	cfg := rest.CopyConfig(admin)
-	cfg.Impersonate = kubeletUser
 	cfg.QPS, cfg.Burst = -1, 0
 	cfg.ContentType = runtime.ContentTypeProtobuf
 	cfg.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
+	return &kubeletClients{base: cfg, byNode: map[string]corev1client.CoreV1Interface{}}
+}
+
+// node returns the client of one node's kubelet.
+func (k *kubeletClients) node(name string) corev1client.CoreV1Interface {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if c, ok := k.byNode[name]; ok {
+		return c
+	}
+	c := corev1client.NewForConfigOrDie(k.config(name))
+	k.byNode[name] = c
+	return c
+}
+
+// config is the client configuration of one node's kubelet.
+func (k *kubeletClients) config(name string) *rest.Config {
+	cfg := rest.CopyConfig(k.base)
+	cfg.Impersonate = nodeUser(name)
 	return cfg
 }
 
 // authorizeKubelets lets the simulated kubelets do what they do (the local
-// cluster has no node authorizer; RBAC alone grants them).
+// cluster has no node authorizer; RBAC alone grants them), and returns
+// once the API server's authorizer holds the grant: it reads bindings from
+// its own cache, so a node registered right after the binding was created
+// was once refused ("nodes is forbidden") at N = 5,000.
 func authorizeKubelets(ctx context.Context, cs kubernetes.Interface) error {
 	binding := &rbacv1.ClusterRoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: "simulated-kubelets"},
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: kubeletUser.UserName}},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: nodesGroup}},
 	}
-	_, err := cs.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{})
-	return err
+	if _, err := cs.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	probe := nodeUser("probe")
+	review := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+		User: probe.UserName, Groups: probe.Groups,
+		ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: "create", Resource: "nodes"},
+	}}
+	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		got, err := cs.AuthorizationV1().SubjectAccessReviews().Create(ctx, review, metav1.CreateOptions{})
+		return err == nil && got.Status.Allowed, nil
+	})
+	if err != nil {
+		return fmt.Errorf("the API server did not authorize the simulated kubelets within a minute of binding %s: %w", binding.Name, err)
+	}
+	return nil
 }
 
-// watchEventsSent reads the API server's count of watch events sent.
-func (e *env) watchEventsSent(ctx context.Context) (float64, error) {
+// apiServerCounts is what the API server counted of a restart's load.
+type apiServerCounts struct {
+	// WatchEvents sent to watchers.
+	WatchEvents float64
+	// Rejected requests by API Priority and Fairness, by priority level:
+	// its queues were full or the request waited in one too long. The
+	// client waits as the response's Retry-After says and tries again.
+	Rejected map[string]float64
+}
+
+// apiServerCounters reads the API server's counters of watch events sent
+// and of requests it rejected.
+func (e *env) apiServerCounters(ctx context.Context) (apiServerCounts, error) {
+	counts := apiServerCounts{Rejected: map[string]float64{}}
 	raw, err := e.cs.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
 	if err != nil {
-		return 0, err
+		return counts, err
 	}
 	parser := expfmt.NewTextParser(model.UTF8Validation)
 	families, err := parser.TextToMetricFamilies(bytes.NewReader(raw))
 	if err != nil {
-		return 0, err
+		return counts, err
 	}
-	total := 0.0
 	if f, ok := families["apiserver_watch_events_total"]; ok {
 		for _, m := range f.GetMetric() {
-			total += m.GetCounter().GetValue()
+			counts.WatchEvents += m.GetCounter().GetValue()
 		}
 	}
-	return total, nil
+	if f, ok := families["apiserver_flowcontrol_rejected_requests_total"]; ok {
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "priority_level" {
+					counts.Rejected[l.GetValue()] += m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return counts, nil
 }
 
 func (e *env) snapshot() map[string]map[string]int {

@@ -122,7 +122,9 @@ func (e *env) floor(ctx context.Context, statusWrites int, sample *corev1.Pod) (
 	go func() {
 		defer wg.Done()
 		t := time.Now()
-		cs := kubernetes.NewForConfigOrDie(kubeletConfig(e.admin))
+		// Each Pod's writes come from a node of its own, as the
+		// restart's do.
+		kubelets := newKubeletClients(e.admin)
 		err := parallel(ctx, e.nodes, e.nodes, func(ctx context.Context, i int) error {
 			// As the simulated kubelet: a strategic merge patch of the
 			// worker's container status per write, with the Pod's UID as
@@ -135,7 +137,7 @@ func (e *env) floor(ctx context.Context, statusWrites int, sample *corev1.Pod) (
 				patch := fmt.Sprintf(`{"metadata":{"uid":%q},"status":{"containerStatuses":[{"name":%q,"restartCount":%d,"state":{"running":{"startedAt":%q}}}]}}`,
 					uids[i], worker, w+1, time.Now().UTC().Format(time.RFC3339))
 				if err := retrying(ctx, func() error {
-					_, err := cs.CoreV1().Pods(ns.Name).Patch(ctx, names[i], types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}, "status")
+					_, err := kubelets.node(fmt.Sprintf("floor-%d", i)).Pods(ns.Name).Patch(ctx, names[i], types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}, "status")
 					return err
 				}); err != nil {
 					return err

@@ -50,6 +50,10 @@ type Result struct {
 	Requests map[string]map[string]int `json:"requests"`
 	// WatchEvents the API server sent meanwhile.
 	WatchEvents float64 `json:"watchEvents"`
+	// Rejected: requests API Priority and Fairness turned away meanwhile
+	// (queue full or waited too long), by priority level; the clients
+	// tried them again after the Retry-After the API server set.
+	Rejected map[string]float64 `json:"rejectedRequests,omitempty"`
 	// CPUSeconds each process used meanwhile: the control plane's
 	// components and this one (ProcessBench).
 	CPUSeconds map[string]float64 `json:"cpuSeconds"`
@@ -186,7 +190,7 @@ func (e *env) restart(ctx context.Context, js *jobset.JobSet, jw *jobSetWatch, f
 	victim := pods.Items[0]
 	before := jw.status()
 	requestsBefore := e.snapshot()
-	watchBefore, err := e.watchEventsSent(ctx)
+	apiBefore, err := e.apiServerCounters(ctx)
 	if err != nil {
 		return r, err
 	}
@@ -252,11 +256,19 @@ func (e *env) restart(ctx context.Context, js *jobset.JobSet, jw *jobSetWatch, f
 	for actor, after := range e.snapshot() {
 		r.Requests[actor] = diff(requestsBefore[actor], after)
 	}
-	watchAfter, err := e.watchEventsSent(ctx)
+	apiAfter, err := e.apiServerCounters(ctx)
 	if err != nil {
 		return r, err
 	}
-	r.WatchEvents = watchAfter - watchBefore
+	r.WatchEvents = apiAfter.WatchEvents - apiBefore.WatchEvents
+	for level, n := range apiAfter.Rejected {
+		if d := n - apiBefore.Rejected[level]; d > 0 {
+			if r.Rejected == nil {
+				r.Rejected = map[string]float64{}
+			}
+			r.Rejected[level] = d
+		}
+	}
 
 	// The JobSet's own progress, from its watch (it may trail the workers
 	// by a watch event: wait for it briefly).

@@ -476,7 +476,7 @@ func (r *podRunner) finishDeletion(ctx context.Context) {
 			r.sim.opts.Log.Error(err, "reporting a deleted Pod terminal", "pod", r.namespace+"/"+r.name)
 		}
 	}
-	err := r.sim.opts.Client.CoreV1().Pods(r.namespace).Delete(ctx, r.name, metav1.DeleteOptions{
+	err := r.sim.kubelet(r.nodeName).Pods(r.namespace).Delete(ctx, r.name, metav1.DeleteOptions{
 		GracePeriodSeconds: ptr.To[int64](0), Preconditions: &metav1.Preconditions{UID: &r.uid},
 	})
 	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) && ctx.Err() == nil {
@@ -488,7 +488,7 @@ func (r *podRunner) finishDeletion(ctx context.Context) {
 func (r *podRunner) fail(ctx context.Context, reason, message string) {
 	r.stop()
 	r.status.close()
-	pod, err := r.sim.opts.Client.CoreV1().Pods(r.namespace).Get(ctx, r.name, metav1.GetOptions{})
+	pod, err := r.sim.kubelet(r.nodeName).Pods(r.namespace).Get(ctx, r.name, metav1.GetOptions{})
 	if err != nil {
 		return
 	}
@@ -497,7 +497,7 @@ func (r *podRunner) fail(ctx context.Context, reason, message string) {
 	pod.Status.Conditions = append(pod.Status.Conditions, corev1.PodCondition{
 		Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue, Reason: "DeletionByPodGC", Message: message, LastTransitionTime: metav1.Now(),
 	})
-	_, _ = r.sim.opts.Client.CoreV1().Pods(r.namespace).UpdateStatus(ctx, pod, metav1.UpdateOptions{})
+	_, _ = r.sim.kubelet(r.nodeName).Pods(r.namespace).UpdateStatus(ctx, pod, metav1.UpdateOptions{})
 }
 
 // unconsumed returns a failure annotation that has not been acted on: once
@@ -519,7 +519,7 @@ func (r *podRunner) unconsumed(pod *corev1.Pod, key string) (string, bool) {
 
 func (r *podRunner) clearAnnotation(ctx context.Context, key string) {
 	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{key: nil}}})
-	_, _ = r.sim.opts.Client.CoreV1().Pods(r.namespace).Patch(ctx, r.name, types.MergePatchType, patch, metav1.PatchOptions{})
+	_, _ = r.sim.kubelet(r.nodeName).Pods(r.namespace).Patch(ctx, r.name, types.MergePatchType, patch, metav1.PatchOptions{})
 }
 
 func findContainer(spec corev1.PodSpec, name string) (*corev1.Container, bool) {
@@ -603,7 +603,7 @@ func (r *podRunner) agentClientset(ctx context.Context) (kubernetes.Interface, f
 		var tr *authenticationv1.TokenRequest
 		var last error
 		err := wait.ExponentialBackoffWithContext(ctx, agent.RetryBackoff(), func(ctx context.Context) (bool, error) {
-			tr, last = r.sim.opts.Client.CoreV1().ServiceAccounts(r.namespace).CreateToken(ctx, sa, &authenticationv1.TokenRequest{
+			tr, last = r.sim.kubelet(r.nodeName).ServiceAccounts(r.namespace).CreateToken(ctx, sa, &authenticationv1.TokenRequest{
 				Spec: authenticationv1.TokenRequestSpec{BoundObjectRef: &authenticationv1.BoundObjectReference{
 					Kind: "Pod", APIVersion: "v1", Name: r.name, UID: r.uid,
 				}},

@@ -40,6 +40,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
@@ -55,7 +56,12 @@ const (
 
 // Options configure the simulated nodes.
 type Options struct {
+	// Client watches the Pods of every simulated node, and is each node's
+	// kubelet's client unless NodeClient is set.
 	Client kubernetes.Interface
+	// NodeClient, when set, returns the client of one node's kubelet: a
+	// client per node, with its own identity, as real kubelets have.
+	NodeClient func(node string) corev1client.CoreV1Interface
 	// Nodes is how many Nodes to register, named <Prefix>-<i>.
 	Nodes  int
 	Prefix string
@@ -129,6 +135,14 @@ func (s *Sim) SetLatency(l Latency) { s.lat.Store(&l) }
 
 func (s *Sim) latency() Latency { return *s.lat.Load() }
 
+// kubelet is the client of one node's kubelet.
+func (s *Sim) kubelet(node string) corev1client.CoreV1Interface {
+	if s.opts.NodeClient != nil {
+		return s.opts.NodeClient(node)
+	}
+	return s.opts.Client.CoreV1()
+}
+
 func (s *Sim) registerNode(ctx context.Context, name string) error {
 	capacity := corev1.ResourceList{
 		corev1.ResourcePods:   resource.MustParse("110"),
@@ -136,9 +150,9 @@ func (s *Sim) registerNode(ctx context.Context, name string) error {
 		corev1.ResourceMemory: resource.MustParse("256Gi"),
 	}
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{corev1.LabelHostname: name, NodeLabel: "true"}}}
-	created, err := s.opts.Client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
+	created, err := s.kubelet(name).Nodes().Create(ctx, node, metav1.CreateOptions{})
 	if apierrors.IsAlreadyExists(err) {
-		created, err = s.opts.Client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		created, err = s.kubelet(name).Nodes().Get(ctx, name, metav1.GetOptions{})
 	}
 	if err != nil {
 		return fmt.Errorf("registering node %s: %w", name, err)
@@ -151,7 +165,7 @@ func (s *Sim) registerNode(ctx context.Context, name string) error {
 		// that declare the feature.
 		DeclaredFeatures: []string{"RestartAllContainersOnContainerExits"},
 	}
-	_, err = s.opts.Client.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{})
+	_, err = s.kubelet(name).Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{})
 	return err
 }
 

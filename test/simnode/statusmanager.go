@@ -142,7 +142,7 @@ func (r *podRunner) writeStatus(ctx context.Context, s corev1.PodStatus) error {
 	if err != nil {
 		return err
 	}
-	_, err = r.sim.opts.Client.CoreV1().Pods(r.namespace).Patch(ctx, r.name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
+	_, err = r.sim.kubelet(r.nodeName).Pods(r.namespace).Patch(ctx, r.name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
 	switch {
 	case err == nil:
 		r.mu.Lock()
