@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
@@ -27,6 +28,14 @@ import (
 // JobSet's broadcast ConfigMap and patches its own Pod. It needs get, list
 // and watch on that ConfigMap and get and patch on its Pod, nothing on the
 // JobSet.
+//
+// Its requests are sent with client-go's own retries off (MaxRetries(0))
+// and retried by the agent, with jittered backoff. client-go would wait
+// out a refusal's Retry-After to the second, and API Priority and Fairness
+// gives every request of a priority level it refuses in the same second
+// the same Retry-After (growing while the refusals go on): a JobSet's
+// agents refused together after an in-place restart would come back
+// together, seconds later, and the API server would idle in between.
 type KubeTransport struct {
 	Client    kubernetes.Interface
 	Namespace string
@@ -79,18 +88,31 @@ func (k *KubeTransport) Broadcasts(ctx context.Context) (<-chan broadcast.Broadc
 			case <-ctx.Done():
 			}
 		}
-		backoff := wait.Backoff{Duration: 100 * time.Millisecond, Factor: 2, Jitter: 1, Steps: 1 << 30, Cap: 10 * time.Second}
+		relistBackoff := func() wait.Backoff {
+			return wait.Backoff{Duration: 100 * time.Millisecond, Factor: 2, Jitter: 1, Steps: 1 << 30, Cap: 10 * time.Second}
+		}
+		backoff := relistBackoff()
 		for ctx.Err() == nil {
 			// ResourceVersion "0": served from the apiserver's watch cache,
 			// not read from etcd — a thousand agents list at once after a
 			// restart. The watch from the list's version delivers anything
 			// newer.
-			list, err := k.Client.CoreV1().ConfigMaps(k.Namespace).List(ctx, metav1.ListOptions{
-				FieldSelector: fields.OneTermEqualSelector("metadata.name", name).String(), ResourceVersion: "0",
-			})
+			list := &corev1.ConfigMapList{}
+			err := k.Client.CoreV1().RESTClient().Get().Namespace(k.Namespace).Resource("configmaps").
+				VersionedParams(&metav1.ListOptions{
+					FieldSelector: fields.OneTermEqualSelector("metadata.name", name).String(), ResourceVersion: "0",
+				}, scheme.ParameterCodec).
+				MaxRetries(0).Do(ctx).Into(list)
 			if err == nil && len(list.Items) == 1 {
 				deliver(&list.Items[0])
-				err = k.watch(ctx, name, list.ResourceVersion, deliver)
+				var watched bool
+				watched, err = k.watch(ctx, name, list.ResourceVersion, deliver)
+				if watched {
+					// A watch that ran ends in the normal course (the API
+					// server closes watches after a while): re-list at
+					// once, not after the backoff of earlier failures.
+					backoff = relistBackoff()
+				}
 			}
 			if ctx.Err() != nil {
 				return
@@ -108,13 +130,17 @@ func (k *KubeTransport) Broadcasts(ctx context.Context) (<-chan broadcast.Broadc
 	return out, nil
 }
 
-func (k *KubeTransport) watch(ctx context.Context, name, rv string, deliver func(*corev1.ConfigMap)) error {
-	w, err := k.Client.CoreV1().ConfigMaps(k.Namespace).Watch(ctx, metav1.ListOptions{
-		FieldSelector: fields.OneTermEqualSelector("metadata.name", name).String(), ResourceVersion: rv,
-		AllowWatchBookmarks: true,
-	})
+// watch delivers the broadcast's changes after rv until the watch ends;
+// watched says whether it ran and was closed without an error.
+func (k *KubeTransport) watch(ctx context.Context, name, rv string, deliver func(*corev1.ConfigMap)) (watched bool, err error) {
+	w, err := k.Client.CoreV1().RESTClient().Get().Namespace(k.Namespace).Resource("configmaps").
+		VersionedParams(&metav1.ListOptions{
+			FieldSelector: fields.OneTermEqualSelector("metadata.name", name).String(), ResourceVersion: rv,
+			AllowWatchBookmarks: true, Watch: true,
+		}, scheme.ParameterCodec).
+		MaxRetries(0).Watch(ctx)
 	if err != nil {
-		return err
+		return false, err
 	}
 	defer w.Stop()
 	for ev := range w.ResultChan() {
@@ -124,10 +150,10 @@ func (k *KubeTransport) watch(ctx context.Context, name, rv string, deliver func
 				deliver(cm)
 			}
 		case watch.Error:
-			return apierrors.FromObject(ev.Object)
+			return false, apierrors.FromObject(ev.Object)
 		}
 	}
-	return fmt.Errorf("watch closed")
+	return true, fmt.Errorf("watch closed")
 }
 
 // ReportEpoch patches the epoch annotation of the agent's Pod.
@@ -138,8 +164,8 @@ func (k *KubeTransport) ReportEpoch(ctx context.Context, epoch int32) error {
 	if err != nil {
 		return err
 	}
-	_, err = k.Client.CoreV1().Pods(k.Namespace).Patch(ctx, k.Pod, types.MergePatchType, patch, metav1.PatchOptions{})
-	return err
+	return k.Client.CoreV1().RESTClient().Patch(types.MergePatchType).Namespace(k.Namespace).Resource("pods").Name(k.Pod).
+		Body(patch).MaxRetries(0).Do(ctx).Error()
 }
 
 // Self reads the agent's Pod, retrying with backoff and jitter until it
@@ -147,10 +173,11 @@ func (k *KubeTransport) ReportEpoch(ctx context.Context, epoch int32) error {
 // once, and a busy API server's refusal (429) or timeout must not fail the
 // agent. A Pod that is gone or a read that is forbidden is final.
 func (k *KubeTransport) Self(ctx context.Context) (int32, bool, error) {
-	var pod *corev1.Pod
+	pod := &corev1.Pod{}
 	var last error
 	err := wait.ExponentialBackoffWithContext(ctx, RetryBackoff(), func(ctx context.Context) (bool, error) {
-		pod, last = k.Client.CoreV1().Pods(k.Namespace).Get(ctx, k.Pod, metav1.GetOptions{})
+		last = k.Client.CoreV1().RESTClient().Get().Namespace(k.Namespace).Resource("pods").Name(k.Pod).
+			MaxRetries(0).Do(ctx).Into(pod)
 		switch {
 		case last == nil:
 			return true, nil

@@ -2,9 +2,13 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/httptest"
+	"path"
+	"sync"
 	"testing"
 	"time"
 
@@ -12,11 +16,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/fake"
-	clienttesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
@@ -130,37 +132,74 @@ func poll(t *testing.T, ctx context.Context, what string, cond func() bool) {
 	}
 }
 
-// TestSelfRetriesABusyAPIServer: a refusal or a timeout of the agent's read
-// of its Pod is retried; a Pod that is gone is final.
-func TestSelfRetriesABusyAPIServer(t *testing.T) {
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "worker-0", Namespace: "ns",
-		Annotations: map[string]string{jobset.EpochKey: "3"}}}
-	cs := fake.NewClientset(pod)
-	refusals := 0
-	cs.PrependReactor("get", "pods", func(clienttesting.Action) (bool, runtime.Object, error) {
-		if refusals < 2 {
-			refusals++
-			return true, nil, apierrors.NewTooManyRequests("busy", 1)
+// TestRequestsRetriedByTheAgent: a refusal (429) or a timeout of the
+// agent's read of its Pod or of its epoch patch is retried by the agent at
+// once, with its own jittered backoff, not after the Retry-After the API
+// server sent (30 s here, which the test's 10 s would not outlast); a Pod
+// that is gone is final.
+func TestRequestsRetriedByTheAgent(t *testing.T) {
+	pod := &corev1.Pod{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+		ObjectMeta: metav1.ObjectMeta{Name: "worker-0", Namespace: "ns", Annotations: map[string]string{jobset.EpochKey: "3"}}}
+	var mu sync.Mutex
+	failed := map[string]int{} // by method
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/api/v1/namespaces/ns/pods/worker-0" {
+			writeStatus(w, apierrors.NewNotFound(corev1.Resource("pods"), path.Base(r.URL.Path)))
+			return
 		}
-		if refusals == 2 {
-			refusals++
-			return true, nil, apierrors.NewServerTimeout(corev1.Resource("pods"), "get", 1)
+		mu.Lock()
+		n := failed[r.Method]
+		failed[r.Method]++
+		mu.Unlock()
+		switch n {
+		case 0, 1:
+			// As API Priority and Fairness refuses a request.
+			w.Header().Set("Retry-After", "30")
+			http.Error(w, "Too many requests, please try again later.", http.StatusTooManyRequests)
+			return
+		case 2:
+			writeStatus(w, apierrors.NewServerTimeout(corev1.Resource("pods"), "get", 1))
+			return
 		}
-		return false, nil, nil
-	})
+		mu.Lock()
+		failed[r.Method]--
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(pod)
+	}))
+	defer srv.Close()
+	cs := kubernetes.NewForConfigOrDie(&rest.Config{Host: srv.URL})
 	k := &KubeTransport{Client: cs, Namespace: "ns", Pod: "worker-0", Log: testr.New(t)}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
+
+	start := time.Now()
 	epoch, _, err := k.Self(ctx)
 	if err != nil {
 		t.Fatalf("Self after two refusals and a timeout: %v", err)
 	}
-	if epoch != 3 || refusals != 3 {
-		t.Errorf("epoch %d after %d failed reads, want 3 after 3", epoch, refusals)
+	if err := report(ctx, testr.New(t), k, 4); err != nil {
+		t.Fatalf("reporting the epoch after two refusals and a timeout: %v", err)
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("the read and the patch took %v: the agent waited out the Retry-After", took)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if epoch != 3 || failed[http.MethodGet] != 3 || failed[http.MethodPatch] != 3 {
+		t.Errorf("epoch %d after %d failed reads and %d failed patches, want 3 after 3 and 3", epoch, failed[http.MethodGet], failed[http.MethodPatch])
 	}
 
-	gone := &KubeTransport{Client: fake.NewClientset(), Namespace: "ns", Pod: "worker-0", Log: testr.New(t)}
+	gone := &KubeTransport{Client: cs, Namespace: "ns", Pod: "worker-1", Log: testr.New(t)}
 	if _, _, err := gone.Self(ctx); !apierrors.IsNotFound(err) {
 		t.Errorf("Self of a deleted Pod: %v, want NotFound at once", err)
 	}
+}
+
+func writeStatus(w http.ResponseWriter, err *apierrors.StatusError) {
+	st := err.Status()
+	st.APIVersion, st.Kind = "v1", "Status"
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(int(st.Code))
+	_ = json.NewEncoder(w).Encode(st)
 }

@@ -12,11 +12,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-logr/logr"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -24,6 +24,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/inplace-dev/inplace/agent"
+	"github.com/inplace-dev/inplace/broadcast"
 )
 
 // Floor is this machine's time, measured in the same run, for exactly the
@@ -73,7 +74,10 @@ func (e *env) floor(ctx context.Context, statusWrites int, sample *corev1.Pod) (
 	}); err != nil {
 		return f, err
 	}
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "floor-epochs", Namespace: ns.Name}, Data: map[string]string{"syncedEpoch": "1"}}
+	// The broadcast of a JobSet named "floor" at epoch 1, for the agents'
+	// transport to watch.
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: broadcast.Name("floor"), Namespace: ns.Name},
+		Data: broadcast.Encode(broadcast.Broadcast{SyncedEpoch: 1})}
 	if err := e.client.Create(ctx, cm); err != nil {
 		return f, err
 	}
@@ -114,7 +118,7 @@ func (e *env) floor(ctx context.Context, statusWrites int, sample *corev1.Pod) (
 		defer wg.Done()
 		t := time.Now()
 		err := parallel(ctx, e.nodes, e.nodes, func(ctx context.Context, i int) error {
-			return retrying(ctx, func() error { return agentWork(ctx, e.admin, tr.Status.Token, ns.Name, names[i], cm.Name) })
+			return agentWork(ctx, e.admin, tr.Status.Token, ns.Name, names[i], "floor")
 		})
 		f.Agents = time.Since(t)
 		errs <- err
@@ -181,9 +185,10 @@ func floorPod(sample *corev1.Pod, namespace, name string) *corev1.Pod {
 }
 
 // agentWork is what one agent does against the API server after its Pod
-// restarts in place: a new connection, a watch of the broadcast (list, then
-// watch), a read of its Pod and the patch of its epoch.
-func agentWork(ctx context.Context, admin *rest.Config, token, namespace, pod, broadcast string) error {
+// restarts in place, with the agent's own transport and retries: a new
+// connection, a watch of the broadcast (list, then watch), a read of its
+// Pod and the patch of its epoch.
+func agentWork(ctx context.Context, admin *rest.Config, token, namespace, pod, jobSet string) error {
 	cfg := agent.ClientConfig(rest.AnonymousClientConfig(admin))
 	cfg.BearerToken = token
 	cfg.Dial = (&net.Dialer{Timeout: 30 * time.Second}).DialContext
@@ -196,22 +201,22 @@ func agentWork(ctx context.Context, admin *rest.Config, token, namespace, pod, b
 	if err != nil {
 		return err
 	}
-	sel := fields.OneTermEqualSelector("metadata.name", broadcast).String()
-	list, err := cs.CoreV1().ConfigMaps(namespace).List(ctx, metav1.ListOptions{FieldSelector: sel, ResourceVersion: "0"})
+	ctx, stopWatching := context.WithCancel(ctx)
+	defer stopWatching()
+	t := &agent.KubeTransport{Client: cs, Namespace: namespace, Pod: pod, JobSet: jobSet, Log: logr.Discard()}
+	broadcasts, err := t.Broadcasts(ctx)
 	if err != nil {
 		return err
 	}
-	w, err := cs.CoreV1().ConfigMaps(namespace).Watch(ctx, metav1.ListOptions{FieldSelector: sel, ResourceVersion: list.ResourceVersion})
-	if err != nil {
+	select {
+	case <-broadcasts:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	if _, _, err := t.Self(ctx); err != nil {
 		return err
 	}
-	defer w.Stop()
-	if _, err := cs.CoreV1().Pods(namespace).Get(ctx, pod, metav1.GetOptions{}); err != nil {
-		return err
-	}
-	_, err = cs.CoreV1().Pods(namespace).Patch(ctx, pod, types.MergePatchType,
-		[]byte(`{"metadata":{"annotations":{"jobset.sigs.k8s.io/epoch":"2"}}}`), metav1.PatchOptions{})
-	return err
+	return retrying(ctx, func() error { return t.ReportEpoch(ctx, 2) })
 }
 
 // retrying runs f until it succeeds, with the agents' backoff and jitter:
