@@ -175,7 +175,7 @@ func (k *KubeTransport) ReportEpoch(ctx context.Context, epoch int32) error {
 func (k *KubeTransport) Self(ctx context.Context) (int32, bool, error) {
 	pod := &corev1.Pod{}
 	var last error
-	err := wait.ExponentialBackoffWithContext(ctx, RetryBackoff(), func(ctx context.Context) (bool, error) {
+	err := Retry(ctx, func(ctx context.Context) (bool, error) {
 		last = k.Client.CoreV1().RESTClient().Get().Namespace(k.Namespace).Resource("pods").Name(k.Pod).
 			MaxRetries(0).Do(ctx).Into(pod)
 		switch {
@@ -202,6 +202,18 @@ func (k *KubeTransport) Self(ctx context.Context) (int32, bool, error) {
 // server recovers.
 func RetryBackoff() wait.Backoff {
 	return wait.Backoff{Duration: 50 * time.Millisecond, Factor: 2, Jitter: 0.5, Steps: 1 << 30, Cap: 5 * time.Second}
+}
+
+// Retry calls condition until it is done or fails, or ctx ends, waiting
+// RetryBackoff between calls. It never gives up on its own:
+// wait.ExponentialBackoffWithContext would, since a Backoff's steps end
+// when its delay reaches the cap (here after about 6 s).
+func Retry(ctx context.Context, condition wait.ConditionWithContextFunc) error {
+	return retry(ctx, RetryBackoff(), condition)
+}
+
+func retry(ctx context.Context, b wait.Backoff, condition wait.ConditionWithContextFunc) error {
+	return b.DelayFunc().Until(ctx, true, true, condition)
 }
 
 // PodState returns the epoch a Pod carries and whether its worker

@@ -203,3 +203,19 @@ func writeStatus(w http.ResponseWriter, err *apierrors.StatusError) {
 	w.WriteHeader(int(st.Code))
 	_ = json.NewEncoder(w).Encode(st)
 }
+
+// TestRetryGoesOnPastTheCap: the retries of a request go on once the
+// backoff has reached its cap, until the request succeeds.
+func TestRetryGoesOnPastTheCap(t *testing.T) {
+	b := wait.Backoff{Duration: time.Millisecond, Factor: 2, Jitter: 0.5, Steps: 1 << 30, Cap: 4 * time.Millisecond}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	calls := 0
+	err := retry(ctx, b, func(context.Context) (bool, error) {
+		calls++
+		return calls == 20, nil
+	})
+	if err != nil || calls != 20 {
+		t.Errorf("retry gave %v after %d calls, want success at the 20th (the cap is reached at the 3rd)", err, calls)
+	}
+}

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/inplace-dev/inplace/broadcast"
 )
@@ -113,7 +112,7 @@ func Run(ctx context.Context, log logr.Logger, cfg Config, t Transport) (int, er
 // report writes the epoch, retrying with backoff and jitter: the whole
 // group waits for it.
 func report(ctx context.Context, log logr.Logger, t Transport, epoch int32) error {
-	return wait.ExponentialBackoffWithContext(ctx, RetryBackoff(),
+	return Retry(ctx,
 		func(ctx context.Context) (bool, error) {
 			err := t.ReportEpoch(ctx, epoch)
 			if err != nil {

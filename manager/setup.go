@@ -140,7 +140,11 @@ func selfSign(mgr ctrl.Manager, cfg *configv1alpha1.Configuration) error {
 	}
 	return mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
 		log := ctrl.Log.WithName("webhook-ca")
-		return wait.ExponentialBackoffWithContext(ctx, wait.Backoff{Duration: 200 * time.Millisecond, Factor: 2, Steps: 1 << 30, Cap: 10 * time.Second},
+		// Until it succeeds or the manager stops: a Backoff's steps end at
+		// its cap, which wait.ExponentialBackoffWithContext takes for
+		// giving up.
+		backoff := wait.Backoff{Duration: 200 * time.Millisecond, Factor: 2, Steps: 1 << 30, Cap: 10 * time.Second}
+		return backoff.DelayFunc().Until(ctx, true, true,
 			func(ctx context.Context) (bool, error) {
 				if err := webhook.PatchCABundle(ctx, c, ca, cfg.Webhook.MutatingConfigurationName, cfg.Webhook.ValidatingConfigurationName); err != nil {
 					log.Error(err, "writing the webhook CA; retrying")

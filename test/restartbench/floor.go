@@ -224,7 +224,7 @@ func agentWork(ctx context.Context, admin *rest.Config, token, namespace, pod, j
 // kubelets the floor stands for try again.
 func retrying(ctx context.Context, f func() error) error {
 	var last error
-	err := wait.ExponentialBackoffWithContext(ctx, agent.RetryBackoff(),
+	err := agent.Retry(ctx,
 		func(context.Context) (bool, error) {
 			last = f()
 			return last == nil, nil

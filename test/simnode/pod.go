@@ -18,7 +18,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
@@ -602,7 +601,7 @@ func (r *podRunner) agentClientset(ctx context.Context) (kubernetes.Interface, f
 		// must not fail their agents.
 		var tr *authenticationv1.TokenRequest
 		var last error
-		err := wait.ExponentialBackoffWithContext(ctx, agent.RetryBackoff(), func(ctx context.Context) (bool, error) {
+		err := agent.Retry(ctx, func(ctx context.Context) (bool, error) {
 			tr, last = r.sim.kubelet(r.nodeName).ServiceAccounts(r.namespace).CreateToken(ctx, sa, &authenticationv1.TokenRequest{
 				Spec: authenticationv1.TokenRequestSpec{BoundObjectRef: &authenticationv1.BoundObjectReference{
 					Kind: "Pod", APIVersion: "v1", Name: r.name, UID: r.uid,
