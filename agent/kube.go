@@ -88,10 +88,10 @@ func (k *KubeTransport) Broadcasts(ctx context.Context) (<-chan broadcast.Broadc
 			case <-ctx.Done():
 			}
 		}
-		relistBackoff := func() wait.Backoff {
-			return wait.Backoff{Duration: 100 * time.Millisecond, Factor: 2, Jitter: 1, Steps: 1 << 30, Cap: 10 * time.Second}
-		}
-		backoff := relistBackoff()
+		// Paced as the agent's other requests: a re-list after a refusal
+		// must not wait out a longer backoff than the read and the patch
+		// it holds up.
+		backoff := RetryBackoff()
 		for ctx.Err() == nil {
 			// ResourceVersion "0": served from the apiserver's watch cache,
 			// not read from etcd — a thousand agents list at once after a
@@ -111,7 +111,7 @@ func (k *KubeTransport) Broadcasts(ctx context.Context) (<-chan broadcast.Broadc
 					// A watch that ran ends in the normal course (the API
 					// server closes watches after a while): re-list at
 					// once, not after the backoff of earlier failures.
-					backoff = relistBackoff()
+					backoff = RetryBackoff()
 				}
 			}
 			if ctx.Err() != nil {
