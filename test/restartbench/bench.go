@@ -9,6 +9,7 @@ import (
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -131,7 +132,11 @@ func (e *env) scenario(ctx context.Context, cfg Config, profile string, strategy
 	if err := e.client.Create(ctx, ns); err != nil {
 		return nil, nil, err
 	}
-	defer e.deleteNamespace(ctx, ns.Name)
+	defer func() {
+		if derr := e.deleteNamespace(ctx, ns.Name); derr != nil && err == nil {
+			err = fmt.Errorf("deleting namespace %s: %w", ns.Name, derr)
+		}
+	}()
 	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		return e.client.Get(ctx, client.ObjectKey{Namespace: ns.Name, Name: "default"}, &corev1.ServiceAccount{}) == nil, nil
 	}); err != nil {
@@ -182,9 +187,15 @@ func (e *env) scenario(ctx context.Context, cfg Config, profile string, strategy
 // request deleting them all (a DeleteCollection) thousands were still there
 // minutes later. Each poll deletes what is left, one request per Pod. Once
 // the namespace is terminating no Job can create a Pod in it again.
-func (e *env) deleteNamespace(ctx context.Context, name string) {
-	_ = e.client.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
-	_ = wait.PollUntilContextTimeout(ctx, time.Second, 10*time.Minute, true, func(ctx context.Context) (bool, error) {
+//
+// It then waits until the namespace itself is gone: while the namespace
+// controller deleted its Jobs the JobSet was still there, and its
+// controller tried to create them again (1,751 refused creations at
+// N = 1,000, counted in the next scenario's first restart).
+func (e *env) deleteNamespace(ctx context.Context, name string) error {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	_ = e.client.Delete(context.Background(), ns)
+	return wait.PollUntilContextTimeout(ctx, time.Second, 10*time.Minute, true, func(ctx context.Context) (bool, error) {
 		var pods metav1.PartialObjectMetadataList
 		pods.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("PodList"))
 		if err := e.client.List(ctx, &pods, client.InNamespace(name)); err != nil {
@@ -193,7 +204,10 @@ func (e *env) deleteNamespace(ctx context.Context, name string) {
 		_ = parallel(ctx, len(pods.Items), 50, func(ctx context.Context, i int) error {
 			return e.client.Delete(ctx, &pods.Items[i], client.GracePeriodSeconds(0))
 		})
-		return len(pods.Items) == 0, nil
+		if len(pods.Items) > 0 {
+			return false, nil
+		}
+		return apierrors.IsNotFound(e.client.Get(ctx, client.ObjectKeyFromObject(ns), ns)), nil
 	})
 }
 
