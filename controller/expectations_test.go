@@ -1,12 +1,17 @@
 package controller
 
 import (
+	"errors"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -59,5 +64,40 @@ func TestDecideDoesNotCreateAJobTheCacheHasNotShownYet(t *testing.T) {
 		creating: map[string]bool{"js-workers-0": true, "js-workers-1": true}}, at(1), time.Minute)
 	if len(p.createJobs) != 0 {
 		t.Errorf("created again: %v", names(p.createJobs))
+	}
+}
+
+func TestNamespaceTerminatingOnlyForThatJobSet(t *testing.T) {
+	key := types.NamespacedName{Namespace: "ns", Name: "js"}
+	e := newJobCreations()
+	if e.inTerminatingNamespace(key, "js-uid") {
+		t.Fatal("nothing refused yet: terminating")
+	}
+	e.namespaceTerminating(key, "js-uid")
+	if !e.inTerminatingNamespace(key, "js-uid") {
+		t.Error("after a refusal: not terminating")
+	}
+	// A JobSet of the same name in a namespace of the same name, created
+	// again after the deletion: a new UID, a new namespace.
+	if e.inTerminatingNamespace(key, "new-uid") {
+		t.Error("a JobSet recreated under the name: terminating")
+	}
+	e.forget(key)
+	if e.inTerminatingNamespace(key, "js-uid") {
+		t.Error("forgotten JobSet: terminating")
+	}
+}
+
+func TestNamespaceTerminatingError(t *testing.T) {
+	refused := apierrors.NewForbidden(schema.GroupResource{Group: "batch", Resource: "jobs"}, "js-w-0",
+		errors.New("unable to create new content in namespace ns because it is being terminated"))
+	refused.ErrStatus.Details.Causes = append(refused.ErrStatus.Details.Causes,
+		metav1.StatusCause{Type: corev1.NamespaceTerminatingCause, Message: "namespace ns is being terminated", Field: "metadata.namespace"})
+	if !namespaceTerminating(fmt.Errorf("creating jobs: %w", errors.Join(fmt.Errorf("js-w-0: %w", refused)))) {
+		t.Error("a wrapped refusal of a terminating namespace: not recognised")
+	}
+	other := apierrors.NewForbidden(schema.GroupResource{Group: "batch", Resource: "jobs"}, "js-w-0", errors.New("quota exceeded"))
+	if namespaceTerminating(other) || namespaceTerminating(nil) {
+		t.Error("another refusal: taken for a terminating namespace")
 	}
 }

@@ -124,6 +124,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if m := ptr.Deref(js.Spec.ManagedBy, jobset.JobSetControllerName); m != jobset.JobSetControllerName {
 		return ctrl.Result{}, nil
 	}
+	if r.creations.inTerminatingNamespace(req.NamespacedName, js.UID) {
+		// The namespace controller deletes the JobSet with the rest.
+		return ctrl.Result{}, nil
+	}
 	start := r.opts.Clock.Now()
 	if inPlaceRestarting(js.Status) {
 		if wait := r.times.paceWait(req.NamespacedName, start); wait > 0 {
@@ -144,6 +148,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	p := decide(effective, obs, metav1.NewTime(now), r.opts.InPlaceRestartTimeout)
 
 	if err := r.act(ctx, &js, &p); err != nil {
+		if namespaceTerminating(err) || r.creations.inTerminatingNamespace(req.NamespacedName, js.UID) {
+			r.creations.namespaceTerminating(req.NamespacedName, js.UID)
+			logger.Info("namespace is being deleted: nothing more is created for this JobSet")
+			return ctrl.Result{}, nil
+		}
 		return ctrl.Result{}, err
 	}
 	if p.deleteJobSet {
@@ -227,10 +236,20 @@ func (r *Reconciler) act(ctx context.Context, js *jobset.JobSet, p *plan) error 
 		}
 	}
 
+	key := client.ObjectKeyFromObject(js)
 	if err := r.forEach(ctx, p.createJobs, func(ctx context.Context, job *batchv1.Job) error {
+		// The first creation refused by a namespace being deleted stops
+		// the others that have not been sent yet.
+		if r.creations.inTerminatingNamespace(key, js.UID) {
+			return nil
+		}
 		err := r.client.Create(ctx, job)
 		if err == nil {
-			r.creations.created(client.ObjectKeyFromObject(js), js.UID, job, r.opts.Clock.Now())
+			r.creations.created(key, js.UID, job, r.opts.Clock.Now())
+		}
+		if namespaceTerminating(err) {
+			r.creations.namespaceTerminating(key, js.UID)
+			return nil
 		}
 		if err != nil && !apierrors.IsAlreadyExists(err) {
 			r.recorder.Eventf(js, nil, corev1.EventTypeWarning, ReasonJobCreationFailed, "Create", "job %s: %v", job.Name, err)
@@ -283,6 +302,12 @@ func (r *Reconciler) forEach(ctx context.Context, jobs []*batchv1.Job, fn func(c
 	}
 	wg.Wait()
 	return errors.Join(errs...)
+}
+
+// namespaceTerminating reports whether err is a creation refused because
+// the namespace is being deleted.
+func namespaceTerminating(err error) bool {
+	return apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause)
 }
 
 // ignore returns nil when err matches any of the predicates.
