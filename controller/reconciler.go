@@ -147,12 +147,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	now := r.opts.Clock.Now()
 	p := decide(effective, obs, metav1.NewTime(now), r.opts.InPlaceRestartTimeout)
 
-	if err := r.act(ctx, &js, &p); err != nil {
-		if namespaceTerminating(err) || r.creations.inTerminatingNamespace(req.NamespacedName, js.UID) {
-			r.creations.namespaceTerminating(req.NamespacedName, js.UID)
-			logger.Info("namespace is being deleted: nothing more is created for this JobSet")
-			return ctrl.Result{}, nil
-		}
+	err = r.act(ctx, &js, &p)
+	if namespaceTerminating(err) || r.creations.inTerminatingNamespace(req.NamespacedName, js.UID) {
+		// Nothing this reconcile decided can be carried out: no status
+		// write that says otherwise.
+		r.creations.namespaceTerminating(req.NamespacedName, js.UID)
+		logger.Info("namespace is being deleted: nothing more is created for this JobSet")
+		return ctrl.Result{}, nil
+	}
+	if err != nil {
 		return ctrl.Result{}, err
 	}
 	if p.deleteJobSet {
