@@ -82,9 +82,9 @@ func (e *jobCreations) unseen(key types.NamespacedName, owner types.UID, jobs []
 	return out
 }
 
-// namespaceTerminating records that the namespace of the JobSet of UID
+// markTerminatingNamespace records that the namespace of the JobSet of UID
 // owner refused a creation because it is being deleted.
-func (e *jobCreations) namespaceTerminating(key types.NamespacedName, owner types.UID) {
+func (e *jobCreations) markTerminatingNamespace(key types.NamespacedName, owner types.UID) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.terminating[key] = owner

@@ -73,7 +73,7 @@ func TestNamespaceTerminatingOnlyForThatJobSet(t *testing.T) {
 	if e.inTerminatingNamespace(key, "js-uid") {
 		t.Fatal("nothing refused yet: terminating")
 	}
-	e.namespaceTerminating(key, "js-uid")
+	e.markTerminatingNamespace(key, "js-uid")
 	if !e.inTerminatingNamespace(key, "js-uid") {
 		t.Error("after a refusal: not terminating")
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -147,15 +148,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	now := r.opts.Clock.Now()
 	p := decide(effective, obs, metav1.NewTime(now), r.opts.InPlaceRestartTimeout)
 
-	err = r.act(ctx, &js, &p)
-	if namespaceTerminating(err) || r.creations.inTerminatingNamespace(req.NamespacedName, js.UID) {
-		// Nothing this reconcile decided can be carried out: no status
-		// write that says otherwise.
-		r.creations.namespaceTerminating(req.NamespacedName, js.UID)
-		logger.Info("namespace is being deleted: nothing more is created for this JobSet")
-		return ctrl.Result{}, nil
-	}
-	if err != nil {
+	if err := r.act(ctx, &js, &p); err != nil {
+		if namespaceTerminating(err) {
+			// Nothing this reconcile decided can be carried out: no status
+			// write that says otherwise.
+			r.creations.markTerminatingNamespace(req.NamespacedName, js.UID)
+			logger.Info("namespace is being deleted: nothing more is created for this JobSet")
+			return ctrl.Result{}, nil
+		}
 		return ctrl.Result{}, err
 	}
 	if p.deleteJobSet {
@@ -234,27 +234,29 @@ func (r *Reconciler) act(ctx context.Context, js *jobset.JobSet, p *plan) error 
 
 	if p.service != nil {
 		if err := r.client.Create(ctx, p.service); err != nil && !apierrors.IsAlreadyExists(err) {
+			if namespaceTerminating(err) {
+				return err
+			}
 			r.recorder.Eventf(js, nil, corev1.EventTypeWarning, ReasonServiceCreationFailed, "Create", "%v", err)
 			return fmt.Errorf("creating headless service: %w", err)
 		}
 	}
 
-	key := client.ObjectKeyFromObject(js)
+	// The first creation refused by a namespace being deleted stops the
+	// others not sent yet; Reconcile records the refusal.
+	var refused atomic.Bool
 	if err := r.forEach(ctx, p.createJobs, func(ctx context.Context, job *batchv1.Job) error {
-		// The first creation refused by a namespace being deleted stops
-		// the others that have not been sent yet.
-		if r.creations.inTerminatingNamespace(key, js.UID) {
+		if refused.Load() {
 			return nil
 		}
 		err := r.client.Create(ctx, job)
-		if err == nil {
-			r.creations.created(key, js.UID, job, r.opts.Clock.Now())
-		}
-		if namespaceTerminating(err) {
-			r.creations.namespaceTerminating(key, js.UID)
-			return nil
-		}
-		if err != nil && !apierrors.IsAlreadyExists(err) {
+		switch {
+		case err == nil:
+			r.creations.created(client.ObjectKeyFromObject(js), js.UID, job, r.opts.Clock.Now())
+		case namespaceTerminating(err):
+			refused.Store(true)
+			return err
+		case !apierrors.IsAlreadyExists(err):
 			r.recorder.Eventf(js, nil, corev1.EventTypeWarning, ReasonJobCreationFailed, "Create", "job %s: %v", job.Name, err)
 			return err
 		}
