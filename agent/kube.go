@@ -25,17 +25,17 @@ import (
 )
 
 // KubeTransport is the API server transport: the agent watches its
-// JobSet's broadcast ConfigMap and patches its own Pod. It needs get, list
-// and watch on that ConfigMap and get and patch on its Pod, nothing on the
-// JobSet.
+// JobSet's broadcast ConfigMap and reads and patches its own Pod, which the
+// agents' Role grants (controller/agent_rbac.go); nothing on the JobSet.
 //
 // Its requests are sent with client-go's own retries off (MaxRetries(0))
-// and retried by the agent, with jittered backoff. client-go would wait
-// out a refusal's Retry-After to the second, and API Priority and Fairness
-// gives every request of a priority level it refuses in the same second
-// the same Retry-After (growing while the refusals go on): a JobSet's
-// agents refused together after an in-place restart would come back
-// together, seconds later, and the API server would idle in between.
+// and retried by the agent (Retry). client-go would wait out a refusal's
+// Retry-After to the second, and API Priority and Fairness gives every
+// request of a priority level it refuses in the same second the same
+// Retry-After: a JobSet's agents refused together after an in-place
+// restart would come back together, seconds later, and the API server
+// would idle in between. The agent waits the Retry-After too, plus a
+// random part of as long again.
 type KubeTransport struct {
 	Client    kubernetes.Interface
 	Namespace string
@@ -65,8 +65,8 @@ func ClientConfig(cfg *rest.Config) *rest.Config {
 // UserAgent is the agent's user agent, unless its configuration sets one.
 const UserAgent = "inplace-agent"
 
-// Broadcasts lists and watches the broadcast ConfigMap, re-listing with
-// backoff and jitter when the watch ends, and delivers every distinct value.
+// Broadcasts watches the broadcast ConfigMap, watching again with backoff
+// and jitter when the watch fails, and delivers every distinct value.
 func (k *KubeTransport) Broadcasts(ctx context.Context) (<-chan broadcast.Broadcast, error) {
 	out := make(chan broadcast.Broadcast, 1)
 	name := broadcast.Name(k.JobSet)
@@ -88,55 +88,47 @@ func (k *KubeTransport) Broadcasts(ctx context.Context) (<-chan broadcast.Broadc
 			case <-ctx.Done():
 			}
 		}
-		// Paced as the agent's other requests: a re-list after a refusal
-		// must not wait out a longer backoff than the read and the patch
-		// it holds up.
-		backoff := RetryBackoff()
+		// Paced as the agent's other requests: a watch refused must not
+		// wait out a longer backoff than the read and the patch it holds
+		// up.
+		backoff := newRetryDelay(RetryBackoff())
 		for ctx.Err() == nil {
-			// ResourceVersion "0": served from the apiserver's watch cache,
-			// not read from etcd — a thousand agents list at once after a
-			// restart. The watch from the list's version delivers anything
-			// newer.
-			list := &corev1.ConfigMapList{}
-			err := k.Client.CoreV1().RESTClient().Get().Namespace(k.Namespace).Resource("configmaps").
-				VersionedParams(&metav1.ListOptions{
-					FieldSelector: fields.OneTermEqualSelector("metadata.name", name).String(), ResourceVersion: "0",
-				}, scheme.ParameterCodec).
-				MaxRetries(0).Do(ctx).Into(list)
-			if err == nil && len(list.Items) == 1 {
-				deliver(&list.Items[0])
-				var watched bool
-				watched, err = k.watch(ctx, name, list.ResourceVersion, deliver)
-				if watched {
-					// A watch that ran ends in the normal course (the API
-					// server closes watches after a while): re-list at
-					// once, not after the backoff of earlier failures.
-					backoff = RetryBackoff()
-				}
-			}
+			watched, err := k.watch(ctx, name, deliver)
 			if ctx.Err() != nil {
 				return
 			}
-			if err != nil {
-				k.Log.V(1).Info("broadcast watch ended; re-listing", "error", err)
+			if watched {
+				// A watch that ran ends in the normal course (the API
+				// server closes watches after a while): watch again
+				// soon, not after the backoff of earlier failures.
+				backoff = newRetryDelay(RetryBackoff())
+			} else {
+				k.Log.V(1).Info("watching the broadcast failed; retrying", "error", err)
 			}
+			delay := backoff.after(err)
 			select {
 			case <-ctx.Done():
 				return
-			case <-time.After(backoff.Step()):
+			case <-time.After(delay):
 			}
 		}
 	}()
 	return out, nil
 }
 
-// watch delivers the broadcast's changes after rv until the watch ends;
+// watch delivers the broadcast, then its changes, until the watch ends;
 // watched says whether it ran and was closed without an error.
-func (k *KubeTransport) watch(ctx context.Context, name, rv string, deliver func(*corev1.ConfigMap)) (watched bool, err error) {
+//
+// One request, not a list and a watch: a watch from resource version "0"
+// is served from the API server's watch cache and begins with the
+// ConfigMap as the cache holds it (an ADDED event), then its changes. A
+// JobSet's agents all start watching at once after every in-place restart;
+// a list each would be a quarter of their requests.
+func (k *KubeTransport) watch(ctx context.Context, name string, deliver func(*corev1.ConfigMap)) (watched bool, err error) {
 	w, err := k.Client.CoreV1().RESTClient().Get().Namespace(k.Namespace).Resource("configmaps").
 		VersionedParams(&metav1.ListOptions{
-			FieldSelector: fields.OneTermEqualSelector("metadata.name", name).String(), ResourceVersion: rv,
-			AllowWatchBookmarks: true, Watch: true,
+			FieldSelector: fields.OneTermEqualSelector("metadata.name", name).String(), ResourceVersion: "0",
+			Watch: true,
 		}, scheme.ParameterCodec).
 		MaxRetries(0).Watch(ctx)
 	if err != nil {
@@ -153,7 +145,7 @@ func (k *KubeTransport) watch(ctx context.Context, name, rv string, deliver func
 			return false, apierrors.FromObject(ev.Object)
 		}
 	}
-	return true, fmt.Errorf("watch closed")
+	return true, nil
 }
 
 // ReportEpoch patches the epoch annotation of the agent's Pod.
@@ -168,29 +160,23 @@ func (k *KubeTransport) ReportEpoch(ctx context.Context, epoch int32) error {
 		Body(patch).MaxRetries(0).Do(ctx).Error()
 }
 
-// Self reads the agent's Pod, retrying with backoff and jitter until it
-// can: after an in-place restart of a large JobSet every agent asks at
-// once, and a busy API server's refusal (429) or timeout must not fail the
-// agent. A Pod that is gone or a read that is forbidden is final.
+// Self reads the agent's Pod, retrying until it can: after an in-place
+// restart of a large JobSet every agent asks at once, and a busy API
+// server's refusal (429) or timeout must not fail the agent. A Pod that is
+// gone or a read that is forbidden is final.
 func (k *KubeTransport) Self(ctx context.Context) (int32, bool, error) {
 	pod := &corev1.Pod{}
-	var last error
-	err := Retry(ctx, func(ctx context.Context) (bool, error) {
-		last = k.Client.CoreV1().RESTClient().Get().Namespace(k.Namespace).Resource("pods").Name(k.Pod).
+	err := Retry(ctx, func(ctx context.Context) error {
+		err := k.Client.CoreV1().RESTClient().Get().Namespace(k.Namespace).Resource("pods").Name(k.Pod).
 			MaxRetries(0).Do(ctx).Into(pod)
-		switch {
-		case last == nil:
-			return true, nil
-		case apierrors.IsNotFound(last), apierrors.IsForbidden(last), apierrors.IsUnauthorized(last):
-			return false, last
+		if err != nil {
+			k.Log.V(1).Info("reading its own Pod failed", "error", err)
 		}
-		k.Log.V(1).Info("reading its own Pod failed; retrying", "error", last)
-		return false, nil
+		return err
+	}, func(err error) bool {
+		return apierrors.IsNotFound(err) || apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err)
 	})
 	if err != nil {
-		if last != nil && ctx.Err() != nil {
-			err = fmt.Errorf("%w (last error: %w)", err, last)
-		}
 		return 0, false, err
 	}
 	return PodState(pod)
@@ -204,16 +190,57 @@ func RetryBackoff() wait.Backoff {
 	return wait.Backoff{Duration: 50 * time.Millisecond, Factor: 2, Jitter: 0.5, Steps: 1 << 30, Cap: 5 * time.Second}
 }
 
-// Retry calls condition until it is done or fails, or ctx ends, waiting
-// RetryBackoff between calls. It never gives up on its own:
-// wait.ExponentialBackoffWithContext would, since a Backoff's steps end
-// when its delay reaches the cap (here after about 6 s).
-func Retry(ctx context.Context, condition wait.ConditionWithContextFunc) error {
-	return retry(ctx, RetryBackoff(), condition)
+// Retry calls try until it succeeds, fails for good (final, which may be
+// nil, says which errors are final), or ctx ends; the error then names the
+// last failure. It never gives up on its own: wait.Backoff's steps end
+// when its delay reaches the cap (after about 6 s here).
+//
+// Between tries it waits retryDelay: RetryBackoff, or at least as long as
+// a refusal's Retry-After asks.
+func Retry(ctx context.Context, try func(context.Context) error, final func(error) bool) error {
+	return retry(ctx, newRetryDelay(RetryBackoff()), try, final)
 }
 
-func retry(ctx context.Context, b wait.Backoff, condition wait.ConditionWithContextFunc) error {
-	return b.DelayFunc().Until(ctx, true, true, condition)
+func retry(ctx context.Context, delay *retryDelay, try func(context.Context) error, final func(error) bool) error {
+	for {
+		err := try(ctx)
+		if err == nil || (final != nil && final(err)) {
+			return err
+		}
+		t := time.NewTimer(delay.after(err))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("%w (last error: %w)", ctx.Err(), err)
+		case <-t.C:
+		}
+	}
+}
+
+// retryDelay is the wait before the next try of a failed request.
+//
+// A refusal by API Priority and Fairness (429) carries a Retry-After that
+// the API server raises while its refusals go on and lowers once they stop,
+// as TCP paces a sender: the agent waits at least that long. But the
+// server gives one Retry-After, in whole seconds, to every request of a
+// priority level it refuses within a second; the agents refused together
+// would come back together, to a server that has emptied its queues
+// meanwhile. So each waits the Retry-After plus a random part of as long
+// again: a JobSet's refused agents come back spread over a window as long
+// as the server asked them to wait. Other failures (timeouts, a dropped
+// connection) wait the jittered backoff.
+type retryDelay struct {
+	backoff wait.Backoff
+}
+
+func newRetryDelay(b wait.Backoff) *retryDelay { return &retryDelay{backoff: b} }
+
+func (d *retryDelay) after(err error) time.Duration {
+	delay := d.backoff.Step()
+	if seconds, ok := apierrors.SuggestsClientDelay(err); ok && seconds > 0 && apierrors.IsTooManyRequests(err) {
+		delay = max(delay, wait.Jitter(time.Duration(seconds)*time.Second, 1))
+	}
+	return delay
 }
 
 // PodState returns the epoch a Pod carries and whether its worker

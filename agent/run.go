@@ -109,17 +109,16 @@ func Run(ctx context.Context, log logr.Logger, cfg Config, t Transport) (int, er
 	}
 }
 
-// report writes the epoch, retrying with backoff and jitter: the whole
-// group waits for it.
+// report writes the epoch, retrying until it is written: the whole group
+// waits for it.
 func report(ctx context.Context, log logr.Logger, t Transport, epoch int32) error {
-	return Retry(ctx,
-		func(ctx context.Context) (bool, error) {
-			err := t.ReportEpoch(ctx, epoch)
-			if err != nil {
-				log.V(1).Info("reporting the epoch failed; retrying", "epoch", epoch, "error", err)
-			}
-			return err == nil, nil
-		})
+	return Retry(ctx, func(ctx context.Context) error {
+		err := t.ReportEpoch(ctx, epoch)
+		if err != nil {
+			log.V(1).Info("reporting the epoch failed; retrying", "epoch", epoch, "error", err)
+		}
+		return err
+	}, nil)
 }
 
 // barrier is closed once lifted.

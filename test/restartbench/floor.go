@@ -186,8 +186,8 @@ func floorPod(sample *corev1.Pod, namespace, name string) *corev1.Pod {
 
 // agentWork is what one agent does against the API server after its Pod
 // restarts in place, with the agent's own transport and retries: a new
-// connection, a watch of the broadcast (list, then watch), a read of its
-// Pod and the patch of its epoch.
+// connection, a watch of the broadcast (one request, from the watch
+// cache), a read of its Pod and the patch of its epoch.
 func agentWork(ctx context.Context, admin *rest.Config, token, namespace, pod, jobSet string) error {
 	cfg := agent.ClientConfig(rest.AnonymousClientConfig(admin))
 	cfg.BearerToken = token
@@ -223,16 +223,7 @@ func agentWork(ctx context.Context, admin *rest.Config, token, namespace, pod, j
 // at N = 5,000 a TLS handshake or a write may time out, and the agents and
 // kubelets the floor stands for try again.
 func retrying(ctx context.Context, f func() error) error {
-	var last error
-	err := agent.Retry(ctx,
-		func(context.Context) (bool, error) {
-			last = f()
-			return last == nil, nil
-		})
-	if err != nil && last != nil {
-		return fmt.Errorf("%w (last error: %w)", err, last)
-	}
-	return err
+	return agent.Retry(ctx, func(context.Context) error { return f() }, nil)
 }
 
 // parallel runs f for 0..n-1 with at most width at once; the first error

@@ -600,20 +600,20 @@ func (r *podRunner) agentClientset(ctx context.Context) (kubernetes.Interface, f
 		// at once get refusals and timeouts from a busy API server, which
 		// must not fail their agents.
 		var tr *authenticationv1.TokenRequest
-		var last error
-		err := agent.Retry(ctx, func(ctx context.Context) (bool, error) {
-			tr, last = r.sim.kubelet(r.nodeName).ServiceAccounts(r.namespace).CreateToken(ctx, sa, &authenticationv1.TokenRequest{
+		err := agent.Retry(ctx, func(ctx context.Context) error {
+			var err error
+			tr, err = r.sim.kubelet(r.nodeName).ServiceAccounts(r.namespace).CreateToken(ctx, sa, &authenticationv1.TokenRequest{
 				Spec: authenticationv1.TokenRequestSpec{BoundObjectRef: &authenticationv1.BoundObjectReference{
 					Kind: "Pod", APIVersion: "v1", Name: r.name, UID: r.uid,
 				}},
 			}, metav1.CreateOptions{})
-			if last != nil {
-				r.sim.opts.Log.V(1).Info("requesting the agent's token failed; retrying", "pod", r.namespace+"/"+r.name, "error", last)
+			if err != nil {
+				r.sim.opts.Log.V(1).Info("requesting the agent's token failed; retrying", "pod", r.namespace+"/"+r.name, "error", err)
 			}
-			return last == nil, nil
-		})
+			return err
+		}, nil)
 		if err != nil {
-			return nil, nil, fmt.Errorf("requesting a token bound to pod %s/%s: %w (last error: %v)", r.namespace, r.name, err, last)
+			return nil, nil, fmt.Errorf("requesting a token bound to pod %s/%s: %w", r.namespace, r.name, err)
 		}
 		token = tr.Status.Token
 		r.mu.Lock()
