@@ -220,25 +220,39 @@ func retry(ctx context.Context, delay *retryDelay, try func(context.Context) err
 // retryDelay is the wait before the next try of a failed request.
 //
 // A refusal by API Priority and Fairness (429) carries a Retry-After that
-// the API server raises while its refusals go on and lowers once they stop,
-// as TCP paces a sender: the agent waits at least that long. But the
-// server gives one Retry-After, in whole seconds, to every request of a
-// priority level it refuses within a second; the agents refused together
-// would come back together, to a server that has emptied its queues
-// meanwhile. So each waits the Retry-After plus a random part of as long
-// again: a JobSet's refused agents come back spread over a window as long
-// as the server asked them to wait. Other failures (timeouts, a dropped
-// connection) wait the jittered backoff.
+// the API server raises while a priority level's refusals go on: the agent
+// waits about that long, spread, since the server gives one Retry-After, in
+// whole seconds, to every request of a priority level it refuses within a
+// second, and agents refused together would come back together to a
+// server that has emptied its queues meanwhile. Each waits the Retry-After
+// plus a random part of as long again.
+//
+// But the server lowers its Retry-After only when it refuses again: after
+// a burst of refusals it stays high (up to 32 s) until the next one, which
+// may come minutes later, at the next restart, and carry it. So the wait
+// follows the server's Retry-After only as far as this request's own
+// refusals bear it out: at most 1 s (then spread) after its first refusal,
+// doubling with each refusal after it. An agent refused once waits a
+// second or two whatever the server's history; agents refused again and
+// again, when thousands restart at once, come to wait as long as the
+// server asks. Timeouts and dropped connections wait the jittered backoff.
 type retryDelay struct {
-	backoff wait.Backoff
+	backoff  wait.Backoff
+	refusals int
 }
 
 func newRetryDelay(b wait.Backoff) *retryDelay { return &retryDelay{backoff: b} }
 
+// maxTrustedRefusals: 1 s doubled 5 times is 32 s, APF's highest
+// Retry-After.
+const maxTrustedRefusals = 6
+
 func (d *retryDelay) after(err error) time.Duration {
 	delay := d.backoff.Step()
 	if seconds, ok := apierrors.SuggestsClientDelay(err); ok && seconds > 0 && apierrors.IsTooManyRequests(err) {
-		delay = max(delay, wait.Jitter(time.Duration(seconds)*time.Second, 1))
+		d.refusals = min(d.refusals+1, maxTrustedRefusals)
+		asked := min(time.Duration(seconds)*time.Second, time.Second<<(d.refusals-1))
+		delay = max(delay, wait.Jitter(asked, 1))
 	}
 	return delay
 }

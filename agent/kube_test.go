@@ -204,26 +204,50 @@ func TestRequestsRetriedByTheAgent(t *testing.T) {
 	}
 }
 
-// TestRetryDelaySpreadsTheRetryAfter: after a refusal with Retry-After the
-// agents wait at least that long, spread over as long again, so that
+// TestRetryDelaySpreadsTheRetryAfter: after a refusal with Retry-After
+// the agents wait about that long, spread over as long again, so that
 // agents refused in the same second do not come back in the same second;
-// other failures wait the short backoff.
+// the wait follows the server's Retry-After only as far as the request's
+// own refusals bear it out (1 s after the first, doubling), since the
+// server's value stays high after a burst; other failures wait the short
+// backoff.
 func TestRetryDelaySpreadsTheRetryAfter(t *testing.T) {
-	refusal := apierrors.NewTooManyRequests("Too many requests, please try again later.", 2)
-	lo, hi := time.Hour, time.Duration(0)
+	refusal := func(seconds int) error {
+		return apierrors.NewTooManyRequests("Too many requests, please try again later.", seconds)
+	}
+	// Retry-After: 8, refused again and again: the waits grow 1, 2, 4, 8 s
+	// (each spread over as long again) and stay at the server's 8 s.
+	wantLow := []time.Duration{1, 2, 4, 8, 8, 8}
+	lo := make([]time.Duration, len(wantLow))
+	hi := make([]time.Duration, len(wantLow))
+	for i := range lo {
+		lo[i] = time.Hour
+	}
 	for range 200 {
-		d := newRetryDelay(RetryBackoff()).after(refusal)
-		if d < 2*time.Second || d >= 4*time.Second {
-			t.Fatalf("delay %v after Retry-After: 2, want within [2s, 4s)", d)
+		d := newRetryDelay(RetryBackoff())
+		for i, w := range wantLow {
+			got := d.after(refusal(8))
+			if got < w*time.Second || got >= 2*w*time.Second {
+				t.Fatalf("refusal %d with Retry-After: 8: delay %v, want within [%v, %v)", i+1, got, w*time.Second, 2*w*time.Second)
+			}
+			lo[i], hi[i] = min(lo[i], got), max(hi[i], got)
 		}
-		lo, hi = min(lo, d), max(hi, d)
 	}
-	if hi-lo < time.Second {
-		t.Errorf("200 agents refused at once come back within %v of each other, want spread over most of 2s", hi-lo)
+	for i, w := range wantLow {
+		if hi[i]-lo[i] < w*time.Second/2 {
+			t.Errorf("refusal %d: 200 agents come back within %v of each other, want spread over most of %v", i+1, hi[i]-lo[i], w*time.Second)
+		}
 	}
+
+	// The server's Retry-After, high after an earlier burst, does not hold
+	// an agent refused once for long.
+	if got := newRetryDelay(RetryBackoff()).after(refusal(32)); got >= 2*time.Second {
+		t.Errorf("first refusal with Retry-After: 32: delay %v, want under 2s", got)
+	}
+
 	timeout := apierrors.NewServerTimeout(corev1.Resource("pods"), "get", 1)
-	if d := newRetryDelay(RetryBackoff()).after(timeout); d > 100*time.Millisecond {
-		t.Errorf("first delay after a timeout %v, want the backoff's first step (50ms ± 50%%)", d)
+	if got := newRetryDelay(RetryBackoff()).after(timeout); got > 100*time.Millisecond {
+		t.Errorf("first delay after a timeout %v, want the backoff's first step (50ms ± 50%%)", got)
 	}
 }
 
