@@ -34,8 +34,8 @@ import (
 // request of a priority level it refuses in the same second the same
 // Retry-After: a JobSet's agents refused together after an in-place
 // restart would come back together, seconds later, and the API server
-// would idle in between. The agent waits the Retry-After too, plus a
-// random part of as long again.
+// would idle in between. The agent waits about as long as the server asks,
+// spread (retryDelay).
 type KubeTransport struct {
 	Client    kubernetes.Interface
 	Namespace string
@@ -91,7 +91,7 @@ func (k *KubeTransport) Broadcasts(ctx context.Context) (<-chan broadcast.Broadc
 		// Paced as the agent's other requests: a watch refused must not
 		// wait out a longer backoff than the read and the patch it holds
 		// up.
-		backoff := newRetryDelay(RetryBackoff())
+		backoff := newRetryDelay()
 		for ctx.Err() == nil {
 			watched, err := k.watch(ctx, name, deliver)
 			if ctx.Err() != nil {
@@ -101,7 +101,7 @@ func (k *KubeTransport) Broadcasts(ctx context.Context) (<-chan broadcast.Broadc
 				// A watch that ran ends in the normal course (the API
 				// server closes watches after a while): watch again
 				// soon, not after the backoff of earlier failures.
-				backoff = newRetryDelay(RetryBackoff())
+				backoff = newRetryDelay()
 			} else {
 				k.Log.V(1).Info("watching the broadcast failed; retrying", "error", err)
 			}
@@ -182,11 +182,11 @@ func (k *KubeTransport) Self(ctx context.Context) (int32, bool, error) {
 	return PodState(pod)
 }
 
-// RetryBackoff paces an agent's retries of a request the whole group waits
-// on: quick at first, jittered so that a thousand agents refused at once do
-// not come back at once, and capped so that none waits long after the API
-// server recovers.
-func RetryBackoff() wait.Backoff {
+// retryBackoff paces an agent's retries of a request the whole group waits
+// on after a failure other than a refusal: quick at first, jittered so
+// that a thousand agents that fail at once do not come back at once, and
+// capped so that none waits long after the API server recovers.
+func retryBackoff() wait.Backoff {
 	return wait.Backoff{Duration: 50 * time.Millisecond, Factor: 2, Jitter: 0.5, Steps: 1 << 30, Cap: 5 * time.Second}
 }
 
@@ -195,10 +195,9 @@ func RetryBackoff() wait.Backoff {
 // last failure. It never gives up on its own: wait.Backoff's steps end
 // when its delay reaches the cap (after about 6 s here).
 //
-// Between tries it waits retryDelay: RetryBackoff, or at least as long as
-// a refusal's Retry-After asks.
+// Between tries it waits as retryDelay says.
 func Retry(ctx context.Context, try func(context.Context) error, final func(error) bool) error {
-	return retry(ctx, newRetryDelay(RetryBackoff()), try, final)
+	return retry(ctx, newRetryDelay(), try, final)
 }
 
 func retry(ctx context.Context, delay *retryDelay, try func(context.Context) error, final func(error) bool) error {
@@ -241,7 +240,7 @@ type retryDelay struct {
 	refusals int
 }
 
-func newRetryDelay(b wait.Backoff) *retryDelay { return &retryDelay{backoff: b} }
+func newRetryDelay() *retryDelay { return &retryDelay{backoff: retryBackoff()} }
 
 // maxTrustedRefusals: 1 s doubled 5 times is 32 s, APF's highest
 // Retry-After.

@@ -224,7 +224,7 @@ func TestRetryDelaySpreadsTheRetryAfter(t *testing.T) {
 		lo[i] = time.Hour
 	}
 	for range 200 {
-		d := newRetryDelay(RetryBackoff())
+		d := newRetryDelay()
 		for i, w := range wantLow {
 			got := d.after(refusal(8))
 			if got < w*time.Second || got >= 2*w*time.Second {
@@ -241,12 +241,12 @@ func TestRetryDelaySpreadsTheRetryAfter(t *testing.T) {
 
 	// The server's Retry-After, high after an earlier burst, does not hold
 	// an agent refused once for long.
-	if got := newRetryDelay(RetryBackoff()).after(refusal(32)); got >= 2*time.Second {
+	if got := newRetryDelay().after(refusal(32)); got >= 2*time.Second {
 		t.Errorf("first refusal with Retry-After: 32: delay %v, want under 2s", got)
 	}
 
 	timeout := apierrors.NewServerTimeout(corev1.Resource("pods"), "get", 1)
-	if got := newRetryDelay(RetryBackoff()).after(timeout); got > 100*time.Millisecond {
+	if got := newRetryDelay().after(timeout); got > 100*time.Millisecond {
 		t.Errorf("first delay after a timeout %v, want the backoff's first step (50ms ± 50%%)", got)
 	}
 }
@@ -266,7 +266,7 @@ func TestRetryGoesOnPastTheCap(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	calls := 0
-	err := retry(ctx, newRetryDelay(b), func(context.Context) error {
+	err := retry(ctx, &retryDelay{backoff: b}, func(context.Context) error {
 		calls++
 		if calls == 20 {
 			return nil

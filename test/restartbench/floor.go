@@ -132,7 +132,8 @@ func (e *env) floor(ctx context.Context, statusWrites int, sample *corev1.Pod) (
 		err := parallel(ctx, e.nodes, e.nodes, func(ctx context.Context, i int) error {
 			// As the simulated kubelet: a strategic merge patch of the
 			// worker's container status per write, with the Pod's UID as
-			// precondition.
+			// precondition, tried again until it is written (at N = 5,000
+			// a write may be refused or time out).
 			writes := statusWrites / e.nodes
 			if i < statusWrites%e.nodes {
 				writes++
@@ -140,10 +141,10 @@ func (e *env) floor(ctx context.Context, statusWrites int, sample *corev1.Pod) (
 			for w := range writes {
 				patch := fmt.Sprintf(`{"metadata":{"uid":%q},"status":{"containerStatuses":[{"name":%q,"restartCount":%d,"state":{"running":{"startedAt":%q}}}]}}`,
 					uids[i], worker, w+1, time.Now().UTC().Format(time.RFC3339))
-				if err := retrying(ctx, func() error {
+				if err := agent.Retry(ctx, func(ctx context.Context) error {
 					_, err := kubelets.node(fmt.Sprintf("floor-%d", i)).Pods(ns.Name).Patch(ctx, names[i], types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}, "status")
 					return err
-				}); err != nil {
+				}, nil); err != nil {
 					return err
 				}
 			}
@@ -216,14 +217,8 @@ func agentWork(ctx context.Context, admin *rest.Config, token, namespace, pod, j
 	if _, _, err := t.Self(ctx); err != nil {
 		return err
 	}
-	return retrying(ctx, func() error { return t.ReportEpoch(ctx, 2) })
-}
-
-// retrying runs f until it succeeds, with the agents' backoff and jitter:
-// at N = 5,000 a TLS handshake or a write may time out, and the agents and
-// kubelets the floor stands for try again.
-func retrying(ctx context.Context, f func() error) error {
-	return agent.Retry(ctx, func(context.Context) error { return f() }, nil)
+	// Retried as the agent retries its report.
+	return agent.Retry(ctx, func(ctx context.Context) error { return t.ReportEpoch(ctx, 2) }, nil)
 }
 
 // parallel runs f for 0..n-1 with at most width at once; the first error
