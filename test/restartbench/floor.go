@@ -58,8 +58,8 @@ const floorGate = "inplace.dev/floor"
 
 // floor measures the Floor at the env's N, on N copies of sample, a Pod of
 // the in-place JobSet, that no node runs and no Job owns.
-func (e *env) floor(ctx context.Context, statusWrites int, sample *corev1.Pod) (Floor, error) {
-	f := Floor{Nodes: e.nodes, StatusWriteCount: statusWrites}
+func (e *env) floor(ctx context.Context, statusWrites int, sample *corev1.Pod) (f Floor, err error) {
+	f = Floor{Nodes: e.nodes, StatusWriteCount: statusWrites}
 	if raw, err := json.Marshal(sample); err == nil {
 		f.PodBytes = len(raw)
 	}
@@ -67,7 +67,14 @@ func (e *env) floor(ctx context.Context, statusWrites int, sample *corev1.Pod) (
 	if err := e.client.Create(ctx, ns); err != nil {
 		return f, err
 	}
-	defer e.client.Delete(context.Background(), ns)
+	// Gone before anything else is measured: left to the namespace
+	// controller, N Pods' deletions went on for minutes into the next
+	// scenario's restarts, each an event to the manager and the nodes.
+	defer func() {
+		if derr := e.deleteNamespace(ctx, ns.Name); derr != nil && err == nil {
+			err = fmt.Errorf("deleting namespace %s: %w", ns.Name, derr)
+		}
+	}()
 	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		_, err := e.cs.CoreV1().ServiceAccounts(ns.Name).Get(ctx, "default", metav1.GetOptions{})
 		return err == nil, nil
