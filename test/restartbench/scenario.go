@@ -32,6 +32,12 @@ type Result struct {
 	Strategy string `json:"strategy"`
 	Failure  string `json:"failure"`
 	Repeat   int    `json:"repeat"`
+	// FailureSeen: the failure shown by the API server (the kubelet's
+	// write of the exit, or the deletion), as a watch of the victim saw it.
+	FailureSeen time.Duration `json:"failureSeenNanos"`
+	// LoadBefore: the cores each process kept busy in the second before
+	// the failure (CPU-seconds per second).
+	LoadBefore map[string]float64 `json:"loadBeforeFailure"`
 	// Detection: the JobSet's restart counted (for InPlaceRestart, the
 	// epoch deprecated).
 	Detection time.Duration `json:"detectionNanos"`
@@ -195,6 +201,27 @@ func (e *env) restart(ctx context.Context, js *jobset.JobSet, jw *jobSetWatch, f
 		return r, err
 	}
 
+	// The load the failure meets: the CPU each process spends in the
+	// second before it (the N Pods' probes, the previous restart's tail).
+	// Detection is a chain of reactions, each as prompt as the cores are
+	// free.
+	loadFrom, loadSnapshot := time.Now(), e.cpu.snapshot()
+	select {
+	case <-ctx.Done():
+		return r, ctx.Err()
+	case <-time.After(time.Second):
+	}
+	r.LoadBefore = map[string]float64{}
+	for process, seconds := range e.cpu.since(loadSnapshot) {
+		r.LoadBefore[process] = seconds / time.Since(loadFrom).Seconds()
+	}
+
+	fw, err := watchFailure(ctx, e.cs, &victim)
+	if err != nil {
+		return r, err
+	}
+	defer fw.stop()
+
 	stopProfile, err := e.startProfile(r, e.restarts)
 	if err != nil {
 		return r, err
@@ -275,7 +302,12 @@ func (e *env) restart(ctx context.Context, js *jobset.JobSet, jw *jobSetWatch, f
 	_ = wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
 		return jw.status().Restarts > before.Restarts, nil
 	})
-	r.Detection = since(t0, jw.first(injected, func(s jobset.JobSetStatus) bool { return s.Restarts > before.Restarts }))
+	detected := jw.first(injected, func(s jobset.JobSetStatus) bool { return s.Restarts > before.Restarts })
+	r.FailureSeen, r.Detection = since(t0, fw.at()), since(t0, detected)
+	// With the manager's reconciles in the same log (-log), what happened
+	// between these three moments can be read off it.
+	e.log.Info("failure", "strategy", r.Strategy, "kind", failure, "pod", victim.Name,
+		"at", stamp(t0), "seen", stamp(fw.at()), "detected", stamp(detected))
 	if r.Strategy == string(jobset.InPlaceRestart) {
 		newEpoch := before.SyncedEpoch + 1
 		_ = wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
@@ -307,6 +339,8 @@ func (e *env) restart(ctx context.Context, js *jobset.JobSet, jw *jobSetWatch, f
 	}
 	return r, nil
 }
+
+func stamp(t time.Time) string { return t.Format(time.StampMicro) }
 
 // latest is the last of the times when there are n of them, else zero.
 func latest(times map[string]time.Time, n int) time.Time {

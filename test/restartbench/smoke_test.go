@@ -41,6 +41,17 @@ func TestSmoke(t *testing.T) {
 			t.Fatalf("incomplete measurements: %+v %+v", inPlace, recreate)
 		}
 	}
+	// The API server shows the failure before the workers run again (its
+	// order against the detection is the two watches' race); the load it
+	// met is read for every process.
+	for _, r := range []Result{inPlace, recreate} {
+		if r.FailureSeen <= 0 || r.FailureSeen >= r.WorkersRunning {
+			t.Errorf("%s: failure seen after %v, workers running after %v", r.Strategy, r.FailureSeen, r.WorkersRunning)
+		}
+		if _, ok := r.LoadBefore["kube-apiserver"]; !ok || len(r.LoadBefore) != len(cpuColumns) {
+			t.Errorf("%s: load before the failure %v, want one entry per process %v", r.Strategy, r.LoadBefore, cpuColumns)
+		}
+	}
 	if inPlace.WorkersRunning >= recreate.WorkersRunning {
 		t.Errorf("in place took %v, Recreate %v: in place is not faster", inPlace.WorkersRunning, recreate.WorkersRunning)
 	}

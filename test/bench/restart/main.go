@@ -13,6 +13,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -47,7 +48,7 @@ func main() {
 	// client-go's complaints about watches the agents close on restart
 	// would drown the table.
 	klog.SetLogger(logr.Discard())
-	ctrllog.SetLogger(logr.Discard())
+	managerLog := logr.Discard()
 
 	log := logr.Discard()
 	if *logPath != "" {
@@ -56,8 +57,19 @@ func main() {
 			fail(fmt.Errorf("-log: %w", err))
 		}
 		defer f.Close()
-		log = funcr.New(func(prefix, args string) { fmt.Fprintln(f, time.Now().Format(time.StampMicro), prefix, args) }, funcr.Options{Verbosity: 1})
+		var mu sync.Mutex
+		write := func(prefix, args string) {
+			mu.Lock()
+			defer mu.Unlock()
+			fmt.Fprintln(f, time.Now().Format(time.StampMicro), prefix, args)
+		}
+		log = funcr.New(write, funcr.Options{Verbosity: 1})
+		// The manager's reconciles, each begun and ended (controller-runtime
+		// logs them at level 5): where the controller's part of a detection
+		// goes.
+		managerLog = funcr.New(write, funcr.Options{Verbosity: 5}).WithName("manager")
 	}
+	ctrllog.SetLogger(managerLog)
 	cfg := restartbench.Config{Repeats: *repeats, Timeout: *timeout, Progress: os.Stderr, Log: log,
 		Profiles: split(*profiles), Failures: split(*failures), ProfileDir: *profileDir, APIServerProfile: *apiserverProfile}
 	for _, s := range split(*nodes) {
