@@ -33,6 +33,9 @@ func watchFailure(ctx context.Context, cs kubernetes.Interface, victim *corev1.P
 		return nil, err
 	}
 	fw := &failureWatch{stop: w.Stop}
+	// The goroutine keeps its own copy: the caller's Pod is written by the
+	// failure's patch.
+	victim = victim.DeepCopy()
 	go func() {
 		for ev := range w.ResultChan() {
 			pod, ok := ev.Object.(*corev1.Pod)
