@@ -57,6 +57,23 @@ func (a *cpuAccount) since(before map[string]time.Duration) map[string]float64 {
 	return out
 }
 
+// load is the cores each process keeps busy (CPU-seconds per second) over
+// the window from now.
+func (a *cpuAccount) load(ctx context.Context, window time.Duration) (map[string]float64, error) {
+	from, before := time.Now(), a.snapshot()
+	select {
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-time.After(window):
+	}
+	out := a.since(before)
+	elapsed := time.Since(from).Seconds()
+	for process, seconds := range out {
+		out[process] = seconds / elapsed
+	}
+	return out, nil
+}
+
 // processCPU reads utime + stime of a process from /proc/<pid>/stat.
 func processCPU(pid int) (time.Duration, error) {
 	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))

@@ -205,15 +205,8 @@ func (e *env) restart(ctx context.Context, js *jobset.JobSet, jw *jobSetWatch, f
 	// second before it (the N Pods' probes, the previous restart's tail).
 	// Detection is a chain of reactions, each as prompt as the cores are
 	// free.
-	loadFrom, loadSnapshot := time.Now(), e.cpu.snapshot()
-	select {
-	case <-ctx.Done():
-		return r, ctx.Err()
-	case <-time.After(time.Second):
-	}
-	r.LoadBefore = map[string]float64{}
-	for process, seconds := range e.cpu.since(loadSnapshot) {
-		r.LoadBefore[process] = seconds / time.Since(loadFrom).Seconds()
+	if r.LoadBefore, err = e.cpu.load(ctx, time.Second); err != nil {
+		return r, err
 	}
 
 	fw, err := watchFailure(ctx, e.cs, &victim)

@@ -186,16 +186,12 @@ func Timeline(w io.Writer, report Report) {
 	tw.Flush()
 }
 
-// cores is the sum of a load's cores, as "1.23 cores".
+// cores is the cores a load kept busy in all, as "1.23 cores".
 func cores(load map[string]float64) string {
 	if load == nil {
 		return "-"
 	}
-	total := 0.0
-	for _, c := range load {
-		total += c
-	}
-	return fmt.Sprintf("%.2f cores", total)
+	return fmt.Sprintf("%.2f cores", cpuTotal(load))
 }
 
 // cpuHeader ends a header row with the CPU columns.
@@ -208,10 +204,17 @@ func cpuHeader(w io.Writer) {
 
 // cpuCells ends a row with the CPU seconds of each process and their sum.
 func cpuCells(w io.Writer, cpu map[string]float64) {
-	total := 0.0
 	for _, c := range cpuColumns {
 		fmt.Fprintf(w, "%.1fs\t", cpu[c])
+	}
+	fmt.Fprintf(w, "%.1fs\t\n", cpuTotal(cpu))
+}
+
+// cpuTotal sums the CPU columns' processes.
+func cpuTotal(cpu map[string]float64) float64 {
+	total := 0.0
+	for _, c := range cpuColumns {
 		total += cpu[c]
 	}
-	fmt.Fprintf(w, "%.1fs\t\n", total)
+	return total
 }
