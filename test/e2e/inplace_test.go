@@ -2,7 +2,10 @@ package e2e
 
 import (
 	"bytes"
+	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -159,13 +162,17 @@ func names(pods []corev1.Pod) []string {
 // expectBarrierHeld checks, from what the simulated nodes recorded, that
 // at the epoch every one of pods started its workers, and no worker started
 // before the agent of every one of pods had begun reporting that epoch: the
-// barrier held until the whole group was at the new epoch.
+// barrier held until the whole group was at the new epoch. Only the group's
+// Pods count: a deleted Pod's node may restart it in place once more before
+// it learns of the deletion, as a kubelet may, and that Pod's agent then
+// reports the new epoch too, on a Pod no longer in the group.
 func expectBarrierHeld(namespace string, pods []string, epoch int32) {
 	GinkgoHelper()
+	events := recorder.Events(namespace)
 	reported := map[string]time.Time{}
 	started := map[string]time.Time{}
-	for _, e := range recorder.Events(namespace) {
-		if e.Epoch != epoch {
+	for _, e := range events {
+		if e.Epoch != epoch || !slices.Contains(pods, e.Pod) {
 			continue
 		}
 		switch e.Kind {
@@ -179,11 +186,12 @@ func expectBarrierHeld(namespace string, pods []string, epoch int32) {
 			}
 		}
 	}
-	Expect(reported).To(HaveLen(len(pods)), "agents that reported epoch %d", epoch)
-	Expect(started).To(HaveLen(len(pods)), "Pods whose workers started at epoch %d", epoch)
+	record := func(what string) func() string {
+		return func() string { return fmt.Sprintf("%s; what the nodes recorded:\n%s", what, describeEvents(events)) }
+	}
 	for _, pod := range pods {
-		Expect(reported).To(HaveKey(pod))
-		Expect(started).To(HaveKey(pod))
+		Expect(reported).To(HaveKey(pod), record(fmt.Sprintf("the agent of %s never reported epoch %d", pod, epoch)))
+		Expect(started).To(HaveKey(pod), record(fmt.Sprintf("the workers of %s never started at epoch %d", pod, epoch)))
 	}
 	var lastReport time.Time
 	for _, t := range reported {
@@ -192,9 +200,19 @@ func expectBarrierHeld(namespace string, pods []string, epoch int32) {
 		}
 	}
 	for pod, t := range started {
-		Expect(t.After(lastReport)).To(BeTrue(),
-			"the workers of %s started at epoch %d %v before the last agent reported it", pod, epoch, lastReport.Sub(t))
+		Expect(t.After(lastReport)).To(BeTrue(), record(fmt.Sprintf(
+			"the workers of %s started at epoch %d %v before the last agent reported it", pod, epoch, lastReport.Sub(t))))
 	}
+}
+
+// describeEvents lists recorded events one per line, timed from the first,
+// for a failure message.
+func describeEvents(events []simnode.Event) string {
+	var b strings.Builder
+	for _, e := range events {
+		fmt.Fprintf(&b, "%8.3fs %-14s %s epoch=%d exit=%d\n", e.Time.Sub(events[0].Time).Seconds(), e.Kind, e.Pod, e.Epoch, e.ExitCode)
+	}
+	return b.String()
 }
 
 // expectBarriersInOrder checks that at the epoch no barrier of a replicated
