@@ -161,9 +161,9 @@ func (e *env) scenario(ctx context.Context, cfg Config, profile string, strategy
 			}
 			r.Profile, r.Repeat = profile, repeat
 			results = append(results, r)
-			progress("N=%d %-9s %-16s %-6s #%d: workers running after %v (failure seen %v, detection %v, %s busy before), controller writes %d, rejected by priority level %v",
+			progress("N=%d %-9s %-16s %-6s #%d: workers running after %v (exit written %v, failure seen %v, detection %v, %s busy before), controller writes %d, rejected by priority level %v",
 				e.nodes, profile, strategy, failure, repeat, r.WorkersRunning.Round(time.Millisecond),
-				r.FailureSeen.Round(time.Millisecond), r.Detection.Round(time.Millisecond), cores(r.LoadBefore), writes(r.Requests[ActorController]), r.Rejected)
+				r.ExitWritten.Round(time.Millisecond), r.FailureSeen.Round(time.Millisecond), r.Detection.Round(time.Millisecond), cores(r.LoadBefore), writes(r.Requests[ActorController]), r.Rejected)
 			if err := e.steady(ctx, js, jw, cfg.Timeout); err != nil {
 				return results, nil, fmt.Errorf("%s: not steady again after a %s: %w", strategy, failure, err)
 			}

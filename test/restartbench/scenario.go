@@ -32,6 +32,9 @@ type Result struct {
 	Strategy string `json:"strategy"`
 	Failure  string `json:"failure"`
 	Repeat   int    `json:"repeat"`
+	// ExitWritten: for a worker exit, the kubelet's status write that
+	// reports it returned.
+	ExitWritten time.Duration `json:"exitWrittenNanos,omitempty"`
 	// FailureSeen: the failure shown by the API server (the kubelet's
 	// write of the exit, or the deletion), as a watch of the victim saw it.
 	FailureSeen time.Duration `json:"failureSeenNanos"`
@@ -239,7 +242,7 @@ func (e *env) restart(ctx context.Context, js *jobset.JobSet, jw *jobSetWatch, f
 		return r, fmt.Errorf("unknown failure kind %q", failure)
 	}
 
-	var t0, workers time.Time
+	var t0, exitWritten, workers time.Time
 	started := map[string]time.Time{}
 	err = wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
 		var events []simnode.Event
@@ -249,6 +252,8 @@ func (e *env) restart(ctx context.Context, js *jobset.JobSet, jw *jobSetWatch, f
 			case ev.Time.Before(injected):
 			case failure == FailureExit && ev.Kind == simnode.WorkerExited && ev.Pod == victim.Name && t0.IsZero():
 				t0 = ev.Time
+			case failure == FailureExit && ev.Kind == simnode.ExitWritten && ev.Pod == victim.Name && exitWritten.IsZero():
+				exitWritten = ev.Time
 			case ev.Kind == simnode.WorkersStarted:
 				started[ev.Pod] = ev.Time
 			}
@@ -296,11 +301,11 @@ func (e *env) restart(ctx context.Context, js *jobset.JobSet, jw *jobSetWatch, f
 		return jw.status().Restarts > before.Restarts, nil
 	})
 	detected := jw.first(injected, func(s jobset.JobSetStatus) bool { return s.Restarts > before.Restarts })
-	r.FailureSeen, r.Detection = since(t0, fw.at()), since(t0, detected)
+	r.ExitWritten, r.FailureSeen, r.Detection = since(t0, exitWritten), since(t0, fw.at()), since(t0, detected)
 	// With the manager's reconciles in the same log (-log), what happened
 	// between these three moments can be read off it.
 	e.log.Info("failure", "strategy", r.Strategy, "kind", failure, "pod", victim.Name,
-		"at", stamp(t0), "seen", stamp(fw.at()), "detected", stamp(detected))
+		"at", stamp(t0), "written", stamp(exitWritten), "seen", stamp(fw.at()), "detected", stamp(detected))
 	if r.Strategy == string(jobset.InPlaceRestart) {
 		newEpoch := before.SyncedEpoch + 1
 		_ = wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {

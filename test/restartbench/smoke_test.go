@@ -48,6 +48,9 @@ func TestSmoke(t *testing.T) {
 		if r.FailureSeen <= 0 || r.FailureSeen >= r.WorkersRunning {
 			t.Errorf("%s: failure seen after %v, workers running after %v", r.Strategy, r.FailureSeen, r.WorkersRunning)
 		}
+		if r.Failure == FailureExit && (r.ExitWritten <= 0 || r.ExitWritten >= r.WorkersRunning) {
+			t.Errorf("%s: the exit's status write returned after %v, workers running after %v", r.Strategy, r.ExitWritten, r.WorkersRunning)
+		}
 		if _, ok := r.LoadBefore["kube-apiserver"]; !ok || len(r.LoadBefore) != len(cpuColumns) {
 			t.Errorf("%s: load before the failure %v, want one entry per process %v", r.Strategy, r.LoadBefore, cpuColumns)
 		}

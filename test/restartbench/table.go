@@ -170,7 +170,7 @@ func Timeline(w io.Writer, report Report) {
 	}
 	fmt.Fprintln(w, "\nevery restart, from the failure (in place: agents restarted, epochs reported and written, syncedEpoch), and CPU seconds by process:")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprint(tw, "N\tprofile\tfailure\tstrategy\t#\tbusy before\tfailure seen\tdetection\tagents\treported\twritten\tsynced\trunning\t")
+	fmt.Fprint(tw, "N\tprofile\tfailure\tstrategy\t#\tbusy before\texit written\tfailure seen\tdetection\tagents\treported\twritten\tsynced\trunning\t")
 	cpuHeader(tw)
 	opt := func(d time.Duration) string {
 		if d == 0 {
@@ -179,8 +179,8 @@ func Timeline(w io.Writer, report Report) {
 		return seconds(d)
 	}
 	for _, r := range report.Results {
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t", r.Nodes, r.Profile, r.Failure, r.Strategy, r.Repeat,
-			cores(r.LoadBefore), opt(r.FailureSeen), seconds(r.Detection), opt(r.AgentsRestarted), opt(r.EpochsReported), opt(r.EpochsWritten), opt(r.Synced), seconds(r.WorkersRunning))
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t", r.Nodes, r.Profile, r.Failure, r.Strategy, r.Repeat,
+			cores(r.LoadBefore), opt(r.ExitWritten), opt(r.FailureSeen), seconds(r.Detection), opt(r.AgentsRestarted), opt(r.EpochsReported), opt(r.EpochsWritten), opt(r.Synced), seconds(r.WorkersRunning))
 		cpuCells(tw, r.CPUSeconds)
 	}
 	tw.Flush()

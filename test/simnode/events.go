@@ -25,6 +25,9 @@ const (
 	WorkersStarted EventKind = "WorkersStarted"
 	// WorkerExited: a main container exited.
 	WorkerExited EventKind = "WorkerExited"
+	// ExitWritten: the first status write that reports a main container
+	// terminated with a non-zero code returned; ExitCode is that code.
+	ExitWritten EventKind = "ExitWritten"
 )
 
 // Event is one recorded moment. Epoch is the epoch the Pod's agent last

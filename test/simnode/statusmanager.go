@@ -148,11 +148,25 @@ func (r *podRunner) writeStatus(ctx context.Context, s corev1.PodStatus) error {
 		r.mu.Lock()
 		r.written = &s
 		r.mu.Unlock()
+		if code := workerExitCode(s); code != 0 && workerExitCode(*base) == 0 {
+			r.record(ExitWritten, code)
+		}
 		return nil
 	case apierrors.IsNotFound(err):
 		return nil
 	}
 	return err
+}
+
+// workerExitCode is the code of a main container the status shows
+// terminated with a non-zero code, or 0.
+func workerExitCode(s corev1.PodStatus) int32 {
+	for _, cs := range s.ContainerStatuses {
+		if t := cs.State.Terminated; t != nil && t.ExitCode != 0 {
+			return t.ExitCode
+		}
+	}
+	return 0
 }
 
 func addUIDPrecondition(patch []byte, uid types.UID) ([]byte, error) {
