@@ -38,7 +38,7 @@ type Config struct {
 	Profiles   []string
 	Strategies []jobset.JobSetRestartStrategy
 	Failures   []string
-	// Timeout bounds one restart.
+	// Timeout bounds one restart, and the deletion of one namespace.
 	Timeout time.Duration
 	// ProfileDir, if set, receives a CPU profile of this process per
 	// restart, with the actors (controller, kubelets, agents) labelled.
@@ -111,7 +111,7 @@ func (e *env) measure(ctx context.Context, cfg Config, progress func(string, ...
 			// an in-place restart made, while the cluster is otherwise idle.
 			if floor == nil && strategy == jobset.InPlaceRestart && len(rs) > 0 && sample != nil {
 				kubelet := rs[0].Requests[ActorKubelets]
-				f, err := e.floor(ctx, kubelet["patch pods/status"]+kubelet["update pods/status"], sample)
+				f, err := e.floor(ctx, kubelet["patch pods/status"]+kubelet["update pods/status"], sample, cfg.Timeout)
 				if err != nil {
 					return results, floor, fmt.Errorf("measuring the floor: %w", err)
 				}
@@ -133,7 +133,7 @@ func (e *env) scenario(ctx context.Context, cfg Config, profile string, strategy
 		return nil, nil, err
 	}
 	defer func() {
-		if derr := e.deleteNamespace(ctx, ns.Name); derr != nil && err == nil {
+		if derr := e.deleteNamespace(ctx, ns.Name, cfg.Timeout); derr != nil && err == nil {
 			err = fmt.Errorf("deleting namespace %s: %w", ns.Name, derr)
 		}
 	}()
@@ -191,11 +191,12 @@ func (e *env) scenario(ctx context.Context, cfg Config, profile string, strategy
 // It then waits until the namespace itself is gone: while the namespace
 // controller deleted its Jobs the JobSet was still there, and its
 // controller tried to create them again (1,751 refused creations at
-// N = 1,000, counted in the next scenario's first restart).
-func (e *env) deleteNamespace(ctx context.Context, name string) error {
+// N = 1,000, counted in the next scenario's first restart). Within
+// timeout: a fixed ten minutes was too short for 5,000 Pods once.
+func (e *env) deleteNamespace(ctx context.Context, name string, timeout time.Duration) error {
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
 	_ = e.client.Delete(context.Background(), ns)
-	return wait.PollUntilContextTimeout(ctx, time.Second, 10*time.Minute, true, func(ctx context.Context) (bool, error) {
+	return wait.PollUntilContextTimeout(ctx, time.Second, timeout, true, func(ctx context.Context) (bool, error) {
 		var pods metav1.PartialObjectMetadataList
 		pods.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("PodList"))
 		if err := e.client.List(ctx, &pods, client.InNamespace(name)); err != nil {

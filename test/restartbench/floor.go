@@ -58,7 +58,7 @@ const floorGate = "inplace.dev/floor"
 
 // floor measures the Floor at the env's N, on N copies of sample, a Pod of
 // the in-place JobSet, that no node runs and no Job owns.
-func (e *env) floor(ctx context.Context, statusWrites int, sample *corev1.Pod) (f Floor, err error) {
+func (e *env) floor(ctx context.Context, statusWrites int, sample *corev1.Pod, timeout time.Duration) (f Floor, err error) {
 	f = Floor{Nodes: e.nodes, StatusWriteCount: statusWrites}
 	if raw, err := json.Marshal(sample); err == nil {
 		f.PodBytes = len(raw)
@@ -71,7 +71,7 @@ func (e *env) floor(ctx context.Context, statusWrites int, sample *corev1.Pod) (
 	// controller, N Pods' deletions went on for minutes into the next
 	// scenario's restarts, each an event to the manager and the nodes.
 	defer func() {
-		if derr := e.deleteNamespace(ctx, ns.Name); derr != nil && err == nil {
+		if derr := e.deleteNamespace(ctx, ns.Name, timeout); derr != nil && err == nil {
 			err = fmt.Errorf("deleting namespace %s: %w", ns.Name, derr)
 		}
 	}()

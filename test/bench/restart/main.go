@@ -32,7 +32,7 @@ func main() {
 	profiles := flag.String("profiles", "zero,realistic", "node latency profiles: zero, realistic")
 	strategies := flag.String("strategies", "InPlaceRestart,Recreate,BlockingRecreate", "restart strategies")
 	failures := flag.String("failures", "exit,delete", "failure kinds: exit (a worker exits 1), delete (a Pod is deleted)")
-	timeout := flag.Duration("timeout", 15*time.Minute, "bound on one restart")
+	timeout := flag.Duration("timeout", 15*time.Minute, "bound on one restart, and on deleting one scenario's namespace")
 	out := flag.String("out", ".local/bench/restart.json", "JSON results")
 	profileDir := flag.String("cpuprofile", "", "directory for a CPU profile of inplace-manager, the simulated nodes and the agents per restart (label \"actor\" tells them apart)")
 	logPath := flag.String("log", "", "file for the logs of the simulated nodes and the agents (discarded by default)")
