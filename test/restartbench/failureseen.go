@@ -2,6 +2,7 @@ package restartbench
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -33,16 +34,16 @@ func watchFailure(ctx context.Context, cs kubernetes.Interface, victim *corev1.P
 		return nil, err
 	}
 	fw := &failureWatch{stop: w.Stop}
-	// The goroutine keeps its own copy: the caller's Pod is written by the
-	// failure's patch.
-	victim = victim.DeepCopy()
+	// Read now, once: the caller's Pod is written by the failure's patch
+	// while the watch runs.
+	uid, before := victim.UID, restartCounts(victim)
 	go func() {
 		for ev := range w.ResultChan() {
 			pod, ok := ev.Object.(*corev1.Pod)
-			if !ok || pod.UID != victim.UID {
+			if !ok || pod.UID != uid {
 				continue
 			}
-			if ev.Type == watch.Deleted || pod.DeletionTimestamp != nil || failedSince(victim, pod) {
+			if ev.Type == watch.Deleted || pod.DeletionTimestamp != nil || failedSince(before, pod) {
 				fw.mu.Lock()
 				if fw.seen.IsZero() {
 					fw.seen = time.Now()
@@ -61,15 +62,21 @@ func (fw *failureWatch) at() time.Time {
 	return fw.seen
 }
 
-// failedSince reports whether a container of the Pod terminated or
-// restarted after before, where every container ran.
-func failedSince(before, now *corev1.Pod) bool {
-	restarts := map[string]int32{}
-	for _, cs := range append(before.Status.InitContainerStatuses, before.Status.ContainerStatuses...) {
-		restarts[cs.Name] = cs.RestartCount
+// restartCounts are the restart counts of a Pod's containers, by name.
+func restartCounts(pod *corev1.Pod) map[string]int32 {
+	counts := map[string]int32{}
+	for _, cs := range slices.Concat(pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses) {
+		counts[cs.Name] = cs.RestartCount
 	}
-	for _, cs := range append(now.Status.InitContainerStatuses, now.Status.ContainerStatuses...) {
-		if cs.State.Terminated != nil || cs.RestartCount > restarts[cs.Name] {
+	return counts
+}
+
+// failedSince reports whether a container of the Pod terminated or
+// restarted since it had the restart counts before, when every container
+// ran.
+func failedSince(before map[string]int32, now *corev1.Pod) bool {
+	for _, cs := range slices.Concat(now.Status.InitContainerStatuses, now.Status.ContainerStatuses) {
+		if cs.State.Terminated != nil || cs.RestartCount > before[cs.Name] {
 			return true
 		}
 	}
