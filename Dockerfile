@@ -15,22 +15,14 @@ FROM deps AS build-agent
 ARG TARGETOS=linux TARGETARCH=amd64
 COPY agent/ agent/
 COPY api/ api/
-COPY broadcast/ broadcast/
-COPY inject/ inject/
 COPY cmd/agent/ cmd/agent/
 RUN CGO_ENABLED=0 GOOS=$TARGETOS GOARCH=$TARGETARCH go build -ldflags="-s -w" -o /out/inplace-agent ./cmd/agent
 
 FROM deps AS build-manager
 ARG TARGETOS=linux TARGETARCH=amd64
-COPY agent/ agent/
 COPY api/ api/
-COPY broadcast/ broadcast/
 COPY controller/ controller/
-COPY inject/ inject/
-COPY internal/ internal/
-COPY manager/ manager/
 COPY policies/ policies/
-COPY policycontroller/ policycontroller/
 COPY webhook/ webhook/
 COPY cmd/manager/ cmd/manager/
 RUN CGO_ENABLED=0 GOOS=$TARGETOS GOARCH=$TARGETARCH go build -ldflags="-s -w" -o /out/inplace-manager ./cmd/manager

@@ -18,6 +18,8 @@ KUSTOMIZE_VERSION ?= v5.7.1
 KUSTOMIZE := $(BIN)/kustomize-$(KUSTOMIZE_VERSION)
 HELM_VERSION ?= v3.19.0
 HELM := $(BIN)/helm-$(HELM_VERSION)
+GOLANGCI_LINT_VERSION ?= v2.15.0
+GOLANGCI_LINT := $(BIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
 export KUSTOMIZE HELM
 
 GO_TEST_FLAGS ?= -race -count=1
@@ -44,7 +46,7 @@ generate: $(CONTROLLER_GEN) ## Generate deepcopy code for the API types.
 .PHONY: manifests
 manifests: $(CONTROLLER_GEN) ## Generate CRDs into config/crd and the manager ClusterRole into config/rbac.
 	$(CONTROLLER_GEN) crd:maxDescLen=512,generateEmbeddedObjectMeta=true paths="./api/..." output:crd:artifacts:config=config/crd/bases
-	$(CONTROLLER_GEN) rbac:roleName=inplace-manager paths="./controller/..." paths="./policycontroller/..." paths="./webhook/..." paths="./manager/..." output:rbac:artifacts:config=config/rbac
+	$(CONTROLLER_GEN) rbac:roleName=inplace-manager paths="./controller/..." paths="./policies/..." paths="./webhook/..." paths="./cmd/manager/..." output:rbac:artifacts:config=config/rbac
 	@# The Helm chart renders the same objects from copies of config/.
 	cp config/crd/bases/*.yaml charts/inplace/crds/
 	cp config/rbac/role.yaml config/rbac/role_binding.yaml config/rbac/metrics_reader_role.yaml \
@@ -62,15 +64,25 @@ vet: ## Run go vet.
 	go vet ./...
 
 .PHONY: build
-build: ## Build the project's binaries into ./bin.
-	go build -o $(BIN)/inplace-manager ./cmd/manager
+build: ## Build inplace-manager, inplace-agent and inplacectl into ./bin.
+	CGO_ENABLED=0 go build -trimpath -o $(BIN)/inplace-manager ./cmd/manager
+	CGO_ENABLED=0 go build -trimpath -o $(BIN)/inplace-agent ./cmd/agent
+	CGO_ENABLED=0 go build -trimpath -o $(BIN)/inplacectl ./cmd/inplacectl
+
+.PHONY: lint
+lint: $(GOLANGCI_LINT) ## Run golangci-lint (configuration in .golangci.yml).
+	$(GOLANGCI_LINT) run ./...
 
 .PHONY: verify
-verify: generate manifests ## Fail if generated files are stale, code is unformatted or vet complains.
+verify: generate manifests lint verify-tree ## Fail if generated files are stale, code is unformatted, vet or lint complain, or the tree holds binaries.
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed on:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 	go vet ./...
 	@git diff --exit-code -- api config charts || { echo "generated files are stale: run 'make generate manifests' and commit"; exit 1; }
 	@test -z "$$(git ls-files --others --exclude-standard -- api config charts)" || { echo "untracked generated files:"; git ls-files --others --exclude-standard -- api config charts; exit 1; }
+
+.PHONY: verify-tree
+verify-tree: ## Fail if a tracked file is over 1 MB or is an executable binary.
+	./hack/verify-tree.sh
 
 ##@ Images
 
@@ -88,13 +100,29 @@ docker-build-agent: ## Build the inplace-agent image as $(IMG_AGENT).
 
 ##@ Test
 
+# Packages by kind: unit tests need nothing; integration suites run a real
+# kube-apiserver and etcd; end-to-end suites run the whole system on a local
+# cluster. `make test` runs all of them in one go test invocation, so that
+# the packages share the two cores as go test schedules them.
+UNIT_PKGS = $$(go list ./... | grep -v '/test/')
+INTEGRATION_PKGS = ./test/integration/... ./test/cluster/...
+E2E_PKGS = ./test/e2e/... ./test/restartbench/...
+
 .PHONY: test
-test: cluster-binaries $(KUSTOMIZE) $(HELM) ## Run every test (unit and integration, with -race).
+test: cluster-binaries $(KUSTOMIZE) $(HELM) ## Run every test: unit, integration and end to end, with -race.
 	go test $(GO_TEST_FLAGS) -timeout $(GO_TEST_TIMEOUT) ./...
 
 .PHONY: test-unit
-test-unit: ## Run the tests that need no cluster.
-	go test $(GO_TEST_FLAGS) -short ./...
+test-unit: ## Run the unit tests (no cluster).
+	go test $(GO_TEST_FLAGS) -short $(UNIT_PKGS)
+
+.PHONY: test-integration
+test-integration: cluster-binaries $(KUSTOMIZE) $(HELM) ## Run the suites against a real kube-apiserver and etcd.
+	go test $(GO_TEST_FLAGS) -timeout $(GO_TEST_TIMEOUT) $(INTEGRATION_PKGS)
+
+.PHONY: test-e2e
+test-e2e: cluster-binaries ## Run the end-to-end suites on a local cluster (simulated nodes).
+	go test $(GO_TEST_FLAGS) -timeout $(GO_TEST_TIMEOUT) $(E2E_PKGS)
 
 ##@ Benchmarks
 
@@ -144,6 +172,11 @@ $(HELM):
 	GOBIN=$(BIN) go install helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
 	mv $(BIN)/helm $@
 
-.PHONY: kustomize helm
+$(GOLANGCI_LINT):
+	GOBIN=$(BIN) go install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
+	mv $(BIN)/golangci-lint $@
+
+.PHONY: kustomize helm golangci-lint
 kustomize: $(KUSTOMIZE) ## Install kustomize into ./bin.
 helm: $(HELM) ## Install helm into ./bin.
+golangci-lint: $(GOLANGCI_LINT) ## Install golangci-lint into ./bin.

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+
+	"github.com/inplace-dev/inplace/api/protocol"
 )
 
 // The barrier endpoint holds a request until the barrier lifts, and
@@ -20,7 +22,7 @@ func TestBarrierHoldsTheProbeUntilItLifts(t *testing.T) {
 	}
 	srv := serve(logr.Discard(), l, b, 5*time.Second)
 	defer srv.Close()
-	url := "http://" + srv.Addr + BarrierPath
+	url := "http://" + srv.Addr + protocol.BarrierPath
 
 	answered := make(chan int, 1)
 	go func() {

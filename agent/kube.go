@@ -21,7 +21,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
-	"github.com/inplace-dev/inplace/broadcast"
+	"github.com/inplace-dev/inplace/api/protocol"
 )
 
 // KubeTransport is the API server transport: the agent watches its
@@ -67,14 +67,14 @@ const UserAgent = "inplace-agent"
 
 // Broadcasts watches the broadcast ConfigMap, watching again with backoff
 // and jitter when the watch fails, and delivers every distinct value.
-func (k *KubeTransport) Broadcasts(ctx context.Context) (<-chan broadcast.Broadcast, error) {
-	out := make(chan broadcast.Broadcast, 1)
-	name := broadcast.Name(k.JobSet)
+func (k *KubeTransport) Broadcasts(ctx context.Context) (<-chan protocol.Broadcast, error) {
+	out := make(chan protocol.Broadcast, 1)
+	name := protocol.Name(k.JobSet)
 	go func() {
 		defer close(out)
-		var last *broadcast.Broadcast
+		var last *protocol.Broadcast
 		deliver := func(cm *corev1.ConfigMap) {
-			b, err := broadcast.Decode(cm.Data)
+			b, err := protocol.Decode(cm.Data)
 			if err != nil {
 				k.Log.Error(err, "ignoring an invalid broadcast", "configmap", name)
 				return

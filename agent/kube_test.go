@@ -22,7 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
-	"github.com/inplace-dev/inplace/broadcast"
+	"github.com/inplace-dev/inplace/api/protocol"
 	"github.com/inplace-dev/inplace/test/cluster"
 )
 
@@ -55,8 +55,8 @@ func TestAgentOnAPIServer(t *testing.T) {
 	if _, err := cs.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: broadcast.Name("train"), Namespace: ns},
-		Data: broadcast.Encode(broadcast.Broadcast{SyncedEpoch: 2, DeprecatedEpoch: 1})}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: protocol.Name("train"), Namespace: ns},
+		Data: protocol.Encode(protocol.Broadcast{SyncedEpoch: 2, DeprecatedEpoch: 1})}
 	if cm, err = cs.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -77,22 +77,22 @@ func TestAgentOnAPIServer(t *testing.T) {
 		p, err := cs.CoreV1().Pods(ns).Get(ctx, "worker-0", metav1.GetOptions{})
 		return err == nil && p.Annotations[jobset.EpochKey] == "3"
 	})
-	barrier := fmt.Sprintf("http://127.0.0.1:%d%s", port, BarrierPath)
+	barrier := fmt.Sprintf("http://127.0.0.1:%d%s", port, protocol.BarrierPath)
 	if code := get(t, barrier); code != http.StatusServiceUnavailable {
 		t.Fatalf("barrier answers %d before the epoch is synced", code)
 	}
 
-	update := func(b broadcast.Broadcast) {
-		cm.Data = broadcast.Encode(b)
+	update := func(b protocol.Broadcast) {
+		cm.Data = protocol.Encode(b)
 		var err error
 		if cm, err = cs.CoreV1().ConfigMaps(ns).Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	update(broadcast.Broadcast{SyncedEpoch: 3, DeprecatedEpoch: 2})
+	update(protocol.Broadcast{SyncedEpoch: 3, DeprecatedEpoch: 2})
 	poll(t, ctx, "the barrier lifted", func() bool { return get(t, barrier) == http.StatusOK })
 
-	update(broadcast.Broadcast{SyncedEpoch: 3, DeprecatedEpoch: 3})
+	update(protocol.Broadcast{SyncedEpoch: 3, DeprecatedEpoch: 3})
 	select {
 	case code := <-done:
 		if code != 88 {

@@ -22,7 +22,7 @@
 //	container of the Pod (RestartAllContainers) and the agent starts over
 package agent
 
-import "github.com/inplace-dev/inplace/broadcast"
+import "github.com/inplace-dev/inplace/api/protocol"
 
 // Decision is what the agent must do after a step.
 type Decision struct {
@@ -57,7 +57,7 @@ func (m *Machine) Lifted() bool { return m.lifted }
 // containers run: when they do and that epoch is not deprecated, only the
 // agent restarted, and it resumes the epoch instead of forcing a group
 // restart.
-func (m *Machine) Start(b broadcast.Broadcast, podEpoch int32, workersRunning bool) Decision {
+func (m *Machine) Start(b protocol.Broadcast, podEpoch int32, workersRunning bool) Decision {
 	if podEpoch > b.DeprecatedEpoch && workersRunning {
 		m.epoch = podEpoch
 		d := m.Observe(b)
@@ -74,7 +74,7 @@ func (m *Machine) Start(b broadcast.Broadcast, podEpoch int32, workersRunning bo
 }
 
 // Observe applies a newer broadcast.
-func (m *Machine) Observe(b broadcast.Broadcast) Decision {
+func (m *Machine) Observe(b protocol.Broadcast) Decision {
 	var d Decision
 	if m.restarting {
 		return d

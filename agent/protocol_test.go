@@ -3,66 +3,66 @@ package agent
 import (
 	"testing"
 
-	"github.com/inplace-dev/inplace/broadcast"
+	"github.com/inplace-dev/inplace/api/protocol"
 )
 
 func TestMachine(t *testing.T) {
 	type step struct {
-		b    broadcast.Broadcast
+		b    protocol.Broadcast
 		want Decision
 	}
 	cases := map[string]struct {
 		podEpoch       int32
 		workersRunning bool
-		first          broadcast.Broadcast
+		first          protocol.Broadcast
 		wantStart      Decision
 		steps          []step
 	}{
 		"first start: epoch synced+1, barrier lifts once synced": {
-			first:     broadcast.Broadcast{},
+			first:     protocol.Broadcast{},
 			wantStart: Decision{ReportEpoch: 1},
 			steps: []step{
-				{broadcast.Broadcast{SyncedEpoch: 0}, Decision{}},
-				{broadcast.Broadcast{SyncedEpoch: 1}, Decision{LiftBarrier: true}},
-				{broadcast.Broadcast{SyncedEpoch: 1}, Decision{}},
+				{protocol.Broadcast{SyncedEpoch: 0}, Decision{}},
+				{protocol.Broadcast{SyncedEpoch: 1}, Decision{LiftBarrier: true}},
+				{protocol.Broadcast{SyncedEpoch: 1}, Decision{}},
 			},
 		},
 		"deprecated: restart, then nothing more": {
-			first:     broadcast.Broadcast{SyncedEpoch: 3, DeprecatedEpoch: 2},
+			first:     protocol.Broadcast{SyncedEpoch: 3, DeprecatedEpoch: 2},
 			wantStart: Decision{ReportEpoch: 4},
 			steps: []step{
-				{broadcast.Broadcast{SyncedEpoch: 4, DeprecatedEpoch: 2}, Decision{LiftBarrier: true}},
-				{broadcast.Broadcast{SyncedEpoch: 4, DeprecatedEpoch: 4}, Decision{Restart: true}},
-				{broadcast.Broadcast{SyncedEpoch: 4, DeprecatedEpoch: 4}, Decision{}},
+				{protocol.Broadcast{SyncedEpoch: 4, DeprecatedEpoch: 2}, Decision{LiftBarrier: true}},
+				{protocol.Broadcast{SyncedEpoch: 4, DeprecatedEpoch: 4}, Decision{Restart: true}},
+				{protocol.Broadcast{SyncedEpoch: 4, DeprecatedEpoch: 4}, Decision{}},
 			},
 		},
 		"after an in-place restart the Pod's old epoch is deprecated: a new one": {
 			podEpoch:  4,
-			first:     broadcast.Broadcast{SyncedEpoch: 4, DeprecatedEpoch: 4},
+			first:     protocol.Broadcast{SyncedEpoch: 4, DeprecatedEpoch: 4},
 			wantStart: Decision{ReportEpoch: 5},
 		},
 		"only the agent crashed, workers run: resume without a group restart": {
 			podEpoch: 4, workersRunning: true,
-			first:     broadcast.Broadcast{SyncedEpoch: 4, DeprecatedEpoch: 3},
+			first:     protocol.Broadcast{SyncedEpoch: 4, DeprecatedEpoch: 3},
 			wantStart: Decision{LiftBarrier: true},
-			steps:     []step{{broadcast.Broadcast{SyncedEpoch: 4, DeprecatedEpoch: 3}, Decision{}}},
+			steps:     []step{{protocol.Broadcast{SyncedEpoch: 4, DeprecatedEpoch: 3}, Decision{}}},
 		},
 		"the agent crashed while its epoch was being deprecated: restart": {
 			podEpoch: 4, workersRunning: true,
-			first:     broadcast.Broadcast{SyncedEpoch: 4, DeprecatedEpoch: 4},
+			first:     protocol.Broadcast{SyncedEpoch: 4, DeprecatedEpoch: 4},
 			wantStart: Decision{ReportEpoch: 5},
 		},
 		"workers not running (the whole Pod restarted): new epoch even if not deprecated": {
 			podEpoch:  4,
-			first:     broadcast.Broadcast{SyncedEpoch: 4, DeprecatedEpoch: 3},
+			first:     protocol.Broadcast{SyncedEpoch: 4, DeprecatedEpoch: 3},
 			wantStart: Decision{ReportEpoch: 5},
 		},
 		"InOrder: the barrier waits for the replicated job's turn": {
-			first:     broadcast.Broadcast{SyncedEpoch: 1, OpenReplicatedJobs: []string{}},
+			first:     protocol.Broadcast{SyncedEpoch: 1, OpenReplicatedJobs: []string{}},
 			wantStart: Decision{ReportEpoch: 2},
 			steps: []step{
-				{broadcast.Broadcast{SyncedEpoch: 2, OpenReplicatedJobs: []string{"driver"}}, Decision{}},
-				{broadcast.Broadcast{SyncedEpoch: 2, OpenReplicatedJobs: []string{"driver", "workers"}}, Decision{LiftBarrier: true}},
+				{protocol.Broadcast{SyncedEpoch: 2, OpenReplicatedJobs: []string{"driver"}}, Decision{}},
+				{protocol.Broadcast{SyncedEpoch: 2, OpenReplicatedJobs: []string{"driver", "workers"}}, Decision{LiftBarrier: true}},
 			},
 		},
 	}

@@ -11,14 +11,14 @@ import (
 
 	"github.com/go-logr/logr"
 
-	"github.com/inplace-dev/inplace/broadcast"
+	"github.com/inplace-dev/inplace/api/protocol"
 )
 
 // Transport is how the agent talks to the rest of the protocol.
 type Transport interface {
 	// Broadcasts delivers the JobSet's broadcast, current first, then every
 	// change, until ctx ends; it re-establishes its watch by itself.
-	Broadcasts(ctx context.Context) (<-chan broadcast.Broadcast, error)
+	Broadcasts(ctx context.Context) (<-chan protocol.Broadcast, error)
 	// ReportEpoch writes the agent's epoch on its Pod.
 	ReportEpoch(ctx context.Context, epoch int32) error
 	// Self returns the epoch the Pod carries (0 if none) and whether its
@@ -43,12 +43,6 @@ type Config struct {
 	BarrierHold time.Duration
 }
 
-// BarrierPath and HealthPath are the agent's endpoints.
-const (
-	BarrierPath = "/barrier-is-lifted"
-	HealthPath  = "/healthz"
-)
-
 // Run runs the agent until ctx ends (exit code 0) or its epoch is
 // deprecated (the restart exit code).
 func Run(ctx context.Context, log logr.Logger, cfg Config, t Transport) (int, error) {
@@ -70,7 +64,7 @@ func Run(ctx context.Context, log logr.Logger, cfg Config, t Transport) (int, er
 	if err != nil {
 		return 1, fmt.Errorf("watching the broadcast: %w", err)
 	}
-	var first broadcast.Broadcast
+	var first protocol.Broadcast
 	select {
 	case <-ctx.Done():
 		return 0, nil
@@ -157,8 +151,8 @@ func (b *barrier) wait(ctx context.Context, hold time.Duration) bool {
 // closed.
 func serve(log logr.Logger, l net.Listener, lifted *barrier, hold time.Duration) *http.Server {
 	mux := http.NewServeMux()
-	mux.HandleFunc(HealthPath, func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
-	mux.HandleFunc(BarrierPath, func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc(protocol.HealthPath, func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
+	mux.HandleFunc(protocol.BarrierPath, func(w http.ResponseWriter, r *http.Request) {
 		if lifted.wait(r.Context(), hold) {
 			w.WriteHeader(http.StatusOK)
 			return

@@ -9,7 +9,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
-	"github.com/inplace-dev/inplace/inject"
+	"github.com/inplace-dev/inplace/controller/podfailure"
 )
 
 // This file decides the epochs of an InPlaceRestart JobSet from its Pods,
@@ -66,7 +66,7 @@ func observePodIn(js *jobset.JobSet, pod *corev1.Pod) podEpoch {
 			continue
 		}
 		for _, s := range pod.Status.ContainerStatuses {
-			if t := s.State.Terminated; t != nil && t.ExitCode != 0 && inject.FailsJob(s.Name, rj.Template.Spec.PodFailurePolicy, t.ExitCode) {
+			if t := s.State.Terminated; t != nil && t.ExitCode != 0 && podfailure.FailsJob(s.Name, rj.Template.Spec.PodFailurePolicy, t.ExitCode) {
 				p.fatal = true
 			}
 		}

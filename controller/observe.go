@@ -17,7 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
-	"github.com/inplace-dev/inplace/broadcast"
+	"github.com/inplace-dev/inplace/api/protocol"
 )
 
 // Field indexes of the manager's cache.
@@ -96,7 +96,7 @@ func (r *Reconciler) observe(ctx context.Context, js *jobset.JobSet) (observed, 
 
 	if inPlace(js) {
 		var cm corev1.ConfigMap
-		err := r.client.Get(ctx, types.NamespacedName{Namespace: js.Namespace, Name: broadcast.Name(js.Name)}, &cm)
+		err := r.client.Get(ctx, types.NamespacedName{Namespace: js.Namespace, Name: protocol.Name(js.Name)}, &cm)
 		if client.IgnoreNotFound(err) != nil {
 			return obs, fmt.Errorf("getting the broadcast: %w", err)
 		}

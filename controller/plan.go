@@ -13,7 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
-	"github.com/inplace-dev/inplace/broadcast"
+	"github.com/inplace-dev/inplace/api/protocol"
 )
 
 // observed is what the reconciler read about a JobSet's children.
@@ -178,7 +178,7 @@ func (p *plan) reconcileEpochs(js *jobset.JobSet, obs observed, now metav1.Time,
 		return
 	}
 
-	want := broadcast.Encode(broadcast.Broadcast{DeprecatedEpoch: d.deprecated, SyncedEpoch: d.synced, OpenReplicatedJobs: d.openReplicatedJobs})
+	want := protocol.Encode(protocol.Broadcast{DeprecatedEpoch: d.deprecated, SyncedEpoch: d.synced, OpenReplicatedJobs: d.openReplicatedJobs})
 	if !maps.Equal(want, obs.broadcast) {
 		p.broadcast = want
 	}

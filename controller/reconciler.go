@@ -26,7 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
-	"github.com/inplace-dev/inplace/broadcast"
+	"github.com/inplace-dev/inplace/api/protocol"
 )
 
 // ControllerName names the controller in logs, metrics and Events.
@@ -330,7 +330,7 @@ var _ reconcile.Reconciler = &Reconciler{}
 // writeBroadcast creates or updates the JobSet's broadcast ConfigMap.
 func (r *Reconciler) writeBroadcast(ctx context.Context, js *jobset.JobSet, data map[string]string) error {
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
-		Name:            broadcast.Name(js.Name),
+		Name:            protocol.Name(js.Name),
 		Namespace:       js.Namespace,
 		Labels:          map[string]string{jobset.JobSetNameKey: js.Name},
 		OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(js, jobset.GroupVersion.WithKind(jobset.Kind))},

@@ -135,7 +135,7 @@ func TestReferenceNamesEveryReservedKey(t *testing.T) {
 	isKey := func(_, v string) bool { return strings.Contains(v, ".") && strings.Contains(v, "/") }
 	var keys []string
 	keys = append(keys, stringConstants(t, "../api/jobset/v1alpha2/labels.go", isKey)...)
-	keys = append(keys, stringConstants(t, "../inject/inject.go", isKey)...)
+	keys = append(keys, stringConstants(t, "../webhook/inject/inject.go", isKey)...)
 	keys = append(keys, stringConstants(t, "../test/simnode/simnode.go", isKey)...)
 	expectNamed(t, reference(t), "label or annotation", keys)
 }
@@ -151,6 +151,6 @@ func TestReferenceNamesEveryFlagAndAgentVariable(t *testing.T) {
 	}
 	doc := reference(t)
 	expectNamed(t, doc, "inplace-manager flag", flags)
-	env := stringConstants(t, "../inject/inject.go", func(name, _ string) bool { return strings.HasPrefix(name, "Env") })
+	env := stringConstants(t, "../api/protocol/agent.go", func(name, _ string) bool { return strings.HasPrefix(name, "Env") })
 	expectNamed(t, doc, "agent environment variable", env)
 }

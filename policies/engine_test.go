@@ -12,7 +12,7 @@ import (
 
 	configv1alpha1 "github.com/inplace-dev/inplace/api/config/v1alpha1"
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
-	"github.com/inplace-dev/inplace/inject"
+	"github.com/inplace-dev/inplace/webhook/inject"
 )
 
 // admitted loads a spec manifest and mutates it as the webhook does.

@@ -9,7 +9,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/inplace-dev/inplace/internal/certs"
+	"github.com/inplace-dev/inplace/webhook/certs"
 )
 
 // WriteSelfSignedCerts creates a CA and a serving certificate for hosts and

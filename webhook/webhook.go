@@ -30,8 +30,8 @@ import (
 
 	configv1alpha1 "github.com/inplace-dev/inplace/api/config/v1alpha1"
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
-	"github.com/inplace-dev/inplace/inject"
 	"github.com/inplace-dev/inplace/policies"
+	"github.com/inplace-dev/inplace/webhook/inject"
 )
 
 // Paths of the two webhooks on the webhook server.

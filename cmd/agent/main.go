@@ -19,7 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/inplace-dev/inplace/agent"
-	"github.com/inplace-dev/inplace/inject"
+	"github.com/inplace-dev/inplace/api/protocol"
 )
 
 func main() {
@@ -32,21 +32,21 @@ func main() {
 		}
 		return v
 	}
-	code, convErr := strconv.Atoi(env(inject.EnvRestartExitCode))
+	code, convErr := strconv.Atoi(env(protocol.EnvRestartExitCode))
 	if convErr != nil {
-		fmt.Fprintf(os.Stderr, "inplace-agent: %s: %v\n", inject.EnvRestartExitCode, convErr)
+		fmt.Fprintf(os.Stderr, "inplace-agent: %s: %v\n", protocol.EnvRestartExitCode, convErr)
 		os.Exit(1)
 	}
 	cfg := agent.Config{
-		ReplicatedJob:   env(inject.EnvReplicatedJobName),
+		ReplicatedJob:   env(protocol.EnvReplicatedJobName),
 		RestartExitCode: code,
-		Listen:          ":" + env(inject.EnvBarrierPort),
+		Listen:          ":" + env(protocol.EnvBarrierPort),
 	}
 	// Optional: agents injected by older managers do not hold probes.
-	if v := os.Getenv(inject.EnvBarrierHold); v != "" {
+	if v := os.Getenv(protocol.EnvBarrierHold); v != "" {
 		millis, err := strconv.Atoi(v)
 		if err != nil || millis < 0 {
-			fmt.Fprintf(os.Stderr, "inplace-agent: %s=%q: want a number of milliseconds\n", inject.EnvBarrierHold, v)
+			fmt.Fprintf(os.Stderr, "inplace-agent: %s=%q: want a number of milliseconds\n", protocol.EnvBarrierHold, v)
 			os.Exit(1)
 		}
 		cfg.BarrierHold = time.Duration(millis) * time.Millisecond
@@ -66,9 +66,9 @@ func main() {
 	}
 	t := &agent.KubeTransport{
 		Client:    kubernetes.NewForConfigOrDie(agent.ClientConfig(restCfg)),
-		Namespace: env(inject.EnvNamespace),
-		Pod:       env(inject.EnvPodName),
-		JobSet:    env(inject.EnvJobSetName),
+		Namespace: env(protocol.EnvNamespace),
+		Pod:       env(protocol.EnvPodName),
+		JobSet:    env(protocol.EnvJobSetName),
 		Log:       log,
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)

@@ -6,9 +6,9 @@ import (
 	"context"
 	"os"
 
-	"github.com/inplace-dev/inplace/cli"
+	"github.com/inplace-dev/inplace/cmd/inplacectl/app"
 )
 
 func main() {
-	os.Exit(cli.Run(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
+	os.Exit(app.Run(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
 }

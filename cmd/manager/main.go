@@ -12,7 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	configv1alpha1 "github.com/inplace-dev/inplace/api/config/v1alpha1"
-	"github.com/inplace-dev/inplace/manager"
+	"github.com/inplace-dev/inplace/cmd/manager/app"
 )
 
 func main() {
@@ -52,7 +52,7 @@ func main() {
 		}
 	})
 	if cfg.LeaderElection.ResourceNamespace == "" {
-		cfg.LeaderElection.ResourceNamespace = manager.Namespace()
+		cfg.LeaderElection.ResourceNamespace = app.Namespace()
 	}
 
 	if err := run(cfg); err != nil {
@@ -68,11 +68,11 @@ func run(cfg *configv1alpha1.Configuration) error {
 	}
 	restConfig.QPS = *cfg.ClientConnection.QPS
 	restConfig.Burst = int(*cfg.ClientConnection.Burst)
-	mgr, err := ctrl.NewManager(restConfig, manager.Options(cfg, manager.NewScheme()))
+	mgr, err := ctrl.NewManager(restConfig, app.Options(cfg, app.NewScheme()))
 	if err != nil {
 		return fmt.Errorf("creating manager: %w", err)
 	}
-	if err := manager.Setup(mgr, cfg); err != nil {
+	if err := app.Setup(mgr, cfg); err != nil {
 		return err
 	}
 	ctrl.Log.WithName("setup").Info("starting inplace-manager")

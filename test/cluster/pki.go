@@ -8,7 +8,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/inplace-dev/inplace/internal/certs"
+	"github.com/inplace-dev/inplace/webhook/certs"
 )
 
 // pki is the set of keys and certificates one local cluster needs: a CA that

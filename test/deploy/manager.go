@@ -12,7 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	configv1alpha1 "github.com/inplace-dev/inplace/api/config/v1alpha1"
-	"github.com/inplace-dev/inplace/manager"
+	managerapp "github.com/inplace-dev/inplace/cmd/manager/app"
 	"github.com/inplace-dev/inplace/test/cluster"
 )
 
@@ -52,7 +52,7 @@ func RunManager(ctx context.Context, admin *rest.Config, configure func(*configv
 	if wrap != nil {
 		wrap(mgrCfg)
 	}
-	opts := manager.Options(conf, manager.NewScheme())
+	opts := managerapp.Options(conf, managerapp.NewScheme())
 	// A process may run one manager after another (the restart benchmark
 	// runs one per size); their controllers' names repeat.
 	opts.Controller.SkipNameValidation = ptr.To(true)
@@ -60,12 +60,12 @@ func RunManager(ctx context.Context, admin *rest.Config, configure func(*configv
 	if err != nil {
 		return nil, err
 	}
-	if err := manager.Setup(mgr, conf); err != nil {
+	if err := managerapp.Setup(mgr, conf); err != nil {
 		return nil, err
 	}
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
-	c, err := client.New(admin, client.Options{Scheme: manager.NewScheme()})
+	c, err := client.New(admin, client.Options{Scheme: managerapp.NewScheme()})
 	if err != nil {
 		return nil, err
 	}

@@ -19,8 +19,8 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
-	"github.com/inplace-dev/inplace/broadcast"
-	"github.com/inplace-dev/inplace/cli"
+	"github.com/inplace-dev/inplace/api/protocol"
+	inplacectl "github.com/inplace-dev/inplace/cmd/inplacectl/app"
 	"github.com/inplace-dev/inplace/test/framework"
 	"github.com/inplace-dev/inplace/test/simnode"
 	"github.com/inplace-dev/inplace/test/util"
@@ -378,8 +378,8 @@ var _ = Describe("in-place restart, more cases", func() {
 		before := expectRunning(js, 3, 1)
 		expectCondition(js, jobset.JobSetStartupPolicyCompleted, "InOrderStartupPolicyCompleted")
 		var cm corev1.ConfigMap
-		Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns.Name, Name: broadcast.Name("ordered")}, &cm)).To(Succeed())
-		Expect(cm.Data).To(HaveKeyWithValue(broadcast.KeyOpenReplicatedJobs, "driver,workers"))
+		Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns.Name, Name: protocol.Name("ordered")}, &cm)).To(Succeed())
+		Expect(cm.Data).To(HaveKeyWithValue(protocol.KeyOpenReplicatedJobs, "driver,workers"))
 
 		annotate(podsOf(js)[0], simnode.ExitCodeAnnotation, "1")
 		Expect(expectRunning(js, 3, 2)).To(Equal(before))
@@ -390,7 +390,7 @@ var _ = Describe("in-place restart, more cases", func() {
 
 		// inplacectl status shows it from the cluster.
 		var out, errOut bytes.Buffer
-		code := cli.Run(ctx, []string{"status", js.Name, "-n", ns.Name, "-kubeconfig", framework.WriteKubeconfig(cfg)}, &out, &errOut)
+		code := inplacectl.Run(ctx, []string{"status", js.Name, "-n", ns.Name, "-kubeconfig", framework.WriteKubeconfig(cfg)}, &out, &errOut)
 		Expect(code).To(BeZero(), errOut.String())
 		Expect(out.String()).To(And(
 			ContainSubstring("epochs   synced 2  deprecated 1\n"),

@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	configv1alpha1 "github.com/inplace-dev/inplace/api/config/v1alpha1"
-	"github.com/inplace-dev/inplace/manager"
+	managerapp "github.com/inplace-dev/inplace/cmd/manager/app"
 	"github.com/inplace-dev/inplace/test/deploy"
 )
 
@@ -59,12 +59,12 @@ func (f *Framework) StartManager(cfg *rest.Config) {
 			return rt.RoundTrip(req)
 		})
 	})
-	opts := manager.Options(conf, manager.NewScheme())
+	opts := managerapp.Options(conf, managerapp.NewScheme())
 	// The suite starts several managers in one process over its life.
 	opts.Controller.SkipNameValidation = ptr.To(true)
 	mgr, err := ctrl.NewManager(mgrCfg, opts)
 	gomega.Expect(err).NotTo(gomega.HaveOccurred())
-	gomega.Expect(manager.Setup(mgr, conf)).To(gomega.Succeed())
+	gomega.Expect(managerapp.Setup(mgr, conf)).To(gomega.Succeed())
 
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})

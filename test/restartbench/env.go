@@ -33,7 +33,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	configv1alpha1 "github.com/inplace-dev/inplace/api/config/v1alpha1"
-	"github.com/inplace-dev/inplace/manager"
+	managerapp "github.com/inplace-dev/inplace/cmd/manager/app"
 	"github.com/inplace-dev/inplace/test/cluster"
 	"github.com/inplace-dev/inplace/test/deploy"
 	"github.com/inplace-dev/inplace/test/simnode"
@@ -106,7 +106,7 @@ func startEnv(ctx context.Context, nodes int, restartTimeout time.Duration, log 
 	if _, err := envtest.InstallCRDs(c.Config, envtest.CRDInstallOptions{Paths: []string{root + "/config/crd/bases"}, ErrorIfPathMissing: true}); err != nil {
 		return fail(err)
 	}
-	if e.client, err = client.NewWithWatch(c.Config, client.Options{Scheme: manager.NewScheme()}); err != nil {
+	if e.client, err = client.NewWithWatch(c.Config, client.Options{Scheme: managerapp.NewScheme()}); err != nil {
 		return fail(err)
 	}
 	e.cs = kubernetes.NewForConfigOrDie(c.Config)

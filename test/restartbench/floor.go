@@ -24,7 +24,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/inplace-dev/inplace/agent"
-	"github.com/inplace-dev/inplace/broadcast"
+	"github.com/inplace-dev/inplace/api/protocol"
 )
 
 // Floor is this machine's time, measured in the same run, for exactly the
@@ -83,8 +83,8 @@ func (e *env) floor(ctx context.Context, statusWrites int, sample *corev1.Pod, t
 	}
 	// The broadcast of a JobSet named "floor" at epoch 1, for the agents'
 	// transport to watch.
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: broadcast.Name("floor"), Namespace: ns.Name},
-		Data: broadcast.Encode(broadcast.Broadcast{SyncedEpoch: 1})}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: protocol.Name("floor"), Namespace: ns.Name},
+		Data: protocol.Encode(protocol.Broadcast{SyncedEpoch: 1})}
 	if err := e.client.Create(ctx, cm); err != nil {
 		return f, err
 	}

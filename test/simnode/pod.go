@@ -24,7 +24,7 @@ import (
 
 	"github.com/inplace-dev/inplace/agent"
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
-	"github.com/inplace-dev/inplace/inject"
+	"github.com/inplace-dev/inplace/api/protocol"
 )
 
 // podRunner runs one Pod, in incarnations: an in-place restart of every
@@ -417,8 +417,8 @@ func (r *podRunner) runAgent(ctx context.Context, c corev1.Container) int {
 	for _, e := range c.Env {
 		env[e.Name] = e.Value
 	}
-	code, _ := strconv.Atoi(env[inject.EnvRestartExitCode])
-	port := env[inject.EnvBarrierPort]
+	code, _ := strconv.Atoi(env[protocol.EnvRestartExitCode])
+	port := env[protocol.EnvBarrierPort]
 	pod := r.pod()
 	log := r.sim.opts.Log.WithValues("pod", r.namespace+"/"+r.name)
 	cs, closeConns, err := r.agentClientset(ctx)
@@ -431,7 +431,7 @@ func (r *podRunner) runAgent(ctx context.Context, c corev1.Container) int {
 		Client: cs, Namespace: r.namespace, Pod: r.name,
 		JobSet: pod.Annotations[jobset.JobSetNameKey], Log: log,
 	}, runner: r}
-	hold, _ := strconv.Atoi(env[inject.EnvBarrierHold])
+	hold, _ := strconv.Atoi(env[protocol.EnvBarrierHold])
 	listener, err := r.sim.podNet.Listen(r.ip + ":" + port)
 	if err != nil {
 		log.Error(err, "agent")

@@ -30,7 +30,7 @@ import (
 
 	configv1alpha1 "github.com/inplace-dev/inplace/api/config/v1alpha1"
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
-	"github.com/inplace-dev/inplace/manager"
+	managerapp "github.com/inplace-dev/inplace/cmd/manager/app"
 	"github.com/inplace-dev/inplace/policies"
 	"github.com/inplace-dev/inplace/test/bench/stats"
 	"github.com/inplace-dev/inplace/test/cluster"
@@ -177,11 +177,11 @@ func throughApiserver(ctx context.Context, root string, requests, concurrency in
 	}
 	defer os.RemoveAll(conf.Webhook.CertDir)
 	conf.Webhook.Port = 19443
-	mgr, err := ctrl.NewManager(restCfg, manager.Options(conf, manager.NewScheme()))
+	mgr, err := ctrl.NewManager(restCfg, managerapp.Options(conf, managerapp.NewScheme()))
 	if err != nil {
 		return stats.Summary{}, 0, err
 	}
-	if err := manager.Setup(mgr, conf); err != nil {
+	if err := managerapp.Setup(mgr, conf); err != nil {
 		return stats.Summary{}, 0, err
 	}
 	mctx, cancel := context.WithCancel(ctx)

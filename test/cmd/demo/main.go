@@ -20,7 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
-	"github.com/inplace-dev/inplace/manager"
+	managerapp "github.com/inplace-dev/inplace/cmd/manager/app"
 	"github.com/inplace-dev/inplace/test/simnode"
 	"github.com/inplace-dev/inplace/test/wrappers"
 )
@@ -41,7 +41,7 @@ func run(kubeconfig string) error {
 	if err != nil {
 		return err
 	}
-	c, err := client.New(cfg, client.Options{Scheme: manager.NewScheme()})
+	c, err := client.New(cfg, client.Options{Scheme: managerapp.NewScheme()})
 	if err != nil {
 		return err
 	}

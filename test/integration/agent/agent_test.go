@@ -28,7 +28,7 @@ import (
 
 	"github.com/inplace-dev/inplace/agent"
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
-	"github.com/inplace-dev/inplace/inject"
+	"github.com/inplace-dev/inplace/api/protocol"
 	"github.com/inplace-dev/inplace/test/cluster"
 	"github.com/inplace-dev/inplace/test/framework"
 	"github.com/inplace-dev/inplace/test/util"
@@ -210,12 +210,12 @@ var _ = Describe("the agent binary", func() {
 		cmd := exec.Command(bin)
 		cmd.Env = []string{
 			"KUBECONFIG=" + kubeconfig,
-			inject.EnvNamespace + "=" + ns.Name,
-			inject.EnvPodName + "=" + pod.Name,
-			inject.EnvJobSetName + "=" + js.Name,
-			inject.EnvReplicatedJobName + "=w",
-			inject.EnvRestartExitCode + "=88",
-			inject.EnvBarrierPort + "=" + strconv.Itoa(port),
+			protocol.EnvNamespace + "=" + ns.Name,
+			protocol.EnvPodName + "=" + pod.Name,
+			protocol.EnvJobSetName + "=" + js.Name,
+			protocol.EnvReplicatedJobName + "=w",
+			protocol.EnvRestartExitCode + "=88",
+			protocol.EnvBarrierPort + "=" + strconv.Itoa(port),
 		}
 		cmd.Stdout, cmd.Stderr = GinkgoWriter, GinkgoWriter
 		started := time.Now()
@@ -224,7 +224,7 @@ var _ = Describe("the agent binary", func() {
 		go func() { exited <- cmd.Wait() }()
 		DeferCleanup(func() { _ = cmd.Process.Kill() })
 
-		healthURL := fmt.Sprintf("http://127.0.0.1:%d%s", port, agent.HealthPath)
+		healthURL := fmt.Sprintf("http://127.0.0.1:%d%s", port, protocol.HealthPath)
 		var healthy, reported time.Duration
 		Eventually(func(g Gomega) {
 			if healthy == 0 {

@@ -7,7 +7,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
-	"github.com/inplace-dev/inplace/broadcast"
+	"github.com/inplace-dev/inplace/api/protocol"
 	"github.com/inplace-dev/inplace/test/util"
 	"github.com/inplace-dev/inplace/test/wrappers"
 )
@@ -40,8 +40,8 @@ var _ = Describe("the epoch protocol of InPlaceRestart", func() {
 			g.Expect(got.Status.DeprecatedEpoch).To(Equal(deprecated), "deprecatedEpoch")
 			g.Expect(got.Status.SyncedEpoch).To(Equal(synced), "syncedEpoch")
 			var cm corev1.ConfigMap
-			g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: js.Namespace, Name: broadcast.Name(js.Name)}, &cm)).To(Succeed())
-			b, err := broadcast.Decode(cm.Data)
+			g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: js.Namespace, Name: protocol.Name(js.Name)}, &cm)).To(Succeed())
+			b, err := protocol.Decode(cm.Data)
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(b.DeprecatedEpoch).To(Equal(deprecated), "broadcast deprecatedEpoch")
 			g.Expect(b.SyncedEpoch).To(Equal(synced), "broadcast syncedEpoch")

@@ -13,9 +13,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
-	"github.com/inplace-dev/inplace/inject"
 	"github.com/inplace-dev/inplace/test/util"
 	"github.com/inplace-dev/inplace/test/wrappers"
+	"github.com/inplace-dev/inplace/webhook/inject"
 )
 
 func loadSpec(file, namespace string) *jobset.JobSet { return util.LoadSpec(file, namespace) }

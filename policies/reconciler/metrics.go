@@ -1,4 +1,4 @@
-package policycontroller
+package reconciler
 
 import (
 	"github.com/prometheus/client_golang/prometheus"

@@ -5,7 +5,7 @@
 // barrier. Agents watch this object, a few hundred bytes, instead of the
 // JobSet, which with its Pod templates is tens of kilobytes: every update is
 // fanned out to every agent.
-package broadcast
+package protocol
 
 import (
 	"fmt"

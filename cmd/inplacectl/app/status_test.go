@@ -1,4 +1,4 @@
-package cli
+package app
 
 import (
 	"bytes"
@@ -10,7 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
-	"github.com/inplace-dev/inplace/broadcast"
+	"github.com/inplace-dev/inplace/api/protocol"
 )
 
 func statusPod(name, rj string, epoch string, ready bool, agentStart, workerStart time.Time) corev1.Pod {
@@ -43,7 +43,7 @@ func TestWriteStatus(t *testing.T) {
 	}
 	in := statusInputs{
 		jobSet:         js,
-		broadcast:      &broadcast.Broadcast{DeprecatedEpoch: 1, SyncedEpoch: 2, OpenReplicatedJobs: []string{"driver"}},
+		broadcast:      &protocol.Broadcast{DeprecatedEpoch: 1, SyncedEpoch: 2, OpenReplicatedJobs: []string{"driver"}},
 		agentContainer: "inplace-agent",
 		pods: []corev1.Pod{
 			statusPod("d-0", "driver", "2", true, t0, t0.Add(time.Second)),

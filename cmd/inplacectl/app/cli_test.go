@@ -1,4 +1,4 @@
-package cli
+package app
 
 import (
 	"bytes"
@@ -17,7 +17,7 @@ func run(t *testing.T, args ...string) (int, string, string) {
 }
 
 func TestRender(t *testing.T) {
-	code, out, errOut := run(t, "render", "-f", "../inject/testdata/minimal.yaml")
+	code, out, errOut := run(t, "render", "-f", "../../../webhook/inject/testdata/minimal.yaml")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
@@ -37,7 +37,7 @@ func TestRender(t *testing.T) {
 func TestRenderDenied(t *testing.T) {
 	dir := t.TempDir()
 	bad := filepath.Join(dir, "bad.yaml")
-	data, err := os.ReadFile("../test/testdata/specs/inplace-story1.yaml")
+	data, err := os.ReadFile("../../../test/testdata/specs/inplace-story1.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +51,7 @@ func TestRenderDenied(t *testing.T) {
 }
 
 func TestPolicyTest(t *testing.T) {
-	code, out, errOut := run(t, "policy", "test", "../examples/policies")
+	code, out, errOut := run(t, "policy", "test", "../../../examples/policies")
 	if code != 0 || !strings.Contains(out, "7 passed, 0 failed") {
 		t.Errorf("exit %d: %s%s", code, out, errOut)
 	}
@@ -69,7 +69,7 @@ func TestPolicyEval(t *testing.T) {
 	dir := t.TempDir()
 	params := filepath.Join(dir, "params.yaml")
 	os.WriteFile(params, []byte("limit: 5\n"), 0o600)
-	code, out, errOut := run(t, "policy", "eval", "-p", "../examples/policies", "-f", "../examples/failure-policy/fail-fast-on-bugs.yaml", "-params", params)
+	code, out, errOut := run(t, "policy", "eval", "-p", "../../../examples/policies", "-f", "../../../examples/failure-policy/fail-fast-on-bugs.yaml", "-params", params)
 	if code != 1 || !strings.Contains(out, "# deny   max_restarts: spec.failurePolicy.maxRestarts is 10, above this cluster's limit of 5") {
 		t.Errorf("exit %d: %s%s", code, out, errOut)
 	}

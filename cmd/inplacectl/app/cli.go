@@ -2,7 +2,7 @@
 // webhooks — it renders what the mutating webhook would store, evaluates
 // policies against a manifest, and runs Rego tests — and `status`, which
 // reads a JobSet's in-place restart state from a cluster.
-package cli
+package app
 
 import (
 	"context"

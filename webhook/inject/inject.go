@@ -22,9 +22,10 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
-	"github.com/inplace-dev/inplace/agent"
 	configv1alpha1 "github.com/inplace-dev/inplace/api/config/v1alpha1"
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
+	"github.com/inplace-dev/inplace/api/protocol"
+	"github.com/inplace-dev/inplace/controller/podfailure"
 )
 
 const (
@@ -47,19 +48,6 @@ const (
 	// MaxBackoffLimit is the backoffLimit InPlaceRestart needs: Pods restart
 	// in place or are replaced, and the Job must never fail for that.
 	MaxBackoffLimit = int32(1<<31 - 1)
-)
-
-// Agent environment variables; the agent reads these names.
-const (
-	EnvNamespace         = "NAMESPACE"
-	EnvPodName           = "POD_NAME"
-	EnvPodUID            = "POD_UID"
-	EnvPodIP             = "POD_IP"
-	EnvJobSetName        = "JOBSET_NAME"
-	EnvReplicatedJobName = "REPLICATED_JOB_NAME"
-	EnvRestartExitCode   = "RESTART_POD_IN_PLACE_EXIT_CODE"
-	EnvBarrierPort       = "BARRIER_PORT"
-	EnvBarrierHold       = "BARRIER_HOLD_MILLISECONDS"
 )
 
 // Decision is one thing injection did, for `inplacectl render` and the
@@ -197,15 +185,15 @@ func agentContainer(a configv1alpha1.Agent) corev1.Container {
 		}},
 		Ports: []corev1.ContainerPort{{Name: "barrier", ContainerPort: a.BarrierPort, Protocol: corev1.ProtocolTCP}},
 		Env: []corev1.EnvVar{
-			fieldEnv(EnvNamespace, "metadata.namespace"),
-			fieldEnv(EnvPodName, "metadata.name"),
-			fieldEnv(EnvPodUID, "metadata.uid"),
-			fieldEnv(EnvPodIP, "status.podIP"),
-			fieldEnv(EnvJobSetName, "metadata.annotations['"+jobset.JobSetNameKey+"']"),
-			fieldEnv(EnvReplicatedJobName, "metadata.annotations['"+jobset.ReplicatedJobNameKey+"']"),
-			{Name: EnvRestartExitCode, Value: fmt.Sprint(a.RestartExitCode)},
-			{Name: EnvBarrierPort, Value: fmt.Sprint(a.BarrierPort)},
-			{Name: EnvBarrierHold, Value: fmt.Sprint(barrierHoldMillis)},
+			fieldEnv(protocol.EnvNamespace, "metadata.namespace"),
+			fieldEnv(protocol.EnvPodName, "metadata.name"),
+			fieldEnv(protocol.EnvPodUID, "metadata.uid"),
+			fieldEnv(protocol.EnvPodIP, "status.podIP"),
+			fieldEnv(protocol.EnvJobSetName, "metadata.annotations['"+jobset.JobSetNameKey+"']"),
+			fieldEnv(protocol.EnvReplicatedJobName, "metadata.annotations['"+jobset.ReplicatedJobNameKey+"']"),
+			{Name: protocol.EnvRestartExitCode, Value: fmt.Sprint(a.RestartExitCode)},
+			{Name: protocol.EnvBarrierPort, Value: fmt.Sprint(a.BarrierPort)},
+			{Name: protocol.EnvBarrierHold, Value: fmt.Sprint(barrierHoldMillis)},
 		},
 		// The barrier: containers after a sidecar start only once its
 		// startup probe succeeds, which the agent allows once its epoch is
@@ -213,13 +201,13 @@ func agentContainer(a configv1alpha1.Agent) corev1.Container {
 		// The agent holds each probe up to barrierHoldMillis and answers
 		// the moment the barrier lifts.
 		StartupProbe: &corev1.Probe{
-			ProbeHandler:     corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: agent.BarrierPath, Port: port}},
+			ProbeHandler:     corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: protocol.BarrierPath, Port: port}},
 			PeriodSeconds:    1,
 			TimeoutSeconds:   1,
 			FailureThreshold: a.BarrierTimeoutSeconds,
 		},
 		LivenessProbe: &corev1.Probe{
-			ProbeHandler:     corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: agent.HealthPath, Port: port}},
+			ProbeHandler:     corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: protocol.HealthPath, Port: port}},
 			PeriodSeconds:    10,
 			FailureThreshold: 3,
 		},
@@ -239,16 +227,12 @@ func agentContainer(a configv1alpha1.Agent) corev1.Container {
 // podFailurePolicy turns into a Job failure (those must fail the Pod, so
 // that the Job fails and the JobSet's failure policy decides).
 func workerRule(container string, pfp *batchv1.PodFailurePolicy) (*corev1.ContainerRestartRule, string) {
-	fatal, otherFatal := fatalExitCodes(container, pfp)
-	if otherFatal {
+	codes := podfailure.ExitCodes(container, pfp)
+	fatal := codes.Fatal
+	if codes.OthersFatal {
 		// The policy fails the Job on every code but a few: restart in place
 		// only on those few.
-		var restart []int32
-		for _, c := range mentionedCodes(container, pfp) {
-			if c != 0 && !slices.Contains(fatal, c) {
-				restart = append(restart, c)
-			}
-		}
+		restart := codes.NonFatal
 		if len(restart) == 0 {
 			return nil, "restartPolicy Never and no restart rule: the podFailurePolicy fails the Job on every non-zero exit code"
 		}
@@ -266,72 +250,4 @@ func workerRule(container string, pfp *batchv1.PodFailurePolicy) (*corev1.Contai
 		Action:    corev1.ContainerRestartRuleActionRestartAllContainers,
 		ExitCodes: &corev1.ContainerRestartRuleOnExitCodes{Operator: corev1.ContainerRestartRuleOnExitCodesOpNotIn, Values: notIn},
 	}, why
-}
-
-// fatalExitCodes evaluates the podFailurePolicy for a container's exit
-// codes as the Job controller does (first matching rule wins): which of the
-// codes the policy mentions fail the Job, and whether every other non-zero
-// code does.
-func fatalExitCodes(container string, pfp *batchv1.PodFailurePolicy) (fatal []int32, otherFatal bool) {
-	codes := mentionedCodes(container, pfp)
-	for _, c := range codes {
-		if c != 0 && failsJob(container, pfp, c) {
-			fatal = append(fatal, c)
-		}
-	}
-	return fatal, failsJob(container, pfp, unmentionedCode(codes))
-}
-
-// mentionedCodes lists, sorted and unique, the exit codes the policy's
-// rules name for the container.
-func mentionedCodes(container string, pfp *batchv1.PodFailurePolicy) []int32 {
-	var out []int32
-	if pfp == nil {
-		return nil
-	}
-	for _, r := range pfp.Rules {
-		if r.OnExitCodes != nil && appliesTo(r.OnExitCodes, container) {
-			out = append(out, r.OnExitCodes.Values...)
-		}
-	}
-	slices.Sort(out)
-	return slices.Compact(out)
-}
-
-// unmentionedCode returns a non-zero exit code none of the rules names; it
-// stands for every such code.
-func unmentionedCode(mentioned []int32) int32 {
-	for c := int32(1); ; c++ {
-		if !slices.Contains(mentioned, c) {
-			return c
-		}
-	}
-}
-
-// FailsJob reports whether the Job's podFailurePolicy turns an exit of the
-// container with code into a Job failure (first matching rule wins, as in
-// the Job controller).
-func FailsJob(container string, pfp *batchv1.PodFailurePolicy, code int32) bool {
-	return failsJob(container, pfp, code)
-}
-
-func failsJob(container string, pfp *batchv1.PodFailurePolicy, code int32) bool {
-	if pfp == nil {
-		return false
-	}
-	for _, r := range pfp.Rules {
-		req := r.OnExitCodes
-		if req == nil || !appliesTo(req, container) {
-			continue
-		}
-		in := slices.Contains(req.Values, code)
-		if (req.Operator == batchv1.PodFailurePolicyOnExitCodesOpIn) == in {
-			return r.Action == batchv1.PodFailurePolicyActionFailJob
-		}
-	}
-	return false
-}
-
-func appliesTo(req *batchv1.PodFailurePolicyOnExitCodesRequirement, container string) bool {
-	return req.ContainerName == nil || *req.ContainerName == container
 }

@@ -4,7 +4,7 @@
 //
 //	mgr, err := ctrl.NewManager(restConfig, manager.Options(cfg, scheme))
 //	err = manager.Setup(mgr, cfg)
-package manager
+package app
 
 import (
 	"context"
@@ -30,7 +30,7 @@ import (
 	policyv1alpha1 "github.com/inplace-dev/inplace/api/policy/v1alpha1"
 	"github.com/inplace-dev/inplace/controller"
 	"github.com/inplace-dev/inplace/policies"
-	"github.com/inplace-dev/inplace/policycontroller"
+	"github.com/inplace-dev/inplace/policies/reconciler"
 	"github.com/inplace-dev/inplace/webhook"
 )
 
@@ -99,11 +99,11 @@ func Setup(mgr ctrl.Manager, cfg *configv1alpha1.Configuration) error {
 	if err != nil {
 		return err
 	}
-	if err := policycontroller.Setup(mgr, engine); err != nil {
+	if err := reconciler.Setup(mgr, engine); err != nil {
 		return fmt.Errorf("setting up the policy controller: %w", err)
 	}
 	if d := cfg.Policies.AuditInterval.Duration; d > 0 {
-		if err := mgr.Add(&policycontroller.Auditor{Client: mgr.GetClient(), Engine: engine, Interval: d}); err != nil {
+		if err := mgr.Add(&reconciler.Auditor{Client: mgr.GetClient(), Engine: engine, Interval: d}); err != nil {
 			return err
 		}
 	}

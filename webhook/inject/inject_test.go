@@ -7,15 +7,48 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
 	configv1alpha1 "github.com/inplace-dev/inplace/api/config/v1alpha1"
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
-	"github.com/inplace-dev/inplace/test/util"
 )
 
 // Set UPDATE_GOLDEN=1 to rewrite testdata/*.injected.yaml from the inputs.
 var update = os.Getenv("UPDATE_GOLDEN") != ""
+
+// ignoreUnsetInWant compares only what the first (wanted) value sets: a
+// field the wanted object leaves at its zero value, or a map key only the
+// second holds, may hold anything (a default, an injected extra). List
+// items still compare one by one.
+var ignoreUnsetInWant = cmp.FilterPath(func(p cmp.Path) bool {
+	want, _ := p.Last().Values()
+	switch p.Last().(type) {
+	case cmp.StructField:
+		return want.IsZero()
+	case cmp.MapIndex:
+		return !want.IsValid()
+	}
+	return false
+}, cmp.Ignore())
+
+// Kubernetes merges containers and env vars by name: compare them so.
+var (
+	containersByName = cmp.Transformer("byName", func(in []corev1.Container) map[string]corev1.Container {
+		out := make(map[string]corev1.Container, len(in))
+		for _, c := range in {
+			out[c.Name] = c
+		}
+		return out
+	})
+	envByName = cmp.Transformer("byName", func(in []corev1.EnvVar) map[string]corev1.EnvVar {
+		out := make(map[string]corev1.EnvVar, len(in))
+		for _, e := range in {
+			out[e.Name] = e
+		}
+		return out
+	})
+)
 
 func defaultAgent() configv1alpha1.Agent {
 	cfg := &configv1alpha1.Configuration{}
@@ -111,8 +144,8 @@ func TestSeedStory1Equivalence(t *testing.T) {
 	injected := load(t, "testdata/story1-without-agent.yaml")
 	mutate(injected, agent)
 
-	if missing := util.MissingFields(full.Spec, injected.Spec); len(missing) != 0 {
-		t.Errorf("injected spec lacks fields of the full manifest:\n%s", strings.Join(missing, "\n"))
+	if diff := cmp.Diff(full.Spec, injected.Spec, ignoreUnsetInWant, containersByName, envByName); diff != "" {
+		t.Errorf("injected spec differs from the full manifest where the manifest sets a field (-want +got):\n%s", diff)
 	}
 }
 

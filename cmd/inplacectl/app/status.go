@@ -1,4 +1,4 @@
-package cli
+package app
 
 import (
 	"context"
@@ -20,7 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
-	"github.com/inplace-dev/inplace/broadcast"
+	"github.com/inplace-dev/inplace/api/protocol"
 )
 
 // Event reasons of the JobSet controller that mark an in-place restart.
@@ -32,7 +32,7 @@ const (
 // statusInputs is what `inplacectl status` reads from the cluster.
 type statusInputs struct {
 	jobSet    *jobset.JobSet
-	broadcast *broadcast.Broadcast // nil without a broadcast ConfigMap
+	broadcast *protocol.Broadcast // nil without a broadcast ConfigMap
 	pods      []corev1.Pod
 	events    []corev1.Event
 	// agentContainer names the injected agent.
@@ -102,9 +102,9 @@ func readStatus(ctx context.Context, c client.Client, namespace, name string) (s
 	}
 	in.jobSet = js
 	var cm corev1.ConfigMap
-	switch err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: broadcast.Name(name)}, &cm); {
+	switch err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: protocol.Name(name)}, &cm); {
 	case err == nil:
-		b, err := broadcast.Decode(cm.Data)
+		b, err := protocol.Decode(cm.Data)
 		if err != nil {
 			return in, fmt.Errorf("the broadcast ConfigMap %s: %w", cm.Name, err)
 		}
@@ -154,8 +154,8 @@ func writeStatus(out io.Writer, in statusInputs) {
 	}
 	fmt.Fprintln(out)
 	if in.broadcast == nil {
-		fmt.Fprintf(out, "broadcast %s not written yet\n", broadcast.Name(js.Name))
-	} else if !in.broadcast.Equal(broadcast.Broadcast{DeprecatedEpoch: js.Status.DeprecatedEpoch, SyncedEpoch: js.Status.SyncedEpoch, OpenReplicatedJobs: in.broadcast.OpenReplicatedJobs}) {
+		fmt.Fprintf(out, "broadcast %s not written yet\n", protocol.Name(js.Name))
+	} else if !in.broadcast.Equal(protocol.Broadcast{DeprecatedEpoch: js.Status.DeprecatedEpoch, SyncedEpoch: js.Status.SyncedEpoch, OpenReplicatedJobs: in.broadcast.OpenReplicatedJobs}) {
 		fmt.Fprintf(out, "broadcast behind the status: deprecated %d synced %d\n", in.broadcast.DeprecatedEpoch, in.broadcast.SyncedEpoch)
 	}
 
@@ -202,7 +202,7 @@ func writeStatus(out io.Writer, in statusInputs) {
 	tw.Flush()
 }
 
-func barrier(js *jobset.JobSet, b *broadcast.Broadcast, rj string) string {
+func barrier(js *jobset.JobSet, b *protocol.Broadcast, rj string) string {
 	switch {
 	case js.Status.DeprecatedEpoch >= js.Status.SyncedEpoch && js.Status.DeprecatedEpoch > 0:
 		return "held: restarting"

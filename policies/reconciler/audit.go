@@ -1,4 +1,4 @@
-package policycontroller
+package reconciler
 
 import (
 	"context"

@@ -1,11 +1,11 @@
-// Package policycontroller keeps the policy engine in step with the
+// Package reconciler keeps the policy engine in step with the
 // JobSetPolicy objects: it compiles each one, puts it in force, reports
 // compile errors in its status (keeping the last good version in force),
 // and audits existing JobSets periodically.
 //
 // Every manager replica runs the reconciler, because every replica serves
 // admission; only the leader runs the audit.
-package policycontroller
+package reconciler
 
 import (
 	"context"

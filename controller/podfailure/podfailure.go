@@ -1,0 +1,96 @@
+// Package podfailure evaluates a Job's podFailurePolicy for a container exit
+// the way the Kubernetes Job controller does: rules in order, the first one
+// whose onExitCodes requirement matches decides. The controller asks it
+// whether a worker's exit fails the Job (so that the exit is never turned
+// into an in-place restart); injection asks it which exit codes must be left
+// out of the workers' RestartAllContainers rule.
+//
+// It is pure: it imports only k8s.io/api types, never a client, the
+// controller or the webhook.
+package podfailure
+
+import (
+	"slices"
+
+	batchv1 "k8s.io/api/batch/v1"
+)
+
+// FailsJob reports whether the podFailurePolicy turns an exit of the
+// container with code into a Job failure. Exit code 0 never fails a Job:
+// the Job controller leaves succeeded containers out of onExitCodes rules.
+func FailsJob(container string, pfp *batchv1.PodFailurePolicy, code int32) bool {
+	if pfp == nil || code == 0 {
+		return false
+	}
+	for _, r := range pfp.Rules {
+		req := r.OnExitCodes
+		if req == nil || !appliesTo(req, container) {
+			continue
+		}
+		in := slices.Contains(req.Values, code)
+		if (req.Operator == batchv1.PodFailurePolicyOnExitCodesOpIn) == in {
+			return r.Action == batchv1.PodFailurePolicyActionFailJob
+		}
+	}
+	return false
+}
+
+// Codes is what a podFailurePolicy says about a container's non-zero exit
+// codes.
+type Codes struct {
+	// Fatal lists, sorted, the codes the policy names that fail the Job.
+	Fatal []int32
+	// NonFatal lists, sorted, the codes the policy names that do not.
+	NonFatal []int32
+	// OthersFatal reports whether every code the policy does not name fails
+	// the Job (a NotIn rule with FailJob, for example).
+	OthersFatal bool
+}
+
+// ExitCodes evaluates the policy for every non-zero exit code of the
+// container: the codes its rules name one by one, and all the others at once.
+func ExitCodes(container string, pfp *batchv1.PodFailurePolicy) Codes {
+	var out Codes
+	codes := mentionedCodes(container, pfp)
+	for _, c := range codes {
+		switch {
+		case c == 0:
+		case FailsJob(container, pfp, c):
+			out.Fatal = append(out.Fatal, c)
+		default:
+			out.NonFatal = append(out.NonFatal, c)
+		}
+	}
+	out.OthersFatal = FailsJob(container, pfp, unmentionedCode(codes))
+	return out
+}
+
+// mentionedCodes lists, sorted and unique, the exit codes the policy's
+// rules name for the container.
+func mentionedCodes(container string, pfp *batchv1.PodFailurePolicy) []int32 {
+	if pfp == nil {
+		return nil
+	}
+	var out []int32
+	for _, r := range pfp.Rules {
+		if r.OnExitCodes != nil && appliesTo(r.OnExitCodes, container) {
+			out = append(out, r.OnExitCodes.Values...)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// unmentionedCode returns a non-zero exit code none of the rules names; it
+// stands for every such code.
+func unmentionedCode(mentioned []int32) int32 {
+	for c := int32(1); ; c++ {
+		if !slices.Contains(mentioned, c) {
+			return c
+		}
+	}
+}
+
+func appliesTo(req *batchv1.PodFailurePolicyOnExitCodesRequirement, container string) bool {
+	return req.ContainerName == nil || *req.ContainerName == container
+}
