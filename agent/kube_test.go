@@ -42,7 +42,11 @@ func TestAgentOnAPIServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { env.Stop() })
+	t.Cleanup(func() {
+		if err := env.Stop(); err != nil {
+			t.Errorf("stopping the apiserver: %v", err)
+		}
+	})
 	cs := kubernetes.NewForConfigOrDie(cfg)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

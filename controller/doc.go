@@ -22,4 +22,10 @@
 // the old attempt as outdated, deletes them, and creates the new ones:
 //
 //	Job fails ──▶ status.restarts++ ──▶ old Jobs deleted (foreground) ──▶ new Jobs created in startup order
+//
+// Imports: the APIs (api/...), the protocol's wire format (api/protocol),
+// podFailurePolicy matching (controller/podfailure), client-go and
+// controller-runtime. It never imports the webhook, the policy engine or
+// the agent: the controller decides from the JobSet and its children, and
+// what the agents need from it crosses the API server.
 package controller

@@ -109,12 +109,12 @@ func TestOpenBarriersInOrder(t *testing.T) {
 	js.Spec.StartupPolicy.StartupPolicyOrder = jobset.InOrder
 	p := pods(1, 1, 1, 1)
 	p[1].ready = false
-	if got := decideEpochs(js, p).openReplicatedJobs; !cmp.Equal(got, []string{"driver"}) {
-		t.Errorf("driver not all ready: open %v, want [driver]", got)
+	if diff := cmp.Diff([]string{"driver"}, decideEpochs(js, p).openReplicatedJobs); diff != "" {
+		t.Errorf("driver not all ready: open barriers (-want +got):\n%s", diff)
 	}
 	p[1].ready = true
-	if got := decideEpochs(js, p).openReplicatedJobs; !cmp.Equal(got, []string{"driver", "workers"}) {
-		t.Errorf("driver ready: open %v, want both", got)
+	if diff := cmp.Diff([]string{"driver", "workers"}, decideEpochs(js, p).openReplicatedJobs); diff != "" {
+		t.Errorf("driver ready: open barriers (-want +got):\n%s", diff)
 	}
 	js.Spec.StartupPolicy.StartupPolicyOrder = jobset.AnyOrder
 	if got := decideEpochs(js, p).openReplicatedJobs; got != nil {

@@ -1,13 +1,13 @@
 package controller
 
 import (
+	"fmt"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
-	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
 )
@@ -19,34 +19,19 @@ const (
 	kindBlockingRecreate = "blocking_recreate"
 )
 
-var (
-	restartsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "inplace_jobset_restarts_total",
-		Help: "JobSet restarts, by kind: in_place (every container restarted in its Pod), recreate and blocking_recreate (Jobs and Pods recreated).",
-	}, []string{"kind"})
-	inPlaceFallbacksTotal = prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "inplace_inplace_restart_fallbacks_total",
-		Help: "In-place restarts that did not converge within the timeout and fell back to Recreate.",
-	})
-	inPlaceRestartSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{
-		Name:    "inplace_inplace_restart_duration_seconds",
-		Help:    "From an epoch deprecated to the next epoch synced (every Pod restarted and reporting it), as the controller saw it.",
-		Buckets: []float64{0.25, 0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300},
-	})
-	epochGauge = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "inplace_jobset_epoch",
-		Help: "The epochs of an InPlaceRestart JobSet: synced (every Pod at it) and deprecated (the last one restarted away from).",
-	}, []string{"namespace", "jobset", "epoch"})
-)
-
-func init() {
-	ctrlmetrics.Registry.MustRegister(restartsTotal, inPlaceFallbacksTotal, inPlaceRestartSeconds, epochGauge)
-}
-
 // restartMetrics turns status transitions, once written, into metrics. A
 // transition is seen once: the status write that carries it is an Update
 // with the resourceVersion read, so a stale decision never lands twice.
+//
+// Its collectors belong to it, registered on the registry it is given, so
+// that two managers in one process (the tests start several) each count
+// their own.
 type restartMetrics struct {
+	restartsTotal         *prometheus.CounterVec
+	inPlaceFallbacksTotal prometheus.Counter
+	inPlaceRestartSeconds prometheus.Histogram
+	epochGauge            *prometheus.GaugeVec
+
 	mu sync.Mutex
 	// started is when each JobSet's in-place restart in progress began, as
 	// this process saw it; after a manager restart the condition's time
@@ -54,8 +39,33 @@ type restartMetrics struct {
 	started map[types.UID]time.Time
 }
 
-func newRestartMetrics() *restartMetrics {
-	return &restartMetrics{started: map[types.UID]time.Time{}}
+func newRestartMetrics(reg prometheus.Registerer) (*restartMetrics, error) {
+	m := &restartMetrics{
+		restartsTotal: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "inplace_jobset_restarts_total",
+			Help: "JobSet restarts, by kind: in_place (every container restarted in its Pod), recreate and blocking_recreate (Jobs and Pods recreated).",
+		}, []string{"kind"}),
+		inPlaceFallbacksTotal: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "inplace_inplace_restart_fallbacks_total",
+			Help: "In-place restarts that did not converge within the timeout and fell back to Recreate.",
+		}),
+		inPlaceRestartSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "inplace_inplace_restart_duration_seconds",
+			Help:    "From an epoch deprecated to the next epoch synced (every Pod restarted and reporting it), as the controller saw it.",
+			Buckets: []float64{0.25, 0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300},
+		}),
+		epochGauge: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "inplace_jobset_epoch",
+			Help: "The epochs of an InPlaceRestart JobSet: synced (every Pod at it) and deprecated (the last one restarted away from).",
+		}, []string{"namespace", "jobset", "epoch"}),
+		started: map[types.UID]time.Time{},
+	}
+	for _, c := range []prometheus.Collector{m.restartsTotal, m.inPlaceFallbacksTotal, m.inPlaceRestartSeconds, m.epochGauge} {
+		if err := reg.Register(c); err != nil {
+			return nil, fmt.Errorf("registering the controller's metrics: %w", err)
+		}
+	}
+	return m, nil
 }
 
 // written records what changed between the status read and the status
@@ -63,7 +73,7 @@ func newRestartMetrics() *restartMetrics {
 func (m *restartMetrics) written(js *jobset.JobSet, before, after jobset.JobSetStatus, now time.Time) {
 	inPlace := after.InPlaceRestarts - before.InPlaceRestarts
 	if inPlace > 0 {
-		restartsTotal.WithLabelValues(kindInPlace).Add(float64(inPlace))
+		m.restartsTotal.WithLabelValues(kindInPlace).Add(float64(inPlace))
 		m.mu.Lock()
 		m.started[js.UID] = now
 		m.mu.Unlock()
@@ -73,10 +83,10 @@ func (m *restartMetrics) written(js *jobset.JobSet, before, after jobset.JobSetS
 		if js.Spec.FailurePolicy != nil && js.Spec.FailurePolicy.RestartStrategy == jobset.BlockingRecreate {
 			kind = kindBlockingRecreate
 		}
-		restartsTotal.WithLabelValues(kind).Add(float64(recreated))
+		m.restartsTotal.WithLabelValues(kind).Add(float64(recreated))
 	}
 	if reason(after, jobset.JobSetRestarting) == ReasonInPlaceRestartTimedOut && reason(before, jobset.JobSetRestarting) != ReasonInPlaceRestartTimedOut {
-		inPlaceFallbacksTotal.Inc()
+		m.inPlaceFallbacksTotal.Inc()
 		m.forget(js.UID)
 	}
 	if after.SyncedEpoch > before.SyncedEpoch && after.SyncedEpoch > after.DeprecatedEpoch && after.DeprecatedEpoch > 0 {
@@ -90,7 +100,7 @@ func (m *restartMetrics) written(js *jobset.JobSet, before, after jobset.JobSetS
 			}
 		}
 		if ok {
-			inPlaceRestartSeconds.Observe(now.Sub(start).Seconds())
+			m.inPlaceRestartSeconds.Observe(now.Sub(start).Seconds())
 		}
 	}
 }
@@ -100,13 +110,13 @@ func (m *restartMetrics) epochs(js *jobset.JobSet) {
 	if !inPlace(js) {
 		return
 	}
-	epochGauge.WithLabelValues(js.Namespace, js.Name, "synced").Set(float64(js.Status.SyncedEpoch))
-	epochGauge.WithLabelValues(js.Namespace, js.Name, "deprecated").Set(float64(js.Status.DeprecatedEpoch))
+	m.epochGauge.WithLabelValues(js.Namespace, js.Name, "synced").Set(float64(js.Status.SyncedEpoch))
+	m.epochGauge.WithLabelValues(js.Namespace, js.Name, "deprecated").Set(float64(js.Status.DeprecatedEpoch))
 }
 
 // gone forgets a deleted JobSet.
 func (m *restartMetrics) gone(key types.NamespacedName) {
-	epochGauge.DeletePartialMatch(prometheus.Labels{"namespace": key.Namespace, "jobset": key.Name})
+	m.epochGauge.DeletePartialMatch(prometheus.Labels{"namespace": key.Namespace, "jobset": key.Name})
 }
 
 func (m *restartMetrics) forget(uid types.UID) {

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -12,47 +13,51 @@ import (
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
 )
 
-func histogramCount(t *testing.T) uint64 {
+func histogramCount(t *testing.T, m *restartMetrics) uint64 {
 	t.Helper()
-	var m dto.Metric
-	if err := inPlaceRestartSeconds.Write(&m); err != nil {
+	var out dto.Metric
+	if err := m.inPlaceRestartSeconds.Write(&out); err != nil {
 		t.Fatal(err)
 	}
-	return m.GetHistogram().GetSampleCount()
+	return out.GetHistogram().GetSampleCount()
 }
 
 func TestRestartMetrics(t *testing.T) {
-	m := newRestartMetrics()
+	// A registry of its own: the counts start at zero whatever else runs.
+	m, err := newRestartMetrics(prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
 	js := inPlaceJobSet(1, 1)
 	js.UID = "u1"
 	t0 := time.Unix(1000, 0)
-	inPlaceBefore := testutil.ToFloat64(restartsTotal.WithLabelValues(kindInPlace))
-	recreateBefore := testutil.ToFloat64(restartsTotal.WithLabelValues(kindRecreate))
-	samplesBefore := histogramCount(t)
+	inPlaceBefore := testutil.ToFloat64(m.restartsTotal.WithLabelValues(kindInPlace))
+	recreateBefore := testutil.ToFloat64(m.restartsTotal.WithLabelValues(kindRecreate))
+	samplesBefore := histogramCount(t, m)
 
 	// Epoch 1 deprecated: one in-place restart begins.
 	before := jobset.JobSetStatus{SyncedEpoch: 1}
 	during := jobset.JobSetStatus{SyncedEpoch: 1, DeprecatedEpoch: 1, Restarts: 1, InPlaceRestarts: 1}
 	m.written(js, before, during, t0)
-	if got := testutil.ToFloat64(restartsTotal.WithLabelValues(kindInPlace)) - inPlaceBefore; got != 1 {
+	if got := testutil.ToFloat64(m.restartsTotal.WithLabelValues(kindInPlace)) - inPlaceBefore; got != 1 {
 		t.Errorf("in-place restarts counted %v, want 1", got)
 	}
-	if got := histogramCount(t) - samplesBefore; got != 0 {
+	if got := histogramCount(t, m) - samplesBefore; got != 0 {
 		t.Errorf("a duration observed before the restart completed")
 	}
 	// Epoch 2 synced 1.5 s later: the restart took 1.5 s.
 	done := during
 	done.SyncedEpoch = 2
 	m.written(js, during, done, t0.Add(1500*time.Millisecond))
-	if got := histogramCount(t) - samplesBefore; got != 1 {
+	if got := histogramCount(t, m) - samplesBefore; got != 1 {
 		t.Errorf("durations observed %d, want 1", got)
 	}
 	// A later write without a transition observes nothing more.
 	m.written(js, done, done, t0.Add(3*time.Second))
-	if got := histogramCount(t) - samplesBefore; got != 1 {
+	if got := histogramCount(t, m) - samplesBefore; got != 1 {
 		t.Errorf("durations observed %d, want 1", got)
 	}
-	if got := testutil.ToFloat64(restartsTotal.WithLabelValues(kindRecreate)) - recreateBefore; got != 0 {
+	if got := testutil.ToFloat64(m.restartsTotal.WithLabelValues(kindRecreate)) - recreateBefore; got != 0 {
 		t.Errorf("an in-place restart counted as recreate")
 	}
 
@@ -60,27 +65,27 @@ func TestRestartMetrics(t *testing.T) {
 	recreated := done
 	recreated.Restarts++
 	m.written(js, done, recreated, t0.Add(4*time.Second))
-	if got := testutil.ToFloat64(restartsTotal.WithLabelValues(kindRecreate)) - recreateBefore; got != 1 {
+	if got := testutil.ToFloat64(m.restartsTotal.WithLabelValues(kindRecreate)) - recreateBefore; got != 1 {
 		t.Errorf("recreates counted %v, want 1", got)
 	}
 
 	// The timeout fallback is counted once.
-	fallbacksBefore := testutil.ToFloat64(inPlaceFallbacksTotal)
+	fallbacksBefore := testutil.ToFloat64(m.inPlaceFallbacksTotal)
 	timedOut := recreated
 	timedOut.Conditions = []metav1.Condition{{Type: string(jobset.JobSetRestarting), Status: metav1.ConditionTrue, Reason: ReasonInPlaceRestartTimedOut}}
 	m.written(js, recreated, timedOut, t0)
 	m.written(js, timedOut, timedOut, t0)
-	if got := testutil.ToFloat64(inPlaceFallbacksTotal) - fallbacksBefore; got != 1 {
+	if got := testutil.ToFloat64(m.inPlaceFallbacksTotal) - fallbacksBefore; got != 1 {
 		t.Errorf("fallbacks counted %v, want 1", got)
 	}
 
 	js.Status = done
 	m.epochs(js)
-	if got := testutil.ToFloat64(epochGauge.WithLabelValues(js.Namespace, js.Name, "synced")); got != 2 {
+	if got := testutil.ToFloat64(m.epochGauge.WithLabelValues(js.Namespace, js.Name, "synced")); got != 2 {
 		t.Errorf("synced epoch gauge %v, want 2", got)
 	}
 	m.gone(types.NamespacedName{Namespace: js.Namespace, Name: js.Name})
-	if n := testutil.CollectAndCount(epochGauge); n != 0 {
+	if n := testutil.CollectAndCount(m.epochGauge); n != 0 {
 		t.Errorf("%d epoch series left for a deleted JobSet", n)
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -30,8 +29,8 @@ func TestDecideCreatesEveryJobAndTheServiceOnce(t *testing.T) {
 	if len(again.createJobs)+len(again.deleteJobs)+len(again.suspendJobs)+len(again.resumeJobs) != 0 || again.service != nil {
 		t.Errorf("second decide acts: %+v", again)
 	}
-	if !equality.Semantic.DeepEqual(js.Status, again.status) {
-		t.Errorf("second decide changes status: %s", cmp.Diff(js.Status, again.status))
+	if diff := cmp.Diff(js.Status, again.status); diff != "" {
+		t.Errorf("second decide changes status (-want +got):\n%s", diff)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -23,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
@@ -44,6 +46,10 @@ type Options struct {
 	// InPlaceRestartTimeout bounds an in-place restart; past it the JobSet
 	// falls back to recreating its Jobs.
 	InPlaceRestartTimeout time.Duration
+	// Metrics is where the controller registers its metrics; nil means
+	// controller-runtime's registry, which the manager's metrics endpoint
+	// serves.
+	Metrics prometheus.Registerer
 }
 
 func (o *Options) complete() {
@@ -58,6 +64,9 @@ func (o *Options) complete() {
 	}
 	if o.InPlaceRestartTimeout <= 0 {
 		o.InPlaceRestartTimeout = 5 * time.Minute
+	}
+	if o.Metrics == nil {
+		o.Metrics = ctrlmetrics.Registry
 	}
 }
 
@@ -92,7 +101,11 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	if err := setupIndexes(context.Background(), mgr.GetFieldIndexer()); err != nil {
 		return err
 	}
-	r := &Reconciler{client: mgr.GetClient(), recorder: mgr.GetEventRecorder(ControllerName), opts: opts, metrics: newRestartMetrics(), times: newJobSetTimes(), creations: newJobCreations()}
+	metrics, err := newRestartMetrics(opts.Metrics)
+	if err != nil {
+		return err
+	}
+	r := &Reconciler{client: mgr.GetClient(), recorder: mgr.GetEventRecorder(ControllerName), opts: opts, metrics: metrics, times: newJobSetTimes(), creations: newJobCreations()}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		For(&jobset.JobSet{}).

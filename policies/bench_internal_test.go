@@ -29,7 +29,9 @@ func BenchmarkEachBuiltin(b *testing.B) {
 		}
 		b.Run(keep, func(b *testing.B) {
 			for b.Loop() {
-				e.Evaluate(b.Context(), Input{Operation: "CREATE", Object: obj})
+				if _, err := e.Evaluate(b.Context(), Input{Operation: "CREATE", Object: obj}); err != nil {
+					b.Fatal(err)
+				}
 			}
 		})
 	}

@@ -1,22 +1,3 @@
-// Package policies evaluates Rego policies against JobSets at admission and
-// in the audit. It embeds OPA (Rego v1): every policy is compiled strictly
-// and prepared once, without network builtins, and swapped in atomically so
-// that a request always sees one consistent set.
-//
-// The contract of a policy module, built-in or admin:
-//
-//	deny contains msg    a reason to reject the JobSet
-//	warn contains msg    a warning returned to the client
-//	patch contains op    an RFC 6902 operation applied by the mutating webhook
-//
-// Its input is
-//
-//	{"operation": "CREATE"|"UPDATE", "object": <JobSet>, "oldObject": <JobSet>,
-//	 "parameters": <the JobSetPolicy's parameters>}
-//
-// Built-in policies (package builtin) run in every request and can be turned
-// off by name. Admin policies come from JobSetPolicy objects; their
-// enforcementAction decides whether deny means Deny, Warn or DryRun.
 package policies
 
 import (
@@ -113,6 +94,8 @@ type Engine struct {
 	// admin is replaced as a whole on every change; readers never lock.
 	admin atomic.Pointer[[]*Policy]
 	mu    sync.Mutex // serializes writers of admin
+	// metrics are nil until RegisterMetrics.
+	metrics *metrics
 }
 
 // NewEngine compiles the built-in policies, less the disabled ones.
@@ -271,7 +254,7 @@ func (e *Engine) evaluate(ctx context.Context, in Input, builtins bool) (Decisio
 	}
 	var errs []error
 	if builtins && e.builtin != nil {
-		if err := e.builtin.eval(ctx, base, &d); err != nil {
+		if err := e.builtin.eval(ctx, base, &d, e.metrics); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -279,7 +262,7 @@ func (e *Engine) evaluate(ctx context.Context, in Input, builtins bool) (Decisio
 		if p.Match != nil && !p.Match(in) {
 			continue
 		}
-		if err := p.eval(ctx, base, &d); err != nil {
+		if err := p.eval(ctx, base, &d, e.metrics); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -304,7 +287,7 @@ func baseInput(in Input) (*ast.Term, error) {
 // eval runs one policy and sorts its messages into d. An evaluation error
 // counts as a violation of the policy: a policy that cannot decide does not
 // let a JobSet through silently.
-func (p *Policy) eval(ctx context.Context, base *ast.Term, d *Decision) error {
+func (p *Policy) eval(ctx context.Context, base *ast.Term, d *Decision, m *metrics) error {
 	input := base.Value
 	if p.Parameters != nil {
 		params, err := ast.InterfaceToValue(p.Parameters)
@@ -317,9 +300,9 @@ func (p *Policy) eval(ctx context.Context, base *ast.Term, d *Decision) error {
 	}
 	start := time.Now()
 	rs, err := p.query.Eval(ctx, rego.EvalParsedInput(input))
-	observeEvaluation(p.Name, time.Since(start))
+	m.observeEvaluation(p.Name, time.Since(start))
 	if err != nil {
-		p.record(d, Deny, fmt.Sprintf("evaluation failed: %v", err))
+		p.record(d, Deny, fmt.Sprintf("evaluation failed: %v", err), m)
 		return fmt.Errorf("policy %s: %w", p.Name, err)
 	}
 	if len(rs) == 0 || len(rs[0].Expressions) == 0 {
@@ -329,24 +312,24 @@ func (p *Policy) eval(ctx context.Context, base *ast.Term, d *Decision) error {
 	if p.builtin {
 		for _, pkg := range sortedKeys(doc) {
 			sub, _ := doc[pkg].(map[string]any)
-			(&Policy{Name: pkg, Action: p.Action}).collect(sub, d)
+			(&Policy{Name: pkg, Action: p.Action}).collect(sub, d, m)
 		}
 		return nil
 	}
-	p.collect(doc, d)
+	p.collect(doc, d, m)
 	return nil
 }
 
-func (p *Policy) collect(doc map[string]any, d *Decision) {
+func (p *Policy) collect(doc map[string]any, d *Decision, m *metrics) {
 	for _, msg := range messages(doc["deny"]) {
-		p.record(d, p.Action, msg)
+		p.record(d, p.Action, msg, m)
 	}
 	warnAction := Warn
 	if p.Action == DryRun {
 		warnAction = DryRun
 	}
 	for _, msg := range messages(doc["warn"]) {
-		p.record(d, warnAction, msg)
+		p.record(d, warnAction, msg, m)
 	}
 	ops, _ := doc["patch"].([]any)
 	for _, op := range ops {
@@ -356,7 +339,7 @@ func (p *Policy) collect(doc map[string]any, d *Decision) {
 	}
 }
 
-func (p *Policy) record(d *Decision, action EnforcementAction, msg string) {
+func (p *Policy) record(d *Decision, action EnforcementAction, msg string, m *metrics) {
 	v := Violation{Policy: p.Name, Message: msg}
 	switch action {
 	case Deny:
@@ -366,7 +349,7 @@ func (p *Policy) record(d *Decision, action EnforcementAction, msg string) {
 	default:
 		d.DryRun = append(d.DryRun, v)
 	}
-	countDecision(p.Name, action)
+	m.countDecision(p.Name, action)
 }
 
 // messages returns the strings of a rule's set, sorted (sets have no order).

@@ -1,33 +1,51 @@
 package policies
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 )
 
-var (
-	evaluationSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Name:    "inplace_policy_evaluation_seconds",
-		Help:    "Time to evaluate one policy on one JobSet.",
-		Buckets: []float64{10e-6, 25e-6, 50e-6, 100e-6, 250e-6, 500e-6, 1e-3, 5e-3, 25e-3},
-	}, []string{"policy"})
-
-	decisionsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "inplace_policy_violations_total",
-		Help: "Policy messages produced, by policy and by what they did (Deny, Warn, DryRun).",
-	}, []string{"policy", "action"})
-)
-
-func init() {
-	ctrlmetrics.Registry.MustRegister(evaluationSeconds, decisionsTotal)
+// metrics are an engine's own collectors. An engine has none until
+// RegisterMetrics is called (inplacectl runs offline and never does); the
+// manager registers them on the registry its metrics endpoint serves.
+type metrics struct {
+	evaluationSeconds *prometheus.HistogramVec
+	decisionsTotal    *prometheus.CounterVec
 }
 
-func observeEvaluation(policy string, d time.Duration) {
-	evaluationSeconds.WithLabelValues(policy).Observe(d.Seconds())
+// RegisterMetrics makes the engine count its evaluations and decisions on
+// reg. Call it once, before the engine is used.
+func (e *Engine) RegisterMetrics(reg prometheus.Registerer) error {
+	m := &metrics{
+		evaluationSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "inplace_policy_evaluation_seconds",
+			Help:    "Time to evaluate one policy on one JobSet.",
+			Buckets: []float64{10e-6, 25e-6, 50e-6, 100e-6, 250e-6, 500e-6, 1e-3, 5e-3, 25e-3},
+		}, []string{"policy"}),
+		decisionsTotal: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "inplace_policy_violations_total",
+			Help: "Policy messages produced, by policy and by what they did (Deny, Warn, DryRun).",
+		}, []string{"policy", "action"}),
+	}
+	for _, c := range []prometheus.Collector{m.evaluationSeconds, m.decisionsTotal} {
+		if err := reg.Register(c); err != nil {
+			return fmt.Errorf("registering the policy engine's metrics: %w", err)
+		}
+	}
+	e.metrics = m
+	return nil
 }
 
-func countDecision(policy string, action EnforcementAction) {
-	decisionsTotal.WithLabelValues(policy, string(action)).Inc()
+func (m *metrics) observeEvaluation(policy string, d time.Duration) {
+	if m != nil {
+		m.evaluationSeconds.WithLabelValues(policy).Observe(d.Seconds())
+	}
+}
+
+func (m *metrics) countDecision(policy string, action EnforcementAction) {
+	if m != nil {
+		m.decisionsTotal.WithLabelValues(policy, string(action)).Inc()
+	}
 }

@@ -46,7 +46,8 @@ func RunRegoTests(ctx context.Context, fsys fs.FS) ([]TestResult, error) {
 	ch, err := tester.NewRunner().
 		SetDefaultRegoVersion(ast.RegoV1).
 		RaiseBuiltinErrors(true).
-		Run(ctx, modules)
+		SetModules(modules).
+		RunTests(ctx, nil)
 	if err != nil {
 		return nil, err
 	}

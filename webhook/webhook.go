@@ -1,12 +1,3 @@
-// Package webhook serves the admission webhooks of JobSets.
-//
-// The mutating webhook applies the defaults, the InPlaceRestart injection
-// (package inject) and the patch rules of admin policies, until the object
-// stops changing; the validating webhook runs every policy (package
-// policies) and turns deny into a rejection, warn into warnings for the
-// client and DryRun into a metric and an Event. Checks form a chain: every
-// link adds its messages and the request is judged on all of them, so a
-// user sees every problem at once.
 package webhook
 
 import (
@@ -19,6 +10,7 @@ import (
 	"time"
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
+	"github.com/prometheus/client_golang/prometheus"
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -26,6 +18,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	configv1alpha1 "github.com/inplace-dev/inplace/api/config/v1alpha1"
@@ -51,13 +44,26 @@ type Options struct {
 	// Reader reads Namespaces, for the namespace selectors of policies.
 	Reader   client.Reader
 	Recorder events.EventRecorder
+	// Metrics is where Setup registers the webhooks' metrics; nil means
+	// controller-runtime's registry, which the manager's metrics endpoint
+	// serves.
+	Metrics prometheus.Registerer
 }
 
 // Setup registers both webhooks on the manager's webhook server.
-func Setup(mgr ctrl.Manager, opts Options) {
+func Setup(mgr ctrl.Manager, opts Options) error {
+	reg := opts.Metrics
+	if reg == nil {
+		reg = ctrlmetrics.Registry
+	}
+	metrics, err := newAdmissionMetrics(reg)
+	if err != nil {
+		return err
+	}
 	srv := mgr.GetWebhookServer()
-	srv.Register(MutatePath, &admission.Webhook{Handler: NewMutator(opts)})
-	srv.Register(ValidatePath, &admission.Webhook{Handler: NewValidator(opts)})
+	srv.Register(MutatePath, &admission.Webhook{Handler: &Mutator{opts: opts, metrics: metrics}})
+	srv.Register(ValidatePath, &admission.Webhook{Handler: &Validator{opts: opts, metrics: metrics}})
+	return nil
 }
 
 // NewMutator returns the mutating webhook's handler.
@@ -67,13 +73,16 @@ func NewMutator(opts Options) *Mutator { return &Mutator{opts: opts} }
 func NewValidator(opts Options) *Validator { return &Validator{opts: opts} }
 
 // Mutator is the mutating webhook.
-type Mutator struct{ opts Options }
+type Mutator struct {
+	opts    Options
+	metrics *admissionMetrics
+}
 
 // Handle defaults and injects the JobSet and applies admin patches.
 func (m *Mutator) Handle(ctx context.Context, req admission.Request) admission.Response {
 	start := time.Now()
 	resp := m.handle(ctx, req)
-	observeAdmission("mutate", resp, time.Since(start))
+	m.metrics.observe("mutate", resp, time.Since(start))
 	return resp
 }
 
@@ -169,13 +178,16 @@ func patchPolicies(ps []policies.Patch) string {
 }
 
 // Validator is the validating webhook.
-type Validator struct{ opts Options }
+type Validator struct {
+	opts    Options
+	metrics *admissionMetrics
+}
 
 // Handle runs every policy on the JobSet.
 func (v *Validator) Handle(ctx context.Context, req admission.Request) admission.Response {
 	start := time.Now()
 	resp := v.handle(ctx, req)
-	observeAdmission("validate", resp, time.Since(start))
+	v.metrics.observe("validate", resp, time.Since(start))
 	return resp
 }
 

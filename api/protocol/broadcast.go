@@ -1,10 +1,3 @@
-// Package broadcast is the small per-JobSet object through which the
-// controller tells the agents of an InPlaceRestart JobSet what to do: a
-// ConfigMap named <jobset>-epochs, owned by the JobSet, holding the
-// deprecated and synced epochs and which replicated jobs may lift their
-// barrier. Agents watch this object, a few hundred bytes, instead of the
-// JobSet, which with its Pod templates is tens of kilobytes: every update is
-// fanned out to every agent.
 package protocol
 
 import (

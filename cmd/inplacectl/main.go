@@ -1,5 +1,3 @@
-// Command inplacectl renders JobSets as the webhooks would store them and
-// evaluates and tests policies, offline.
 package main
 
 import (

@@ -1,5 +1,3 @@
-// Command inplace-manager runs the JobSet controller (and, in later
-// releases, the admission webhooks) of inplace.
 package main
 
 import (
@@ -10,6 +8,7 @@ import (
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	configv1alpha1 "github.com/inplace-dev/inplace/api/config/v1alpha1"
 	"github.com/inplace-dev/inplace/cmd/manager/app"
@@ -72,7 +71,7 @@ func run(cfg *configv1alpha1.Configuration) error {
 	if err != nil {
 		return fmt.Errorf("creating manager: %w", err)
 	}
-	if err := app.Setup(mgr, cfg); err != nil {
+	if err := app.Setup(mgr, cfg, metrics.Registry); err != nil {
 		return err
 	}
 	ctrl.Log.WithName("setup").Info("starting inplace-manager")

@@ -28,6 +28,8 @@ type Auditor struct {
 	Engine   *policies.Engine
 	Interval time.Duration
 	Clock    clock.PassiveClock
+	// Metrics receives the violations found; nil counts nothing.
+	Metrics *Metrics
 }
 
 var _ manager.LeaderElectionRunnable = &Auditor{}
@@ -83,7 +85,7 @@ func (a *Auditor) Audit(ctx context.Context) error {
 	for i := range list.Items {
 		p := &list.Items[i]
 		v := found[p.Name]
-		setAuditViolations(p.Name, len(v))
+		a.Metrics.setAuditViolations(p.Name, len(v))
 		audit := &policyv1alpha1.AuditStatus{LastRun: now, TotalViolations: int32(len(v)), Violations: v[:min(len(v), maxListedViolations)]}
 		if p.Status.Audit != nil && equality.Semantic.DeepEqual(p.Status.Audit.Violations, audit.Violations) &&
 			p.Status.Audit.TotalViolations == audit.TotalViolations && now.Sub(p.Status.Audit.LastRun.Time) < 10*a.Interval {

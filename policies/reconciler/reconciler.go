@@ -1,10 +1,3 @@
-// Package reconciler keeps the policy engine in step with the
-// JobSetPolicy objects: it compiles each one, puts it in force, reports
-// compile errors in its status (keeping the last good version in force),
-// and audits existing JobSets periodically.
-//
-// Every manager replica runs the reconciler, because every replica serves
-// admission; only the leader runs the audit.
 package reconciler
 
 import (
@@ -34,6 +27,7 @@ type Reconciler struct {
 	client   client.Client
 	engine   *policies.Engine
 	recorder events.EventRecorder
+	metrics  *Metrics
 }
 
 // +kubebuilder:rbac:groups=policy.inplace.dev,resources=jobsetpolicies,verbs=get;list;watch
@@ -41,8 +35,8 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
 
 // Setup registers the reconciler on every replica.
-func Setup(mgr ctrl.Manager, engine *policies.Engine) error {
-	r := &Reconciler{client: mgr.GetClient(), engine: engine, recorder: mgr.GetEventRecorder("inplace-policy")}
+func Setup(mgr ctrl.Manager, engine *policies.Engine, metrics *Metrics) error {
+	r := &Reconciler{client: mgr.GetClient(), engine: engine, recorder: mgr.GetEventRecorder("inplace-policy"), metrics: metrics}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("jobsetpolicy").
 		For(&policyv1alpha1.JobSetPolicy{}).
@@ -75,7 +69,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			Message:            "the rego does not compile; the last version that compiled stays in force",
 			ObservedGeneration: p.Generation,
 		})
-		countCompileError(p.Name)
+		r.metrics.countCompileError(p.Name)
 	} else {
 		r.engine.SetPolicy(compiled)
 		status.Errors = nil

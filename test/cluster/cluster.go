@@ -1,13 +1,3 @@
-// Package cluster starts a real local Kubernetes control plane on 127.0.0.1:
-// etcd, kube-apiserver, kube-controller-manager and kube-scheduler, built from
-// their Go modules by hack/build-cluster-binaries.sh. There are no kubelets;
-// simulated nodes play that part.
-//
-// Every component listens on free ports of 127.0.0.1 and writes its own log
-// file. Stop removes every process and the working directory; logs are copied
-// to an artifacts directory first when asked to keep them (a failed test).
-// Children die with the parent process (Pdeathsig), and working directories
-// left by a killed process are swept at the next start.
 package cluster
 
 import (
@@ -400,7 +390,7 @@ func (c *Cluster) CheckAlive() error {
 	var errs []error
 	for _, p := range c.procs {
 		if done, err := p.exited(); done {
-			errs = append(errs, fmt.Errorf("%s exited: %v; see %s", p.name, err, p.logPath))
+			errs = append(errs, fmt.Errorf("%s exited: %w; see %s", p.name, err, p.logPath))
 		}
 	}
 	return errors.Join(errs...)

@@ -1,7 +1,3 @@
-// Package deploy installs parts of config/ onto the local cluster as a
-// platform team would: the manager's RBAC and service account, the agents'
-// admission policy. Tests and the local cluster run the manager with the
-// identity it gets here, so config/rbac is proven to be enough.
 package deploy
 
 import (
@@ -79,7 +75,7 @@ func Apply(ctx context.Context, c client.Client, files ...string) error {
 				return fmt.Errorf("creating namespace %s: %w", ns, err)
 			}
 		}
-		if err := c.Patch(ctx, u, client.Apply, client.FieldOwner(fieldOwner), client.ForceOwnership); err != nil {
+		if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(fieldOwner), client.ForceOwnership); err != nil {
 			return fmt.Errorf("applying %s %s: %w", u.GetKind(), u.GetName(), err)
 		}
 	}

@@ -3,6 +3,7 @@ package deploy
 import (
 	"context"
 	"fmt"
+	"github.com/prometheus/client_golang/prometheus"
 	"os"
 	"time"
 
@@ -60,7 +61,7 @@ func RunManager(ctx context.Context, admin *rest.Config, configure func(*configv
 	if err != nil {
 		return nil, err
 	}
-	if err := managerapp.Setup(mgr, conf); err != nil {
+	if err := managerapp.Setup(mgr, conf, prometheus.NewRegistry()); err != nil {
 		return nil, err
 	}
 	done := make(chan error, 1)

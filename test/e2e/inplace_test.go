@@ -16,7 +16,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
 	"github.com/inplace-dev/inplace/api/protocol"
@@ -82,8 +81,8 @@ var _ = Describe("in-place restart", func() {
 		js := loadStory1WithoutAgent(ns.Name)
 		Expect(k8sClient.Create(ctx, js)).To(Succeed())
 		before := expectRunning(js, 8, 1)
-		restartsBefore := metricValue("inplace_jobset_restarts_total", "kind", "in_place")
-		durationsBefore := metricValue("inplace_inplace_restart_duration_seconds", "", "")
+		restartsBefore := framework.MetricValue(fw.Metrics(), "inplace_jobset_restarts_total", "kind", "in_place")
+		durationsBefore := framework.MetricValue(fw.Metrics(), "inplace_inplace_restart_duration_seconds", "", "")
 
 		victim := podsOf(js)[3]
 		patch := client.MergeFrom(victim.DeepCopy())
@@ -95,9 +94,9 @@ var _ = Describe("in-place restart", func() {
 		pods := names(podsOf(js))
 		expectBarrierHeld(ns.Name, pods, 1)
 		expectBarrierHeld(ns.Name, pods, 2)
-		Expect(metricValue("inplace_jobset_restarts_total", "kind", "in_place") - restartsBefore).To(Equal(1.0))
-		Expect(metricValue("inplace_inplace_restart_duration_seconds", "", "")-durationsBefore).To(Equal(1.0), "in-place restart durations observed")
-		Expect(metricValue("inplace_jobset_epoch", "jobset", js.Name, "epoch", "synced")).To(Equal(2.0))
+		Expect(framework.MetricValue(fw.Metrics(), "inplace_jobset_restarts_total", "kind", "in_place") - restartsBefore).To(Equal(1.0))
+		Expect(framework.MetricValue(fw.Metrics(), "inplace_inplace_restart_duration_seconds", "", "")-durationsBefore).To(Equal(1.0), "in-place restart durations observed")
+		Expect(framework.MetricValue(fw.Metrics(), "inplace_jobset_epoch", "jobset", js.Name, "epoch", "synced")).To(Equal(2.0))
 		var got jobset.JobSet
 		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(js), &got)).To(Succeed())
 		Expect(got.Status.Restarts).To(Equal(int32(1)))
@@ -111,45 +110,6 @@ var _ = Describe("in-place restart", func() {
 })
 
 func itoa(i int32) string { return strconv.Itoa(int(i)) }
-
-// metricValue reads a metric of the manager's registry: a counter's or
-// gauge's value, or a histogram's sample count, summed over the series
-// whose labels match the given name/value pairs.
-func metricValue(name string, labels ...string) float64 {
-	GinkgoHelper()
-	families, err := ctrlmetrics.Registry.Gather()
-	Expect(err).NotTo(HaveOccurred())
-	sum := 0.0
-	for _, f := range families {
-		if f.GetName() != name {
-			continue
-		}
-	series:
-		for _, m := range f.GetMetric() {
-			for i := 0; i+1 < len(labels); i += 2 {
-				if labels[i] == "" {
-					continue
-				}
-				found := false
-				for _, l := range m.GetLabel() {
-					found = found || (l.GetName() == labels[i] && l.GetValue() == labels[i+1])
-				}
-				if !found {
-					continue series
-				}
-			}
-			switch {
-			case m.Counter != nil:
-				sum += m.GetCounter().GetValue()
-			case m.Gauge != nil:
-				sum += m.GetGauge().GetValue()
-			case m.Histogram != nil:
-				sum += float64(m.GetHistogram().GetSampleCount())
-			}
-		}
-	}
-	return sum
-}
 
 func names(pods []corev1.Pod) []string {
 	var out []string

@@ -1,19 +1,9 @@
-// Package framework is the shared harness of the integration and end-to-end
-// suites: it starts a control plane (envtest's apiserver alone, or the full
-// local cluster of package test/cluster), installs the CRDs, hands out a
-// client and a fresh namespace per spec, dumps that namespace when a spec
-// fails, and tears everything down.
-//
-// A suite uses it as:
-//
-//	var fw = &framework.Framework{Name: "api"}
-//	BeforeSuite(func() { cfg = fw.Init() ; ctx, k8sClient = fw.SetupClient(cfg) })
-//	AfterSuite(func() { fw.Teardown() })
 package framework
 
 import (
 	"context"
 	"fmt"
+	"github.com/prometheus/client_golang/prometheus"
 	"path/filepath"
 	"sync"
 	"time"
@@ -66,6 +56,7 @@ type Framework struct {
 	writes      []string
 	webhookPort int
 	webhookDir  string
+	metrics     *prometheus.Registry
 }
 
 // Scheme knows the built-in types and the JobSet API.

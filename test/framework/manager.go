@@ -2,6 +2,7 @@ package framework
 
 import (
 	"context"
+	"github.com/prometheus/client_golang/prometheus"
 	"net/http"
 	"slices"
 	"strings"
@@ -64,7 +65,8 @@ func (f *Framework) StartManager(cfg *rest.Config) {
 	opts.Controller.SkipNameValidation = ptr.To(true)
 	mgr, err := ctrl.NewManager(mgrCfg, opts)
 	gomega.Expect(err).NotTo(gomega.HaveOccurred())
-	gomega.Expect(managerapp.Setup(mgr, conf)).To(gomega.Succeed())
+	f.metrics = prometheus.NewRegistry()
+	gomega.Expect(managerapp.Setup(mgr, conf, f.metrics)).To(gomega.Succeed())
 
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})

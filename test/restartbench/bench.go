@@ -86,7 +86,7 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 			report.Floors = append(report.Floors, *floor)
 		}
 		if err != nil {
-			return report, fmt.Errorf("N=%d: %w", n, err)
+			return report, fmt.Errorf("at %d nodes: %w", n, err)
 		}
 	}
 	return report, nil

@@ -29,7 +29,7 @@ func ensureFileLimit(nodes int) error {
 	}
 	raised := syscall.Rlimit{Cur: need, Max: max(lim.Max, need)}
 	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &raised); err != nil {
-		return fmt.Errorf("N=%d needs %d open files (%d per simulated Pod), the limit is %d and raising it failed (%v): raise it with `ulimit -n %d` (as root, or in /etc/security/limits.conf) or run a smaller N",
+		return fmt.Errorf("%d simulated nodes need %d open files (%d per simulated Pod), the limit is %d and raising it failed (%w): raise it with `ulimit -n %d` (as root, or in /etc/security/limits.conf) or run a smaller N",
 			nodes, need, fdsPerPod, lim.Cur, err, need)
 	}
 	return nil

@@ -22,7 +22,7 @@ func TestPodNet(t *testing.T) {
 		t.Errorf("second listen on an address in use: %v, want EADDRINUSE", err)
 	}
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) })}
-	go srv.Serve(l)
+	go func() { _ = srv.Serve(l) }()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	client := n.probeClient()

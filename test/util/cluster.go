@@ -1,8 +1,3 @@
-// Package util holds assertions that integration and end-to-end tests share:
-// creating nodes, waiting for a namespace's service account, loading a
-// spec's manifest, acting as a kubelet on Pods, and comparing objects field
-// by field. It asserts with Gomega, so only tests import it; programs build
-// their objects with package wrappers.
 package util
 
 import (

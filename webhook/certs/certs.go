@@ -1,5 +1,3 @@
-// Package certs makes a private CA and certificates signed by it, for the
-// local cluster and for webhooks served without cert-manager.
 package certs
 
 import (

@@ -1,14 +1,3 @@
-// Package inject turns a JobSet that says `restartStrategy: InPlaceRestart`
-// into one that can restart in place: it adds the agent sidecar, the
-// container restart rules of the workers and the Job settings the protocol
-// needs. It is pure: the mutating webhook and `inplacectl render` call it
-// alike.
-//
-// Injection respects what the user wrote: an agent the user added is kept
-// (and validated by the policies), a container with its own restart rules is
-// left alone, and Job settings already set are not overwritten — a wrong
-// value is denied by the built-in policies with the fix in the message
-// rather than silently replaced. Running it twice gives the same object.
 package inject
 
 import (

@@ -152,16 +152,24 @@ func TestSeedStory1Equivalence(t *testing.T) {
 func TestWorkerRuleFromPodFailurePolicy(t *testing.T) {
 	js := load(t, "testdata/story2-without-agent.yaml")
 	mutate(js, defaultAgent())
+	want := []corev1.ContainerRestartRule{{
+		Action:    corev1.ContainerRestartRuleActionRestartAllContainers,
+		ExitCodes: &corev1.ContainerRestartRuleOnExitCodes{Operator: corev1.ContainerRestartRuleOnExitCodesOpNotIn, Values: []int32{0, 3, 4}},
+	}}
 	rules := js.Spec.ReplicatedJobs[0].Template.Spec.Template.Spec.Containers[0].RestartPolicyRules
-	if len(rules) != 1 || rules[0].ExitCodes.Operator != "NotIn" || !cmp.Equal(rules[0].ExitCodes.Values, []int32{0, 3, 4}) {
-		t.Errorf("Story 2 worker rules = %+v, want RestartAllContainers NotIn [0 3 4]", rules)
+	if diff := cmp.Diff(want, rules); diff != "" {
+		t.Errorf("Story 2 worker rules (-want +got):\n%s", diff)
 	}
 
 	js = load(t, "testdata/podfailurepolicy-notin.yaml")
 	mutate(js, defaultAgent())
+	want = []corev1.ContainerRestartRule{{
+		Action:    corev1.ContainerRestartRuleActionRestartAllContainers,
+		ExitCodes: &corev1.ContainerRestartRuleOnExitCodes{Operator: corev1.ContainerRestartRuleOnExitCodesOpIn, Values: []int32{137, 143}},
+	}}
 	rules = js.Spec.ReplicatedJobs[0].Template.Spec.Template.Spec.Containers[0].RestartPolicyRules
-	if len(rules) != 1 || rules[0].ExitCodes.Operator != "In" || !cmp.Equal(rules[0].ExitCodes.Values, []int32{137, 143}) {
-		t.Errorf("FailJob NotIn [143 137] (137 ignored first): rules = %+v, want RestartAllContainers In [137 143]", rules)
+	if diff := cmp.Diff(want, rules); diff != "" {
+		t.Errorf("FailJob NotIn [143 137] (137 ignored first): worker rules (-want +got):\n%s", diff)
 	}
 }
 

@@ -1,8 +1,3 @@
-// Package v1alpha1 is the configuration file of inplace-manager,
-// config.inplace.dev/v1alpha1, kind Configuration.
-//
-// Every field is optional; Load fills in defaults. Unknown fields are an
-// error, so that a typo does not silently fall back to a default.
 package v1alpha1
 
 import (

@@ -1,17 +1,9 @@
-// Package v1alpha2 holds the JobSet API, jobset.x-k8s.io/v1alpha2.
-//
-// The types accept every manifest written for upstream JobSet v1alpha2 and add
-// the epoch fields of the in-place restart protocol (status.deprecatedEpoch and
-// status.syncedEpoch). Field names, JSON tags, defaults and reserved labels are
-// kept identical to upstream so that existing manifests and tools keep working.
-//
-// +kubebuilder:object:generate=true
-// +groupName=jobset.x-k8s.io
 package v1alpha2
 
 import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"sigs.k8s.io/controller-runtime/pkg/scheme"
 )
 
 var (
@@ -19,7 +11,7 @@ var (
 	GroupVersion = schema.GroupVersion{Group: "jobset.x-k8s.io", Version: "v1alpha2"}
 
 	// SchemeBuilder registers the JobSet types with a runtime.Scheme.
-	SchemeBuilder = &scheme.Builder{GroupVersion: GroupVersion}
+	SchemeBuilder = runtime.NewSchemeBuilder(addKnownTypes)
 
 	// AddToScheme adds the JobSet types to a scheme.
 	AddToScheme = SchemeBuilder.AddToScheme
@@ -27,3 +19,11 @@ var (
 
 // Kind is the kind of the JobSet object.
 const Kind = "JobSet"
+
+// addKnownTypes registers the types with apimachinery's scheme builder
+// directly, so that importing the API pulls in no controller-runtime.
+func addKnownTypes(s *runtime.Scheme) error {
+	s.AddKnownTypes(GroupVersion, &JobSet{}, &JobSetList{})
+	metav1.AddToGroupVersion(s, GroupVersion)
+	return nil
+}

@@ -35,10 +35,6 @@ type JobSetList struct {
 	Items           []JobSet `json:"items"`
 }
 
-func init() {
-	SchemeBuilder.Register(&JobSet{}, &JobSetList{})
-}
-
 // JobSetSpec is the desired state of a JobSet.
 //
 // +kubebuilder:validation:XValidation:rule="!(has(self.startupPolicy) && self.startupPolicy.startupPolicyOrder == 'InOrder' && self.replicatedJobs.exists(r, has(r.dependsOn)))",message="spec.startupPolicy InOrder and spec.replicatedJobs[].dependsOn are mutually exclusive: use one of them"

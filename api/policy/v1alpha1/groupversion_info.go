@@ -1,14 +1,9 @@
-// Package v1alpha1 holds the policy API, policy.inplace.dev/v1alpha1: the
-// cluster-scoped JobSetPolicy, a Rego policy that cluster admins apply to
-// JobSets at admission and in a periodic audit.
-//
-// +kubebuilder:object:generate=true
-// +groupName=policy.inplace.dev
 package v1alpha1
 
 import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"sigs.k8s.io/controller-runtime/pkg/scheme"
 )
 
 var (
@@ -16,8 +11,16 @@ var (
 	GroupVersion = schema.GroupVersion{Group: "policy.inplace.dev", Version: "v1alpha1"}
 
 	// SchemeBuilder registers the types with a runtime.Scheme.
-	SchemeBuilder = &scheme.Builder{GroupVersion: GroupVersion}
+	SchemeBuilder = runtime.NewSchemeBuilder(addKnownTypes)
 
 	// AddToScheme adds the types to a scheme.
 	AddToScheme = SchemeBuilder.AddToScheme
 )
+
+// addKnownTypes registers the types with apimachinery's scheme builder
+// directly, so that importing the API pulls in no controller-runtime.
+func addKnownTypes(s *runtime.Scheme) error {
+	s.AddKnownTypes(GroupVersion, &JobSetPolicy{}, &JobSetPolicyList{})
+	metav1.AddToGroupVersion(s, GroupVersion)
+	return nil
+}

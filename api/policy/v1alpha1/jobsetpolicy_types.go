@@ -33,10 +33,6 @@ type JobSetPolicyList struct {
 	Items           []JobSetPolicy `json:"items"`
 }
 
-func init() {
-	SchemeBuilder.Register(&JobSetPolicy{}, &JobSetPolicyList{})
-}
-
 // EnforcementAction is what the policy's deny rules do.
 //
 // +kubebuilder:validation:Enum=Deny;Warn;DryRun

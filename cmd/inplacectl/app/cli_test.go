@@ -57,8 +57,12 @@ func TestPolicyTest(t *testing.T) {
 	}
 
 	dir := t.TempDir()
-	os.WriteFile(filepath.Join(dir, "p.rego"), []byte("package p\n\ndeny contains \"no\" if input.x\n"), 0o600)
-	os.WriteFile(filepath.Join(dir, "p_test.rego"), []byte("package p_test\n\nimport data.p\n\ntest_wrong if {\n\tcount(p.deny) == 0 with input as {\"x\": true}\n}\n"), 0o600)
+	if err := os.WriteFile(filepath.Join(dir, "p.rego"), []byte("package p\n\ndeny contains \"no\" if input.x\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "p_test.rego"), []byte("package p_test\n\nimport data.p\n\ntest_wrong if {\n\tcount(p.deny) == 0 with input as {\"x\": true}\n}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	code, out, _ = run(t, "policy", "test", dir)
 	if code != 1 || !strings.Contains(out, "FAIL p_test.test_wrong") || !strings.Contains(out, "0 passed, 1 failed") {
 		t.Errorf("a failing Rego test: exit %d, output:\n%s", code, out)
@@ -68,7 +72,9 @@ func TestPolicyTest(t *testing.T) {
 func TestPolicyEval(t *testing.T) {
 	dir := t.TempDir()
 	params := filepath.Join(dir, "params.yaml")
-	os.WriteFile(params, []byte("limit: 5\n"), 0o600)
+	if err := os.WriteFile(params, []byte("limit: 5\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	code, out, errOut := run(t, "policy", "eval", "-p", "../../../examples/policies", "-f", "../../../examples/failure-policy/fail-fast-on-bugs.yaml", "-params", params)
 	if code != 1 || !strings.Contains(out, "# deny   max_restarts: spec.failurePolicy.maxRestarts is 10, above this cluster's limit of 5") {
 		t.Errorf("exit %d: %s%s", code, out, errOut)

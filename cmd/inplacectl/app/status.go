@@ -135,7 +135,7 @@ func writeStatus(out io.Writer, in statusInputs) {
 	if js.Spec.FailurePolicy != nil {
 		strategy, maxRestarts = js.Spec.FailurePolicy.RestartStrategy, js.Spec.FailurePolicy.MaxRestarts
 	}
-	state := string(js.Status.TerminalState)
+	state := js.Status.TerminalState
 	if state == "" {
 		state = "Active"
 		if ptr.Deref(js.Spec.Suspend, false) {

@@ -1,9 +1,3 @@
-// Package manager assembles inplace-manager: the manager options that follow
-// from the configuration file, and the registration of every controller.
-// cmd/manager and the tests build the manager through the same two calls:
-//
-//	mgr, err := ctrl.NewManager(restConfig, manager.Options(cfg, scheme))
-//	err = manager.Setup(mgr, cfg)
 package app
 
 import (
@@ -12,6 +6,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -79,12 +74,15 @@ func Options(cfg *configv1alpha1.Configuration, scheme *runtime.Scheme) ctrl.Opt
 const WebhookServiceName = "inplace-webhook-service"
 
 // Setup registers the controller, the webhooks and the health checks with
-// mgr.
-func Setup(mgr ctrl.Manager, cfg *configv1alpha1.Configuration) error {
+// mgr, and their metrics on reg: cmd/manager passes controller-runtime's
+// registry, which the metrics endpoint serves; tests pass one registry per
+// manager, so that managers in one process each count their own.
+func Setup(mgr ctrl.Manager, cfg *configv1alpha1.Configuration, reg prometheus.Registerer) error {
 	if err := controller.Setup(mgr, controller.Options{
 		MaxConcurrentReconciles: cfg.Controller.MaxConcurrentReconciles,
 		ChildParallelism:        cfg.Controller.ChildParallelism,
 		InPlaceRestartTimeout:   cfg.Controller.InPlaceRestartTimeout.Duration,
+		Metrics:                 reg,
 	}); err != nil {
 		return fmt.Errorf("setting up the jobset controller: %w", err)
 	}
@@ -99,20 +97,30 @@ func Setup(mgr ctrl.Manager, cfg *configv1alpha1.Configuration) error {
 	if err != nil {
 		return err
 	}
-	if err := reconciler.Setup(mgr, engine); err != nil {
+	if err := engine.RegisterMetrics(reg); err != nil {
+		return err
+	}
+	policyMetrics, err := reconciler.NewMetrics(reg)
+	if err != nil {
+		return err
+	}
+	if err := reconciler.Setup(mgr, engine, policyMetrics); err != nil {
 		return fmt.Errorf("setting up the policy controller: %w", err)
 	}
 	if d := cfg.Policies.AuditInterval.Duration; d > 0 {
-		if err := mgr.Add(&reconciler.Auditor{Client: mgr.GetClient(), Engine: engine, Interval: d}); err != nil {
+		if err := mgr.Add(&reconciler.Auditor{Client: mgr.GetClient(), Engine: engine, Interval: d, Metrics: policyMetrics}); err != nil {
 			return err
 		}
 	}
-	webhook.Setup(mgr, webhook.Options{
+	if err := webhook.Setup(mgr, webhook.Options{
 		Agent:    cfg.Agent,
 		Engine:   engine,
 		Reader:   mgr.GetClient(),
 		Recorder: mgr.GetEventRecorder("inplace-admission"),
-	})
+		Metrics:  reg,
+	}); err != nil {
+		return fmt.Errorf("setting up the webhooks: %w", err)
+	}
 	if cfg.Webhook.SelfSignedCerts {
 		if err := selfSign(mgr, cfg); err != nil {
 			return err

@@ -1,8 +1,3 @@
-// Command admission benchmarks admission: the webhook handlers in process
-// (mutate, validate, policy evaluation) on the specifications' manifests,
-// and JobSet creation through a real kube-apiserver calling the webhooks
-// over TLS, with concurrent clients (server-side dry-run). It prints a
-// table and writes JSON.
 package main
 
 import (
@@ -10,6 +5,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"github.com/prometheus/client_golang/prometheus"
 	"io"
 	"os"
 	"path/filepath"
@@ -163,7 +159,7 @@ func throughApiserver(ctx context.Context, root string, requests, concurrency in
 	if err != nil {
 		return stats.Summary{}, 0, fmt.Errorf("starting the apiserver: %w", err)
 	}
-	defer env.Stop()
+	defer func() { _ = env.Stop() }()
 	restCfg.QPS, restCfg.Burst = 5000, 5000
 
 	ctrl.SetLogger(zap.New(zap.WriteTo(io.Discard)))
@@ -181,7 +177,7 @@ func throughApiserver(ctx context.Context, root string, requests, concurrency in
 	if err != nil {
 		return stats.Summary{}, 0, err
 	}
-	if err := managerapp.Setup(mgr, conf); err != nil {
+	if err := managerapp.Setup(mgr, conf, prometheus.NewRegistry()); err != nil {
 		return stats.Summary{}, 0, err
 	}
 	mctx, cancel := context.WithCancel(ctx)
@@ -214,7 +210,7 @@ func throughApiserver(ctx context.Context, root string, requests, concurrency in
 		lastErr = create()
 		return lastErr == nil, nil
 	}); err != nil {
-		return stats.Summary{}, 0, fmt.Errorf("webhooks not reachable: %w (last: %v)", err, lastErr)
+		return stats.Summary{}, 0, fmt.Errorf("webhooks not reachable: %w (last: %w)", err, lastErr)
 	}
 
 	var (

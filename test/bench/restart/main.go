@@ -1,7 +1,3 @@
-// Command restart is `make bench-restart`: JobSet restarts on the local
-// cluster, in place against Recreate and BlockingRecreate, against the
-// machine's floor, with the API cost per restart. It prints a table and
-// writes JSON.
 package main
 
 import (

@@ -1,5 +1,3 @@
-// Package stats summarizes benchmark samples and writes results as a table
-// and as JSON.
 package stats
 
 import (

@@ -1,8 +1,3 @@
-// Command demo runs the main job on the local cluster (make cluster-up): a
-// JobSet of 2 replicated jobs × 8 workers that says only
-// `restartStrategy: InPlaceRestart`, one worker exits non-zero, and the
-// recovery is printed as a timeline; then the same with Recreate, and both
-// totals side by side.
 package main
 
 import (
@@ -51,7 +46,7 @@ func run(kubeconfig string) error {
 	if err := c.Create(ctx, ns); err != nil {
 		return err
 	}
-	defer c.Delete(context.Background(), ns)
+	defer func() { _ = c.Delete(context.Background(), ns) }()
 	if err := poll(ctx, func() bool {
 		return c.Get(ctx, client.ObjectKey{Namespace: ns.Name, Name: "default"}, &corev1.ServiceAccount{}) == nil
 	}); err != nil {

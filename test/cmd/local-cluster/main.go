@@ -1,8 +1,3 @@
-// Command local-cluster runs the local cluster of package test/cluster in the
-// foreground until it receives SIGINT or SIGTERM: `make cluster-up` starts it
-// in the background and `make cluster-down` stops it. It installs the CRDs of
-// config/crd and writes an admin kubeconfig to -kubeconfig once the cluster
-// is ready.
 package main
 
 import (

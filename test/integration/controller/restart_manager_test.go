@@ -10,30 +10,18 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
+	"github.com/inplace-dev/inplace/test/framework"
 	"github.com/inplace-dev/inplace/test/util"
 	"github.com/inplace-dev/inplace/test/wrappers"
 )
 
-// reconciles is how many reconciles of JobSets this process finished, from
-// controller-runtime's metrics.
+// reconciles is how many reconciles of JobSets this process finished.
+// controller-runtime counts them on its global registry, not on the
+// manager's own: the count is per process, and this suite runs one manager
+// at a time.
 func reconciles() float64 {
 	GinkgoHelper()
-	families, err := ctrlmetrics.Registry.Gather()
-	Expect(err).NotTo(HaveOccurred())
-	total := 0.0
-	for _, f := range families {
-		if f.GetName() != "controller_runtime_reconcile_total" {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "controller" && l.GetValue() == "jobset" {
-					total += m.GetCounter().GetValue()
-				}
-			}
-		}
-	}
-	return total
+	return framework.MetricValue(ctrlmetrics.Registry, "controller_runtime_reconcile_total", "controller", "jobset")
 }
 
 var _ = Describe("a restarted manager", Ordered, func() {

@@ -140,7 +140,7 @@ func dryRun(objs []*unstructured.Unstructured) {
 		}
 	}
 	for _, u := range objs {
-		Expect(k8sClient.Patch(ctx, u.DeepCopy(), client.Apply, client.FieldOwner("inplace-test"), client.ForceOwnership, client.DryRunAll)).
+		Expect(k8sClient.Apply(ctx, client.ApplyConfigurationFromUnstructured(u.DeepCopy()), client.FieldOwner("inplace-test"), client.ForceOwnership, client.DryRunAll)).
 			To(Succeed(), "the apiserver rejects %s", key(u))
 	}
 }

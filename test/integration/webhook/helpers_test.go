@@ -7,25 +7,15 @@ import (
 	. "github.com/onsi/gomega"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/inplace-dev/inplace/test/framework"
 )
 
-// webhookRequests counts the admission requests the webhooks handled.
+// webhookRequests counts the admission requests the suite's webhooks
+// handled.
 func webhookRequests() float64 {
 	GinkgoHelper()
-	families, err := ctrlmetrics.Registry.Gather()
-	Expect(err).NotTo(HaveOccurred())
-	total := 0.0
-	for _, f := range families {
-		if f.GetName() == "inplace_admission_requests_total" {
-			for _, m := range f.GetMetric() {
-				total += m.GetCounter().GetValue()
-			}
-		}
-	}
-	return total
+	return framework.MetricValue(fw.Metrics(), "inplace_admission_requests_total")
 }
 
 // recordingWarnings keeps the warnings the apiserver returned.
