@@ -158,7 +158,7 @@ func TestDecideInPlaceRestartCountsAndBroadcasts(t *testing.T) {
 	jobs := jobList(readyJob(jobOf(js, "driver", 0)), readyJob(jobOf(js, "workers", 0)))
 	pods := []corev1.Pod{epochPod("a", "driver", "1", false), epochPod("b", "driver", "1", false), epochPod("c", "workers", "1", true), epochPod("d", "workers", "1", false)}
 
-	p := decide(js, observed{jobs: jobs, pods: pods, serviceExists: true}, at(0), time.Minute)
+	p := decidePure(t, js, observed{jobs: jobs, pods: pods, serviceExists: true}, at(0), time.Minute)
 	if p.status.Restarts != 1 || p.status.InPlaceRestarts != 1 || p.status.RestartsCountTowardsMax != 1 || p.status.DeprecatedEpoch != 1 {
 		t.Fatalf("status after a worker exit: %+v", p.status)
 	}
@@ -176,7 +176,7 @@ func TestDecideInPlaceRestartCountsAndBroadcasts(t *testing.T) {
 	// attempt unchanged.
 	js.Status = p.status
 	pods = []corev1.Pod{epochPod("a", "driver", "2", false), epochPod("b", "driver", "2", false), epochPod("c", "workers", "2", false), epochPod("d", "workers", "2", false)}
-	p = decide(js, observed{jobs: jobs, pods: pods, serviceExists: true, broadcast: p.broadcast}, at(1), time.Minute)
+	p = decidePure(t, js, observed{jobs: jobs, pods: pods, serviceExists: true, broadcast: p.broadcast}, at(1), time.Minute)
 	if p.status.SyncedEpoch != 2 || len(p.createJobs)+len(p.deleteJobs) != 0 {
 		t.Errorf("after the restart: synced %d, create %v delete %v", p.status.SyncedEpoch, names(p.createJobs), names(p.deleteJobs))
 	}
@@ -187,7 +187,7 @@ func TestDecideInPlaceRestartCountsAndBroadcasts(t *testing.T) {
 	// maxRestarts 1 is used: the next failure fails the JobSet.
 	js.Status = p.status
 	pods[3] = epochPod("d", "workers", "2", true)
-	p = decide(js, observed{jobs: jobs, pods: pods, serviceExists: true, broadcast: p.broadcast}, at(2), time.Minute)
+	p = decidePure(t, js, observed{jobs: jobs, pods: pods, serviceExists: true, broadcast: p.broadcast}, at(2), time.Minute)
 	if c := findCondition(&p.status, jobset.JobSetFailed); c == nil || c.Reason != ReasonReachedMaxRestarts {
 		t.Errorf("after maxRestarts: failed condition %+v", c)
 	}
@@ -200,16 +200,16 @@ func TestInPlaceRestartFallsBackToRecreateAfterTimeout(t *testing.T) {
 	js := inPlaceJobSet(0, 1)
 	jobs := jobList(readyJob(jobOf(js, "driver", 0)), readyJob(jobOf(js, "workers", 0)))
 	pods := []corev1.Pod{epochPod("a", "driver", "1", false), epochPod("b", "driver", "1", false), epochPod("c", "workers", "1", true), epochPod("d", "workers", "1", false)}
-	p := decide(js, observed{jobs: jobs, pods: pods, serviceExists: true}, at(0), time.Minute)
+	p := decidePure(t, js, observed{jobs: jobs, pods: pods, serviceExists: true}, at(0), time.Minute)
 	js.Status = p.status
 
 	// The restart hangs: one Pod never comes back.
 	stuck := []corev1.Pod{epochPod("a", "driver", "2", false), epochPod("b", "driver", "2", false), epochPod("d", "workers", "2", false)}
-	p = decide(js, observed{jobs: jobs, pods: stuck, serviceExists: true, broadcast: p.broadcast}, at(30), time.Minute)
+	p = decidePure(t, js, observed{jobs: jobs, pods: stuck, serviceExists: true, broadcast: p.broadcast}, at(30), time.Minute)
 	if p.status.Restarts != 1 || p.requeueAfter != 30*time.Second {
 		t.Fatalf("before the timeout: restarts %d, requeue %s", p.status.Restarts, p.requeueAfter)
 	}
-	p = decide(js, observed{jobs: jobs, pods: stuck, serviceExists: true, broadcast: p.broadcast}, at(61), time.Minute)
+	p = decidePure(t, js, observed{jobs: jobs, pods: stuck, serviceExists: true, broadcast: p.broadcast}, at(61), time.Minute)
 	if p.status.Restarts != 2 || p.status.InPlaceRestarts != 1 || p.status.RestartsCountTowardsMax != 1 {
 		t.Errorf("after the timeout: restarts %d, in place %d, counted %d; want a recreation not counted again", p.status.Restarts, p.status.InPlaceRestarts, p.status.RestartsCountTowardsMax)
 	}
@@ -219,7 +219,7 @@ func TestInPlaceRestartFallsBackToRecreateAfterTimeout(t *testing.T) {
 
 	// The next reconcile recreates the Jobs.
 	js.Status = p.status
-	p = decide(js, observed{jobs: jobs, pods: stuck, serviceExists: true}, at(62), time.Minute)
+	p = decidePure(t, js, observed{jobs: jobs, pods: stuck, serviceExists: true}, at(62), time.Minute)
 	if len(p.deleteJobs) != 2 {
 		t.Errorf("the fallback does not recreate the Jobs: delete %v", names(p.deleteJobs))
 	}

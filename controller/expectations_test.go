@@ -57,10 +57,10 @@ func TestJobCreationsUntilSeen(t *testing.T) {
 
 func TestDecideDoesNotCreateAJobTheCacheHasNotShownYet(t *testing.T) {
 	js := testJobSet("driver", 1, "workers", 2)
-	first := decide(js, observed{}, at(0), time.Minute)
+	first := decidePure(t, js, observed{}, at(0), time.Minute)
 	js.Status = first.status
 	// The cache shows only the driver's Job; the workers' were created.
-	p := decide(js, observed{jobs: jobList(first.createJobs[0]), serviceExists: true,
+	p := decidePure(t, js, observed{jobs: jobList(first.createJobs[0]), serviceExists: true,
 		creating: map[string]bool{"js-workers-0": true, "js-workers-1": true}}, at(1), time.Minute)
 	if len(p.createJobs) != 0 {
 		t.Errorf("created again: %v", names(p.createJobs))

@@ -1,9 +1,12 @@
 package controller
 
 import (
+	"maps"
 	"strconv"
+	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -85,4 +88,35 @@ func names(jobs []*batchv1.Job) []string {
 		out = append(out, j.Name)
 	}
 	return out
+}
+
+// decidePure calls decide and fails the test if decide changed its inputs:
+// the decision step must be a function of what it is given.
+func decidePure(t *testing.T, js *jobset.JobSet, obs observed, now metav1.Time, inPlaceTimeout time.Duration) plan {
+	t.Helper()
+	jsBefore := js.DeepCopy()
+	obsBefore := copyObserved(obs)
+	p := decide(js, obs, now, inPlaceTimeout)
+	if diff := cmp.Diff(jsBefore, js); diff != "" {
+		t.Errorf("decide changed the JobSet it was given (-before +after):\n%s", diff)
+	}
+	if diff := cmp.Diff(obsBefore, obs, cmp.AllowUnexported(observed{})); diff != "" {
+		t.Errorf("decide changed what was observed (-before +after):\n%s", diff)
+	}
+	return p
+}
+
+func copyObserved(o observed) observed {
+	c := o
+	c.jobs = nil
+	for i := range o.jobs {
+		c.jobs = append(c.jobs, *o.jobs[i].DeepCopy())
+	}
+	c.pods = nil
+	for i := range o.pods {
+		c.pods = append(c.pods, *o.pods[i].DeepCopy())
+	}
+	c.broadcast = maps.Clone(o.broadcast)
+	c.creating = maps.Clone(o.creating)
+	return c
 }

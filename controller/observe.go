@@ -47,6 +47,9 @@ func CacheOptions() cache.Options {
 		&batchv1.Job{}:        {Label: selector},
 		&corev1.Pod{}:         {Label: selector},
 		&corev1.Service{}:     {Label: selector},
+		// The broadcast objects carry the JobSet's name label: the cache
+		// holds them and no other ConfigMap of the cluster.
+		&corev1.ConfigMap{}: {Label: selector},
 	}}
 }
 

@@ -5,9 +5,11 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/utils/ptr"
 
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
@@ -15,7 +17,7 @@ import (
 
 func TestDecideCreatesEveryJobAndTheServiceOnce(t *testing.T) {
 	js := testJobSet("driver", 1, "workers", 2)
-	p := decide(js, observed{}, at(0), time.Minute)
+	p := decidePure(t, js, observed{}, at(0), time.Minute)
 	if diff := cmp.Diff([]string{"js-driver-0", "js-workers-0", "js-workers-1"}, names(p.createJobs)); diff != "" {
 		t.Errorf("created jobs (-want +got):\n%s", diff)
 	}
@@ -25,7 +27,7 @@ func TestDecideCreatesEveryJobAndTheServiceOnce(t *testing.T) {
 
 	// The same state observed again: nothing to do, status unchanged.
 	js.Status = p.status
-	again := decide(js, observed{jobs: jobList(p.createJobs...), serviceExists: true}, at(1), time.Minute)
+	again := decidePure(t, js, observed{jobs: jobList(p.createJobs...), serviceExists: true}, at(1), time.Minute)
 	if len(again.createJobs)+len(again.deleteJobs)+len(again.suspendJobs)+len(again.resumeJobs) != 0 || again.service != nil {
 		t.Errorf("second decide acts: %+v", again)
 	}
@@ -77,7 +79,7 @@ func TestDecideStartupInOrder(t *testing.T) {
 	js := testJobSet("queue", 1, "driver", 2, "workers", 1)
 	js.Spec.StartupPolicy.StartupPolicyOrder = jobset.InOrder
 
-	p := decide(js, observed{serviceExists: true}, at(0), time.Minute)
+	p := decidePure(t, js, observed{serviceExists: true}, at(0), time.Minute)
 	if diff := cmp.Diff([]string{"js-queue-0"}, names(p.createJobs)); diff != "" {
 		t.Errorf("first wave (-want +got):\n%s", diff)
 	}
@@ -87,14 +89,14 @@ func TestDecideStartupInOrder(t *testing.T) {
 
 	js.Status = p.status
 	queue := readyJob(jobOf(js, "queue", 0))
-	p = decide(js, observed{jobs: jobList(queue), serviceExists: true}, at(1), time.Minute)
+	p = decidePure(t, js, observed{jobs: jobList(queue), serviceExists: true}, at(1), time.Minute)
 	if diff := cmp.Diff([]string{"js-driver-0", "js-driver-1"}, names(p.createJobs)); diff != "" {
 		t.Errorf("second wave (-want +got):\n%s", diff)
 	}
 
 	js.Status = p.status
 	d0, d1 := readyJob(jobOf(js, "driver", 0)), jobOf(js, "driver", 1)
-	p = decide(js, observed{jobs: jobList(queue, d0, d1), serviceExists: true}, at(2), time.Minute)
+	p = decidePure(t, js, observed{jobs: jobList(queue, d0, d1), serviceExists: true}, at(2), time.Minute)
 	if len(p.createJobs) != 0 {
 		t.Errorf("workers created before every driver is ready: %v", names(p.createJobs))
 	}
@@ -105,7 +107,7 @@ func TestDecideStartupInOrder(t *testing.T) {
 	readyJob(d1)
 	workers := readyJob(jobOf(js, "workers", 0))
 	js.Status = p.status
-	p = decide(js, observed{jobs: jobList(queue, d0, d1, workers), serviceExists: true}, at(3), time.Minute)
+	p = decidePure(t, js, observed{jobs: jobList(queue, d0, d1, workers), serviceExists: true}, at(3), time.Minute)
 	if c := findCondition(&p.status, jobset.JobSetStartupPolicyCompleted); c == nil || c.Status != "True" || c.Reason != ReasonInOrderCompleted {
 		t.Errorf("completed condition %+v", c)
 	}
@@ -186,13 +188,13 @@ func TestDecideRestartDeletesPreviousAttemptAndRecreates(t *testing.T) {
 	js.Spec.FailurePolicy = &jobset.FailurePolicy{MaxRestarts: 3}
 	old0, old1 := jobOf(js, "workers", 0), failedJob(jobOf(js, "workers", 1), "BackoffLimitExceeded", "", at(0))
 
-	p := decide(js, observed{jobs: jobList(old0, old1), serviceExists: true}, at(1), time.Minute)
+	p := decidePure(t, js, observed{jobs: jobList(old0, old1), serviceExists: true}, at(1), time.Minute)
 	if p.status.Restarts != 1 || len(p.createJobs) != 0 {
 		t.Fatalf("want restart recorded without creating, got restarts=%d creates=%v", p.status.Restarts, names(p.createJobs))
 	}
 
 	js.Status = p.status
-	p = decide(js, observed{jobs: jobList(old0, old1), serviceExists: true}, at(2), time.Minute)
+	p = decidePure(t, js, observed{jobs: jobList(old0, old1), serviceExists: true}, at(2), time.Minute)
 	if diff := cmp.Diff([]string{"js-workers-0", "js-workers-1"}, names(p.deleteJobs)); diff != "" {
 		t.Errorf("deleted (-want +got):\n%s", diff)
 	}
@@ -201,7 +203,7 @@ func TestDecideRestartDeletesPreviousAttemptAndRecreates(t *testing.T) {
 	}
 	terminating := old0.DeepCopy()
 	terminating.DeletionTimestamp = ptr.To(at(2))
-	p = decide(js, observed{jobs: jobList(terminating), serviceExists: true}, at(3), time.Minute)
+	p = decidePure(t, js, observed{jobs: jobList(terminating), serviceExists: true}, at(3), time.Minute)
 	if diff := cmp.Diff([]string{"js-workers-1"}, names(p.createJobs)); diff != "" {
 		t.Errorf("Recreate creates each Job once its predecessor is gone (-want +got):\n%s", diff)
 	}
@@ -220,13 +222,13 @@ func TestDecideBlockingRecreateWaitsForEveryJobAndPod(t *testing.T) {
 	terminating.DeletionTimestamp = ptr.To(at(0))
 	oldPod := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Labels: map[string]string{jobset.RestartsKey: "0"}}}
 
-	if p := decide(js, observed{jobs: jobList(terminating), serviceExists: true}, at(1), time.Minute); len(p.createJobs) != 0 {
+	if p := decidePure(t, js, observed{jobs: jobList(terminating), serviceExists: true}, at(1), time.Minute); len(p.createJobs) != 0 {
 		t.Errorf("created %v while a Job of the previous attempt exists", names(p.createJobs))
 	}
-	if p := decide(js, observed{pods: []corev1.Pod{oldPod}, serviceExists: true}, at(1), time.Minute); len(p.createJobs) != 0 {
+	if p := decidePure(t, js, observed{pods: []corev1.Pod{oldPod}, serviceExists: true}, at(1), time.Minute); len(p.createJobs) != 0 {
 		t.Errorf("created %v while a Pod of the previous attempt exists", names(p.createJobs))
 	}
-	if p := decide(js, observed{serviceExists: true}, at(1), time.Minute); len(p.createJobs) != 2 {
+	if p := decidePure(t, js, observed{serviceExists: true}, at(1), time.Minute); len(p.createJobs) != 2 {
 		t.Errorf("created %v once everything is gone, want 2 jobs", names(p.createJobs))
 	}
 }
@@ -236,9 +238,9 @@ func TestDecideRestartJobReplacesOnlyThatJob(t *testing.T) {
 	js.Spec.FailurePolicy = &jobset.FailurePolicy{MaxRestarts: 2, Rules: []jobset.FailurePolicyRule{{Name: "one", Action: jobset.RestartJob}}}
 	jobs := []*batchv1.Job{jobOf(js, "workers", 0), failedJob(jobOf(js, "workers", 1), "BackoffLimitExceeded", "", at(0)), jobOf(js, "workers", 2)}
 
-	p := decide(js, observed{jobs: jobList(jobs...), serviceExists: true}, at(1), time.Minute)
+	p := decidePure(t, js, observed{jobs: jobList(jobs...), serviceExists: true}, at(1), time.Minute)
 	js.Status = p.status
-	p = decide(js, observed{jobs: jobList(jobs...), serviceExists: true}, at(2), time.Minute)
+	p = decidePure(t, js, observed{jobs: jobList(jobs...), serviceExists: true}, at(2), time.Minute)
 	if diff := cmp.Diff([]string{"js-workers-1"}, names(p.deleteJobs)); diff != "" {
 		t.Errorf("deleted (-want +got):\n%s", diff)
 	}
@@ -256,7 +258,7 @@ func TestDecideSuspendAndResumeInOrder(t *testing.T) {
 	js.Spec.StartupPolicy.StartupPolicyOrder = jobset.InOrder
 	js.Spec.Suspend = ptr.To(true)
 
-	p := decide(js, observed{serviceExists: true}, at(0), time.Minute)
+	p := decidePure(t, js, observed{serviceExists: true}, at(0), time.Minute)
 	if len(p.createJobs) != 2 || !*p.createJobs[0].Spec.Suspend || !*p.createJobs[1].Spec.Suspend {
 		t.Fatalf("while suspended every Job is created suspended, got %v", names(p.createJobs))
 	}
@@ -267,7 +269,7 @@ func TestDecideSuspendAndResumeInOrder(t *testing.T) {
 	js.Status = p.status
 	js.Spec.Suspend = ptr.To(false)
 	driver, workers := buildJob(js, 0, 0, true), buildJob(js, 1, 0, true)
-	p = decide(js, observed{jobs: jobList(driver, workers), serviceExists: true}, at(1), time.Minute)
+	p = decidePure(t, js, observed{jobs: jobList(driver, workers), serviceExists: true}, at(1), time.Minute)
 	if diff := cmp.Diff([]string{"js-driver-0"}, names(p.resumeJobs)); diff != "" {
 		t.Errorf("first resume (-want +got):\n%s", diff)
 	}
@@ -278,7 +280,7 @@ func TestDecideSuspendAndResumeInOrder(t *testing.T) {
 	js.Status = p.status
 	driver.Spec.Suspend = ptr.To(false)
 	readyJob(driver)
-	p = decide(js, observed{jobs: jobList(driver, workers), serviceExists: true}, at(2), time.Minute)
+	p = decidePure(t, js, observed{jobs: jobList(driver, workers), serviceExists: true}, at(2), time.Minute)
 	if diff := cmp.Diff([]string{"js-workers-0"}, names(p.resumeJobs)); diff != "" {
 		t.Errorf("second resume (-want +got):\n%s", diff)
 	}
@@ -290,21 +292,58 @@ func TestDecideFinished(t *testing.T) {
 	done := succeededJob(jobOf(js, "workers", 0))
 	running := jobOf(js, "workers", 1)
 
-	p := decide(js, observed{jobs: jobList(done, succeededJob(jobOf(js, "workers", 1)))}, at(0), time.Minute)
+	p := decidePure(t, js, observed{jobs: jobList(done, succeededJob(jobOf(js, "workers", 1)))}, at(0), time.Minute)
 	if p.status.TerminalState != jobset.TerminalStateCompleted {
 		t.Fatalf("terminal state %q", p.status.TerminalState)
 	}
 	js.Status = p.status
 	js.Status.Conditions[0].LastTransitionTime = at(0)
 
-	p = decide(js, observed{jobs: jobList(done, running)}, at(30), time.Minute)
+	p = decidePure(t, js, observed{jobs: jobList(done, running)}, at(30), time.Minute)
 	if diff := cmp.Diff([]string{"js-workers-1"}, names(p.deleteJobs)); diff != "" {
 		t.Errorf("a finished JobSet deletes its active Jobs (-want +got):\n%s", diff)
 	}
 	if p.deleteJobSet || p.requeueAfter != 30*time.Second {
 		t.Errorf("before expiry: delete=%v requeue=%s", p.deleteJobSet, p.requeueAfter)
 	}
-	if p = decide(js, observed{}, at(60), time.Minute); !p.deleteJobSet {
+	if p = decidePure(t, js, observed{}, at(60), time.Minute); !p.deleteJobSet {
 		t.Errorf("at expiry the JobSet is not deleted")
+	}
+}
+
+// decide is pure: restarting one Job writes the new counters into the plan's
+// status, never through the JobSet's own status slices.
+func TestDecideDoesNotChangeItsInput(t *testing.T) {
+	js := testJobSet("workers", 3)
+	js.Spec.FailurePolicy = &jobset.FailurePolicy{MaxRestarts: 5, Rules: []jobset.FailurePolicyRule{{Name: "one", Action: jobset.RestartJob}}}
+	js.Status.ReplicatedJobsStatus = []jobset.ReplicatedJobStatus{
+		{Name: "workers", JobRestarts: []int32{0, 0, 0}, JobRestartsCountTowardsMax: []int32{0, 0, 0}},
+	}
+	jobs := jobList(jobOf(js, "workers", 0), jobOf(js, "workers", 1), failedJob(jobOf(js, "workers", 2), "BackoffLimitExceeded", "", at(0)))
+	p := decidePure(t, js, observed{jobs: jobs, serviceExists: true}, at(1), time.Minute)
+	want := []jobset.ReplicatedJobStatus{{Name: "workers", JobRestarts: []int32{0, 0, 1}, JobRestartsCountTowardsMax: []int32{0, 0, 1}}}
+	if diff := cmp.Diff(want, p.status.ReplicatedJobsStatus, cmpopts.IgnoreFields(jobset.ReplicatedJobStatus{}, "Ready", "Active", "Failed", "Succeeded", "Suspended")); diff != "" {
+		t.Errorf("planned replicated job status (-want +got):\n%s", diff)
+	}
+}
+
+// The cache holds only the ConfigMaps the controller owns (the broadcast
+// objects, labelled with their JobSet's name), not every ConfigMap of the
+// cluster.
+func TestCacheSelectsConfigMapsByLabel(t *testing.T) {
+	var sel labels.Selector
+	for obj, by := range CacheOptions().ByObject {
+		if _, ok := obj.(*corev1.ConfigMap); ok {
+			sel = by.Label
+		}
+	}
+	if sel == nil {
+		t.Fatal("the cache has no label selector for ConfigMaps: it would hold every ConfigMap of the cluster")
+	}
+	if !sel.Matches(labels.Set{jobset.JobSetNameKey: "train"}) {
+		t.Errorf("selector %q does not select a broadcast ConfigMap", sel)
+	}
+	if sel.Matches(labels.Set{"app": "other"}) {
+		t.Errorf("selector %q selects a ConfigMap that is not ours", sel)
 	}
 }

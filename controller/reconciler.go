@@ -72,10 +72,13 @@ func (o *Options) complete() {
 
 // Reconciler runs the lifecycle of JobSets.
 type Reconciler struct {
-	client   client.Client
-	recorder events.EventRecorder
-	opts     Options
-	metrics  *restartMetrics
+	client client.Client
+	// apiReader reads past the cache, for the rare object the cache's
+	// label selector does not show.
+	apiReader client.Reader
+	recorder  events.EventRecorder
+	opts      Options
+	metrics   *restartMetrics
 	// times are each JobSet's last status write and reconcile, for
 	// coalescing and pacing.
 	times *jobSetTimes
@@ -105,7 +108,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	if err != nil {
 		return err
 	}
-	r := &Reconciler{client: mgr.GetClient(), recorder: mgr.GetEventRecorder(ControllerName), opts: opts, metrics: metrics, times: newJobSetTimes(), creations: newJobCreations()}
+	r := &Reconciler{client: mgr.GetClient(), apiReader: mgr.GetAPIReader(), recorder: mgr.GetEventRecorder(ControllerName), opts: opts, metrics: metrics, times: newJobSetTimes(), creations: newJobCreations()}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		For(&jobset.JobSet{}).
@@ -352,13 +355,25 @@ func (r *Reconciler) writeBroadcast(ctx context.Context, js *jobset.JobSet, data
 	switch {
 	case apierrors.IsNotFound(err):
 		cm.Data = data
-		// AlreadyExists (a cache behind a create of the previous reconcile)
-		// is returned: the retry sees the ConfigMap and updates it.
-		return r.client.Create(ctx, cm)
+		err := r.client.Create(ctx, cm)
+		if !apierrors.IsAlreadyExists(err) {
+			return err
+		}
+		// In the cluster but not in the cache: created a moment ago and
+		// not seen yet, or stripped of the label the cache selects by.
+		// Read it past the cache and update it (which puts the label back).
+		if err := r.apiReader.Get(ctx, client.ObjectKeyFromObject(cm), cm); err != nil {
+			return err
+		}
 	case err != nil:
 		return err
 	}
 	cm.Data = data
+	// The cache selects ConfigMaps by this label: keep it on.
+	if cm.Labels == nil {
+		cm.Labels = map[string]string{}
+	}
+	cm.Labels[jobset.JobSetNameKey] = js.Name
 	return r.client.Update(ctx, cm)
 }
 

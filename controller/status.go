@@ -1,6 +1,8 @@
 package controller
 
 import (
+	"slices"
+
 	batchv1 "k8s.io/api/batch/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -20,9 +22,11 @@ func replicatedJobsStatus(js *jobset.JobSet, c children) []jobset.ReplicatedJobS
 	out := make([]jobset.ReplicatedJobStatus, len(js.Spec.ReplicatedJobs))
 	for i, rj := range js.Spec.ReplicatedJobs {
 		out[i] = jobset.ReplicatedJobStatus{
-			Name:                       rj.Name,
-			JobRestarts:                previous[rj.Name].JobRestarts,
-			JobRestartsCountTowardsMax: previous[rj.Name].JobRestartsCountTowardsMax,
+			Name: rj.Name,
+			// Copies: a restart decided later in this reconcile increments
+			// them, and the JobSet read must stay as it was read.
+			JobRestarts:                slices.Clone(previous[rj.Name].JobRestarts),
+			JobRestartsCountTowardsMax: slices.Clone(previous[rj.Name].JobRestartsCountTowardsMax),
 		}
 		byName[rj.Name] = &out[i]
 	}
