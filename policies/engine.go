@@ -285,8 +285,9 @@ func baseInput(in Input) (*ast.Term, error) {
 }
 
 // eval runs one policy and sorts its messages into d. An evaluation error
-// counts as a violation of the policy: a policy that cannot decide does not
-// let a JobSet through silently.
+// counts as a violation of the policy, with the policy's enforcement action:
+// a Deny policy that cannot decide does not let a JobSet through silently,
+// and a Warn or DryRun policy that cannot decide never blocks one.
 func (p *Policy) eval(ctx context.Context, base *ast.Term, d *Decision, m *metrics) error {
 	input := base.Value
 	if p.Parameters != nil {
@@ -302,7 +303,9 @@ func (p *Policy) eval(ctx context.Context, base *ast.Term, d *Decision, m *metri
 	rs, err := p.query.Eval(ctx, rego.EvalParsedInput(input))
 	m.observeEvaluation(p.Name, time.Since(start))
 	if err != nil {
-		p.record(d, Deny, fmt.Sprintf("evaluation failed: %v", err), m)
+		// The policy's own enforcement action: an admin's Warn or DryRun
+		// policy that cannot decide warns or records, it never blocks.
+		p.record(d, p.Action, fmt.Sprintf("evaluation failed: %v", err), m)
 		return fmt.Errorf("policy %s: %w", p.Name, err)
 	}
 	if len(rs) == 0 || len(rs[0].Expressions) == 0 {

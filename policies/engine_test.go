@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"sigs.k8s.io/yaml"
 
 	configv1alpha1 "github.com/inplace-dev/inplace/api/config/v1alpha1"
@@ -257,5 +258,43 @@ func BenchmarkEvaluateBuiltins(b *testing.B) {
 		if _, err := e.Evaluate(context.Background(), Input{Operation: "CREATE", Object: obj}); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// A policy whose evaluation fails counts as violated with its own
+// enforcement action: only a Deny policy's error blocks a JobSet.
+func TestEvaluationErrorKeepsTheEnforcementAction(t *testing.T) {
+	const conflicting = `package guard
+
+deny contains "never reached" if f == 3
+
+# Two values for one complete rule: an evaluation error whenever the
+# JobSet has a name.
+f := 1 if input.object.metadata.name
+f := 2 if input.object.metadata.name
+`
+	obj := map[string]any{"metadata": map[string]any{"name": "js"}}
+	for _, action := range []EnforcementAction{Deny, Warn, DryRun} {
+		t.Run(string(action), func(t *testing.T) {
+			e, err := NewEngine(BuiltinNamesOrDie(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, err := Compile("guard", conflicting, action, nil, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			e.SetPolicy(p)
+			d, err := e.Evaluate(context.Background(), Input{Operation: "CREATE", Object: obj})
+			if err == nil {
+				t.Errorf("the evaluation error is not reported")
+			}
+			got := map[EnforcementAction]int{Deny: len(d.Denied), Warn: len(d.Warned), DryRun: len(d.DryRun)}
+			want := map[EnforcementAction]int{Deny: 0, Warn: 0, DryRun: 0}
+			want[action] = 1
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("messages by action (-want +got):\n%s", diff)
+			}
+		})
 	}
 }
