@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Builds the local control plane (etcd, kube-apiserver, kube-controller-manager,
-# kube-scheduler) and kubectl from their Go modules into bin/.
+# Builds the local cluster (etcd, kube-apiserver, kube-controller-manager,
+# kube-scheduler, the kubelet of real nodes) and kubectl from their Go modules into bin/
 #
 # The Kubernetes binaries come from k8s.io/kubernetes through the wrapper module
 # in hack/kube: `go install k8s.io/kubernetes/cmd/...@version` is refused
@@ -24,7 +24,7 @@ stale() { # name version
   return 0
 }
 
-kube_bins=(kube-apiserver kube-controller-manager kube-scheduler kubectl)
+kube_bins=(kube-apiserver kube-controller-manager kube-scheduler kubectl kubelet)
 todo=()
 for b in "${kube_bins[@]}"; do stale "$b" "$kube_version" && todo+=("$b"); done
 if ((${#todo[@]})); then
