@@ -2,8 +2,9 @@
 # Images of inplace: `make docker-build-manager` and `make docker-build-agent`
 # build the targets inplace-manager and inplace-agent. Both are static Go
 # binaries on distroless, run as a non-root user. The build stages copy only
-# the packages each binary needs; test/deploy checks this list by running the
-# same go build on a tree holding only what is copied.
+# the packages each binary needs; a test checks this list by running the
+# same go build on a tree holding only what is copied
+# (test/integration/deploy/dockerfile_test.go).
 ARG GO_VERSION=1.26
 
 FROM --platform=$BUILDPLATFORM golang:${GO_VERSION} AS deps

@@ -69,12 +69,12 @@ const UserAgent = "inplace-agent"
 // and jitter when the watch fails, and delivers every distinct value.
 func (k *KubeTransport) Broadcasts(ctx context.Context) (<-chan protocol.Broadcast, error) {
 	out := make(chan protocol.Broadcast, 1)
-	name := protocol.Name(k.JobSet)
+	name := protocol.BroadcastName(k.JobSet)
 	go func() {
 		defer close(out)
 		var last *protocol.Broadcast
 		deliver := func(cm *corev1.ConfigMap) {
-			b, err := protocol.Decode(cm.Data)
+			b, err := protocol.DecodeBroadcast(cm.Data)
 			if err != nil {
 				k.Log.Error(err, "ignoring an invalid broadcast", "configmap", name)
 				return

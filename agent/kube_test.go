@@ -59,8 +59,8 @@ func TestAgentOnAPIServer(t *testing.T) {
 	if _, err := cs.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: protocol.Name("train"), Namespace: ns},
-		Data: protocol.Encode(protocol.Broadcast{SyncedEpoch: 2, DeprecatedEpoch: 1})}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: protocol.BroadcastName("train"), Namespace: ns},
+		Data: protocol.EncodeBroadcast(protocol.Broadcast{SyncedEpoch: 2, DeprecatedEpoch: 1})}
 	if cm, err = cs.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +87,7 @@ func TestAgentOnAPIServer(t *testing.T) {
 	}
 
 	update := func(b protocol.Broadcast) {
-		cm.Data = protocol.Encode(b)
+		cm.Data = protocol.EncodeBroadcast(b)
 		var err error
 		if cm, err = cs.CoreV1().ConfigMaps(ns).Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)

@@ -3,6 +3,8 @@ package agent
 import (
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/inplace-dev/inplace/api/protocol"
 )
 
@@ -69,12 +71,12 @@ func TestMachine(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			m := NewMachine("workers")
-			if got := m.Start(tc.first, tc.podEpoch, tc.workersRunning); got != tc.wantStart {
-				t.Fatalf("Start = %+v, want %+v", got, tc.wantStart)
+			if diff := cmp.Diff(tc.wantStart, m.Start(tc.first, tc.podEpoch, tc.workersRunning)); diff != "" {
+				t.Fatalf("Start (-want +got):\n%s", diff)
 			}
 			for i, s := range tc.steps {
-				if got := m.Observe(s.b); got != s.want {
-					t.Errorf("step %d: Observe(%+v) = %+v, want %+v", i, s.b, got, s.want)
+				if diff := cmp.Diff(s.want, m.Observe(s.b)); diff != "" {
+					t.Errorf("step %d: Observe(%+v) (-want +got):\n%s", i, s.b, diff)
 				}
 			}
 		})

@@ -15,6 +15,12 @@
 //	success_policy.go    All / Any over target replicated Jobs
 //	startup_policy.go    InOrder and dependsOn gating and their conditions
 //	ttl.go               ttlSecondsAfterFinished
+//	epochs.go            the epoch protocol: which epoch is synced or deprecated, which barriers open
+//	coalesce.go          when a status write of counters alone may wait, and the pace of reconciles during an in-place restart
+//	expectations.go      Jobs created but not yet seen in the cache, so they are not created twice
+//	agent_rbac.go        the agents' Role and RoleBinding in a JobSet's namespace
+//	metrics.go           restart counts, durations and epochs, on the registry Setup is given
+//	reasons.go           condition reasons and messages
 //
 // A restart is recorded first (status.restarts or a Job's individual restart
 // counter goes up, written with the resourceVersion that was read so that a

@@ -94,8 +94,9 @@ func TestDecideEpochs(t *testing.T) {
 				tc.edit(p)
 			}
 			d := decideEpochs(js, p)
-			if d.deprecated != tc.wantDeprecated || d.synced != tc.wantSynced {
-				t.Errorf("epochs = %d/%d, want %d/%d", d.deprecated, d.synced, tc.wantDeprecated, tc.wantSynced)
+			type epochs struct{ Deprecated, Synced int32 }
+			if diff := cmp.Diff(epochs{tc.wantDeprecated, tc.wantSynced}, epochs{d.deprecated, d.synced}); diff != "" {
+				t.Errorf("epochs (-want +got):\n%s", diff)
 			}
 			if (tc.wantRestart == "") == d.restartBegan || !strings.Contains(d.why, tc.wantRestart) {
 				t.Errorf("restartBegan=%v why=%q, want a restart because %q", d.restartBegan, d.why, tc.wantRestart)

@@ -100,8 +100,14 @@ func TestDecideFailure(t *testing.T) {
 			js := js.DeepCopy()
 			js.Spec.FailurePolicy = tc.policy
 			got := decideFailure(js, tc.failed)
-			if got.action != tc.wantAction || got.rule != tc.wantRule || got.job.Name != tc.wantJob {
-				t.Errorf("decideFailure = (%q, %q, %s), want (%q, %q, %s)", got.action, got.rule, got.job.Name, tc.wantAction, tc.wantRule, tc.wantJob)
+			type outcome struct {
+				Action jobset.FailurePolicyAction
+				Rule   string
+				Job    string
+			}
+			want := outcome{tc.wantAction, tc.wantRule, tc.wantJob}
+			if diff := cmp.Diff(want, outcome{got.action, got.rule, got.job.Name}); diff != "" {
+				t.Errorf("decideFailure (-want +got):\n%s", diff)
 			}
 		})
 	}

@@ -99,7 +99,7 @@ func (r *Reconciler) observe(ctx context.Context, js *jobset.JobSet) (observed, 
 
 	if inPlace(js) {
 		var cm corev1.ConfigMap
-		err := r.client.Get(ctx, types.NamespacedName{Namespace: js.Namespace, Name: protocol.Name(js.Name)}, &cm)
+		err := r.client.Get(ctx, types.NamespacedName{Namespace: js.Namespace, Name: protocol.BroadcastName(js.Name)}, &cm)
 		if client.IgnoreNotFound(err) != nil {
 			return obs, fmt.Errorf("getting the broadcast: %w", err)
 		}

@@ -133,8 +133,8 @@ func TestStartupGateDependsOn(t *testing.T) {
 			js := js.DeepCopy()
 			js.Spec.ReplicatedJobs[1].DependsOn = []jobset.DependsOn{{Name: "init", Status: tc.status}}
 			got := startupGate(js, []jobset.ReplicatedJobStatus{tc.init})
-			if !got[0] || got[1] != tc.wantAllow {
-				t.Errorf("gate = %v, want [true %v]", got, tc.wantAllow)
+			if diff := cmp.Diff([]bool{true, tc.wantAllow}, got); diff != "" {
+				t.Errorf("startup gate (-want +got):\n%s", diff)
 			}
 		})
 	}

@@ -346,7 +346,7 @@ var _ reconcile.Reconciler = &Reconciler{}
 // writeBroadcast creates or updates the JobSet's broadcast ConfigMap.
 func (r *Reconciler) writeBroadcast(ctx context.Context, js *jobset.JobSet, data map[string]string) error {
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
-		Name:            protocol.Name(js.Name),
+		Name:            protocol.BroadcastName(js.Name),
 		Namespace:       js.Namespace,
 		Labels:          map[string]string{jobset.JobSetNameKey: js.Name},
 		OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(js, jobset.GroupVersion.WithKind(jobset.Kind))},

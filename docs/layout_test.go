@@ -24,43 +24,62 @@ var topLevel = []string{
 	"go.mod", "go.sum", "hack", "policies", "test", "webhook",
 }
 
-// forbidden lists, for each package of the product, what it must never
+// stdlibOnly marks the packages that may import the standard library alone.
+const stdlibOnly = "standard library only"
+
+// forbidden lists, for every package of the product, what it must never
 // depend on, directly or through another package; docs/design.md says why.
 // An entry ending in "/" forbids everything under it.
 var forbidden = map[string][]string{
-	"agent":                 {module + "/controller", module + "/webhook", module + "/policies", "github.com/open-policy-agent/", "sigs.k8s.io/controller-runtime"},
-	"api/config/v1alpha1":   {module + "/agent", module + "/controller", module + "/webhook", module + "/policies", "k8s.io/client-go/", "sigs.k8s.io/controller-runtime"},
-	"api/jobset/v1alpha2":   {module + "/agent", module + "/controller", module + "/webhook", module + "/policies", "k8s.io/client-go/", "sigs.k8s.io/controller-runtime"},
-	"api/policy/v1alpha1":   {module + "/agent", module + "/controller", module + "/webhook", module + "/policies", "k8s.io/client-go/", "sigs.k8s.io/controller-runtime"},
-	"api/protocol":          {module + "/", "k8s.io/", "sigs.k8s.io/"},
-	"controller":            {module + "/agent", module + "/webhook", module + "/policies", "github.com/open-policy-agent/"},
-	"controller/podfailure": {module + "/", "k8s.io/client-go/", "sigs.k8s.io/controller-runtime"},
-	"policies":              {module + "/", "k8s.io/client-go/", "sigs.k8s.io/controller-runtime"},
-	"policies/builtin":      {module + "/", "k8s.io/", "sigs.k8s.io/"},
-	"policies/reconciler":   {module + "/agent", module + "/controller", module + "/webhook"},
-	"webhook":               {module + "/agent", module + "/controller"},
-	"webhook/certs":         {module + "/", "k8s.io/", "sigs.k8s.io/"},
-	"webhook/inject":        {module + "/agent", module + "/controller", module + "/policies", "k8s.io/client-go/", "sigs.k8s.io/controller-runtime", "github.com/open-policy-agent/"},
+	"agent":                 {module + "/controller", module + "/webhook", module + "/policies", module + "/cmd", "github.com/open-policy-agent/", "sigs.k8s.io/controller-runtime"},
+	"api/config/v1alpha1":   {module + "/", "k8s.io/client-go/", "sigs.k8s.io/controller-runtime"},
+	"api/jobset/v1alpha2":   {module + "/", "k8s.io/client-go/", "sigs.k8s.io/controller-runtime"},
+	"api/policy/v1alpha1":   {module + "/", "k8s.io/client-go/", "sigs.k8s.io/controller-runtime"},
+	"api/protocol":          {stdlibOnly},
+	"cmd/agent":             {module + "/controller", module + "/webhook", module + "/policies", "github.com/open-policy-agent/"},
+	"cmd/inplacectl":        {module + "/controller", module + "/agent"},
 	"cmd/inplacectl/app":    {module + "/controller", module + "/agent"},
+	"cmd/manager":           {module + "/agent"},
 	"cmd/manager/app":       {module + "/agent"},
+	"controller":            {module + "/agent", module + "/webhook", module + "/policies", module + "/cmd", "github.com/open-policy-agent/"},
+	"controller/podfailure": {module + "/", "k8s.io/client-go/", "sigs.k8s.io/controller-runtime"},
+	"docs":                  {module + "/"},
+	"policies":              {module + "/", "k8s.io/client-go/", "sigs.k8s.io/controller-runtime"},
+	"policies/builtin":      {stdlibOnly},
+	"policies/reconciler":   {module + "/agent", module + "/controller", module + "/webhook", module + "/cmd"},
+	"webhook":               {module + "/agent", module + "/controller", module + "/cmd"},
+	"webhook/certs":         {stdlibOnly},
+	"webhook/inject":        {module + "/agent", module + "/controller", module + "/policies", module + "/cmd", "k8s.io/client-go/", "sigs.k8s.io/controller-runtime", "github.com/open-policy-agent/"},
 }
 
-// allowed are the exceptions to forbidden: the pure packages a forbidden
-// prefix covers.
+// allowed are the exceptions to forbidden: the APIs everyone may import,
+// and the one sideways import the layering allows (injection and the
+// controller share podFailurePolicy matching).
 var allowed = map[string][]string{
-	"policies":           {module + "/policies/builtin"},
-	"webhook":            {module + "/controller/podfailure"},
-	"webhook/inject":     {module + "/controller/podfailure", "sigs.k8s.io/controller-runtime/pkg/scheme"},
-	"cmd/inplacectl/app": {module + "/controller/podfailure"},
+	"api/config/v1alpha1": {module + "/api/config/v1alpha1"},
+	"api/jobset/v1alpha2": {module + "/api/jobset/v1alpha2"},
+	"api/policy/v1alpha1": {module + "/api/policy/v1alpha1"},
+	"policies":            {module + "/policies/builtin"},
+	"webhook":             {module + "/controller/podfailure"},
+	"webhook/inject":      {module + "/controller/podfailure"},
+	"cmd/inplacectl":      {module + "/controller/podfailure"},
+	"cmd/inplacectl/app":  {module + "/controller/podfailure"},
+}
+
+// pureTestsAvoid is what the tests of the pure packages must not import:
+// they run without the harness.
+var pureTestsAvoid = map[string]string{
+	"webhook/inject":        module + "/test/",
+	"controller/podfailure": module + "/test/",
+	"api/protocol":          module + "/test/",
 }
 
 type goPackage struct {
-	ImportPath string
-	Name       string
-	Dir        string
-	GoFiles    []string
-	Deps       []string
-	Imports    []string
+	ImportPath   string
+	GoFiles      []string
+	Deps         []string
+	TestImports  []string
+	XTestImports []string
 }
 
 func listPackages(t *testing.T) []goPackage {
@@ -133,12 +152,33 @@ func TestImportRules(t *testing.T) {
 		if !strings.Contains(string(design), "`"+name+"`") {
 			t.Errorf("%s: docs/design.md does not say why the package is where it is", name)
 		}
+		rules, ok := forbidden[name]
+		if !ok {
+			t.Errorf("%s: no import rule in docs/layout_test.go; every package of the product has one", name)
+		}
 		for _, dep := range p.Deps {
-			for _, f := range forbidden[name] {
-				if (dep == strings.TrimSuffix(f, "/") || strings.HasPrefix(dep, f)) && !slices.Contains(allowed[name], dep) {
+			for _, f := range rules {
+				if slices.Contains(allowed[name], dep) {
+					continue
+				}
+				if f == stdlibOnly && !isStdlib(dep) || dep == strings.TrimSuffix(f, "/") || strings.HasPrefix(dep, f) {
 					t.Errorf("%s depends on %s, which it must never import (rule %q)", name, dep, f)
 				}
 			}
 		}
+		if avoid, ok := pureTestsAvoid[name]; ok {
+			for _, imp := range slices.Concat(p.TestImports, p.XTestImports) {
+				if strings.HasPrefix(imp, avoid) {
+					t.Errorf("the tests of %s import %s: the tests of a pure package run without the harness", name, imp)
+				}
+			}
+		}
 	}
+}
+
+// isStdlib reports whether an import path is the standard library's: its
+// first element has no dot.
+func isStdlib(path string) bool {
+	first, _, _ := strings.Cut(path, "/")
+	return !strings.Contains(first, ".")
 }

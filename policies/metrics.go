@@ -1,6 +1,7 @@
 package policies
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -16,8 +17,12 @@ type metrics struct {
 }
 
 // RegisterMetrics makes the engine count its evaluations and decisions on
-// reg. Call it once, before the engine is used.
+// reg. Call it once, before the engine is used. The engine imports no
+// controller-runtime, so it has no default registry: reg must be set.
 func (e *Engine) RegisterMetrics(reg prometheus.Registerer) error {
+	if reg == nil {
+		return errors.New("the policy engine's metrics need a registry")
+	}
 	m := &metrics{
 		evaluationSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "inplace_policy_evaluation_seconds",

@@ -40,11 +40,11 @@ func (b Broadcast) Equal(o Broadcast) bool {
 		slices.Equal(b.OpenReplicatedJobs, o.OpenReplicatedJobs)
 }
 
-// Name is the name of the broadcast ConfigMap of a JobSet.
-func Name(jobSet string) string { return jobSet + "-epochs" }
+// BroadcastName is the name of the broadcast ConfigMap of a JobSet.
+func BroadcastName(jobSet string) string { return jobSet + "-epochs" }
 
-// Encode returns the ConfigMap data of b.
-func Encode(b Broadcast) map[string]string {
+// EncodeBroadcast returns the ConfigMap data of b.
+func EncodeBroadcast(b Broadcast) map[string]string {
 	data := map[string]string{
 		KeyDeprecatedEpoch: strconv.Itoa(int(b.DeprecatedEpoch)),
 		KeySyncedEpoch:     strconv.Itoa(int(b.SyncedEpoch)),
@@ -55,8 +55,8 @@ func Encode(b Broadcast) map[string]string {
 	return data
 }
 
-// Decode reads ConfigMap data.
-func Decode(data map[string]string) (Broadcast, error) {
+// DecodeBroadcast reads the data of a broadcast ConfigMap.
+func DecodeBroadcast(data map[string]string) (Broadcast, error) {
 	var b Broadcast
 	for key, dst := range map[string]*int32{KeyDeprecatedEpoch: &b.DeprecatedEpoch, KeySyncedEpoch: &b.SyncedEpoch} {
 		n, err := strconv.ParseInt(data[key], 10, 32)

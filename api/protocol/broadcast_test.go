@@ -13,7 +13,7 @@ func TestRoundTrip(t *testing.T) {
 		{SyncedEpoch: 1, OpenReplicatedJobs: []string{}},
 		{SyncedEpoch: 1, OpenReplicatedJobs: []string{"driver", "workers"}},
 	} {
-		got, err := Decode(Encode(b))
+		got, err := DecodeBroadcast(EncodeBroadcast(b))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -24,10 +24,10 @@ func TestRoundTrip(t *testing.T) {
 	if (Broadcast{}).Equal(Broadcast{OpenReplicatedJobs: []string{}}) {
 		t.Error("all open and none open compare equal")
 	}
-	if b, _ := Decode(Encode(Broadcast{OpenReplicatedJobs: []string{}})); b.Open("x") {
+	if b, _ := DecodeBroadcast(EncodeBroadcast(Broadcast{OpenReplicatedJobs: []string{}})); b.Open("x") {
 		t.Error("an empty list opens a barrier")
 	}
-	if _, err := Decode(map[string]string{KeyDeprecatedEpoch: "-1", KeySyncedEpoch: "0"}); err == nil {
+	if _, err := DecodeBroadcast(map[string]string{KeyDeprecatedEpoch: "-1", KeySyncedEpoch: "0"}); err == nil {
 		t.Error("a negative epoch decoded")
 	}
 }

@@ -1,5 +1,5 @@
-// Command inplace-manager runs the JobSet controller (and, in later
-// releases, the admission webhooks) of inplace.
+// Command inplace-manager runs the JobSet controller, the admission
+// webhooks and the JobSetPolicy reconciler of inplace.
 //
 // It only parses flags, loads the configuration and calls package app, which
 // the tests call too.

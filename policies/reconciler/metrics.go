@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/prometheus/client_golang/prometheus"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 )
 
 // Metrics are the policy reconciler's and the audit's collectors. A nil
@@ -13,8 +14,12 @@ type Metrics struct {
 	auditViolations *prometheus.GaugeVec
 }
 
-// NewMetrics registers the collectors on reg.
+// NewMetrics registers the collectors on reg; nil means controller-runtime's
+// registry, which the manager's metrics endpoint serves.
 func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
+	if reg == nil {
+		reg = ctrlmetrics.Registry
+	}
 	m := &Metrics{
 		compileErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "inplace_policy_compile_errors_total",

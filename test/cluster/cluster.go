@@ -390,7 +390,10 @@ func (c *Cluster) CheckAlive() error {
 	var errs []error
 	for _, p := range c.procs {
 		if done, err := p.exited(); done {
-			errs = append(errs, fmt.Errorf("%s exited: %w; see %s", p.name, err, p.logPath))
+			// err is nil when the process exited with status 0: %v prints
+			// that, %w would not.
+			errs = append(errs, fmt.Errorf("%s exited: %v; see %s", p.name, err, p.logPath)) //nolint:errorlint // see above
+
 		}
 	}
 	return errors.Join(errs...)

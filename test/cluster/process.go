@@ -87,9 +87,9 @@ func (p *process) waitFor(ctx context.Context, what string, check func(context.C
 		}
 		select {
 		case <-p.done:
-			return fmt.Errorf("%s exited before %s (%w); see %s", p.name, what, p.err, p.logPath)
+			return fmt.Errorf("%s exited before %s (%v); see %s", p.name, what, p.err, p.logPath) //nolint:errorlint // p.err is nil after an exit with status 0
 		case <-ctx.Done():
-			return fmt.Errorf("%s: timed out waiting for %s: %w (last error: %w); see %s", p.name, what, ctx.Err(), last, p.logPath)
+			return fmt.Errorf("%s: timed out waiting for %s: %w (last error: %v); see %s", p.name, what, ctx.Err(), last, p.logPath) //nolint:errorlint // last is nil if the check never ran
 		case <-ticker.C:
 		}
 	}

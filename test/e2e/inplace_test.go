@@ -338,7 +338,7 @@ var _ = Describe("in-place restart, more cases", func() {
 		before := expectRunning(js, 3, 1)
 		expectCondition(js, jobset.JobSetStartupPolicyCompleted, "InOrderStartupPolicyCompleted")
 		var cm corev1.ConfigMap
-		Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns.Name, Name: protocol.Name("ordered")}, &cm)).To(Succeed())
+		Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns.Name, Name: protocol.BroadcastName("ordered")}, &cm)).To(Succeed())
 		Expect(cm.Data).To(HaveKeyWithValue(protocol.KeyOpenReplicatedJobs, "driver,workers"))
 
 		annotate(podsOf(js)[0], simnode.ExitCodeAnnotation, "1")

@@ -2,7 +2,6 @@ package framework
 
 import (
 	"context"
-	"github.com/prometheus/client_golang/prometheus"
 	"net/http"
 	"slices"
 	"strings"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/onsi/ginkgo/v2"
 	"github.com/onsi/gomega"
+	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"

@@ -83,8 +83,8 @@ func (e *env) floor(ctx context.Context, statusWrites int, sample *corev1.Pod, t
 	}
 	// The broadcast of a JobSet named "floor" at epoch 1, for the agents'
 	// transport to watch.
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: protocol.Name("floor"), Namespace: ns.Name},
-		Data: protocol.Encode(protocol.Broadcast{SyncedEpoch: 1})}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: protocol.BroadcastName("floor"), Namespace: ns.Name},
+		Data: protocol.EncodeBroadcast(protocol.Broadcast{SyncedEpoch: 1})}
 	if err := e.client.Create(ctx, cm); err != nil {
 		return f, err
 	}

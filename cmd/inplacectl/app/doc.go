@@ -1,4 +1,4 @@
-// Package cli is inplacectl: offline tools that run the same code as the
+// Package app is inplacectl: offline tools that run the same code as the
 // webhooks — it renders what the mutating webhook would store, evaluates
 // policies against a manifest, and runs Rego tests — and `status`, which
 // reads a JobSet's in-place restart state from a cluster.

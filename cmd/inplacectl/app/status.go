@@ -102,9 +102,9 @@ func readStatus(ctx context.Context, c client.Client, namespace, name string) (s
 	}
 	in.jobSet = js
 	var cm corev1.ConfigMap
-	switch err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: protocol.Name(name)}, &cm); {
+	switch err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: protocol.BroadcastName(name)}, &cm); {
 	case err == nil:
-		b, err := protocol.Decode(cm.Data)
+		b, err := protocol.DecodeBroadcast(cm.Data)
 		if err != nil {
 			return in, fmt.Errorf("the broadcast ConfigMap %s: %w", cm.Name, err)
 		}
@@ -154,7 +154,7 @@ func writeStatus(out io.Writer, in statusInputs) {
 	}
 	fmt.Fprintln(out)
 	if in.broadcast == nil {
-		fmt.Fprintf(out, "broadcast %s not written yet\n", protocol.Name(js.Name))
+		fmt.Fprintf(out, "broadcast %s not written yet\n", protocol.BroadcastName(js.Name))
 	} else if !in.broadcast.Equal(protocol.Broadcast{DeprecatedEpoch: js.Status.DeprecatedEpoch, SyncedEpoch: js.Status.SyncedEpoch, OpenReplicatedJobs: in.broadcast.OpenReplicatedJobs}) {
 		fmt.Fprintf(out, "broadcast behind the status: deprecated %d synced %d\n", in.broadcast.DeprecatedEpoch, in.broadcast.SyncedEpoch)
 	}

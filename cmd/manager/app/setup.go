@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
@@ -75,9 +76,13 @@ const WebhookServiceName = "inplace-webhook-service"
 
 // Setup registers the controller, the webhooks and the health checks with
 // mgr, and their metrics on reg: cmd/manager passes controller-runtime's
-// registry, which the metrics endpoint serves; tests pass one registry per
-// manager, so that managers in one process each count their own.
+// registry, which the metrics endpoint serves (nil means the same); tests
+// pass one registry per manager, so that managers in one process each count
+// their own.
 func Setup(mgr ctrl.Manager, cfg *configv1alpha1.Configuration, reg prometheus.Registerer) error {
+	if reg == nil {
+		reg = ctrlmetrics.Registry
+	}
 	if err := controller.Setup(mgr, controller.Options{
 		MaxConcurrentReconciles: cfg.Controller.MaxConcurrentReconciles,
 		ChildParallelism:        cfg.Controller.ChildParallelism,

@@ -40,8 +40,8 @@ var _ = Describe("the epoch protocol of InPlaceRestart", func() {
 			g.Expect(got.Status.DeprecatedEpoch).To(Equal(deprecated), "deprecatedEpoch")
 			g.Expect(got.Status.SyncedEpoch).To(Equal(synced), "syncedEpoch")
 			var cm corev1.ConfigMap
-			g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: js.Namespace, Name: protocol.Name(js.Name)}, &cm)).To(Succeed())
-			b, err := protocol.Decode(cm.Data)
+			g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: js.Namespace, Name: protocol.BroadcastName(js.Name)}, &cm)).To(Succeed())
+			b, err := protocol.DecodeBroadcast(cm.Data)
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(b.DeprecatedEpoch).To(Equal(deprecated), "broadcast deprecatedEpoch")
 			g.Expect(b.SyncedEpoch).To(Equal(synced), "broadcast syncedEpoch")
