@@ -109,7 +109,7 @@ INTEGRATION_PKGS = ./test/integration/... ./test/cluster/...
 E2E_PKGS = ./test/e2e/... ./test/restartbench/...
 
 .PHONY: test
-test: cluster-binaries $(KUSTOMIZE) $(HELM) ## Run every test: unit, integration and end to end, with -race.
+test: cluster-binaries node-deps $(KUSTOMIZE) $(HELM) ## Run every test: unit, integration and end to end (real nodes included), with -race.
 	go test $(GO_TEST_FLAGS) -timeout $(GO_TEST_TIMEOUT) ./...
 
 .PHONY: test-unit
@@ -117,7 +117,7 @@ test-unit: ## Run the unit tests (no cluster).
 	go test $(GO_TEST_FLAGS) -short ./...
 
 .PHONY: test-integration
-test-integration: cluster-binaries $(KUSTOMIZE) $(HELM) ## Run the suites against a real kube-apiserver and etcd.
+test-integration: cluster-binaries node-deps $(KUSTOMIZE) $(HELM) ## Run the suites against a real kube-apiserver and etcd.
 	go test $(GO_TEST_FLAGS) -timeout $(GO_TEST_TIMEOUT) $(INTEGRATION_PKGS)
 
 .PHONY: test-e2e
@@ -142,8 +142,12 @@ bench-restart: cluster-binaries ## Restarts at scale: in place vs Recreate vs Bl
 ##@ Local cluster
 
 .PHONY: cluster-binaries
-cluster-binaries: ## Build etcd and the Kubernetes control plane from Go modules into ./bin (cached).
+cluster-binaries: ## Build etcd, the Kubernetes control plane and the kubelet from Go modules into ./bin (cached).
 	./hack/build-cluster-binaries.sh
+
+.PHONY: node-deps
+node-deps: ## Install what real nodes need from Debian's packages (containerd, runc, CNI plugins, iptables); idempotent.
+	./hack/install-node-deps.sh
 
 .PHONY: cluster-up
 NODES ?= 16

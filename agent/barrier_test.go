@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"io"
 	"net"
 	"net/http"
 	"testing"
@@ -24,27 +25,36 @@ func TestBarrierHoldsTheProbeUntilItLifts(t *testing.T) {
 	defer srv.Close()
 	url := "http://" + srv.Addr + protocol.BarrierPath
 
-	answered := make(chan int, 1)
+	type answer struct {
+		code int
+		body string
+	}
+	answered := make(chan answer, 1)
 	go func() {
 		resp, err := http.Get(url)
 		if err != nil {
-			answered <- 0
+			answered <- answer{}
 			return
 		}
-		resp.Body.Close()
-		answered <- resp.StatusCode
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		answered <- answer{resp.StatusCode, string(body)}
 	}()
 	select {
-	case code := <-answered:
-		t.Fatalf("answered %d before the barrier lifted", code)
+	case a := <-answered:
+		t.Fatalf("answered %d before the barrier lifted", a.code)
 	case <-time.After(100 * time.Millisecond):
 	}
 	lifted := time.Now()
-	b.lift()
+	b.lift(3)
 	select {
-	case code := <-answered:
-		if code != http.StatusOK {
-			t.Fatalf("answered %d after the lift, want 200", code)
+	case a := <-answered:
+		if a.code != http.StatusOK {
+			t.Fatalf("answered %d after the lift, want 200", a.code)
+		}
+		// The body tells the worker the epoch it was let through at.
+		if want := `{"lifted":true,"epoch":3}` + "\n"; a.body != want {
+			t.Errorf("body %q, want %q", a.body, want)
 		}
 		if d := time.Since(lifted); d > time.Second {
 			t.Errorf("answered %v after the lift", d)
@@ -66,9 +76,12 @@ func TestBarrierAnswersNotYetAfterItsHold(t *testing.T) {
 	if b.wait(context.Background(), 0) {
 		t.Fatal("lifted without a lift")
 	}
-	b.lift()
-	b.lift() // lifting twice is harmless
+	b.lift(1)
+	b.lift(2) // lifting twice is harmless, and keeps the first epoch
 	if !b.wait(context.Background(), 0) {
 		t.Fatal("not lifted after a lift")
+	}
+	if got := b.epoch.Load(); got != 1 {
+		t.Errorf("lifted at epoch %d, want 1", got)
 	}
 }

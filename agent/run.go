@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -84,7 +85,7 @@ func Run(ctx context.Context, log logr.Logger, cfg Config, t Transport) (int, er
 			}
 		}
 		if d.LiftBarrier {
-			lifted.lift()
+			lifted.lift(m.Epoch())
 			log.Info("barrier lifted", "epoch", m.Epoch())
 		}
 		if d.Restart {
@@ -115,15 +116,21 @@ func report(ctx context.Context, log logr.Logger, t Transport, epoch int32) erro
 	}, nil)
 }
 
-// barrier is closed once lifted.
+// barrier is closed once lifted, at epoch.
 type barrier struct {
-	once sync.Once
-	ch   chan struct{}
+	once  sync.Once
+	ch    chan struct{}
+	epoch atomic.Int32
 }
 
 func newBarrier() *barrier { return &barrier{ch: make(chan struct{})} }
 
-func (b *barrier) lift() { b.once.Do(func() { close(b.ch) }) }
+func (b *barrier) lift(epoch int32) {
+	b.once.Do(func() {
+		b.epoch.Store(epoch)
+		close(b.ch)
+	})
+}
 
 // wait reports whether the barrier is lifted, waiting up to hold for it.
 func (b *barrier) wait(ctx context.Context, hold time.Duration) bool {
@@ -153,11 +160,17 @@ func serve(log logr.Logger, l net.Listener, lifted *barrier, hold time.Duration)
 	mux := http.NewServeMux()
 	mux.HandleFunc(protocol.HealthPath, func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
 	mux.HandleFunc(protocol.BarrierPath, func(w http.ResponseWriter, r *http.Request) {
+		// The body says at which epoch the barrier lifted, so that a
+		// worker can log what it was let through at; probes read only
+		// the status.
+		w.Header().Set("Content-Type", "application/json")
 		if lifted.wait(r.Context(), hold) {
 			w.WriteHeader(http.StatusOK)
+			fmt.Fprintf(w, `{"lifted":true,"epoch":%d}`+"\n", lifted.epoch.Load())
 			return
 		}
 		w.WriteHeader(http.StatusServiceUnavailable)
+		fmt.Fprintln(w, `{"lifted":false}`)
 	})
 	srv := &http.Server{Addr: l.Addr().String(), Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() {

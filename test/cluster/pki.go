@@ -22,8 +22,10 @@ type pki struct {
 	adminCert, adminKey  string
 	saPublic, saPrivate  string
 	caPEM                []byte
-	adminCertPEM         []byte
-	adminKeyPEM          []byte
+	// ca signs the real nodes' client certificates.
+	ca           *certs.CA
+	adminCertPEM []byte
+	adminKeyPEM  []byte
 }
 
 func newPKI(dir string) (*pki, error) {
@@ -36,6 +38,7 @@ func newPKI(dir string) (*pki, error) {
 		return nil, err
 	}
 	p.caPEM = ca.PEM
+	p.ca = ca
 	caKey, err := certs.KeyPEM(ca.Key)
 	if err != nil {
 		return nil, err

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Installs what real nodes of the local cluster need from Debian's packages:
+# containerd and runc (the container runtime), the CNI plugins (bridge,
+# host-local, portmap, loopback in /usr/lib/cni) and iptables. The kubelet
+# itself is built from its Go module by build-cluster-binaries.sh.
+#
+# Idempotent: installs only what is missing. containerd is not started as a
+# service; each real node runs its own containerd as a plain process.
+set -euo pipefail
+
+need=()
+command -v containerd >/dev/null || need+=(containerd)
+command -v runc >/dev/null || need+=(runc)
+[[ -x /usr/lib/cni/bridge ]] || need+=(containernetworking-plugins)
+command -v iptables >/dev/null || need+=(iptables)
+if ((${#need[@]} == 0)); then
+  echo ">> real-node packages are installed ($(containerd --version | awk '{print $3}'), runc $(runc --version | awk 'NR==1{print $3}'))"
+  exit 0
+fi
+if [[ $(id -u) != 0 ]]; then
+  echo "real nodes need ${need[*]}: run as root, or: sudo apt-get install -y ${need[*]}" >&2
+  exit 1
+fi
+echo ">> installing ${need[*]} from Debian's packages"
+export DEBIAN_FRONTEND=noninteractive
+# A service a package would start (containerd.service) must not start here:
+# nodes run their own containerd.
+policy=/usr/sbin/policy-rc.d
+created_policy=0
+if [[ ! -e $policy ]]; then
+  printf '#!/bin/sh\nexit 101\n' >"$policy"
+  chmod +x "$policy"
+  created_policy=1
+fi
+trap '((created_policy)) && rm -f "$policy"' EXIT
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+echo ">> installed ${need[*]}"

@@ -1,0 +1,471 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/inplace-dev/inplace/test/images"
+	"github.com/inplace-dev/inplace/webhook/certs"
+)
+
+// The real nodes' network: one bridge on the host, its address the
+// gateway of every Pod and the address of every node (the kubelet refuses
+// a loopback node IP). The range never leaves the machine: no route, no
+// masquerade.
+const (
+	podSubnet   = "10.244.0.0/16"
+	nodeIP      = "10.244.0.1"
+	podGateway  = nodeIP
+	cniBinDir   = "/usr/lib/cni"
+	hostLock    = "/run/lock/inplace-real-nodes.lock"
+	stateFile   = "host-state.json"
+	kubeletName = "kubelet"
+)
+
+// realNode is one node: a kubelet and its own containerd (two kubelets on
+// one containerd kill each other's Pods as orphans).
+type realNode struct {
+	name       string
+	dir        string
+	socket     string
+	cgroupRoot string
+	port       int
+}
+
+// NodeNames are the names of the cluster's real nodes.
+func (c *Cluster) NodeNames() []string {
+	var out []string
+	for _, n := range c.nodes {
+		out = append(out, n.name)
+	}
+	return out
+}
+
+// PodLogsDir is where a real node's kubelet writes its Pods' container logs.
+func (c *Cluster) PodLogsDir(node string) string {
+	return filepath.Join(c.workDir, "nodes", node, "pod-logs")
+}
+
+// HostStateBefore is the host as it was before the real nodes started,
+// for a check that Stop left nothing behind (HostState.Differences).
+func (c *Cluster) HostStateBefore() *HostState { return c.host }
+
+func checkRealNodePrerequisites(binDir string) error {
+	var missing []string
+	for _, b := range []string{"containerd", "containerd-shim-runc-v2", "ctr", "runc", "iptables", "ip"} {
+		if _, err := exec.LookPath(b); err != nil {
+			missing = append(missing, b)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(cniBinDir, "bridge")); err != nil {
+		missing = append(missing, cniBinDir+"/bridge")
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("real nodes need %s: run 'make node-deps' (Debian's containerd, runc, containernetworking-plugins, iptables)", strings.Join(missing, ", "))
+	}
+	if _, err := os.Stat(filepath.Join(binDir, kubeletName)); err != nil {
+		return fmt.Errorf("real nodes need the kubelet in %s: run 'make cluster-binaries'", binDir)
+	}
+	if os.Geteuid() != 0 {
+		return errors.New("real nodes need root: they run containerd and kubelets, make a bridge and cgroups")
+	}
+	return nil
+}
+
+// lockHost takes the machine-wide lock of real nodes: their stacks share
+// host paths (/run/containerd, /var/lib/cni) whose teardown must not race
+// another cluster's.
+func lockHost(ctx context.Context) (*os.File, error) {
+	if err := os.MkdirAll(filepath.Dir(hostLock), 0o755); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(hostLock, os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	err = wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(context.Context) (bool, error) {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return false, nil
+		}
+		return err == nil, err
+	})
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("waiting for another real-node cluster on this machine to stop (%s): %w", hostLock, err)
+	}
+	return f, nil
+}
+
+// startRealNodes starts c.opts.RealNodes nodes beside the control plane.
+func (c *Cluster) startRealNodes(ctx context.Context, p *pki, apiPort int) error {
+	id := strconv.Itoa(os.Getpid())
+	c.host.Bridge = "inpl" + id
+	c.host.NATChain = "INPLACE-APISERVER-" + id
+	c.host.WorkDir = c.workDir
+	for i := range c.opts.RealNodes {
+		c.nodes = append(c.nodes, &realNode{
+			name:       fmt.Sprintf("real-%d", i),
+			dir:        filepath.Join(c.workDir, "nodes", fmt.Sprintf("real-%d", i)),
+			cgroupRoot: fmt.Sprintf("/inplace-%s-real-%d", id, i),
+		})
+		c.host.CgroupRoot = append(c.host.CgroupRoot, c.nodes[i].cgroupRoot)
+	}
+	// Saved before anything is created: a run that dies from here on is
+	// undone by the next start's sweep.
+	if err := c.host.save(filepath.Join(c.workDir, stateFile)); err != nil {
+		return err
+	}
+	if err := c.setUpNetwork(apiPort); err != nil {
+		return fmt.Errorf("setting up the nodes' network: %w", err)
+	}
+	archives := c.opts.ImageArchives
+	if archives == nil {
+		root, err := RepoRoot()
+		if err != nil {
+			return err
+		}
+		start := time.Now()
+		if archives, err = images.Build(ctx, root, filepath.Join(c.workDir, "images")); err != nil {
+			return err
+		}
+		c.logf("built the images in %v", time.Since(start).Round(time.Millisecond))
+	}
+	ports, err := FreePorts(len(c.nodes))
+	if err != nil {
+		return err
+	}
+	for i, n := range c.nodes {
+		n.port = ports[i]
+		if err := c.startNode(ctx, p, n, archives); err != nil {
+			return fmt.Errorf("node %s: %w", n.name, err)
+		}
+	}
+	return c.waitNodesReady(ctx)
+}
+
+func (c *Cluster) logf(format string, args ...any) {
+	f, err := os.OpenFile(filepath.Join(c.logDir, "cluster.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	fmt.Fprintf(f, "%s %s\n", time.Now().Format(time.RFC3339Nano), fmt.Sprintf(format, args...))
+}
+
+// setUpNetwork makes the bridge, the CNI configuration, and the one NAT
+// rule that lets Pods reach the apiserver at the kubernetes Service's
+// address (what kube-proxy would do for that Service alone): Pods' packets
+// to 10.0.0.1:443 go to the apiserver on 127.0.0.1, which route_localnet on
+// this bridge alone allows.
+func (c *Cluster) setUpNetwork(apiPort int) error {
+	br := c.host.Bridge
+	for _, args := range [][]string{
+		{"link", "add", br, "type", "bridge"},
+		{"addr", "add", nodeIP + "/16", "dev", br},
+		{"link", "set", br, "up"},
+	} {
+		if err := run("ip", args...); err != nil {
+			return err
+		}
+	}
+	if err := os.WriteFile(filepath.Join("/proc/sys/net/ipv4/conf", br, "route_localnet"), []byte("1"), 0o644); err != nil {
+		return err
+	}
+	chain := c.host.NATChain
+	for _, args := range [][]string{
+		{"-t", "nat", "-N", chain},
+		{"-t", "nat", "-A", chain, "-d", serviceClusterFirstIP + "/32", "-p", "tcp", "--dport", "443", "-j", "DNAT", "--to-destination", fmt.Sprintf("127.0.0.1:%d", apiPort)},
+		{"-t", "nat", "-I", "PREROUTING", "-i", br, "-j", chain},
+	} {
+		if err := run("iptables", append([]string{"-w", "5"}, args...)...); err != nil {
+			return err
+		}
+	}
+	conf := filepath.Join(c.workDir, "cni", "net.d")
+	if err := os.MkdirAll(conf, 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(conf, "10-inplace.conflist"), fmt.Appendf(nil, `{
+  "cniVersion": "0.4.0",
+  "name": "inplace-%s",
+  "plugins": [{
+    "type": "bridge",
+    "bridge": %q,
+    "isGateway": true,
+    "ipMasq": false,
+    "hairpinMode": true,
+    "ipam": {
+      "type": "host-local",
+      "ranges": [[{"subnet": %q, "gateway": %q}]],
+      "dataDir": %q
+    }
+  }]
+}
+`, strconv.Itoa(os.Getpid()), br, podSubnet, podGateway, filepath.Join(c.workDir, "cni", "ipam")), 0o644)
+}
+
+func (c *Cluster) startNode(ctx context.Context, p *pki, n *realNode, archives []string) error {
+	for _, d := range []string{"containerd", "kubelet", "pki", "pod-logs"} {
+		if err := os.MkdirAll(filepath.Join(n.dir, d), 0o755); err != nil {
+			return err
+		}
+	}
+	if err := createCgroup(n.cgroupRoot); err != nil {
+		return fmt.Errorf("creating cgroup %s: %w", n.cgroupRoot, err)
+	}
+	n.socket = filepath.Join(n.dir, "containerd", "containerd.sock")
+	config := filepath.Join(n.dir, "containerd", "config.toml")
+	if err := os.WriteFile(config, []byte(containerdConfig(n, filepath.Join(c.workDir, "cni", "net.d"))), 0o644); err != nil {
+		return err
+	}
+	proc, err := startProcess(n.name+"-containerd", mustLookPath("containerd"), []string{"--config", config}, c.logDir)
+	if err != nil {
+		return err
+	}
+	c.procs = append(c.procs, proc)
+	ctr := func(ctx context.Context, args ...string) error {
+		out, err := exec.CommandContext(ctx, "ctr", append([]string{"--address", n.socket, "--namespace", "k8s.io"}, args...)...).CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("ctr %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(string(out)))
+		}
+		return nil
+	}
+	if err := proc.waitFor(ctx, "its socket", func(ctx context.Context) error { return ctr(ctx, "version") }); err != nil {
+		return err
+	}
+	for _, a := range archives {
+		if err := ctr(ctx, "images", "import", a); err != nil {
+			return err
+		}
+	}
+
+	// The node's identity: a client certificate the Node authorizer and
+	// NodeRestriction recognize.
+	certPEM, keyPEM, err := p.ca.Sign(certs.Leaf{CommonName: "system:node:" + n.name, Organization: []string{"system:nodes"}, Client: true})
+	if err != nil {
+		return err
+	}
+	kubeconfig := filepath.Join(n.dir, "pki", "kubelet.kubeconfig")
+	if err := clientcmd.WriteToFile(clientcmdapi.Config{
+		Clusters:       map[string]*clientcmdapi.Cluster{"local": {Server: c.Host, CertificateAuthorityData: p.caPEM}},
+		AuthInfos:      map[string]*clientcmdapi.AuthInfo{"node": {ClientCertificateData: certPEM, ClientKeyData: keyPEM}},
+		Contexts:       map[string]*clientcmdapi.Context{"local": {Cluster: "local", AuthInfo: "node"}},
+		CurrentContext: "local",
+	}, kubeconfig); err != nil {
+		return err
+	}
+	kubeletConfig := filepath.Join(n.dir, "kubelet", "config.yaml")
+	if err := os.WriteFile(kubeletConfig, []byte(kubeletConfiguration(n, p.caCert)), 0o644); err != nil {
+		return err
+	}
+	kubelet, err := startProcess(n.name+"-kubelet", c.binary(kubeletName), flagArgs(map[string]string{
+		"config":            kubeletConfig,
+		"kubeconfig":        kubeconfig,
+		"root-dir":          filepath.Join(n.dir, "kubelet", "root"),
+		"cert-dir":          filepath.Join(n.dir, "kubelet", "pki"),
+		"hostname-override": n.name,
+		"node-ip":           nodeIP,
+		"v":                 "2",
+	}), c.logDir)
+	if err != nil {
+		return err
+	}
+	c.procs = append(c.procs, kubelet)
+	return nil
+}
+
+func mustLookPath(name string) string {
+	p, err := exec.LookPath(name)
+	if err != nil {
+		return name
+	}
+	return p
+}
+
+// containerdConfig is a containerd of one node, everything under its
+// directory: the settings this machine needs are explained in
+// docs/development.md.
+func containerdConfig(n *realNode, cniConfDir string) string {
+	d := filepath.Join(n.dir, "containerd")
+	return fmt.Sprintf(`version = 2
+root = %[1]q
+state = %[2]q
+disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper", "io.containerd.tracing.processor.v1.otlp"]
+
+[grpc]
+  address = %[3]q
+
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = %[4]q
+  restrict_oom_score_adj = true
+  disable_apparmor = true
+  netns_mounts_under_state_dir = true
+  stream_server_address = "127.0.0.1"
+  stream_server_port = "0"
+  [plugins."io.containerd.grpc.v1.cri".containerd]
+    snapshotter = "overlayfs"
+    default_runtime_name = "runc"
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+        SystemdCgroup = false
+        Root = %[5]q
+  [plugins."io.containerd.grpc.v1.cri".cni]
+    bin_dir = %[6]q
+    conf_dir = %[7]q
+
+[plugins."io.containerd.internal.v1.opt"]
+  path = %[8]q
+`, filepath.Join(d, "root"), filepath.Join(d, "state"), n.socket, images.Pause, filepath.Join(d, "runc"), cniBinDir, cniConfDir, filepath.Join(d, "opt"))
+}
+
+// kubeletConfiguration is one node's kubelet: its own ports, directories
+// and cgroup root, webhook authentication and authorization against the
+// cluster, and image garbage collection off (local images cannot be pulled
+// again).
+func kubeletConfiguration(n *realNode, caFile string) string {
+	return fmt.Sprintf(`apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+address: %[1]s
+port: %[2]d
+readOnlyPort: 0
+healthzPort: 0
+containerRuntimeEndpoint: unix://%[3]s
+cgroupDriver: cgroupfs
+cgroupRoot: %[4]s
+failCgroupV1: false
+failSwapOn: false
+podLogsDir: %[5]s
+authentication:
+  anonymous: {enabled: false}
+  webhook: {enabled: true}
+  x509: {clientCAFile: %[6]s}
+authorization:
+  mode: Webhook
+imageGCHighThresholdPercent: 100
+imageGCLowThresholdPercent: 99
+evictionHard:
+  memory.available: 1Mi
+  nodefs.available: 1%%
+  nodefs.inodesFree: 1%%
+  imagefs.available: 1%%
+serializeImagePulls: false
+localStorageCapacityIsolation: false
+maxPods: 250
+featureGates:
+  ContainerRestartRules: true
+  RestartAllContainersOnContainerExits: true
+`, nodeIP, n.port, n.socket, n.cgroupRoot, filepath.Join(n.dir, "pod-logs"), caFile)
+}
+
+func (c *Cluster) waitNodesReady(ctx context.Context) error {
+	client, err := kubernetes.NewForConfig(c.Config)
+	if err != nil {
+		return err
+	}
+	var last string
+	err = wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		if err := c.CheckAlive(); err != nil {
+			return false, err
+		}
+		nodes, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			last = err.Error()
+			return false, nil
+		}
+		ready := 0
+		for _, n := range nodes.Items {
+			for _, cond := range n.Status.Conditions {
+				if cond.Type == corev1.NodeReady && cond.Status == corev1.ConditionTrue {
+					ready++
+				}
+			}
+		}
+		last = fmt.Sprintf("%d of %d nodes ready", ready, len(c.nodes))
+		return ready == len(c.nodes), nil
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for the real nodes to be Ready (%s; logs in %s): %w", last, c.logDir, err)
+	}
+	return nil
+}
+
+// stopRealNodes stops the kubelets first (so that nothing restarts a
+// container), then undoes everything the nodes did to the host.
+func (c *Cluster) stopRealNodes() error {
+	for _, p := range c.procs {
+		if strings.HasSuffix(p.name, "-"+kubeletName) {
+			p.stop(10 * time.Second)
+		}
+	}
+	var errs []error
+	for _, n := range c.nodes {
+		errs = append(errs, killCgroup(n.cgroupRoot))
+	}
+	for i := len(c.procs) - 1; i >= 0; i-- {
+		c.procs[i].stop(10 * time.Second)
+	}
+	errs = append(errs, c.host.restore())
+	return errors.Join(errs...)
+}
+
+// killCgroup kills every process in root's cgroups (the containers, which
+// outlive their shims otherwise) and waits until they are gone.
+func killCgroup(root string) error {
+	procs := func() []int {
+		var pids []int
+		_ = filepath.WalkDir(filepath.Join("/sys/fs/cgroup/pids", root), func(p string, d os.DirEntry, err error) error {
+			if err != nil || d.Name() != "cgroup.procs" {
+				return nil
+			}
+			data, _ := os.ReadFile(p)
+			for _, f := range strings.Fields(string(data)) {
+				if pid, err := strconv.Atoi(f); err == nil {
+					pids = append(pids, pid)
+				}
+			}
+			return nil
+		})
+		return pids
+	}
+	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 20*time.Second, true, func(context.Context) (bool, error) {
+		left := procs()
+		for _, pid := range left {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+		return len(left) == 0, nil
+	})
+	if err != nil {
+		return fmt.Errorf("processes still in cgroup %s: %v", root, procs())
+	}
+	return nil
+}
+
+// sweepRealNodes undoes what a dead cluster's real nodes left on the host,
+// from the state it saved.
+func sweepRealNodes(workDir string) {
+	s, err := loadHostState(filepath.Join(workDir, stateFile))
+	if err != nil {
+		return
+	}
+	for _, root := range s.CgroupRoot {
+		_ = killCgroup(root)
+	}
+	_ = s.restore()
+}

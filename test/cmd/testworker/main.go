@@ -1,0 +1,151 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// socketPath is where a running worker listens for `exit C`; one per
+// container (each has its own file system).
+var socketPath = filepath.Join(os.TempDir(), "inplace-testworker.sock")
+
+const usage = `usage:
+  inplace-testworker run     ask the barrier what it answered, log it, then run until told to exit or SIGTERM
+  inplace-testworker exit C  make the running worker of this container exit with code C
+  inplace-testworker pause   sleep until SIGTERM or SIGINT (the pause image)
+`
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprint(os.Stderr, usage)
+		os.Exit(2)
+	}
+	var err error
+	switch os.Args[1] {
+	case "run":
+		err = run()
+	case "exit":
+		if len(os.Args) != 3 {
+			fmt.Fprint(os.Stderr, usage)
+			os.Exit(2)
+		}
+		err = tellExit(os.Args[2])
+	case "pause":
+		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+		defer stop()
+		<-ctx.Done()
+	default:
+		fmt.Fprint(os.Stderr, usage)
+		os.Exit(2)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "inplace-testworker:", err)
+		os.Exit(1)
+	}
+}
+
+// run logs what the barrier answered when the worker starts — the kubelet
+// starts it only once the agent's startup probe passed, so the answer says
+// at which epoch the barrier let it through — then waits for `exit C`.
+func run() error {
+	logf("started pod=%s", os.Getenv("POD_NAME"))
+	if url := os.Getenv("BARRIER_URL"); url != "" {
+		code, body, err := ask(url)
+		if err != nil {
+			logf("barrier error=%q", err.Error())
+		} else {
+			logf("barrier status=%d body=%s", code, strings.TrimSpace(body))
+		}
+	}
+	_ = os.Remove(socketPath) // a stale socket of this container's previous run
+	l, err := net.Listen("unix", socketPath)
+	if err != nil {
+		return err
+	}
+	defer l.Close()
+	codes := make(chan int, 1)
+	go serveExit(l, codes)
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	select {
+	case code := <-codes:
+		logf("exiting code=%d", code)
+		_ = l.Close()
+		os.Exit(code)
+	case <-ctx.Done():
+		logf("terminated")
+	}
+	return nil
+}
+
+func ask(url string) (int, string, error) {
+	c := http.Client{Timeout: 5 * time.Second}
+	resp, err := c.Get(url)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body), err
+}
+
+func serveExit(l net.Listener, codes chan<- int) {
+	for {
+		conn, err := l.Accept()
+		if err != nil {
+			return
+		}
+		line, err := bufio.NewReader(conn).ReadString('\n')
+		code, convErr := strconv.Atoi(strings.TrimSpace(line))
+		if err != nil || convErr != nil {
+			fmt.Fprintf(conn, "error: want an exit code, got %q\n", line)
+			_ = conn.Close()
+			continue
+		}
+		fmt.Fprintln(conn, "ok")
+		_ = conn.Close()
+		codes <- code
+		return
+	}
+}
+
+func tellExit(arg string) error {
+	if _, err := strconv.Atoi(arg); err != nil {
+		return fmt.Errorf("exit code %q: want a number", arg)
+	}
+	conn, err := net.DialTimeout("unix", socketPath, 5*time.Second)
+	if err != nil {
+		return fmt.Errorf("no running worker in this container (%w)", err)
+	}
+	defer conn.Close()
+	if _, err := fmt.Fprintln(conn, arg); err != nil {
+		return err
+	}
+	reply, err := bufio.NewReader(conn).ReadString('\n')
+	if err != nil && !errors.Is(err, io.EOF) {
+		return err
+	}
+	if strings.TrimSpace(reply) != "ok" {
+		return errors.New(strings.TrimSpace(reply))
+	}
+	return nil
+}
+
+// logf writes one line with the time in RFC 3339 with nanoseconds, which
+// tests compare with the agents' epoch reports.
+func logf(format string, args ...any) {
+	fmt.Printf("%s %s\n", time.Now().UTC().Format(time.RFC3339Nano), fmt.Sprintf(format, args...))
+}

@@ -1,0 +1,148 @@
+package images
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+)
+
+// Image names, as config/ and the manager's configuration reference them.
+// Tags other than latest make the kubelet's default pull policy
+// IfNotPresent, which needs no registry once the image is imported.
+const (
+	Version   = "v0.1.0"
+	Manager   = "ghcr.io/inplace-dev/inplace-manager:" + Version
+	Agent     = "ghcr.io/inplace-dev/inplace-agent:" + Version
+	Worker    = "ghcr.io/inplace-dev/inplace-testworker:" + Version
+	Pause     = "ghcr.io/inplace-dev/inplace-pause:" + Version
+	nonRootID = "65532"
+)
+
+// WorkerBinary is the test worker's path inside its image:
+// `kubectl exec POD -c C -- /inplace-testworker exit 1` makes it exit.
+const WorkerBinary = "/inplace-testworker"
+
+type image struct {
+	refs       []string
+	pkg        string // the Go package of its one binary
+	binary     string // where the binary goes in the image
+	entrypoint []string
+}
+
+var all = []image{
+	{refs: []string{Manager, "ghcr.io/inplace-dev/inplace-manager:latest"}, pkg: "./cmd/manager", binary: "/inplace-manager", entrypoint: []string{"/inplace-manager"}},
+	{refs: []string{Agent, "ghcr.io/inplace-dev/inplace-agent:latest"}, pkg: "./cmd/agent", binary: "/inplace-agent", entrypoint: []string{"/inplace-agent"}},
+	{refs: []string{Worker}, pkg: "./test/cmd/testworker", binary: WorkerBinary, entrypoint: []string{WorkerBinary, "run"}},
+	{refs: []string{Pause}, pkg: "./test/cmd/testworker", binary: WorkerBinary, entrypoint: []string{WorkerBinary, "pause"}},
+}
+
+// Build compiles the project's binaries statically and writes one image
+// archive per image into dir (docker-archive format, every tag of the image
+// in it), ready for `ctr images import`. It returns the archives' paths.
+// root is the repository root.
+func Build(ctx context.Context, root, dir string) ([]string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	binaries := map[string]string{}
+	for _, img := range all {
+		if _, ok := binaries[img.pkg]; ok {
+			continue
+		}
+		out := filepath.Join(dir, filepath.Base(img.binary))
+		cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags=-s -w", "-o", out, img.pkg)
+		cmd.Dir = root
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux")
+		if msg, err := cmd.CombinedOutput(); err != nil {
+			return nil, fmt.Errorf("building %s: %w\n%s", img.pkg, err, msg)
+		}
+		binaries[img.pkg] = out
+	}
+	var archives []string
+	for _, img := range all {
+		path := filepath.Join(dir, filepath.Base(img.refs[0][:len(img.refs[0])-len(":"+Version)])+".tar")
+		if err := write(img, binaries[img.pkg], path); err != nil {
+			return nil, fmt.Errorf("writing the image %s: %w", img.refs[0], err)
+		}
+		archives = append(archives, path)
+	}
+	return archives, nil
+}
+
+// write builds an image of one layer — the binary and an empty /tmp — that
+// runs as a non-root user, as the Dockerfile's distroless images do.
+func write(img image, binary, path string) error {
+	data, err := os.ReadFile(binary)
+	if err != nil {
+		return err
+	}
+	layerTar, err := layer(img.binary, data)
+	if err != nil {
+		return err
+	}
+	l, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) {
+		return io.NopCloser(bytes.NewReader(layerTar)), nil
+	})
+	if err != nil {
+		return err
+	}
+	i, err := mutate.AppendLayers(empty.Image, l)
+	if err != nil {
+		return err
+	}
+	cf, err := i.ConfigFile()
+	if err != nil {
+		return err
+	}
+	cf = cf.DeepCopy()
+	cf.OS, cf.Architecture = "linux", runtime.GOARCH
+	cf.Config.Entrypoint = img.entrypoint
+	cf.Config.User = nonRootID + ":" + nonRootID
+	cf.Config.Env = []string{"PATH=/", "TMPDIR=/tmp"}
+	if i, err = mutate.ConfigFile(i, cf); err != nil {
+		return err
+	}
+	refs := map[name.Reference]v1.Image{}
+	for _, r := range img.refs {
+		tag, err := name.NewTag(r)
+		if err != nil {
+			return err
+		}
+		refs[tag] = i
+	}
+	return tarball.MultiRefWriteToFile(path, refs)
+}
+
+// layer is a tar holding the binary at path and a world-writable /tmp.
+func layer(path string, binary []byte) ([]byte, error) {
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	// A fixed time: the same binary gives the same layer.
+	mtime := time.Unix(0, 0)
+	if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: "tmp/", Mode: 0o1777, ModTime: mtime}); err != nil {
+		return nil, err
+	}
+	if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: path[1:], Mode: 0o755, Size: int64(len(binary)), ModTime: mtime}); err != nil {
+		return nil, err
+	}
+	if _, err := tw.Write(binary); err != nil {
+		return nil, err
+	}
+	if err := tw.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
