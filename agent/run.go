@@ -89,6 +89,12 @@ func Run(ctx context.Context, log logr.Logger, cfg Config, t Transport) (int, er
 			log.Info("barrier lifted", "epoch", m.Epoch())
 		}
 		if d.Restart {
+			if ctx.Err() != nil {
+				// The kubelet is stopping this Pod (SIGTERM): an exit with
+				// the restart code would restart it in place instead.
+				log.Info("epoch deprecated while the Pod is being stopped: exiting without a restart", "epoch", m.Epoch())
+				return 0, nil
+			}
 			log.Info("epoch deprecated: restarting the Pod in place", "epoch", m.Epoch(), "exitCode", cfg.RestartExitCode)
 			return cfg.RestartExitCode, nil
 		}

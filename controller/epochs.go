@@ -55,18 +55,21 @@ type epochDecision struct {
 }
 
 // observePodIn extracts the epoch facts of a Pod of js, including whether
-// it failed with an exit code that fails its Job.
+// a worker of it terminated with an exit code that its Job's
+// podFailurePolicy turns into a Job failure. That is decided from the
+// container's state, whatever the Pod's phase: with the agent sidecar still
+// running, the kubelet keeps such a Pod Running (a running restartable init
+// container counts as running) until it has stopped the sidecar, and an
+// in-place restart decided in that window would restart the Pod and defeat
+// the FailJob.
 func observePodIn(js *jobset.JobSet, pod *corev1.Pod) podEpoch {
 	p := observePod(pod)
-	if pod.Status.Phase != corev1.PodFailed {
-		return p
-	}
 	for _, rj := range js.Spec.ReplicatedJobs {
 		if rj.Name != p.replicatedJob || rj.Template.Spec.PodFailurePolicy == nil {
 			continue
 		}
 		for _, s := range pod.Status.ContainerStatuses {
-			if t := s.State.Terminated; t != nil && t.ExitCode != 0 && podfailure.FailsJob(s.Name, rj.Template.Spec.PodFailurePolicy, t.ExitCode) {
+			if t := s.State.Terminated; t != nil && podfailure.FailsJob(s.Name, rj.Template.Spec.PodFailurePolicy, t.ExitCode) {
 				p.fatal = true
 			}
 		}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -223,5 +224,47 @@ func TestInPlaceRestartFallsBackToRecreateAfterTimeout(t *testing.T) {
 	p = decidePure(t, js, observed{jobs: jobs, pods: stuck, serviceExists: true}, at(62), time.Minute)
 	if len(p.deleteJobs) != 2 {
 		t.Errorf("the fallback does not recreate the Jobs: delete %v", names(p.deleteJobs))
+	}
+}
+
+// A worker that exits with a code the podFailurePolicy makes FailJob is
+// fatal while its Pod still runs (the real kubelet keeps the Pod Running as
+// long as the agent sidecar does), so no in-place restart is decided for it.
+func TestFatalExitOnARunningPodStartsNoRestart(t *testing.T) {
+	js := inPlaceJobSet(0, 1)
+	js.Spec.ReplicatedJobs[1].Template.Spec.PodFailurePolicy = &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{{
+		Action:      batchv1.PodFailurePolicyActionFailJob,
+		OnExitCodes: &batchv1.PodFailurePolicyOnExitCodesRequirement{Operator: batchv1.PodFailurePolicyOnExitCodesOpIn, Values: []int32{3}},
+	}}}
+	pod := func(name, rj string, exit int32) *corev1.Pod {
+		p := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{jobset.ReplicatedJobNameKey: rj}, Annotations: map[string]string{jobset.EpochKey: "1"}},
+			Status: corev1.PodStatus{Phase: corev1.PodRunning, ContainerStatuses: []corev1.ContainerStatus{{
+				Name: "c", State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}},
+			}}},
+		}
+		if exit != 0 {
+			p.Status.ContainerStatuses[0].State = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: exit}}
+		}
+		return p
+	}
+	for name, tc := range map[string]struct {
+		exit           int32
+		wantFatal      bool
+		wantDeprecated int32
+	}{
+		"a fatal code: the failure policy decides, no restart": {exit: 3, wantFatal: true, wantDeprecated: 0},
+		"another code: an in-place restart":                    {exit: 1, wantFatal: false, wantDeprecated: 1},
+	} {
+		t.Run(name, func(t *testing.T) {
+			victim := observePodIn(js, pod("w0", "workers", tc.exit))
+			if victim.fatal != tc.wantFatal {
+				t.Errorf("fatal = %v, want %v", victim.fatal, tc.wantFatal)
+			}
+			d := decideEpochs(js, []podEpoch{observePodIn(js, pod("d0", "driver", 0)), victim})
+			if d.deprecated != tc.wantDeprecated || d.restartBegan != (tc.wantDeprecated > 0) {
+				t.Errorf("deprecated %d (restart began %v), want %d", d.deprecated, d.restartBegan, tc.wantDeprecated)
+			}
+		})
 	}
 }

@@ -21,9 +21,9 @@ up() {
   rm -f "$kubeconfig"
   (cd "$root" && go build -o "$root/bin/local-cluster" ./test/cmd/local-cluster)
   cd "$root"
-  nohup "$root/bin/local-cluster" -write-kubeconfig "$kubeconfig" -crds "$root/config/crd/bases" -nodes "${NODES:-16}" >"$log" 2>&1 &
+  nohup "$root/bin/local-cluster" -write-kubeconfig "$kubeconfig" -crds "$root/config/crd/bases" -nodes "${NODES:-16}" -real-nodes "${REAL_NODES:-0}" >"$log" 2>&1 &
   echo $! >"$pidfile"
-  for _ in $(seq 1 1200); do
+  for _ in $(seq 1 3000); do
     if [[ -f $kubeconfig ]]; then
       echo "local cluster is up (pid $(cat "$pidfile"))"
       echo "  kubeconfig: $kubeconfig"
@@ -38,7 +38,7 @@ up() {
     fi
     sleep 0.1
   done
-  echo "local cluster did not become ready in 120s; see $log" >&2
+  echo "local cluster did not become ready in 300s; see $log" >&2
   down
   return 1
 }

@@ -213,6 +213,7 @@ func (c *Cluster) setUpNetwork(apiPort int) error {
     "ipam": {
       "type": "host-local",
       "ranges": [[{"subnet": %q, "gateway": %q}]],
+      "routes": [{"dst": "0.0.0.0/0"}],
       "dataDir": %q
     }
   }]

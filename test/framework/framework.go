@@ -45,6 +45,10 @@ type Framework struct {
 	// Configure, if set, edits the manager configuration before start.
 	Configure func(*configv1alpha1.Configuration)
 
+	// RealNodes, with FullCluster, starts that many real nodes (a kubelet
+	// and a containerd each) beside the control plane.
+	RealNodes int
+
 	// Cluster is the running local cluster when FullCluster is set.
 	Cluster *cluster.Cluster
 
@@ -80,7 +84,7 @@ func (f *Framework) Init() *rest.Config {
 	crds := []string{filepath.Join(root, "config", "crd", "bases")}
 
 	if f.FullCluster {
-		f.Cluster, err = cluster.Start(context.Background(), cluster.Options{Name: f.Name})
+		f.Cluster, err = cluster.Start(context.Background(), cluster.Options{Name: f.Name, RealNodes: f.RealNodes})
 		gomega.Expect(err).NotTo(gomega.HaveOccurred(), "starting the local cluster")
 		_, err = envtest.InstallCRDs(f.Cluster.Config, envtest.CRDInstallOptions{Paths: crds, ErrorIfPathMissing: true})
 		gomega.Expect(err).NotTo(gomega.HaveOccurred(), "installing CRDs")

@@ -28,19 +28,20 @@ func main() {
 	kubeconfig := flag.String("write-kubeconfig", ".local/kubeconfig", "where to write the admin kubeconfig")
 	crds := flag.String("crds", "config/crd/bases", "directory of CRDs to install")
 	nodes := flag.Int("nodes", 16, "simulated nodes to run (0 for none)")
+	realNodes := flag.Int("real-nodes", 0, "real nodes to run: a kubelet and a containerd each (needs root and 'make node-deps')")
 	withManager := flag.Bool("manager", true, "run inplace-manager (controller and webhooks) in this process")
 	flag.Parse()
-	if err := run(*kubeconfig, *crds, *nodes, *withManager); err != nil {
+	if err := run(*kubeconfig, *crds, *nodes, *realNodes, *withManager); err != nil {
 		fmt.Fprintln(os.Stderr, "local-cluster:", err)
 		os.Exit(1)
 	}
 }
 
-func run(kubeconfigPath, crdDir string, nodes int, withManager bool) error {
+func run(kubeconfigPath, crdDir string, nodes, realNodes int, withManager bool) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 
-	c, err := cluster.Start(ctx, cluster.Options{Name: "local-cluster"})
+	c, err := cluster.Start(ctx, cluster.Options{Name: "local-cluster", RealNodes: realNodes})
 	if err != nil {
 		return err
 	}

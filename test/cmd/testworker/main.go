@@ -116,6 +116,10 @@ func serveExit(l net.Listener, codes chan<- int) {
 			continue
 		}
 		fmt.Fprintln(conn, "ok")
+		// Exit once the caller has read the answer and hung up, so that
+		// `kubectl exec ... exit C` mostly ends before its container does.
+		_ = conn.SetReadDeadline(time.Now().Add(2 * time.Second))
+		_, _ = io.Copy(io.Discard, conn)
 		_ = conn.Close()
 		codes <- code
 		return

@@ -1,0 +1,242 @@
+package realnode
+
+import (
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
+	"github.com/inplace-dev/inplace/test/cluster"
+	"github.com/inplace-dev/inplace/test/images"
+	"github.com/inplace-dev/inplace/test/util"
+	"github.com/inplace-dev/inplace/test/wrappers"
+)
+
+const timeout = 3 * time.Minute
+
+// workerJobSet is an InPlaceRestart JobSet of one worker Pod per node,
+// written as a user would: the webhook injects the agent.
+func workerJobSet(name, ns string, pfp *batchv1.PodFailurePolicy, rules ...jobset.FailurePolicyRule) *jobset.JobSet {
+	rj := wrappers.MakeReplicatedJob("workers").Replicas(nodes).PodFailurePolicy(pfp).Obj()
+	rj.Template.Spec.BackoffLimit = nil // the webhook sets what InPlaceRestart needs
+	pod := &rj.Template.Spec.Template.Spec
+	pod.TerminationGracePeriodSeconds = ptr.To[int64](5)
+	pod.Containers[0].Image = images.Worker
+	pod.Containers[0].Env = []corev1.EnvVar{
+		{Name: "BARRIER_URL", Value: "http://127.0.0.1:18080/barrier-is-lifted"},
+		{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}},
+	}
+	return wrappers.MakeJobSet(name, ns).
+		ReplicatedJob(rj).
+		FailurePolicy(&jobset.FailurePolicy{MaxRestarts: 3, RestartStrategy: jobset.InPlaceRestart, Rules: rules}).
+		Obj()
+}
+
+func podsOf(js *jobset.JobSet) []corev1.Pod {
+	GinkgoHelper()
+	var pods corev1.PodList
+	Expect(k8sClient.List(ctx, &pods, client.InNamespace(js.Namespace), client.MatchingLabels{jobset.JobSetNameKey: js.Name})).To(Succeed())
+	sort.Slice(pods.Items, func(i, j int) bool { return pods.Items[i].Name < pods.Items[j].Name })
+	return pods.Items
+}
+
+func getJobSet(js *jobset.JobSet) *jobset.JobSet {
+	GinkgoHelper()
+	var got jobset.JobSet
+	Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(js), &got)).To(Succeed())
+	return &got
+}
+
+// identity is what an in-place restart keeps: the Pod and its address.
+type identity struct{ UID, IP, Node string }
+
+// expectRunning waits until every worker runs at epoch and returns the
+// Pods' identities by name.
+func expectRunning(js *jobset.JobSet, epoch int32) map[string]identity {
+	GinkgoHelper()
+	out := map[string]identity{}
+	Eventually(func(g Gomega) {
+		g.Expect(getJobSet(js).Status.SyncedEpoch).To(Equal(epoch))
+		pods := podsOf(js)
+		g.Expect(pods).To(HaveLen(nodes))
+		clear(out)
+		for _, p := range pods {
+			g.Expect(p.DeletionTimestamp).To(BeNil())
+			g.Expect(p.Status.ContainerStatuses).To(ContainElement(And(
+				HaveField("Name", "worker"), HaveField("State.Running", Not(BeNil())))), "pod %s", p.Name)
+			out[p.Name] = identity{UID: string(p.UID), IP: p.Status.PodIP, Node: p.Spec.NodeName}
+		}
+	}).WithTimeout(timeout).WithPolling(250 * time.Millisecond).Should(Succeed())
+	return out
+}
+
+// exitWorker makes the worker of pod exit with code, as a person would:
+// kubectl exec into its container.
+func exitWorker(pod corev1.Pod, code int) {
+	GinkgoHelper()
+	bin, err := cluster.BinDir()
+	Expect(err).NotTo(HaveOccurred())
+	cmd := exec.Command(filepath.Join(bin, "kubectl"), "--kubeconfig", fw.Cluster.Kubeconfig,
+		"exec", "-n", pod.Namespace, pod.Name, "-c", "worker", "--", images.WorkerBinary, "exit", fmt.Sprint(code))
+	out, err := cmd.CombinedOutput()
+	// The worker exits as told, and its container's end may end the exec
+	// session before kubectl sees it finish (exit code 137): what counts is
+	// what the kubelet then reports, which the callers check.
+	if err != nil && !strings.Contains(string(out), "command terminated with exit code 137") {
+		Fail(fmt.Sprintf("kubectl exec %s: %v: %s", pod.Name, err, out))
+	}
+}
+
+func workerLog(pod corev1.Pod) string {
+	GinkgoHelper()
+	data, err := clientset.CoreV1().Pods(pod.Namespace).GetLogs(pod.Name, &corev1.PodLogOptions{Container: "worker"}).DoRaw(ctx)
+	Expect(err).NotTo(HaveOccurred())
+	return string(data)
+}
+
+// dumpContainerLogs writes the last lines of every container's log in ns,
+// read through the apiserver from the kubelets, and of its previous run.
+func dumpContainerLogs(ns string) {
+	pods, err := clientset.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		GinkgoWriter.Printf("listing pods for their logs: %v\n", err)
+		return
+	}
+	for _, p := range pods.Items {
+		for _, c := range append(append([]corev1.Container{}, p.Spec.InitContainers...), p.Spec.Containers...) {
+			for _, previous := range []bool{true, false} {
+				data, err := clientset.CoreV1().Pods(ns).GetLogs(p.Name, &corev1.PodLogOptions{Container: c.Name, Previous: previous, TailLines: ptr.To[int64](40)}).DoRaw(ctx)
+				if err != nil {
+					continue
+				}
+				GinkgoWriter.Printf("=== log of %s/%s (previous %v)\n%s\n", p.Name, c.Name, previous, data)
+			}
+		}
+	}
+}
+
+// restartWatch records the highest restart count each container of a
+// namespace's Pods reached, from every update the apiserver sent.
+type restartWatch struct {
+	mu   sync.Mutex
+	max  map[string]int32 // pod/container
+	stop func()
+}
+
+func watchRestarts(ns string) *restartWatch {
+	GinkgoHelper()
+	w, err := clientset.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{})
+	Expect(err).NotTo(HaveOccurred())
+	rw := &restartWatch{max: map[string]int32{}, stop: w.Stop}
+	go func() {
+		for ev := range w.ResultChan() {
+			p, ok := ev.Object.(*corev1.Pod)
+			if !ok || ev.Type == watch.Error {
+				continue
+			}
+			rw.mu.Lock()
+			for _, s := range append(append([]corev1.ContainerStatus{}, p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...) {
+				key := p.Name + "/" + s.Name
+				rw.max[key] = max(rw.max[key], s.RestartCount)
+			}
+			rw.mu.Unlock()
+		}
+	}()
+	DeferCleanup(w.Stop)
+	return rw
+}
+
+func (rw *restartWatch) restarted() []string {
+	rw.mu.Lock()
+	defer rw.mu.Unlock()
+	var out []string
+	for k, v := range rw.max {
+		if v > 0 {
+			out = append(out, fmt.Sprintf("%s: %d", k, v))
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+var _ = Describe("in-place restart on real kubelets", func() {
+	var ns *corev1.Namespace
+	BeforeEach(func() {
+		ns = fw.NewNamespace(ctx, k8sClient)
+		util.WaitForDefaultServiceAccount(ctx, k8sClient, ns.Name)
+		DeferCleanup(func() {
+			if CurrentSpecReport().Failed() {
+				dumpContainerLogs(ns.Name)
+			}
+		})
+	})
+
+	It("Story 1: a worker exit restarts every Pod in place, and no worker starts before every agent is at the new epoch", func() {
+		js := workerJobSet("story1", ns.Name, nil)
+		Expect(k8sClient.Create(ctx, js)).To(Succeed())
+		before := expectRunning(js, 1)
+		nodesUsed := map[string]bool{}
+		for _, id := range before {
+			nodesUsed[id.Node] = true
+		}
+		Expect(nodesUsed).To(HaveLen(nodes), "one worker Pod per node")
+
+		exitWorker(podsOf(js)[0], 1)
+		after := expectRunning(js, 2)
+		Expect(after).To(Equal(before), "same Pods (UIDs), same IPs, same nodes")
+
+		got := getJobSet(js)
+		Expect(got.Status.Restarts).To(Equal(int32(1)))
+		Expect(got.Status.InPlaceRestarts).To(Equal(int32(1)))
+		for _, p := range podsOf(js) {
+			for _, s := range append(append([]corev1.ContainerStatus{}, p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...) {
+				Expect(s.RestartCount).To(Equal(int32(1)), "container %s of pod %s restarted once", s.Name, p.Name)
+			}
+			// The worker's own record: the barrier let it through at the
+			// new epoch, which is synced only once every agent reported it.
+			log := workerLog(p)
+			Expect(log).To(ContainSubstring(`barrier status=200 body={"lifted":true,"epoch":2}`), "worker log of %s:\n%s", p.Name, log)
+		}
+	})
+
+	It("Story 2: a fatal exit code fails the JobSet, and no Pod restarts in place", func() {
+		fatal := &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{{
+			Action: batchv1.PodFailurePolicyActionFailJob,
+			OnExitCodes: &batchv1.PodFailurePolicyOnExitCodesRequirement{
+				ContainerName: ptr.To("worker"), Operator: batchv1.PodFailurePolicyOnExitCodesOpIn, Values: []int32{3},
+			},
+		}}}
+		js := workerJobSet("story2", ns.Name, fatal, jobset.FailurePolicyRule{
+			Name: "fatal", Action: jobset.FailJobSet, OnJobFailureReasons: []string{batchv1.JobReasonPodFailurePolicy},
+		})
+		Expect(k8sClient.Create(ctx, js)).To(Succeed())
+		expectRunning(js, 1)
+		restarts := watchRestarts(ns.Name)
+
+		exitWorker(podsOf(js)[0], 3)
+		Eventually(func(g Gomega) {
+			c := meta.FindStatusCondition(getJobSet(js).Status.Conditions, string(jobset.JobSetFailed))
+			g.Expect(c).NotTo(BeNil())
+			g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
+			g.Expect(c.Reason).To(Equal("FailJobSetFailurePolicyAction"))
+		}).WithTimeout(timeout).Should(Succeed())
+		got := getJobSet(js)
+		Expect(got.Status.InPlaceRestarts).To(BeZero(), "the fatal exit started an in-place restart")
+		Expect(got.Status.DeprecatedEpoch).To(BeZero(), "an epoch was deprecated for a fatal exit")
+		Expect(restarts.restarted()).To(BeEmpty(), "containers restarted after a fatal exit:\n%s", strings.Join(restarts.restarted(), "\n"))
+	})
+})

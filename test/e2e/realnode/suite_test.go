@@ -1,0 +1,66 @@
+package realnode
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	configv1alpha1 "github.com/inplace-dev/inplace/api/config/v1alpha1"
+	"github.com/inplace-dev/inplace/test/cluster"
+	"github.com/inplace-dev/inplace/test/deploy"
+	"github.com/inplace-dev/inplace/test/framework"
+	"github.com/inplace-dev/inplace/test/images"
+)
+
+// nodes is how many real nodes the suite runs: one worker Pod per node.
+const nodes = 2
+
+var (
+	fw = &framework.Framework{Name: "realnode", FullCluster: true, Webhooks: true, RealNodes: nodes,
+		Configure: func(c *configv1alpha1.Configuration) {
+			// The image every node imported, under the name config/ uses.
+			c.Agent.Image = images.Agent
+			c.Controller.InPlaceRestartTimeout = &metav1.Duration{Duration: time.Minute}
+		},
+	}
+	cfg       *rest.Config
+	ctx       context.Context
+	k8sClient client.Client
+	clientset *kubernetes.Clientset
+	hostBefore *cluster.HostState
+)
+
+func TestRealNodes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs the local cluster with real nodes")
+	}
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "In-place restart on real kubelets")
+}
+
+var _ = BeforeSuite(func() {
+	cfg = fw.Init()
+	hostBefore = fw.Cluster.HostStateBefore()
+	ctx, k8sClient = fw.SetupClient(cfg)
+	clientset = kubernetes.NewForConfigOrDie(cfg)
+	fw.StartManager(cfg)
+	// Agents run as their Pods, under the admission policy config/ ships.
+	Expect(deploy.Apply(ctx, k8sClient, "config/agent/validating-admission-policy.yaml")).To(Succeed())
+})
+
+var _ = AfterSuite(func() {
+	fw.Teardown()
+	// The host as it was: no process, mount, cgroup, interface, iptables
+	// chain or path of the nodes left.
+	if hostBefore != nil {
+		Expect(hostBefore.Differences()).To(BeEmpty(), "the host differs after the real nodes stopped:\n%s", strings.Join(hostBefore.Differences(), "\n"))
+	}
+})
