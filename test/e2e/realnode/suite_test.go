@@ -31,10 +31,10 @@ var (
 			c.Controller.InPlaceRestartTimeout = &metav1.Duration{Duration: time.Minute}
 		},
 	}
-	cfg       *rest.Config
-	ctx       context.Context
-	k8sClient client.Client
-	clientset *kubernetes.Clientset
+	cfg        *rest.Config
+	ctx        context.Context
+	k8sClient  client.Client
+	clientset  *kubernetes.Clientset
 	hostBefore *cluster.HostState
 )
 
