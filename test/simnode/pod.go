@@ -366,6 +366,27 @@ func (r *podRunner) handle(ctx context.Context, st *status, e exit, agents map[s
 		r.status.publish(st)
 		return false, nil
 	default:
+		if st.mainTerminated() {
+			// As the kubelet: a running sidecar keeps the Pod Running (its
+			// phase computation counts a running restartable init
+			// container), so the workers' exit is reported with the phase
+			// Running; the sidecars are then stopped, and only then is the
+			// phase terminal.
+			r.status.publish(st)
+			r.status.flush(ctx)
+			var sidecars []string
+			for _, ic := range spec.InitContainers {
+				if ptr.Deref(ic.RestartPolicy, "") == corev1.ContainerRestartPolicyAlways {
+					sidecars = append(sidecars, ic.Name)
+				}
+			}
+			for name, stop := range agents {
+				stop()
+				delete(agents, name)
+			}
+			spend(ctx, r.sim.latency().ContainerStop)
+			st.stopSidecars(sidecars)
+		}
 		st.finish()
 		r.status.publish(st)
 		return false, nil

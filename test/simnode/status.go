@@ -82,6 +82,26 @@ func (s *status) restarted(name string, count int32, _ bool) {
 
 func (s *status) running() { s.phase = corev1.PodRunning }
 
+// mainTerminated reports whether every main container has terminated.
+func (s *status) mainTerminated() bool {
+	for _, n := range s.mainOrder {
+		if s.byName[n].State.Terminated == nil {
+			return false
+		}
+	}
+	return true
+}
+
+// stopSidecars marks every running init container (a sidecar) stopped, as
+// the kubelet stops them with SIGTERM once the main containers are done.
+func (s *status) stopSidecars(names []string) {
+	for _, n := range names {
+		if cs := s.byName[n]; cs != nil && cs.State.Running != nil {
+			s.set(n, terminated(0, "Completed"))
+		}
+	}
+}
+
 // finish sets the terminal phase once every main container has terminated
 // for good.
 func (s *status) finish() {
