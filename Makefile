@@ -106,7 +106,8 @@ docker-build-agent: ## Build the inplace-agent image as $(IMG_AGENT).
 # `make test` runs all of them in one go test invocation, so that the
 # packages share the two cores as go test schedules them.
 INTEGRATION_PKGS = ./test/integration/... ./test/cluster/...
-E2E_PKGS = ./test/e2e/... ./test/restartbench/...
+E2E_PKGS = ./test/e2e ./test/restartbench/...
+REALNODE_PKGS = ./test/e2e/realnode/...
 
 .PHONY: test
 test: cluster-binaries node-deps $(KUSTOMIZE) $(HELM) ## Run every test: unit, integration and end to end (real nodes included), with -race.
@@ -123,6 +124,10 @@ test-integration: cluster-binaries node-deps $(KUSTOMIZE) $(HELM) ## Run the sui
 .PHONY: test-e2e
 test-e2e: cluster-binaries ## Run the end-to-end suites on a local cluster (simulated nodes).
 	go test $(GO_TEST_FLAGS) -timeout $(GO_TEST_TIMEOUT) $(E2E_PKGS)
+
+.PHONY: test-realnode
+test-realnode: cluster-binaries node-deps ## Run the end-to-end suite on real kubelets and containerd (needs root).
+	go test $(GO_TEST_FLAGS) -timeout $(GO_TEST_TIMEOUT) $(REALNODE_PKGS)
 
 ##@ Benchmarks
 
@@ -151,8 +156,9 @@ node-deps: ## Install what real nodes need from Debian's packages (containerd, r
 
 .PHONY: cluster-up
 NODES ?= 16
-cluster-up: cluster-binaries ## Start the local cluster, inplace-manager and NODES simulated nodes (default 16) in the background; writes .local/kubeconfig.
-	NODES=$(NODES) ./hack/cluster.sh up
+REAL_NODES ?= 0
+cluster-up: cluster-binaries ## Start the local cluster, inplace-manager, NODES simulated nodes (default 16) and REAL_NODES real ones (default 0) in the background; writes .local/kubeconfig.
+	NODES=$(NODES) REAL_NODES=$(REAL_NODES) ./hack/cluster.sh up
 
 .PHONY: cluster-down
 cluster-down: ## Stop the local cluster.

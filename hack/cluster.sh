@@ -19,6 +19,9 @@ up() {
     return 0
   fi
   rm -f "$kubeconfig"
+  if ((${REAL_NODES:-0} > 0)); then
+    "$root/hack/install-node-deps.sh"
+  fi
   (cd "$root" && go build -o "$root/bin/local-cluster" ./test/cmd/local-cluster)
   cd "$root"
   nohup "$root/bin/local-cluster" -write-kubeconfig "$kubeconfig" -crds "$root/config/crd/bases" -nodes "${NODES:-16}" -real-nodes "${REAL_NODES:-0}" >"$log" 2>&1 &

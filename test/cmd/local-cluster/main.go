@@ -19,8 +19,10 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	configv1alpha1 "github.com/inplace-dev/inplace/api/config/v1alpha1"
 	"github.com/inplace-dev/inplace/test/cluster"
 	"github.com/inplace-dev/inplace/test/deploy"
+	"github.com/inplace-dev/inplace/test/images"
 	"github.com/inplace-dev/inplace/test/simnode"
 )
 
@@ -66,7 +68,12 @@ func run(kubeconfigPath, crdDir string, nodes, realNodes int, withManager bool) 
 	ctrl.SetLogger(log)
 	var managerDone <-chan error
 	if withManager {
-		if managerDone, err = deploy.RunManager(ctx, c.Config, nil, nil); err != nil {
+		configure := func(conf *configv1alpha1.Configuration) {
+			// The agent image every real node imported (a tag other than
+			// latest: pulled only if not present).
+			conf.Agent.Image = images.Agent
+		}
+		if managerDone, err = deploy.RunManager(ctx, c.Config, configure, nil); err != nil {
 			return err
 		}
 	}
