@@ -239,4 +239,50 @@ var _ = Describe("in-place restart on real kubelets", func() {
 		Expect(got.Status.DeprecatedEpoch).To(BeZero(), "an epoch was deprecated for a fatal exit")
 		Expect(restarts.restarted()).To(BeEmpty(), "containers restarted after a fatal exit:\n%s", strings.Join(restarts.restarted(), "\n"))
 	})
+
+	It("a deleted Pod is replaced, joins, and the others restart in place", func() {
+		js := workerJobSet("deleted", ns.Name, nil)
+		Expect(k8sClient.Create(ctx, js)).To(Succeed())
+		before := expectRunning(js, 1)
+		victim := podsOf(js)[0]
+		Expect(k8sClient.Delete(ctx, &victim)).To(Succeed())
+
+		after := expectRunning(js, 2)
+		Expect(after).NotTo(HaveKey(victim.Name), "the deleted Pod is back")
+		for name, id := range after {
+			if old, ok := before[name]; ok {
+				Expect(id).To(Equal(old), "pod %s restarted in place: same UID and IP", name)
+			}
+		}
+		got := getJobSet(js)
+		Expect(got.Status.InPlaceRestarts).To(Equal(int32(1)))
+		Expect(got.Status.Restarts).To(Equal(int32(1)))
+		for _, p := range podsOf(js) {
+			if _, survived := before[p.Name]; !survived {
+				continue
+			}
+			for _, s := range append(append([]corev1.ContainerStatus{}, p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...) {
+				Expect(s.RestartCount).To(Equal(int32(1)), "container %s of surviving pod %s restarted once", s.Name, p.Name)
+			}
+		}
+	})
+
+	It("allows exactly maxRestarts in-place restarts, then fails with ReachedMaxRestarts", func() {
+		js := workerJobSet("max", ns.Name, nil)
+		js.Spec.FailurePolicy.MaxRestarts = 1
+		Expect(k8sClient.Create(ctx, js)).To(Succeed())
+		before := expectRunning(js, 1)
+		exitWorker(podsOf(js)[0], 1)
+		Expect(expectRunning(js, 2)).To(Equal(before))
+
+		exitWorker(podsOf(js)[1], 1)
+		Eventually(func(g Gomega) {
+			c := meta.FindStatusCondition(getJobSet(js).Status.Conditions, string(jobset.JobSetFailed))
+			g.Expect(c).NotTo(BeNil())
+			g.Expect(c.Reason).To(Equal("ReachedMaxRestarts"))
+		}).WithTimeout(timeout).Should(Succeed())
+		got := getJobSet(js)
+		Expect(got.Status.InPlaceRestarts).To(Equal(int32(1)))
+		Expect(got.Status.Restarts).To(Equal(int32(1)))
+	})
 })
