@@ -155,9 +155,8 @@ node-deps: ## Install what real nodes need from Debian's packages (containerd, r
 	./hack/install-node-deps.sh
 
 .PHONY: cluster-up
-NODES ?= 16
 REAL_NODES ?= 0
-cluster-up: cluster-binaries ## Start the local cluster, inplace-manager, NODES simulated nodes (default 16) and REAL_NODES real ones (default 0) in the background; writes .local/kubeconfig.
+cluster-up: cluster-binaries ## Start the local cluster, inplace-manager, NODES simulated nodes (default 16, 0 with REAL_NODES) and REAL_NODES real ones (default 0) in the background; writes .local/kubeconfig.
 	NODES=$(NODES) REAL_NODES=$(REAL_NODES) ./hack/cluster.sh up
 
 .PHONY: cluster-down
@@ -165,7 +164,7 @@ cluster-down: ## Stop the local cluster.
 	./hack/cluster.sh down
 
 .PHONY: demo
-demo: cluster-binaries ## Run the demo on a local cluster.
+demo: cluster-binaries ## Run the demo on a local cluster with real nodes (REAL_NODES=0 NODES=16: simulated).
 	./hack/demo.sh
 
 ##@ Tools

@@ -85,3 +85,25 @@ func TestBarrierAnswersNotYetAfterItsHold(t *testing.T) {
 		t.Errorf("lifted at epoch %d, want 1", got)
 	}
 }
+
+// An agent whose Pod is being stopped never exits with the restart code.
+func TestFinalExitCode(t *testing.T) {
+	live := context.Background()
+	stopped, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, tc := range []struct {
+		name string
+		ctx  context.Context
+		code int
+		want int
+	}{
+		{"restart while running", live, 88, 88},
+		{"restart decided as the Pod is stopped", stopped, 88, 0},
+		{"an error exit stays one", stopped, 1, 1},
+		{"a clean exit", stopped, 0, 0},
+	} {
+		if got := FinalExitCode(tc.ctx, tc.code, 88); got != tc.want {
+			t.Errorf("%s: exit %d, want %d", tc.name, got, tc.want)
+		}
+	}
+}

@@ -110,6 +110,18 @@ func Run(ctx context.Context, log logr.Logger, cfg Config, t Transport) (int, er
 	}
 }
 
+// FinalExitCode is the code the agent's process exits with: code, except
+// that once ctx has ended (the kubelet is stopping the Pod: SIGTERM) it is
+// never the restart code, which would restart a Pod on its way out in
+// place. The check is made again at the very end because the signal may
+// come after Run decided to restart.
+func FinalExitCode(ctx context.Context, code, restartCode int) int {
+	if code == restartCode && ctx.Err() != nil {
+		return 0
+	}
+	return code
+}
+
 // report writes the epoch, retrying until it is written: the whole group
 // waits for it.
 func report(ctx context.Context, log logr.Logger, t Transport, epoch int32) error {

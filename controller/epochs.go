@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
 
@@ -55,27 +56,40 @@ type epochDecision struct {
 }
 
 // observePodIn extracts the epoch facts of a Pod of js, including whether
-// a worker of it terminated with an exit code that its Job's
-// podFailurePolicy turns into a Job failure. That is decided from the
-// container's state, whatever the Pod's phase: with the agent sidecar still
+// its failure fails its Job under the Job's podFailurePolicy. A Failed Pod
+// is judged as the Job controller judges it (podfailure.MatchPod). A Pod
+// that is not Failed yet is fatal once one of its workers terminated with
+// an exit code the policy makes FailJob: with the agent sidecar still
 // running, the kubelet keeps such a Pod Running (a running restartable init
 // container counts as running) until it has stopped the sidecar, and an
 // in-place restart decided in that window would restart the Pod and defeat
-// the FailJob.
+// the FailJob. Only regular containers count there, never the agent.
 func observePodIn(js *jobset.JobSet, pod *corev1.Pod) podEpoch {
 	p := observePod(pod)
 	for _, rj := range js.Spec.ReplicatedJobs {
-		if rj.Name != p.replicatedJob || rj.Template.Spec.PodFailurePolicy == nil {
+		pfp := rj.Template.Spec.PodFailurePolicy
+		if rj.Name != p.replicatedJob || pfp == nil {
+			continue
+		}
+		if pod.Status.Phase == corev1.PodFailed {
+			action, matched := podfailure.MatchPod(pfp, pod)
+			p.fatal = matched && action == batchv1.PodFailurePolicyActionFailJob
 			continue
 		}
 		for _, s := range pod.Status.ContainerStatuses {
-			if t := s.State.Terminated; t != nil && podfailure.FailsJob(s.Name, rj.Template.Spec.PodFailurePolicy, t.ExitCode) {
+			t := s.State.Terminated
+			if t != nil && t.Reason != restartingAllContainers && podfailure.FailsJob(s.Name, pfp, t.ExitCode) {
 				p.fatal = true
 			}
 		}
 	}
 	return p
 }
+
+// restartingAllContainers is the reason the kubelet gives a container it
+// stopped to restart every container of its Pod in place: not an exit of
+// the container's own.
+const restartingAllContainers = "RestartingAllContainers"
 
 // observePod extracts the epoch facts of a Pod.
 func observePod(pod *corev1.Pod) podEpoch {

@@ -19,12 +19,14 @@ up() {
     return 0
   fi
   rm -f "$kubeconfig"
+  sim_nodes=${NODES:-16}
   if ((${REAL_NODES:-0} > 0)); then
     "$root/hack/install-node-deps.sh"
+    sim_nodes=${NODES:-0}
   fi
   (cd "$root" && go build -o "$root/bin/local-cluster" ./test/cmd/local-cluster)
   cd "$root"
-  nohup "$root/bin/local-cluster" -write-kubeconfig "$kubeconfig" -crds "$root/config/crd/bases" -nodes "${NODES:-16}" -real-nodes "${REAL_NODES:-0}" >"$log" 2>&1 &
+  nohup "$root/bin/local-cluster" -write-kubeconfig "$kubeconfig" -crds "$root/config/crd/bases" -nodes "$sim_nodes" -real-nodes "${REAL_NODES:-0}" >"$log" 2>&1 &
   echo $! >"$pidfile"
   for _ in $(seq 1 3000); do
     if [[ -f $kubeconfig ]]; then
@@ -54,12 +56,13 @@ down() {
   fi
   pid=$(cat "$pidfile")
   kill -TERM "$pid"
-  for _ in $(seq 1 300); do
+  # Real nodes take a while to stop: containers, shims, mounts, cgroups.
+  for _ in $(seq 1 1200); do
     kill -0 "$pid" 2>/dev/null || break
     sleep 0.1
   done
   if kill -0 "$pid" 2>/dev/null; then
-    echo "local cluster did not stop in 30s; killing it" >&2
+    echo "local cluster did not stop in 120s; killing it" >&2
     kill -KILL "$pid"
   fi
   rm -f "$pidfile" "$kubeconfig"

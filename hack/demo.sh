@@ -1,17 +1,26 @@
 #!/usr/bin/env bash
-# The demo: a local cluster (real control plane, inplace-manager, 16
-# simulated nodes running the real agent), a JobSet that says only
-# `restartStrategy: InPlaceRestart`, one worker failure, and the recovery as
-# a timeline; then the same with Recreate. Runs from a fresh clone.
+# The demo: a local cluster (real control plane, inplace-manager, and real
+# nodes — a kubelet and a containerd each — running the project's images), a
+# JobSet that says only `restartStrategy: InPlaceRestart`, one worker
+# failure, and the recovery as a timeline; then the same with Recreate.
+# Runs from a fresh clone, as root. REAL_NODES=0 NODES=16 runs it on
+# simulated nodes instead.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 cleanup() { "$root/hack/cluster.sh" down >/dev/null 2>&1 || true; }
 trap cleanup EXIT
 
-printf '\n\033[1m== starting the local cluster: etcd, kube-apiserver, kube-controller-manager, kube-scheduler, inplace-manager, 16 simulated nodes\033[0m\n'
-NODES=${NODES:-16} "$root/hack/cluster.sh" up
-"$root/bin/kubectl" --kubeconfig "$root/.local/kubeconfig" get nodes
+real=${REAL_NODES:-4}
+sim=${NODES:-0}
+if ((real > 0)); then
+  what="$real real nodes (kubelet and containerd)"
+else
+  what="$sim simulated nodes"
+fi
+printf '\n\033[1m== starting the local cluster: etcd, kube-apiserver, kube-controller-manager, kube-scheduler, inplace-manager, %s\033[0m\n' "$what"
+NODES=$sim REAL_NODES=$real "$root/hack/cluster.sh" up
+"$root/bin/kubectl" --kubeconfig "$root/.local/kubeconfig" get nodes -o wide
 
 cd "$root"
-go run ./test/cmd/demo -cluster-kubeconfig "$root/.local/kubeconfig"
+go run ./test/cmd/demo -cluster-kubeconfig "$root/.local/kubeconfig" -kubectl "$root/bin/kubectl"

@@ -73,5 +73,5 @@ func main() {
 	if err != nil {
 		log.Error(err, "agent failed")
 	}
-	os.Exit(exit)
+	os.Exit(agent.FinalExitCode(ctx, exit, cfg.RestartExitCode))
 }

@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 )
 
 // FailsJob reports whether the podFailurePolicy turns an exit of the
@@ -84,4 +85,43 @@ func unmentionedCode(mentioned []int32) int32 {
 
 func appliesTo(req *batchv1.PodFailurePolicyOnExitCodesRequirement, container string) bool {
 	return req.ContainerName == nil || *req.ContainerName == container
+}
+
+// MatchPod evaluates the policy for a failed Pod as the Job controller
+// does: the rules in order, the first that matches decides. An onExitCodes
+// rule matches a container (regular ones first, then init containers)
+// that terminated with a non-zero code the requirement selects; an
+// onPodConditions rule matches a condition of the Pod with that type and
+// status (True unless said). It returns the action and whether a rule
+// matched.
+func MatchPod(pfp *batchv1.PodFailurePolicy, pod *corev1.Pod) (batchv1.PodFailurePolicyAction, bool) {
+	if pfp == nil {
+		return "", false
+	}
+	statuses := slices.Concat(pod.Status.ContainerStatuses, pod.Status.InitContainerStatuses)
+	for _, r := range pfp.Rules {
+		if req := r.OnExitCodes; req != nil {
+			for _, s := range statuses {
+				t := s.State.Terminated
+				if t == nil || t.ExitCode == 0 || !appliesTo(req, s.Name) {
+					continue
+				}
+				if (req.Operator == batchv1.PodFailurePolicyOnExitCodesOpIn) == slices.Contains(req.Values, t.ExitCode) {
+					return r.Action, true
+				}
+			}
+		}
+		for _, pattern := range r.OnPodConditions {
+			want := pattern.Status
+			if want == "" {
+				want = corev1.ConditionTrue
+			}
+			for _, c := range pod.Status.Conditions {
+				if c.Type == pattern.Type && c.Status == want {
+					return r.Action, true
+				}
+			}
+		}
+	}
+	return "", false
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
 )
 
@@ -70,6 +71,45 @@ func TestExitCodes(t *testing.T) {
 			}
 			if diff := cmp.Diff(tc.failsOn, got); diff != "" {
 				t.Errorf("FailsJob by exit code (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestMatchPod(t *testing.T) {
+	failJobOn3 := onExitCodes(batchv1.PodFailurePolicyActionFailJob, batchv1.PodFailurePolicyOnExitCodesOpIn, nil, 3)
+	ignoreDisruption := batchv1.PodFailurePolicyRule{
+		Action:          batchv1.PodFailurePolicyActionIgnore,
+		OnPodConditions: []batchv1.PodFailurePolicyOnPodConditionsPattern{{Type: corev1.DisruptionTarget}},
+	}
+	pod := func(exit int32, conditions ...corev1.PodConditionType) *corev1.Pod {
+		p := &corev1.Pod{Status: corev1.PodStatus{Phase: corev1.PodFailed, ContainerStatuses: []corev1.ContainerStatus{{
+			Name: "worker", State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: exit}},
+		}}}}
+		for _, c := range conditions {
+			p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{Type: c, Status: corev1.ConditionTrue})
+		}
+		return p
+	}
+	type result struct {
+		Action  batchv1.PodFailurePolicyAction
+		Matched bool
+	}
+	cases := map[string]struct {
+		rules []batchv1.PodFailurePolicyRule
+		pod   *corev1.Pod
+		want  result
+	}{
+		"an exit code rule":               {rules: []batchv1.PodFailurePolicyRule{failJobOn3}, pod: pod(3), want: result{batchv1.PodFailurePolicyActionFailJob, true}},
+		"another code matches nothing":    {rules: []batchv1.PodFailurePolicyRule{failJobOn3}, pod: pod(1)},
+		"an earlier condition rule wins":  {rules: []batchv1.PodFailurePolicyRule{ignoreDisruption, failJobOn3}, pod: pod(3, corev1.DisruptionTarget), want: result{batchv1.PodFailurePolicyActionIgnore, true}},
+		"a condition the Pod lacks skips": {rules: []batchv1.PodFailurePolicyRule{ignoreDisruption, failJobOn3}, pod: pod(3), want: result{batchv1.PodFailurePolicyActionFailJob, true}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			action, matched := MatchPod(&batchv1.PodFailurePolicy{Rules: tc.rules}, tc.pod)
+			if diff := cmp.Diff(tc.want, result{action, matched}); diff != "" {
+				t.Errorf("MatchPod (-want +got):\n%s", diff)
 			}
 		})
 	}

@@ -19,6 +19,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/inplace-dev/inplace/test/images"
 )
 
 // FeatureGates are the gates every component runs with: container restart
@@ -91,16 +93,18 @@ type Cluster struct {
 	// Host is the apiserver URL.
 	Host string
 
-	opts      Options
-	workDir   string
-	logDir    string
-	procs     []*process // in start order
-	nodes     []*realNode
-	host      *HostState // before the real nodes started
-	hostLock  *os.File
-	stopOnce  sync.Once
-	stopErr   error
-	artifacts string
+	opts     Options
+	workDir  string
+	logDir   string
+	procs    []*process // in start order
+	nodes    []*realNode
+	host     *HostState // before the real nodes started
+	hostLock *os.File
+	// leftOnHost is what Stop found the real nodes left on the host.
+	leftOnHost []string
+	stopOnce   sync.Once
+	stopErr    error
+	artifacts  string
 }
 
 // Start brings up etcd, kube-apiserver, kube-controller-manager and
@@ -110,31 +114,17 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	if err := opts.complete(); err != nil {
 		return nil, err
 	}
-	var lock *os.File
 	if opts.RealNodes > 0 {
 		if err := checkRealNodePrerequisites(opts.BinDir); err != nil {
 			return nil, err
 		}
-		lockCtx, cancel := context.WithTimeout(ctx, opts.StartTimeout)
-		lock, err = lockHost(lockCtx)
-		cancel()
-		if err != nil {
-			return nil, err
-		}
 	}
-	sweepStaleWorkDirs()
+	sweepStaleWorkDirs(false)
 	workDir, err := os.MkdirTemp("", fmt.Sprintf("%s%d-", workDirPrefix, os.Getpid()))
 	if err != nil {
 		return nil, err
 	}
-	c := &Cluster{opts: opts, workDir: workDir, logDir: filepath.Join(workDir, "logs"), hostLock: lock}
-	if opts.RealNodes > 0 {
-		if c.host, err = recordHost(); err != nil {
-			_ = os.RemoveAll(workDir)
-			lock.Close()
-			return nil, fmt.Errorf("recording the host's state: %w", err)
-		}
-	}
+	c := &Cluster{opts: opts, workDir: workDir, logDir: filepath.Join(workDir, "logs")}
 	defer func() {
 		if err != nil {
 			if c.Stop(true) == nil && c.artifacts != "" {
@@ -142,6 +132,33 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 			}
 		}
 	}()
+	if err := os.MkdirAll(c.logDir, 0o755); err != nil {
+		return nil, err
+	}
+	if opts.RealNodes > 0 {
+		// The images first, then the machine-wide lock: building them
+		// takes a while, and another cluster may hold the lock meanwhile.
+		if c.opts.ImageArchives == nil {
+			root, err := RepoRoot()
+			if err != nil {
+				return nil, err
+			}
+			start := time.Now()
+			if c.opts.ImageArchives, err = images.Build(ctx, root, filepath.Join(workDir, "images")); err != nil {
+				return nil, err
+			}
+			c.logf("built the images in %v", time.Since(start).Round(time.Millisecond))
+		}
+		if c.hostLock, err = lockHost(ctx); err != nil {
+			return nil, err
+		}
+		// Holding the lock: what dead real-node clusters left is undone
+		// now, and no live one's is touched.
+		sweepStaleWorkDirs(true)
+		if c.host, err = recordHost(); err != nil {
+			return nil, fmt.Errorf("recording the host's state: %w", err)
+		}
+	}
 	if err := os.MkdirAll(c.logDir, 0o755); err != nil {
 		return nil, err
 	}
@@ -411,6 +428,11 @@ func (c *Cluster) Stop(keepLogs bool) error {
 		for i := len(c.procs) - 1; i >= 0; i-- {
 			c.procs[i].stop(10 * time.Second)
 		}
+		if c.host != nil {
+			// Checked while the machine-wide lock is still held: another
+			// cluster's nodes start only after it.
+			c.leftOnHost = c.host.Differences()
+		}
 		if keepLogs {
 			dst := filepath.Join(c.opts.ArtifactsDir, fmt.Sprintf("%s-%s", c.opts.Name, time.Now().Format("20060102-150405.000")))
 			if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
@@ -421,7 +443,13 @@ func (c *Cluster) Stop(keepLogs bool) error {
 				c.artifacts = dst
 			}
 		}
-		errs = append(errs, os.RemoveAll(c.workDir))
+		if m := mountsUnder(c.workDir); len(m) > 0 {
+			// Never remove through a mount: the directory and its recorded
+			// state stay for the next start's sweep.
+			errs = append(errs, fmt.Errorf("kept %s: still mounted there: %v", c.workDir, m))
+		} else {
+			errs = append(errs, os.RemoveAll(c.workDir))
+		}
 		if c.hostLock != nil {
 			errs = append(errs, c.hostLock.Close())
 		}
@@ -477,9 +505,17 @@ func (c *Cluster) Done() <-chan struct{} {
 	return done
 }
 
+// LeftOnHost lists what the real nodes left on the host after Stop, checked
+// against the state recorded before they started: empty when the host is as
+// it was.
+func (c *Cluster) LeftOnHost() []string { return c.leftOnHost }
+
 // sweepStaleWorkDirs removes the working directories of clusters whose
-// process no longer exists (killed by a test timeout, say).
-func sweepStaleWorkDirs() {
+// process no longer exists (killed by a test timeout, say). Those of
+// real-node clusters are undone and removed only by a caller that holds
+// the machine-wide lock (withRealNodes): undoing them races a live
+// real-node cluster otherwise.
+func sweepStaleWorkDirs(withRealNodes bool) {
 	matches, _ := filepath.Glob(filepath.Join(os.TempDir(), workDirPrefix+"*"))
 	for _, dir := range matches {
 		rest := strings.TrimPrefix(filepath.Base(dir), workDirPrefix)
@@ -487,10 +523,18 @@ func sweepStaleWorkDirs() {
 		if err != nil || pid == os.Getpid() {
 			continue
 		}
-		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
-			sweepRealNodes(dir)
-			os.RemoveAll(dir)
+		if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
+			continue
 		}
+		if _, err := os.Stat(filepath.Join(dir, stateFile)); err == nil {
+			if !withRealNodes {
+				continue
+			}
+			if sweepRealNodes(dir) != nil || len(mountsUnder(dir)) > 0 {
+				continue // kept for a later sweep; never removed through a mount
+			}
+		}
+		os.RemoveAll(dir)
 	}
 }
 

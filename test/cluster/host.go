@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -43,8 +44,13 @@ type HostState struct {
 	Paths map[string]bool `json:"paths"`
 	// IPForward is net.ipv4.ip_forward before (the bridge plugin sets it).
 	IPForward string `json:"ipForward"`
-	// Chains are the iptables chains of each table before ("filter", ...).
+	// Chains are the chains of each table before, for iptables and
+	// ip6tables ("iptables/filter", "ip6tables/nat", ...): the kubelet
+	// programs both families.
 	Chains map[string][]string `json:"chains"`
+	// BootID tells a recording of this boot from one of an earlier boot,
+	// whose host-level undo (chains, ip_forward, host paths) must not run.
+	BootID string `json:"bootID"`
 	// Links are the network interfaces before.
 	Links []string `json:"links"`
 
@@ -55,12 +61,27 @@ type HostState struct {
 	WorkDir    string   `json:"workDir"`
 }
 
-var iptablesTables = []string{"filter", "nat", "mangle"}
+var (
+	iptablesTables = []string{"filter", "nat", "mangle"}
+	iptablesFamily = []string{"iptables", "ip6tables"}
+	// kubeletChains are the chains a kubelet creates for itself; restore
+	// removes them if they were not there before, and no other chain but
+	// the cluster's own NAT chain.
+	kubeletChains = []string{"KUBE-FIREWALL", "KUBE-KUBELET-CANARY", "KUBE-IPTABLES-HINT", "KUBE-NODEPORTS"}
+)
+
+func bootID() string {
+	id, _ := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	return strings.TrimSpace(string(id))
+}
 
 func recordHost() (*HostState, error) {
-	s := &HostState{Paths: map[string]bool{}, Chains: map[string][]string{}}
+	s := &HostState{Paths: map[string]bool{}, Chains: map[string][]string{}, BootID: bootID()}
 	for _, p := range hostPaths {
 		_, err := os.Stat(p)
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, err
+		}
 		s.Paths[p] = err == nil
 	}
 	fwd, err := os.ReadFile("/proc/sys/net/ipv4/ip_forward")
@@ -68,12 +89,14 @@ func recordHost() (*HostState, error) {
 		return nil, err
 	}
 	s.IPForward = strings.TrimSpace(string(fwd))
-	for _, t := range iptablesTables {
-		chains, err := iptablesChains(t)
-		if err != nil {
-			return nil, err
+	for _, fam := range iptablesFamily {
+		for _, t := range iptablesTables {
+			chains, err := iptablesChains(fam, t)
+			if err != nil {
+				return nil, err
+			}
+			s.Chains[fam+"/"+t] = chains
 		}
-		s.Chains[t] = chains
 	}
 	if s.Links, err = links(); err != nil {
 		return nil, err
@@ -100,8 +123,10 @@ func loadHostState(path string) (*HostState, error) {
 
 // restore undoes what a real-node cluster did to the host, in the order
 // that works: processes first (shims outlive their containerd), then
-// mounts, cgroups, links, iptables and the paths it created. It goes on
-// past errors and returns them all.
+// mounts, cgroups, the bridge and its veths, and — only within the boot it
+// was recorded in — the iptables chains it or its kubelets created, the
+// host paths it created and ip_forward. It goes on past errors and returns
+// them all.
 func (s *HostState) restore() error {
 	var errs []error
 	if s.WorkDir != "" {
@@ -111,22 +136,33 @@ func (s *HostState) restore() error {
 	for _, root := range s.CgroupRoot {
 		errs = append(errs, removeCgroup(root))
 	}
-	if s.Bridge != "" {
-		if slices.Contains(mustLinks(), s.Bridge) {
-			errs = append(errs, run("ip", "link", "delete", s.Bridge))
+	if s.Bridge != "" && slices.Contains(mustLinks(), s.Bridge) {
+		// Its veths first: the kernel removes them with their network
+		// namespaces, but not at once.
+		if out, err := exec.Command("ip", "-o", "link", "show", "master", s.Bridge).Output(); err == nil {
+			for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+				if f := strings.Fields(line); len(f) > 1 {
+					_ = run("ip", "link", "delete", strings.SplitN(strings.TrimSuffix(f[1], ":"), "@", 2)[0])
+				}
+			}
 		}
+		errs = append(errs, run("ip", "link", "delete", s.Bridge))
 	}
-	// Veths left by a crashed run vanish with their network namespaces,
-	// which the unmounts above released.
-	for _, t := range iptablesTables {
-		now, err := iptablesChains(t)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		for _, chain := range now {
-			if !slices.Contains(s.Chains[t], chain) {
-				errs = append(errs, deleteChain(t, chain))
+	if s.BootID != bootID() {
+		return errors.Join(errs...)
+	}
+	for _, fam := range iptablesFamily {
+		for _, t := range iptablesTables {
+			now, err := iptablesChains(fam, t)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			for _, chain := range now {
+				ours := chain == s.NATChain || slices.Contains(kubeletChains, chain)
+				if ours && !slices.Contains(s.Chains[fam+"/"+t], chain) {
+					errs = append(errs, deleteChain(fam, t, chain))
+				}
 			}
 		}
 	}
@@ -134,9 +170,14 @@ func (s *HostState) restore() error {
 		errs = append(errs, os.WriteFile("/proc/sys/net/ipv4/ip_forward", []byte(s.IPForward), 0o644))
 	}
 	for _, p := range hostPaths {
-		if !s.Paths[p] {
-			errs = append(errs, unmountUnder(p), os.RemoveAll(p))
+		if s.Paths[p] {
+			continue
 		}
+		if err := unmountUnder(p); err != nil {
+			errs = append(errs, err)
+			continue // never remove through a mount
+		}
+		errs = append(errs, os.RemoveAll(p))
 	}
 	return errors.Join(errs...)
 }
@@ -157,18 +198,18 @@ func (s *HostState) Differences() []string {
 	if now.IPForward != s.IPForward {
 		out = append(out, fmt.Sprintf("net.ipv4.ip_forward: %s before, %s now", s.IPForward, now.IPForward))
 	}
-	for _, t := range iptablesTables {
-		if !slices.Equal(now.Chains[t], s.Chains[t]) {
-			out = append(out, fmt.Sprintf("iptables %s chains: %v before, %v now", t, s.Chains[t], now.Chains[t]))
+	for key, before := range s.Chains {
+		if !slices.Equal(now.Chains[key], before) {
+			out = append(out, fmt.Sprintf("%s chains: %v before, %v now", key, before, now.Chains[key]))
 		}
 	}
 	if !slices.Equal(now.Links, s.Links) {
 		out = append(out, fmt.Sprintf("network interfaces: %v before, %v now", s.Links, now.Links))
 	}
 	for _, root := range s.CgroupRoot {
-		for _, h := range cgroupHierarchies {
-			if _, err := os.Stat(filepath.Join("/sys/fs/cgroup", h, root)); err == nil {
-				out = append(out, fmt.Sprintf("cgroup %s:%s is left", h, root))
+		for _, h := range mountedHierarchies() {
+			if _, err := os.Stat(filepath.Join(h, root)); err == nil {
+				out = append(out, fmt.Sprintf("cgroup %s is left", filepath.Join(h, root)))
 			}
 		}
 	}
@@ -183,10 +224,10 @@ func (s *HostState) Differences() []string {
 	return out
 }
 
-func iptablesChains(table string) ([]string, error) {
-	out, err := exec.Command("iptables", "-w", "5", "-t", table, "-S").Output()
+func iptablesChains(family, table string) ([]string, error) {
+	out, err := exec.Command(family, "-w", "5", "-t", table, "-S").Output()
 	if err != nil {
-		return nil, fmt.Errorf("iptables -t %s -S: %w", table, err)
+		return nil, fmt.Errorf("%s -t %s -S: %w", family, table, err)
 	}
 	var chains []string
 	for _, line := range strings.Split(string(out), "\n") {
@@ -200,8 +241,8 @@ func iptablesChains(table string) ([]string, error) {
 }
 
 // deleteChain removes every rule that jumps to chain, then the chain.
-func deleteChain(table, chain string) error {
-	out, err := exec.Command("iptables", "-w", "5", "-t", table, "-S").Output()
+func deleteChain(family, table, chain string) error {
+	out, err := exec.Command(family, "-w", "5", "-t", table, "-S").Output()
 	if err != nil {
 		return err
 	}
@@ -212,9 +253,9 @@ func deleteChain(table, chain string) error {
 			continue
 		}
 		args := append([]string{"-w", "5", "-t", table, "-D"}, f[1:]...)
-		errs = append(errs, run("iptables", args...))
+		errs = append(errs, run(family, args...))
 	}
-	errs = append(errs, run("iptables", "-w", "5", "-t", table, "-F", chain), run("iptables", "-w", "5", "-t", table, "-X", chain))
+	errs = append(errs, run(family, "-w", "5", "-t", table, "-F", chain), run(family, "-w", "5", "-t", table, "-X", chain))
 	return errors.Join(errs...)
 }
 
@@ -236,9 +277,13 @@ func mustLinks() []string {
 	return l
 }
 
-// processesUnder lists the processes whose command line names dir: the
-// kubelets and containerds of a cluster, and the shims and containers
-// started for them.
+// ourExecutables are the programs a real node runs: its kubelet and
+// containerd, containerd's shims, and runc.
+var ourExecutables = []string{"kubelet", "containerd", "containerd-shim-runc-v2", "runc"}
+
+// processesUnder lists the kubelets, containerds, shims and runcs whose
+// command line names a path under dir: those of one cluster's nodes (a
+// shim names its containerd's socket).
 func processesUnder(dir string) []int {
 	entries, _ := os.ReadDir("/proc")
 	var pids []int
@@ -248,10 +293,14 @@ func processesUnder(dir string) []int {
 			continue
 		}
 		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err != nil {
+		if err != nil || len(cmdline) == 0 {
 			continue
 		}
-		if bytes.Contains(cmdline, []byte(dir)) {
+		argv0, _, _ := bytes.Cut(cmdline, []byte{0})
+		if !slices.Contains(ourExecutables, filepath.Base(string(argv0))) {
+			continue
+		}
+		if bytes.Contains(cmdline, []byte(dir+"/")) {
 			pids = append(pids, pid)
 		}
 	}
@@ -347,12 +396,40 @@ func createCgroup(root string) error {
 	return nil
 }
 
-// removeCgroup removes root and every cgroup below it in every hierarchy,
-// deepest first (a cgroup directory is removed with rmdir once empty).
+// mountedHierarchies lists the cgroup hierarchies mounted on this host,
+// v1 and v2 alike (a hybrid host has cgroup2 at /sys/fs/cgroup/unified,
+// where runc and the kubelet make cgroups too).
+func mountedHierarchies() []string {
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	var out []string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		// ... mount point (5th) ... " - " fstype source options
+		line := sc.Text()
+		pre, post, ok := strings.Cut(line, " - ")
+		fields, types := strings.Fields(pre), strings.Fields(post)
+		if !ok || len(fields) < 5 || len(types) < 1 {
+			continue
+		}
+		if types[0] == "cgroup" || types[0] == "cgroup2" {
+			out = append(out, unescapeMount(fields[4]))
+		}
+	}
+	sort.Strings(out)
+	return slices.Compact(out)
+}
+
+// removeCgroup removes root and every cgroup below it in every mounted
+// hierarchy, deepest first (a cgroup directory is removed with rmdir once
+// empty).
 func removeCgroup(root string) error {
 	var errs []error
-	for _, h := range cgroupHierarchies {
-		top := filepath.Join("/sys/fs/cgroup", h, root)
+	for _, h := range mountedHierarchies() {
+		top := filepath.Join(h, root)
 		var dirs []string
 		_ = filepath.WalkDir(top, func(p string, d os.DirEntry, err error) error {
 			if err == nil && d.IsDir() {

@@ -61,10 +61,6 @@ func (c *Cluster) PodLogsDir(node string) string {
 	return filepath.Join(c.workDir, "nodes", node, "pod-logs")
 }
 
-// HostStateBefore is the host as it was before the real nodes started,
-// for a check that Stop left nothing behind (HostState.Differences).
-func (c *Cluster) HostStateBefore() *HostState { return c.host }
-
 func checkRealNodePrerequisites(binDir string) error {
 	var missing []string
 	for _, b := range []string{"containerd", "containerd-shim-runc-v2", "ctr", "runc", "iptables", "ip"} {
@@ -84,12 +80,15 @@ func checkRealNodePrerequisites(binDir string) error {
 	if os.Geteuid() != 0 {
 		return errors.New("real nodes need root: they run containerd and kubelets, make a bridge and cgroups")
 	}
+	if fi, err := os.Stat("/sys/fs/cgroup/cpu"); err != nil || !fi.IsDir() {
+		return errors.New("real nodes here need the cgroup v1 hierarchies (a hybrid host, as Debian 12 with systemd.unified_cgroup_hierarchy=0 or without systemd): /sys/fs/cgroup/cpu is missing")
+	}
 	return nil
 }
 
-// lockHost takes the machine-wide lock of real nodes: their stacks share
-// host paths (/run/containerd, /var/lib/cni) whose teardown must not race
-// another cluster's.
+// lockHost takes the machine-wide lock of real nodes, waiting as long as
+// ctx allows: their stacks share host paths (/run/containerd, /var/lib/cni)
+// whose teardown must not race another cluster's.
 func lockHost(ctx context.Context) (*os.File, error) {
 	if err := os.MkdirAll(filepath.Dir(hostLock), 0o755); err != nil {
 		return nil, err
@@ -135,17 +134,6 @@ func (c *Cluster) startRealNodes(ctx context.Context, p *pki, apiPort int) error
 		return fmt.Errorf("setting up the nodes' network: %w", err)
 	}
 	archives := c.opts.ImageArchives
-	if archives == nil {
-		root, err := RepoRoot()
-		if err != nil {
-			return err
-		}
-		start := time.Now()
-		if archives, err = images.Build(ctx, root, filepath.Join(c.workDir, "images")); err != nil {
-			return err
-		}
-		c.logf("built the images in %v", time.Since(start).Round(time.Millisecond))
-	}
 	ports, err := FreePorts(len(c.nodes))
 	if err != nil {
 		return err
@@ -459,14 +447,15 @@ func killCgroup(root string) error {
 }
 
 // sweepRealNodes undoes what a dead cluster's real nodes left on the host,
-// from the state it saved.
-func sweepRealNodes(workDir string) {
+// from the state it saved. The caller holds the machine-wide lock.
+func sweepRealNodes(workDir string) error {
 	s, err := loadHostState(filepath.Join(workDir, stateFile))
 	if err != nil {
-		return
+		return err
 	}
+	var errs []error
 	for _, root := range s.CgroupRoot {
-		_ = killCgroup(root)
+		errs = append(errs, killCgroup(root))
 	}
-	_ = s.restore()
+	return errors.Join(append(errs, s.restore())...)
 }

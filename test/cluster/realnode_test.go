@@ -28,7 +28,6 @@ func TestRealNodesRunAPodAndLeaveTheHostClean(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	before := c.HostStateBefore()
 	stopped := false
 	defer func() {
 		if !stopped {
@@ -76,7 +75,7 @@ func TestRealNodesRunAPodAndLeaveTheHostClean(t *testing.T) {
 		t.Errorf("Stop: %v", err)
 	}
 	stopped = true
-	if diff := before.Differences(); len(diff) > 0 {
-		t.Errorf("the host differs after Stop:\n%s", strings.Join(diff, "\n"))
+	if left := c.LeftOnHost(); len(left) > 0 {
+		t.Errorf("the host differs after Stop:\n%s", strings.Join(left, "\n"))
 	}
 }

@@ -5,17 +5,21 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/exec"
 	"sort"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
 	managerapp "github.com/inplace-dev/inplace/cmd/manager/app"
+	"github.com/inplace-dev/inplace/test/images"
 	"github.com/inplace-dev/inplace/test/simnode"
 	"github.com/inplace-dev/inplace/test/wrappers"
 )
@@ -24,14 +28,25 @@ const workers = 8
 
 func main() {
 	kubeconfig := flag.String("cluster-kubeconfig", ".local/kubeconfig", "kubeconfig of the local cluster")
+	kubectl := flag.String("kubectl", "bin/kubectl", "kubectl, to make a worker on a real node fail as a person would")
 	flag.Parse()
-	if err := run(*kubeconfig); err != nil {
+	if err := run(*kubeconfig, *kubectl); err != nil {
 		fmt.Fprintln(os.Stderr, "demo:", err)
 		os.Exit(1)
 	}
 }
 
-func run(kubeconfig string) error {
+// demo is how the demo runs on the cluster it found.
+type demo struct {
+	c client.Client
+	// real: the nodes are real kubelets; workers run the test worker image
+	// and fail through kubectl exec. Otherwise simulated nodes make a
+	// worker exit when its Pod is annotated.
+	real                bool
+	kubeconfig, kubectl string
+}
+
+func run(kubeconfig, kubectl string) error {
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
 		return err
@@ -42,6 +57,14 @@ func run(kubeconfig string) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
+	d := &demo{c: c, kubeconfig: kubeconfig, kubectl: kubectl}
+	var nodes corev1.NodeList
+	if err := c.List(ctx, &nodes); err != nil {
+		return err
+	}
+	for _, n := range nodes.Items {
+		d.real = d.real || strings.HasPrefix(n.Status.NodeInfo.ContainerRuntimeVersion, "containerd://")
+	}
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "demo-"}}
 	if err := c.Create(ctx, ns); err != nil {
 		return err
@@ -53,11 +76,11 @@ func run(kubeconfig string) error {
 		return err
 	}
 
-	inPlace, err := scenario(ctx, c, ns.Name, "train-inplace", jobset.InPlaceRestart)
+	inPlace, err := d.scenario(ctx, ns.Name, "train-inplace", jobset.InPlaceRestart)
 	if err != nil {
 		return err
 	}
-	recreate, err := scenario(ctx, c, ns.Name, "train-recreate", jobset.Recreate)
+	recreate, err := d.scenario(ctx, ns.Name, "train-recreate", jobset.Recreate)
 	if err != nil {
 		return err
 	}
@@ -67,7 +90,7 @@ func run(kubeconfig string) error {
 	return nil
 }
 
-func jobSet(name, ns string, strategy jobset.JobSetRestartStrategy) *jobset.JobSet {
+func (d *demo) jobSet(name, ns string, strategy jobset.JobSetRestartStrategy) *jobset.JobSet {
 	js := wrappers.MakeJobSet(name, ns).FailurePolicy(&jobset.FailurePolicy{RestartStrategy: strategy, MaxRestarts: 3})
 	for _, rj := range []string{"trainers", "evaluators"} {
 		r := wrappers.MakeReplicatedJob(rj).Parallelism(workers).Obj()
@@ -76,6 +99,12 @@ func jobSet(name, ns string, strategy jobset.JobSetRestartStrategy) *jobset.JobS
 			// injects the rest.
 			r.Template.Spec.BackoffLimit = nil
 		}
+		if d.real {
+			pod := &r.Template.Spec.Template.Spec
+			pod.TerminationGracePeriodSeconds = ptr.To[int64](5)
+			pod.Containers[0].Image = images.Worker
+			pod.Containers[0].Env = []corev1.EnvVar{{Name: "BARRIER_URL", Value: "http://127.0.0.1:18080/barrier-is-lifted"}}
+		}
 		js.ReplicatedJob(r)
 	}
 	return js.Obj()
@@ -83,9 +112,10 @@ func jobSet(name, ns string, strategy jobset.JobSetRestartStrategy) *jobset.JobS
 
 // scenario creates the JobSet, waits for every worker, makes one exit with
 // code 1 and prints the timeline of the recovery.
-func scenario(ctx context.Context, c client.Client, ns, name string, strategy jobset.JobSetRestartStrategy) (time.Duration, error) {
+func (d *demo) scenario(ctx context.Context, ns, name string, strategy jobset.JobSetRestartStrategy) (time.Duration, error) {
+	c := d.c
 	fmt.Printf("\n== %s: a JobSet of 2 replicated jobs x %d workers, restartStrategy %s\n", name, workers, strategy)
-	js := jobSet(name, ns, strategy)
+	js := d.jobSet(name, ns, strategy)
 	if err := c.Create(ctx, js); err != nil {
 		return 0, err
 	}
@@ -103,10 +133,8 @@ func scenario(ctx context.Context, c client.Client, ns, name string, strategy jo
 	fmt.Printf("   every worker running after %.2fs\n", time.Since(start).Seconds())
 
 	victim := podsOf(ctx, c, js)[3]
-	patch := client.MergeFrom(victim.DeepCopy())
-	victim.Annotations[simnode.ExitCodeAnnotation] = "1"
 	t0 := time.Now()
-	if err := c.Patch(ctx, &victim, patch); err != nil {
+	if err := d.fail(ctx, victim); err != nil {
 		return 0, err
 	}
 	fmt.Printf("   worker of %s exits with code 1\n", victim.Name)
@@ -155,6 +183,23 @@ func scenario(ctx context.Context, c client.Client, ns, name string, strategy jo
 		fmt.Printf("   +%6.2fs  %s\n", s.at.Seconds(), s.what)
 	}
 	return events["every worker running again"], nil
+}
+
+// fail makes the worker of victim exit with code 1: on a real node through
+// kubectl exec into its container, on a simulated one by an annotation.
+func (d *demo) fail(ctx context.Context, victim corev1.Pod) error {
+	if d.real {
+		out, err := exec.CommandContext(ctx, d.kubectl, "--kubeconfig", d.kubeconfig, "exec", "-n", victim.Namespace, victim.Name,
+			"-c", "worker", "--", images.WorkerBinary, "exit", "1").CombinedOutput()
+		// The container's end may end the exec session first (137).
+		if err != nil && !strings.Contains(string(out), "exit code 137") {
+			return fmt.Errorf("kubectl exec: %w: %s", err, out)
+		}
+		return nil
+	}
+	patch := client.MergeFrom(victim.DeepCopy())
+	victim.Annotations[simnode.ExitCodeAnnotation] = "1"
+	return d.c.Patch(ctx, &victim, patch)
 }
 
 func podsOf(ctx context.Context, c client.Client, js *jobset.JobSet) []corev1.Pod {

@@ -1,6 +1,7 @@
 package realnode
 
 import (
+	"context"
 	"fmt"
 	"os/exec"
 	"path/filepath"
@@ -90,7 +91,9 @@ func exitWorker(pod corev1.Pod, code int) {
 	GinkgoHelper()
 	bin, err := cluster.BinDir()
 	Expect(err).NotTo(HaveOccurred())
-	cmd := exec.Command(filepath.Join(bin, "kubectl"), "--kubeconfig", fw.Cluster.Kubeconfig,
+	execCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(execCtx, filepath.Join(bin, "kubectl"), "--kubeconfig", fw.Cluster.Kubeconfig,
 		"exec", "-n", pod.Namespace, pod.Name, "-c", "worker", "--", images.WorkerBinary, "exit", fmt.Sprint(code))
 	out, err := cmd.CombinedOutput()
 	// The worker exits as told, and its container's end may end the exec
@@ -208,8 +211,8 @@ var _ = Describe("in-place restart on real kubelets", func() {
 			}
 			// The worker's own record: the barrier let it through at the
 			// new epoch, which is synced only once every agent reported it.
-			log := workerLog(p)
-			Expect(log).To(ContainSubstring(`barrier status=200 body={"lifted":true,"epoch":2}`), "worker log of %s:\n%s", p.Name, log)
+			Eventually(func() string { return workerLog(p) }).WithTimeout(30*time.Second).
+				Should(ContainSubstring(`barrier status=200 body={"lifted":true,"epoch":2}`), "worker log of %s", p.Name)
 		}
 	})
 
@@ -237,6 +240,14 @@ var _ = Describe("in-place restart on real kubelets", func() {
 		got := getJobSet(js)
 		Expect(got.Status.InPlaceRestarts).To(BeZero(), "the fatal exit started an in-place restart")
 		Expect(got.Status.DeprecatedEpoch).To(BeZero(), "an epoch was deprecated for a fatal exit")
+		// Until no Pod runs anything (the failed Job's Pod stays, Failed;
+		// the others are deleted): a dying Pod's agent that exited with the
+		// restart code would restart its Pod in place on the way out.
+		Eventually(func(g Gomega) {
+			for _, p := range podsOf(js) {
+				g.Expect(p.Status.Phase).To(BeElementOf(corev1.PodFailed, corev1.PodSucceeded), "pod %s", p.Name)
+			}
+		}).WithTimeout(timeout).Should(Succeed())
 		Expect(restarts.restarted()).To(BeEmpty(), "containers restarted after a fatal exit:\n%s", strings.Join(restarts.restarted(), "\n"))
 	})
 

@@ -14,7 +14,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	configv1alpha1 "github.com/inplace-dev/inplace/api/config/v1alpha1"
-	"github.com/inplace-dev/inplace/test/cluster"
 	"github.com/inplace-dev/inplace/test/deploy"
 	"github.com/inplace-dev/inplace/test/framework"
 	"github.com/inplace-dev/inplace/test/images"
@@ -31,11 +30,10 @@ var (
 			c.Controller.InPlaceRestartTimeout = &metav1.Duration{Duration: time.Minute}
 		},
 	}
-	cfg        *rest.Config
-	ctx        context.Context
-	k8sClient  client.Client
-	clientset  *kubernetes.Clientset
-	hostBefore *cluster.HostState
+	cfg       *rest.Config
+	ctx       context.Context
+	k8sClient client.Client
+	clientset *kubernetes.Clientset
 )
 
 func TestRealNodes(t *testing.T) {
@@ -48,7 +46,6 @@ func TestRealNodes(t *testing.T) {
 
 var _ = BeforeSuite(func() {
 	cfg = fw.Init()
-	hostBefore = fw.Cluster.HostStateBefore()
 	ctx, k8sClient = fw.SetupClient(cfg)
 	clientset = kubernetes.NewForConfigOrDie(cfg)
 	fw.StartManager(cfg)
@@ -59,8 +56,9 @@ var _ = BeforeSuite(func() {
 var _ = AfterSuite(func() {
 	fw.Teardown()
 	// The host as it was: no process, mount, cgroup, interface, iptables
-	// chain or path of the nodes left.
-	if hostBefore != nil {
-		Expect(hostBefore.Differences()).To(BeEmpty(), "the host differs after the real nodes stopped:\n%s", strings.Join(hostBefore.Differences(), "\n"))
+	// chain or path of the nodes left (checked by Stop under the lock).
+	if fw.Cluster != nil {
+		left := fw.Cluster.LeftOnHost()
+		Expect(left).To(BeEmpty(), "the host differs after the real nodes stopped:\n%s", strings.Join(left, "\n"))
 	}
 })
