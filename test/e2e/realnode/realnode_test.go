@@ -260,11 +260,14 @@ var _ = Describe("in-place restart on real kubelets", func() {
 
 		after := expectRunning(js, 2)
 		Expect(after).NotTo(HaveKey(victim.Name), "the deleted Pod is back")
+		survivors := 0
 		for name, id := range after {
 			if old, ok := before[name]; ok {
 				Expect(id).To(Equal(old), "pod %s restarted in place: same UID and IP", name)
+				survivors++
 			}
 		}
+		Expect(survivors).To(Equal(nodes-1), "every Pod but the deleted one restarted in place, none was recreated")
 		got := getJobSet(js)
 		Expect(got.Status.InPlaceRestarts).To(Equal(int32(1)))
 		Expect(got.Status.Restarts).To(Equal(int32(1)))
@@ -295,5 +298,48 @@ var _ = Describe("in-place restart on real kubelets", func() {
 		got := getJobSet(js)
 		Expect(got.Status.InPlaceRestarts).To(Equal(int32(1)))
 		Expect(got.Status.Restarts).To(Equal(int32(1)))
+	})
+
+	It("InOrder: after an in-place restart the barriers lift replicated job by replicated job", func() {
+		js := workerJobSet("inorder", ns.Name, nil)
+		driver := js.Spec.ReplicatedJobs[0].DeepCopy()
+		driver.Name, driver.Replicas = "driver", 1
+		js.Spec.ReplicatedJobs[0].Replicas = nodes - 1
+		js.Spec.ReplicatedJobs = append([]jobset.ReplicatedJob{*driver}, js.Spec.ReplicatedJobs...)
+		js.Spec.StartupPolicy = &jobset.StartupPolicy{StartupPolicyOrder: jobset.InOrder}
+		Expect(k8sClient.Create(ctx, js)).To(Succeed())
+		before := expectRunning(js, 1)
+		var victim corev1.Pod
+		for _, p := range podsOf(js) {
+			if p.Labels[jobset.ReplicatedJobNameKey] == "workers" {
+				victim = p
+			}
+		}
+		exitWorker(victim, 1)
+		Expect(expectRunning(js, 2)).To(Equal(before))
+
+		// The workers' own logs: each started (after the restart) once its
+		// barrier lifted at epoch 2, and every worker of "workers" after
+		// every one of "driver".
+		started := map[string][]time.Time{}
+		for _, p := range podsOf(js) {
+			var at time.Time
+			Eventually(func(g Gomega) {
+				log := workerLog(p)
+				g.Expect(log).To(ContainSubstring(`"epoch":2}`))
+				first := strings.Fields(strings.SplitN(log, "\n", 2)[0])
+				g.Expect(first).NotTo(BeEmpty())
+				var err error
+				at, err = time.Parse(time.RFC3339Nano, first[0])
+				g.Expect(err).NotTo(HaveOccurred())
+			}).WithTimeout(30 * time.Second).Should(Succeed())
+			rj := p.Labels[jobset.ReplicatedJobNameKey]
+			started[rj] = append(started[rj], at)
+		}
+		Expect(started["driver"]).To(HaveLen(1))
+		Expect(started["workers"]).To(HaveLen(nodes - 1))
+		for _, w := range started["workers"] {
+			Expect(w.After(started["driver"][0])).To(BeTrue(), "a worker of workers started at %v, before the driver's at %v", w, started["driver"][0])
+		}
 	})
 })

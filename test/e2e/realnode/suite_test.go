@@ -27,7 +27,10 @@ var (
 		Configure: func(c *configv1alpha1.Configuration) {
 			// The image every node imported, under the name config/ uses.
 			c.Agent.Image = images.Agent
-			c.Controller.InPlaceRestartTimeout = &metav1.Duration{Duration: time.Minute}
+			// Longer than the Job controller may take to replace a deleted
+			// Pod (measured up to 59 s here, with its failure back-off),
+			// shorter than the specs wait.
+			c.Controller.InPlaceRestartTimeout = &metav1.Duration{Duration: 150 * time.Second}
 		},
 	}
 	cfg       *rest.Config
