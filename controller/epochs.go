@@ -56,14 +56,14 @@ type epochDecision struct {
 }
 
 // observePodIn extracts the epoch facts of a Pod of js, including whether
-// its failure fails its Job under the Job's podFailurePolicy. A Failed Pod
-// is judged as the Job controller judges it (podfailure.MatchPod). A Pod
-// that is not Failed yet is fatal once one of its workers terminated with
-// an exit code the policy makes FailJob: with the agent sidecar still
-// running, the kubelet keeps such a Pod Running (a running restartable init
-// container counts as running) until it has stopped the sidecar, and an
-// in-place restart decided in that window would restart the Pod and defeat
-// the FailJob. Only regular containers count there, never the agent.
+// its failure fails its Job under the Job's podFailurePolicy, judged as the
+// Job controller judges a failed Pod (podfailure.MatchPod). A Pod that is
+// not Failed yet is judged by its workers' own exits so far: with the agent
+// sidecar still running, the kubelet keeps such a Pod Running (a running
+// restartable init container counts as running) until it has stopped the
+// sidecar, and an in-place restart decided in that window would restart the
+// Pod and defeat the FailJob. Only regular containers count there, never
+// the agent.
 func observePodIn(js *jobset.JobSet, pod *corev1.Pod) podEpoch {
 	p := observePod(pod)
 	for _, rj := range js.Spec.ReplicatedJobs {
@@ -71,17 +71,21 @@ func observePodIn(js *jobset.JobSet, pod *corev1.Pod) podEpoch {
 		if rj.Name != p.replicatedJob || pfp == nil {
 			continue
 		}
-		if pod.Status.Phase == corev1.PodFailed {
-			action, matched := podfailure.MatchPod(pfp, pod)
-			p.fatal = matched && action == batchv1.PodFailurePolicyActionFailJob
-			continue
-		}
-		for _, s := range pod.Status.ContainerStatuses {
-			t := s.State.Terminated
-			if t != nil && t.Reason != restartingAllContainers && podfailure.FailsJob(s.Name, pfp, t.ExitCode) {
-				p.fatal = true
+		judged := pod
+		if pod.Status.Phase != corev1.PodFailed {
+			// Judged as the Job controller will judge it once it fails:
+			// by the workers' own exits so far (not the agent's, not a
+			// stop for a restart of all containers) and its conditions.
+			view := &corev1.Pod{Status: corev1.PodStatus{Conditions: pod.Status.Conditions}}
+			for _, s := range pod.Status.ContainerStatuses {
+				if t := s.State.Terminated; t != nil && t.Reason != restartingAllContainers {
+					view.Status.ContainerStatuses = append(view.Status.ContainerStatuses, s)
+				}
 			}
+			judged = view
 		}
+		action, matched := podfailure.MatchPod(pfp, judged)
+		p.fatal = matched && action == batchv1.PodFailurePolicyActionFailJob
 	}
 	return p
 }

@@ -236,7 +236,7 @@ func TestFatalExitOnARunningPodStartsNoRestart(t *testing.T) {
 		Action:      batchv1.PodFailurePolicyActionFailJob,
 		OnExitCodes: &batchv1.PodFailurePolicyOnExitCodesRequirement{Operator: batchv1.PodFailurePolicyOnExitCodesOpIn, Values: []int32{3}},
 	}}}
-	pod := func(name, rj string, exit int32) *corev1.Pod {
+	pod := func(name, rj string, exit int32, reason string) *corev1.Pod {
 		p := &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{jobset.ReplicatedJobNameKey: rj}, Annotations: map[string]string{jobset.EpochKey: "1"}},
 			Status: corev1.PodStatus{Phase: corev1.PodRunning, ContainerStatuses: []corev1.ContainerStatus{{
@@ -244,24 +244,28 @@ func TestFatalExitOnARunningPodStartsNoRestart(t *testing.T) {
 			}}},
 		}
 		if exit != 0 {
-			p.Status.ContainerStatuses[0].State = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: exit}}
+			p.Status.ContainerStatuses[0].State = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: exit, Reason: reason}}
 		}
 		return p
 	}
 	for name, tc := range map[string]struct {
 		exit           int32
+		reason         string
 		wantFatal      bool
 		wantDeprecated int32
 	}{
 		"a fatal code: the failure policy decides, no restart": {exit: 3, wantFatal: true, wantDeprecated: 0},
 		"another code: an in-place restart":                    {exit: 1, wantFatal: false, wantDeprecated: 1},
+		// The kubelet's own stop for a restart of every container is not
+		// the worker's exit.
+		"stopped to restart all containers": {exit: 3, reason: "RestartingAllContainers", wantFatal: false, wantDeprecated: 1},
 	} {
 		t.Run(name, func(t *testing.T) {
-			victim := observePodIn(js, pod("w0", "workers", tc.exit))
+			victim := observePodIn(js, pod("w0", "workers", tc.exit, tc.reason))
 			if victim.fatal != tc.wantFatal {
 				t.Errorf("fatal = %v, want %v", victim.fatal, tc.wantFatal)
 			}
-			d := decideEpochs(js, []podEpoch{observePodIn(js, pod("d0", "driver", 0)), victim})
+			d := decideEpochs(js, []podEpoch{observePodIn(js, pod("d0", "driver", 0, "")), victim})
 			if d.deprecated != tc.wantDeprecated || d.restartBegan != (tc.wantDeprecated > 0) {
 				t.Errorf("deprecated %d (restart began %v), want %d", d.deprecated, d.restartBegan, tc.wantDeprecated)
 			}

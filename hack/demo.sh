@@ -8,11 +8,15 @@
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
-cleanup() { "$root/hack/cluster.sh" down >/dev/null 2>&1 || true; }
+cleanup() {
+  # The teardown's own words: real nodes report anything they left.
+  "$root/hack/cluster.sh" down || true
+  grep -h "left on the host" -A20 "$root/.local/cluster.log" 2>/dev/null || true
+}
 trap cleanup EXIT
 
 real=${REAL_NODES:-4}
-sim=${NODES:-0}
+if ((real > 0)); then sim=${NODES:-0}; else sim=${NODES:-16}; fi
 if ((real > 0)); then
   what="$real real nodes (kubelet and containerd)"
 else

@@ -17,9 +17,14 @@ if ((${#need[@]} == 0)); then
   echo ">> real-node packages are installed ($(containerd --version | awk '{print $3}'), runc $(runc --version | awk 'NR==1{print $3}'))"
   exit 0
 fi
-if [[ $(id -u) != 0 ]]; then
-  echo "real nodes need ${need[*]}: run as root, or: sudo apt-get install -y ${need[*]}" >&2
-  exit 1
+if [[ $(id -u) != 0 ]] || ! command -v apt-get >/dev/null; then
+  msg="real nodes need ${need[*]}: run as root on Debian, or install them (sudo apt-get install -y ${need[*]})"
+  if [[ ${INPLACE_REAL_NODES:-} == required ]]; then
+    echo "$msg" >&2
+    exit 1
+  fi
+  echo ">> $msg; the real-node tests will be skipped" >&2
+  exit 0
 fi
 echo ">> installing ${need[*]} from Debian's packages"
 export DEBIAN_FRONTEND=noninteractive

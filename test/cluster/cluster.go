@@ -98,6 +98,7 @@ type Cluster struct {
 	logDir   string
 	procs    []*process // in start order
 	nodes    []*realNode
+	netName  string     // the CNI network of the real nodes
 	host     *HostState // before the real nodes started
 	hostLock *os.File
 	// leftOnHost is what Stop found the real nodes left on the host.
@@ -119,7 +120,7 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 			return nil, err
 		}
 	}
-	sweepStaleWorkDirs(false)
+	_ = sweepStaleWorkDirs(false) // best effort: directories of dead clusters
 	workDir, err := os.MkdirTemp("", fmt.Sprintf("%s%d-", workDirPrefix, os.Getpid()))
 	if err != nil {
 		return nil, err
@@ -152,9 +153,11 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 		if c.hostLock, err = lockHost(ctx); err != nil {
 			return nil, err
 		}
-		// Holding the lock: what dead real-node clusters left is undone
-		// now, and no live one's is touched.
-		sweepStaleWorkDirs(true)
+		// Holding the lock: every other real-node cluster's directory is a
+		// dead one's, and what it left is undone now.
+		if err := sweepStaleWorkDirs(true); err != nil {
+			return nil, fmt.Errorf("undoing what a crashed real-node cluster left on this host (see docs/development.md): %w", err)
+		}
 		if c.host, err = recordHost(); err != nil {
 			return nil, fmt.Errorf("recording the host's state: %w", err)
 		}
@@ -515,27 +518,44 @@ func (c *Cluster) LeftOnHost() []string { return c.leftOnHost }
 // real-node clusters are undone and removed only by a caller that holds
 // the machine-wide lock (withRealNodes): undoing them races a live
 // real-node cluster otherwise.
-func sweepStaleWorkDirs(withRealNodes bool) {
+func sweepStaleWorkDirs(withRealNodes bool) error {
+	var errs []error
 	matches, _ := filepath.Glob(filepath.Join(os.TempDir(), workDirPrefix+"*"))
 	for _, dir := range matches {
 		rest := strings.TrimPrefix(filepath.Base(dir), workDirPrefix)
 		pid, err := strconv.Atoi(strings.SplitN(rest, "-", 2)[0])
-		if err != nil || pid == os.Getpid() {
+		if err != nil {
+			continue
+		}
+		_, stateErr := os.Stat(filepath.Join(dir, stateFile))
+		realNodes := stateErr == nil
+		if realNodes {
+			// Only the holder of the lock touches real-node directories,
+			// and for it every other one is a dead cluster's, whatever its
+			// PID now names.
+			if !withRealNodes {
+				continue
+			}
+			if err := sweepRealNodes(dir); err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", dir, err))
+				continue
+			}
+			if m := mountsUnder(dir); len(m) > 0 {
+				errs = append(errs, fmt.Errorf("%s: still mounted: %v", dir, m))
+				continue // never removed through a mount
+			}
+			os.RemoveAll(dir)
+			continue
+		}
+		if pid == os.Getpid() {
 			continue
 		}
 		if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
 			continue
 		}
-		if _, err := os.Stat(filepath.Join(dir, stateFile)); err == nil {
-			if !withRealNodes {
-				continue
-			}
-			if sweepRealNodes(dir) != nil || len(mountsUnder(dir)) > 0 {
-				continue // kept for a later sweep; never removed through a mount
-			}
-		}
 		os.RemoveAll(dir)
 	}
+	return errors.Join(errs...)
 }
 
 var insecureClient = &http.Client{

@@ -92,7 +92,7 @@ func TestSweepRemovesDirectoriesOfDeadProcesses(t *testing.T) {
 	}
 	t.Cleanup(func() { os.RemoveAll(stale); os.RemoveAll(live) })
 
-	sweepStaleWorkDirs(false)
+	_ = sweepStaleWorkDirs(false)
 
 	if _, err := os.Stat(stale); !os.IsNotExist(err) {
 		t.Errorf("directory of a dead process was kept: %v", err)

@@ -55,10 +55,11 @@ type HostState struct {
 	Links []string `json:"links"`
 
 	// What the cluster creates, to undo.
-	Bridge     string   `json:"bridge"`
-	CgroupRoot []string `json:"cgroupRoots"`
-	NATChain   string   `json:"natChain"`
-	WorkDir    string   `json:"workDir"`
+	Bridge       string   `json:"bridge"`
+	CgroupRoot   []string `json:"cgroupRoots"`
+	NATChain     string   `json:"natChain"`
+	ForwardChain string   `json:"forwardChain"`
+	WorkDir      string   `json:"workDir"`
 }
 
 var (
@@ -109,7 +110,13 @@ func (s *HostState) save(path string) error {
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(path, data, 0o600)
+	// Written whole or not at all: a torn file would hide a run's
+	// leftovers from the sweep.
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, data, 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
 }
 
 func loadHostState(path string) (*HostState, error) {
@@ -159,23 +166,31 @@ func (s *HostState) restore() error {
 				continue
 			}
 			for _, chain := range now {
-				ours := chain == s.NATChain || slices.Contains(kubeletChains, chain)
+				ours := chain == s.NATChain || chain == s.ForwardChain || slices.Contains(kubeletChains, chain)
 				if ours && !slices.Contains(s.Chains[fam+"/"+t], chain) {
 					errs = append(errs, deleteChain(fam, t, chain))
 				}
 			}
 		}
 	}
-	if s.IPForward != "" {
+	// What is shared with whatever else runs containers here is left alone
+	// if something does: its containerd may use /run/containerd now.
+	if others := foreignRuntimes(s.WorkDir); len(others) > 0 {
+		errs = append(errs, fmt.Errorf("left ip_forward and %v as they are: other container runtimes run here (pids %v)", hostPaths, others))
+		return errors.Join(errs...)
+	}
+	if fwd, err := os.ReadFile("/proc/sys/net/ipv4/ip_forward"); err == nil && s.IPForward != "" && strings.TrimSpace(string(fwd)) != s.IPForward {
 		errs = append(errs, os.WriteFile("/proc/sys/net/ipv4/ip_forward", []byte(s.IPForward), 0o644))
 	}
 	for _, p := range hostPaths {
 		if s.Paths[p] {
 			continue
 		}
-		if err := unmountUnder(p); err != nil {
-			errs = append(errs, err)
-			continue // never remove through a mount
+		if m := mountsUnder(p); len(m) > 0 {
+			// Never unmount outside the working directory, nor remove
+			// through a mount.
+			errs = append(errs, fmt.Errorf("left %s: mounted there: %v", p, m))
+			continue
 		}
 		errs = append(errs, os.RemoveAll(p))
 	}
@@ -307,6 +322,29 @@ func processesUnder(dir string) []int {
 	return pids
 }
 
+// foreignRuntimes lists the container runtimes and kubelets running on the
+// host that are not a cluster's under dir.
+func foreignRuntimes(dir string) []int {
+	ours := processesUnder(dir)
+	entries, _ := os.ReadDir("/proc")
+	var pids []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || slices.Contains(ours, pid) {
+			continue
+		}
+		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil || len(cmdline) == 0 {
+			continue
+		}
+		argv0, _, _ := bytes.Cut(cmdline, []byte{0})
+		if slices.Contains([]string{"containerd", "containerd-shim-runc-v2", "kubelet", "dockerd", "crio"}, filepath.Base(string(argv0))) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
 // killUnder kills the processes of processesUnder(dir) and waits until
 // they are gone: containerd's shims hold the containers' processes as
 // children, which die with them.
@@ -377,6 +415,9 @@ func unmountUnder(dir string) error {
 // needs its CPUs and memory nodes set before anything can join it.
 func createCgroup(root string) error {
 	for _, h := range cgroupHierarchies {
+		if _, err := os.Stat(filepath.Join("/sys/fs/cgroup", h)); err != nil {
+			continue // not mounted here: the kubelet does without it
+		}
 		dir := filepath.Join("/sys/fs/cgroup", h, root)
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return err

@@ -24,7 +24,9 @@ type process struct {
 
 // startProcess starts binary with args, logging stdout and stderr to
 // <logDir>/<name>.log. The child is killed by the kernel if this process dies
-// (Pdeathsig), so that an interrupted or crashed test leaves nothing running.
+// (Pdeathsig), so that an interrupted or crashed test leaves no component
+// running; a real node's shims and containers outlive it, and the next
+// real-node cluster's start undoes them.
 func startProcess(name, binary string, args []string, logDir string) (*process, error) {
 	if _, err := os.Stat(binary); err != nil {
 		return nil, fmt.Errorf("%s binary missing at %s (run 'make cluster-binaries'): %w", name, binary, err)

@@ -2,6 +2,8 @@ package cluster
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -61,6 +63,21 @@ func (c *Cluster) PodLogsDir(node string) string {
 	return filepath.Join(c.workDir, "nodes", node, "pod-logs")
 }
 
+// RealNodesRequired reports whether real-node tests must run rather than be
+// skipped where real nodes cannot run (not root, no cgroup v1): CI sets
+// INPLACE_REAL_NODES=required, so that a missing prerequisite fails there.
+func RealNodesRequired() bool { return os.Getenv("INPLACE_REAL_NODES") == "required" }
+
+// RealNodesUnavailable says why real nodes cannot run on this machine, or
+// returns nil.
+func RealNodesUnavailable() error {
+	bin, err := BinDir()
+	if err != nil {
+		return err
+	}
+	return checkRealNodePrerequisites(bin)
+}
+
 func checkRealNodePrerequisites(binDir string) error {
 	var missing []string
 	for _, b := range []string{"containerd", "containerd-shim-runc-v2", "ctr", "runc", "iptables", "ip"} {
@@ -113,9 +130,15 @@ func lockHost(ctx context.Context) (*os.File, error) {
 
 // startRealNodes starts c.opts.RealNodes nodes beside the control plane.
 func (c *Cluster) startRealNodes(ctx context.Context, p *pki, apiPort int) error {
-	id := strconv.Itoa(os.Getpid())
+	// Names unique to this cluster's working directory (a PID may be reused
+	// by a later run while a crashed one's leftovers wait for the sweep),
+	// short enough for an interface name (15 characters).
+	sum := sha256.Sum256([]byte(c.workDir))
+	id := hex.EncodeToString(sum[:4])
 	c.host.Bridge = "inpl" + id
 	c.host.NATChain = "INPLACE-APISERVER-" + id
+	c.host.ForwardChain = "INPLACE-FORWARD-" + id
+	c.netName = "inplace-" + id
 	c.host.WorkDir = c.workDir
 	for i := range c.opts.RealNodes {
 		c.nodes = append(c.nodes, &realNode{
@@ -175,11 +198,17 @@ func (c *Cluster) setUpNetwork(apiPort int) error {
 	if err := os.WriteFile(filepath.Join("/proc/sys/net/ipv4/conf", br, "route_localnet"), []byte("1"), 0o644); err != nil {
 		return err
 	}
-	chain := c.host.NATChain
+	chain, fwd := c.host.NATChain, c.host.ForwardChain
 	for _, args := range [][]string{
 		{"-t", "nat", "-N", chain},
 		{"-t", "nat", "-A", chain, "-d", serviceClusterFirstIP + "/32", "-p", "tcp", "--dport", "443", "-j", "DNAT", "--to-destination", fmt.Sprintf("127.0.0.1:%d", apiPort)},
 		{"-t", "nat", "-I", "PREROUTING", "-i", br, "-j", chain},
+		// The Pods' range never leaves the machine: the bridge plugin turns
+		// ip_forward on, and nothing from the bridge may be forwarded
+		// elsewhere.
+		{"-t", "filter", "-N", fwd},
+		{"-t", "filter", "-A", fwd, "-j", "DROP"},
+		{"-t", "filter", "-I", "FORWARD", "-i", br, "!", "-o", br, "-j", fwd},
 	} {
 		if err := run("iptables", append([]string{"-w", "5"}, args...)...); err != nil {
 			return err
@@ -191,7 +220,7 @@ func (c *Cluster) setUpNetwork(apiPort int) error {
 	}
 	return os.WriteFile(filepath.Join(conf, "10-inplace.conflist"), fmt.Appendf(nil, `{
   "cniVersion": "0.4.0",
-  "name": "inplace-%s",
+  "name": %q,
   "plugins": [{
     "type": "bridge",
     "bridge": %q,
@@ -206,7 +235,7 @@ func (c *Cluster) setUpNetwork(apiPort int) error {
     }
   }]
 }
-`, strconv.Itoa(os.Getpid()), br, podSubnet, podGateway, filepath.Join(c.workDir, "cni", "ipam")), 0o644)
+`, c.netName, br, podSubnet, podGateway, filepath.Join(c.workDir, "cni", "ipam")), 0o644)
 }
 
 func (c *Cluster) startNode(ctx context.Context, p *pki, n *realNode, archives []string) error {

@@ -49,7 +49,11 @@ func run(kubeconfigPath, crdDir string, nodes, realNodes int, withManager bool) 
 	}
 	failed := true
 	defer func() {
-		if err := c.Stop(failed); err != nil {
+		err := c.Stop(failed)
+		if left := c.LeftOnHost(); len(left) > 0 {
+			fmt.Fprintf(os.Stderr, "local-cluster: the real nodes left on the host:\n  %s\n", strings.Join(left, "\n  "))
+		}
+		if err != nil {
 			fmt.Fprintln(os.Stderr, "local-cluster: stopping:", err)
 		}
 		if failed {

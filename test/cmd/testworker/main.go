@@ -21,9 +21,17 @@ import (
 // container (each has its own file system).
 var socketPath = filepath.Join(os.TempDir(), "inplace-testworker.sock")
 
+// startedPath records when the running worker started, for `ready`.
+var startedPath = filepath.Join(os.TempDir(), "inplace-testworker.started")
+
+// defaultBarrierURL is the injected agent's barrier with the default
+// configuration; BARRIER_URL overrides it, "none" turns the question off.
+const defaultBarrierURL = "http://127.0.0.1:18080/barrier-is-lifted"
+
 const usage = `usage:
-  inplace-testworker run     ask the barrier what it answered, log it, then run until told to exit or SIGTERM
+  inplace-testworker run     ask the barrier (BARRIER_URL) what it answered, log it, then run until told to exit or SIGTERM
   inplace-testworker exit C  make the running worker of this container exit with code C
+  inplace-testworker ready   succeed once the running worker has run READY_AFTER_SECONDS (a readiness probe)
   inplace-testworker pause   sleep until SIGTERM or SIGINT (the pause image)
 `
 
@@ -42,6 +50,8 @@ func main() {
 			os.Exit(2)
 		}
 		err = tellExit(os.Args[2])
+	case "ready":
+		err = ready()
 	case "pause":
 		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 		defer stop()
@@ -61,14 +71,7 @@ func main() {
 // at which epoch the barrier let it through — then waits for `exit C`.
 func run() error {
 	logf("started pod=%s", os.Getenv("POD_NAME"))
-	if url := os.Getenv("BARRIER_URL"); url != "" {
-		code, body, err := ask(url)
-		if err != nil {
-			logf("barrier error=%q", err.Error())
-		} else {
-			logf("barrier status=%d body=%s", code, strings.TrimSpace(body))
-		}
-	}
+	// Listening first: from the moment the container runs, `exit C` works.
 	_ = os.Remove(socketPath) // a stale socket of this container's previous run
 	l, err := net.Listen("unix", socketPath)
 	if err != nil {
@@ -77,6 +80,21 @@ func run() error {
 	defer l.Close()
 	codes := make(chan int, 1)
 	go serveExit(l, codes)
+	if err := os.WriteFile(startedPath, []byte(time.Now().UTC().Format(time.RFC3339Nano)), 0o644); err != nil {
+		return err
+	}
+	url := os.Getenv("BARRIER_URL")
+	if url == "" {
+		url = defaultBarrierURL
+	}
+	if url != "none" {
+		code, body, err := ask(url)
+		if err != nil {
+			logf("barrier error=%q", err.Error())
+		} else {
+			logf("barrier status=%d body=%s", code, strings.TrimSpace(body))
+		}
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
@@ -87,6 +105,24 @@ func run() error {
 		os.Exit(code)
 	case <-ctx.Done():
 		logf("terminated")
+	}
+	return nil
+}
+
+// ready succeeds once the running worker has run READY_AFTER_SECONDS (0 by
+// default): a readiness probe that makes a Pod Ready later than it runs.
+func ready() error {
+	data, err := os.ReadFile(startedPath)
+	if err != nil {
+		return fmt.Errorf("no running worker in this container (%w)", err)
+	}
+	started, err := time.Parse(time.RFC3339Nano, string(data))
+	if err != nil {
+		return err
+	}
+	after, _ := strconv.Atoi(os.Getenv("READY_AFTER_SECONDS"))
+	if d := time.Since(started); d < time.Duration(after)*time.Second {
+		return fmt.Errorf("running for %v, ready after %ds", d.Round(time.Millisecond), after)
 	}
 	return nil
 }
@@ -148,8 +184,8 @@ func tellExit(arg string) error {
 	return nil
 }
 
-// logf writes one line with the time in RFC 3339 with nanoseconds, which
-// tests compare with the agents' epoch reports.
+// logf writes one line with the time in RFC 3339 with nanoseconds, so that
+// tests can order the workers' starts.
 func logf(format string, args ...any) {
 	fmt.Printf("%s %s\n", time.Now().UTC().Format(time.RFC3339Nano), fmt.Sprintf(format, args...))
 }

@@ -37,8 +37,9 @@ func workerJobSet(name, ns string, pfp *batchv1.PodFailurePolicy, rules ...jobse
 	pod := &rj.Template.Spec.Template.Spec
 	pod.TerminationGracePeriodSeconds = ptr.To[int64](5)
 	pod.Containers[0].Image = images.Worker
+	// The worker asks the injected agent's barrier (its default URL) and
+	// logs the answer.
 	pod.Containers[0].Env = []corev1.EnvVar{
-		{Name: "BARRIER_URL", Value: "http://127.0.0.1:18080/barrier-is-lifted"},
 		{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}},
 	}
 	return wrappers.MakeJobSet(name, ns).
@@ -133,18 +134,29 @@ func dumpContainerLogs(ns string) {
 }
 
 // restartWatch records the highest restart count each container of a
-// namespace's Pods reached, from every update the apiserver sent.
+// namespace's Pods reached, from every update the apiserver sent, above
+// the count it had when the watch began.
 type restartWatch struct {
-	mu   sync.Mutex
-	max  map[string]int32 // pod/container
-	stop func()
+	mu       sync.Mutex
+	baseline map[string]int32 // pod/container, at the start
+	max      map[string]int32
+	// finished are the Pods seen terminal or deleted.
+	finished map[string]bool
+	stop     func()
 }
 
 func watchRestarts(ns string) *restartWatch {
 	GinkgoHelper()
 	w, err := clientset.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{})
 	Expect(err).NotTo(HaveOccurred())
-	rw := &restartWatch{max: map[string]int32{}, stop: w.Stop}
+	rw := &restartWatch{baseline: map[string]int32{}, max: map[string]int32{}, finished: map[string]bool{}, stop: w.Stop}
+	pods, err := clientset.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+	Expect(err).NotTo(HaveOccurred())
+	for _, p := range pods.Items {
+		for _, s := range append(append([]corev1.ContainerStatus{}, p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...) {
+			rw.baseline[p.Name+"/"+s.Name] = s.RestartCount
+		}
+	}
 	go func() {
 		for ev := range w.ResultChan() {
 			p, ok := ev.Object.(*corev1.Pod)
@@ -156,6 +168,9 @@ func watchRestarts(ns string) *restartWatch {
 				key := p.Name + "/" + s.Name
 				rw.max[key] = max(rw.max[key], s.RestartCount)
 			}
+			if ev.Type == watch.Deleted || p.Status.Phase == corev1.PodFailed || p.Status.Phase == corev1.PodSucceeded {
+				rw.finished[p.Name] = true
+			}
 			rw.mu.Unlock()
 		}
 	}()
@@ -163,13 +178,25 @@ func watchRestarts(ns string) *restartWatch {
 	return rw
 }
 
+// seenFinished reports whether the watch saw every one of pods end.
+func (rw *restartWatch) seenFinished(pods []string) bool {
+	rw.mu.Lock()
+	defer rw.mu.Unlock()
+	for _, p := range pods {
+		if !rw.finished[p] {
+			return false
+		}
+	}
+	return true
+}
+
 func (rw *restartWatch) restarted() []string {
 	rw.mu.Lock()
 	defer rw.mu.Unlock()
 	var out []string
 	for k, v := range rw.max {
-		if v > 0 {
-			out = append(out, fmt.Sprintf("%s: %d", k, v))
+		if v > rw.baseline[k] {
+			out = append(out, fmt.Sprintf("%s: %d (was %d)", k, v, rw.baseline[k]))
 		}
 	}
 	sort.Strings(out)
@@ -228,6 +255,10 @@ var _ = Describe("in-place restart on real kubelets", func() {
 		})
 		Expect(k8sClient.Create(ctx, js)).To(Succeed())
 		expectRunning(js, 1)
+		var names []string
+		for _, p := range podsOf(js) {
+			names = append(names, p.Name)
+		}
 		restarts := watchRestarts(ns.Name)
 
 		exitWorker(podsOf(js)[0], 3)
@@ -243,11 +274,7 @@ var _ = Describe("in-place restart on real kubelets", func() {
 		// Until no Pod runs anything (the failed Job's Pod stays, Failed;
 		// the others are deleted): a dying Pod's agent that exited with the
 		// restart code would restart its Pod in place on the way out.
-		Eventually(func(g Gomega) {
-			for _, p := range podsOf(js) {
-				g.Expect(p.Status.Phase).To(BeElementOf(corev1.PodFailed, corev1.PodSucceeded), "pod %s", p.Name)
-			}
-		}).WithTimeout(timeout).Should(Succeed())
+		Eventually(func() bool { return restarts.seenFinished(names) }).WithTimeout(timeout).Should(BeTrue(), "every Pod seen to end")
 		Expect(restarts.restarted()).To(BeEmpty(), "containers restarted after a fatal exit:\n%s", strings.Join(restarts.restarted(), "\n"))
 	})
 
@@ -304,6 +331,14 @@ var _ = Describe("in-place restart on real kubelets", func() {
 		js := workerJobSet("inorder", ns.Name, nil)
 		driver := js.Spec.ReplicatedJobs[0].DeepCopy()
 		driver.Name, driver.Replicas = "driver", 1
+		// The driver is Ready only 3 s after its worker starts: under
+		// InOrder no worker of "workers" may start before that.
+		dw := &driver.Template.Spec.Template.Spec.Containers[0]
+		dw.Env = append(dw.Env, corev1.EnvVar{Name: "READY_AFTER_SECONDS", Value: "3"})
+		dw.ReadinessProbe = &corev1.Probe{
+			ProbeHandler:  corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{images.WorkerBinary, "ready"}}},
+			PeriodSeconds: 1,
+		}
 		js.Spec.ReplicatedJobs[0].Replicas = nodes - 1
 		js.Spec.ReplicatedJobs = append([]jobset.ReplicatedJob{*driver}, js.Spec.ReplicatedJobs...)
 		js.Spec.StartupPolicy = &jobset.StartupPolicy{StartupPolicyOrder: jobset.InOrder}
@@ -319,8 +354,8 @@ var _ = Describe("in-place restart on real kubelets", func() {
 		Expect(expectRunning(js, 2)).To(Equal(before))
 
 		// The workers' own logs: each started (after the restart) once its
-		// barrier lifted at epoch 2, and every worker of "workers" after
-		// every one of "driver".
+		// barrier lifted at epoch 2, and every worker of "workers" once the
+		// driver was Ready, at least 3 s after it started.
 		started := map[string][]time.Time{}
 		for _, p := range podsOf(js) {
 			var at time.Time
@@ -339,7 +374,7 @@ var _ = Describe("in-place restart on real kubelets", func() {
 		Expect(started["driver"]).To(HaveLen(1))
 		Expect(started["workers"]).To(HaveLen(nodes - 1))
 		for _, w := range started["workers"] {
-			Expect(w.After(started["driver"][0])).To(BeTrue(), "a worker of workers started at %v, before the driver's at %v", w, started["driver"][0])
+			Expect(w.Sub(started["driver"][0])).To(BeNumerically(">=", 3*time.Second), "a worker of workers started at %v, before the driver (started at %v) could be Ready", w, started["driver"][0])
 		}
 	})
 })

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	configv1alpha1 "github.com/inplace-dev/inplace/api/config/v1alpha1"
+	"github.com/inplace-dev/inplace/test/cluster"
 	"github.com/inplace-dev/inplace/test/deploy"
 	"github.com/inplace-dev/inplace/test/framework"
 	"github.com/inplace-dev/inplace/test/images"
@@ -42,6 +43,9 @@ var (
 func TestRealNodes(t *testing.T) {
 	if testing.Short() {
 		t.Skip("needs the local cluster with real nodes")
+	}
+	if err := cluster.RealNodesUnavailable(); err != nil && !cluster.RealNodesRequired() {
+		t.Skipf("real nodes cannot run here: %v (INPLACE_REAL_NODES=required makes this a failure)", err)
 	}
 	RegisterFailHandler(Fail)
 	RunSpecs(t, "In-place restart on real kubelets")
