@@ -77,7 +77,9 @@ func decide(js *jobset.JobSet, obs observed, now metav1.Time, inPlaceTimeout tim
 	}
 
 	p.deleteJobs = c.previous
-	p.status.ReplicatedJobsStatus = replicatedJobsStatus(js, c)
+	// From the plan's deep copy, not js.Status: the counters are the
+	// plan's to change.
+	p.status.ReplicatedJobsStatus = replicatedJobsStatus(js, p.status.ReplicatedJobsStatus, c)
 
 	if len(c.failed) > 0 {
 		p.events = applyFailure(js, &p.status, decideFailure(js, c.failed), now)

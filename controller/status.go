@@ -1,8 +1,6 @@
 package controller
 
 import (
-	"slices"
-
 	batchv1 "k8s.io/api/batch/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -13,20 +11,20 @@ import (
 
 // replicatedJobsStatus counts the current Jobs of each replicated Job by
 // state, keeping the individual restart counters of the previous status.
-func replicatedJobsStatus(js *jobset.JobSet, c children) []jobset.ReplicatedJobStatus {
+// previous must be the plan's own copy of the status read: a restart
+// decided later in the reconcile increments those counters in place.
+func replicatedJobsStatus(js *jobset.JobSet, previousStatus []jobset.ReplicatedJobStatus, c children) []jobset.ReplicatedJobStatus {
 	previous := map[string]jobset.ReplicatedJobStatus{}
-	for _, s := range js.Status.ReplicatedJobsStatus {
+	for _, s := range previousStatus {
 		previous[s.Name] = s
 	}
 	byName := map[string]*jobset.ReplicatedJobStatus{}
 	out := make([]jobset.ReplicatedJobStatus, len(js.Spec.ReplicatedJobs))
 	for i, rj := range js.Spec.ReplicatedJobs {
 		out[i] = jobset.ReplicatedJobStatus{
-			Name: rj.Name,
-			// Copies: a restart decided later in this reconcile increments
-			// them, and the JobSet read must stay as it was read.
-			JobRestarts:                slices.Clone(previous[rj.Name].JobRestarts),
-			JobRestartsCountTowardsMax: slices.Clone(previous[rj.Name].JobRestartsCountTowardsMax),
+			Name:                       rj.Name,
+			JobRestarts:                previous[rj.Name].JobRestarts,
+			JobRestartsCountTowardsMax: previous[rj.Name].JobRestartsCountTowardsMax,
 		}
 		byName[rj.Name] = &out[i]
 	}
