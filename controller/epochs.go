@@ -66,28 +66,40 @@ type epochDecision struct {
 // the agent.
 func observePodIn(js *jobset.JobSet, pod *corev1.Pod) podEpoch {
 	p := observePod(pod)
-	for _, rj := range js.Spec.ReplicatedJobs {
-		pfp := rj.Template.Spec.PodFailurePolicy
-		if rj.Name != p.replicatedJob || pfp == nil {
-			continue
-		}
-		judged := pod
-		if pod.Status.Phase != corev1.PodFailed {
-			// Judged as the Job controller will judge it once it fails:
-			// by the workers' own exits so far (not the agent's, not a
-			// stop for a restart of all containers) and its conditions.
-			view := &corev1.Pod{Status: corev1.PodStatus{Conditions: pod.Status.Conditions}}
-			for _, s := range pod.Status.ContainerStatuses {
-				if t := s.State.Terminated; t != nil && t.Reason != restartingAllContainers {
-					view.Status.ContainerStatuses = append(view.Status.ContainerStatuses, s)
-				}
-			}
-			judged = view
-		}
-		action, matched := podfailure.MatchPod(pfp, judged)
-		p.fatal = matched && action == batchv1.PodFailurePolicyActionFailJob
+	failed := pod.Status.Phase == corev1.PodFailed
+	// Only a failed Pod, or one with an exited worker, can fail its Job:
+	// every other Pod of a reconcile costs nothing more here.
+	if !failed && p.workerExited == "" {
+		return p
 	}
+	pfp := podFailurePolicy(js, p.replicatedJob)
+	if pfp == nil {
+		return p
+	}
+	judged := pod
+	if !failed {
+		// Judged as the Job controller will judge it once it fails: by the
+		// workers' own exits so far (not the agent's, not a stop for a
+		// restart of all containers) and its conditions.
+		judged = &corev1.Pod{Status: corev1.PodStatus{Conditions: pod.Status.Conditions}}
+		for _, s := range pod.Status.ContainerStatuses {
+			if t := s.State.Terminated; t != nil && t.Reason != restartingAllContainers {
+				judged.Status.ContainerStatuses = append(judged.Status.ContainerStatuses, s)
+			}
+		}
+	}
+	action, matched := podfailure.MatchPod(pfp, judged)
+	p.fatal = matched && action == batchv1.PodFailurePolicyActionFailJob
 	return p
+}
+
+func podFailurePolicy(js *jobset.JobSet, replicatedJob string) *batchv1.PodFailurePolicy {
+	for _, rj := range js.Spec.ReplicatedJobs {
+		if rj.Name == replicatedJob {
+			return rj.Template.Spec.PodFailurePolicy
+		}
+	}
+	return nil
 }
 
 // restartingAllContainers is the reason the kubelet gives a container it

@@ -15,16 +15,20 @@ func FailsJob(container string, pfp *batchv1.PodFailurePolicy, code int32) bool 
 		return false
 	}
 	for _, r := range pfp.Rules {
-		req := r.OnExitCodes
-		if req == nil || !appliesTo(req, container) {
-			continue
-		}
-		in := slices.Contains(req.Values, code)
-		if (req.Operator == batchv1.PodFailurePolicyOnExitCodesOpIn) == in {
+		if selects(r.OnExitCodes, container, code) {
 			return r.Action == batchv1.PodFailurePolicyActionFailJob
 		}
 	}
 	return false
+}
+
+// selects reports whether an onExitCodes requirement selects an exit of the
+// container with code (never 0: succeeded containers are left out).
+func selects(req *batchv1.PodFailurePolicyOnExitCodesRequirement, container string, code int32) bool {
+	if req == nil || code == 0 || !appliesTo(req, container) {
+		return false
+	}
+	return (req.Operator == batchv1.PodFailurePolicyOnExitCodesOpIn) == slices.Contains(req.Values, code)
 }
 
 // Codes is what a podFailurePolicy says about a container's non-zero exit
@@ -100,15 +104,9 @@ func MatchPod(pfp *batchv1.PodFailurePolicy, pod *corev1.Pod) (batchv1.PodFailur
 	}
 	statuses := slices.Concat(pod.Status.ContainerStatuses, pod.Status.InitContainerStatuses)
 	for _, r := range pfp.Rules {
-		if req := r.OnExitCodes; req != nil {
-			for _, s := range statuses {
-				t := s.State.Terminated
-				if t == nil || t.ExitCode == 0 || !appliesTo(req, s.Name) {
-					continue
-				}
-				if (req.Operator == batchv1.PodFailurePolicyOnExitCodesOpIn) == slices.Contains(req.Values, t.ExitCode) {
-					return r.Action, true
-				}
+		for _, s := range statuses {
+			if t := s.State.Terminated; t != nil && selects(r.OnExitCodes, s.Name, t.ExitCode) {
+				return r.Action, true
 			}
 		}
 		for _, pattern := range r.OnPodConditions {
