@@ -89,14 +89,11 @@ func Run(ctx context.Context, log logr.Logger, cfg Config, t Transport) (int, er
 			log.Info("barrier lifted", "epoch", m.Epoch())
 		}
 		if d.Restart {
-			if ctx.Err() != nil {
-				// The kubelet is stopping this Pod (SIGTERM): an exit with
-				// the restart code would restart it in place instead.
-				log.Info("epoch deprecated while the Pod is being stopped: exiting without a restart", "epoch", m.Epoch())
-				return 0, nil
-			}
-			log.Info("epoch deprecated: restarting the Pod in place", "epoch", m.Epoch(), "exitCode", cfg.RestartExitCode)
-			return cfg.RestartExitCode, nil
+			// Not the restart code if the kubelet is already stopping this
+			// Pod (SIGTERM): that would restart it in place instead.
+			code := FinalExitCode(ctx, cfg.RestartExitCode, cfg.RestartExitCode)
+			log.Info("epoch deprecated: exiting to restart the Pod in place", "epoch", m.Epoch(), "exitCode", code, "podStopping", code != cfg.RestartExitCode)
+			return code, nil
 		}
 		select {
 		case <-ctx.Done():
