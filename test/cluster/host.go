@@ -292,16 +292,16 @@ func mustLinks() []string {
 	return l
 }
 
-// ourExecutables are the programs a real node runs: its kubelet and
-// containerd, containerd's shims, and runc.
-var ourExecutables = []string{"kubelet", "containerd", "containerd-shim-runc-v2", "runc"}
+// runtimeExecutables are the programs of a node's stack (a kubelet, a
+// containerd, its shims, runc) and of other container engines a host may
+// run.
+var runtimeExecutables = []string{"kubelet", "containerd", "containerd-shim-runc-v2", "runc", "dockerd", "crio"}
 
-// processesUnder lists the kubelets, containerds, shims and runcs whose
-// command line names a path under dir: those of one cluster's nodes (a
-// shim names its containerd's socket).
-func processesUnder(dir string) []int {
+// runtimeProcesses lists the processes of runtimeExecutables, split into
+// those whose command line names a path under dir — one cluster's nodes (a
+// shim names its containerd's socket) — and the others.
+func runtimeProcesses(dir string) (ours, others []int) {
 	entries, _ := os.ReadDir("/proc")
-	var pids []int
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil || pid == os.Getpid() {
@@ -312,37 +312,29 @@ func processesUnder(dir string) []int {
 			continue
 		}
 		argv0, _, _ := bytes.Cut(cmdline, []byte{0})
-		if !slices.Contains(ourExecutables, filepath.Base(string(argv0))) {
+		if !slices.Contains(runtimeExecutables, filepath.Base(string(argv0))) {
 			continue
 		}
 		if bytes.Contains(cmdline, []byte(dir+"/")) {
-			pids = append(pids, pid)
+			ours = append(ours, pid)
+		} else {
+			others = append(others, pid)
 		}
 	}
-	return pids
+	return ours, others
+}
+
+// processesUnder lists the processes of the nodes of the cluster under dir.
+func processesUnder(dir string) []int {
+	ours, _ := runtimeProcesses(dir)
+	return ours
 }
 
 // foreignRuntimes lists the container runtimes and kubelets running on the
 // host that are not a cluster's under dir.
 func foreignRuntimes(dir string) []int {
-	ours := processesUnder(dir)
-	entries, _ := os.ReadDir("/proc")
-	var pids []int
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || slices.Contains(ours, pid) {
-			continue
-		}
-		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err != nil || len(cmdline) == 0 {
-			continue
-		}
-		argv0, _, _ := bytes.Cut(cmdline, []byte{0})
-		if slices.Contains([]string{"containerd", "containerd-shim-runc-v2", "kubelet", "dockerd", "crio"}, filepath.Base(string(argv0))) {
-			pids = append(pids, pid)
-		}
-	}
-	return pids
+	_, others := runtimeProcesses(dir)
+	return others
 }
 
 // killUnder kills the processes of processesUnder(dir) and waits until
@@ -361,23 +353,35 @@ func killUnder(dir string) error {
 	return nil
 }
 
-// mountsUnder lists the mount points at or below dir, deepest first.
-func mountsUnder(dir string) []string {
+// mount is one line of /proc/self/mountinfo: where, and the file system.
+type mount struct{ point, fsType string }
+
+func mounts() []mount {
 	f, err := os.Open("/proc/self/mountinfo")
 	if err != nil {
 		return nil
 	}
 	defer f.Close()
-	var out []string
+	var out []mount
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) < 5 {
+		// id parent dev root point options [optional...] - fstype source options
+		pre, post, ok := strings.Cut(sc.Text(), " - ")
+		fields, types := strings.Fields(pre), strings.Fields(post)
+		if !ok || len(fields) < 5 || len(types) < 1 {
 			continue
 		}
-		mp := unescapeMount(fields[4])
-		if mp == dir || strings.HasPrefix(mp, dir+"/") {
-			out = append(out, mp)
+		out = append(out, mount{point: unescapeMount(fields[4]), fsType: types[0]})
+	}
+	return out
+}
+
+// mountsUnder lists the mount points at or below dir, deepest first.
+func mountsUnder(dir string) []string {
+	var out []string
+	for _, m := range mounts() {
+		if m.point == dir || strings.HasPrefix(m.point, dir+"/") {
+			out = append(out, m.point)
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return len(out[i]) > len(out[j]) })
@@ -441,23 +445,10 @@ func createCgroup(root string) error {
 // v1 and v2 alike (a hybrid host has cgroup2 at /sys/fs/cgroup/unified,
 // where runc and the kubelet make cgroups too).
 func mountedHierarchies() []string {
-	f, err := os.Open("/proc/self/mountinfo")
-	if err != nil {
-		return nil
-	}
-	defer f.Close()
 	var out []string
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		// ... mount point (5th) ... " - " fstype source options
-		line := sc.Text()
-		pre, post, ok := strings.Cut(line, " - ")
-		fields, types := strings.Fields(pre), strings.Fields(post)
-		if !ok || len(fields) < 5 || len(types) < 1 {
-			continue
-		}
-		if types[0] == "cgroup" || types[0] == "cgroup2" {
-			out = append(out, unescapeMount(fields[4]))
+	for _, m := range mounts() {
+		if m.fsType == "cgroup" || m.fsType == "cgroup2" {
+			out = append(out, m.point)
 		}
 	}
 	sort.Strings(out)
