@@ -12,7 +12,6 @@ import (
 	. "github.com/onsi/gomega"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -40,12 +39,7 @@ func loadStory1WithoutAgent(namespace string) *jobset.JobSet {
 	return js
 }
 
-func podsOf(js *jobset.JobSet) []corev1.Pod {
-	GinkgoHelper()
-	var list corev1.PodList
-	Expect(k8sClient.List(ctx, &list, client.InNamespace(js.Namespace), client.MatchingLabels{jobset.JobSetNameKey: js.Name})).To(Succeed())
-	return list.Items
-}
+func podsOf(js *jobset.JobSet) []corev1.Pod { return util.JobSetPods(ctx, k8sClient, js) }
 
 // expectRunning waits until every expected Pod runs its workers at the
 // synced epoch.
@@ -212,24 +206,11 @@ func annotate(pod corev1.Pod, key, value string) {
 	Expect(k8sClient.Patch(ctx, &pod, patch)).To(Succeed())
 }
 
-func getJobSet(js *jobset.JobSet) *jobset.JobSet {
-	GinkgoHelper()
-	var got jobset.JobSet
-	Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(js), &got)).To(Succeed())
-	return &got
-}
+func getJobSet(js *jobset.JobSet) *jobset.JobSet { return util.GetJobSet(ctx, k8sClient, js) }
 
 func expectCondition(js *jobset.JobSet, t jobset.JobSetConditionType, reason string) *jobset.JobSet {
 	GinkgoHelper()
-	var got *jobset.JobSet
-	Eventually(func(g Gomega) {
-		got = getJobSet(js)
-		c := meta.FindStatusCondition(got.Status.Conditions, string(t))
-		g.Expect(c).NotTo(BeNil())
-		g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
-		g.Expect(c.Reason).To(Equal(reason))
-	}).WithTimeout(timeout).Should(Succeed())
-	return got
+	return util.ExpectJobSetCondition(ctx, k8sClient, js, t, reason, timeout)
 }
 
 func smallInPlace(name, namespace string, maxRestarts int32) *jobset.JobSet {

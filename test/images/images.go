@@ -73,7 +73,11 @@ func Build(ctx context.Context, root, dir string) ([]string, error) {
 	}
 	var archives []string
 	for _, img := range all {
-		path := filepath.Join(dir, filepath.Base(img.refs[0][:len(img.refs[0])-len(":"+Version)])+".tar")
+		tag, err := name.NewTag(img.refs[0])
+		if err != nil {
+			return nil, err
+		}
+		path := filepath.Join(dir, filepath.Base(tag.RepositoryStr())+".tar")
 		if err := write(img, binaries[img.pkg], path); err != nil {
 			return nil, fmt.Errorf("writing the image %s: %w", img.refs[0], err)
 		}

@@ -5,7 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/exec"
 	"sort"
 	"strings"
 	"time"
@@ -189,13 +188,7 @@ func (d *demo) scenario(ctx context.Context, ns, name string, strategy jobset.Jo
 // kubectl exec into its container, on a simulated one by an annotation.
 func (d *demo) fail(ctx context.Context, victim corev1.Pod) error {
 	if d.real {
-		out, err := exec.CommandContext(ctx, d.kubectl, "--kubeconfig", d.kubeconfig, "exec", "-n", victim.Namespace, victim.Name,
-			"-c", "worker", "--", images.WorkerBinary, "exit", "1").CombinedOutput()
-		// The container's end may end the exec session first (137).
-		if err != nil && !strings.Contains(string(out), "exit code 137") {
-			return fmt.Errorf("kubectl exec: %w: %s", err, out)
-		}
-		return nil
+		return images.ExitWorker(ctx, d.kubectl, d.kubeconfig, victim.Namespace, victim.Name, "worker", 1)
 	}
 	patch := client.MergeFrom(victim.DeepCopy())
 	victim.Annotations[simnode.ExitCodeAnnotation] = "1"

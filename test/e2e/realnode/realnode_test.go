@@ -3,7 +3,6 @@ package realnode
 import (
 	"context"
 	"fmt"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -14,11 +13,9 @@ import (
 	. "github.com/onsi/gomega"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
 	"github.com/inplace-dev/inplace/test/cluster"
@@ -48,20 +45,9 @@ func workerJobSet(name, ns string, pfp *batchv1.PodFailurePolicy, rules ...jobse
 		Obj()
 }
 
-func podsOf(js *jobset.JobSet) []corev1.Pod {
-	GinkgoHelper()
-	var pods corev1.PodList
-	Expect(k8sClient.List(ctx, &pods, client.InNamespace(js.Namespace), client.MatchingLabels{jobset.JobSetNameKey: js.Name})).To(Succeed())
-	sort.Slice(pods.Items, func(i, j int) bool { return pods.Items[i].Name < pods.Items[j].Name })
-	return pods.Items
-}
+func podsOf(js *jobset.JobSet) []corev1.Pod { return util.JobSetPods(ctx, k8sClient, js) }
 
-func getJobSet(js *jobset.JobSet) *jobset.JobSet {
-	GinkgoHelper()
-	var got jobset.JobSet
-	Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(js), &got)).To(Succeed())
-	return &got
-}
+func getJobSet(js *jobset.JobSet) *jobset.JobSet { return util.GetJobSet(ctx, k8sClient, js) }
 
 // identity is what an in-place restart keeps: the Pod and its address.
 type identity struct{ UID, IP, Node string }
@@ -94,15 +80,7 @@ func exitWorker(pod corev1.Pod, code int) {
 	Expect(err).NotTo(HaveOccurred())
 	execCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(execCtx, filepath.Join(bin, "kubectl"), "--kubeconfig", fw.Cluster.Kubeconfig,
-		"exec", "-n", pod.Namespace, pod.Name, "-c", "worker", "--", images.WorkerBinary, "exit", fmt.Sprint(code))
-	out, err := cmd.CombinedOutput()
-	// The worker exits as told, and its container's end may end the exec
-	// session before kubectl sees it finish (exit code 137): what counts is
-	// what the kubelet then reports, which the callers check.
-	if err != nil && !strings.Contains(string(out), "command terminated with exit code 137") {
-		Fail(fmt.Sprintf("kubectl exec %s: %v: %s", pod.Name, err, out))
-	}
+	Expect(images.ExitWorker(execCtx, filepath.Join(bin, "kubectl"), fw.Cluster.Kubeconfig, pod.Namespace, pod.Name, "worker", code)).To(Succeed())
 }
 
 func workerLog(pod corev1.Pod) string {
@@ -262,13 +240,7 @@ var _ = Describe("in-place restart on real kubelets", func() {
 		restarts := watchRestarts(ns.Name)
 
 		exitWorker(podsOf(js)[0], 3)
-		Eventually(func(g Gomega) {
-			c := meta.FindStatusCondition(getJobSet(js).Status.Conditions, string(jobset.JobSetFailed))
-			g.Expect(c).NotTo(BeNil())
-			g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
-			g.Expect(c.Reason).To(Equal("FailJobSetFailurePolicyAction"))
-		}).WithTimeout(timeout).Should(Succeed())
-		got := getJobSet(js)
+		got := util.ExpectJobSetCondition(ctx, k8sClient, js, jobset.JobSetFailed, "FailJobSetFailurePolicyAction", timeout)
 		Expect(got.Status.InPlaceRestarts).To(BeZero(), "the fatal exit started an in-place restart")
 		Expect(got.Status.DeprecatedEpoch).To(BeZero(), "an epoch was deprecated for a fatal exit")
 		// Until no Pod runs anything (the failed Job's Pod stays, Failed;
@@ -317,12 +289,7 @@ var _ = Describe("in-place restart on real kubelets", func() {
 		Expect(expectRunning(js, 2)).To(Equal(before))
 
 		exitWorker(podsOf(js)[1], 1)
-		Eventually(func(g Gomega) {
-			c := meta.FindStatusCondition(getJobSet(js).Status.Conditions, string(jobset.JobSetFailed))
-			g.Expect(c).NotTo(BeNil())
-			g.Expect(c.Reason).To(Equal("ReachedMaxRestarts"))
-		}).WithTimeout(timeout).Should(Succeed())
-		got := getJobSet(js)
+		got := util.ExpectJobSetCondition(ctx, k8sClient, js, jobset.JobSetFailed, "ReachedMaxRestarts", timeout)
 		Expect(got.Status.InPlaceRestarts).To(Equal(int32(1)))
 		Expect(got.Status.Restarts).To(Equal(int32(1)))
 	})
