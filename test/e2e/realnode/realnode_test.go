@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -111,6 +112,12 @@ func dumpContainerLogs(ns string) {
 	}
 }
 
+// allStatuses are a Pod's container statuses, init containers (the agent)
+// first.
+func allStatuses(p *corev1.Pod) []corev1.ContainerStatus {
+	return slices.Concat(p.Status.InitContainerStatuses, p.Status.ContainerStatuses)
+}
+
 // restartWatch records the highest restart count each container of a
 // namespace's Pods reached, from every update the apiserver sent, above
 // the count it had when the watch began.
@@ -131,7 +138,7 @@ func watchRestarts(ns string) *restartWatch {
 	pods, err := clientset.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
 	Expect(err).NotTo(HaveOccurred())
 	for _, p := range pods.Items {
-		for _, s := range append(append([]corev1.ContainerStatus{}, p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...) {
+		for _, s := range allStatuses(&p) {
 			rw.baseline[p.Name+"/"+s.Name] = s.RestartCount
 		}
 	}
@@ -142,7 +149,7 @@ func watchRestarts(ns string) *restartWatch {
 				continue
 			}
 			rw.mu.Lock()
-			for _, s := range append(append([]corev1.ContainerStatus{}, p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...) {
+			for _, s := range allStatuses(p) {
 				key := p.Name + "/" + s.Name
 				rw.max[key] = max(rw.max[key], s.RestartCount)
 			}
@@ -211,7 +218,7 @@ var _ = Describe("in-place restart on real kubelets", func() {
 		Expect(got.Status.Restarts).To(Equal(int32(1)))
 		Expect(got.Status.InPlaceRestarts).To(Equal(int32(1)))
 		for _, p := range podsOf(js) {
-			for _, s := range append(append([]corev1.ContainerStatus{}, p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...) {
+			for _, s := range allStatuses(&p) {
 				Expect(s.RestartCount).To(Equal(int32(1)), "container %s of pod %s restarted once", s.Name, p.Name)
 			}
 			// The worker's own record: the barrier let it through at the
@@ -274,7 +281,7 @@ var _ = Describe("in-place restart on real kubelets", func() {
 			if _, survived := before[p.Name]; !survived {
 				continue
 			}
-			for _, s := range append(append([]corev1.ContainerStatus{}, p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...) {
+			for _, s := range allStatuses(&p) {
 				Expect(s.RestartCount).To(Equal(int32(1)), "container %s of surviving pod %s restarted once", s.Name, p.Name)
 			}
 		}
