@@ -29,7 +29,7 @@ var startedPath = filepath.Join(os.TempDir(), "inplace-testworker.started")
 const defaultBarrierURL = "http://127.0.0.1:18080/barrier-is-lifted"
 
 const usage = `usage:
-  inplace-testworker run     ask the barrier (BARRIER_URL) what it answered, log it, then run until told to exit or SIGTERM
+  inplace-testworker run     ask the barrier (BARRIER_URL) what it answered, log it, then run until told to exit (or exit 143 on SIGTERM)
   inplace-testworker exit C  make the running worker of this container exit with code C
   inplace-testworker ready   succeed once the running worker has run READY_AFTER_SECONDS (a readiness probe)
   inplace-testworker pause   sleep until SIGTERM or SIGINT (the pause image)
@@ -104,10 +104,19 @@ func run() error {
 		_ = l.Close()
 		os.Exit(code)
 	case <-ctx.Done():
-		logf("terminated")
+		// As a training process the signal interrupts: not a success. A
+		// worker that exited 0 here would complete its Job when its Pod is
+		// deleted (the kubelet's phase is Succeeded), and no replacement
+		// would come.
+		logf("terminated code=%d", terminatedExitCode)
+		_ = l.Close()
+		os.Exit(terminatedExitCode)
 	}
 	return nil
 }
+
+// terminatedExitCode is how a process killed by SIGTERM reports (128+15).
+const terminatedExitCode = 143
 
 // ready succeeds once the running worker has run READY_AFTER_SECONDS (0 by
 // default): a readiness probe that makes a Pod Ready later than it runs.
