@@ -474,7 +474,7 @@ func (c *Cluster) LogsDir() string {
 func (c *Cluster) CheckAlive() error {
 	var errs []error
 	for _, p := range c.procs {
-		if done, err := p.exited(); done {
+		if done, err := p.exited(); done && !p.stopped.Load() {
 			// err is nil when the process exited with status 0: %v prints
 			// that, %w would not.
 			errs = append(errs, fmt.Errorf("%s exited: %v; see %s", p.name, err, p.logPath)) //nolint:errorlint // see above
@@ -502,7 +502,9 @@ func (c *Cluster) Done() <-chan struct{} {
 	for _, p := range c.procs {
 		go func() {
 			<-p.done
-			once.Do(func() { close(done) })
+			if !p.stopped.Load() {
+				once.Do(func() { close(done) })
+			}
 		}()
 	}
 	return done

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -20,6 +21,9 @@ type process struct {
 	logPath string
 	done    chan struct{}
 	err     error // set when done is closed
+	// stopped is set when a test stopped the process on purpose (a node's
+	// kubelet, to lose the node): its exit is then no failure.
+	stopped atomic.Bool
 }
 
 // startProcess starts binary with args, logging stdout and stderr to

@@ -47,6 +47,8 @@ type realNode struct {
 	socket     string
 	cgroupRoot string
 	port       int
+	// kubeletArgs start its kubelet again after StopKubelet.
+	kubeletArgs []string
 }
 
 // NodeNames are the names of the cluster's real nodes.
@@ -292,7 +294,7 @@ func (c *Cluster) startNode(ctx context.Context, p *pki, n *realNode, archives [
 	if err := os.WriteFile(kubeletConfig, []byte(kubeletConfiguration(n, p.caCert)), 0o644); err != nil {
 		return err
 	}
-	kubelet, err := startProcess(n.name+"-kubelet", c.binary(kubeletName), flagArgs(map[string]string{
+	n.kubeletArgs = flagArgs(map[string]string{
 		"config":            kubeletConfig,
 		"kubeconfig":        kubeconfig,
 		"root-dir":          filepath.Join(n.dir, "kubelet", "root"),
@@ -300,11 +302,88 @@ func (c *Cluster) startNode(ctx context.Context, p *pki, n *realNode, archives [
 		"hostname-override": n.name,
 		"node-ip":           nodeIP,
 		"v":                 "2",
-	}), c.logDir)
+	})
+	kubelet, err := startProcess(n.name+"-"+kubeletName, c.binary(kubeletName), n.kubeletArgs, c.logDir)
 	if err != nil {
 		return err
 	}
 	c.procs = append(c.procs, kubelet)
+	return nil
+}
+
+func (c *Cluster) node(name string) (*realNode, error) {
+	for _, n := range c.nodes {
+		if n.name == name {
+			return n, nil
+		}
+	}
+	return nil, fmt.Errorf("no real node %q in this cluster (its nodes: %v)", name, c.NodeNames())
+}
+
+// kubelet is the running or stopped kubelet process of node n.
+func (c *Cluster) kubelet(n *realNode) *process {
+	for _, p := range c.procs {
+		if p.name == n.name+"-"+kubeletName {
+			return p
+		}
+	}
+	return nil
+}
+
+// StopKubelet stops a real node's kubelet, as a node that is lost would:
+// its containerd and containers go on running, nothing restarts them,
+// nothing reports their status. StartKubelet brings it back.
+func (c *Cluster) StopKubelet(name string) error {
+	n, err := c.node(name)
+	if err != nil {
+		return err
+	}
+	p := c.kubelet(n)
+	p.stopped.Store(true)
+	p.stop(10 * time.Second)
+	return nil
+}
+
+// StartKubelet starts a node's kubelet again if StopKubelet stopped it,
+// with the same configuration, and waits until every node is Ready (the
+// kubelet registers its Node again if it was deleted meanwhile).
+func (c *Cluster) StartKubelet(ctx context.Context, name string) error {
+	n, err := c.node(name)
+	if err != nil {
+		return err
+	}
+	old := c.kubelet(n)
+	if done, _ := old.exited(); !done {
+		return c.waitNodesReady(ctx)
+	}
+	kubelet, err := startProcess(old.name, old.cmd.Path, n.kubeletArgs, c.logDir)
+	if err != nil {
+		return err
+	}
+	for i, p := range c.procs {
+		if p == old {
+			c.procs[i] = kubelet
+		}
+	}
+	return c.waitNodesReady(ctx)
+}
+
+// KillContainer kills a container on a real node with SIGKILL through the
+// node's containerd, as a crash would: containerID is the Pod status's
+// "containerd://..." value.
+func (c *Cluster) KillContainer(ctx context.Context, node, containerID string) error {
+	n, err := c.node(node)
+	if err != nil {
+		return err
+	}
+	id, ok := strings.CutPrefix(containerID, "containerd://")
+	if !ok {
+		return fmt.Errorf("container ID %q is not a containerd one", containerID)
+	}
+	out, err := exec.CommandContext(ctx, "ctr", "--address", n.socket, "--namespace", "k8s.io", "tasks", "kill", "--signal", "SIGKILL", id).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("killing container %s on %s: %w: %s", id, node, err, strings.TrimSpace(string(out)))
+	}
 	return nil
 }
 

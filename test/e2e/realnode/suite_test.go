@@ -28,12 +28,14 @@ var (
 		Configure: func(c *configv1alpha1.Configuration) {
 			// The image every node imported, under the name config/ uses.
 			c.Agent.Image = images.Agent
-			// Longer than the Job controller may take to replace a deleted
-			// Pod (measured up to 59 s here, with its failure back-off),
-			// shorter than the specs wait.
-			c.Controller.InPlaceRestartTimeout = &metav1.Duration{Duration: 150 * time.Second}
+			c.Controller.InPlaceRestartTimeout = &metav1.Duration{Duration: inPlaceRestartTimeout}
 		},
 	}
+	// inPlaceRestartTimeout is the manager's: longer than the Job
+	// controller may take to replace a deleted Pod (measured up to 59 s
+	// here, with its failure back-off), shorter than the specs wait. The
+	// timeout spec restarts the manager with a shorter one.
+	inPlaceRestartTimeout = 150 * time.Second
 	cfg       *rest.Config
 	ctx       context.Context
 	k8sClient client.Client
