@@ -158,8 +158,22 @@ var _ = Describe("the deployment configuration", func() {
 		}
 	})
 
-	It("is accepted by the apiserver, from kustomize", func() {
+	It("renders the same objects without cert-manager, with kustomize and with Helm", func() {
+		fromKustomize := byKey(kustomize("config/selfsigned"))
+		delete(fromKustomize, "Namespace /inplace-system")
+		objs, err := helmTemplate("--set", "certManager.enabled=false,serviceMonitor.enabled=false,manager.replicas=1")
+		Expect(err).NotTo(HaveOccurred())
+		fromHelm := byKey(objs)
+		Expect(keys(fromHelm)).To(ConsistOf(keys(fromKustomize)))
+		for k, want := range fromKustomize {
+			Expect(cmp.Diff(want, fromHelm[k])).To(BeEmpty(), "%s differs between config/selfsigned (-) and charts/inplace (+)", k)
+		}
+		Expect(fromKustomize).NotTo(HaveKey(HavePrefix("PodDisruptionBudget ")), "one replica and a budget of one block every drain")
+	})
+
+	It("is accepted by the apiserver, from kustomize, with and without cert-manager", func() {
 		dryRun(kustomize("config/default"))
+		dryRun(kustomize("config/selfsigned"))
 	})
 
 	It("is accepted by the apiserver, from Helm, with and without cert-manager", func() {
