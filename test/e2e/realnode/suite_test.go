@@ -36,10 +36,10 @@ var (
 	// here, with its failure back-off), shorter than the specs wait. The
 	// timeout spec restarts the manager with a shorter one.
 	inPlaceRestartTimeout = 150 * time.Second
-	cfg       *rest.Config
-	ctx       context.Context
-	k8sClient client.Client
-	clientset *kubernetes.Clientset
+	cfg                   *rest.Config
+	ctx                   context.Context
+	k8sClient             client.Client
+	clientset             *kubernetes.Clientset
 )
 
 func TestRealNodes(t *testing.T) {
