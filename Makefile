@@ -107,7 +107,7 @@ docker-build-agent: ## Build the inplace-agent image as $(IMG_AGENT).
 # packages share the two cores as go test schedules them.
 INTEGRATION_PKGS = ./test/integration/... ./test/cluster/...
 E2E_PKGS = ./test/e2e ./test/restartbench/...
-REALNODE_PKGS = ./test/e2e/realnode/...
+REALNODE_PKGS = ./test/e2e/realnode/... ./test/e2e/install/...
 
 .PHONY: test
 test: cluster-binaries node-deps $(KUSTOMIZE) $(HELM) ## Run every test: unit, integration and end to end (real nodes included), with -race.
@@ -126,7 +126,7 @@ test-e2e: cluster-binaries ## Run the end-to-end suites on a local cluster (simu
 	go test $(GO_TEST_FLAGS) -timeout $(GO_TEST_TIMEOUT) $(E2E_PKGS)
 
 .PHONY: test-realnode
-test-realnode: cluster-binaries node-deps ## Run the end-to-end suite on real kubelets and containerd (needs root).
+test-realnode: cluster-binaries node-deps $(KUSTOMIZE) $(HELM) ## Run the end-to-end suites on real kubelets and containerd, the install suite included (needs root).
 	go test $(GO_TEST_FLAGS) -timeout $(GO_TEST_TIMEOUT) $(REALNODE_PKGS)
 
 ##@ Benchmarks

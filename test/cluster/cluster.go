@@ -33,6 +33,9 @@ const FeatureGates = "ContainerRestartRules=true,RestartAllContainersOnContainer
 // health, and a node-lifecycle controller would taint them otherwise.
 var Controllers = []string{
 	"job-controller",
+	// The manager installed as docs/install.md says is a Deployment.
+	"deployment-controller",
+	"replicaset-controller",
 	"garbage-collector-controller",
 	"namespace-controller",
 	"serviceaccount-controller",
@@ -330,6 +333,10 @@ func (c *Cluster) startAPIServer(ctx context.Context, certs *pki, port, etcdPort
 		flags["kubelet-client-certificate"] = certs.adminCert
 		flags["kubelet-client-key"] = certs.adminKey
 		flags["kubelet-preferred-address-types"] = "InternalIP"
+		// No kube-proxy runs: the apiserver reaches a Service (the
+		// webhooks of an installed manager) at its endpoints' Pod IPs,
+		// which the host routes to the nodes' bridge.
+		flags["enable-aggregator-routing"] = "true"
 	}
 	for k, v := range c.opts.APIServerFlags {
 		flags[k] = v

@@ -48,6 +48,9 @@ type Framework struct {
 	// RealNodes, with FullCluster, starts that many real nodes (a kubelet
 	// and a containerd each) beside the control plane.
 	RealNodes int
+	// NoCRDs leaves the CRDs out of Init, for suites that install them as
+	// a user does.
+	NoCRDs bool
 
 	// Cluster is the running local cluster when FullCluster is set.
 	Cluster *cluster.Cluster
@@ -86,6 +89,9 @@ func (f *Framework) Init() *rest.Config {
 	if f.FullCluster {
 		f.Cluster, err = cluster.Start(context.Background(), cluster.Options{Name: f.Name, RealNodes: f.RealNodes})
 		gomega.Expect(err).NotTo(gomega.HaveOccurred(), "starting the local cluster")
+		if f.NoCRDs {
+			return rest.CopyConfig(f.Cluster.Config)
+		}
 		_, err = envtest.InstallCRDs(f.Cluster.Config, envtest.CRDInstallOptions{Paths: crds, ErrorIfPathMissing: true})
 		gomega.Expect(err).NotTo(gomega.HaveOccurred(), "installing CRDs")
 		return rest.CopyConfig(f.Cluster.Config)

@@ -2,8 +2,12 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net/http"
 	"os"
+	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -15,7 +19,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -141,6 +144,9 @@ func selfSign(mgr ctrl.Manager, cfg *configv1alpha1.Configuration) error {
 	hosts := cfg.Webhook.Hosts
 	if len(hosts) == 0 {
 		ns := Namespace()
+		if ns == "" {
+			return errors.New("webhook.selfSignedCerts: the serving certificate names the webhook Service in the manager's namespace, which is unknown here (no POD_NAMESPACE, no service account): set POD_NAMESPACE or webhook.hosts")
+		}
 		hosts = []string{WebhookServiceName, WebhookServiceName + "." + ns, WebhookServiceName + "." + ns + ".svc", "localhost", "127.0.0.1"}
 	}
 	ca, err := webhook.WriteSelfSignedCerts(cfg.Webhook.CertDir, hosts)
@@ -151,24 +157,64 @@ func selfSign(mgr ctrl.Manager, cfg *configv1alpha1.Configuration) error {
 	if err != nil {
 		return err
 	}
-	return mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
-		log := ctrl.Log.WithName("webhook-ca")
-		// Until it succeeds or the manager stops: a Backoff's steps end at
-		// its cap, which wait.ExponentialBackoffWithContext takes for
-		// giving up.
-		backoff := wait.Backoff{Duration: 200 * time.Millisecond, Factor: 2, Steps: 1 << 30, Cap: 10 * time.Second}
-		return backoff.DelayFunc().Until(ctx, true, true,
-			func(ctx context.Context) (bool, error) {
-				if err := webhook.PatchCABundle(ctx, c, ca, cfg.Webhook.MutatingConfigurationName, cfg.Webhook.ValidatingConfigurationName); err != nil {
-					log.Error(err, "writing the webhook CA; retrying")
-					return false, nil
-				}
-				log.Info("webhook CA written", "mutating", cfg.Webhook.MutatingConfigurationName, "validating", cfg.Webhook.ValidatingConfigurationName)
-				return true, nil
-			})
-	}))
+	w := &caWriter{client: c, ca: ca, mutating: cfg.Webhook.MutatingConfigurationName, validating: cfg.Webhook.ValidatingConfigurationName}
+	if err := mgr.Add(w); err != nil {
+		return err
+	}
+	// Ready only once the apiserver trusts this replica's certificate: the
+	// webhooks fail closed, and a rollout that waits for Ready must not end
+	// before they answer.
+	return mgr.AddReadyzCheck("webhook-ca", w.written)
 }
 
-// Namespace is the namespace the manager runs in, from the downward API's
-// POD_NAMESPACE; empty outside a cluster.
-func Namespace() string { return os.Getenv("POD_NAMESPACE") }
+// caWriter writes a self-signed CA into the webhook configurations, on
+// every replica whether it leads or not (the webhooks serve from each).
+type caWriter struct {
+	client               client.Client
+	ca                   []byte
+	mutating, validating string
+	done                 atomic.Bool
+}
+
+func (w *caWriter) NeedLeaderElection() bool { return false }
+
+func (w *caWriter) Start(ctx context.Context) error {
+	log := ctrl.Log.WithName("webhook-ca")
+	// Until it succeeds or the manager stops: a Backoff's steps end at its
+	// cap, which wait.ExponentialBackoffWithContext takes for giving up.
+	backoff := wait.Backoff{Duration: 200 * time.Millisecond, Factor: 2, Steps: 1 << 30, Cap: 10 * time.Second}
+	return backoff.DelayFunc().Until(ctx, true, true, func(ctx context.Context) (bool, error) {
+		if err := webhook.PatchCABundle(ctx, w.client, w.ca, w.mutating, w.validating); err != nil {
+			log.Error(err, "writing the webhook CA; retrying")
+			return false, nil
+		}
+		log.Info("webhook CA written", "mutating", w.mutating, "validating", w.validating)
+		w.done.Store(true)
+		return true, nil
+	})
+}
+
+func (w *caWriter) written(*http.Request) error {
+	if !w.done.Load() {
+		return errors.New("the webhook CA is not written into the webhook configurations yet")
+	}
+	return nil
+}
+
+// serviceAccountNamespaceFile is where the service account volume of every
+// Pod that mounts one holds the Pod's namespace.
+const serviceAccountNamespaceFile = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+
+// Namespace is the namespace the manager runs in: POD_NAMESPACE (the
+// downward API) if set, else its service account's; empty outside a
+// cluster.
+func Namespace() string {
+	if ns := os.Getenv("POD_NAMESPACE"); ns != "" {
+		return ns
+	}
+	data, err := os.ReadFile(serviceAccountNamespaceFile)
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(data))
+}

@@ -1,9 +1,7 @@
 package realnode
 
 import (
-	"context"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -19,69 +17,30 @@ import (
 	"k8s.io/utils/ptr"
 
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
-	"github.com/inplace-dev/inplace/test/cluster"
 	"github.com/inplace-dev/inplace/test/images"
 	"github.com/inplace-dev/inplace/test/util"
-	"github.com/inplace-dev/inplace/test/wrappers"
 )
 
 const timeout = 3 * time.Minute
 
-// workerJobSet is an InPlaceRestart JobSet of one worker Pod per node,
-// written as a user would: the webhook injects the agent.
 func workerJobSet(name, ns string, pfp *batchv1.PodFailurePolicy, rules ...jobset.FailurePolicyRule) *jobset.JobSet {
-	rj := wrappers.MakeReplicatedJob("workers").Replicas(nodes).PodFailurePolicy(pfp).Obj()
-	rj.Template.Spec.BackoffLimit = nil // the webhook sets what InPlaceRestart needs
-	pod := &rj.Template.Spec.Template.Spec
-	pod.TerminationGracePeriodSeconds = ptr.To[int64](5)
-	pod.Containers[0].Image = images.Worker
-	// The worker asks the injected agent's barrier (its default URL) and
-	// logs the answer.
-	pod.Containers[0].Env = []corev1.EnvVar{
-		{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}},
-	}
-	return wrappers.MakeJobSet(name, ns).
-		ReplicatedJob(rj).
-		FailurePolicy(&jobset.FailurePolicy{MaxRestarts: 3, RestartStrategy: jobset.InPlaceRestart, Rules: rules}).
-		Obj()
+	return util.WorkerJobSet(name, ns, nodes, pfp, rules...)
 }
 
 func podsOf(js *jobset.JobSet) []corev1.Pod { return util.JobSetPods(ctx, k8sClient, js) }
 
 func getJobSet(js *jobset.JobSet) *jobset.JobSet { return util.GetJobSet(ctx, k8sClient, js) }
 
-// identity is what an in-place restart keeps: the Pod and its address.
-type identity struct{ UID, IP, Node string }
-
 // expectRunning waits until every worker runs at epoch and returns the
 // Pods' identities by name.
-func expectRunning(js *jobset.JobSet, epoch int32) map[string]identity {
+func expectRunning(js *jobset.JobSet, epoch int32) map[string]util.PodIdentity {
 	GinkgoHelper()
-	out := map[string]identity{}
-	Eventually(func(g Gomega) {
-		g.Expect(getJobSet(js).Status.SyncedEpoch).To(Equal(epoch))
-		pods := podsOf(js)
-		g.Expect(pods).To(HaveLen(nodes))
-		clear(out)
-		for _, p := range pods {
-			g.Expect(p.DeletionTimestamp).To(BeNil())
-			g.Expect(p.Status.ContainerStatuses).To(ContainElement(And(
-				HaveField("Name", "worker"), HaveField("State.Running", Not(BeNil())))), "pod %s", p.Name)
-			out[p.Name] = identity{UID: string(p.UID), IP: p.Status.PodIP, Node: p.Spec.NodeName}
-		}
-	}).WithTimeout(timeout).WithPolling(250 * time.Millisecond).Should(Succeed())
-	return out
+	return util.ExpectWorkersRunning(ctx, k8sClient, js, nodes, epoch, timeout)
 }
 
-// exitWorker makes the worker of pod exit with code, as a person would:
-// kubectl exec into its container.
 func exitWorker(pod corev1.Pod, code int) {
 	GinkgoHelper()
-	bin, err := cluster.BinDir()
-	Expect(err).NotTo(HaveOccurred())
-	execCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	Expect(images.ExitWorker(execCtx, filepath.Join(bin, "kubectl"), fw.Cluster.Kubeconfig, pod.Namespace, pod.Name, "worker", code)).To(Succeed())
+	util.ExitWorker(ctx, fw.Cluster.Kubeconfig, pod, code)
 }
 
 func workerLog(pod corev1.Pod) string {

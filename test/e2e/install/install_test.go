@@ -1,0 +1,200 @@
+package install
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
+	"github.com/inplace-dev/inplace/test/cluster"
+	"github.com/inplace-dev/inplace/test/util"
+	"github.com/inplace-dev/inplace/webhook"
+	"github.com/inplace-dev/inplace/webhook/certs"
+)
+
+const (
+	timeout   = 3 * time.Minute
+	namespace = "inplace-system"
+)
+
+// The commands of the README and docs/install.md, run as written (a test
+// checks that the docs still say them).
+const (
+	applyDefault      = "kubectl apply --server-side -k config/default"
+	applySelfSigned   = "kubectl apply --server-side -k config/selfsigned"
+	rolloutStatus     = "kubectl -n inplace-system rollout status deploy/inplace-manager"
+	helmInstall       = "helm install inplace charts/inplace -n inplace-system --create-namespace --set certManager.enabled=false,manager.replicas=1,serviceMonitor.enabled=false"
+	labelNamespace    = "kubectl label ns inplace-system pod-security.kubernetes.io/enforce=restricted inplace.dev/webhooks=disabled"
+	webhooksAnswer    = "kubectl apply --dry-run=server -f examples/startup-policy/driver-then-workers.yaml"
+	deleteDefault     = "kubectl delete -k config/default"
+	deleteSelfSigned  = "kubectl delete -k config/selfsigned"
+	helmUninstall     = "helm uninstall inplace -n inplace-system"
+	mutatingWebhook   = "inplace-mutating-webhook"
+	validatingWebhook = "inplace-validating-webhook"
+)
+
+// sh runs a command line as a person would in a shell at the repository's
+// root, with the cluster's kubeconfig and the kubectl and helm this
+// project builds first on the PATH.
+func sh(line string) string {
+	GinkgoHelper()
+	root, err := cluster.RepoRoot()
+	Expect(err).NotTo(HaveOccurred())
+	tools := GinkgoT().TempDir()
+	bin, err := cluster.BinDir()
+	Expect(err).NotTo(HaveOccurred())
+	helm, _ := filepath.Glob(filepath.Join(root, "bin", "helm-*"))
+	Expect(helm).NotTo(BeEmpty(), "helm is not installed: run 'make helm'")
+	Expect(os.Symlink(helm[len(helm)-1], filepath.Join(tools, "helm"))).To(Succeed())
+	Expect(os.Symlink(filepath.Join(bin, "kubectl"), filepath.Join(tools, "kubectl"))).To(Succeed())
+
+	cmdCtx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	cmd := exec.CommandContext(cmdCtx, "sh", "-c", line)
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+fw.Cluster.Kubeconfig, "PATH="+tools+":"+os.Getenv("PATH"), "HOME="+tools)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err = cmd.Run()
+	GinkgoWriter.Printf("$ %s\n%s", line, out.String())
+	Expect(err).NotTo(HaveOccurred(), "%s:\n%s", line, out.String())
+	return out.String()
+}
+
+// expectWebhooksPointAtTheService checks that both webhook configurations
+// reached the apiserver with their clientConfig: the manager's Service.
+func expectWebhooksPointAtTheService() {
+	GinkgoHelper()
+	var m admissionregistrationv1.MutatingWebhookConfiguration
+	Expect(k8sClient.Get(ctx, client.ObjectKey{Name: mutatingWebhook}, &m)).To(Succeed())
+	var v admissionregistrationv1.ValidatingWebhookConfiguration
+	Expect(k8sClient.Get(ctx, client.ObjectKey{Name: validatingWebhook}, &v)).To(Succeed())
+	var services []*admissionregistrationv1.ServiceReference
+	for _, w := range m.Webhooks {
+		services = append(services, w.ClientConfig.Service)
+	}
+	for _, w := range v.Webhooks {
+		services = append(services, w.ClientConfig.Service)
+	}
+	Expect(services).NotTo(BeEmpty())
+	for _, s := range services {
+		Expect(s).To(HaveValue(And(HaveField("Name", "inplace-webhook-service"), HaveField("Namespace", namespace))))
+	}
+}
+
+// issueAsCertManager does what cert-manager's controller and CA injector
+// do for the Certificate config/ ships (neither can be built here): a
+// serving certificate for the Certificate's DNS names in its Secret, and
+// its CA in the webhook configurations that ask for injection.
+func issueAsCertManager() {
+	GinkgoHelper()
+	cert := &unstructured.Unstructured{}
+	cert.SetAPIVersion("cert-manager.io/v1")
+	cert.SetKind("Certificate")
+	Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: namespace, Name: "inplace-serving-cert"}, cert)).To(Succeed())
+	dnsNames, _, err := unstructured.NestedStringSlice(cert.Object, "spec", "dnsNames")
+	Expect(err).NotTo(HaveOccurred())
+	secretName, _, err := unstructured.NestedString(cert.Object, "spec", "secretName")
+	Expect(err).NotTo(HaveOccurred())
+	ca, err := certs.NewCA("inplace-selfsigned-issuer")
+	Expect(err).NotTo(HaveOccurred())
+	crt, key, err := ca.Sign(certs.Leaf{CommonName: dnsNames[0], Hosts: dnsNames})
+	Expect(err).NotTo(HaveOccurred())
+	Expect(k8sClient.Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: secretName},
+		Type:       corev1.SecretTypeTLS,
+		Data:       map[string][]byte{"tls.crt": crt, "tls.key": key, "ca.crt": ca.PEM},
+	})).To(Succeed())
+	Expect(webhook.PatchCABundle(ctx, k8sClient, ca.PEM, mutatingWebhook, validatingWebhook)).To(Succeed())
+}
+
+// runsAJobSetInPlace is a user's JobSet on the installed manager: its
+// webhook injects the agent, the controller runs the epochs, and a worker's
+// exit restarts both Pods in place on the real kubelet. The JobSet is
+// deleted at the end, before inplace is uninstalled, as docs/install.md
+// says.
+func runsAJobSetInPlace(name string) {
+	GinkgoHelper()
+	sh(webhooksAnswer)
+	ns := fw.NewNamespace(ctx, k8sClient)
+	util.WaitForDefaultServiceAccount(ctx, k8sClient, ns.Name)
+	js := util.WorkerJobSet(name, ns.Name, 2, nil)
+	Expect(k8sClient.Create(ctx, js)).To(Succeed())
+	before := util.ExpectWorkersRunning(ctx, k8sClient, js, 2, 1, timeout)
+	pods := util.JobSetPods(ctx, k8sClient, js)
+	for _, p := range pods {
+		Expect(p.Spec.InitContainers).To(ContainElement(HaveField("Name", "inplace-agent")), "the webhook injected the agent into %s", p.Name)
+	}
+	util.ExitWorker(ctx, fw.Cluster.Kubeconfig, pods[0], 1)
+	Expect(util.ExpectWorkersRunning(ctx, k8sClient, js, 2, 2, timeout)).To(Equal(before), "same Pods, same IPs")
+	Expect(util.GetJobSet(ctx, k8sClient, js).Status.InPlaceRestarts).To(Equal(int32(1)))
+
+	Expect(k8sClient.Delete(ctx, js, client.PropagationPolicy(metav1.DeletePropagationForeground))).To(Succeed())
+	Eventually(func() error {
+		return k8sClient.Get(ctx, client.ObjectKeyFromObject(js), &jobset.JobSet{})
+	}).WithTimeout(timeout).Should(Satisfy(apierrors.IsNotFound), "the JobSet is gone")
+}
+
+// expectUninstalled waits until the install's namespace is gone.
+func expectUninstalled() {
+	GinkgoHelper()
+	Eventually(func() error {
+		return k8sClient.Get(ctx, client.ObjectKey{Name: namespace}, &corev1.Namespace{})
+	}).WithTimeout(timeout).Should(Satisfy(apierrors.IsNotFound), "namespace %s is gone", namespace)
+}
+
+var _ = Describe("installing inplace", Ordered, func() {
+	It("the docs say the commands these specs run", func() {
+		root, err := cluster.RepoRoot()
+		Expect(err).NotTo(HaveOccurred())
+		readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+		Expect(err).NotTo(HaveOccurred())
+		install, err := os.ReadFile(filepath.Join(root, "docs", "install.md"))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(string(readme)).To(And(ContainSubstring(applyDefault), ContainSubstring(rolloutStatus)))
+		for _, c := range []string{applyDefault, applySelfSigned, rolloutStatus, helmInstall, labelNamespace, webhooksAnswer, deleteDefault, deleteSelfSigned, helmUninstall} {
+			Expect(string(install)).To(ContainSubstring(c))
+		}
+	})
+
+	It("with kustomize and cert-manager, the README's command: the apiserver takes every object, the manager serves its webhooks from the cluster", func() {
+		sh(applyDefault)
+		expectWebhooksPointAtTheService()
+		issueAsCertManager()
+		sh(rolloutStatus + " --timeout=3m")
+		runsAJobSetInPlace("kustomize")
+		sh(deleteDefault)
+		expectUninstalled()
+	})
+
+	It("with kustomize, without cert-manager: the manager signs its own certificate", func() {
+		sh(applySelfSigned)
+		expectWebhooksPointAtTheService()
+		sh(rolloutStatus + " --timeout=3m")
+		runsAJobSetInPlace("selfsigned")
+		sh(deleteSelfSigned)
+		expectUninstalled()
+	})
+
+	It("with Helm, without cert-manager", func() {
+		sh(helmInstall + " --wait --timeout=3m")
+		sh(labelNamespace)
+		expectWebhooksPointAtTheService()
+		runsAJobSetInPlace("helm")
+		sh(helmUninstall + " --wait")
+		Expect(k8sClient.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}})).To(Succeed())
+		expectUninstalled()
+	})
+})
