@@ -45,6 +45,9 @@ type podRunner struct {
 	epoch int32
 	// sandbox: the Pod's sandbox exists (its first start is behind it).
 	sandbox bool
+	// initialized: the Pod was initialized once (its Initialized
+	// condition stays true through in-place restarts).
+	initialized bool
 	// lastTerm is each container's last termination, as the runtime
 	// remembers it (the API may not have it yet).
 	lastTerm map[string]corev1.ContainerState
@@ -142,10 +145,12 @@ func (r *podRunner) incarnation(parent context.Context) (bool, error) {
 	defer cancel()
 	pod := r.pod()
 	spec := pod.Spec
-	st := newStatus(pod, r.ip, r.restarts, r.lastTerm)
-	r.status.publish(st)
+	st := newStatus(pod, r.ip, r.restarts, r.lastTerm, &r.initialized)
 	lat := r.sim.latency()
 	if !r.sandbox {
+		// A restarted Pod's containers were reported waiting when they
+		// were removed; a new one's are reported waiting now.
+		r.status.publish(st)
 		if !spend(ctx, lat.PodStart+lat.ImagePull) {
 			return true, nil
 		}
@@ -190,9 +195,13 @@ func (r *podRunner) incarnation(parent context.Context) (bool, error) {
 		if c.Name == r.sim.opts.AgentContainer {
 			startAgent(c)
 		}
-		st.setInit(c.Name, running())
-		r.status.publish(st)
+		// As the kubelet reports a sidecar with a startup probe: running,
+		// then started once the probe passed, then ready, each in a write
+		// of its own.
 		if c.StartupProbe != nil && c.StartupProbe.HTTPGet != nil {
+			st.setProbing(c.Name)
+			r.status.publish(st)
+			r.status.flush(ctx)
 			if e, ok := r.waitStartup(ctx, c, exits); !ok {
 				if e == nil {
 					return true, ctx.Err() // cancelled or being deleted
@@ -202,16 +211,25 @@ func (r *podRunner) incarnation(parent context.Context) (bool, error) {
 			if c.Name == r.sim.opts.AgentContainer {
 				r.record(BarrierLifted, 0)
 			}
+			st.setStarted(c.Name)
+			r.status.publish(st)
+			r.status.flush(ctx)
+		} else {
+			st.setInit(c.Name, running())
 		}
-		st.setStarted(c.Name)
+		st.setReady(c.Name)
 	}
+	// The Pod runs once its sidecars are ready, before its main containers
+	// start, as the kubelet's phase says.
+	st.running()
+	r.status.publish(st)
+	r.status.flush(ctx)
 	if !spend(ctx, lat.ContainerStart) {
 		return true, nil
 	}
 	for _, c := range spec.Containers {
 		st.setMain(c.Name, running())
 	}
-	st.running()
 	r.record(WorkersStarted, 0)
 	r.status.publish(st)
 
@@ -342,7 +360,11 @@ func (r *podRunner) handle(ctx context.Context, st *status, e exit, agents map[s
 	}
 	switch action {
 	case actionRestartAll:
-		// Report the exit first, as the kubelet does, then start over.
+		// As the kubelet: the exit is reported with AllContainersRestarting,
+		// the other containers stop, every container is reported removed
+		// (waiting, its restart count up, its last state the removal's),
+		// and the Pod starts over in its sandbox.
+		st.restartingAll = true
 		r.status.publish(st)
 		r.status.flush(ctx)
 		for _, stop := range agents {
@@ -350,9 +372,10 @@ func (r *podRunner) handle(ctx context.Context, st *status, e exit, agents map[s
 		}
 		// The other containers take their time to stop.
 		spend(ctx, r.sim.latency().ContainerStop)
-		for _, cs := range append(slices.Clone(spec.InitContainers), spec.Containers...) {
-			r.restarts[cs.Name]++
-		}
+		st.restartingAll = false
+		st.restartAll(r.restarts, r.lastTerm)
+		r.status.publish(st)
+		r.status.flush(ctx)
 		return true, nil
 	case actionRestart:
 		r.restarts[c.Name]++
@@ -385,7 +408,12 @@ func (r *podRunner) handle(ctx context.Context, st *status, e exit, agents map[s
 				delete(agents, name)
 			}
 			spend(ctx, r.sim.latency().ContainerStop)
+			// The sidecars' end and the sandbox's removal are a write of
+			// their own before the terminal phase.
 			st.stopSidecars(sidecars)
+			st.sandboxReady = false
+			r.status.publish(st)
+			r.status.flush(ctx)
 		}
 		st.finish()
 		r.status.publish(st)
@@ -484,7 +512,8 @@ func (r *podRunner) finishDeletion(ctx context.Context) {
 			stop = time.Duration(*grace) * time.Second
 		}
 		spend(ctx, stop)
-		st := newStatus(pod, r.ip, r.restarts, r.lastTerm)
+		st := newStatus(pod, r.ip, r.restarts, r.lastTerm, &r.initialized)
+		st.sandboxReady = false
 		for _, c := range pod.Spec.InitContainers {
 			st.setInit(c.Name, terminated(137, "Error"))
 		}

@@ -1,9 +1,19 @@
 package simnode
 
 import (
+	"slices"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+)
+
+// Conditions and reasons the real kubelet reports around an in-place
+// restart of every container (RestartAllContainers).
+const (
+	ConditionAllContainersRestarting corev1.PodConditionType = "AllContainersRestarting"
+	ReasonRestartingAllContainers                            = "RestartingAllContainers"
+	messageRestartingAllContainers                           = "The container is removed because RestartAllContainers in place"
 )
 
 // status is the simulated kubelet's model of a Pod's status.
@@ -14,10 +24,20 @@ type status struct {
 	initOrder []string
 	mainOrder []string
 	byName    map[string]*corev1.ContainerStatus
+	// sandboxReady: the Pod's sandbox runs (PodReadyToStartContainers).
+	sandboxReady bool
+	// restartingAll: every container is being restarted in place
+	// (AllContainersRestarting); reported only for Pods with a rule that
+	// can do it, as the kubelet does.
+	restartingAll, canRestartAll bool
+	// initialized stays true once the Pod was initialized, as the
+	// kubelet's Initialized condition does through in-place restarts.
+	initialized *bool
 }
 
-func newStatus(pod *corev1.Pod, ip string, restarts map[string]int32, lastTerm map[string]corev1.ContainerState) *status {
-	s := &status{ip: ip, start: metav1.Now(), phase: corev1.PodPending, byName: map[string]*corev1.ContainerStatus{}}
+func newStatus(pod *corev1.Pod, ip string, restarts map[string]int32, lastTerm map[string]corev1.ContainerState, initialized *bool) *status {
+	s := &status{ip: ip, start: metav1.Now(), phase: corev1.PodPending, byName: map[string]*corev1.ContainerStatus{},
+		sandboxReady: true, canRestartAll: restartsAll(pod.Spec), initialized: initialized}
 	if pod.Status.StartTime != nil {
 		s.start = *pod.Status.StartTime
 	}
@@ -61,11 +81,59 @@ func (s *status) set(name string, state corev1.ContainerState) {
 func (s *status) setInit(name string, state corev1.ContainerState) { s.set(name, state) }
 func (s *status) setMain(name string, state corev1.ContainerState) { s.set(name, state) }
 
-// setStarted marks a sidecar whose startup probe passed.
+// setProbing marks a sidecar running whose startup probe has not passed:
+// neither started nor ready.
+func (s *status) setProbing(name string) {
+	if cs := s.byName[name]; cs != nil {
+		cs.State = running()
+		cs.Started, cs.Ready = ptr.To(false), false
+	}
+}
+
+// setStarted marks a sidecar whose startup probe passed; the kubelet
+// reports it ready in a later write.
 func (s *status) setStarted(name string) {
 	if cs := s.byName[name]; cs != nil {
-		cs.Started, cs.Ready = ptr.To(true), true
+		cs.Started = ptr.To(true)
 	}
+}
+
+// setReady marks a started sidecar ready (it has no readiness probe).
+func (s *status) setReady(name string) {
+	if cs := s.byName[name]; cs != nil {
+		cs.Ready = true
+	}
+}
+
+// restartAll reports every container removed for an in-place restart of
+// them all, as the kubelet does: waiting, its restart count up by one, and
+// its last state overwritten by the removal (exit code 137), whatever it
+// ended with.
+func (s *status) restartAll(restarts map[string]int32, lastTerm map[string]corev1.ContainerState) {
+	now := metav1.Now()
+	for name, cs := range s.byName {
+		restarts[name]++
+		cs.RestartCount = restarts[name]
+		cs.LastTerminationState = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
+			ExitCode: 137, Reason: ReasonRestartingAllContainers, Message: messageRestartingAllContainers, StartedAt: now, FinishedAt: now,
+		}}
+		lastTerm[name] = cs.LastTerminationState
+		cs.State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: ReasonRestartingAllContainers}}
+		cs.Ready, cs.Started = false, ptr.To(false)
+	}
+}
+
+// restartsAll reports whether a container of spec has a rule that restarts
+// every container in place.
+func restartsAll(spec corev1.PodSpec) bool {
+	for _, c := range slices.Concat(spec.InitContainers, spec.Containers) {
+		for _, r := range c.RestartPolicyRules {
+			if r.Action == corev1.ContainerRestartRuleActionRestartAllContainers {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // restarted restarts one container.
@@ -135,11 +203,19 @@ func (s *status) build(pod *corev1.Pod) corev1.PodStatus {
 		sidecarUp := cs.State.Running != nil && ptr.Deref(cs.Started, false)
 		completed := cs.State.Terminated != nil && cs.State.Terminated.ExitCode == 0
 		initialized = initialized && (sidecarUp || completed)
+		// A sidecar counts for ContainersReady, as the kubelet counts it.
+		if cs.State.Terminated == nil || cs.State.Terminated.ExitCode != 0 {
+			ready = ready && cs.Ready
+		}
+	}
+	if s.initialized != nil {
+		*s.initialized = *s.initialized || initialized
+		initialized = *s.initialized
 	}
 	for _, n := range s.mainOrder {
 		cs := *s.byName[n]
 		out.ContainerStatuses = append(out.ContainerStatuses, cs)
-		ready = ready && cs.State.Running != nil
+		ready = ready && cs.State.Running != nil && cs.Ready
 	}
 	cond := func(t corev1.PodConditionType, ok bool) corev1.PodCondition {
 		c := corev1.PodCondition{Type: t, Status: corev1.ConditionFalse, LastTransitionTime: metav1.Now()}
@@ -154,10 +230,14 @@ func (s *status) build(pod *corev1.Pod) corev1.PodStatus {
 		return c
 	}
 	out.Conditions = []corev1.PodCondition{
+		cond(corev1.PodReadyToStartContainers, s.sandboxReady),
 		cond(corev1.PodScheduled, true),
 		cond(corev1.PodInitialized, initialized),
 		cond(corev1.ContainersReady, ready),
 		cond(corev1.PodReady, ready),
+	}
+	if s.canRestartAll {
+		out.Conditions = append(out.Conditions, cond(ConditionAllContainersRestarting, s.restartingAll))
 	}
 	return out
 }
