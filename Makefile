@@ -139,10 +139,16 @@ bench-admission: cluster-binaries ## Admission: handler latency, policy cost, cr
 	go run ./test/bench/admission -out $(LOCAL)/bench/admission.json
 
 .PHONY: bench-restart
+# REAL_NODES=K runs the Pods on K real nodes (root), BENCH_NODES Pods in all.
+ifdef REAL_NODES
+BENCH_NODES ?= 16,64,128
+BENCH_OUT ?= $(LOCAL)/bench/restart-real.json
+endif
 BENCH_NODES ?= 100,1000,5000
 BENCH_REPEATS ?= 3
-bench-restart: cluster-binaries ## Restarts at scale: in place vs Recreate vs BlockingRecreate, the floor, API cost (BENCH_NODES, BENCH_REPEATS).
-	go run ./test/bench/restart -nodes $(BENCH_NODES) -repeats $(BENCH_REPEATS) -out $(LOCAL)/bench/restart.json
+BENCH_OUT ?= $(LOCAL)/bench/restart.json
+bench-restart: cluster-binaries $(if $(REAL_NODES),node-deps) ## Restarts at scale: in place vs Recreate vs BlockingRecreate, the floor, API cost (BENCH_NODES, BENCH_REPEATS; REAL_NODES=K on real kubelets).
+	go run ./test/bench/restart -nodes $(BENCH_NODES) -repeats $(BENCH_REPEATS) -real-nodes $(or $(REAL_NODES),0) -out $(BENCH_OUT)
 
 ##@ Local cluster
 

@@ -32,8 +32,14 @@ var Profiles = map[string]simnode.Latency{
 
 // Config says what to measure.
 type Config struct {
-	// Nodes lists the sizes, one simulated node and one worker Pod each.
-	Nodes      []int
+	// Nodes lists the sizes, one simulated node and one worker Pod each;
+	// with RealNodes, the number of worker Pods on the real nodes.
+	Nodes []int
+	// RealNodes, if set, runs the JobSets on that many real nodes (a
+	// kubelet and a containerd each) instead of simulated ones: profile
+	// "real", no floor, every actor's requests counted from the API
+	// server's audit log.
+	RealNodes  int
 	Repeats    int
 	Profiles   []string
 	Strategies []jobset.JobSetRestartStrategy
@@ -73,13 +79,20 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 		if err := ensureFileLimit(n); err != nil {
 			return report, err
 		}
-		progress("N=%d: starting the local cluster with %d simulated nodes", n, n)
-		e, stop, err := startEnv(ctx, n, cfg.Timeout, cfg.Log)
+		if cfg.RealNodes > 0 {
+			progress("N=%d: starting the local cluster with %d real nodes", n, cfg.RealNodes)
+		} else {
+			progress("N=%d: starting the local cluster with %d simulated nodes", n, n)
+		}
+		e, stop, err := startEnv(ctx, n, cfg.RealNodes, cfg.Timeout, cfg.Log)
 		if err != nil {
 			return report, err
 		}
 		e.profileDir, e.apiserverProfile = cfg.ProfileDir, cfg.APIServerProfile
 		results, floor, err := e.measure(ctx, cfg, progress)
+		if e.auditLog != "" && err == nil {
+			err = countAudited(e.auditLog, results)
+		}
 		stop()
 		report.Results = append(report.Results, results...)
 		if floor != nil {
@@ -95,12 +108,18 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 func (e *env) measure(ctx context.Context, cfg Config, progress func(string, ...any)) ([]Result, *Floor, error) {
 	var results []Result
 	var floor *Floor
-	for _, profile := range cfg.Profiles {
-		lat, ok := Profiles[profile]
-		if !ok {
-			return results, floor, fmt.Errorf("unknown profile %q: use %s or %s", profile, ProfileZero, ProfileRealistic)
+	profiles := cfg.Profiles
+	if e.real {
+		profiles = []string{ProfileReal}
+	}
+	for _, profile := range profiles {
+		if !e.real {
+			lat, ok := Profiles[profile]
+			if !ok {
+				return results, floor, fmt.Errorf("unknown profile %q: use %s or %s", profile, ProfileZero, ProfileRealistic)
+			}
+			e.sim.SetLatency(lat)
 		}
-		e.sim.SetLatency(lat)
 		for _, strategy := range cfg.Strategies {
 			rs, sample, err := e.scenario(ctx, cfg, profile, strategy, progress)
 			results = append(results, rs...)
@@ -109,7 +128,7 @@ func (e *env) measure(ctx context.Context, cfg Config, progress func(string, ...
 			}
 			// The floor is measured once per size, with the status writes
 			// an in-place restart made, while the cluster is otherwise idle.
-			if floor == nil && strategy == jobset.InPlaceRestart && len(rs) > 0 && sample != nil {
+			if !e.real && floor == nil && strategy == jobset.InPlaceRestart && len(rs) > 0 && sample != nil {
 				kubelet := rs[0].Requests[ActorKubelets]
 				f, err := e.floor(ctx, kubelet["patch pods/status"]+kubelet["update pods/status"], sample, cfg.Timeout)
 				if err != nil {
@@ -128,7 +147,7 @@ func (e *env) measure(ctx context.Context, cfg Config, progress func(string, ...
 // repeated, and deletes it. It returns one of the JobSet's Pods, as it was
 // after the last restart, for the floor to copy.
 func (e *env) scenario(ctx context.Context, cfg Config, profile string, strategy jobset.JobSetRestartStrategy, progress func(string, ...any)) (results []Result, sample *corev1.Pod, err error) {
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "bench-"}}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: benchNamespacePrefix}}
 	if err := e.client.Create(ctx, ns); err != nil {
 		return nil, nil, err
 	}
@@ -143,6 +162,9 @@ func (e *env) scenario(ctx context.Context, cfg Config, profile string, strategy
 		return nil, nil, err
 	}
 	js := jobSetFor("train", ns.Name, e.nodes, strategy)
+	if e.real {
+		realWorkers(js)
+	}
 	jw, err := e.watchJobSet(ctx, js)
 	if err != nil {
 		return nil, nil, err

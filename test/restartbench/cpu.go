@@ -34,14 +34,24 @@ func newCPUAccount(clusterPIDs map[string]int) *cpuAccount {
 	return &cpuAccount{pids: pids}
 }
 
-// snapshot returns each process's CPU time (user and system) so far. A
-// process whose times cannot be read is left out.
+// ProcessNodes names the real nodes' kubelets and containerds together in
+// CPU accounts (their containers and shims are not counted).
+const ProcessNodes = "kubelets+containerd"
+
+// snapshot returns each process's CPU time (user and system) so far, the
+// real nodes' processes summed. A process whose times cannot be read is
+// left out.
 func (a *cpuAccount) snapshot() map[string]time.Duration {
 	out := map[string]time.Duration{}
 	for name, pid := range a.pids {
-		if d, err := processCPU(pid); err == nil {
-			out[name] = d
+		d, err := processCPU(pid)
+		if err != nil {
+			continue
 		}
+		if strings.HasSuffix(name, "-kubelet") || strings.HasSuffix(name, "-containerd") {
+			name = ProcessNodes
+		}
+		out[name] += d
 	}
 	return out
 }

@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
 	"runtime/pprof"
 	"sync"
 	"time"
@@ -26,6 +29,7 @@ import (
 	managerapp "github.com/inplace-dev/inplace/cmd/manager/app"
 	"github.com/inplace-dev/inplace/test/cluster"
 	"github.com/inplace-dev/inplace/test/deploy"
+	"github.com/inplace-dev/inplace/test/images"
 	"github.com/inplace-dev/inplace/test/simnode"
 )
 
@@ -56,23 +60,48 @@ type env struct {
 	log              logr.Logger
 	// restarts counts the failures injected, to choose their victims.
 	restarts int
+
+	// real: the Pods run on real nodes, whose moments a podObserver
+	// records; the API server writes its audit log to auditLog, and
+	// kubectl makes their workers exit.
+	real     bool
+	auditLog string
+	kubectl  string
 }
 
-func startEnv(ctx context.Context, nodes int, restartTimeout time.Duration, log logr.Logger) (*env, func(), error) {
-	c, err := cluster.Start(ctx, cluster.Options{
-		Name: fmt.Sprintf("bench-restart-%d", nodes),
-		// The API server as in production: API Priority and Fairness on,
-		// with its default limits, so that thousands of writers at once
-		// are queued by priority instead of all admitted — admitted, the
-		// 15,000 writes of N = 5,000 in flight at once took longer than
-		// the request timeout, and their retries kept it overloaded.
-		APIServerFlags: map[string]string{
-			"enable-priority-and-fairness":   "true",
-			"max-requests-inflight":          "400",
-			"max-mutating-requests-inflight": "200",
-		},
-	})
+// Names the benchmark's objects have.
+const (
+	benchNamespacePrefix = "bench-"
+	agentContainer       = "inplace-agent"
+)
+
+func startEnv(ctx context.Context, nodes, realNodes int, restartTimeout time.Duration, log logr.Logger) (*env, func(), error) {
+	// The API server as in production: API Priority and Fairness on, with
+	// its default limits, so that thousands of writers at once are queued
+	// by priority instead of all admitted — admitted, the 15,000 writes of
+	// N = 5,000 in flight at once took longer than the request timeout, and
+	// their retries kept it overloaded.
+	flags := map[string]string{
+		"enable-priority-and-fairness":   "true",
+		"max-requests-inflight":          "400",
+		"max-mutating-requests-inflight": "200",
+	}
+	var auditDir string
+	if realNodes > 0 {
+		var err error
+		if auditDir, err = os.MkdirTemp("", "inplace-bench-audit-"); err != nil {
+			return nil, nil, err
+		}
+		audit, err := auditFlags(auditDir)
+		if err != nil {
+			os.RemoveAll(auditDir)
+			return nil, nil, err
+		}
+		maps.Copy(flags, audit)
+	}
+	c, err := cluster.Start(ctx, cluster.Options{Name: fmt.Sprintf("bench-restart-%d", nodes), RealNodes: realNodes, APIServerFlags: flags})
 	if err != nil {
+		os.RemoveAll(auditDir)
 		return nil, nil, err
 	}
 	e := &env{nodes: nodes, cluster: c, admin: c.Config, recorder: &simnode.Recorder{}, log: log, cpu: newCPUAccount(c.PIDs()),
@@ -84,6 +113,9 @@ func startEnv(ctx context.Context, nodes int, restartTimeout time.Duration, log 
 			e.sim.Wait()
 		}
 		_ = c.Stop(false)
+		if auditDir != "" {
+			os.RemoveAll(auditDir)
+		}
 	}
 	fail := func(err error) (*env, func(), error) {
 		stop()
@@ -108,10 +140,25 @@ func startEnv(ctx context.Context, nodes int, restartTimeout time.Duration, log 
 	// (after 5 minutes by default) would end the measurement, not speed it.
 	_, err = deploy.RunManager(runCtx, c.Config, func(conf *configv1alpha1.Configuration) {
 		conf.Controller.InPlaceRestartTimeout = &metav1.Duration{Duration: restartTimeout}
+		if realNodes > 0 {
+			conf.Agent.Image = images.Agent
+		}
 	}, e.counters[ActorController].wrap)
 	pprof.SetGoroutineLabels(ctx)
 	if err != nil {
 		return fail(fmt.Errorf("starting inplace-manager: %w", err))
+	}
+	if realNodes > 0 {
+		e.real, e.auditLog = true, filepath.Join(auditDir, "audit.log")
+		bin, err := cluster.BinDir()
+		if err != nil {
+			return fail(err)
+		}
+		e.kubectl = filepath.Join(bin, "kubectl")
+		if err := observePods(runCtx, e.cs, e.recorder); err != nil {
+			return fail(err)
+		}
+		return e, stop, nil
 	}
 	if err := authorizeKubelets(ctx, e.cs); err != nil {
 		return fail(err)

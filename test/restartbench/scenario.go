@@ -11,9 +11,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
+	"github.com/inplace-dev/inplace/test/images"
 	"github.com/inplace-dev/inplace/test/simnode"
 	"github.com/inplace-dev/inplace/test/wrappers"
 )
@@ -66,6 +68,10 @@ type Result struct {
 	// CPUSeconds each process used meanwhile: the control plane's
 	// components and this one (ProcessBench).
 	CPUSeconds map[string]float64 `json:"cpuSeconds"`
+
+	// from is when the failure was injected: with WorkersRunning, the
+	// window of the requests counted from the audit log.
+	from time.Time
 }
 
 // jobSetFor is N worker Jobs of one Pod each, one per node. Under
@@ -77,6 +83,16 @@ func jobSetFor(name, namespace string, nodes int, strategy jobset.JobSetRestartS
 	}
 	return wrappers.MakeJobSet(name, namespace).ReplicatedJob(rj).
 		FailurePolicy(&jobset.FailurePolicy{RestartStrategy: strategy, MaxRestarts: 1000}).Obj()
+}
+
+// realWorkers makes a JobSet's workers the test worker, which the real
+// nodes run (the simulated ones run any image).
+func realWorkers(js *jobset.JobSet) {
+	for i := range js.Spec.ReplicatedJobs {
+		pod := &js.Spec.ReplicatedJobs[i].Template.Spec.Template.Spec
+		pod.TerminationGracePeriodSeconds = ptr.To[int64](5)
+		pod.Containers[0].Image = images.Worker
+	}
 }
 
 // jobSetWatch records when the JobSet's status changed as a restart
@@ -227,8 +243,19 @@ func (e *env) restart(ctx context.Context, js *jobset.JobSet, jw *jobSetWatch, f
 	cursor := e.recorder.Len()
 	restartFrom := cursor
 	injected := time.Now()
+	r.from = injected
+	var exited time.Time
 	switch failure {
 	case FailureExit:
+		if e.real {
+			if err := images.ExitWorker(ctx, e.kubectl, e.cluster.Kubeconfig, victim.Namespace, victim.Name, "worker", 1); err != nil {
+				return r, err
+			}
+			// The worker has exited when the exec that told it to
+			// returns: the real node records no moment of its own.
+			exited = time.Now()
+			break
+		}
 		patch := client.MergeFrom(victim.DeepCopy())
 		metav1.SetMetaDataAnnotation(&victim.ObjectMeta, simnode.ExitCodeAnnotation, "1")
 		if err := e.client.Patch(ctx, &victim, patch); err != nil {
@@ -242,7 +269,8 @@ func (e *env) restart(ctx context.Context, js *jobset.JobSet, jw *jobSetWatch, f
 		return r, fmt.Errorf("unknown failure kind %q", failure)
 	}
 
-	var t0, exitWritten, workers time.Time
+	var workers, exitWritten time.Time
+	t0 := exited
 	started := map[string]time.Time{}
 	err = wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
 		var events []simnode.Event

@@ -123,11 +123,11 @@ func Table(w io.Writer, report Report) {
 		fmt.Fprintln(w)
 		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 		fmt.Fprint(tw, "N\tfloor\tagents' work\tkubelets' status writes\tstatus writes\t")
-		cpuHeader(tw)
+		cpuHeader(tw, cpuColumns)
 		sort.Slice(report.Floors, func(i, j int) bool { return report.Floors[i].Nodes < report.Floors[j].Nodes })
 		for _, f := range report.Floors {
 			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t", f.Nodes, seconds(f.Total), seconds(f.Agents), seconds(f.StatusWrites), f.StatusWriteCount)
-			cpuCells(tw, f.CPUSeconds)
+			cpuCells(tw, cpuColumns, f.CPUSeconds)
 		}
 		tw.Flush()
 	}
@@ -159,8 +159,19 @@ func RequestBreakdown(w io.Writer, report Report) {
 	}
 }
 
-// cpuColumns are the processes of the CPU columns, in order.
+// cpuColumns are the processes of the CPU columns, in order; Table and
+// Timeline add ProcessNodes for real nodes.
 var cpuColumns = []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", ProcessBench}
+
+// columnsFor are the CPU columns of a report's results.
+func columnsFor(results []Result) []string {
+	for _, r := range results {
+		if _, ok := r.CPUSeconds[ProcessNodes]; ok {
+			return columnsOf(r.CPUSeconds)
+		}
+	}
+	return cpuColumns
+}
 
 // Timeline prints every restart's progress from the failure and the CPU
 // seconds each process spent on it: where the time goes.
@@ -171,7 +182,8 @@ func Timeline(w io.Writer, report Report) {
 	fmt.Fprintln(w, "\nevery restart, from the failure (in place: agents restarted, epochs reported and written, syncedEpoch), and CPU seconds by process:")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprint(tw, "N\tprofile\tfailure\tstrategy\t#\tbusy before\texit written\tfailure seen\tdetection\tagents\treported\twritten\tsynced\trunning\t")
-	cpuHeader(tw)
+	columns := columnsFor(report.Results)
+	cpuHeader(tw, columns)
 	opt := func(d time.Duration) string {
 		if d == 0 {
 			return "-"
@@ -181,7 +193,7 @@ func Timeline(w io.Writer, report Report) {
 	for _, r := range report.Results {
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t", r.Nodes, r.Profile, r.Failure, r.Strategy, r.Repeat,
 			cores(r.LoadBefore), opt(r.ExitWritten), opt(r.FailureSeen), seconds(r.Detection), opt(r.AgentsRestarted), opt(r.EpochsReported), opt(r.EpochsWritten), opt(r.Synced), seconds(r.WorkersRunning))
-		cpuCells(tw, r.CPUSeconds)
+		cpuCells(tw, columns, r.CPUSeconds)
 	}
 	tw.Flush()
 }
@@ -191,29 +203,37 @@ func cores(load map[string]float64) string {
 	if load == nil {
 		return "-"
 	}
-	return fmt.Sprintf("%.2f cores", cpuTotal(load))
+	return fmt.Sprintf("%.2f cores", cpuTotal(columnsOf(load), load))
+}
+
+// columnsOf are the CPU columns of one account.
+func columnsOf(cpu map[string]float64) []string {
+	if _, ok := cpu[ProcessNodes]; ok {
+		return append(slices.Clone(cpuColumns), ProcessNodes)
+	}
+	return cpuColumns
 }
 
 // cpuHeader ends a header row with the CPU columns.
-func cpuHeader(w io.Writer) {
-	for _, c := range cpuColumns {
+func cpuHeader(w io.Writer, columns []string) {
+	for _, c := range columns {
 		fmt.Fprintf(w, "%s\t", c)
 	}
 	fmt.Fprintln(w, "CPU total\t")
 }
 
 // cpuCells ends a row with the CPU seconds of each process and their sum.
-func cpuCells(w io.Writer, cpu map[string]float64) {
-	for _, c := range cpuColumns {
+func cpuCells(w io.Writer, columns []string, cpu map[string]float64) {
+	for _, c := range columns {
 		fmt.Fprintf(w, "%.1fs\t", cpu[c])
 	}
-	fmt.Fprintf(w, "%.1fs\t\n", cpuTotal(cpu))
+	fmt.Fprintf(w, "%.1fs\t\n", cpuTotal(columns, cpu))
 }
 
 // cpuTotal sums the CPU columns' processes.
-func cpuTotal(cpu map[string]float64) float64 {
+func cpuTotal(columns []string, cpu map[string]float64) float64 {
 	total := 0.0
-	for _, c := range cpuColumns {
+	for _, c := range columns {
 		total += cpu[c]
 	}
 	return total

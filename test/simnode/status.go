@@ -12,8 +12,9 @@ import (
 // restart of every container (RestartAllContainers).
 const (
 	ConditionAllContainersRestarting corev1.PodConditionType = "AllContainersRestarting"
-	ReasonRestartingAllContainers                            = "RestartingAllContainers"
-	messageRestartingAllContainers                           = "The container is removed because RestartAllContainers in place"
+
+	ReasonRestartingAllContainers  = "RestartingAllContainers"
+	messageRestartingAllContainers = "The container is removed because RestartAllContainers in place"
 )
 
 // status is the simulated kubelet's model of a Pod's status.

@@ -23,7 +23,8 @@ import (
 )
 
 func main() {
-	nodes := flag.String("nodes", "100,1000,5000", "comma-separated sizes: simulated nodes, one worker Pod each")
+	nodes := flag.String("nodes", "100,1000,5000", "comma-separated sizes: simulated nodes, one worker Pod each (with -real-nodes: worker Pods on the real nodes)")
+	realNodes := flag.Int("real-nodes", 0, "run the Pods on this many real nodes (a kubelet and a containerd each; needs root) instead of simulated ones")
 	repeats := flag.Int("repeats", 3, "restarts per strategy, failure kind and profile")
 	profiles := flag.String("profiles", "zero,realistic", "node latency profiles: zero, realistic")
 	strategies := flag.String("strategies", "InPlaceRestart,Recreate,BlockingRecreate", "restart strategies")
@@ -66,7 +67,7 @@ func main() {
 		managerLog = funcr.New(write, funcr.Options{Verbosity: 5}).WithName("manager")
 	}
 	ctrllog.SetLogger(managerLog)
-	cfg := restartbench.Config{Repeats: *repeats, Timeout: *timeout, Progress: os.Stderr, Log: log,
+	cfg := restartbench.Config{RealNodes: *realNodes, Repeats: *repeats, Timeout: *timeout, Progress: os.Stderr, Log: log,
 		Profiles: split(*profiles), Failures: split(*failures), ProfileDir: *profileDir, APIServerProfile: *apiserverProfile}
 	for _, s := range split(*nodes) {
 		n, err := strconv.Atoi(s)
