@@ -14,11 +14,23 @@ import (
 // JobSet that change nothing but its replicated jobs' counters.
 const statusCoalescing = time.Second
 
-// countersOnly reports whether two statuses differ only in the replicated
-// jobs' counters (ready, active, succeeded, failed, suspended).
+// countersOnly reports whether two statuses differ only in what the
+// replicated jobs' Jobs report (ready, active, succeeded, failed,
+// suspended). A Job's restart (jobRestarts) is a decision, not a count: its
+// write is never held back.
 func countersOnly(a, b jobset.JobSetStatus) bool {
-	a.ReplicatedJobsStatus, b.ReplicatedJobsStatus = nil, nil
+	a.ReplicatedJobsStatus, b.ReplicatedJobsStatus = decisionsOf(a.ReplicatedJobsStatus), decisionsOf(b.ReplicatedJobsStatus)
 	return equality.Semantic.DeepEqual(a, b)
+}
+
+// decisionsOf keeps of replicated jobs' statuses what the controller
+// decided: their names and their Jobs' restarts.
+func decisionsOf(statuses []jobset.ReplicatedJobStatus) []jobset.ReplicatedJobStatus {
+	out := make([]jobset.ReplicatedJobStatus, 0, len(statuses))
+	for _, s := range statuses {
+		out = append(out, jobset.ReplicatedJobStatus{Name: s.Name, JobRestarts: s.JobRestarts, JobRestartsCountTowardsMax: s.JobRestartsCountTowardsMax})
+	}
+	return out
 }
 
 // inPlaceRestarting reports whether an in-place restart is under way: an

@@ -42,6 +42,12 @@ type podEpoch struct {
 	// workerExited names a worker container that terminated, if any.
 	workerExited string
 	ready        bool
+	// invalidEpoch is an epoch annotation that is not a positive number
+	// (the Pod then counts as not reported).
+	invalidEpoch string
+	// mostRestarted is the container that restarted most, restarts times.
+	mostRestarted string
+	restarts      int32
 }
 
 // epochDecision is the outcome for the status and the broadcast.
@@ -114,8 +120,17 @@ func observePod(pod *corev1.Pod) podEpoch {
 		replicatedJob: pod.Labels[jobset.ReplicatedJobNameKey],
 		gone:          pod.DeletionTimestamp != nil || pod.Status.Phase == corev1.PodFailed,
 	}
-	if v, err := strconv.ParseInt(pod.Annotations[jobset.EpochKey], 10, 32); err == nil && v > 0 {
-		p.epoch = int32(v)
+	if raw, ok := pod.Annotations[jobset.EpochKey]; ok {
+		if v, err := strconv.ParseInt(raw, 10, 32); err == nil && v > 0 {
+			p.epoch = int32(v)
+		} else {
+			p.invalidEpoch = raw
+		}
+	}
+	for _, s := range slices.Concat(pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses) {
+		if s.RestartCount > p.restarts {
+			p.mostRestarted, p.restarts = s.Name, s.RestartCount
+		}
 	}
 	for _, s := range pod.Status.ContainerStatuses {
 		if s.State.Terminated != nil && s.State.Terminated.ExitCode != 0 {
@@ -131,13 +146,38 @@ func observePod(pod *corev1.Pod) podEpoch {
 }
 
 // expectedPods is the number of Pods that must report an epoch: every Job
-// of every replicated job runs parallelism Pods.
+// of every replicated job runs as many Pods at once as its parallelism
+// and completions allow.
 func expectedPods(js *jobset.JobSet) int {
 	n := 0
 	for _, rj := range js.Spec.ReplicatedJobs {
-		n += int(rj.Replicas) * int(ptr.Deref(rj.Template.Spec.Parallelism, 1))
+		n += int(rj.Replicas) * int(podsPerJob(rj))
 	}
 	return n
+}
+
+func podsPerJob(rj jobset.ReplicatedJob) int32 {
+	pods := ptr.Deref(rj.Template.Spec.Parallelism, 1)
+	if c := rj.Template.Spec.Completions; c != nil {
+		pods = min(pods, *c)
+	}
+	return pods
+}
+
+// unevenJobs says which replicated jobs' Jobs set completions other than
+// parallelism, which InPlaceRestart needs (with fewer completions the
+// group is short for good once they are reached). Admission refuses them
+// (and sets completions where it is unset), unless its built-in policy was
+// disabled.
+func unevenJobs(js *jobset.JobSet) []string {
+	var out []string
+	for _, rj := range js.Spec.ReplicatedJobs {
+		parallelism := ptr.Deref(rj.Template.Spec.Parallelism, 1)
+		if c := rj.Template.Spec.Completions; c != nil && *c != parallelism {
+			out = append(out, fmt.Sprintf("replicated job %s: completions %d, parallelism %d", rj.Name, *c, parallelism))
+		}
+	}
+	return out
 }
 
 // decideEpochs computes the next epochs from the current status and Pods.

@@ -272,3 +272,49 @@ func TestFatalExitOnARunningPodStartsNoRestart(t *testing.T) {
 		})
 	}
 }
+
+func TestInvalidEpochIsReportedAndBlocksTheSync(t *testing.T) {
+	js := inPlaceJobSet(0, 0)
+	jobs := jobList(readyJob(jobOf(js, "driver", 0)), readyJob(jobOf(js, "workers", 0)))
+	pods := []corev1.Pod{epochPod("a", "driver", "1", false), epochPod("b", "driver", "1", false), epochPod("c", "workers", "1", false), epochPod("d", "workers", "one", false)}
+
+	p := decidePure(t, js, observed{jobs: jobs, pods: pods, serviceExists: true}, at(0), time.Minute)
+	if p.status.SyncedEpoch != 0 {
+		t.Errorf("synced epoch %d with a Pod whose epoch is not a number", p.status.SyncedEpoch)
+	}
+	if len(p.warnings) != 1 || p.warnings[0].reason != ReasonInvalidEpoch ||
+		!strings.Contains(p.warnings[0].message, "Pod d") || !strings.Contains(p.warnings[0].message, `"one"`) {
+		t.Errorf("warnings %+v, want one %s naming Pod d and its value", p.warnings, ReasonInvalidEpoch)
+	}
+}
+
+func TestCrashLoopBeforeTheFirstSyncFailsTheJobSet(t *testing.T) {
+	js := inPlaceJobSet(0, 0)
+	js.Spec.FailurePolicy.MaxRestarts = 2
+	jobs := jobList(readyJob(jobOf(js, "driver", 0)), readyJob(jobOf(js, "workers", 0)))
+	looping := func(restarts int32) []corev1.Pod {
+		pods := []corev1.Pod{epochPod("a", "driver", "1", false), epochPod("b", "driver", "1", false), epochPod("c", "workers", "1", false), epochPod("d", "workers", "", false)}
+		delete(pods[3].Annotations, jobset.EpochKey)
+		pods[3].Status.InitContainerStatuses = []corev1.ContainerStatus{{Name: "inplace-agent", RestartCount: restarts}}
+		return pods
+	}
+
+	// As many restarts as maxRestarts allows: the agent may still come up.
+	p := decidePure(t, js, observed{jobs: jobs, pods: looping(2), serviceExists: true}, at(0), time.Minute)
+	if p.status.TerminalState != "" {
+		t.Fatalf("failed at maxRestarts restarts of one container: %+v", findCondition(&p.status, jobset.JobSetFailed))
+	}
+	// One more, and no in-place restart of the group explains them.
+	p = decidePure(t, js, observed{jobs: jobs, pods: looping(3), serviceExists: true}, at(0), time.Minute)
+	c := findCondition(&p.status, jobset.JobSetFailed)
+	if c == nil || c.Reason != ReasonReachedMaxRestarts || !strings.Contains(c.Message, "container inplace-agent of Pod d restarted 3 times") {
+		t.Errorf("failed condition %+v, want %s naming the container", c, ReasonReachedMaxRestarts)
+	}
+	// The group's own in-place restarts restart every container: they
+	// are no crash loop.
+	js.Status.InPlaceRestarts = 1
+	p = decidePure(t, js, observed{jobs: jobs, pods: looping(3), serviceExists: true}, at(0), time.Minute)
+	if p.status.TerminalState != "" {
+		t.Errorf("failed for restarts the group's in-place restart explains: %+v", findCondition(&p.status, jobset.JobSetFailed))
+	}
+}

@@ -118,11 +118,15 @@ func applyFailure(js *jobset.JobSet, status *jobset.JobSetStatus, o failureOutco
 	case jobset.RestartJobSetAndIgnoreMaxRestarts:
 		restartJobSet(status, o, now)
 		return []event{{corev1.EventTypeWarning, ReasonRestartJobSetIgnoreMax, withJob(MessageRestartJobSetIgnoreMax)}}
-	case jobset.RestartJob:
-		restartJob(js, status, o.job, true)
-		return []event{{corev1.EventTypeWarning, ReasonRestartJobAction, withJob(MessageRestartJobAction)}}
-	case jobset.RestartJobAndIgnoreMaxRestarts:
-		restartJob(js, status, o.job, false)
+	case jobset.RestartJob, jobset.RestartJobAndIgnoreMaxRestarts:
+		counted := o.action == jobset.RestartJob
+		if err := restartJob(js, status, o.job, counted); err != nil {
+			// Nothing was decided: no restart, no Event of one.
+			return []event{{corev1.EventTypeWarning, ReasonInvalidJobIndex, withJob(fmt.Sprintf("%s cannot restart the Job: %v", o.action, err))}}
+		}
+		if counted {
+			return []event{{corev1.EventTypeWarning, ReasonRestartJobAction, withJob(MessageRestartJobAction)}}
+		}
 		return []event{{corev1.EventTypeWarning, ReasonRestartJobIgnoreMax, withJob(MessageRestartJobIgnoreMax)}}
 	}
 	// An action the schema does not allow; fail rather than loop.
@@ -148,18 +152,18 @@ func restartJobSet(status *jobset.JobSetStatus, o failureOutcome, now metav1.Tim
 
 // restartJob bumps the individual restart counter of the failed Job's index,
 // which makes that Job alone outdated, deleted and created again.
-func restartJob(js *jobset.JobSet, status *jobset.JobSetStatus, job *batchv1.Job, counted bool) {
+func restartJob(js *jobset.JobSet, status *jobset.JobSetStatus, job *batchv1.Job, counted bool) error {
 	rjName := job.Labels[jobset.ReplicatedJobNameKey]
+	replicas := replicasOf(js, rjName)
 	index, err := strconv.Atoi(job.Labels[jobset.JobIndexKey])
-	if err != nil {
-		return
+	if err != nil || index < 0 || index >= replicas {
+		return fmt.Errorf("its label %s is %q, not an index of replicated job %q (%d replicas)", jobset.JobIndexKey, job.Labels[jobset.JobIndexKey], rjName, replicas)
 	}
 	for i := range status.ReplicatedJobsStatus {
 		s := &status.ReplicatedJobsStatus[i]
 		if s.Name != rjName {
 			continue
 		}
-		replicas := replicasOf(js, rjName)
 		s.JobRestarts = grown(s.JobRestarts, replicas)
 		s.JobRestarts[index]++
 		if counted {
@@ -167,6 +171,7 @@ func restartJob(js *jobset.JobSet, status *jobset.JobSetStatus, job *batchv1.Job
 			s.JobRestartsCountTowardsMax[index]++
 		}
 	}
+	return nil
 }
 
 func replicasOf(js *jobset.JobSet, rjName string) int {

@@ -97,6 +97,13 @@ func TestCountersOnlyWritesAreCoalesced(t *testing.T) {
 	if countersOnly(a, b) {
 		t.Errorf("an epoch change is seen as counters only")
 	}
+	// A RestartJob decided during an in-place restart changes nothing but
+	// a Job's restart count: it must be written, not held back.
+	b = a
+	b.ReplicatedJobsStatus = []jobset.ReplicatedJobStatus{{Name: "w", Ready: 3, JobRestarts: []int32{0, 1}, JobRestartsCountTowardsMax: []int32{0, 1}}}
+	if countersOnly(a, b) {
+		t.Errorf("a Job's restart is seen as counters only")
+	}
 
 	w := newJobSetTimes()
 	key := types.NamespacedName{Namespace: "ns", Name: "js"}

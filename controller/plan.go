@@ -48,7 +48,12 @@ type plan struct {
 	broadcast    map[string]string
 	deleteJobSet bool
 	requeueAfter time.Duration
-	events       []event
+	// events are the decisions' Events, recorded once the status that
+	// carries them is written.
+	events []event
+	// warnings are Events about what was observed (bad input), recorded on
+	// every reconcile that observes it.
+	warnings []event
 }
 
 // decide computes the plan for a defaulted JobSet from what was observed.
@@ -82,7 +87,15 @@ func decide(js *jobset.JobSet, obs observed, now metav1.Time, inPlaceTimeout tim
 	p.status.ReplicatedJobsStatus = replicatedJobsStatus(js, p.status.ReplicatedJobsStatus, c)
 
 	if len(c.failed) > 0 {
-		p.events = applyFailure(js, &p.status, decideFailure(js, c.failed), now)
+		for _, e := range applyFailure(js, &p.status, decideFailure(js, c.failed), now) {
+			// A failure that could not be acted on decides nothing: it is
+			// said on every reconcile that sees it.
+			if e.reason == ReasonInvalidJobIndex {
+				p.warnings = append(p.warnings, e)
+			} else {
+				p.events = append(p.events, e)
+			}
+		}
 		return p
 	}
 
@@ -153,6 +166,21 @@ func (p *plan) reconcileEpochs(js *jobset.JobSet, obs observed, now metav1.Time,
 		}
 		pods = append(pods, observePodIn(js, &obs.pods[i]))
 	}
+	for _, uneven := range unevenJobs(js) {
+		p.warnings = append(p.warnings, event{corev1.EventTypeWarning, ReasonInvalidInPlaceJobs, fmt.Sprintf(
+			"InPlaceRestart needs completions == parallelism in every Job: %s; the group is expected to have %d Pods", uneven, expectedPods(js))})
+	}
+	for _, pod := range pods {
+		if pod.invalidEpoch != "" {
+			p.warnings = append(p.warnings, event{corev1.EventTypeWarning, ReasonInvalidEpoch, fmt.Sprintf(
+				"Pod %s reports epoch %q on annotation %s, which is not a positive number: it counts as not reported, and the group cannot sync until its agent writes a valid one",
+				pod.name, pod.invalidEpoch, jobset.EpochKey)})
+		}
+	}
+	if msg := crashLoop(js, &p.status, pods); msg != "" {
+		p.events = append(p.events, failJobSet(&p.status, ReasonReachedMaxRestarts, msg, now)...)
+		return
+	}
 	d := decideEpochs(js, pods)
 	p.status.DeprecatedEpoch, p.status.SyncedEpoch = d.deprecated, d.synced
 
@@ -184,6 +212,25 @@ func (p *plan) reconcileEpochs(js *jobset.JobSet, obs observed, now metav1.Time,
 	if !maps.Equal(want, obs.broadcast) {
 		p.broadcast = want
 	}
+}
+
+// crashLoop bounds what in-place restarts of the group cannot bound: a
+// container that restarts on its own (an agent that cannot report its
+// epoch, a crash before the first sync, when no restart ever began and the
+// in-place timeout never starts). Every in-place restart restarts each
+// container once, so a container that restarted more than maxRestarts times
+// beyond the group's in-place restarts is crash-looping: as upstream JobSet
+// does with a container's restart count, the JobSet fails then, with
+// ReachedMaxRestarts. It returns the reason, or "".
+func crashLoop(js *jobset.JobSet, status *jobset.JobSetStatus, pods []podEpoch) string {
+	allowed := js.Spec.FailurePolicy.MaxRestarts + status.InPlaceRestarts
+	for _, pod := range pods {
+		if pod.restarts > allowed {
+			return fmt.Sprintf("%s: container %s of Pod %s restarted %d times, more than maxRestarts (%d) beyond the group's %d in-place restarts",
+				MessageReachedMaxRestarts, pod.mostRestarted, pod.name, pod.restarts, js.Spec.FailurePolicy.MaxRestarts, status.InPlaceRestarts)
+		}
+	}
+	return ""
 }
 
 // suspendOrResume brings spec.suspend of every current Job in line with the

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -250,6 +251,42 @@ func TestDecideRestartJobReplacesOnlyThatJob(t *testing.T) {
 	replacement := jobOf(js, "workers", 1)
 	if replacement.Labels[JobRestartAttemptKey] != "1" {
 		t.Errorf("replacement job-restart-attempt = %s, want 1", replacement.Labels[JobRestartAttemptKey])
+	}
+}
+
+func TestDecideRestartJobWithABadIndexLabelDecidesNothingAndSaysWhy(t *testing.T) {
+	js := testJobSet("workers", 3)
+	js.Spec.FailurePolicy = &jobset.FailurePolicy{MaxRestarts: 2, Rules: []jobset.FailurePolicyRule{{Name: "one", Action: jobset.RestartJob}}}
+	bad := failedJob(jobOf(js, "workers", 1), "BackoffLimitExceeded", "", at(0))
+	// Not an index of the replicated job (a label edited by hand): one
+	// that is not a number makes the Job one of no attempt, deleted.
+	bad.Labels[jobset.JobIndexKey] = "7"
+	jobs := []*batchv1.Job{jobOf(js, "workers", 0), bad, jobOf(js, "workers", 2)}
+
+	p := decidePure(t, js, observed{jobs: jobList(jobs...), serviceExists: true}, at(1), time.Minute)
+	if len(p.events) != 0 {
+		t.Errorf("decision Events %+v for a restart that was not decided", p.events)
+	}
+	for _, rs := range p.status.ReplicatedJobsStatus {
+		if len(rs.JobRestarts) != 0 {
+			t.Errorf("job restarts %v after a Job with no valid index failed", rs.JobRestarts)
+		}
+	}
+	if len(p.warnings) != 1 || p.warnings[0].reason != ReasonInvalidJobIndex || !strings.Contains(p.warnings[0].message, `"7"`) || !strings.Contains(p.warnings[0].message, bad.Name) {
+		t.Errorf("warnings %+v, want one %s naming the Job and its label's value", p.warnings, ReasonInvalidJobIndex)
+	}
+}
+
+func TestDecideWarnsOfInPlaceJobsWithCompletionsOtherThanParallelism(t *testing.T) {
+	js := inPlaceJobSet(0, 0)
+	js.Spec.ReplicatedJobs[1].Template.Spec.Parallelism = ptr.To[int32](2)
+	js.Spec.ReplicatedJobs[1].Template.Spec.Completions = ptr.To[int32](1)
+	p := decidePure(t, js, observed{jobs: jobList(readyJob(jobOf(js, "driver", 0)), readyJob(jobOf(js, "workers", 0))), serviceExists: true}, at(0), time.Minute)
+	if len(p.warnings) != 1 || p.warnings[0].reason != ReasonInvalidInPlaceJobs || !strings.Contains(p.warnings[0].message, "replicated job workers: completions 1, parallelism 2") {
+		t.Errorf("warnings %+v", p.warnings)
+	}
+	if got := expectedPods(js); got != 2+1 {
+		t.Errorf("expected Pods %d, want 3: a Job runs min(parallelism, completions) Pods", got)
 	}
 }
 

@@ -49,6 +49,9 @@ const (
 	ReasonInPlaceRestartTimedOut = "InPlaceRestartTimedOut"
 
 	// Events without a condition.
+	ReasonInvalidEpoch          = "InvalidEpoch"
+	ReasonInvalidInPlaceJobs    = "InvalidInPlaceRestartJobs"
+	ReasonInvalidJobIndex       = "InvalidJobIndex"
 	ReasonJobCreationFailed     = "JobCreationFailed"
 	ReasonServiceCreationFailed = "HeadlessServiceCreationFailed"
 	ReasonTTLExpired            = "TTLAfterFinishedExpired"

@@ -213,7 +213,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			return ctrl.Result{}, fmt.Errorf("writing the broadcast: %w", err)
 		}
 	}
-	for _, e := range p.events {
+	// A decision's Event follows the status write that carries it: a
+	// decision that was not written (held back, or decided again on a
+	// status not yet updated) says nothing.
+	if write {
+		for _, e := range p.events {
+			r.recorder.Eventf(&js, nil, e.eventType, e.reason, e.reason, "%s", e.message)
+		}
+	}
+	for _, e := range p.warnings {
 		r.recorder.Eventf(&js, nil, e.eventType, e.reason, e.reason, "%s", e.message)
 	}
 	return ctrl.Result{RequeueAfter: p.requeueAfter}, nil

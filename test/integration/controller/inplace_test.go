@@ -3,6 +3,7 @@ package controller
 import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -84,5 +85,54 @@ var _ = Describe("the epoch protocol of InPlaceRestart", func() {
 		util.ExitContainer(ctx, k8sClient, &pods[0], "worker", 1)
 		got = expectCondition(js, jobset.JobSetFailed, "True", "ReachedMaxRestarts")
 		Expect(got.Status.InPlaceRestarts).To(Equal(int32(1)))
+	})
+
+	It("writes a RestartJob decided while an in-place restart is under way, recreates the Job, and records its Event once", func() {
+		rj := wrappers.MakeReplicatedJob("w").Replicas(2).PodFailurePolicy(&batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{{
+			Action:      batchv1.PodFailurePolicyActionFailJob,
+			OnExitCodes: &batchv1.PodFailurePolicyOnExitCodesRequirement{Operator: batchv1.PodFailurePolicyOnExitCodesOpIn, Values: []int32{5}},
+		}}}).Obj()
+		rj.Template.Spec.BackoffLimit = nil // set by the webhook for InPlaceRestart
+		js := create(wrappers.MakeJobSet("rj", ns.Name).ReplicatedJob(rj).
+			FailurePolicy(&jobset.FailurePolicy{RestartStrategy: jobset.InPlaceRestart, MaxRestarts: 3, Rules: []jobset.FailurePolicyRule{
+				{Name: "job", Action: jobset.RestartJob, OnJobFailureReasons: []string{batchv1.JobReasonPodFailurePolicy}},
+			}}).Obj())
+		expectJobs(js, "0", "rj-w-0", "rj-w-1")
+		before := uids(js)
+		pods := allPods(js, 2)
+		for i := range pods {
+			util.SetEpoch(ctx, k8sClient, &pods[i], "1")
+		}
+		expectEpochs(js, 0, 1)
+
+		// An in-place restart begins, and before it ends the other Job
+		// fails for good (its Pod's exit code fails it).
+		byJob := map[string]*corev1.Pod{}
+		for i := range pods {
+			byJob[pods[i].Labels[batchv1.JobNameLabel]] = &pods[i]
+		}
+		util.ExitContainer(ctx, k8sClient, byJob["rj-w-0"], "worker", 1)
+		expectEpochs(js, 1, 1)
+		util.FinishPod(ctx, k8sClient, byJob["rj-w-1"], 5)
+
+		Eventually(func(g Gomega) {
+			now := jobs(g, js)
+			g.Expect(now["rj-w-1"].UID).NotTo(BeEmpty())
+			g.Expect(now["rj-w-1"].UID).NotTo(Equal(before["rj-w-1"]), "the failed Job is recreated")
+			g.Expect(now["rj-w-1"].Labels).To(HaveKeyWithValue("jobset.sigs.k8s.io/job-restart-attempt", "1"))
+		}).WithTimeout(timeout).Should(Succeed())
+		Expect(uids(js)["rj-w-0"]).To(Equal(before["rj-w-0"]), "the other Job is untouched")
+		Expect(get(js).Status.ReplicatedJobsStatus[0].JobRestarts).To(Equal([]int32{0, 1}))
+		// One decision, one Event: not one per reconcile that decided it
+		// again on a status not yet written.
+		expectEvent(js, "RestartJobFailurePolicyAction")
+		var events corev1.EventList
+		Expect(k8sClient.List(ctx, &events, client.InNamespace(ns.Name))).To(Succeed())
+		for _, e := range events.Items {
+			if e.Reason == "RestartJobFailurePolicyAction" {
+				Expect(e.Series == nil || e.Series.Count <= 1).To(BeTrue(), "the Event was recorded again: %+v", e.Series)
+				Expect(e.Count).To(BeNumerically("<=", 1))
+			}
+		}
 	})
 })
