@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -84,13 +85,14 @@ type Policy struct {
 	// Parameters are passed as input.parameters.
 	Parameters any
 
-	query   rego.PreparedEvalQuery
-	builtin bool
+	query rego.PreparedEvalQuery
 }
 
 // Engine evaluates the built-in policies and the current admin policies.
 type Engine struct {
-	builtin *Policy
+	// builtins are evaluated one by one: an error in one is that one's,
+	// and every other still decides.
+	builtins []*Policy
 	// admin is replaced as a whole on every change; readers never lock.
 	admin atomic.Pointer[[]*Policy]
 	mu    sync.Mutex // serializes writers of admin
@@ -118,16 +120,26 @@ func NewEngine(disabled []string) (*Engine, error) {
 		if err != nil {
 			return nil, err
 		}
-		modules["builtin/"+n+".rego"] = string(src)
+		modules[n] = string(src)
 	}
+	return newEngine(modules)
+}
+
+// newEngine prepares a query per built-in module (named by its package's
+// last part, as its file), each compiled with all of them.
+func newEngine(builtins map[string]string) (*Engine, error) {
 	e := &Engine{}
 	e.admin.Store(&[]*Policy{})
-	if len(modules) > 0 {
-		q, err := prepare(modules, "data."+builtinPackage)
+	files := map[string]string{}
+	for name, src := range builtins {
+		files["builtin/"+name+".rego"] = src
+	}
+	for _, name := range slices.Sorted(maps.Keys(builtins)) {
+		q, err := prepare(files, "data."+builtinPackage+"."+name)
 		if err != nil {
-			return nil, fmt.Errorf("compiling built-in policies: %w", err)
+			return nil, fmt.Errorf("compiling built-in policy %s: %w", name, err)
 		}
-		e.builtin = &Policy{Name: "builtin", Action: Deny, query: q, builtin: true}
+		e.builtins = append(e.builtins, &Policy{Name: name, Action: Deny, query: q})
 	}
 	return e, nil
 }
@@ -253,9 +265,11 @@ func (e *Engine) evaluate(ctx context.Context, in Input, builtins bool) (Decisio
 		return d, err
 	}
 	var errs []error
-	if builtins && e.builtin != nil {
-		if err := e.builtin.eval(ctx, base, &d, e.metrics); err != nil {
-			errs = append(errs, err)
+	if builtins {
+		for _, p := range e.builtins {
+			if err := p.eval(ctx, base, &d, e.metrics); err != nil {
+				errs = append(errs, err)
+			}
 		}
 	}
 	for _, p := range *e.admin.Load() {
@@ -312,13 +326,6 @@ func (p *Policy) eval(ctx context.Context, base *ast.Term, d *Decision, m *metri
 		return nil
 	}
 	doc, _ := rs[0].Expressions[0].Value.(map[string]any)
-	if p.builtin {
-		for _, pkg := range sortedKeys(doc) {
-			sub, _ := doc[pkg].(map[string]any)
-			(&Policy{Name: pkg, Action: p.Action}).collect(sub, d, m)
-		}
-		return nil
-	}
 	p.collect(doc, d, m)
 	return nil
 }
@@ -365,15 +372,6 @@ func messages(v any) []string {
 		} else {
 			out = append(out, fmt.Sprint(it))
 		}
-	}
-	sort.Strings(out)
-	return out
-}
-
-func sortedKeys(m map[string]any) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
 	}
 	sort.Strings(out)
 	return out

@@ -298,3 +298,26 @@ f := 2 if input.object.metadata.name
 		})
 	}
 }
+
+// An evaluation error of one built-in is that built-in's violation; every
+// other built-in still decides, each under its own name.
+func TestBuiltinErrorIsItsOwn(t *testing.T) {
+	e, err := newEngine(map[string]string{
+		"broken": "package inplace.builtin.broken\n\nx = input.object.a if true\n\nx = input.object.b if true\n\ndeny contains \"never\" if x == 0\n",
+		"sound":  "package inplace.builtin.sound\n\ndeny contains \"no name\" if not input.object.metadata.name\n",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := e.Evaluate(context.Background(), Input{Operation: "CREATE", Object: map[string]any{"a": 1, "b": 2, "metadata": map[string]any{}}})
+	if err == nil || !strings.Contains(err.Error(), "policy broken") {
+		t.Errorf("error %v, want one naming the broken built-in", err)
+	}
+	var got []string
+	for _, v := range d.Denied {
+		got = append(got, v.Policy+": "+strings.SplitN(v.Message, ":", 2)[0])
+	}
+	if diff := cmp.Diff([]string{"broken: evaluation failed", "sound: no name"}, got); diff != "" {
+		t.Errorf("denied (-want +got):\n%s", diff)
+	}
+}
