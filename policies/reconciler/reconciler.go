@@ -61,21 +61,36 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 
 	status := p.Status.DeepCopy()
 	status.ObservedGeneration = p.Generation
-	compiled, err := Compile(&p, r.namespaceLabels(ctx))
+	nsLabels := r.namespaceLabels(ctx)
+	compiled, err := Compile(p.Name, &p.Spec, nsLabels)
 	if err != nil {
 		status.Errors = strings.Split(strings.TrimSpace(err.Error()), "\n")
+		// The last version that compiled, as the status keeps it for
+		// every replica: one that started after the bad edit enforces what
+		// the others do.
+		msg := "the rego does not compile, and no version of it ever did: nothing of this policy is in force"
+		if status.InForce != nil {
+			lastGood, lerr := Compile(p.Name, status.InForce, nsLabels)
+			if lerr != nil {
+				return ctrl.Result{}, fmt.Errorf("compiling generation %d of policy %s, in force: %w", status.InForceGeneration, p.Name, lerr)
+			}
+			r.engine.SetPolicy(lastGood)
+			msg = fmt.Sprintf("the rego does not compile; generation %d, the last that compiled, stays in force", status.InForceGeneration)
+		} else {
+			r.engine.RemovePolicy(p.Name)
+		}
 		meta.SetStatusCondition(&status.Conditions, metav1.Condition{
 			Type: policyv1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: policyv1alpha1.ReasonCompileError,
-			Message:            "the rego does not compile; the last version that compiled stays in force",
-			ObservedGeneration: p.Generation,
+			Message: msg, ObservedGeneration: p.Generation,
 		})
 		r.metrics.countCompileError(p.Name)
 	} else {
 		r.engine.SetPolicy(compiled)
 		status.Errors = nil
+		status.InForce, status.InForceGeneration = p.Spec.DeepCopy(), p.Generation
 		meta.SetStatusCondition(&status.Conditions, metav1.Condition{
 			Type: policyv1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: policyv1alpha1.ReasonCompiled,
-			Message:            fmt.Sprintf("in force with enforcementAction %s", action(&p)),
+			Message:            fmt.Sprintf("in force with enforcementAction %s", action(&p.Spec)),
 			ObservedGeneration: p.Generation,
 		})
 	}
@@ -104,27 +119,28 @@ func (r *Reconciler) namespaceLabels(ctx context.Context) func(string) labels.Se
 	}
 }
 
-func action(p *policyv1alpha1.JobSetPolicy) policies.EnforcementAction {
-	if p.Spec.EnforcementAction == "" {
+func action(spec *policyv1alpha1.JobSetPolicySpec) policies.EnforcementAction {
+	if spec.EnforcementAction == "" {
 		return policies.Deny
 	}
-	return policies.EnforcementAction(p.Spec.EnforcementAction)
+	return policies.EnforcementAction(spec.EnforcementAction)
 }
 
-// Compile turns a JobSetPolicy into an engine policy. nsLabels resolves
-// namespace labels when the input does not carry them.
-func Compile(p *policyv1alpha1.JobSetPolicy, nsLabels func(string) labels.Set) (*policies.Policy, error) {
-	match, err := matcher(p.Spec.Match, nsLabels)
+// Compile turns a JobSetPolicy's spec (its current one, or the one in
+// force) into an engine policy named name. nsLabels resolves namespace
+// labels when the input does not carry them.
+func Compile(name string, spec *policyv1alpha1.JobSetPolicySpec, nsLabels func(string) labels.Set) (*policies.Policy, error) {
+	match, err := matcher(spec.Match, nsLabels)
 	if err != nil {
 		return nil, err
 	}
 	var params any
-	if p.Spec.Parameters != nil && len(p.Spec.Parameters.Raw) > 0 {
-		if err := json.Unmarshal(p.Spec.Parameters.Raw, &params); err != nil {
+	if spec.Parameters != nil && len(spec.Parameters.Raw) > 0 {
+		if err := json.Unmarshal(spec.Parameters.Raw, &params); err != nil {
 			return nil, fmt.Errorf("spec.parameters: %w", err)
 		}
 	}
-	return policies.Compile(p.Name, p.Spec.Rego, action(p), match, params)
+	return policies.Compile(name, spec.Rego, action(spec), match, params)
 }
 
 func matcher(m *policyv1alpha1.Match, nsLabels func(string) labels.Set) (func(policies.Input) bool, error) {

@@ -111,6 +111,18 @@ type JobSetPolicyStatus struct {
 	// +listType=atomic
 	Errors []string `json:"errors,omitempty"`
 
+	// inForce is the last version of the spec that compiled: what every
+	// replica of the manager enforces while the current spec does not
+	// compile, including a replica that starts after the bad edit.
+	//
+	// +optional
+	InForce *JobSetPolicySpec `json:"inForce,omitempty"`
+
+	// inForceGeneration is the generation inForce was taken from.
+	//
+	// +optional
+	InForceGeneration int64 `json:"inForceGeneration,omitempty"`
+
 	// audit is the result of the last evaluation of existing JobSets.
 	//
 	// +optional

@@ -148,6 +148,11 @@ func (in *JobSetPolicyStatus) DeepCopyInto(out *JobSetPolicyStatus) {
 		*out = make([]string, len(*in))
 		copy(*out, *in)
 	}
+	if in.InForce != nil {
+		in, out := &in.InForce, &out.InForce
+		*out = new(JobSetPolicySpec)
+		(*in).DeepCopyInto(*out)
+	}
 	if in.Audit != nil {
 		in, out := &in.Audit, &out.Audit
 		*out = new(AuditStatus)

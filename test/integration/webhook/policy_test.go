@@ -1,21 +1,30 @@
 package webhook
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
 	policyv1alpha1 "github.com/inplace-dev/inplace/api/policy/v1alpha1"
+	"github.com/inplace-dev/inplace/policies"
+	policyreconciler "github.com/inplace-dev/inplace/policies/reconciler"
+	"github.com/inplace-dev/inplace/test/framework"
 	"github.com/inplace-dev/inplace/test/wrappers"
 )
 
@@ -50,6 +59,45 @@ func expectReady(p *policyv1alpha1.JobSetPolicy, status metav1.ConditionStatus) 
 		g.Expect(got.Status.ObservedGeneration).To(Equal(got.Generation))
 	}).WithTimeout(30 * time.Second).Should(Succeed())
 	return &got
+}
+
+// startPolicyReplica runs the JobSetPolicy controller of another replica
+// of the manager, with its own engine, until the spec ends.
+func startPolicyReplica() *policies.Engine {
+	GinkgoHelper()
+	engine, err := policies.NewEngine(nil)
+	Expect(err).NotTo(HaveOccurred())
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                 framework.Scheme,
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		Controller:             ctrlconfig.Controller{SkipNameValidation: ptr.To(true)},
+	})
+	Expect(err).NotTo(HaveOccurred())
+	metrics, err := policyreconciler.NewMetrics(prometheus.NewRegistry())
+	Expect(err).NotTo(HaveOccurred())
+	Expect(policyreconciler.Setup(mgr, engine, metrics)).To(Succeed())
+	replicaCtx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer GinkgoRecover()
+		defer close(done)
+		Expect(mgr.Start(replicaCtx)).To(Succeed())
+	}()
+	DeferCleanup(func() {
+		cancel()
+		Eventually(done).WithTimeout(30 * time.Second).Should(BeClosed())
+	})
+	return engine
+}
+
+func asMap(obj any) map[string]any {
+	GinkgoHelper()
+	raw, err := json.Marshal(obj)
+	Expect(err).NotTo(HaveOccurred())
+	var m map[string]any
+	Expect(json.Unmarshal(raw, &m)).To(Succeed())
+	return m
 }
 
 var _ = Describe("JobSetPolicy", Ordered, func() {
@@ -93,6 +141,22 @@ var _ = Describe("JobSetPolicy", Ordered, func() {
 		Expect(strings.Join(got.Status.Errors, "\n")).To(ContainSubstring("max-restarts.rego:5"))
 		Expect(k8sClient.Create(ctx, withMaxRestarts("six", ns.Name, 6), client.DryRunAll)).
 			To(MatchError(ContainSubstring("above this cluster's limit of 5")), "the broken version replaced the working one")
+		Expect(got.Status.InForceGeneration).To(Equal(got.Generation-1), "the status keeps the last version that compiled")
+
+		// A replica that starts now never saw the good version compile: it
+		// enforces the one the status keeps, as the first replica does.
+		replica := startPolicyReplica()
+		Eventually(func(g Gomega) {
+			d, err := replica.Evaluate(ctx, policies.Input{Operation: "CREATE", Object: asMap(withMaxRestarts("six", ns.Name, 6))})
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(d.Denied).To(ContainElement(HaveField("Message", ContainSubstring("above this cluster's limit of 5"))))
+		}).WithTimeout(10 * time.Second).Should(Succeed())
+		// So does the webhook's manager, started again.
+		fw.StopManager()
+		fw.StartManager(cfg)
+		Eventually(func() error {
+			return k8sClient.Create(ctx, withMaxRestarts("six", ns.Name, 6), client.DryRunAll)
+		}).WithTimeout(10*time.Second).Should(MatchError(ContainSubstring("above this cluster's limit of 5")), "a restarted manager enforces nothing of the policy")
 
 		// Removed: nothing is denied any more.
 		Expect(k8sClient.Delete(ctx, policy)).To(Succeed())
