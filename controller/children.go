@@ -63,8 +63,10 @@ func isCurrentAttempt(js *jobset.JobSet, job *batchv1.Job) bool {
 	if job.Labels[jobset.RestartsKey] != strconv.Itoa(int(recreateAttempt(&js.Status))) {
 		return false
 	}
+	// An index that is not one of its replicated job's (a label edited by
+	// hand, a replicated job renamed) makes a Job of no attempt: deleted.
 	index, err := strconv.Atoi(job.Labels[jobset.JobIndexKey])
-	if err != nil {
+	if err != nil || index < 0 || index >= replicasOf(js, job.Labels[jobset.ReplicatedJobNameKey]) {
 		return false
 	}
 	want := jobRestarts(js, job.Labels[jobset.ReplicatedJobNameKey], index)

@@ -10,6 +10,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
+	"github.com/inplace-dev/inplace/api/protocol"
 	"github.com/inplace-dev/inplace/controller/podfailure"
 )
 
@@ -45,9 +46,8 @@ type podEpoch struct {
 	// invalidEpoch is an epoch annotation that is not a positive number
 	// (the Pod then counts as not reported).
 	invalidEpoch string
-	// mostRestarted is the container that restarted most, restarts times.
-	mostRestarted string
-	restarts      int32
+	// agentRestarts counts the restarts of the Pod's agent container.
+	agentRestarts int32
 }
 
 // epochDecision is the outcome for the status and the broadcast.
@@ -127,9 +127,11 @@ func observePod(pod *corev1.Pod) podEpoch {
 			p.invalidEpoch = raw
 		}
 	}
-	for _, s := range slices.Concat(pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses) {
-		if s.RestartCount > p.restarts {
-			p.mostRestarted, p.restarts = s.Name, s.RestartCount
+	if agent := agentContainerName(pod); agent != "" {
+		for _, s := range pod.Status.InitContainerStatuses {
+			if s.Name == agent {
+				p.agentRestarts = s.RestartCount
+			}
 		}
 	}
 	for _, s := range pod.Status.ContainerStatuses {
@@ -143,6 +145,20 @@ func observePod(pod *corev1.Pod) podEpoch {
 		}
 	}
 	return p
+}
+
+// agentContainerName is the name of the Pod's agent: the sidecar whose
+// environment carries the restart exit code (the webhook injects it under
+// a name the configuration may change).
+func agentContainerName(pod *corev1.Pod) string {
+	for _, c := range pod.Spec.InitContainers {
+		for _, e := range c.Env {
+			if e.Name == protocol.EnvRestartExitCode {
+				return c.Name
+			}
+		}
+	}
+	return ""
 }
 
 // expectedPods is the number of Pods that must report an epoch: every Job

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
+	"github.com/inplace-dev/inplace/api/protocol"
 )
 
 // inPlaceJobSet has two replicated jobs of one Job with two Pods each.
@@ -288,33 +290,50 @@ func TestInvalidEpochIsReportedAndBlocksTheSync(t *testing.T) {
 	}
 }
 
-func TestCrashLoopBeforeTheFirstSyncFailsTheJobSet(t *testing.T) {
+func TestAgentCrashLoopBeforeTheFirstSyncFailsTheJobSet(t *testing.T) {
 	js := inPlaceJobSet(0, 0)
 	js.Spec.FailurePolicy.MaxRestarts = 2
 	jobs := jobList(readyJob(jobOf(js, "driver", 0)), readyJob(jobOf(js, "workers", 0)))
-	looping := func(restarts int32) []corev1.Pod {
-		pods := []corev1.Pod{epochPod("a", "driver", "1", false), epochPod("b", "driver", "1", false), epochPod("c", "workers", "1", false), epochPod("d", "workers", "", false)}
-		delete(pods[3].Annotations, jobset.EpochKey)
-		pods[3].Status.InitContainerStatuses = []corev1.ContainerStatus{{Name: "inplace-agent", RestartCount: restarts}}
-		return pods
+	withAgent := func(p corev1.Pod, restarts, sidecarRestarts int32) corev1.Pod {
+		p.Spec.InitContainers = []corev1.Container{
+			{Name: "agent", Env: []corev1.EnvVar{{Name: protocol.EnvRestartExitCode, Value: "88"}}},
+			{Name: "log-shipper"},
+		}
+		p.Status.InitContainerStatuses = []corev1.ContainerStatus{{Name: "agent", RestartCount: restarts}, {Name: "log-shipper", RestartCount: sidecarRestarts}}
+		return p
+	}
+	looping := func(restarts, sidecarRestarts int32, epoch string) []corev1.Pod {
+		d := epochPod("d", "workers", epoch, false)
+		if epoch == "" {
+			delete(d.Annotations, jobset.EpochKey)
+		}
+		return []corev1.Pod{epochPod("a", "driver", epoch, false), epochPod("b", "driver", epoch, false), epochPod("c", "workers", epoch, false), withAgent(d, restarts, sidecarRestarts)}
 	}
 
 	// As many restarts as maxRestarts allows: the agent may still come up.
-	p := decidePure(t, js, observed{jobs: jobs, pods: looping(2), serviceExists: true}, at(0), time.Minute)
+	p := decidePure(t, js, observed{jobs: jobs, pods: looping(2, 0, ""), serviceExists: true}, at(0), time.Minute)
 	if p.status.TerminalState != "" {
-		t.Fatalf("failed at maxRestarts restarts of one container: %+v", findCondition(&p.status, jobset.JobSetFailed))
+		t.Fatalf("failed at maxRestarts restarts of the agent: %+v", findCondition(&p.status, jobset.JobSetFailed))
 	}
-	// One more, and no in-place restart of the group explains them.
-	p = decidePure(t, js, observed{jobs: jobs, pods: looping(3), serviceExists: true}, at(0), time.Minute)
+	// Another sidecar's restarts are not the agent's.
+	p = decidePure(t, js, observed{jobs: jobs, pods: looping(0, 30, ""), serviceExists: true}, at(0), time.Minute)
+	if p.status.TerminalState != "" {
+		t.Fatalf("failed for another sidecar's restarts: %+v", findCondition(&p.status, jobset.JobSetFailed))
+	}
+	// One more, before the group ever synced: a crash loop.
+	p = decidePure(t, js, observed{jobs: jobs, pods: looping(3, 0, ""), serviceExists: true}, at(0), time.Minute)
 	c := findCondition(&p.status, jobset.JobSetFailed)
-	if c == nil || c.Reason != ReasonReachedMaxRestarts || !strings.Contains(c.Message, "container inplace-agent of Pod d restarted 3 times") {
-		t.Errorf("failed condition %+v, want %s naming the container", c, ReasonReachedMaxRestarts)
+	if c == nil || c.Reason != ReasonReachedMaxRestarts || !strings.Contains(c.Message, "the agent of Pod d restarted 3 times") {
+		t.Errorf("failed condition %+v, want %s naming the Pod", c, ReasonReachedMaxRestarts)
 	}
-	// The group's own in-place restarts restart every container: they
-	// are no crash loop.
-	js.Status.InPlaceRestarts = 1
-	p = decidePure(t, js, observed{jobs: jobs, pods: looping(3), serviceExists: true}, at(0), time.Minute)
-	if p.status.TerminalState != "" {
-		t.Errorf("failed for restarts the group's in-place restart explains: %+v", findCondition(&p.status, jobset.JobSetFailed))
+	// Once the group synced, an agent that crashes alone resumes its
+	// epoch: no bound, also with maxRestarts 0 and MaxInt32.
+	for _, maxRestarts := range []int32{0, math.MaxInt32} {
+		synced := inPlaceJobSet(0, 1)
+		synced.Spec.FailurePolicy.MaxRestarts = maxRestarts
+		p = decidePure(t, synced, observed{jobs: jobs, pods: looping(5, 0, "1"), serviceExists: true}, at(0), time.Minute)
+		if p.status.TerminalState != "" {
+			t.Errorf("maxRestarts %d: an agent crash after the sync failed the JobSet: %+v", maxRestarts, findCondition(&p.status, jobset.JobSetFailed))
+		}
 	}
 }

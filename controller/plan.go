@@ -3,6 +3,7 @@ package controller
 import (
 	"fmt"
 	"maps"
+	"slices"
 	"strconv"
 	"time"
 
@@ -167,7 +168,7 @@ func (p *plan) reconcileEpochs(js *jobset.JobSet, obs observed, now metav1.Time,
 		pods = append(pods, observePodIn(js, &obs.pods[i]))
 	}
 	for _, uneven := range unevenJobs(js) {
-		p.warnings = append(p.warnings, event{corev1.EventTypeWarning, ReasonInvalidInPlaceJobs, fmt.Sprintf(
+		p.warnings = append(p.warnings, event{corev1.EventTypeWarning, ReasonInvalidInPlaceRestartJobs, fmt.Sprintf(
 			"InPlaceRestart needs completions == parallelism in every Job: %s; the group is expected to have %d Pods", uneven, expectedPods(js))})
 	}
 	for _, pod := range pods {
@@ -177,7 +178,7 @@ func (p *plan) reconcileEpochs(js *jobset.JobSet, obs observed, now metav1.Time,
 				pod.name, pod.invalidEpoch, jobset.EpochKey)})
 		}
 	}
-	if msg := crashLoop(js, &p.status, pods); msg != "" {
+	if msg := crashLoop(js, &p.status, pods); msg != "" && !slices.ContainsFunc(pods, func(p podEpoch) bool { return p.fatal }) {
 		p.events = append(p.events, failJobSet(&p.status, ReasonReachedMaxRestarts, msg, now)...)
 		return
 	}
@@ -214,20 +215,23 @@ func (p *plan) reconcileEpochs(js *jobset.JobSet, obs observed, now metav1.Time,
 	}
 }
 
-// crashLoop bounds what in-place restarts of the group cannot bound: a
-// container that restarts on its own (an agent that cannot report its
-// epoch, a crash before the first sync, when no restart ever began and the
-// in-place timeout never starts). Every in-place restart restarts each
-// container once, so a container that restarted more than maxRestarts times
-// beyond the group's in-place restarts is crash-looping: as upstream JobSet
-// does with a container's restart count, the JobSet fails then, with
-// ReachedMaxRestarts. It returns the reason, or "".
+// crashLoop bounds the one wait nothing else bounds: a group that has not
+// synced yet (the first start, or the first after a recreation), with no
+// in-place restart under way (whose timeout bounds it), waits for every
+// agent to report, and an agent that crash-loops (it cannot reach the API
+// server, its patch is refused) never does. Once its agent restarted more
+// than maxRestarts times, the JobSet fails with ReachedMaxRestarts. After
+// the group synced, an agent that crashes alone resumes its epoch and
+// costs nothing. It returns the reason, or "".
 func crashLoop(js *jobset.JobSet, status *jobset.JobSetStatus, pods []podEpoch) string {
-	allowed := js.Spec.FailurePolicy.MaxRestarts + status.InPlaceRestarts
+	if status.SyncedEpoch > status.DeprecatedEpoch || conditionTrue(status, jobset.JobSetRestarting) {
+		return ""
+	}
+	maxRestarts := js.Spec.FailurePolicy.MaxRestarts
 	for _, pod := range pods {
-		if pod.restarts > allowed {
-			return fmt.Sprintf("%s: container %s of Pod %s restarted %d times, more than maxRestarts (%d) beyond the group's %d in-place restarts",
-				MessageReachedMaxRestarts, pod.mostRestarted, pod.name, pod.restarts, js.Spec.FailurePolicy.MaxRestarts, status.InPlaceRestarts)
+		if pod.agentRestarts > maxRestarts {
+			return fmt.Sprintf("%s: the agent of Pod %s restarted %d times before the group first synced, more than maxRestarts (%d)",
+				MessageReachedMaxRestarts, pod.name, pod.agentRestarts, maxRestarts)
 		}
 	}
 	return ""

@@ -254,7 +254,7 @@ func TestDecideRestartJobReplacesOnlyThatJob(t *testing.T) {
 	}
 }
 
-func TestDecideRestartJobWithABadIndexLabelDecidesNothingAndSaysWhy(t *testing.T) {
+func TestDecideDeletesAFailedJobWithAnIndexOutOfRange(t *testing.T) {
 	js := testJobSet("workers", 3)
 	js.Spec.FailurePolicy = &jobset.FailurePolicy{MaxRestarts: 2, Rules: []jobset.FailurePolicyRule{{Name: "one", Action: jobset.RestartJob}}}
 	bad := failedJob(jobOf(js, "workers", 1), "BackoffLimitExceeded", "", at(0))
@@ -263,17 +263,22 @@ func TestDecideRestartJobWithABadIndexLabelDecidesNothingAndSaysWhy(t *testing.T
 	bad.Labels[jobset.JobIndexKey] = "7"
 	jobs := []*batchv1.Job{jobOf(js, "workers", 0), bad, jobOf(js, "workers", 2)}
 
+	// It used to index past the restart counters and crash the reconcile.
 	p := decidePure(t, js, observed{jobs: jobList(jobs...), serviceExists: true}, at(1), time.Minute)
 	if len(p.events) != 0 {
-		t.Errorf("decision Events %+v for a restart that was not decided", p.events)
+		t.Errorf("decision Events %+v for a Job that is none of the JobSet's", p.events)
 	}
 	for _, rs := range p.status.ReplicatedJobsStatus {
 		if len(rs.JobRestarts) != 0 {
 			t.Errorf("job restarts %v after a Job with no valid index failed", rs.JobRestarts)
 		}
 	}
-	if len(p.warnings) != 1 || p.warnings[0].reason != ReasonInvalidJobIndex || !strings.Contains(p.warnings[0].message, `"7"`) || !strings.Contains(p.warnings[0].message, bad.Name) {
-		t.Errorf("warnings %+v, want one %s naming the Job and its label's value", p.warnings, ReasonInvalidJobIndex)
+	if diff := cmp.Diff([]string{bad.Name}, names(p.deleteJobs)); diff != "" {
+		t.Errorf("deleted (-want +got):\n%s", diff)
+	}
+	// restartJob itself refuses it, should it ever be asked.
+	if err := restartJob(js, &p.status, bad, true); err == nil || !strings.Contains(err.Error(), `"7"`) {
+		t.Errorf("restartJob of index 7 of 3 replicas: %v", err)
 	}
 }
 
@@ -282,7 +287,7 @@ func TestDecideWarnsOfInPlaceJobsWithCompletionsOtherThanParallelism(t *testing.
 	js.Spec.ReplicatedJobs[1].Template.Spec.Parallelism = ptr.To[int32](2)
 	js.Spec.ReplicatedJobs[1].Template.Spec.Completions = ptr.To[int32](1)
 	p := decidePure(t, js, observed{jobs: jobList(readyJob(jobOf(js, "driver", 0)), readyJob(jobOf(js, "workers", 0))), serviceExists: true}, at(0), time.Minute)
-	if len(p.warnings) != 1 || p.warnings[0].reason != ReasonInvalidInPlaceJobs || !strings.Contains(p.warnings[0].message, "replicated job workers: completions 1, parallelism 2") {
+	if len(p.warnings) != 1 || p.warnings[0].reason != ReasonInvalidInPlaceRestartJobs || !strings.Contains(p.warnings[0].message, "replicated job workers: completions 1, parallelism 2") {
 		t.Errorf("warnings %+v", p.warnings)
 	}
 	if got := expectedPods(js); got != 2+1 {

@@ -50,7 +50,7 @@ const (
 
 	// Events without a condition.
 	ReasonInvalidEpoch          = "InvalidEpoch"
-	ReasonInvalidInPlaceJobs    = "InvalidInPlaceRestartJobs"
+	ReasonInvalidInPlaceRestartJobs    = "InvalidInPlaceRestartJobs"
 	ReasonInvalidJobIndex       = "InvalidJobIndex"
 	ReasonJobCreationFailed     = "JobCreationFailed"
 	ReasonServiceCreationFailed = "HeadlessServiceCreationFailed"

@@ -204,6 +204,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		r.metrics.written(effective, before, p.status, now)
 		r.times.wrote(req.NamespacedName, now)
+		// A decision's Event follows the status write that carries it, at
+		// once: a decision that was not written (held back, or decided
+		// again on a status not yet updated) says nothing, and one that was
+		// is said even if what follows fails.
+		for _, e := range p.events {
+			r.recorder.Eventf(&js, nil, e.eventType, e.reason, e.reason, "%s", e.message)
+		}
 	}
 	r.metrics.epochs(&js)
 	// The broadcast mirrors the status, which stays the truth: it is written
@@ -211,14 +218,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if p.broadcast != nil {
 		if err := r.writeBroadcast(ctx, &js, p.broadcast); err != nil {
 			return ctrl.Result{}, fmt.Errorf("writing the broadcast: %w", err)
-		}
-	}
-	// A decision's Event follows the status write that carries it: a
-	// decision that was not written (held back, or decided again on a
-	// status not yet updated) says nothing.
-	if write {
-		for _, e := range p.events {
-			r.recorder.Eventf(&js, nil, e.eventType, e.reason, e.reason, "%s", e.message)
 		}
 	}
 	for _, e := range p.warnings {
