@@ -140,7 +140,7 @@ bench-admission: cluster-binaries ## Admission: handler latency, policy cost, cr
 
 .PHONY: bench-restart
 # REAL_NODES=K runs the Pods on K real nodes (root), BENCH_NODES Pods in all.
-ifdef REAL_NODES
+ifneq ($(filter-out 0,$(REAL_NODES)),)
 BENCH_NODES ?= 16,64,128
 BENCH_OUT ?= $(LOCAL)/bench/restart-real.json
 endif

@@ -132,7 +132,17 @@ func newEngine(builtins map[string]string) (*Engine, error) {
 	e.admin.Store(&[]*Policy{})
 	files := map[string]string{}
 	for name, src := range builtins {
-		files["builtin/"+name+".rego"] = src
+		file := "builtin/" + name + ".rego"
+		// Each is queried by its name: a package named otherwise would be
+		// an undefined document, a built-in that silently decides nothing.
+		module, err := ast.ParseModuleWithOpts(file, src, ast.ParserOptions{RegoVersion: ast.RegoV1})
+		if err != nil {
+			return nil, fmt.Errorf("compiling built-in policy %s: %w", name, err)
+		}
+		if want := "data." + builtinPackage + "." + name; module.Package.Path.String() != want {
+			return nil, fmt.Errorf("built-in policy %s: package %s, want %s", file, module.Package.Path, strings.TrimPrefix(want, "data."))
+		}
+		files[file] = src
 	}
 	for _, name := range slices.Sorted(maps.Keys(builtins)) {
 		q, err := prepare(files, "data."+builtinPackage+"."+name)

@@ -321,3 +321,10 @@ func TestBuiltinErrorIsItsOwn(t *testing.T) {
 		t.Errorf("denied (-want +got):\n%s", diff)
 	}
 }
+
+func TestBuiltinPackageMustBeItsName(t *testing.T) {
+	_, err := newEngine(map[string]string{"names": "package inplace.builtin.other\n\ndeny contains \"x\" if false\n"})
+	if err == nil || !strings.Contains(err.Error(), "want inplace.builtin.names") {
+		t.Errorf("error %v, want one naming the package the built-in must have", err)
+	}
+}

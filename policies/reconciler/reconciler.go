@@ -68,14 +68,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		// The last version that compiled, as the status keeps it for
 		// every replica: one that started after the bad edit enforces what
 		// the others do.
-		msg := "the rego does not compile, and no version of it ever did: nothing of this policy is in force"
+		msg := "the rego does not compile, and status.inForce records no version that did: nothing of this policy is in force"
 		if status.InForce != nil {
-			lastGood, lerr := Compile(p.Name, status.InForce, nsLabels)
-			if lerr != nil {
-				return ctrl.Result{}, fmt.Errorf("compiling generation %d of policy %s, in force: %w", status.InForceGeneration, p.Name, lerr)
+			if lastGood, lerr := Compile(p.Name, status.InForce, nsLabels); lerr != nil {
+				// The version in force no longer compiles either (a newer
+				// policy engine, say): nothing of it can be enforced.
+				r.engine.RemovePolicy(p.Name)
+				msg = fmt.Sprintf("the rego does not compile, nor does generation %d in status.inForce any more (%v): nothing of this policy is in force", status.InForceGeneration, lerr)
+			} else {
+				r.engine.SetPolicy(lastGood)
+				msg = fmt.Sprintf("the rego does not compile; generation %d, the last that compiled (status.inForce), stays in force", status.InForceGeneration)
 			}
-			r.engine.SetPolicy(lastGood)
-			msg = fmt.Sprintf("the rego does not compile; generation %d, the last that compiled, stays in force", status.InForceGeneration)
 		} else {
 			r.engine.RemovePolicy(p.Name)
 		}

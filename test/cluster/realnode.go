@@ -169,7 +169,7 @@ func (c *Cluster) startRealNodes(ctx context.Context, p *pki, apiPort int) error
 			return fmt.Errorf("node %s: %w", n.name, err)
 		}
 	}
-	return c.waitNodesReady(ctx)
+	return c.waitNodesReady(ctx, time.Time{})
 }
 
 func (c *Cluster) logf(format string, args ...any) {
@@ -321,13 +321,13 @@ func (c *Cluster) node(name string) (*realNode, error) {
 }
 
 // kubelet is the running or stopped kubelet process of node n.
-func (c *Cluster) kubelet(n *realNode) *process {
+func (c *Cluster) kubelet(n *realNode) (*process, error) {
 	for _, p := range c.procs {
 		if p.name == n.name+"-"+kubeletName {
-			return p
+			return p, nil
 		}
 	}
-	return nil
+	return nil, fmt.Errorf("node %s has no kubelet process", n.name)
 }
 
 // StopKubelet stops a real node's kubelet, as a node that is lost would:
@@ -338,24 +338,35 @@ func (c *Cluster) StopKubelet(name string) error {
 	if err != nil {
 		return err
 	}
-	p := c.kubelet(n)
+	p, err := c.kubelet(n)
+	if err != nil {
+		return err
+	}
+	if done, err := p.exited(); done {
+		return fmt.Errorf("the kubelet of %s had already exited (%v); see %s", name, err, p.logPath) //nolint:errorlint // err is nil after an exit with status 0
+	}
 	p.stopped.Store(true)
 	p.stop(10 * time.Second)
 	return nil
 }
 
 // StartKubelet starts a node's kubelet again if StopKubelet stopped it,
-// with the same configuration, and waits until every node is Ready (the
-// kubelet registers its Node again if it was deleted meanwhile).
+// with the same configuration, and waits until that kubelet has reported
+// its Node Ready (it registers the Node again if it was deleted
+// meanwhile) and every other node is Ready.
 func (c *Cluster) StartKubelet(ctx context.Context, name string) error {
 	n, err := c.node(name)
 	if err != nil {
 		return err
 	}
-	old := c.kubelet(n)
-	if done, _ := old.exited(); !done {
-		return c.waitNodesReady(ctx)
+	old, err := c.kubelet(n)
+	if err != nil {
+		return err
 	}
+	if done, _ := old.exited(); !done {
+		return c.waitNodesReady(ctx, time.Time{})
+	}
+	started := time.Now()
 	kubelet, err := startProcess(old.name, old.cmd.Path, n.kubeletArgs, c.logDir)
 	if err != nil {
 		return err
@@ -365,7 +376,7 @@ func (c *Cluster) StartKubelet(ctx context.Context, name string) error {
 			c.procs[i] = kubelet
 		}
 	}
-	return c.waitNodesReady(ctx)
+	return c.waitNodesReady(ctx, started)
 }
 
 // KillContainer kills a container on a real node with SIGKILL through the
@@ -471,7 +482,11 @@ featureGates:
 `, nodeIP, n.port, n.socket, n.cgroupRoot, filepath.Join(n.dir, "pod-logs"), caFile)
 }
 
-func (c *Cluster) waitNodesReady(ctx context.Context) error {
+// waitNodesReady waits until every real node's Node is Ready and, if since
+// is set, its kubelet renewed its Lease at or after since (a kubelet
+// renews it as it starts). No node-lifecycle controller runs here: a Node
+// whose kubelet stopped stays Ready.
+func (c *Cluster) waitNodesReady(ctx context.Context, since time.Time) error {
 	client, err := kubernetes.NewForConfig(c.Config)
 	if err != nil {
 		return err
@@ -481,21 +496,32 @@ func (c *Cluster) waitNodesReady(ctx context.Context) error {
 		if err := c.CheckAlive(); err != nil {
 			return false, err
 		}
-		nodes, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
-		if err != nil {
-			last = err.Error()
-			return false, nil
-		}
-		ready := 0
-		for _, n := range nodes.Items {
-			for _, cond := range n.Status.Conditions {
+		var waiting []string
+		for _, n := range c.nodes {
+			node, err := client.CoreV1().Nodes().Get(ctx, n.name, metav1.GetOptions{})
+			if err != nil {
+				waiting = append(waiting, fmt.Sprintf("%s: %v", n.name, err))
+				continue
+			}
+			ready := false
+			for _, cond := range node.Status.Conditions {
 				if cond.Type == corev1.NodeReady && cond.Status == corev1.ConditionTrue {
-					ready++
+					ready = true
+				}
+			}
+			if !ready {
+				waiting = append(waiting, n.name+" not Ready")
+				continue
+			}
+			if !since.IsZero() {
+				lease, err := client.CoordinationV1().Leases(corev1.NamespaceNodeLease).Get(ctx, n.name, metav1.GetOptions{})
+				if err != nil || lease.Spec.RenewTime == nil || lease.Spec.RenewTime.Time.Before(since) {
+					waiting = append(waiting, n.name+"'s Lease not renewed since its kubelet started")
 				}
 			}
 		}
-		last = fmt.Sprintf("%d of %d nodes ready", ready, len(c.nodes))
-		return ready == len(c.nodes), nil
+		last = strings.Join(waiting, ", ")
+		return len(waiting) == 0, nil
 	})
 	if err != nil {
 		return fmt.Errorf("waiting for the real nodes to be Ready (%s; logs in %s): %w", last, c.logDir, err)

@@ -27,13 +27,13 @@ import (
 // ProfileReal names the figures of real kubelets and containerd.
 const ProfileReal = "real"
 
-// auditPolicy records every request once it completed, without bodies: who
-// sent it, its verb and resource, and when it was received. The benchmark
-// counts the requests of the actors it does not run itself (the kubelets,
-// the agents) from it.
+// auditPolicy records every request once it completed, and a watch once
+// it began (it completes when it ends, maybe after the benchmark), without
+// bodies: who sent it, its verb and resource, and when it was received.
+// The benchmark counts every actor's requests from it.
 const auditPolicy = `apiVersion: audit.k8s.io/v1
 kind: Policy
-omitStages: [RequestReceived, ResponseStarted]
+omitStages: [RequestReceived]
 rules:
 - level: Metadata
 `
@@ -101,7 +101,12 @@ func countAudited(path string, results []Result) error {
 			return fmt.Errorf("reading %s: %w", path, err)
 		}
 		actor := actorOf(ev.User.Username)
-		if ev.Stage != "ResponseComplete" || actor == "" || ev.ObjectRef == nil {
+		// Each request once: a watch as it began, any other as it ended.
+		stage := "ResponseComplete"
+		if ev.Verb == "watch" {
+			stage = "ResponseStarted"
+		}
+		if ev.Stage != stage || actor == "" || ev.ObjectRef == nil {
 			continue
 		}
 		key := ev.Verb + " " + ev.ObjectRef.Resource
@@ -110,7 +115,7 @@ func countAudited(path string, results []Result) error {
 		}
 		at := ev.RequestReceived.Time
 		for i := range results {
-			if r := &results[i]; !at.Before(r.from) && at.Before(r.from.Add(r.WorkersRunning)) {
+			if r := &results[i]; !at.Before(r.from) && !at.After(r.to) {
 				r.Requests[actor][key]++
 			}
 		}

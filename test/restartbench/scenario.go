@@ -69,9 +69,9 @@ type Result struct {
 	// components and this one (ProcessBench).
 	CPUSeconds map[string]float64 `json:"cpuSeconds"`
 
-	// from is when the failure was injected: with WorkersRunning, the
-	// window of the requests counted from the audit log.
-	from time.Time
+	// from, when the failure was injected, and to, when every worker ran
+	// again: the window of the requests counted from the audit log.
+	from, to time.Time
 }
 
 // jobSetFor is N worker Jobs of one Pod each, one per node. Under
@@ -302,7 +302,7 @@ func (e *env) restart(ctx context.Context, js *jobset.JobSet, jw *jobSetWatch, f
 	if err != nil {
 		return r, fmt.Errorf("%s after a %s: not every worker ran again within %v", r.Strategy, failure, timeout)
 	}
-	r.WorkersRunning = workers.Sub(t0)
+	r.WorkersRunning, r.to = workers.Sub(t0), workers
 	r.CPUSeconds = e.cpu.since(cpuBefore)
 	stopProfile()
 	r.Requests = map[string]map[string]int{}

@@ -159,8 +159,8 @@ func RequestBreakdown(w io.Writer, report Report) {
 	}
 }
 
-// cpuColumns are the processes of the CPU columns, in order; Table and
-// Timeline add ProcessNodes for real nodes.
+// cpuColumns are the processes of the CPU columns, in order; Timeline adds
+// ProcessNodes for real nodes.
 var cpuColumns = []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", ProcessBench}
 
 // columnsFor are the CPU columns of a report's results.

@@ -47,11 +47,15 @@ func ExpectWorkersRunning(ctx context.Context, c client.Client, js *jobsetv1alph
 	ginkgo.GinkgoHelper()
 	out := map[string]PodIdentity{}
 	gomega.Eventually(func(g gomega.Gomega) {
-		g.Expect(GetJobSet(ctx, c, js).Status.SyncedEpoch).To(gomega.Equal(epoch))
-		list := JobSetPods(ctx, c, js)
-		g.Expect(list).To(gomega.HaveLen(pods))
+		// g.Expect throughout: a passing API error is tried again.
+		var got jobsetv1alpha2.JobSet
+		g.Expect(c.Get(ctx, client.ObjectKeyFromObject(js), &got)).To(gomega.Succeed())
+		g.Expect(got.Status.SyncedEpoch).To(gomega.Equal(epoch))
+		var list corev1.PodList
+		g.Expect(c.List(ctx, &list, client.InNamespace(js.Namespace), client.MatchingLabels{jobsetv1alpha2.JobSetNameKey: js.Name})).To(gomega.Succeed())
+		g.Expect(list.Items).To(gomega.HaveLen(pods))
 		clear(out)
-		for _, p := range list {
+		for _, p := range list.Items {
 			g.Expect(p.DeletionTimestamp).To(gomega.BeNil())
 			g.Expect(p.Status.ContainerStatuses).To(gomega.ContainElement(gomega.And(
 				gomega.HaveField("Name", "worker"), gomega.HaveField("State.Running", gomega.Not(gomega.BeNil())))), "pod %s", p.Name)

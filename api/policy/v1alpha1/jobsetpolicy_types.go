@@ -92,8 +92,8 @@ type Match struct {
 // JobSetPolicyStatus is the state of the policy.
 type JobSetPolicyStatus struct {
 	// conditions: Ready is True once the current rego compiled and is in
-	// force, False with the compile errors otherwise (the last good version
-	// stays in force).
+	// force, False with the compile errors otherwise (the version in
+	// inForce, if any, stays in force; the message says which).
 	//
 	// +optional
 	// +listType=map

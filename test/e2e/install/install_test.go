@@ -55,9 +55,14 @@ func sh(line string) string {
 	tools := GinkgoT().TempDir()
 	bin, err := cluster.BinDir()
 	Expect(err).NotTo(HaveOccurred())
-	helm, _ := filepath.Glob(filepath.Join(root, "bin", "helm-*"))
-	Expect(helm).NotTo(BeEmpty(), "helm is not installed: run 'make helm'")
-	Expect(os.Symlink(helm[len(helm)-1], filepath.Join(tools, "helm"))).To(Succeed())
+	// The Makefile's helm ($HELM), else the one in bin/.
+	helm := os.Getenv("HELM")
+	if helm == "" {
+		found, _ := filepath.Glob(filepath.Join(root, "bin", "helm-*"))
+		Expect(found).To(HaveLen(1), "want one helm in bin/: run 'make helm'")
+		helm = found[0]
+	}
+	Expect(os.Symlink(helm, filepath.Join(tools, "helm"))).To(Succeed())
 	Expect(os.Symlink(filepath.Join(bin, "kubectl"), filepath.Join(tools, "kubectl"))).To(Succeed())
 
 	cmdCtx, cancel := context.WithTimeout(ctx, timeout)

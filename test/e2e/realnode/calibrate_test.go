@@ -193,7 +193,7 @@ func calibrate(kind string, nodeSelector map[string]string, exit func(corev1.Pod
 }
 
 var _ = Describe("the simulated node, calibrated against the real kubelet", func() {
-	It("makes the same status writes, phases, conditions and last states as the real kubelet for a worker exit, an agent exit and a success", func() {
+	It("shows the same sequence of Pod states (phase, conditions, container states and last states) as the real kubelet for a worker exit, an agent exit and a success", func() {
 		real := calibrate("real", map[string]string{corev1.LabelHostname: fw.Cluster.NodeNames()[0]}, exitWorker)
 
 		simCtx, stopSim := context.WithCancel(ctx)

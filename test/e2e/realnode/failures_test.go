@@ -57,6 +57,31 @@ func startKubelet(node string) {
 	Expect(fw.Cluster.StartKubelet(startCtx, node)).To(Succeed())
 }
 
+// spreadPods asks the scheduler to place the JobSet's Pods on distinct
+// nodes, and lets it place a replacement beside another when no node is
+// free.
+func spreadPods(js *jobset.JobSet) {
+	for i := range js.Spec.ReplicatedJobs {
+		js.Spec.ReplicatedJobs[i].Template.Spec.Template.Spec.Affinity = &corev1.Affinity{
+			PodAntiAffinity: &corev1.PodAntiAffinity{PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{{
+				Weight: 100,
+				PodAffinityTerm: corev1.PodAffinityTerm{
+					LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{jobset.JobSetNameKey: js.Name}},
+					TopologyKey:   corev1.LabelHostname,
+				},
+			}}},
+		}
+	}
+}
+
+func nodesOf(pods map[string]util.PodIdentity) map[string]bool {
+	out := map[string]bool{}
+	for _, id := range pods {
+		out[id.Node] = true
+	}
+	return out
+}
+
 // onePodPerNode makes the scheduler place the JobSet's Pods on distinct
 // nodes, whatever else runs there.
 func onePodPerNode(js *jobset.JobSet) {
@@ -118,6 +143,7 @@ var _ = Describe("in-place restart on real kubelets, failure kinds", func() {
 		// The agents restart their Pods and report the new epoch while no
 		// manager runs; the next one must finish what the last began.
 		fw.StopManager()
+		Expect(getJobSet(js).Status.SyncedEpoch).To(Equal(int32(1)), "the restart ended before the manager stopped: nothing left to finish")
 		fw.StartManager(cfg)
 		Expect(expectRunning(js, 2)).To(Equal(before))
 		got := getJobSet(js)
@@ -127,8 +153,10 @@ var _ = Describe("in-place restart on real kubelets, failure kinds", func() {
 
 	It("a lost node: its Pod is replaced on another node and the others restart in place", func() {
 		js := workerJobSet("lost", ns.Name, nil)
+		spreadPods(js)
 		Expect(k8sClient.Create(ctx, js)).To(Succeed())
 		before := expectRunning(js, 1)
+		Expect(nodesOf(before)).To(HaveLen(nodes), "one Pod per node")
 		victim := podsOf(js)[1]
 		lost := victim.Spec.NodeName
 		loseNode(lost)
@@ -139,12 +167,15 @@ var _ = Describe("in-place restart on real kubelets, failure kinds", func() {
 
 		after := expectRunning(js, 2)
 		Expect(after).NotTo(HaveKey(victim.Name), "the lost Pod is back")
+		survivors := 0
 		for name, id := range after {
 			Expect(id.Node).NotTo(Equal(lost), "pod %s runs on the lost node", name)
 			if old, ok := before[name]; ok {
 				Expect(id).To(Equal(old), "pod %s restarted in place: same UID and IP", name)
+				survivors++
 			}
 		}
+		Expect(survivors).To(Equal(len(before)-1), "every Pod but the lost one restarted in place")
 		got := getJobSet(js)
 		Expect(got.Status.InPlaceRestarts).To(Equal(int32(1)))
 		Expect(got.Status.Restarts).To(Equal(int32(1)))
