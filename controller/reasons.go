@@ -49,10 +49,10 @@ const (
 	ReasonInPlaceRestartTimedOut = "InPlaceRestartTimedOut"
 
 	// Events without a condition.
-	ReasonInvalidEpoch          = "InvalidEpoch"
-	ReasonInvalidInPlaceRestartJobs    = "InvalidInPlaceRestartJobs"
-	ReasonInvalidJobIndex       = "InvalidJobIndex"
-	ReasonJobCreationFailed     = "JobCreationFailed"
-	ReasonServiceCreationFailed = "HeadlessServiceCreationFailed"
-	ReasonTTLExpired            = "TTLAfterFinishedExpired"
+	ReasonInvalidEpoch              = "InvalidEpoch"
+	ReasonInvalidInPlaceRestartJobs = "InvalidInPlaceRestartJobs"
+	ReasonInvalidJobIndex           = "InvalidJobIndex"
+	ReasonJobCreationFailed         = "JobCreationFailed"
+	ReasonServiceCreationFailed     = "HeadlessServiceCreationFailed"
+	ReasonTTLExpired                = "TTLAfterFinishedExpired"
 )
