@@ -125,12 +125,26 @@ func issueAsCertManager() {
 	Expect(webhook.PatchCABundle(ctx, k8sClient, ca.PEM, mutatingWebhook, validatingWebhook)).To(Succeed())
 }
 
+// killManager kills the manager's container with SIGKILL, as a crash or
+// the OOM killer would: its kubelet starts it again, and the new process
+// waits for the dead one's leader lease to expire.
+func killManager() {
+	GinkgoHelper()
+	var pods corev1.PodList
+	Expect(k8sClient.List(ctx, &pods, client.InNamespace(namespace), client.MatchingLabels{"app.kubernetes.io/component": "manager"})).To(Succeed())
+	Expect(pods.Items).To(HaveLen(1))
+	p := pods.Items[0]
+	Expect(p.Status.ContainerStatuses).To(HaveLen(1))
+	Expect(fw.Cluster.KillContainer(ctx, p.Spec.NodeName, p.Status.ContainerStatuses[0].ContainerID)).To(Succeed())
+}
+
 // runsAJobSetInPlace is a user's JobSet on the installed manager: its
 // webhook injects the agent, the controller runs the epochs, and a worker's
-// exit restarts both Pods in place on the real kubelet. The JobSet is
-// deleted at the end, before inplace is uninstalled, as docs/install.md
-// says.
-func runsAJobSetInPlace(name string) {
+// exit restarts both Pods in place on the real kubelet; with
+// killMidRestart, the manager is killed once the restart began, and the
+// next one finishes it. The JobSet is deleted at the end, before inplace is
+// uninstalled, as docs/install.md says.
+func runsAJobSetInPlace(name string, killMidRestart bool) {
 	GinkgoHelper()
 	sh(webhooksAnswer)
 	ns := fw.NewNamespace(ctx, k8sClient)
@@ -143,6 +157,11 @@ func runsAJobSetInPlace(name string) {
 		Expect(p.Spec.InitContainers).To(ContainElement(HaveField("Name", "inplace-agent")), "the webhook injected the agent into %s", p.Name)
 	}
 	util.ExitWorker(ctx, fw.Cluster.Kubeconfig, pods[0], 1)
+	if killMidRestart {
+		Eventually(func() int32 { return util.GetJobSet(ctx, k8sClient, js).Status.DeprecatedEpoch }).WithTimeout(timeout).Should(Equal(int32(1)))
+		killManager()
+		Expect(util.GetJobSet(ctx, k8sClient, js).Status.SyncedEpoch).To(Equal(int32(1)), "the restart ended before the manager was killed")
+	}
 	Expect(util.ExpectWorkersRunning(ctx, k8sClient, js, 2, 2, timeout)).To(Equal(before), "same Pods, same IPs")
 	Expect(util.GetJobSet(ctx, k8sClient, js).Status.InPlaceRestarts).To(Equal(int32(1)))
 
@@ -179,16 +198,16 @@ var _ = Describe("installing inplace", Ordered, func() {
 		expectWebhooksPointAtTheService()
 		issueAsCertManager()
 		sh(rolloutStatus + " --timeout=3m")
-		runsAJobSetInPlace("kustomize")
+		runsAJobSetInPlace("kustomize", false)
 		sh(deleteDefault)
 		expectUninstalled()
 	})
 
-	It("with kustomize, without cert-manager: the manager signs its own certificate", func() {
+	It("with kustomize, without cert-manager: the manager signs its own certificate, and one killed in the middle of an in-place restart is replaced by one that finishes it", func() {
 		sh(applySelfSigned)
 		expectWebhooksPointAtTheService()
 		sh(rolloutStatus + " --timeout=3m")
-		runsAJobSetInPlace("selfsigned")
+		runsAJobSetInPlace("selfsigned", true)
 		sh(deleteSelfSigned)
 		expectUninstalled()
 	})
@@ -197,7 +216,7 @@ var _ = Describe("installing inplace", Ordered, func() {
 		sh(helmInstall + " --wait --timeout=3m")
 		sh(labelNamespace)
 		expectWebhooksPointAtTheService()
-		runsAJobSetInPlace("helm")
+		runsAJobSetInPlace("helm", false)
 		sh(helmUninstall + " --wait")
 		Expect(k8sClient.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}})).To(Succeed())
 		expectUninstalled()
