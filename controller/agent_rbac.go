@@ -11,22 +11,48 @@ import (
 
 // AgentRoleName names the Role and RoleBinding that let the agents of a
 // namespace do their work, and nothing more: read the broadcast ConfigMaps
-// and read and patch Pods. The ValidatingAdmissionPolicy of
-// config/agent narrows the patch to the epoch annotation of the agent's own
-// Pod.
+// of the namespace's InPlaceRestart JobSets, by name (an agent watches its
+// own with a field selector on its name, which the API server authorizes
+// against resourceNames), and read and patch Pods. The
+// ValidatingAdmissionPolicy of config/agent narrows the patch to the epoch
+// annotation of the agent's own Pod.
 const AgentRoleName = "inplace-agent"
 
 // ManagedByLabel marks the RBAC objects the controller manages.
 const ManagedByLabel = "app.kubernetes.io/managed-by"
 
-func agentRole(namespace string) *rbacv1.Role {
+func agentRole(namespace string, broadcasts []string) *rbacv1.Role {
 	return &rbacv1.Role{
 		ObjectMeta: metav1.ObjectMeta{Name: AgentRoleName, Namespace: namespace, Labels: map[string]string{ManagedByLabel: "inplace"}},
-		Rules: []rbacv1.PolicyRule{
-			{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list", "watch"}},
-			{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "patch"}},
-		},
+		Rules:      agentRules(broadcasts),
 	}
+}
+
+func agentRules(broadcasts []string) []rbacv1.PolicyRule {
+	return []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list", "watch"}, ResourceNames: broadcasts},
+		{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "patch"}},
+	}
+}
+
+// withBroadcast returns the broadcast ConfigMaps a Role's rules name, plus
+// name, sorted, and whether name was missing. A Role whose ConfigMap rule
+// names none (written by an earlier version, for every ConfigMap of the
+// namespace) counts as naming none: it is narrowed to name; the other
+// JobSets of the namespace add theirs as they are reconciled.
+func withBroadcast(rules []rbacv1.PolicyRule, name string) ([]string, bool) {
+	var names []string
+	for _, r := range rules {
+		if slices.Contains(r.Resources, "configmaps") {
+			names = append(names, r.ResourceNames...)
+		}
+	}
+	if slices.Contains(names, name) {
+		return names, false
+	}
+	names = append(names, name)
+	slices.Sort(names)
+	return names, true
 }
 
 // agentSubjects are the service accounts the Pods of an InPlaceRestart

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -387,5 +388,21 @@ func TestCacheSelectsConfigMapsByLabel(t *testing.T) {
 	}
 	if sel.Matches(labels.Set{"app": "other"}) {
 		t.Errorf("selector %q selects a ConfigMap that is not ours", sel)
+	}
+}
+
+func TestAgentRoleNamesEachBroadcast(t *testing.T) {
+	names, missing := withBroadcast(agentRules([]string{"b-epochs"}), "a-epochs")
+	if !missing || !slices.Equal(names, []string{"a-epochs", "b-epochs"}) {
+		t.Errorf("adding a-epochs: %v (missing %v)", names, missing)
+	}
+	if _, missing := withBroadcast(agentRules(names), "b-epochs"); missing {
+		t.Errorf("b-epochs named already, seen missing")
+	}
+	// A Role of an earlier version granted every ConfigMap: narrowed.
+	wide := agentRules(nil)
+	names, missing = withBroadcast(wide, "a-epochs")
+	if !missing || !slices.Equal(names, []string{"a-epochs"}) {
+		t.Errorf("narrowing a namespace-wide rule: %v (missing %v)", names, missing)
 	}
 }

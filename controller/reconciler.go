@@ -392,11 +392,20 @@ func (r *Reconciler) ensureAgentRBAC(ctx context.Context, js *jobset.JobSet) err
 	var role rbacv1.Role
 	switch err := r.client.Get(ctx, client.ObjectKey{Namespace: js.Namespace, Name: AgentRoleName}, &role); {
 	case apierrors.IsNotFound(err):
-		if err := r.client.Create(ctx, agentRole(js.Namespace)); err != nil && !apierrors.IsAlreadyExists(err) {
+		if err := r.client.Create(ctx, agentRole(js.Namespace, []string{protocol.BroadcastName(js.Name)})); err != nil && !apierrors.IsAlreadyExists(err) {
 			return err
 		}
 	case err != nil:
 		return err
+	default:
+		// Update, not patch: the write carries the resourceVersion read,
+		// so two JobSets adding their names at once do not lose one.
+		if names, missing := withBroadcast(role.Rules, protocol.BroadcastName(js.Name)); missing {
+			role.Rules = agentRules(names)
+			if err := r.client.Update(ctx, &role); err != nil {
+				return err
+			}
+		}
 	}
 	var rb rbacv1.RoleBinding
 	err := r.client.Get(ctx, client.ObjectKey{Namespace: js.Namespace, Name: AgentRoleName}, &rb)

@@ -20,6 +20,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -115,13 +116,25 @@ var _ = Describe("the agents' permissions", func() {
 			agentCfg.BearerToken = tr.Status.Token
 			agentClient = kubernetes.NewForConfigOrDie(agentCfg)
 			// The binding exists once the controller reconciled the JobSet.
-			_, err = agentClient.CoreV1().ConfigMaps(ns.Name).List(ctx, metav1.ListOptions{})
+			_, err = agentClient.CoreV1().ConfigMaps(ns.Name).Get(ctx, protocol.BroadcastName(js.Name), metav1.GetOptions{})
 			g.Expect(err).NotTo(HaveOccurred())
 		}).WithTimeout(timeout).Should(Succeed())
 
+		// Its JobSet's broadcast, watched by name as the agent does, and
+		// no other ConfigMap.
+		w, err := agentClient.CoreV1().ConfigMaps(ns.Name).Watch(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", protocol.BroadcastName(js.Name)).String()})
+		Expect(err).NotTo(HaveOccurred(), "the agent cannot watch its broadcast")
+		w.Stop()
+		other := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "team-settings", Namespace: ns.Name}}
+		Expect(k8sClient.Create(ctx, other)).To(Succeed())
+		_, err = agentClient.CoreV1().ConfigMaps(ns.Name).Get(ctx, other.Name, metav1.GetOptions{})
+		Expect(apierrors.IsForbidden(err)).To(BeTrue(), "the agent can read another ConfigMap: %v", err)
+		_, err = agentClient.CoreV1().ConfigMaps(ns.Name).List(ctx, metav1.ListOptions{})
+		Expect(apierrors.IsForbidden(err)).To(BeTrue(), "the agent can list every ConfigMap: %v", err)
+
 		t := &agent.KubeTransport{Client: agentClient, Namespace: ns.Name, Pod: pod.Name, JobSet: js.Name}
 		Expect(t.ReportEpoch(ctx, 1)).To(Succeed(), "the agent cannot write its epoch")
-		_, _, err := t.Self(ctx)
+		_, _, err = t.Self(ctx)
 		Expect(err).NotTo(HaveOccurred(), "the agent cannot read its Pod")
 
 		_, err = agentClient.RESTClient().Get().AbsPath("/apis/jobset.x-k8s.io/v1alpha2/namespaces", ns.Name, "jobsets").DoRaw(ctx)
