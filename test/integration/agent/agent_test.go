@@ -211,9 +211,10 @@ var _ = Describe("the agent binary", func() {
 		agentCfg := rest.AnonymousClientConfig(cfg)
 		agentCfg.BearerToken = token
 		kubeconfig := framework.WriteKubeconfig(agentCfg)
-		// The controller grants the agents their Role when it reconciles.
+		// The controller grants the agents their Role when it reconciles:
+		// the broadcast is readable then.
 		Eventually(func() error {
-			_, err := kubernetes.NewForConfigOrDie(agentCfg).CoreV1().ConfigMaps(ns.Name).List(ctx, metav1.ListOptions{})
+			_, err := kubernetes.NewForConfigOrDie(agentCfg).CoreV1().ConfigMaps(ns.Name).Get(ctx, protocol.BroadcastName(js.Name), metav1.GetOptions{})
 			return err
 		}).WithTimeout(timeout).Should(Succeed())
 
