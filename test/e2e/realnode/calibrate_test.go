@@ -18,7 +18,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/inplace-dev/inplace/test/simnode"
-	"github.com/inplace-dev/inplace/test/util"
 )
 
 // podView is what a controller reads of a Pod's status: a change of it is
@@ -162,8 +161,7 @@ type calibration struct {
 
 func calibrate(kind string, nodeSelector map[string]string, exit func(corev1.Pod, int)) calibration {
 	GinkgoHelper()
-	ns := fw.NewNamespace(ctx, k8sClient)
-	util.WaitForDefaultServiceAccount(ctx, k8sClient, ns.Name)
+	ns := specNamespace()
 	js := workerJobSet("calibrate-"+kind, ns.Name, nil)
 	js.Spec.ReplicatedJobs[0].Template.Spec.Template.Spec.NodeSelector = nodeSelector
 	Expect(k8sClient.Create(ctx, js)).To(Succeed())

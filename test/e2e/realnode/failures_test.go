@@ -57,20 +57,20 @@ func startKubelet(node string) {
 	Expect(fw.Cluster.StartKubelet(startCtx, node)).To(Succeed())
 }
 
-// spreadPods asks the scheduler to place the JobSet's Pods on distinct
-// nodes, and lets it place a replacement beside another when no node is
-// free.
-func spreadPods(js *jobset.JobSet) {
+// antiAffinity places the JobSet's Pods on distinct nodes: required, even
+// if one is then left unscheduled; else preferred, so that a replacement
+// may go beside another when no node is free.
+func antiAffinity(js *jobset.JobSet, required bool) {
+	term := corev1.PodAffinityTerm{
+		LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{jobset.JobSetNameKey: js.Name}},
+		TopologyKey:   corev1.LabelHostname,
+	}
+	a := &corev1.PodAntiAffinity{PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{{Weight: 100, PodAffinityTerm: term}}}
+	if required {
+		a = &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{term}}
+	}
 	for i := range js.Spec.ReplicatedJobs {
-		js.Spec.ReplicatedJobs[i].Template.Spec.Template.Spec.Affinity = &corev1.Affinity{
-			PodAntiAffinity: &corev1.PodAntiAffinity{PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{{
-				Weight: 100,
-				PodAffinityTerm: corev1.PodAffinityTerm{
-					LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{jobset.JobSetNameKey: js.Name}},
-					TopologyKey:   corev1.LabelHostname,
-				},
-			}}},
-		}
+		js.Spec.ReplicatedJobs[i].Template.Spec.Template.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: a}
 	}
 }
 
@@ -82,30 +82,9 @@ func nodesOf(pods map[string]util.PodIdentity) map[string]bool {
 	return out
 }
 
-// onePodPerNode makes the scheduler place the JobSet's Pods on distinct
-// nodes, whatever else runs there.
-func onePodPerNode(js *jobset.JobSet) {
-	for i := range js.Spec.ReplicatedJobs {
-		js.Spec.ReplicatedJobs[i].Template.Spec.Template.Spec.Affinity = &corev1.Affinity{
-			PodAntiAffinity: &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
-				LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{jobset.JobSetNameKey: js.Name}},
-				TopologyKey:   corev1.LabelHostname,
-			}}},
-		}
-	}
-}
-
 var _ = Describe("in-place restart on real kubelets, failure kinds", func() {
 	var ns *corev1.Namespace
-	BeforeEach(func() {
-		ns = fw.NewNamespace(ctx, k8sClient)
-		util.WaitForDefaultServiceAccount(ctx, k8sClient, ns.Name)
-		DeferCleanup(func() {
-			if CurrentSpecReport().Failed() {
-				dumpContainerLogs(ns.Name)
-			}
-		})
-	})
+	BeforeEach(func() { ns = specNamespace() })
 
 	It("an agent that crashes alone is restarted alone and resumes its epoch: no group restart", func() {
 		js := workerJobSet("crash", ns.Name, nil)
@@ -153,7 +132,7 @@ var _ = Describe("in-place restart on real kubelets, failure kinds", func() {
 
 	It("a lost node: its Pod is replaced on another node and the others restart in place", func() {
 		js := workerJobSet("lost", ns.Name, nil)
-		spreadPods(js)
+		antiAffinity(js, false)
 		Expect(k8sClient.Create(ctx, js)).To(Succeed())
 		before := expectRunning(js, 1)
 		Expect(nodesOf(before)).To(HaveLen(nodes), "one Pod per node")
@@ -187,7 +166,7 @@ var _ = Describe("in-place restart on real kubelets, failure kinds", func() {
 		DeferCleanup(restartManagerWith, suiteTimeout)
 
 		js := workerJobSet("stuck", ns.Name, nil)
-		onePodPerNode(js)
+		antiAffinity(js, true)
 		Expect(k8sClient.Create(ctx, js)).To(Succeed())
 		before := expectRunning(js, 1)
 		jobUIDs := map[string]types.UID{}

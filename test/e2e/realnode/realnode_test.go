@@ -147,27 +147,29 @@ func (rw *restartWatch) restarted() []string {
 	return out
 }
 
+// specNamespace is a spec's namespace, its default service account ready;
+// a failed spec writes its containers' logs first.
+func specNamespace() *corev1.Namespace {
+	GinkgoHelper()
+	ns := fw.NewNamespace(ctx, k8sClient)
+	util.WaitForDefaultServiceAccount(ctx, k8sClient, ns.Name)
+	DeferCleanup(func() {
+		if CurrentSpecReport().Failed() {
+			dumpContainerLogs(ns.Name)
+		}
+	})
+	return ns
+}
+
 var _ = Describe("in-place restart on real kubelets", func() {
 	var ns *corev1.Namespace
-	BeforeEach(func() {
-		ns = fw.NewNamespace(ctx, k8sClient)
-		util.WaitForDefaultServiceAccount(ctx, k8sClient, ns.Name)
-		DeferCleanup(func() {
-			if CurrentSpecReport().Failed() {
-				dumpContainerLogs(ns.Name)
-			}
-		})
-	})
+	BeforeEach(func() { ns = specNamespace() })
 
 	It("Story 1: a worker exit restarts every Pod in place, and no worker starts before every agent is at the new epoch", func() {
 		js := workerJobSet("story1", ns.Name, nil)
 		Expect(k8sClient.Create(ctx, js)).To(Succeed())
 		before := expectRunning(js, 1)
-		nodesUsed := map[string]bool{}
-		for _, id := range before {
-			nodesUsed[id.Node] = true
-		}
-		Expect(nodesUsed).To(HaveLen(nodes), "one worker Pod per node")
+		Expect(nodesOf(before)).To(HaveLen(nodes), "one worker Pod per node")
 
 		exitWorker(podsOf(js)[0], 1)
 		after := expectRunning(js, 2)
