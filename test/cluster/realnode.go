@@ -259,18 +259,11 @@ func (c *Cluster) startNode(ctx context.Context, p *pki, n *realNode, archives [
 		return err
 	}
 	c.procs = append(c.procs, proc)
-	ctr := func(ctx context.Context, args ...string) error {
-		out, err := exec.CommandContext(ctx, "ctr", append([]string{"--address", n.socket, "--namespace", "k8s.io"}, args...)...).CombinedOutput()
-		if err != nil {
-			return fmt.Errorf("ctr %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(string(out)))
-		}
-		return nil
-	}
-	if err := proc.waitFor(ctx, "its socket", func(ctx context.Context) error { return ctr(ctx, "version") }); err != nil {
+	if err := proc.waitFor(ctx, "its socket", func(ctx context.Context) error { return n.ctr(ctx, "version") }); err != nil {
 		return err
 	}
 	for _, a := range archives {
-		if err := ctr(ctx, "images", "import", a); err != nil {
+		if err := n.ctr(ctx, "images", "import", a); err != nil {
 			return err
 		}
 	}
@@ -391,9 +384,18 @@ func (c *Cluster) KillContainer(ctx context.Context, node, containerID string) e
 	if !ok {
 		return fmt.Errorf("container ID %q is not a containerd one", containerID)
 	}
-	out, err := exec.CommandContext(ctx, "ctr", "--address", n.socket, "--namespace", "k8s.io", "tasks", "kill", "--signal", "SIGKILL", id).CombinedOutput()
+	if err := n.ctr(ctx, "tasks", "kill", "--signal", "SIGKILL", id); err != nil {
+		return fmt.Errorf("killing container %s on %s: %w", id, node, err)
+	}
+	return nil
+}
+
+// ctr runs containerd's client against the node's own containerd, in the
+// namespace of the kubelet's containers.
+func (n *realNode) ctr(ctx context.Context, args ...string) error {
+	out, err := exec.CommandContext(ctx, "ctr", append([]string{"--address", n.socket, "--namespace", "k8s.io"}, args...)...).CombinedOutput()
 	if err != nil {
-		return fmt.Errorf("killing container %s on %s: %w: %s", id, node, err, strings.TrimSpace(string(out)))
+		return fmt.Errorf("ctr %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(string(out)))
 	}
 	return nil
 }
