@@ -49,6 +49,17 @@ var _ = Describe("the epoch protocol of InPlaceRestart", func() {
 		}).WithTimeout(timeout).Should(Succeed())
 	}
 
+	// syncAll plays every agent reporting epoch 1, and waits for the sync.
+	syncAll := func(js *jobset.JobSet, want int) []corev1.Pod {
+		GinkgoHelper()
+		pods := allPods(js, want)
+		for i := range pods {
+			util.SetEpoch(ctx, k8sClient, &pods[i], "1")
+		}
+		expectEpochs(js, 0, 1)
+		return pods
+	}
+
 	It("syncs, deprecates the moment a worker exits, counts exactly maxRestarts and never recreates a Job", func() {
 		rj := wrappers.MakeReplicatedJob("w").Replicas(2).Parallelism(2).Obj()
 		rj.Template.Spec.BackoffLimit = nil // set by the webhook for InPlaceRestart
@@ -56,12 +67,7 @@ var _ = Describe("the epoch protocol of InPlaceRestart", func() {
 			FailurePolicy(&jobset.FailurePolicy{RestartStrategy: jobset.InPlaceRestart, MaxRestarts: 1}).Obj())
 		expectJobs(js, "0", "ip-w-0", "ip-w-1")
 		jobUIDs := uids(js)
-
-		pods := allPods(js, 4)
-		for i := range pods {
-			util.SetEpoch(ctx, k8sClient, &pods[i], "1")
-		}
-		expectEpochs(js, 0, 1)
+		pods := syncAll(js, 4)
 
 		util.ExitContainer(ctx, k8sClient, &pods[2], "worker", 1)
 		expectEpochs(js, 1, 1)
@@ -99,11 +105,7 @@ var _ = Describe("the epoch protocol of InPlaceRestart", func() {
 			}}).Obj())
 		expectJobs(js, "0", "rj-w-0", "rj-w-1")
 		before := uids(js)
-		pods := allPods(js, 2)
-		for i := range pods {
-			util.SetEpoch(ctx, k8sClient, &pods[i], "1")
-		}
-		expectEpochs(js, 0, 1)
+		pods := syncAll(js, 2)
 
 		// An in-place restart begins, and before it ends the other Job
 		// fails for good (its Pod's exit code fails it).
