@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -69,6 +70,18 @@ func (c *Cluster) PodLogsDir(node string) string {
 // skipped where real nodes cannot run (not root, no cgroup v1): CI sets
 // INPLACE_REAL_NODES=required, so that a missing prerequisite fails there.
 func RealNodesRequired() bool { return os.Getenv("INPLACE_REAL_NODES") == "required" }
+
+// SkipWithoutRealNodes skips a test that needs real nodes under -short,
+// and where they cannot run unless RealNodesRequired.
+func SkipWithoutRealNodes(t testing.TB) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("needs the local cluster with real nodes")
+	}
+	if err := RealNodesUnavailable(); err != nil && !RealNodesRequired() {
+		t.Skipf("real nodes cannot run here: %v (INPLACE_REAL_NODES=required makes this a failure)", err)
+	}
+}
 
 // RealNodesUnavailable says why real nodes cannot run on this machine, or
 // returns nil.

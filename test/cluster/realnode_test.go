@@ -19,12 +19,7 @@ import (
 // host as it was: no process, mount, cgroup, interface, iptables chain or
 // host path of theirs, ip_forward as before.
 func TestRealNodesRunAPodAndLeaveTheHostClean(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a control plane and real nodes")
-	}
-	if err := RealNodesUnavailable(); err != nil && !RealNodesRequired() {
-		t.Skipf("real nodes cannot run here: %v (INPLACE_REAL_NODES=required makes this a failure)", err)
-	}
+	SkipWithoutRealNodes(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	c, err := Start(ctx, Options{Name: "real-nodes", ArtifactsDir: t.TempDir(), RealNodes: 2})

@@ -25,12 +25,7 @@ var (
 )
 
 func TestInstall(t *testing.T) {
-	if testing.Short() {
-		t.Skip("needs the local cluster with a real node")
-	}
-	if err := cluster.RealNodesUnavailable(); err != nil && !cluster.RealNodesRequired() {
-		t.Skipf("real nodes cannot run here: %v (INPLACE_REAL_NODES=required makes this a failure)", err)
-	}
+	cluster.SkipWithoutRealNodes(t)
 	RegisterFailHandler(Fail)
 	RunSpecs(t, "Installing inplace as docs/install.md says")
 }

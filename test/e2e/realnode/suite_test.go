@@ -43,12 +43,7 @@ var (
 )
 
 func TestRealNodes(t *testing.T) {
-	if testing.Short() {
-		t.Skip("needs the local cluster with real nodes")
-	}
-	if err := cluster.RealNodesUnavailable(); err != nil && !cluster.RealNodesRequired() {
-		t.Skipf("real nodes cannot run here: %v (INPLACE_REAL_NODES=required makes this a failure)", err)
-	}
+	cluster.SkipWithoutRealNodes(t)
 	RegisterFailHandler(Fail)
 	RunSpecs(t, "In-place restart on real kubelets")
 }
