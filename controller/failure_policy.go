@@ -120,9 +120,11 @@ func applyFailure(js *jobset.JobSet, status *jobset.JobSetStatus, o failureOutco
 		return []event{{corev1.EventTypeWarning, ReasonRestartJobSetIgnoreMax, withJob(MessageRestartJobSetIgnoreMax)}}
 	case jobset.RestartJob, jobset.RestartJobAndIgnoreMaxRestarts:
 		counted := o.action == jobset.RestartJob
-		if err := restartJob(js, status, o.job, counted); err != nil {
-			// Nothing was decided: no restart, no Event of one.
-			return []event{{corev1.EventTypeWarning, ReasonInvalidJobIndex, withJob(fmt.Sprintf("%s cannot restart the Job: %v", o.action, err))}}
+		if restartJob(js, status, o.job, counted) != nil {
+			// Unreachable: a Job whose index is not its replicated job's
+			// is of no attempt (isCurrentAttempt) and never failed here.
+			// Should it be, nothing is decided.
+			return nil
 		}
 		if counted {
 			return []event{{corev1.EventTypeWarning, ReasonRestartJobAction, withJob(MessageRestartJobAction)}}

@@ -88,15 +88,7 @@ func decide(js *jobset.JobSet, obs observed, now metav1.Time, inPlaceTimeout tim
 	p.status.ReplicatedJobsStatus = replicatedJobsStatus(js, p.status.ReplicatedJobsStatus, c)
 
 	if len(c.failed) > 0 {
-		for _, e := range applyFailure(js, &p.status, decideFailure(js, c.failed), now) {
-			// A failure that could not be acted on decides nothing: it is
-			// said on every reconcile that sees it.
-			if e.reason == ReasonInvalidJobIndex {
-				p.warnings = append(p.warnings, e)
-			} else {
-				p.events = append(p.events, e)
-			}
-		}
+		p.events = applyFailure(js, &p.status, decideFailure(js, c.failed), now)
 		return p
 	}
 

@@ -51,7 +51,6 @@ const (
 	// Events without a condition.
 	ReasonInvalidEpoch              = "InvalidEpoch"
 	ReasonInvalidInPlaceRestartJobs = "InvalidInPlaceRestartJobs"
-	ReasonInvalidJobIndex           = "InvalidJobIndex"
 	ReasonJobCreationFailed         = "JobCreationFailed"
 	ReasonServiceCreationFailed     = "HeadlessServiceCreationFailed"
 	ReasonTTLExpired                = "TTLAfterFinishedExpired"
