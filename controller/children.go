@@ -7,6 +7,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
@@ -33,12 +34,15 @@ type children struct {
 	taken map[string]bool
 }
 
-func classifyJobs(js *jobset.JobSet, jobs []batchv1.Job) children {
+// classifyJobs sorts jobs; deleting holds the UIDs of Jobs deleted by an
+// earlier reconcile whose deletion the cache does not show yet: they count
+// as being deleted.
+func classifyJobs(js *jobset.JobSet, jobs []batchv1.Job, deleting map[types.UID]bool) children {
 	c := children{current: map[string]*batchv1.Job{}, taken: map[string]bool{}}
 	for i := range jobs {
 		job := &jobs[i]
 		switch {
-		case job.DeletionTimestamp != nil:
+		case job.DeletionTimestamp != nil || deleting[job.UID]:
 			c.terminating = append(c.terminating, job)
 			c.taken[job.Name] = true
 		case !isCurrentAttempt(js, job):

@@ -8,20 +8,25 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// creationTimeout bounds how long a Job this controller created is
-// expected to appear in the cache; past it the name is free to create
-// again (a create that AlreadyExists then costs one refused request).
+// creationTimeout bounds how long a Job this controller created (or
+// deleted) is expected to appear in the cache (or as deleted); past it the
+// name is free to create again (a create that AlreadyExists then costs one
+// refused request), the Job to delete again.
 const creationTimeout = time.Minute
 
-// jobCreations remembers, per JobSet, the Jobs this controller created that
-// its cache has not shown yet, as the Kubernetes Job controller's
-// expectations do for Pods. Without it a reconcile that runs before the
-// cache has caught up with the previous one's creations sends them again:
-// a Recreate of 5,000 Jobs sent 7,503 creations, a third of them refused
-// as existing, each a full trip through admission.
-type jobCreations struct {
+// jobExpectations remembers, per JobSet, the Jobs this controller created
+// or deleted that its cache does not show as such yet, as the Kubernetes Job
+// controller's expectations do for Pods. Without them a reconcile that runs
+// before the cache has caught up with the previous one's writes sends them
+// again: a Recreate of 5,000 Jobs sent 7,503 creations, a third of them
+// refused as existing, each a full trip through admission; and every Job of
+// an earlier attempt would be deleted again until its deletion shows.
+type jobExpectations struct {
 	mu      sync.Mutex
 	pending map[types.NamespacedName]map[string]created
+	// deleting holds, by UID, the Jobs deleted whose deletion the cache
+	// does not show yet (neither gone nor carrying a deletionTimestamp).
+	deleting map[types.NamespacedName]map[types.UID]created
 	// terminating holds, by name, the UIDs of the JobSets whose namespace
 	// refused a creation because it is being deleted. A namespace being
 	// deleted never becomes active again and the JobSet goes with it, so
@@ -40,12 +45,16 @@ type created struct {
 	at    time.Time
 }
 
-func newJobCreations() *jobCreations {
-	return &jobCreations{pending: map[types.NamespacedName]map[string]created{}, terminating: map[types.NamespacedName]types.UID{}}
+func newJobExpectations() *jobExpectations {
+	return &jobExpectations{
+		pending:     map[types.NamespacedName]map[string]created{},
+		deleting:    map[types.NamespacedName]map[types.UID]created{},
+		terminating: map[types.NamespacedName]types.UID{},
+	}
 }
 
 // created records a Job created at now for the JobSet of UID owner.
-func (e *jobCreations) created(key types.NamespacedName, owner types.UID, job *batchv1.Job, now time.Time) {
+func (e *jobExpectations) created(key types.NamespacedName, owner types.UID, job *batchv1.Job, now time.Time) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.pending[key] == nil {
@@ -57,7 +66,7 @@ func (e *jobCreations) created(key types.NamespacedName, owner types.UID, job *b
 // unseen returns the names of the Jobs created for the JobSet of UID owner
 // that jobs, read from the cache, does not hold yet, and forgets the others,
 // those older than creationTimeout and those of another JobSet of the name.
-func (e *jobCreations) unseen(key types.NamespacedName, owner types.UID, jobs []batchv1.Job, now time.Time) map[string]bool {
+func (e *jobExpectations) unseen(key types.NamespacedName, owner types.UID, jobs []batchv1.Job, now time.Time) map[string]bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	pending := e.pending[key]
@@ -84,25 +93,69 @@ func (e *jobCreations) unseen(key types.NamespacedName, owner types.UID, jobs []
 
 // markTerminatingNamespace records that the namespace of the JobSet of UID
 // owner refused a creation because it is being deleted.
-func (e *jobCreations) markTerminatingNamespace(key types.NamespacedName, owner types.UID) {
+func (e *jobExpectations) markTerminatingNamespace(key types.NamespacedName, owner types.UID) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.terminating[key] = owner
 	delete(e.pending, key)
+	delete(e.deleting, key)
 }
 
 // inTerminatingNamespace reports whether the JobSet of UID owner is in a
 // namespace that refused a creation because it is being deleted.
-func (e *jobCreations) inTerminatingNamespace(key types.NamespacedName, owner types.UID) bool {
+func (e *jobExpectations) inTerminatingNamespace(key types.NamespacedName, owner types.UID) bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	uid, ok := e.terminating[key]
 	return ok && uid == owner
 }
 
-func (e *jobCreations) forget(key types.NamespacedName) {
+// deleted records a Job of the JobSet of UID owner deleted at now.
+func (e *jobExpectations) deleted(key types.NamespacedName, owner types.UID, job *batchv1.Job, now time.Time) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.deleting[key] == nil {
+		e.deleting[key] = map[types.UID]created{}
+	}
+	e.deleting[key][job.UID] = created{uid: job.UID, owner: owner, at: now}
+}
+
+// undeleted returns the UIDs of the Jobs deleted for the JobSet of UID
+// owner that jobs, read from the cache, still shows without a
+// deletionTimestamp: their deletion is under way and is not sent again. It
+// forgets the others, those older than creationTimeout and those of
+// another JobSet of the name.
+func (e *jobExpectations) undeleted(key types.NamespacedName, owner types.UID, jobs []batchv1.Job, now time.Time) map[types.UID]bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	deleting := e.deleting[key]
+	if len(deleting) == 0 {
+		return nil
+	}
+	shown := make(map[types.UID]bool, len(deleting))
+	for i := range jobs {
+		if _, ok := deleting[jobs[i].UID]; ok && jobs[i].DeletionTimestamp == nil {
+			shown[jobs[i].UID] = true
+		}
+	}
+	out := map[types.UID]bool{}
+	for uid, d := range deleting {
+		if !shown[uid] || d.owner != owner || now.Sub(d.at) > creationTimeout {
+			delete(deleting, uid)
+			continue
+		}
+		out[uid] = true
+	}
+	if len(deleting) == 0 {
+		delete(e.deleting, key)
+	}
+	return out
+}
+
+func (e *jobExpectations) forget(key types.NamespacedName) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	delete(e.pending, key)
+	delete(e.deleting, key)
 	delete(e.terminating, key)
 }

@@ -7,12 +7,14 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 )
 
 func TestJobCreationsUntilSeen(t *testing.T) {
@@ -21,7 +23,7 @@ func TestJobCreationsUntilSeen(t *testing.T) {
 	job := func(name, uid string) batchv1.Job {
 		return batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID(uid)}}
 	}
-	e := newJobCreations()
+	e := newJobExpectations()
 	if got := e.unseen(key, "js-uid", nil, t0); len(got) != 0 {
 		t.Fatalf("nothing created: unseen %v", got)
 	}
@@ -69,7 +71,7 @@ func TestDecideDoesNotCreateAJobTheCacheHasNotShownYet(t *testing.T) {
 
 func TestNamespaceTerminatingOnlyForThatJobSet(t *testing.T) {
 	key := types.NamespacedName{Namespace: "ns", Name: "js"}
-	e := newJobCreations()
+	e := newJobExpectations()
 	if e.inTerminatingNamespace(key, "js-uid") {
 		t.Fatal("nothing refused yet: terminating")
 	}
@@ -99,5 +101,59 @@ func TestNamespaceTerminatingError(t *testing.T) {
 	other := apierrors.NewForbidden(schema.GroupResource{Group: "batch", Resource: "jobs"}, "js-w-0", errors.New("quota exceeded"))
 	if namespaceTerminating(other) || namespaceTerminating(nil) {
 		t.Error("another refusal: taken for a terminating namespace")
+	}
+}
+
+func TestJobDeletionsUntilShown(t *testing.T) {
+	key := types.NamespacedName{Namespace: "ns", Name: "js"}
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	job := func(name, uid string) batchv1.Job {
+		return batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID(uid)}}
+	}
+	a, b := job("js-w-0", "uid-a"), job("js-w-1", "uid-b")
+	e := newJobExpectations()
+	if got := e.undeleted(key, "js-uid", []batchv1.Job{a, b}, t0); len(got) != 0 {
+		t.Fatalf("nothing deleted: undeleted %v", got)
+	}
+	e.deleted(key, "js-uid", &a, t0)
+	e.deleted(key, "js-uid", &b, t0)
+
+	// The cache shows a's deletion, not b's yet.
+	shown := a.DeepCopy()
+	shown.DeletionTimestamp = ptr.To(metav1.NewTime(t0))
+	if diff := cmp.Diff(map[types.UID]bool{"uid-b": true}, e.undeleted(key, "js-uid", []batchv1.Job{*shown, b}, t0.Add(time.Second))); diff != "" {
+		t.Errorf("undeleted (-want +got):\n%s", diff)
+	}
+	// b gone from the cache: its deletion is seen.
+	if got := e.undeleted(key, "js-uid", []batchv1.Job{*shown}, t0.Add(time.Second)); len(got) != 0 {
+		t.Errorf("b gone: undeleted %v", got)
+	}
+	// Never shown: deleted again after creationTimeout; and a JobSet
+	// recreated under the name expects none of its predecessor's.
+	e.deleted(key, "js-uid", &b, t0)
+	if got := e.undeleted(key, "new-uid", []batchv1.Job{b}, t0); len(got) != 0 {
+		t.Errorf("a new JobSet of the name: undeleted %v", got)
+	}
+	e.deleted(key, "js-uid", &b, t0)
+	if got := e.undeleted(key, "js-uid", []batchv1.Job{b}, t0.Add(creationTimeout+time.Second)); len(got) != 0 {
+		t.Errorf("after creationTimeout: undeleted %v", got)
+	}
+}
+
+func TestDecideDoesNotDeleteAgainAJobWhoseDeletionTheCacheHasNotShownYet(t *testing.T) {
+	js := testJobSet("workers", 2)
+	js.Spec.FailurePolicy = &jobset.FailurePolicy{MaxRestarts: 3}
+	old0, old1 := jobOf(js, "workers", 0), failedJob(jobOf(js, "workers", 1), "BackoffLimitExceeded", "", at(0))
+	old0.UID, old1.UID = "uid-0", "uid-1"
+	p := decidePure(t, js, observed{jobs: jobList(old0, old1), serviceExists: true}, at(1), time.Minute)
+	js.Status = p.status
+
+	obs := observed{jobs: jobList(old0, old1), serviceExists: true, deleting: map[types.UID]bool{old0.UID: true}}
+	p = decidePure(t, js, obs, at(2), time.Minute)
+	if diff := cmp.Diff([]string{old1.Name}, names(p.deleteJobs)); diff != "" {
+		t.Errorf("deleted (-want +got):\n%s", diff)
+	}
+	if len(p.createJobs) != 0 {
+		t.Errorf("created %v under a name a Job being deleted holds", names(p.createJobs))
 	}
 }

@@ -12,9 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	ctrlevent "sigs.k8s.io/controller-runtime/pkg/event"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
 	"github.com/inplace-dev/inplace/api/protocol"
@@ -87,7 +84,9 @@ func (r *Reconciler) observe(ctx context.Context, js *jobset.JobSet) (observed, 
 		return obs, fmt.Errorf("listing jobs: %w", err)
 	}
 	obs.jobs = jobs.Items
-	obs.creating = r.creations.unseen(client.ObjectKeyFromObject(js), js.UID, jobs.Items, r.opts.Clock.Now())
+	now := r.opts.Clock.Now()
+	obs.creating = r.expectations.unseen(client.ObjectKeyFromObject(js), js.UID, jobs.Items, now)
+	obs.deleting = r.expectations.undeleted(client.ObjectKeyFromObject(js), js.UID, jobs.Items, now)
 
 	if js.Spec.FailurePolicy != nil && (js.Spec.FailurePolicy.RestartStrategy == jobset.BlockingRecreate || inPlace(js)) {
 		var pods corev1.PodList
@@ -119,34 +118,4 @@ func (r *Reconciler) observe(ctx context.Context, js *jobset.JobSet) (observed, 
 		obs.serviceExists = err == nil
 	}
 	return obs, nil
-}
-
-// jobSetOfPod maps a Pod to the JobSet named in its labels.
-func jobSetOfPod(_ context.Context, o client.Object) []reconcile.Request {
-	name := o.GetLabels()[jobset.JobSetNameKey]
-	if name == "" {
-		return nil
-	}
-	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
-}
-
-// podChanges passes the Pod events the controller acts on: deletions (for
-// BlockingRecreate and lost Pods) and, for the epoch protocol, new Pods and
-// changes of a Pod's epoch annotation, phase, readiness or container states.
-func podChanges() predicate.Predicate {
-	return predicate.Funcs{
-		CreateFunc: func(ctrlevent.CreateEvent) bool { return true },
-		UpdateFunc: func(e ctrlevent.UpdateEvent) bool {
-			old, okOld := e.ObjectOld.(*corev1.Pod)
-			cur, okNew := e.ObjectNew.(*corev1.Pod)
-			if !okOld || !okNew {
-				return true
-			}
-			return old.Annotations[jobset.EpochKey] != cur.Annotations[jobset.EpochKey] ||
-				old.DeletionTimestamp != cur.DeletionTimestamp ||
-				observePod(old) != observePod(cur)
-		},
-		DeleteFunc:  func(ctrlevent.DeleteEvent) bool { return true },
-		GenericFunc: func(ctrlevent.GenericEvent) bool { return false },
-	}
 }

@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
@@ -30,6 +31,10 @@ type observed struct {
 	// creating names the Jobs created by an earlier reconcile that jobs,
 	// read from the cache, does not show yet: they are not created again.
 	creating map[string]bool
+	// deleting holds the UIDs of the Jobs deleted by an earlier reconcile
+	// that jobs still shows as not being deleted: they are not deleted
+	// again.
+	deleting map[types.UID]bool
 }
 
 // event is an Event to record on the JobSet once the status is written.
@@ -70,7 +75,7 @@ type plan struct {
 //	headless Service, suspend/resume, create missing Jobs in startup order
 func decide(js *jobset.JobSet, obs observed, now metav1.Time, inPlaceTimeout time.Duration) plan {
 	p := plan{status: *js.Status.DeepCopy()}
-	c := classifyJobs(js, obs.jobs)
+	c := classifyJobs(js, obs.jobs, obs.deleting)
 	for name := range obs.creating {
 		c.taken[name] = true
 	}

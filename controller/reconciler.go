@@ -12,17 +12,14 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -46,6 +43,10 @@ type Options struct {
 	// InPlaceRestartTimeout bounds an in-place restart; past it the JobSet
 	// falls back to recreating its Jobs.
 	InPlaceRestartTimeout time.Duration
+	// UpdateBatchPeriod is how long the ordinary changes of a JobSet's Jobs
+	// and Pods (counters, readiness, epochs reported) are gathered before
+	// the JobSet is reconciled; failures are reconciled at once.
+	UpdateBatchPeriod time.Duration
 	// Metrics is where the controller registers its metrics; nil means
 	// controller-runtime's registry, which the manager's metrics endpoint
 	// serves.
@@ -65,6 +66,9 @@ func (o *Options) complete() {
 	if o.InPlaceRestartTimeout <= 0 {
 		o.InPlaceRestartTimeout = 5 * time.Minute
 	}
+	if o.UpdateBatchPeriod <= 0 {
+		o.UpdateBatchPeriod = DefaultUpdateBatchPeriod
+	}
 	if o.Metrics == nil {
 		o.Metrics = ctrlmetrics.Registry
 	}
@@ -79,11 +83,9 @@ type Reconciler struct {
 	recorder  events.EventRecorder
 	opts      Options
 	metrics   *restartMetrics
-	// times are each JobSet's last status write and reconcile, for
-	// coalescing and pacing.
-	times *jobSetTimes
-	// creations are the Jobs created but not yet seen in the cache.
-	creations *jobCreations
+	// expectations are the Jobs created or deleted whose creation or
+	// deletion the cache does not show yet.
+	expectations *jobExpectations
 }
 
 // +kubebuilder:rbac:groups=jobset.x-k8s.io,resources=jobsets,verbs=get;list;watch;update;patch;delete
@@ -108,16 +110,18 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	if err != nil {
 		return err
 	}
-	r := &Reconciler{client: mgr.GetClient(), apiReader: mgr.GetAPIReader(), recorder: mgr.GetEventRecorder(ControllerName), opts: opts, metrics: metrics, times: newJobSetTimes(), creations: newJobCreations()}
+	r := &Reconciler{client: mgr.GetClient(), apiReader: mgr.GetAPIReader(), recorder: mgr.GetEventRecorder(ControllerName), opts: opts, metrics: metrics, expectations: newJobExpectations()}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		For(&jobset.JobSet{}).
-		Owns(&batchv1.Job{}).
 		Owns(&corev1.Service{}).
+		Owns(&corev1.ConfigMap{}).
+		// Jobs and Pods change many times per JobSet change: their handlers
+		// reconcile failures at once and batch the rest.
+		Watches(&batchv1.Job{}, batched(opts.UpdateBatchPeriod, jobSetOfJob, jobSignal)).
 		// Pods matter to BlockingRecreate, which waits for the Pods of the
 		// previous attempt to disappear, and to the epoch protocol.
-		Owns(&corev1.ConfigMap{}).
-		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(jobSetOfPod), builder.WithPredicates(podChanges())).
+		Watches(&corev1.Pod{}, batched(opts.UpdateBatchPeriod, jobSetOfPod, podSignal)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles}).
 		Complete(r)
 }
@@ -129,8 +133,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.client.Get(ctx, req.NamespacedName, &js); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.metrics.gone(req.NamespacedName)
-			r.times.forget(req.NamespacedName)
-			r.creations.forget(req.NamespacedName)
+			r.expectations.forget(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -141,17 +144,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if m := ptr.Deref(js.Spec.ManagedBy, jobset.JobSetControllerName); m != jobset.JobSetControllerName {
 		return ctrl.Result{}, nil
 	}
-	if r.creations.inTerminatingNamespace(req.NamespacedName, js.UID) {
+	if r.expectations.inTerminatingNamespace(req.NamespacedName, js.UID) {
 		// The namespace controller deletes the JobSet with the rest.
 		return ctrl.Result{}, nil
 	}
-	start := r.opts.Clock.Now()
-	if inPlaceRestarting(js.Status) {
-		if wait := r.times.paceWait(req.NamespacedName, start); wait > 0 {
-			return ctrl.Result{RequeueAfter: wait}, nil
-		}
-	}
-	defer func() { r.times.ran(req.NamespacedName, start, r.opts.Clock.Now()) }()
 	logger := log.FromContext(ctx).WithValues("restarts", js.Status.Restarts)
 	ctx = log.IntoContext(ctx, logger)
 
@@ -168,7 +164,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if namespaceTerminating(err) {
 			// Nothing this reconcile decided can be carried out: no status
 			// write that says otherwise.
-			r.creations.markTerminatingNamespace(req.NamespacedName, js.UID)
+			r.expectations.markTerminatingNamespace(req.NamespacedName, js.UID)
 			logger.Info("namespace is being deleted: nothing more is created for this JobSet")
 			return ctrl.Result{}, nil
 		}
@@ -177,23 +173,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if p.deleteJobSet {
 		return ctrl.Result{}, nil
 	}
-	write := !equality.Semantic.DeepEqual(js.Status, p.status)
-	if write && countersOnly(js.Status, p.status) {
-		// Only the replicated jobs' counters moved: they move with every
-		// Job's status, N times per restart of N Jobs, so they are written
-		// at most once per statusCoalescing; the requeue writes the rest.
-		// During an in-place restart they wait for its end, whose status
-		// write carries them: the writes of a restart stay constant in N.
-		if inPlaceRestarting(p.status) {
-			write = false
-		} else if wait := r.times.writeWait(req.NamespacedName, now); wait > 0 {
-			write = false
-			if p.requeueAfter == 0 || wait < p.requeueAfter {
-				p.requeueAfter = wait
-			}
-		}
-	}
-	if write {
+	if needsWrite(js.Status, p.status) {
 		before := js.Status
 		js.Status = p.status
 		// Update, not patch: the write carries the resourceVersion that was
@@ -203,7 +183,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			return ctrl.Result{}, err
 		}
 		r.metrics.written(effective, before, p.status, now)
-		r.times.wrote(req.NamespacedName, now)
 		// A decision's Event follows the status write that carries it, at
 		// once: a decision that was not written (held back, or decided
 		// again on a status not yet updated) says nothing, and one that was
@@ -236,6 +215,9 @@ func (r *Reconciler) act(ctx context.Context, js *jobset.JobSet, p *plan) error 
 		// are gone, so that a recreated Job never overlaps the old Pods.
 		err := r.client.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationForeground),
 			client.Preconditions{UID: &job.UID})
+		if err == nil {
+			r.expectations.deleted(client.ObjectKeyFromObject(js), js.UID, job, r.opts.Clock.Now())
+		}
 		return ignore(err, apierrors.IsNotFound, apierrors.IsConflict)
 	}); err != nil {
 		return fmt.Errorf("deleting jobs: %w", err)
@@ -275,7 +257,7 @@ func (r *Reconciler) act(ctx context.Context, js *jobset.JobSet, p *plan) error 
 		err := r.client.Create(ctx, job)
 		switch {
 		case err == nil:
-			r.creations.created(client.ObjectKeyFromObject(js), js.UID, job, r.opts.Clock.Now())
+			r.expectations.created(client.ObjectKeyFromObject(js), js.UID, job, r.opts.Clock.Now())
 		case namespaceTerminating(err):
 			refused.Store(true)
 			return err

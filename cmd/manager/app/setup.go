@@ -90,6 +90,7 @@ func Setup(mgr ctrl.Manager, cfg *configv1alpha1.Configuration, reg prometheus.R
 		MaxConcurrentReconciles: cfg.Controller.MaxConcurrentReconciles,
 		ChildParallelism:        cfg.Controller.ChildParallelism,
 		InPlaceRestartTimeout:   cfg.Controller.InPlaceRestartTimeout.Duration,
+		UpdateBatchPeriod:       cfg.Controller.UpdateBatchPeriod.Duration,
 		Metrics:                 reg,
 	}); err != nil {
 		return fmt.Errorf("setting up the jobset controller: %w", err)

@@ -69,6 +69,9 @@ var _ = Describe("failure policy (KEP-262)", func() {
 		expectJobs(js, "1", "restart-jobset-example-buggy-job-0")
 		expectCondition(js, jobset.JobSetRestarting, "True", "FailurePolicy_failurePolicyRule0")
 		expectEvent(js, "RestartJobSetFailurePolicyAction")
+		// The Job of the failed attempt was deleted once: a reconcile that
+		// ran before the cache showed its deletion did not send it again.
+		Expect(managerWrites("DELETE", "/namespaces/"+ns.Name+"/jobs/")).To(Equal(1))
 
 		// The new attempt's Pods become ready: the restart is over.
 		util.SetPodsRunning(ctx, k8sClient, ns.Name, "restart-jobset-example-buggy-job-0", 4)

@@ -3,6 +3,7 @@ package controller
 import (
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -106,4 +107,16 @@ func expectEvent(js *jobset.JobSet, reason string) {
 		g.Expect(events.Items).To(ContainElement(And(
 			HaveField("InvolvedObject.Name", js.Name), HaveField("Reason", reason))))
 	}).WithTimeout(timeout).Should(Succeed())
+}
+
+// managerWrites counts the manager's requests of the method whose path
+// contains part.
+func managerWrites(method, part string) int {
+	n := 0
+	for _, w := range fw.ManagerWrites() {
+		if strings.HasPrefix(w, method+" ") && strings.Contains(w, part) {
+			n++
+		}
+	}
+	return n
 }

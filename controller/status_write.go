@@ -1,0 +1,46 @@
+package controller
+
+import (
+	"k8s.io/apimachinery/pkg/api/equality"
+
+	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
+)
+
+// needsWrite reports whether the status decided, next, must be written over
+// the status read, cur. A change of nothing but the replicated jobs'
+// counters during an in-place restart is not written: the counters move
+// with every Job's status, N times per restart of N Jobs, and the status
+// write that ends the restart carries them, so the writes of a restart stay
+// constant in N. (Outside a restart the event handlers' batching bounds how
+// often they are written.)
+func needsWrite(cur, next jobset.JobSetStatus) bool {
+	if equality.Semantic.DeepEqual(cur, next) {
+		return false
+	}
+	return !inPlaceRestarting(next) || !countersOnly(cur, next)
+}
+
+// countersOnly reports whether two statuses differ only in what the
+// replicated jobs' Jobs report (ready, active, succeeded, failed,
+// suspended). A Job's restart (jobRestarts) is a decision, not a count: its
+// write is never held back.
+func countersOnly(a, b jobset.JobSetStatus) bool {
+	a.ReplicatedJobsStatus, b.ReplicatedJobsStatus = decisionsOf(a.ReplicatedJobsStatus), decisionsOf(b.ReplicatedJobsStatus)
+	return equality.Semantic.DeepEqual(a, b)
+}
+
+// decisionsOf keeps of replicated jobs' statuses what the controller
+// decided: their names and their Jobs' restarts.
+func decisionsOf(statuses []jobset.ReplicatedJobStatus) []jobset.ReplicatedJobStatus {
+	out := make([]jobset.ReplicatedJobStatus, 0, len(statuses))
+	for _, s := range statuses {
+		out = append(out, jobset.ReplicatedJobStatus{Name: s.Name, JobRestarts: s.JobRestarts, JobRestartsCountTowardsMax: s.JobRestartsCountTowardsMax})
+	}
+	return out
+}
+
+// inPlaceRestarting reports whether an in-place restart is under way: an
+// epoch deprecated and the next not yet synced.
+func inPlaceRestarting(s jobset.JobSetStatus) bool {
+	return s.SyncedEpoch > 0 && s.DeprecatedEpoch >= s.SyncedEpoch
+}
