@@ -219,7 +219,7 @@ func (v *Validator) handle(ctx context.Context, req admission.Request) admission
 		}
 	}
 	if len(d.Denied) > 0 {
-		resp := admission.Denied(fmt.Sprintf("JobSet %s denied by %d policy violation(s): %s", req.Name, len(d.Denied), strings.Join(messagesOf(d.Denied), "; ")))
+		resp := admission.Denied(DenialMessage(req.Name, d.Denied))
 		return resp.WithWarnings(warnings...)
 	}
 	return admission.Allowed("").WithWarnings(warnings...)

@@ -17,13 +17,16 @@ import (
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
 	"github.com/inplace-dev/inplace/policies"
 	"github.com/inplace-dev/inplace/webhook"
+	"github.com/inplace-dev/inplace/webhook/offline"
 )
 
 const usage = `inplacectl: offline tools for inplace
 
-  inplacectl render -f JOBSET.yaml [-config CONFIG.yaml]
-      print the JobSet as the webhooks would store it, with every decision,
-      and the built-in policies' verdict
+  inplacectl render -f JOBSET.yaml [-n NAMESPACE] [-config CONFIG.yaml]
+      answer a create of the JobSet as the API server with inplace's CRD
+      and webhooks would (schema, defaults, CEL rules, injection, policies):
+      print every decision, the verdict with the API server's text, and the
+      JobSet it would store
   inplacectl policy eval -p DIR -f JOBSET.yaml [-params PARAMS.yaml] [-mutate]
       evaluate the Rego policies in DIR (one policy per .rego file) on a JobSet
   inplacectl policy test DIR
@@ -76,6 +79,7 @@ func render(ctx context.Context, args []string, out io.Writer) (int, error) {
 	fs := flag.NewFlagSet("render", flag.ContinueOnError)
 	file := fs.String("f", "", "the JobSet manifest")
 	configFile := fs.String("config", "", "the manager configuration (agent image, ports, disabled built-ins)")
+	namespace := fs.String("n", "default", "the namespace of a JobSet whose manifest names none")
 	fs.SetOutput(io.Discard)
 	if err := fs.Parse(args); err != nil || *file == "" {
 		return 2, usageError{fmt.Errorf("render needs -f JOBSET.yaml")}
@@ -84,7 +88,7 @@ func render(ctx context.Context, args []string, out io.Writer) (int, error) {
 	if err != nil {
 		return 1, err
 	}
-	js, err := readJobSet(*file)
+	manifest, err := os.ReadFile(*file)
 	if err != nil {
 		return 1, err
 	}
@@ -92,34 +96,38 @@ func render(ctx context.Context, args []string, out io.Writer) (int, error) {
 	if err != nil {
 		return 1, err
 	}
-	raw, decisions, err := webhook.Mutate(ctx, js, cfg.Agent, engine, policies.Input{Operation: "CREATE", Namespace: js.Namespace})
+	admitter, err := offline.NewAdmitter(cfg.Agent, engine)
 	if err != nil {
 		return 1, err
 	}
-	stored, err := yaml.JSONToYAML(raw)
+	res, err := admitter.Create(ctx, manifest, *namespace)
 	if err != nil {
-		return 1, err
+		return 1, fmt.Errorf("%s: %w", *file, err)
 	}
-	fmt.Fprintln(out, "# Decisions:")
-	if len(decisions) == 0 {
-		fmt.Fprintln(out, "#   defaults only: injection applies to restartStrategy InPlaceRestart (and not with inplace.dev/inject: \"false\")")
-	}
-	for _, d := range decisions {
-		fmt.Fprintf(out, "#   %s %s: %s\n", d.What, d.Where, d.Why)
-	}
-	var obj map[string]any
-	if err := yaml.Unmarshal(stored, &obj); err != nil {
-		return 1, err
-	}
-	d, err := engine.Evaluate(ctx, policies.Input{Operation: "CREATE", Object: obj, Namespace: js.Namespace})
-	if err != nil {
-		return 1, err
-	}
-	verdict(out, d)
-	fmt.Fprint(out, string(stored))
-	if len(d.Denied) > 0 {
+	if res.Stored == nil {
+		// Refused before the validating webhook: nothing to show but why.
+		fmt.Fprintf(out, "# Verdict: refused: %s\n", res.Refusal)
 		return 1, nil
 	}
+	fmt.Fprintln(out, "# Decisions:")
+	if len(res.Injected) == 0 {
+		fmt.Fprintln(out, "#   defaults only: injection applies to restartStrategy InPlaceRestart (and not with inplace.dev/inject: \"false\")")
+	}
+	for _, d := range res.Injected {
+		fmt.Fprintf(out, "#   %s %s: %s\n", d.What, d.Where, d.Why)
+	}
+	verdict(out, res.Policies)
+	stored, err := yaml.JSONToYAML(res.Stored)
+	if err != nil {
+		return 1, err
+	}
+	if res.Refusal != "" {
+		fmt.Fprintf(out, "# Verdict: refused: %s\n", res.Refusal)
+		fmt.Fprint(out, string(stored))
+		return 1, nil
+	}
+	fmt.Fprintln(out, "# Verdict: accepted")
+	fmt.Fprint(out, string(stored))
 	return 0, nil
 }
 
