@@ -86,6 +86,10 @@ type Policy struct {
 	Parameters any
 
 	query rego.PreparedEvalQuery
+	// params are Parameters converted once, at Compile.
+	params ast.Value
+	// bindings name the query's variable of each decision rule.
+	bindings map[string]string
 }
 
 // Engine evaluates the built-in policies and the current admin policies.
@@ -134,6 +138,7 @@ func newEngine(builtins map[string]string) (*Engine, error) {
 	e := &Engine{}
 	e.admin.Store(&[]*Policy{})
 	files := map[string]string{}
+	modules := map[string]*ast.Module{}
 	for name, src := range builtins {
 		file := "builtin/" + name + ".rego"
 		// Each is queried by its name: a package named otherwise would be
@@ -146,22 +151,61 @@ func newEngine(builtins map[string]string) (*Engine, error) {
 			return nil, fmt.Errorf("built-in policy %s: package %s, want %s", file, module.Package.Path, strings.TrimPrefix(want, "data."))
 		}
 		files[file] = src
+		modules[name] = module
 	}
+	var all []string
 	for _, name := range slices.Sorted(maps.Keys(builtins)) {
-		q, err := prepare(files, "data."+builtinPackage+"."+name)
+		body, bindings := decisionQuery(modules[name], name+"_")
+		q, err := prepare(files, strings.Join(body, "; "))
 		if err != nil {
 			return nil, fmt.Errorf("compiling built-in policy %s: %w", name, err)
 		}
-		e.builtins = append(e.builtins, &Policy{Name: name, Action: Deny, query: q})
+		e.builtins = append(e.builtins, &Policy{Name: name, Action: Deny, query: q, bindings: bindings})
+		all = append(all, body...)
 	}
-	if len(files) > 0 {
-		q, err := prepare(files, "data."+builtinPackage)
+	if len(all) > 0 {
+		q, err := prepare(files, strings.Join(all, "; "))
 		if err != nil {
 			return nil, fmt.Errorf("compiling built-in policies: %w", err)
 		}
 		e.allBuiltins = q
 	}
 	return e, nil
+}
+
+// decisionRules are the rules of a policy's package the engine reads: its
+// helper rules are evaluated only as these need them, and never converted
+// into results.
+var decisionRules = []string{"deny", "warn", "patch"}
+
+// decisionQuery returns the query that reads the decision rules module
+// defines, each bound to prefix+rule, and the bindings by rule. Each reads
+// its rule through a comprehension, which is defined even when the rule is
+// not (a patch rule whose body fails), so the query always has a result.
+func decisionQuery(module *ast.Module, prefix string) ([]string, map[string]string) {
+	defined := map[string]bool{}
+	for _, r := range module.Rules {
+		defined[r.Head.Ref()[0].String()] = true
+	}
+	var body []string
+	bindings := map[string]string{}
+	for _, rule := range decisionRules {
+		if !defined[rule] {
+			continue
+		}
+		v, ref := prefix+rule, module.Package.Path.String()+"."+rule
+		bindings[rule] = v
+		if rule == "patch" {
+			body = append(body, fmt.Sprintf("%s := [x | some x in %s]", v, ref))
+		} else {
+			body = append(body, fmt.Sprintf("%s := {x | some x in %s}", v, ref))
+		}
+	}
+	if len(body) == 0 {
+		// A package that decides nothing still compiles and evaluates.
+		body = append(body, prefix+"none := true")
+	}
+	return body, bindings
 }
 
 // BuiltinNames lists the built-in policies.
@@ -190,11 +234,18 @@ func Compile(name, source string, action EnforcementAction, match func(Input) bo
 	if strings.HasPrefix(module.Package.Path.String(), "data."+builtinPackage) {
 		return nil, fmt.Errorf("%s: package %s is reserved for built-in policies", file, module.Package.Path)
 	}
-	q, err := prepare(map[string]string{file: source}, module.Package.Path.String())
+	body, bindings := decisionQuery(module, "")
+	q, err := prepare(map[string]string{file: source}, strings.Join(body, "; "))
 	if err != nil {
 		return nil, err
 	}
-	return &Policy{Name: name, Action: action, Match: match, Parameters: parameters, query: q}, nil
+	p := &Policy{Name: name, Action: action, Match: match, Parameters: parameters, query: q, bindings: bindings}
+	if parameters != nil {
+		if p.params, err = ast.InterfaceToValue(parameters); err != nil {
+			return nil, fmt.Errorf("policy %s: parameters: %w", name, err)
+		}
+	}
+	return p, nil
 }
 
 // prepare compiles modules strictly, without unsafe builtins, and prepares
@@ -310,13 +361,8 @@ func (e *Engine) evalBuiltins(ctx context.Context, base *ast.Term, d *Decision) 
 	rs, err := e.allBuiltins.Eval(ctx, rego.EvalParsedInput(base.Value))
 	e.metrics.observeEvaluation("builtin", time.Since(start))
 	if err == nil {
-		var doc map[string]any
-		if len(rs) > 0 && len(rs[0].Expressions) > 0 {
-			doc, _ = rs[0].Expressions[0].Value.(map[string]any)
-		}
 		for _, p := range e.builtins {
-			sub, _ := doc[p.Name].(map[string]any)
-			p.collect(sub, d, e.metrics)
+			p.collect(rs, d, e.metrics)
 		}
 		return nil
 	}
@@ -350,13 +396,9 @@ func baseInput(in Input) (*ast.Term, error) {
 // and a Warn or DryRun policy that cannot decide never blocks one.
 func (p *Policy) eval(ctx context.Context, base *ast.Term, d *Decision, m *metrics) error {
 	input := base.Value
-	if p.Parameters != nil {
-		params, err := ast.InterfaceToValue(p.Parameters)
-		if err != nil {
-			return fmt.Errorf("policy %s: parameters: %w", p.Name, err)
-		}
+	if p.params != nil {
 		obj := base.Value.(ast.Object).Copy()
-		obj.Insert(ast.StringTerm("parameters"), ast.NewTerm(params))
+		obj.Insert(ast.StringTerm("parameters"), ast.NewTerm(p.params))
 		input = obj
 	}
 	start := time.Now()
@@ -368,15 +410,20 @@ func (p *Policy) eval(ctx context.Context, base *ast.Term, d *Decision, m *metri
 		p.record(d, p.Action, fmt.Sprintf("evaluation failed: %v", err), m)
 		return fmt.Errorf("policy %s: %w", p.Name, err)
 	}
-	if len(rs) == 0 || len(rs[0].Expressions) == 0 {
-		return nil
-	}
-	doc, _ := rs[0].Expressions[0].Value.(map[string]any)
-	p.collect(doc, d, m)
+	p.collect(rs, d, m)
 	return nil
 }
 
-func (p *Policy) collect(doc map[string]any, d *Decision, m *metrics) {
+// collect sorts the policy's decisions in the result of its query (or of
+// the built-ins' combined query) into d.
+func (p *Policy) collect(rs rego.ResultSet, d *Decision, m *metrics) {
+	if len(rs) == 0 {
+		return
+	}
+	doc := map[string]any{}
+	for rule, v := range p.bindings {
+		doc[rule] = rs[0].Bindings[v]
+	}
 	for _, msg := range messages(doc["deny"]) {
 		p.record(d, p.Action, msg, m)
 	}
