@@ -33,13 +33,15 @@ jobset_name := meta.name if {
 	object.get(meta, "generateName", "") != ""
 } else := ""
 
-name_field := "metadata.name" if object.get(meta, "name", "") != ""
+# name_field is the field to change: for a generated name (which the
+# validating webhook sees already generated), the generateName.
+name_field := "metadata.generateName" if object.get(meta, "generateName", "") != ""
 
-else := "metadata.generateName"
+else := "metadata.name"
 
-display_name := object.get(meta, "name", "") if object.get(meta, "name", "") != ""
+display_name := object.get(meta, "generateName", "") if object.get(meta, "generateName", "") != ""
 
-else := object.get(meta, "generateName", "")
+else := object.get(meta, "name", "")
 
 deny contains msg if {
 	jobset_name != ""
