@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -272,5 +273,23 @@ var _ = Describe("compatibility with upstream JobSet", func() {
 		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(&stored), &after)).To(Succeed())
 		Expect(after.Generation).To(Equal(stored.Generation), "the replace changed the spec")
 		Expect(after.Spec).To(Equal(stored.Spec))
+	})
+
+	It("keeps the generation when the same manifest is applied twice server-side", func() {
+		js := base("applied")
+		js.Namespace = ns.Name
+		js.TypeMeta = metav1.TypeMeta{APIVersion: jobset.GroupVersion.String(), Kind: "JobSet"}
+		obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(js)
+		Expect(err).NotTo(HaveOccurred())
+		delete(obj, "status")
+		unstructured.RemoveNestedField(obj, "metadata", "creationTimestamp")
+		apply := func() int64 {
+			GinkgoHelper()
+			u := &unstructured.Unstructured{Object: runtime.DeepCopyJSON(obj)}
+			Expect(k8sClient.Patch(ctx, u, client.Apply, client.FieldOwner("compat-test"), client.ForceOwnership)).To(Succeed())
+			return u.GetGeneration()
+		}
+		first := apply()
+		Expect(apply()).To(Equal(first), "a second apply of the same manifest changed the spec")
 	})
 })
