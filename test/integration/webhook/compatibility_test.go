@@ -286,8 +286,10 @@ var _ = Describe("compatibility with upstream JobSet", func() {
 		apply := func() int64 {
 			GinkgoHelper()
 			u := &unstructured.Unstructured{Object: runtime.DeepCopyJSON(obj)}
-			Expect(k8sClient.Patch(ctx, u, client.Apply, client.FieldOwner("compat-test"), client.ForceOwnership)).To(Succeed())
-			return u.GetGeneration()
+			Expect(k8sClient.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner("compat-test"), client.ForceOwnership)).To(Succeed())
+			var got jobset.JobSet
+			Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(u), &got)).To(Succeed())
+			return got.Generation
 		}
 		first := apply()
 		Expect(apply()).To(Equal(first), "a second apply of the same manifest changed the spec")
