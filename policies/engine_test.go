@@ -86,7 +86,7 @@ func TestBuiltinsOnSpecManifests(t *testing.T) {
 		"KEP-262 Story 4 under its original name is denied": {
 			file:     "failurepolicy-story4.yaml",
 			edit:     func(js *jobset.JobSet) { js.Name = "different-policies-for-different-replicated-jobs" },
-			wantDeny: []string{"names: spec.replicatedJobs[1].name: the Pod hostname"},
+			wantDeny: []string{"names: spec.replicatedJobs[1].name: the Job name"},
 		},
 	}
 	for name, tc := range cases {

@@ -78,7 +78,8 @@ type Mutator struct {
 	metrics *admissionMetrics
 }
 
-// Handle defaults and injects the JobSet and applies admin patches.
+// Handle defaults and injects a created JobSet and applies admin patches;
+// on an update it restores what the request leaves out (see Restore).
 func (m *Mutator) Handle(ctx context.Context, req admission.Request) admission.Response {
 	start := time.Now()
 	resp := m.handle(ctx, req)
@@ -90,6 +91,18 @@ func (m *Mutator) handle(ctx context.Context, req admission.Request) admission.R
 	js, err := decode(req.Object.Raw)
 	if err != nil {
 		return admission.Errored(http.StatusBadRequest, err)
+	}
+	if req.Operation == admissionv1.Update {
+		old, err := decode(req.OldObject.Raw)
+		if err != nil {
+			return admission.Errored(http.StatusBadRequest, err)
+		}
+		Restore(js, old, m.opts.Agent.ContainerName)
+		raw, err := json.Marshal(js)
+		if err != nil {
+			return admission.Errored(http.StatusInternalServerError, err)
+		}
+		return admission.PatchResponseFromRaw(req.Object.Raw, raw)
 	}
 	result, decisions, err := Mutate(ctx, js, m.opts.Agent, m.opts.Engine, newInput(req, nil, nil, namespaceLabels(ctx, m.opts.Reader, req.Namespace)))
 	if err != nil {

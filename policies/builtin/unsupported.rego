@@ -1,8 +1,8 @@
-# Fields of the upstream JobSet API that inplace accepts in its schema but
-# does not implement yet: rejected or called out, never silently ignored.
+# Fields of the upstream JobSet API that inplace admits as upstream does
+# but does not act on yet: called out, never silently ignored.
 package inplace.builtin.unsupported
 
-deny contains "spec.volumeClaimPolicies is not supported by this JobSet controller yet: create the PersistentVolumeClaims yourself and reference them from the Pod template" if {
+warn contains "spec.volumeClaimPolicies: this JobSet controller does not create the claims yet; until it does, create each PersistentVolumeClaim <template>-<jobset> yourself (the Pods mount them by the template's name)" if {
 	count(object.get(input.object.spec, "volumeClaimPolicies", [])) > 0
 }
 

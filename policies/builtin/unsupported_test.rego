@@ -2,9 +2,10 @@ package inplace.builtin.unsupported_test
 
 import data.inplace.builtin.unsupported
 
-test_volume_claim_policies_denied if {
-	some msg in unsupported.deny with input as {"object": {"metadata": {}, "spec": {"volumeClaimPolicies": [{"templates": []}]}}}
-	contains(msg, "spec.volumeClaimPolicies is not supported")
+test_volume_claim_policies_warned if {
+	js := {"object": {"metadata": {}, "spec": {"volumeClaimPolicies": [{"templates": []}]}}}
+	some msg in unsupported.warn with input as js
+	contains(msg, "spec.volumeClaimPolicies: this JobSet controller does not create the claims yet")
 }
 
 test_exclusive_topology_warned if {
@@ -14,6 +15,5 @@ test_exclusive_topology_warned if {
 }
 
 test_plain_jobset_clean if {
-	count(unsupported.deny) == 0 with input as {"object": {"metadata": {}, "spec": {}}}
 	count(unsupported.warn) == 0 with input as {"object": {"metadata": {}, "spec": {}}}
 }

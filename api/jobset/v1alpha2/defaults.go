@@ -39,6 +39,15 @@ func Default(js *JobSet) {
 			}
 		}
 	}
+	for i := range spec.VolumeClaimPolicies {
+		p := &spec.VolumeClaimPolicies[i]
+		if p.RetentionPolicy == nil {
+			p.RetentionPolicy = &VolumeRetentionPolicy{}
+		}
+		if p.RetentionPolicy.WhenDeleted == nil {
+			p.RetentionPolicy.WhenDeleted = ptr.To(RetentionPolicyDelete)
+		}
+	}
 	for i := range spec.ReplicatedJobs {
 		rj := &spec.ReplicatedJobs[i]
 		if rj.GroupName == "" {

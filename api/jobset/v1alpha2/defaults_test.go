@@ -64,3 +64,20 @@ func TestDefaultPodRestartPolicyWhereOnlyNeverWorks(t *testing.T) {
 		}
 	}
 }
+
+func TestDefaultVolumeClaimPolicies(t *testing.T) {
+	js := &JobSet{Spec: JobSetSpec{VolumeClaimPolicies: []VolumeClaimPolicy{
+		{},
+		{RetentionPolicy: &VolumeRetentionPolicy{}},
+		{RetentionPolicy: &VolumeRetentionPolicy{WhenDeleted: ptr.To(RetentionPolicyRetain)}},
+	}}}
+	Default(js)
+	want := []RetentionPolicyType{RetentionPolicyDelete, RetentionPolicyDelete, RetentionPolicyRetain}
+	var got []RetentionPolicyType
+	for _, p := range js.Spec.VolumeClaimPolicies {
+		got = append(got, *p.RetentionPolicy.WhenDeleted)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("retentionPolicy.whenDeleted (-want +got):\n%s", diff)
+	}
+}

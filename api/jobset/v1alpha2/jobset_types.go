@@ -37,17 +37,17 @@ type JobSetList struct {
 
 // JobSetSpec is the desired state of a JobSet.
 //
-// +kubebuilder:validation:XValidation:rule="!(has(self.startupPolicy) && self.startupPolicy.startupPolicyOrder == 'InOrder' && self.replicatedJobs.exists(r, has(r.dependsOn)))",message="spec.startupPolicy InOrder and spec.replicatedJobs[].dependsOn are mutually exclusive: use one of them"
+// +kubebuilder:validation:XValidation:rule="!(has(self.startupPolicy) && self.startupPolicy.startupPolicyOrder == 'InOrder' && has(self.replicatedJobs) && self.replicatedJobs.exists(r, has(r.dependsOn)))",message="spec.startupPolicy InOrder and spec.replicatedJobs[].dependsOn are mutually exclusive: use one of them"
 // +kubebuilder:validation:XValidation:rule="has(oldSelf.managedBy) == has(self.managedBy)",message="spec.managedBy is immutable: it cannot be added or removed after creation"
+// +kubebuilder:validation:XValidation:rule="has(self.replicatedJobs) && size(self.replicatedJobs) > 0",message="spec.replicatedJobs must list at least one replicated job: a JobSet without one has nothing to run; add a replicated job with a Job template"
 type JobSetSpec struct {
 	// replicatedJobs are the groups of identical Jobs that form the set.
-	// A Job is named <jobset>-<replicatedJob>-<index>.
+	// A Job is named <jobset>-<replicatedJob>-<index>. At least one is
+	// required (upstream admits none; see docs/compatibility.md).
 	//
-	// +required
 	// +listType=map
 	// +listMapKey=name
-	// +kubebuilder:validation:MinItems=1
-	ReplicatedJobs []ReplicatedJob `json:"replicatedJobs"`
+	ReplicatedJobs []ReplicatedJob `json:"replicatedJobs,omitempty"`
 
 	// network configures the headless Service and Pod DNS names.
 	//
@@ -90,6 +90,8 @@ type JobSetSpec struct {
 	// managedBy names the controller that reconciles this JobSet. This
 	// controller reconciles JobSets without the field and those set to
 	// jobset.sigs.k8s.io/jobset-controller, and leaves all others alone.
+	// The value is a domain-prefixed path (example.com/controller) of at
+	// most 63 characters.
 	//
 	// +optional
 	// +kubebuilder:validation:MaxLength=63
@@ -104,7 +106,11 @@ type JobSetSpec struct {
 	TTLSecondsAfterFinished *int32 `json:"ttlSecondsAfterFinished,omitempty"`
 
 	// volumeClaimPolicies are PersistentVolumeClaims shared by the Pods of
-	// every replicated Job, created from templates.
+	// every replicated Job, created from templates. Every template must be
+	// mounted by name by a container or init container of some replicated
+	// Job, and no Pod template may declare a volume of that name. The
+	// claims are not created by this controller yet: the field is admitted,
+	// defaulted and validated as upstream does (docs/compatibility.md).
 	//
 	// +optional
 	// +listType=atomic
@@ -139,14 +145,14 @@ type ReplicatedJob struct {
 	// +kubebuilder:validation:Minimum=0
 	Replicas int32 `json:"replicas,omitempty"`
 
-	// dependsOn names an earlier replicated Job that must reach a status
-	// before this one is created. At most one entry; the first replicated Job
-	// cannot depend on anything.
+	// dependsOn names earlier replicated Jobs that must each reach a status
+	// before this one is created. At most five entries; the first replicated
+	// Job cannot depend on anything.
 	//
 	// +optional
 	// +listType=map
 	// +listMapKey=name
-	// +kubebuilder:validation:MaxItems=1
+	// +kubebuilder:validation:MaxItems=5
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec.replicatedJobs[].dependsOn is immutable"
 	DependsOn []DependsOn `json:"dependsOn,omitempty"`
 }
@@ -374,14 +380,16 @@ type Coordinator struct {
 //
 // +kubebuilder:validation:XValidation:rule="!has(self.templates) || self.templates.all(t, !has(t.metadata.namespace) || size(t.metadata.namespace) == 0)",message="spec.volumeClaimPolicies[].templates[].metadata.namespace must not be set: claims live in the JobSet's namespace"
 type VolumeClaimPolicy struct {
-	// templates of the claims; a claim is named <template>-<jobset>.
+	// templates of the claims; a claim is named <template>-<jobset>, and
+	// its name must be unique across every policy of the JobSet.
 	//
 	// +optional
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=50
 	Templates []corev1.PersistentVolumeClaim `json:"templates,omitempty"`
 
-	// retentionPolicy says what happens to the claims.
+	// retentionPolicy says what happens to the claims. Defaults to
+	// whenDeleted: Delete.
 	//
 	// +optional
 	RetentionPolicy *VolumeRetentionPolicy `json:"retentionPolicy,omitempty"`

@@ -117,7 +117,7 @@ var _ = Describe("the JobSet CRD", func() {
 		}, "spec.replicatedJobs[1].dependsOn[0].status", `supported values: "Ready", "Complete"`),
 		Entry("no replicated Jobs", func(js *jobsetv1alpha2.JobSet) {
 			js.Spec.ReplicatedJobs = nil
-		}, "spec.replicatedJobs", "Required value"),
+		}, "spec", "spec.replicatedJobs must list at least one replicated job"),
 	)
 
 	DescribeTable("rejects updates of immutable fields with a message naming the field",

@@ -139,12 +139,9 @@ var _ = Describe("the validating webhook", func() {
 		Entry("an invalid message pattern", "failurepolicy-story2.yaml", func(js *jobset.JobSet) {
 			js.Spec.FailurePolicy.Rules[0].OnJobFailureMessagePatterns = []string{"(oops"}
 		}, `onJobFailureMessagePatterns[0] "(oops" is not a valid RE2 regular expression`),
-		Entry("names too long for the Pods", "failurepolicy-story4.yaml", func(js *jobset.JobSet) {
+		Entry("names too long for the Jobs", "failurepolicy-story4.yaml", func(js *jobset.JobSet) {
 			js.Name = "different-policies-for-different-replicated-jobs"
-		}, "the Pod hostname", "more than the 63 of a DNS label"),
-		Entry("volumeClaimPolicies, not supported yet", "failurepolicy-story2.yaml", func(js *jobset.JobSet) {
-			js.Spec.VolumeClaimPolicies = []jobset.VolumeClaimPolicy{{}}
-		}, "spec.volumeClaimPolicies is not supported"),
+		}, "the Job name", "more than the 63 of a DNS label"),
 	)
 
 	It("reports every violation at once", func() {
