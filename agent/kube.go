@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"strconv"
 	"time"
 
@@ -67,16 +68,44 @@ const UserAgent = "inplace-agent"
 
 // Broadcasts watches the broadcast ConfigMap, watching again with backoff
 // and jitter when the watch fails, and delivers every distinct value.
+//
+// One request per watch, not a list and a watch: a watch from resource
+// version "0" is served from the API server's watch cache and begins with
+// the ConfigMap as the cache holds it (an ADDED event), then its changes. A
+// JobSet's agents all start watching at once after every in-place restart;
+// a list each would be a quarter of their requests.
 func (k *KubeTransport) Broadcasts(ctx context.Context) (<-chan protocol.Broadcast, error) {
-	out := make(chan protocol.Broadcast, 1)
 	name := protocol.BroadcastName(k.JobSet)
+	open := func(ctx context.Context) (watch.Interface, error) {
+		return k.Client.CoreV1().RESTClient().Get().Namespace(k.Namespace).Resource("configmaps").
+			VersionedParams(&metav1.ListOptions{
+				FieldSelector: fields.OneTermEqualSelector("metadata.name", name).String(), ResourceVersion: "0",
+				Watch: true,
+			}, scheme.ParameterCodec).
+			MaxRetries(0).Watch(ctx)
+	}
+	decode := func(o runtime.Object) (protocol.Broadcast, error) {
+		cm, ok := o.(*corev1.ConfigMap)
+		if !ok {
+			return protocol.Broadcast{}, fmt.Errorf("a watch of ConfigMaps delivered a %T", o)
+		}
+		return protocol.DecodeBroadcast(cm.Data)
+	}
+	return watchBroadcasts(ctx, k.Log.WithValues("configmap", name), open, decode), nil
+}
+
+// watchBroadcasts runs the watches open starts, again with backoff and
+// jitter when one fails, and delivers every distinct broadcast decode reads
+// from the watched object.
+func watchBroadcasts(ctx context.Context, log logr.Logger, open func(context.Context) (watch.Interface, error), decode func(runtime.Object) (protocol.Broadcast, error)) <-chan protocol.Broadcast {
+	out := make(chan protocol.Broadcast, 1)
 	go func() {
 		defer close(out)
 		var last *protocol.Broadcast
-		deliver := func(cm *corev1.ConfigMap) {
-			b, err := protocol.DecodeBroadcast(cm.Data)
+		deliver := func(o runtime.Object) {
+			b, err := decode(o)
 			if err != nil {
-				k.Log.Error(err, "ignoring an invalid broadcast", "configmap", name)
+				log.Error(err, "ignoring an invalid broadcast")
 				return
 			}
 			if last != nil && last.Equal(b) {
@@ -93,7 +122,7 @@ func (k *KubeTransport) Broadcasts(ctx context.Context) (<-chan protocol.Broadca
 		// up.
 		backoff := newRetryDelay()
 		for ctx.Err() == nil {
-			watched, err := k.watch(ctx, name, deliver)
+			watched, err := watchOnce(ctx, open, deliver)
 			if ctx.Err() != nil {
 				return
 			}
@@ -103,7 +132,7 @@ func (k *KubeTransport) Broadcasts(ctx context.Context) (<-chan protocol.Broadca
 				// soon, not after the backoff of earlier failures.
 				backoff = newRetryDelay()
 			} else {
-				k.Log.V(1).Info("watching the broadcast failed; retrying", "error", err)
+				log.V(1).Info("watching the broadcast failed; retrying", "error", err)
 			}
 			delay := backoff.after(err)
 			select {
@@ -113,24 +142,13 @@ func (k *KubeTransport) Broadcasts(ctx context.Context) (<-chan protocol.Broadca
 			}
 		}
 	}()
-	return out, nil
+	return out
 }
 
-// watch delivers the broadcast, then its changes, until the watch ends;
-// watched says whether it ran and was closed without an error.
-//
-// One request, not a list and a watch: a watch from resource version "0"
-// is served from the API server's watch cache and begins with the
-// ConfigMap as the cache holds it (an ADDED event), then its changes. A
-// JobSet's agents all start watching at once after every in-place restart;
-// a list each would be a quarter of their requests.
-func (k *KubeTransport) watch(ctx context.Context, name string, deliver func(*corev1.ConfigMap)) (watched bool, err error) {
-	w, err := k.Client.CoreV1().RESTClient().Get().Namespace(k.Namespace).Resource("configmaps").
-		VersionedParams(&metav1.ListOptions{
-			FieldSelector: fields.OneTermEqualSelector("metadata.name", name).String(), ResourceVersion: "0",
-			Watch: true,
-		}, scheme.ParameterCodec).
-		MaxRetries(0).Watch(ctx)
+// watchOnce delivers the watched object, then its changes, until the watch
+// ends; watched says whether it ran and was closed without an error.
+func watchOnce(ctx context.Context, open func(context.Context) (watch.Interface, error), deliver func(runtime.Object)) (watched bool, err error) {
+	w, err := open(ctx)
 	if err != nil {
 		return false, err
 	}
@@ -138,9 +156,7 @@ func (k *KubeTransport) watch(ctx context.Context, name string, deliver func(*co
 	for ev := range w.ResultChan() {
 		switch ev.Type {
 		case watch.Added, watch.Modified:
-			if cm, ok := ev.Object.(*corev1.ConfigMap); ok {
-				deliver(cm)
-			}
+			deliver(ev.Object)
 		case watch.Error:
 			return false, apierrors.FromObject(ev.Object)
 		}
@@ -150,13 +166,16 @@ func (k *KubeTransport) watch(ctx context.Context, name string, deliver func(*co
 
 // ReportEpoch patches the epoch annotation of the agent's Pod.
 func (k *KubeTransport) ReportEpoch(ctx context.Context, epoch int32) error {
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{
-		jobset.EpochKey: strconv.Itoa(int(epoch)),
-	}}})
+	return annotate(ctx, k.Client, k.Namespace, k.Pod, jobset.EpochKey, strconv.Itoa(int(epoch)))
+}
+
+// annotate sets one annotation of a Pod with a merge patch.
+func annotate(ctx context.Context, c kubernetes.Interface, namespace, pod, key, value string) error {
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{key: value}}})
 	if err != nil {
 		return err
 	}
-	return k.Client.CoreV1().RESTClient().Patch(types.MergePatchType).Namespace(k.Namespace).Resource("pods").Name(k.Pod).
+	return c.CoreV1().RESTClient().Patch(types.MergePatchType).Namespace(namespace).Resource("pods").Name(pod).
 		Body(patch).MaxRetries(0).Do(ctx).Error()
 }
 
@@ -165,21 +184,28 @@ func (k *KubeTransport) ReportEpoch(ctx context.Context, epoch int32) error {
 // server's refusal (429) or timeout must not fail the agent. A Pod that is
 // gone or a read that is forbidden is final.
 func (k *KubeTransport) Self(ctx context.Context) (int32, bool, error) {
+	pod, err := readPod(ctx, k.Log, k.Client, k.Namespace, k.Pod)
+	if err != nil {
+		return 0, false, err
+	}
+	return PodState(pod)
+}
+
+// readPod reads a Pod, retrying until it can; a Pod that is gone or a read
+// that is forbidden is final.
+func readPod(ctx context.Context, log logr.Logger, c kubernetes.Interface, namespace, name string) (*corev1.Pod, error) {
 	pod := &corev1.Pod{}
 	err := Retry(ctx, func(ctx context.Context) error {
-		err := k.Client.CoreV1().RESTClient().Get().Namespace(k.Namespace).Resource("pods").Name(k.Pod).
+		err := c.CoreV1().RESTClient().Get().Namespace(namespace).Resource("pods").Name(name).
 			MaxRetries(0).Do(ctx).Into(pod)
 		if err != nil {
-			k.Log.V(1).Info("reading its own Pod failed", "error", err)
+			log.V(1).Info("reading its own Pod failed", "error", err)
 		}
 		return err
 	}, func(err error) bool {
 		return apierrors.IsNotFound(err) || apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err)
 	})
-	if err != nil {
-		return 0, false, err
-	}
-	return PodState(pod)
+	return pod, err
 }
 
 // retryBackoff paces an agent's retries of a request the whole group waits
@@ -259,13 +285,20 @@ func (d *retryDelay) after(err error) time.Duration {
 // PodState returns the epoch a Pod carries and whether its worker
 // containers all run.
 func PodState(pod *corev1.Pod) (int32, bool, error) {
+	return podState(pod, jobset.EpochKey, 0)
+}
+
+// podState returns the epoch a Pod carries on the annotation key (the
+// annotation's number plus offset: upstream JobSet's attempts count from
+// 0) and whether its worker containers all run.
+func podState(pod *corev1.Pod, key string, offset int32) (int32, bool, error) {
 	var epoch int32
-	if v, ok := pod.Annotations[jobset.EpochKey]; ok {
+	if v, ok := pod.Annotations[key]; ok {
 		n, err := strconv.ParseInt(v, 10, 32)
-		if err != nil {
-			return 0, false, fmt.Errorf("pod annotation %s is %q: %w", jobset.EpochKey, v, err)
+		if err != nil || n < 0 || n+int64(offset) > math.MaxInt32 {
+			return 0, false, fmt.Errorf("pod annotation %s is %q: want a non-negative int32", key, v)
 		}
-		epoch = int32(n)
+		epoch = int32(n) + offset
 	}
 	running := len(pod.Status.ContainerStatuses) > 0
 	for _, s := range pod.Status.ContainerStatuses {

@@ -36,6 +36,9 @@ func (m *Machine) Lifted() bool { return m.lifted }
 // agent restarted, and it resumes the epoch instead of forcing a group
 // restart.
 func (m *Machine) Start(b protocol.Broadcast, podEpoch int32, workersRunning bool) Decision {
+	if b.Disabled {
+		return m.Observe(b)
+	}
 	if podEpoch > b.DeprecatedEpoch && workersRunning {
 		m.epoch = podEpoch
 		d := m.Observe(b)
@@ -55,6 +58,19 @@ func (m *Machine) Start(b protocol.Broadcast, podEpoch int32, workersRunning boo
 func (m *Machine) Observe(b protocol.Broadcast) Decision {
 	var d Decision
 	if m.restarting {
+		return d
+	}
+	if b.Disabled {
+		// In-place restarts are off: the workers run, and a Pod restarts
+		// only as its own containers' rules say.
+		if !m.lifted {
+			m.lifted, d.LiftBarrier = true, true
+		}
+		return d
+	}
+	if m.epoch == 0 {
+		// Started while in-place restarts were off: the workers already
+		// run, and this Pod joins the protocol when it next starts.
 		return d
 	}
 	if m.epoch <= b.DeprecatedEpoch {

@@ -20,6 +20,21 @@ func TestMachine(t *testing.T) {
 		wantStart      Decision
 		steps          []step
 	}{
+		"in-place restarts off: lift at once, never report nor restart, nor when they are turned on again": {
+			first:     protocol.Broadcast{SyncedEpoch: 2, DeprecatedEpoch: 2, Disabled: true},
+			wantStart: Decision{LiftBarrier: true},
+			steps: []step{
+				{protocol.Broadcast{SyncedEpoch: 2, DeprecatedEpoch: 3, Disabled: true}, Decision{}},
+				{protocol.Broadcast{SyncedEpoch: 3, DeprecatedEpoch: 3}, Decision{}},
+			},
+		},
+		"in-place restarts turned off after the start: the barrier lifts, no restart": {
+			first:     protocol.Broadcast{},
+			wantStart: Decision{ReportEpoch: 1},
+			steps: []step{
+				{protocol.Broadcast{DeprecatedEpoch: 1, Disabled: true}, Decision{LiftBarrier: true}},
+			},
+		},
 		"first start: epoch synced+1, barrier lifts once synced": {
 			first:     protocol.Broadcast{},
 			wantStart: Decision{ReportEpoch: 1},

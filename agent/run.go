@@ -31,8 +31,12 @@ type Transport interface {
 type Config struct {
 	ReplicatedJob   string
 	RestartExitCode int
-	// Listen is the address of /barrier-is-lifted and /healthz.
+	// Listen is the address of the barrier and /healthz.
 	Listen string
+	// BarrierPath is the barrier's path, answered once it has lifted;
+	// empty means protocol.BarrierPath. Upstream JobSet's manifests probe
+	// /barrier-is-down.
+	BarrierPath string
 	// Listener, if set, is used instead of listening on Listen: a host
 	// that runs agents in its own process (the simulated nodes) gives each
 	// its own network.
@@ -58,7 +62,11 @@ func Run(ctx context.Context, log logr.Logger, cfg Config, t Transport) (int, er
 	// Closed here as well as by the server: the port must be free when Run
 	// returns, even if the server had not begun serving yet.
 	defer l.Close()
-	srv := serve(log, l, lifted, cfg.BarrierHold)
+	path := cfg.BarrierPath
+	if path == "" {
+		path = protocol.BarrierPath
+	}
+	srv := serve(log, l, path, lifted, cfg.BarrierHold)
 	defer srv.Close()
 
 	updates, err := t.Broadcasts(ctx)
@@ -168,13 +176,13 @@ func (b *barrier) wait(ctx context.Context, hold time.Duration) bool {
 	return false
 }
 
-// serve answers /healthz always and /barrier-is-lifted once lifted,
+// serve answers /healthz always and the barrier's path once lifted,
 // holding a request up to hold for the lift, on l until the server is
 // closed.
-func serve(log logr.Logger, l net.Listener, lifted *barrier, hold time.Duration) *http.Server {
+func serve(log logr.Logger, l net.Listener, barrierPath string, lifted *barrier, hold time.Duration) *http.Server {
 	mux := http.NewServeMux()
 	mux.HandleFunc(protocol.HealthPath, func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
-	mux.HandleFunc(protocol.BarrierPath, func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc(barrierPath, func(w http.ResponseWriter, r *http.Request) {
 		// The body says at which epoch the barrier lifted, so that a
 		// worker can log what it was let through at; probes read only
 		// the status.

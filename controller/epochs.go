@@ -2,6 +2,7 @@ package controller
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 
@@ -46,6 +47,9 @@ type podEpoch struct {
 	// invalidEpoch is an epoch annotation that is not a positive number
 	// (the Pod then counts as not reported).
 	invalidEpoch string
+	// epochKey is the annotation the epoch was read from: EpochKey, or
+	// upstream JobSet's InPlaceRestartAttemptKey.
+	epochKey string
 	// agentRestarts counts the restarts of the Pod's agent container.
 	agentRestarts int32
 }
@@ -121,8 +125,17 @@ func observePod(pod *corev1.Pod) podEpoch {
 		gone:          pod.DeletionTimestamp != nil || pod.Status.Phase == corev1.PodFailed,
 	}
 	if raw, ok := pod.Annotations[jobset.EpochKey]; ok {
+		p.epochKey = jobset.EpochKey
 		if v, err := strconv.ParseInt(raw, 10, 32); err == nil && v > 0 {
 			p.epoch = int32(v)
+		} else {
+			p.invalidEpoch = raw
+		}
+	} else if raw, ok := pod.Annotations[jobset.InPlaceRestartAttemptKey]; ok {
+		// An agent written for upstream JobSet: its attempts count from 0.
+		p.epochKey = jobset.InPlaceRestartAttemptKey
+		if v, err := strconv.ParseInt(raw, 10, 32); err == nil && v >= 0 && v < math.MaxInt32 {
+			p.epoch = int32(v) + 1
 		} else {
 			p.invalidEpoch = raw
 		}
@@ -301,4 +314,18 @@ func openBarriers(js *jobset.JobSet, alive []podEpoch, synced int32) []string {
 		open = append(open, rj.Name)
 	}
 	return open
+}
+
+// inStepWithEpochs sets upstream JobSet's names for the epochs, which count
+// from 0 where epochs count from 1 (0 meaning none): an agent written for
+// upstream JobSet reads them from the JobSet's status.
+func inStepWithEpochs(s *jobset.JobSetStatus) {
+	attempt := func(epoch int32) *int32 {
+		if epoch == 0 {
+			return nil
+		}
+		return ptr.To(epoch - 1)
+	}
+	s.PreviousInPlaceRestartAttempt = attempt(s.DeprecatedEpoch)
+	s.CurrentInPlaceRestartAttempt = attempt(s.SyncedEpoch)
 }

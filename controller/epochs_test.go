@@ -10,6 +10,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
 	"github.com/inplace-dev/inplace/api/protocol"
@@ -139,9 +140,43 @@ func TestObservePod(t *testing.T) {
 		},
 	}
 	got := observePod(pod)
-	want := podEpoch{name: "p", replicatedJob: "workers", epoch: 4, workerExited: "trainer", ready: true}
+	want := podEpoch{name: "p", replicatedJob: "workers", epoch: 4, epochKey: jobset.EpochKey, workerExited: "trainer", ready: true}
 	if diff := cmp.Diff(want, got, cmp.AllowUnexported(podEpoch{})); diff != "" {
 		t.Errorf("observePod (-want +got):\n%s", diff)
+	}
+}
+
+// An agent written for upstream JobSet reports its attempt, counted from 0,
+// on upstream's annotation; ours wins when a Pod carries both.
+func TestObservePodUpstreamAttempt(t *testing.T) {
+	for _, tc := range []struct {
+		annotations map[string]string
+		epoch       int32
+		invalid     string
+	}{
+		{map[string]string{jobset.InPlaceRestartAttemptKey: "0"}, 1, ""},
+		{map[string]string{jobset.InPlaceRestartAttemptKey: "3"}, 4, ""},
+		{map[string]string{jobset.InPlaceRestartAttemptKey: "-1"}, 0, "-1"},
+		{map[string]string{jobset.InPlaceRestartAttemptKey: "2147483647"}, 0, "2147483647"},
+		{map[string]string{jobset.InPlaceRestartAttemptKey: "3", jobset.EpochKey: "2"}, 2, ""},
+	} {
+		got := observePod(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Annotations: tc.annotations}})
+		if got.epoch != tc.epoch || got.invalidEpoch != tc.invalid {
+			t.Errorf("%v: epoch %d invalid %q, want %d %q", tc.annotations, got.epoch, got.invalidEpoch, tc.epoch, tc.invalid)
+		}
+	}
+}
+
+func TestUpstreamAttemptsInStepWithEpochs(t *testing.T) {
+	s := jobset.JobSetStatus{}
+	inStepWithEpochs(&s)
+	if s.PreviousInPlaceRestartAttempt != nil || s.CurrentInPlaceRestartAttempt != nil {
+		t.Errorf("no epoch yet: attempts %v %v, want unset", s.PreviousInPlaceRestartAttempt, s.CurrentInPlaceRestartAttempt)
+	}
+	s = jobset.JobSetStatus{DeprecatedEpoch: 1, SyncedEpoch: 2}
+	inStepWithEpochs(&s)
+	if ptr.Deref(s.PreviousInPlaceRestartAttempt, -1) != 0 || ptr.Deref(s.CurrentInPlaceRestartAttempt, -1) != 1 {
+		t.Errorf("deprecated 1, synced 2: previous %v current %v, want 0 and 1", s.PreviousInPlaceRestartAttempt, s.CurrentInPlaceRestartAttempt)
 	}
 }
 

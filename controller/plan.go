@@ -74,6 +74,12 @@ type plan struct {
 //	   │ no
 //	headless Service, suspend/resume, create missing Jobs in startup order
 func decide(js *jobset.JobSet, obs observed, now metav1.Time, inPlaceTimeout time.Duration) plan {
+	p := decideSteps(js, obs, now, inPlaceTimeout)
+	inStepWithEpochs(&p.status)
+	return p
+}
+
+func decideSteps(js *jobset.JobSet, obs observed, now metav1.Time, inPlaceTimeout time.Duration) plan {
 	p := plan{status: *js.Status.DeepCopy()}
 	c := classifyJobs(js, obs.jobs, obs.deleting)
 	for name := range obs.creating {
@@ -171,8 +177,8 @@ func (p *plan) reconcileEpochs(js *jobset.JobSet, obs observed, now metav1.Time,
 	for _, pod := range pods {
 		if pod.invalidEpoch != "" {
 			p.warnings = append(p.warnings, event{corev1.EventTypeWarning, ReasonInvalidEpoch, fmt.Sprintf(
-				"Pod %s reports epoch %q on annotation %s, which is not a positive number: it counts as not reported, and the group cannot sync until its agent writes a valid one",
-				pod.name, pod.invalidEpoch, jobset.EpochKey)})
+				"Pod %s reports epoch %q on annotation %s, which is not a valid number: it counts as not reported, and the group cannot sync until its agent writes a valid one",
+				pod.name, pod.invalidEpoch, pod.epochKey)})
 		}
 	}
 	if msg := crashLoop(js, &p.status, pods); msg != "" && !slices.ContainsFunc(pods, func(p podEpoch) bool { return p.fatal }) {
@@ -206,7 +212,8 @@ func (p *plan) reconcileEpochs(js *jobset.JobSet, obs observed, now metav1.Time,
 		return
 	}
 
-	want := protocol.EncodeBroadcast(protocol.Broadcast{DeprecatedEpoch: d.deprecated, SyncedEpoch: d.synced, OpenReplicatedJobs: d.openReplicatedJobs})
+	_, disabled := js.Annotations[jobset.DisableInPlaceRestartKey]
+	want := protocol.EncodeBroadcast(protocol.Broadcast{DeprecatedEpoch: d.deprecated, SyncedEpoch: d.synced, OpenReplicatedJobs: d.openReplicatedJobs, Disabled: disabled})
 	if !maps.Equal(want, obs.broadcast) {
 		p.broadcast = want
 	}

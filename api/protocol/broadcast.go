@@ -14,6 +14,10 @@ const (
 	// KeyOpenReplicatedJobs is a comma-separated list of the replicated jobs
 	// whose barrier may lift; absent means every one, empty means none.
 	KeyOpenReplicatedJobs = "openReplicatedJobs"
+	// KeyDisabled, "true", turns the agents off: they lift their barrier
+	// at once and never report an epoch (the JobSet carries upstream
+	// JobSet's disable-in-place-restart annotation).
+	KeyDisabled = "disabled"
 )
 
 // Broadcast is what the controller publishes about a JobSet for its agents.
@@ -25,6 +29,9 @@ type Broadcast struct {
 	// OpenReplicatedJobs lists the replicated jobs whose barriers may lift
 	// (startup order); nil means every one.
 	OpenReplicatedJobs []string
+	// Disabled turns the agents off: they lift their barrier at once and
+	// never report an epoch or restart their Pod.
+	Disabled bool
 }
 
 // Open reports whether the barrier of a replicated job may lift.
@@ -35,7 +42,7 @@ func (b Broadcast) Open(replicatedJob string) bool {
 // Equal reports whether two broadcasts say the same; a nil and an empty
 // list of open replicated jobs differ (every one open vs none).
 func (b Broadcast) Equal(o Broadcast) bool {
-	return b.DeprecatedEpoch == o.DeprecatedEpoch && b.SyncedEpoch == o.SyncedEpoch &&
+	return b.DeprecatedEpoch == o.DeprecatedEpoch && b.SyncedEpoch == o.SyncedEpoch && b.Disabled == o.Disabled &&
 		(b.OpenReplicatedJobs == nil) == (o.OpenReplicatedJobs == nil) &&
 		slices.Equal(b.OpenReplicatedJobs, o.OpenReplicatedJobs)
 }
@@ -52,6 +59,9 @@ func EncodeBroadcast(b Broadcast) map[string]string {
 	if b.OpenReplicatedJobs != nil {
 		data[KeyOpenReplicatedJobs] = strings.Join(b.OpenReplicatedJobs, ",")
 	}
+	if b.Disabled {
+		data[KeyDisabled] = "true"
+	}
 	return data
 }
 
@@ -65,6 +75,7 @@ func DecodeBroadcast(data map[string]string) (Broadcast, error) {
 		}
 		*dst = int32(n)
 	}
+	b.Disabled = data[KeyDisabled] == "true"
 	if open, ok := data[KeyOpenReplicatedJobs]; ok {
 		b.OpenReplicatedJobs = []string{}
 		if open != "" {

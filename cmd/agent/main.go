@@ -6,9 +6,12 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
+	"github.com/go-logr/logr"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -18,54 +21,36 @@ import (
 	"github.com/inplace-dev/inplace/api/protocol"
 )
 
+// Upstream JobSet's agent's environment: with these (and none of ours) the
+// agent speaks upstream's protocol, so that it can replace upstream's agent
+// in a manifest written for it.
+const (
+	upstreamEnvExitCode  = "IN_PLACE_RESTART_EXIT_CODE"
+	upstreamEnvProbePath = "STARTUP_PROBE_PATH"
+	upstreamEnvProbePort = "STARTUP_PROBE_PORT"
+	upstreamEnvWorker    = "WORKER_COMMAND"
+	// serviceAccountNamespace is where upstream's agent reads its
+	// namespace.
+	serviceAccountNamespace = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+)
+
 func main() {
 	log := zap.New()
-	env := func(name string) string {
-		v := os.Getenv(name)
-		if v == "" {
-			fmt.Fprintf(os.Stderr, "inplace-agent: environment variable %s is not set; the mutating webhook sets it\n", name)
-			os.Exit(1)
-		}
-		return v
+	restCfg, err := clientConfig()
+	if err != nil {
+		fail(err)
 	}
-	code, convErr := strconv.Atoi(env(protocol.EnvRestartExitCode))
-	if convErr != nil {
-		fmt.Fprintf(os.Stderr, "inplace-agent: %s: %v\n", protocol.EnvRestartExitCode, convErr)
-		os.Exit(1)
-	}
-	cfg := agent.Config{
-		ReplicatedJob:   env(protocol.EnvReplicatedJobName),
-		RestartExitCode: code,
-		Listen:          ":" + env(protocol.EnvBarrierPort),
-	}
-	// Optional: agents injected by older managers do not hold probes.
-	if v := os.Getenv(protocol.EnvBarrierHold); v != "" {
-		millis, err := strconv.Atoi(v)
-		if err != nil || millis < 0 {
-			fmt.Fprintf(os.Stderr, "inplace-agent: %s=%q: want a number of milliseconds\n", protocol.EnvBarrierHold, v)
-			os.Exit(1)
-		}
-		cfg.BarrierHold = time.Duration(millis) * time.Millisecond
-	}
-	// In a Pod the agent authenticates with its service account token;
-	// KUBECONFIG points it elsewhere, to run it outside a cluster.
-	var restCfg *rest.Config
-	var err error
-	if path := os.Getenv("KUBECONFIG"); path != "" {
-		restCfg, err = clientcmd.BuildConfigFromFlags("", path)
+	var (
+		cfg agent.Config
+		t   agent.Transport
+	)
+	if os.Getenv(protocol.EnvRestartExitCode) == "" && os.Getenv(protocol.EnvJobSetName) != "" {
+		cfg, t, err = upstream(log, restCfg)
 	} else {
-		restCfg, err = rest.InClusterConfig()
+		cfg, t, err = injected(log, restCfg)
 	}
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "inplace-agent:", err)
-		os.Exit(1)
-	}
-	t := &agent.KubeTransport{
-		Client:    kubernetes.NewForConfigOrDie(agent.ClientConfig(restCfg)),
-		Namespace: env(protocol.EnvNamespace),
-		Pod:       env(protocol.EnvPodName),
-		JobSet:    env(protocol.EnvJobSetName),
-		Log:       log,
+		fail(err)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
@@ -74,4 +59,100 @@ func main() {
 		log.Error(err, "agent failed")
 	}
 	os.Exit(agent.FinalExitCode(ctx, exit, cfg.RestartExitCode))
+}
+
+func fail(err error) {
+	fmt.Fprintln(os.Stderr, "inplace-agent:", err)
+	os.Exit(1)
+}
+
+// clientConfig is the agent's service account in a Pod; KUBECONFIG points
+// it elsewhere, to run it outside a cluster.
+func clientConfig() (*rest.Config, error) {
+	if path := os.Getenv("KUBECONFIG"); path != "" {
+		return clientcmd.BuildConfigFromFlags("", path)
+	}
+	return rest.InClusterConfig()
+}
+
+// injected configures the agent as the mutating webhook injects it.
+func injected(log logr.Logger, restCfg *rest.Config) (agent.Config, agent.Transport, error) {
+	var missing []string
+	env := func(name string) string {
+		v := os.Getenv(name)
+		if v == "" {
+			missing = append(missing, name)
+		}
+		return v
+	}
+	cfg := agent.Config{ReplicatedJob: env(protocol.EnvReplicatedJobName), Listen: ":" + env(protocol.EnvBarrierPort)}
+	code := env(protocol.EnvRestartExitCode)
+	t := &agent.KubeTransport{
+		Client:    kubernetes.NewForConfigOrDie(agent.ClientConfig(restCfg)),
+		Namespace: env(protocol.EnvNamespace),
+		Pod:       env(protocol.EnvPodName),
+		JobSet:    env(protocol.EnvJobSetName),
+		Log:       log,
+	}
+	if len(missing) > 0 {
+		return cfg, nil, fmt.Errorf("environment variables %s are not set; the mutating webhook sets them", strings.Join(missing, ", "))
+	}
+	var err error
+	if cfg.RestartExitCode, err = strconv.Atoi(code); err != nil {
+		return cfg, nil, fmt.Errorf("%s: %w", protocol.EnvRestartExitCode, err)
+	}
+	// Optional: agents injected by older managers do not hold probes.
+	if v := os.Getenv(protocol.EnvBarrierHold); v != "" {
+		millis, err := strconv.Atoi(v)
+		if err != nil || millis < 0 {
+			return cfg, nil, fmt.Errorf("%s=%q: want a number of milliseconds", protocol.EnvBarrierHold, v)
+		}
+		cfg.BarrierHold = time.Duration(millis) * time.Millisecond
+	}
+	return cfg, t, nil
+}
+
+// upstream configures the agent from upstream JobSet's agent's
+// environment, with upstream's defaults, in sidecar mode.
+func upstream(log logr.Logger, restCfg *rest.Config) (agent.Config, agent.Transport, error) {
+	if os.Getenv(upstreamEnvWorker) != "" {
+		return agent.Config{}, nil, fmt.Errorf("%s is set: inplace-agent runs only as a sidecar, not as the main container that runs the worker; use upstream JobSet's agent for that mode", upstreamEnvWorker)
+	}
+	pod := os.Getenv(protocol.EnvPodName)
+	if pod == "" {
+		return agent.Config{}, nil, fmt.Errorf("%s is not set: set it from metadata.name with the downward API", protocol.EnvPodName)
+	}
+	namespace := []byte(os.Getenv(protocol.EnvNamespace))
+	var err error
+	if len(namespace) == 0 {
+		if namespace, err = os.ReadFile(serviceAccountNamespace); err != nil {
+			return agent.Config{}, nil, fmt.Errorf("reading the namespace: %w (mount the service account token, or set %s)", err, protocol.EnvNamespace)
+		}
+	}
+	cfg := agent.Config{RestartExitCode: 1, Listen: ":8081", BarrierPath: "/barrier-is-down"}
+	if v := os.Getenv(upstreamEnvExitCode); v != "" {
+		if cfg.RestartExitCode, err = strconv.Atoi(v); err != nil {
+			return cfg, nil, fmt.Errorf("%s=%q: %w", upstreamEnvExitCode, v, err)
+		}
+	}
+	if v := os.Getenv(upstreamEnvProbePath); v != "" {
+		cfg.BarrierPath = v
+	}
+	if v := os.Getenv(upstreamEnvProbePort); v != "" {
+		cfg.Listen = ":" + v
+	}
+	dyn, err := dynamic.NewForConfig(restCfg)
+	if err != nil {
+		return cfg, nil, err
+	}
+	t := &agent.UpstreamTransport{
+		Client:    kubernetes.NewForConfigOrDie(agent.ClientConfig(restCfg)),
+		Dynamic:   dyn,
+		Namespace: strings.TrimSpace(string(namespace)),
+		Pod:       pod,
+		JobSet:    os.Getenv(protocol.EnvJobSetName),
+		Log:       log,
+	}
+	log.Info("speaking upstream JobSet's in-place restart protocol", "jobset", t.JobSet, "barrier", cfg.Listen+cfg.BarrierPath)
+	return cfg, t, nil
 }

@@ -54,9 +54,10 @@ func (d Decision) key() string { return d.What + ":" + d.Where }
 
 // Enabled reports whether injection applies to the JobSet.
 func Enabled(js *jobset.JobSet) bool {
+	_, disabled := js.Annotations[jobset.DisableInPlaceRestartKey]
 	return js.Spec.FailurePolicy != nil &&
 		js.Spec.FailurePolicy.RestartStrategy == jobset.InPlaceRestart &&
-		js.Annotations[OptOutAnnotation] != "false"
+		js.Annotations[OptOutAnnotation] != "false" && !disabled
 }
 
 // Inject adds what InPlaceRestart needs to js and returns what it did. It
@@ -139,11 +140,13 @@ func injectJob(rj *jobset.ReplicatedJob, agent configv1alpha1.Agent) []Decision 
 }
 
 // HasAgent reports whether the Pod already has an agent: the init container
-// named like ours, or any sidecar that restarts the whole Pod on an exit
-// code (an agent the user wrote, as in the in-place restart KEP).
+// named like ours, any sidecar that restarts the whole Pod on an exit code
+// (an agent the user wrote, as in the in-place restart KEP), or upstream
+// JobSet's agent in either of its modes (a sidecar, or the main container
+// that runs the worker itself), known by its name or its environment.
 func HasAgent(pod *corev1.PodSpec, name string) bool {
 	for _, c := range pod.InitContainers {
-		if c.Name == name {
+		if c.Name == name || upstreamAgent(c) {
 			return true
 		}
 		if ptr.Deref(c.RestartPolicy, "") == corev1.ContainerRestartPolicyAlways &&
@@ -153,7 +156,19 @@ func HasAgent(pod *corev1.PodSpec, name string) bool {
 			return true
 		}
 	}
-	return false
+	return slices.ContainsFunc(pod.Containers, upstreamAgent)
+}
+
+// UpstreamAgentName is the container name upstream JobSet's examples give
+// its in-place restart agent.
+const UpstreamAgentName = "in-place-restart-agent"
+
+// upstreamAgent reports whether c is upstream JobSet's agent: by its name,
+// or by the variables only it reads.
+func upstreamAgent(c corev1.Container) bool {
+	return c.Name == UpstreamAgentName || slices.ContainsFunc(c.Env, func(e corev1.EnvVar) bool {
+		return e.Name == "IN_PLACE_RESTART_EXIT_CODE" || e.Name == "WORKER_COMMAND"
+	})
 }
 
 func agentContainer(a configv1alpha1.Agent) corev1.Container {

@@ -472,6 +472,25 @@ type JobSetStatus struct {
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	SyncedEpoch int32 `json:"syncedEpoch,omitempty"`
+
+	// previousInPlaceRestartAttempt is upstream JobSet's name for the
+	// deprecated epoch, counted from 0: deprecatedEpoch - 1, unset while
+	// deprecatedEpoch is 0. An agent written for upstream JobSet whose
+	// attempt is at or below it restarts its Pod in place. Written by the
+	// controller, in step with deprecatedEpoch.
+	//
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	PreviousInPlaceRestartAttempt *int32 `json:"previousInPlaceRestartAttempt,omitempty"`
+
+	// currentInPlaceRestartAttempt is upstream JobSet's name for the synced
+	// epoch, counted from 0: syncedEpoch - 1, unset while syncedEpoch is 0.
+	// An agent written for upstream JobSet whose attempt equals it lifts its
+	// barrier. Written by the controller, in step with syncedEpoch.
+	//
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	CurrentInPlaceRestartAttempt *int32 `json:"currentInPlaceRestartAttempt,omitempty"`
 }
 
 // ReplicatedJobStatus counts the Jobs of one replicated Job by state.

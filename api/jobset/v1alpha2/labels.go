@@ -60,6 +60,18 @@ const (
 	// status.syncedEpoch lifts its barrier.
 	EpochKey = "jobset.sigs.k8s.io/epoch"
 
+	// InPlaceRestartAttemptKey is upstream JobSet's Pod annotation for the
+	// epoch, counted from 0 (attempt = epoch - 1), written by agents written
+	// for upstream JobSet. The controller reads it from a Pod that carries
+	// no EpochKey.
+	InPlaceRestartAttemptKey = "jobset.sigs.k8s.io/in-place-restart-attempt"
+
+	// DisableInPlaceRestartKey, present on a JobSet (whatever its value),
+	// turns the in-place restart protocol's agents off, as in upstream
+	// JobSet: they lift their barrier at once and never report an epoch. The
+	// mutating webhook injects nothing into such a JobSet.
+	DisableInPlaceRestartKey = "jobset.sigs.k8s.io/disable-in-place-restart"
+
 	// ExclusiveKey is an annotation on the JobSet or on a replicated Job
 	// template: the node label (topology) whose domains each get at most one
 	// Job.
