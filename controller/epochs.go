@@ -43,9 +43,12 @@ type podEpoch struct {
 	// workerExited names a worker container that terminated, if any.
 	workerExited string
 	ready        bool
-	// invalidEpoch is an epoch annotation that is not a positive number
-	// (the Pod then counts as not reported).
+	// invalidEpoch is an epoch annotation the controller cannot use (the
+	// Pod then counts as not reported): not a positive number, or, once
+	// the JobSet is known (observePodIn), beyond syncedEpoch + 1.
 	invalidEpoch string
+	// invalidWhy says why invalidEpoch cannot be used.
+	invalidWhy string
 	// agentRestarts counts the restarts of the Pod's agent container.
 	agentRestarts int32
 }
@@ -72,6 +75,19 @@ type epochDecision struct {
 // the agent.
 func observePodIn(js *jobset.JobSet, pod *corev1.Pod) podEpoch {
 	p := observePod(pod)
+	// An agent reports syncedEpoch + 1 at most: it starts at the
+	// broadcast's syncedEpoch + 1, and the broadcast follows the status,
+	// whose syncedEpoch never decreases. A higher epoch was written by
+	// something else (a worker shares its Pod's token, which may patch the
+	// annotation): taken as reported, it would deprecate every epoch below
+	// it, the agents' next one included, restart after restart. The
+	// agents' admission policy cannot refuse it, as the bound lives in the
+	// JobSet's status.
+	if bound := int64(js.Status.SyncedEpoch) + 1; int64(p.epoch) > bound {
+		p.invalidEpoch = pod.Annotations[jobset.EpochKey]
+		p.invalidWhy = fmt.Sprintf("which is beyond syncedEpoch + 1 (%d), the most an agent reports", bound)
+		p.epoch = 0
+	}
 	failed := pod.Status.Phase == corev1.PodFailed
 	// Only a failed Pod, or one with an exited worker, can fail its Job:
 	// every other Pod of a reconcile costs nothing more here.
@@ -124,7 +140,7 @@ func observePod(pod *corev1.Pod) podEpoch {
 		if v, err := strconv.ParseInt(raw, 10, 32); err == nil && v > 0 {
 			p.epoch = int32(v)
 		} else {
-			p.invalidEpoch = raw
+			p.invalidEpoch, p.invalidWhy = raw, "which is not a positive number"
 		}
 	}
 	if agent := agentContainerName(pod); agent != "" {
