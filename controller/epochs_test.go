@@ -301,7 +301,7 @@ func TestEpochBeyondSyncedPlusOneIsInvalid(t *testing.T) {
 		wantWarning bool
 		wantSynced  int32
 	}{
-		"every Pod at syncedEpoch + 1: synced":  {epochs: []string{"2", "2", "2", "2"}, wantSynced: 2},
+		"every Pod at syncedEpoch + 1: synced":    {epochs: []string{"2", "2", "2", "2"}, wantSynced: 2},
 		"one Pod beyond syncedEpoch + 1: invalid": {epochs: []string{"2", "2", "2", "9"}, wantWarning: true, wantSynced: 1},
 		"every Pod beyond: invalid, not synced":   {epochs: []string{"3", "3", "3", "3"}, wantWarning: true, wantSynced: 1},
 		"the largest int32: invalid":              {epochs: []string{"2", "2", "2", "2147483647"}, wantWarning: true, wantSynced: 1},
