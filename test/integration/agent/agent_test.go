@@ -114,17 +114,15 @@ var _ = Describe("the agents' permissions", func() {
 		js, pods := inPlaceJobSet("rbac", 1)
 		pod, ns := pods[0], &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: js.Namespace}}
 
-		cs := kubernetes.NewForConfigOrDie(cfg)
-		var agentClient *kubernetes.Clientset
-		Eventually(func(g Gomega) {
-			tr, err := cs.CoreV1().ServiceAccounts(ns.Name).CreateToken(ctx, "default", &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
-			g.Expect(err).NotTo(HaveOccurred())
-			agentCfg := rest.AnonymousClientConfig(cfg)
-			agentCfg.BearerToken = tr.Status.Token
-			agentClient = kubernetes.NewForConfigOrDie(agentCfg)
+		// The agent's credentials: a token bound to its Pod, as the
+		// kubelet projects it (the admission policy refuses any other).
+		agentCfg := rest.AnonymousClientConfig(cfg)
+		agentCfg.BearerToken = podToken(pod)
+		agentClient := kubernetes.NewForConfigOrDie(agentCfg)
+		Eventually(func() error {
 			// The binding exists once the controller reconciled the JobSet.
-			_, err = agentClient.CoreV1().ConfigMaps(ns.Name).Get(ctx, protocol.BroadcastName(js.Name), metav1.GetOptions{})
-			g.Expect(err).NotTo(HaveOccurred())
+			_, err := agentClient.CoreV1().ConfigMaps(ns.Name).Get(ctx, protocol.BroadcastName(js.Name), metav1.GetOptions{})
+			return err
 		}).WithTimeout(timeout).Should(Succeed())
 
 		// Its JobSet's broadcast, watched by name as the agent does, and

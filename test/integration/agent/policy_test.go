@@ -62,10 +62,13 @@ var _ = Describe("the agents' admission policy", func() {
 		// some time after they are written: until this namespace's canary,
 		// a forbidden change sent as a dry run, is refused by the policy,
 		// a request may pass unchecked. Nothing is stored by a dry run.
+		canaries, waited := 0, time.Now()
 		Eventually(func() error {
+			canaries++
 			return patch(agentClient, pods[0].Name, `{"metadata":{"labels":{"canary":"x"}}}`, true)
 		}).WithTimeout(timeout).WithPolling(100*time.Millisecond).Should(refused("its labels may not change"),
 			"the API server does not enforce the agents' policy in the namespace")
+		AddReportEntry("canary", fmt.Sprintf("the policy refused the canary after %v (%d dry runs)", time.Since(waited).Round(time.Millisecond), canaries))
 
 		By("its own Pod's epoch, through the agent's own transport: allowed, as often as it likes, upwards")
 		t := &agent.KubeTransport{Client: agentClient, Namespace: ns, Pod: pods[0].Name, JobSet: js.Name}
