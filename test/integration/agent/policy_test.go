@@ -10,6 +10,7 @@ import (
 	gomegatypes "github.com/onsi/gomega/types"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -107,6 +108,16 @@ var _ = Describe("the agents' admission policy", func() {
 		Expect(err).To(refused("its spec may not change"), "the image")
 		err = patch(agentClient, pods[0].Name, `{"status":{"conditions":[{"type":"Evil","status":"True"}]}}`, false, "status")
 		Expect(err).To(refused("UPDATE of pods/status is refused"))
+		err = patch(agentClient, pods[0].Name, `{"spec":{"ephemeralContainers":[{"name":"debug","image":"evil:1"}]}}`, true, "ephemeralcontainers")
+		Expect(err).To(refused("UPDATE of pods/ephemeralcontainers is refused"))
+		err = agentClient.CoreV1().RESTClient().Post().Namespace(ns).Resource("pods").Name(pods[1].Name).SubResource("exec").
+			Param("command", "true").Param("stdout", "true").Do(ctx).Error()
+		Expect(err).To(refused("CONNECT of pods/exec is refused"))
+		err = agentClient.PolicyV1().Evictions(ns).Evict(ctx, &policyv1.Eviction{
+			ObjectMeta:    metav1.ObjectMeta{Name: pods[1].Name, Namespace: ns},
+			DeleteOptions: &metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}},
+		})
+		Expect(err).To(refused("CREATE of pods/eviction is refused"))
 		err = agentClient.CoreV1().Pods(ns).Delete(ctx, pods[0].Name, metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}})
 		Expect(err).To(refused("DELETE of pods is refused"))
 		_, err = agentClient.CoreV1().Pods(ns).Create(ctx, plainPod(ns, "spawned", node.Name), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
@@ -191,14 +202,14 @@ func clientFor(token string) kubernetes.Interface {
 }
 
 // userGrants gives a service account, besides anything inplace grants it,
-// the rights on Pods a user might: create, update, patch and delete Pods
-// and their status and ephemeral containers.
+// the rights on Pods a user might: create, update, patch and delete Pods,
+// their status and ephemeral containers, exec into them and evict them.
 func userGrants(ns, serviceAccount string) {
 	GinkgoHelper()
 	name := "user-grants-" + serviceAccount
 	Expect(k8sClient.Create(ctx, &rbacv1.Role{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods", "pods/status", "pods/ephemeralcontainers"},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods", "pods/status", "pods/ephemeralcontainers", "pods/exec", "pods/eviction"},
 			Verbs: []string{"get", "create", "update", "patch", "delete"}}},
 	})).To(Succeed())
 	Expect(k8sClient.Create(ctx, &rbacv1.RoleBinding{
