@@ -48,7 +48,12 @@ func (m *Machine) Start(b protocol.Broadcast, podEpoch int32, workersRunning boo
 		}
 		return d
 	}
-	m.epoch = b.SyncedEpoch + 1
+	// Never below the epoch the Pod carries: the agents' admission policy
+	// refuses a lower one. It is higher only when this broadcast is older
+	// than one an earlier run of the agent saw (a watch served by an API
+	// server behind the one that took its report); a newer broadcast
+	// deprecates it, and the agent restarts.
+	m.epoch = max(b.SyncedEpoch+1, podEpoch)
 	d := m.Observe(b)
 	d.ReportEpoch = m.epoch
 	return d

@@ -74,6 +74,18 @@ func TestMachine(t *testing.T) {
 			first:     protocol.Broadcast{SyncedEpoch: 4, DeprecatedEpoch: 3},
 			wantStart: Decision{ReportEpoch: 5},
 		},
+		// A broadcast older than the epoch the Pod carries (a watch served
+		// by an API server behind the one that took the report): the
+		// admission policy refuses a lower epoch, and a newer broadcast
+		// decides.
+		"a broadcast older than the Pod's epoch: the epoch is not lowered": {
+			podEpoch:  6,
+			first:     protocol.Broadcast{SyncedEpoch: 4, DeprecatedEpoch: 4},
+			wantStart: Decision{ReportEpoch: 6},
+			steps: []step{
+				{protocol.Broadcast{SyncedEpoch: 5, DeprecatedEpoch: 6}, Decision{Restart: true}},
+			},
+		},
 		"InOrder: the barrier waits for the replicated job's turn": {
 			first:     protocol.Broadcast{SyncedEpoch: 1, OpenReplicatedJobs: []string{}},
 			wantStart: Decision{ReportEpoch: 2},

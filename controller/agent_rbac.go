@@ -13,9 +13,14 @@ import (
 // namespace do their work, and nothing more: read the broadcast ConfigMaps
 // of the namespace's InPlaceRestart JobSets, by name (an agent watches its
 // own with a field selector on its name, which the API server authorizes
-// against resourceNames), and read and patch Pods. The
-// ValidatingAdmissionPolicy of config/agent narrows the patch to the epoch
-// annotation of the agent's own Pod.
+// against resourceNames), and read and patch Pods.
+//
+// The RoleBinding of that name is also the parameter of the
+// ValidatingAdmissionPolicy of config/agent: every service account it names
+// may change, in its namespace, nothing on Pods but the epoch annotation of
+// its own Pod, upwards, with a token bound to that Pod, whatever else it was
+// granted. Its subjects are therefore only ever added for InPlaceRestart
+// JobSets' Pods, and the name must not change.
 const AgentRoleName = "inplace-agent"
 
 // ManagedByLabel marks the RBAC objects the controller manages.

@@ -44,9 +44,12 @@ type podEpoch struct {
 	// workerExited names a worker container that terminated, if any.
 	workerExited string
 	ready        bool
-	// invalidEpoch is an epoch annotation that is not a positive number
-	// (the Pod then counts as not reported).
+	// invalidEpoch is an epoch annotation the controller cannot use (the
+	// Pod then counts as not reported): not a positive number, or, once
+	// the JobSet is known (observePodIn), beyond syncedEpoch + 1.
 	invalidEpoch string
+	// invalidWhy says why invalidEpoch cannot be used.
+	invalidWhy string
 	// epochKey is the annotation the epoch was read from: EpochKey, or
 	// upstream JobSet's InPlaceRestartAttemptKey.
 	epochKey string
@@ -76,6 +79,22 @@ type epochDecision struct {
 // the agent.
 func observePodIn(js *jobset.JobSet, pod *corev1.Pod) podEpoch {
 	p := observePod(pod)
+	// An agent reports syncedEpoch + 1 at most: it starts at the
+	// broadcast's syncedEpoch + 1, and the broadcast follows the status,
+	// whose syncedEpoch never decreases. A higher epoch was written by
+	// something else (a worker shares its Pod's token, which may patch the
+	// annotation): taken as reported, it would deprecate every epoch below
+	// it, the agents' next one included, restart after restart. The
+	// agents' admission policy cannot refuse it, as the bound lives in the
+	// JobSet's status.
+	if bound := int64(js.Status.SyncedEpoch) + 1; int64(p.epoch) > bound {
+		p.invalidEpoch = pod.Annotations[p.epochKey]
+		p.invalidWhy = fmt.Sprintf("which is beyond syncedEpoch + 1 (%d), the most an agent reports", bound)
+		if p.epochKey == jobset.InPlaceRestartAttemptKey {
+			p.invalidWhy = fmt.Sprintf("which is beyond currentInPlaceRestartAttempt + 1 (%d), the most an agent reports", bound-1)
+		}
+		p.epoch = 0
+	}
 	failed := pod.Status.Phase == corev1.PodFailed
 	// Only a failed Pod, or one with an exited worker, can fail its Job:
 	// every other Pod of a reconcile costs nothing more here.
@@ -129,7 +148,7 @@ func observePod(pod *corev1.Pod) podEpoch {
 		if v, err := strconv.ParseInt(raw, 10, 32); err == nil && v > 0 {
 			p.epoch = int32(v)
 		} else {
-			p.invalidEpoch = raw
+			p.invalidEpoch, p.invalidWhy = raw, "which is not a positive number"
 		}
 	} else if raw, ok := pod.Annotations[jobset.InPlaceRestartAttemptKey]; ok {
 		// An agent written for upstream JobSet: its attempts count from 0.
@@ -137,7 +156,7 @@ func observePod(pod *corev1.Pod) podEpoch {
 		if v, err := strconv.ParseInt(raw, 10, 32); err == nil && v >= 0 && v < math.MaxInt32 {
 			p.epoch = int32(v) + 1
 		} else {
-			p.invalidEpoch = raw
+			p.invalidEpoch, p.invalidWhy = raw, "which is not a non-negative number"
 		}
 	}
 	if agent := agentContainerName(pod); agent != "" {

@@ -325,6 +325,56 @@ func TestInvalidEpochIsReportedAndBlocksTheSync(t *testing.T) {
 	}
 }
 
+// An agent reports syncedEpoch + 1 at most; a higher epoch was written by
+// something else (its worker shares its token) and would deprecate every
+// epoch below it, the next one included, at every restart.
+func TestEpochBeyondSyncedPlusOneIsInvalid(t *testing.T) {
+	js := inPlaceJobSet(0, 1)
+	jobs := jobList(readyJob(jobOf(js, "driver", 0)), readyJob(jobOf(js, "workers", 0)))
+	for name, tc := range map[string]struct {
+		epochs      []string
+		wantWarning bool
+		wantSynced  int32
+	}{
+		"every Pod at syncedEpoch + 1: synced":    {epochs: []string{"2", "2", "2", "2"}, wantSynced: 2},
+		"one Pod beyond syncedEpoch + 1: invalid": {epochs: []string{"2", "2", "2", "9"}, wantWarning: true, wantSynced: 1},
+		"every Pod beyond: invalid, not synced":   {epochs: []string{"3", "3", "3", "3"}, wantWarning: true, wantSynced: 1},
+		"the largest int32: invalid":              {epochs: []string{"2", "2", "2", "2147483647"}, wantWarning: true, wantSynced: 1},
+	} {
+		t.Run(name, func(t *testing.T) {
+			var ps []corev1.Pod
+			for i, e := range tc.epochs {
+				rj := "driver"
+				if i >= 2 {
+					rj = "workers"
+				}
+				ps = append(ps, epochPod(string(rune('a'+i)), rj, e, false))
+			}
+			p := decidePure(t, js, observed{jobs: jobs, pods: ps, serviceExists: true}, at(0), time.Minute)
+			if p.status.SyncedEpoch != tc.wantSynced {
+				t.Errorf("synced epoch %d, want %d", p.status.SyncedEpoch, tc.wantSynced)
+			}
+			var warned []string
+			for _, w := range p.warnings {
+				if w.reason == ReasonInvalidEpoch {
+					warned = append(warned, w.message)
+				}
+			}
+			if !tc.wantWarning {
+				if len(warned) != 0 {
+					t.Errorf("warnings %q, want none", warned)
+				}
+				return
+			}
+			last := tc.epochs[len(tc.epochs)-1]
+			if len(warned) == 0 || !strings.Contains(warned[len(warned)-1], "Pod d") || !strings.Contains(warned[len(warned)-1], `"`+last+`"`) ||
+				!strings.Contains(warned[len(warned)-1], "syncedEpoch + 1 (2)") {
+				t.Errorf("warnings %q, want a %s naming Pod d, its value %q and the bound", warned, ReasonInvalidEpoch, last)
+			}
+		})
+	}
+}
+
 func TestAgentCrashLoopBeforeTheFirstSyncFailsTheJobSet(t *testing.T) {
 	js := inPlaceJobSet(0, 0)
 	js.Spec.FailurePolicy.MaxRestarts = 2

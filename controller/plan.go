@@ -177,8 +177,8 @@ func (p *plan) reconcileEpochs(js *jobset.JobSet, obs observed, now metav1.Time,
 	for _, pod := range pods {
 		if pod.invalidEpoch != "" {
 			p.warnings = append(p.warnings, event{corev1.EventTypeWarning, ReasonInvalidEpoch, fmt.Sprintf(
-				"Pod %s reports epoch %q on annotation %s, which is not a valid number: it counts as not reported, and the group cannot sync until its agent writes a valid one",
-				pod.name, pod.invalidEpoch, pod.epochKey)})
+				"Pod %s reports epoch %q on annotation %s, %s: it counts as not reported, and the group cannot sync until its agent writes a valid one",
+				pod.name, pod.invalidEpoch, pod.epochKey, pod.invalidWhy)})
 		}
 	}
 	if msg := crashLoop(js, &p.status, pods); msg != "" && !slices.ContainsFunc(pods, func(p podEpoch) bool { return p.fatal }) {

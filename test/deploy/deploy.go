@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	"github.com/inplace-dev/inplace/test/cluster"
 )
@@ -107,4 +108,58 @@ func ManagerConfig(ctx context.Context, admin *rest.Config, validity time.Durati
 	cfg.BearerToken = tr.Status.Token
 	cfg.UserAgent = "inplace-manager"
 	return cfg, nil
+}
+
+// AgentPolicy is the kustomization of the agents' admission policy.
+const AgentPolicy = "config/agent"
+
+// KustomizationFiles returns the files of a kustomization directory's
+// resources, given and returned relative to the repository root, in its
+// order: what `kubectl apply -k dir` applies when the kustomization only
+// lists files, as config/agent does. A kustomization that does more is
+// refused rather than applied in part.
+func KustomizationFiles(dir string) ([]string, error) {
+	root, err := cluster.RepoRoot()
+	if err != nil {
+		return nil, err
+	}
+	data, err := os.ReadFile(filepath.Join(root, dir, "kustomization.yaml"))
+	if err != nil {
+		return nil, err
+	}
+	var k map[string]any
+	if err := yaml.Unmarshal(data, &k); err != nil {
+		return nil, fmt.Errorf("%s/kustomization.yaml: %w", dir, err)
+	}
+	var files []string
+	for key, v := range k {
+		switch key {
+		case "apiVersion", "kind":
+		case "resources":
+			list, ok := v.([]any)
+			if !ok {
+				return nil, fmt.Errorf("%s/kustomization.yaml: resources is not a list", dir)
+			}
+			for _, r := range list {
+				name, ok := r.(string)
+				if !ok || filepath.Ext(name) != ".yaml" {
+					return nil, fmt.Errorf("%s/kustomization.yaml: resource %v is not a YAML file", dir, r)
+				}
+				files = append(files, filepath.Join(dir, name))
+			}
+		default:
+			return nil, fmt.Errorf("%s/kustomization.yaml: %s is not supported here, only a list of resources", dir, key)
+		}
+	}
+	return files, nil
+}
+
+// ApplyKustomization server-side applies the files a kustomization
+// directory lists (KustomizationFiles).
+func ApplyKustomization(ctx context.Context, c client.Client, dir string) error {
+	files, err := KustomizationFiles(dir)
+	if err != nil {
+		return err
+	}
+	return Apply(ctx, c, files...)
 }

@@ -20,7 +20,8 @@ import (
 // RunManager runs inplace-manager in this process as it runs installed:
 // as the service account of config/rbac, its webhooks registered from
 // config/webhook (called by URL on a local port, with self-signed
-// certificates), the agents' admission policy of config/agent installed.
+// certificates), the agents' admission policy of config/agent installed
+// as its kustomization lists it.
 // Leader election and the metrics and probe endpoints are off. wrap, if
 // set, wraps the manager's transport (to count its requests). The returned
 // channel receives the manager's result when ctx ends or it fails.
@@ -70,7 +71,7 @@ func RunManager(ctx context.Context, admin *rest.Config, configure func(*configv
 	if err != nil {
 		return nil, err
 	}
-	if err := Apply(ctx, c, "config/agent/validating-admission-policy.yaml"); err != nil {
+	if err := ApplyKustomization(ctx, c, AgentPolicy); err != nil {
 		return nil, err
 	}
 	if err := RegisterWebhooks(ctx, c, port); err != nil {

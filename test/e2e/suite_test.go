@@ -52,7 +52,7 @@ var _ = BeforeSuite(func() {
 	fw.StartManager(cfg)
 	// Agents run as their Pods, under the admission policy that limits
 	// them to their own epoch annotation.
-	Expect(deploy.Apply(ctx, k8sClient, "config/agent/validating-admission-policy.yaml")).To(Succeed())
+	Expect(deploy.ApplyKustomization(ctx, k8sClient, deploy.AgentPolicy)).To(Succeed())
 	_, err := simnode.Start(ctx, simnode.Options{
 		Client:         kubernetes.NewForConfigOrDie(cfg),
 		Nodes:          8,

@@ -241,6 +241,9 @@ type FailurePolicy struct {
 	// recreate every Job), BlockingRecreate (recreate only once every Job and
 	// Pod of the previous attempt is gone) or InPlaceRestart (restart the
 	// containers of healthy Pods in place, recreate only failed Pods).
+	// InPlaceRestart binds the Pods' service account to the agents' Role; it
+	// may then change no Pod but its own Pod's epoch: use one no other
+	// workload uses.
 	//
 	// +optional
 	// +kubebuilder:default=Recreate

@@ -54,7 +54,7 @@ var _ = BeforeSuite(func() {
 	clientset = kubernetes.NewForConfigOrDie(cfg)
 	fw.StartManager(cfg)
 	// Agents run as their Pods, under the admission policy config/ ships.
-	Expect(deploy.Apply(ctx, k8sClient, "config/agent/validating-admission-policy.yaml")).To(Succeed())
+	Expect(deploy.ApplyKustomization(ctx, k8sClient, deploy.AgentPolicy)).To(Succeed())
 })
 
 var _ = AfterSuite(func() {

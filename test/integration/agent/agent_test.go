@@ -19,18 +19,16 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	"github.com/inplace-dev/inplace/agent"
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
 	"github.com/inplace-dev/inplace/api/protocol"
 	"github.com/inplace-dev/inplace/test/cluster"
+	"github.com/inplace-dev/inplace/test/deploy"
 	"github.com/inplace-dev/inplace/test/framework"
 	"github.com/inplace-dev/inplace/test/util"
 	"github.com/inplace-dev/inplace/test/wrappers"
@@ -47,6 +45,9 @@ var (
 	cfg       *rest.Config
 	ctx       context.Context
 	k8sClient client.Client
+	// node is where the JobSets' Pods are bound, so that a token bound to
+	// one names its node as the kubelet's does. No kubelet runs it.
+	node *corev1.Node
 )
 
 func TestAgentSecurity(t *testing.T) {
@@ -61,6 +62,11 @@ var _ = BeforeSuite(func() {
 	cfg = fw.Init()
 	ctx, k8sClient = fw.SetupClient(cfg)
 	fw.StartManager(cfg)
+	// Every spec runs under the agents' admission policy, as config/
+	// ships it.
+	Expect(deploy.ApplyKustomization(ctx, k8sClient, deploy.AgentPolicy)).To(Succeed())
+	node = &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "agents-node"}}
+	Expect(k8sClient.Create(ctx, node)).To(Succeed())
 })
 
 var _ = AfterSuite(func() {
@@ -69,13 +75,14 @@ var _ = AfterSuite(func() {
 
 // inPlaceJobSet creates, in a new namespace, an InPlaceRestart JobSet of
 // one Job with parallelism Pods, and returns it with its Pods once they
-// exist (no node runs them).
+// exist, bound to node (which no kubelet runs).
 func inPlaceJobSet(name string, parallelism int32) (*jobset.JobSet, []corev1.Pod) {
 	GinkgoHelper()
 	ns := fw.NewNamespace(ctx, k8sClient)
 	util.WaitForDefaultServiceAccount(ctx, k8sClient, ns.Name)
 	rj := wrappers.MakeReplicatedJob("w").Parallelism(parallelism).Obj()
 	rj.Template.Spec.BackoffLimit = nil
+	rj.Template.Spec.Template.Spec.NodeName = node.Name
 	js := wrappers.MakeJobSet(name, ns.Name).ReplicatedJob(rj).
 		FailurePolicy(&jobset.FailurePolicy{RestartStrategy: jobset.InPlaceRestart}).Obj()
 	Expect(k8sClient.Create(ctx, js)).To(Succeed())
@@ -90,7 +97,7 @@ func inPlaceJobSet(name string, parallelism int32) (*jobset.JobSet, []corev1.Pod
 }
 
 // podToken is a token of the Pod's service account bound to the Pod, as
-// the kubelet projects it into the Pod.
+// the kubelet projects it into the Pod: it names the Pod and its node.
 func podToken(pod corev1.Pod) string {
 	GinkgoHelper()
 	tr, err := kubernetes.NewForConfigOrDie(cfg).CoreV1().ServiceAccounts(pod.Namespace).CreateToken(ctx, "default", &authenticationv1.TokenRequest{
@@ -107,17 +114,15 @@ var _ = Describe("the agents' permissions", func() {
 		js, pods := inPlaceJobSet("rbac", 1)
 		pod, ns := pods[0], &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: js.Namespace}}
 
-		cs := kubernetes.NewForConfigOrDie(cfg)
-		var agentClient *kubernetes.Clientset
-		Eventually(func(g Gomega) {
-			tr, err := cs.CoreV1().ServiceAccounts(ns.Name).CreateToken(ctx, "default", &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
-			g.Expect(err).NotTo(HaveOccurred())
-			agentCfg := rest.AnonymousClientConfig(cfg)
-			agentCfg.BearerToken = tr.Status.Token
-			agentClient = kubernetes.NewForConfigOrDie(agentCfg)
+		// The agent's credentials: a token bound to its Pod, as the
+		// kubelet projects it (the admission policy refuses any other).
+		agentCfg := rest.AnonymousClientConfig(cfg)
+		agentCfg.BearerToken = podToken(pod)
+		agentClient := kubernetes.NewForConfigOrDie(agentCfg)
+		Eventually(func() error {
 			// The binding exists once the controller reconciled the JobSet.
-			_, err = agentClient.CoreV1().ConfigMaps(ns.Name).Get(ctx, protocol.BroadcastName(js.Name), metav1.GetOptions{})
-			g.Expect(err).NotTo(HaveOccurred())
+			_, err := agentClient.CoreV1().ConfigMaps(ns.Name).Get(ctx, protocol.BroadcastName(js.Name), metav1.GetOptions{})
+			return err
 		}).WithTimeout(timeout).Should(Succeed())
 
 		// Its JobSet's broadcast, watched by name as the agent does, and
@@ -143,55 +148,6 @@ var _ = Describe("the agents' permissions", func() {
 		Expect(apierrors.IsForbidden(err)).To(BeTrue(), "the agent can read Secrets: %v", err)
 		err = agentClient.CoreV1().Pods(ns.Name).Delete(ctx, pod.Name, metav1.DeleteOptions{})
 		Expect(apierrors.IsForbidden(err)).To(BeTrue(), "the agent can delete Pods: %v", err)
-	})
-})
-
-var _ = Describe("the agents' admission policy", func() {
-	It("lets an agent change the epoch annotation of its own Pod, and nothing else", func() {
-		data, err := os.ReadFile(filepath.Join("..", "..", "..", "config", "agent", "validating-admission-policy.yaml"))
-		Expect(err).NotTo(HaveOccurred())
-		for _, doc := range strings.Split(string(data), "\n---\n") {
-			u := &unstructured.Unstructured{}
-			Expect(yaml.Unmarshal([]byte(doc), &u.Object)).To(Succeed())
-			Expect(client.IgnoreAlreadyExists(k8sClient.Create(ctx, u))).To(Succeed(), u.GetKind())
-		}
-
-		js, pods := inPlaceJobSet("vap", 2)
-		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: js.Namespace}}
-
-		// A token bound to pods[0], as the kubelet projects it into that Pod.
-		agentCfg := rest.AnonymousClientConfig(cfg)
-		agentCfg.BearerToken = podToken(pods[0])
-		agentClient := kubernetes.NewForConfigOrDie(agentCfg)
-
-		// Every probe is a dry run: admission runs in full but nothing is
-		// stored, so a probe sent before the apiserver has loaded the policy
-		// cannot turn the next probe into a no-op that any policy allows.
-		patch := func(pod string, body string, dryRun bool) error {
-			opts := metav1.PatchOptions{}
-			if dryRun {
-				opts.DryRun = []string{metav1.DryRunAll}
-			}
-			_, err := agentClient.CoreV1().Pods(ns.Name).Patch(ctx, pod, types.MergePatchType, []byte(body), opts)
-			return err
-		}
-		Eventually(func() error {
-			return patch(pods[0].Name, `{"metadata":{"annotations":{"other":"x"}}}`, true)
-		}).WithTimeout(timeout).Should(MatchError(ContainSubstring("may change only the jobset.sigs.k8s.io/epoch annotation")),
-			"the apiserver does not enforce the policy")
-		Expect(patch(pods[0].Name, `{"metadata":{"labels":{"other":"x"}}}`, true)).To(MatchError(ContainSubstring("may not change a Pod's labels or spec")))
-		Expect(patch(pods[1].Name, `{"metadata":{"annotations":{"jobset.sigs.k8s.io/epoch":"1"}}}`, true)).To(MatchError(ContainSubstring("may change only its own Pod")))
-
-		// The agent's own write, through its own transport, is allowed.
-		Eventually(func() error {
-			t := &agent.KubeTransport{Client: agentClient, Namespace: ns.Name, Pod: pods[0].Name, JobSet: js.Name}
-			return t.ReportEpoch(ctx, 1)
-		}).WithTimeout(timeout).Should(Succeed(), "the agent cannot write its epoch under the policy")
-		var got corev1.Pod
-		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(&pods[0]), &got)).To(Succeed())
-		Expect(got.Annotations).To(HaveKeyWithValue(jobset.EpochKey, "1"))
-		Expect(got.Annotations).NotTo(HaveKey("other"))
-		Expect(got.Labels).NotTo(HaveKey("other"))
 	})
 })
 
