@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/go-logr/logr"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
@@ -86,9 +87,15 @@ func (u *UpstreamTransport) ReportEpoch(ctx context.Context, epoch int32) error 
 }
 
 // Self reads the agent's Pod: its attempt as an epoch, and whether its
-// workers run.
+// workers run. Upstream's agent never reads its Pod, and the Role upstream
+// documents grants only patch: without get, the agent starts as upstream's
+// does, at a new attempt.
 func (u *UpstreamTransport) Self(ctx context.Context) (int32, bool, error) {
 	pod, err := readPod(ctx, u.Log, u.Client, u.Namespace, u.Pod)
+	if apierrors.IsForbidden(err) {
+		u.Log.Info("may not read its own Pod: starting at a new attempt", "error", err.Error())
+		return 0, false, nil
+	}
 	if err != nil {
 		return 0, false, err
 	}
