@@ -149,4 +149,3 @@ var _ = Describe("volumeClaimPolicies", func() {
 		Expect(found["train-loader-0"].Spec.Template.Spec.Volumes).To(BeEmpty())
 	})
 })
-
