@@ -118,5 +118,6 @@ func copyObserved(o observed) observed {
 	}
 	c.broadcast = maps.Clone(o.broadcast)
 	c.creating = maps.Clone(o.creating)
+	c.claims = maps.Clone(o.claims)
 	return c
 }

@@ -125,6 +125,7 @@ func buildJob(js *jobset.JobSet, rjIdx, index int, suspend bool) *batchv1.Job {
 		// the headless Service.
 		pod.Spec.Subdomain = subdomain(js)
 	}
+	addClaimVolumes(js, &pod.Spec)
 	job.Spec.Suspend = ptr.To(suspend)
 	return job
 }

@@ -44,6 +44,8 @@ func CacheOptions() cache.Options {
 		&batchv1.Job{}:        {Label: selector},
 		&corev1.Pod{}:         {Label: selector},
 		&corev1.Service{}:     {Label: selector},
+		// The claims of spec.volumeClaimPolicies carry the label too.
+		&corev1.PersistentVolumeClaim{}: {Label: selector},
 		// The broadcast objects carry the JobSet's name label: the cache
 		// holds them and no other ConfigMap of the cluster.
 		&corev1.ConfigMap{}: {Label: selector},
@@ -116,6 +118,23 @@ func (r *Reconciler) observe(ctx context.Context, js *jobset.JobSet) (observed, 
 			return obs, fmt.Errorf("getting headless service: %w", err)
 		}
 		obs.serviceExists = err == nil
+	}
+
+	// From the cache: a reconcile that finds every claim sends no request.
+	// A claim the cache cannot show (one made by hand without the
+	// jobset-name label) is created again and refused as AlreadyExists.
+	for _, t := range claimTemplates(js) {
+		name := ClaimName(t.template.Name, js.Name)
+		err := r.client.Get(ctx, types.NamespacedName{Namespace: js.Namespace, Name: name}, &corev1.PersistentVolumeClaim{})
+		if client.IgnoreNotFound(err) != nil {
+			return obs, fmt.Errorf("getting volume claim %s: %w", name, err)
+		}
+		if err == nil {
+			if obs.claims == nil {
+				obs.claims = map[string]bool{}
+			}
+			obs.claims[name] = true
+		}
 	}
 	return obs, nil
 }

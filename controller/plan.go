@@ -25,6 +25,8 @@ type observed struct {
 	pods []corev1.Pod
 	// serviceExists reports whether the headless Service exists.
 	serviceExists bool
+	// claims holds the names of the JobSet's volume claims that exist.
+	claims map[string]bool
 	// broadcast is the data of the broadcast ConfigMap of an InPlaceRestart
 	// JobSet; nil if it does not exist.
 	broadcast map[string]string
@@ -50,6 +52,9 @@ type plan struct {
 	suspendJobs []*batchv1.Job
 	resumeJobs  []*batchv1.Job
 	service     *corev1.Service
+	// createPVCs are the claims of spec.volumeClaimPolicies that do not
+	// exist yet; they are created before any Job, whose Pods mount them.
+	createPVCs []*corev1.PersistentVolumeClaim
 	// broadcast, if set, is the data the broadcast ConfigMap must hold.
 	broadcast    map[string]string
 	deleteJobSet bool
@@ -72,7 +77,8 @@ type plan struct {
 //	   │ no
 //	success policy met? ── yes ─▶ Completed
 //	   │ no
-//	headless Service, suspend/resume, create missing Jobs in startup order
+//	headless Service, volume claims, suspend/resume, create missing Jobs in
+//	startup order
 func decide(js *jobset.JobSet, obs observed, now metav1.Time, inPlaceTimeout time.Duration) plan {
 	p := decideSteps(js, obs, now, inPlaceTimeout)
 	inStepWithEpochs(&p.status)
@@ -114,6 +120,9 @@ func decideSteps(js *jobset.JobSet, obs observed, now metav1.Time, inPlaceTimeou
 	if dnsHostnamesEnabled(js) && !obs.serviceExists {
 		p.service = buildService(js)
 	}
+	// Suspended or not: the claims exist before the Jobs, which are created
+	// suspended while the JobSet is.
+	p.createPVCs = missingClaims(js, obs.claims)
 
 	suspended := ptr.Deref(js.Spec.Suspend, false)
 	allowed := startupGate(js, p.status.ReplicatedJobsStatus)

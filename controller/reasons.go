@@ -53,5 +53,6 @@ const (
 	ReasonInvalidInPlaceRestartJobs = "InvalidInPlaceRestartJobs"
 	ReasonJobCreationFailed         = "JobCreationFailed"
 	ReasonServiceCreationFailed     = "HeadlessServiceCreationFailed"
+	ReasonPVCCreationFailed         = "PVCCreationFailed"
 	ReasonTTLExpired                = "TTLAfterFinishedExpired"
 )

@@ -96,6 +96,7 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=roles;rolebindings,verbs=get;list;watch;create;update
 // +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create
+// +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;list;watch;create
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;update
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch;update
@@ -116,6 +117,8 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		For(&jobset.JobSet{}).
 		Owns(&corev1.Service{}).
 		Owns(&corev1.ConfigMap{}).
+		// A claim deleted with whenDeleted Delete comes back at once.
+		Owns(&corev1.PersistentVolumeClaim{}).
 		// Jobs and Pods change many times per JobSet change: their handlers
 		// reconcile failures at once and batch the rest.
 		Watches(&batchv1.Job{}, batched(opts.UpdateBatchPeriod, jobSetOfJob, jobSignal)).
@@ -244,6 +247,18 @@ func (r *Reconciler) act(ctx context.Context, js *jobset.JobSet, p *plan) error 
 			}
 			r.recorder.Eventf(js, nil, corev1.EventTypeWarning, ReasonServiceCreationFailed, "Create", "%v", err)
 			return fmt.Errorf("creating headless service: %w", err)
+		}
+	}
+
+	// Before the Jobs: a Pod whose claim does not exist yet cannot start.
+	// A failed creation stops this pass before any Job is created.
+	for _, pvc := range p.createPVCs {
+		if err := r.client.Create(ctx, pvc); err != nil && !apierrors.IsAlreadyExists(err) {
+			if namespaceTerminating(err) {
+				return err
+			}
+			r.recorder.Eventf(js, nil, corev1.EventTypeWarning, ReasonPVCCreationFailed, "Create", "volume claim %s: %v", pvc.Name, err)
+			return fmt.Errorf("creating volume claim %s: %w", pvc.Name, err)
 		}
 	}
 

@@ -42,8 +42,13 @@ type Options struct {
 	Agent  configv1alpha1.Agent
 	Engine *policies.Engine
 	// Reader reads Namespaces, for the namespace selectors of policies.
-	Reader   client.Reader
-	Recorder events.EventRecorder
+	Reader client.Reader
+	// APIReader reads PersistentVolumeClaims past the manager's cache,
+	// which holds only the claims of JobSets: a JobSet created with
+	// volumeClaimPolicies whose claims exist must match them. Nil skips
+	// the check.
+	APIReader client.Reader
+	Recorder  events.EventRecorder
 	// Metrics is where Setup registers the webhooks' metrics; nil means
 	// controller-runtime's registry, which the manager's metrics endpoint
 	// serves.
@@ -219,6 +224,17 @@ func (v *Validator) handle(ctx context.Context, req admission.Request) admission
 	if err != nil {
 		log.FromContext(ctx).Error(err, "evaluating policies", "jobset", req.Name)
 	}
+	if req.Operation == admissionv1.Create && v.opts.APIReader != nil && hasClaimPolicies(obj) {
+		js, err := decode(req.Object.Raw)
+		if err != nil {
+			return admission.Errored(http.StatusBadRequest, err)
+		}
+		claims, err := existingClaims(ctx, v.opts.APIReader, req.Namespace, js)
+		if err != nil {
+			return admission.Errored(http.StatusInternalServerError, err)
+		}
+		d.Denied = append(d.Denied, claims...)
+	}
 	warnings := messagesOf(d.Warned)
 	if len(d.DryRun) > 0 && (req.DryRun == nil || !*req.DryRun) && v.opts.Recorder != nil {
 		js, _ := decode(req.Object.Raw)
@@ -236,6 +252,12 @@ func (v *Validator) handle(ctx context.Context, req admission.Request) admission
 		return resp.WithWarnings(warnings...)
 	}
 	return admission.Allowed("").WithWarnings(warnings...)
+}
+
+func hasClaimPolicies(obj map[string]any) bool {
+	spec, _ := obj["spec"].(map[string]any)
+	ps, _ := spec["volumeClaimPolicies"].([]any)
+	return len(ps) > 0
 }
 
 func namespaceLabels(ctx context.Context, r client.Reader, ns string) map[string]string {

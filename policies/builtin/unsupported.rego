@@ -2,10 +2,6 @@
 # but does not act on yet: called out, never silently ignored.
 package inplace.builtin.unsupported
 
-warn contains "spec.volumeClaimPolicies: this JobSet controller does not create the claims yet; until it does, create each PersistentVolumeClaim <template>-<jobset> yourself (the Pods mount them by the template's name)" if {
-	count(object.get(input.object.spec, "volumeClaimPolicies", [])) > 0
-}
-
 warn contains msg if {
 	some key in ["alpha.jobset.sigs.k8s.io/exclusive-topology", "alpha.jobset.sigs.k8s.io/node-selector"]
 	object.get(input.object.metadata, ["annotations", key], null) != null

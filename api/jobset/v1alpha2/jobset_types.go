@@ -106,11 +106,12 @@ type JobSetSpec struct {
 	TTLSecondsAfterFinished *int32 `json:"ttlSecondsAfterFinished,omitempty"`
 
 	// volumeClaimPolicies are PersistentVolumeClaims shared by the Pods of
-	// every replicated Job, created from templates. Every template must be
-	// mounted by name by a container or init container of some replicated
-	// Job, and no Pod template may declare a volume of that name. The
-	// claims are not created by this controller yet: the field is admitted,
-	// defaulted and validated as upstream does (docs/compatibility.md).
+	// every replicated Job, created from templates before the Jobs: one
+	// claim <template>-<jobset> per template, which every Pod whose
+	// containers or init containers mount the template's name gets as a
+	// volume of that name. No Pod template may declare a volume of that
+	// name. A claim that exists already is used if it has the template's
+	// spec and whenDeleted is Retain.
 	//
 	// +optional
 	// +listType=atomic

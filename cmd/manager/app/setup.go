@@ -122,11 +122,12 @@ func Setup(mgr ctrl.Manager, cfg *configv1alpha1.Configuration, reg prometheus.R
 		}
 	}
 	if err := webhook.Setup(mgr, webhook.Options{
-		Agent:    cfg.Agent,
-		Engine:   engine,
-		Reader:   mgr.GetClient(),
-		Recorder: mgr.GetEventRecorder("inplace-admission"),
-		Metrics:  reg,
+		Agent:     cfg.Agent,
+		Engine:    engine,
+		Reader:    mgr.GetClient(),
+		APIReader: mgr.GetAPIReader(),
+		Recorder:  mgr.GetEventRecorder("inplace-admission"),
+		Metrics:   reg,
 	}); err != nil {
 		return fmt.Errorf("setting up the webhooks: %w", err)
 	}

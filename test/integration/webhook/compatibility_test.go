@@ -192,7 +192,7 @@ var _ = Describe("compatibility with upstream JobSet", func() {
 		expectDecision(k8sClient.Create(ctx, js, client.DryRunAll), denied, "spec.replicatedJobs must list at least one replicated job", "add a replicated job")
 	})
 
-	It("defaults volumeClaimPolicies as upstream does and warns that the claims are not created yet", func() {
+	It("defaults volumeClaimPolicies as upstream does, without a warning", func() {
 		warnings := &recordingWarnings{}
 		js := base("claims")
 		js.Namespace = ns.Name
@@ -200,7 +200,7 @@ var _ = Describe("compatibility with upstream JobSet", func() {
 		mount(js, "data")
 		Expect(clientWithWarnings(warnings).Create(ctx, js, client.DryRunAll)).To(Succeed())
 		Expect(js.Spec.VolumeClaimPolicies[0].RetentionPolicy).To(Equal(&jobset.VolumeRetentionPolicy{WhenDeleted: ptr.To(jobset.RetentionPolicyDelete)}))
-		Expect(strings.Join(warnings.messages(), "\n")).To(ContainSubstring("spec.volumeClaimPolicies: this JobSet controller does not create the claims yet"))
+		Expect(warnings.messages()).To(BeEmpty())
 	})
 
 	DescribeTable("decides updates as upstream does",
