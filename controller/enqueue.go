@@ -4,9 +4,6 @@ import (
 	"context"
 	"time"
 
-	batchv1 "k8s.io/api/batch/v1"
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
@@ -48,11 +45,21 @@ const (
 // period coalesce into one reconcile (the queue holds a key once, at its
 // earliest time). Creations are ordinary, deletions urgent; what an update
 // is, classify says from the old and the new object.
-func batched[T client.Object](period time.Duration, owner func(client.Object) (types.NamespacedName, bool), classify func(old, cur T) signal) handler.EventHandler {
+//
+// While the JobSet restarts in place (restarting says so, from the cache),
+// every one of its Pods and Jobs changes as a failure would (each worker is
+// stopped, each agent exits, each Job loses its ready Pods): what is urgent
+// is the first failure of a synced group, not the N that the restart
+// itself causes, so during a restart only deletions are reconciled at
+// once.
+func batched[T client.Object](period time.Duration, owner func(client.Object) (types.NamespacedName, bool), classify func(old, cur T) signal, restarting func(types.NamespacedName) bool) handler.EventHandler {
 	enqueue := func(o client.Object, s signal, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 		key, ok := owner(o)
 		if !ok {
 			return
+		}
+		if s == urgent && restarting != nil && restarting(key) {
+			s = ordinary
 		}
 		switch s {
 		case urgent:
@@ -74,7 +81,9 @@ func batched[T client.Object](period time.Duration, owner func(client.Object) (t
 			enqueue(e.ObjectNew, classify(old, cur), q)
 		},
 		DeleteFunc: func(_ context.Context, e ctrlevent.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			enqueue(e.Object, urgent, q)
+			if key, ok := owner(e.Object); ok {
+				q.Add(reconcile.Request{NamespacedName: key})
+			}
 		},
 	}
 }
@@ -92,48 +101,4 @@ func jobSetOfJob(o client.Object) (types.NamespacedName, bool) {
 		return types.NamespacedName{}, false
 	}
 	return types.NamespacedName{Namespace: o.GetNamespace(), Name: ref.Name}, true
-}
-
-// podSignal classifies a Pod's update. Urgent: the Pod stops counting as a
-// member (being deleted, or Failed), a worker exits with an error, or the
-// agent restarts; each may start a restart or fail the JobSet. Ordinary:
-// any other change of what the controller reads of a Pod (its epoch
-// annotation, readiness, containers' states).
-func podSignal(old, cur *corev1.Pod) signal {
-	o, n := observePod(old), observePod(cur)
-	switch {
-	case !o.gone && n.gone,
-		o.workerExited == "" && n.workerExited != "",
-		n.agentRestarts > o.agentRestarts:
-		return urgent
-	case o != n,
-		old.Annotations[jobset.EpochKey] != cur.Annotations[jobset.EpochKey],
-		!old.DeletionTimestamp.Equal(cur.DeletionTimestamp),
-		old.ResourceVersion == cur.ResourceVersion: // the informer's resync
-		return ordinary
-	}
-	return ignored
-}
-
-// jobSignal classifies a Job's update. Urgent: the Job is being deleted,
-// finishes (or is failing: FailureTarget), or becomes ready or unready,
-// which gates the next replicated jobs of an InOrder startup. Ordinary: any
-// other change of its status, labels or suspension.
-func jobSignal(old, cur *batchv1.Job) signal {
-	for _, t := range []batchv1.JobConditionType{batchv1.JobFailed, batchv1.JobFailureTarget, batchv1.JobComplete} {
-		if !jobFinished(old, t) && jobFinished(cur, t) {
-			return urgent
-		}
-	}
-	switch {
-	case old.DeletionTimestamp == nil && cur.DeletionTimestamp != nil,
-		jobReady(old) != jobReady(cur):
-		return urgent
-	case old.ResourceVersion == cur.ResourceVersion, // the informer's resync
-		!equality.Semantic.DeepEqual(old.Status, cur.Status),
-		!equality.Semantic.DeepEqual(old.Labels, cur.Labels),
-		!equality.Semantic.DeepEqual(old.Spec.Suspend, cur.Spec.Suspend):
-		return ordinary
-	}
-	return ignored
 }

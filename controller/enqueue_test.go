@@ -118,7 +118,7 @@ func (q *recordingQueue) AddAfter(r reconcile.Request, d time.Duration) {
 
 func TestBatchedHandler(t *testing.T) {
 	const period = 250 * time.Millisecond
-	h := batched(period, jobSetOfPod, podSignal)
+	h := batched(period, jobSetOfPod, podSignal, nil)
 	ctx := context.Background()
 	key := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "js"}}
 	pod := func(rv string, mutate func(*corev1.Pod)) *corev1.Pod {
@@ -166,5 +166,30 @@ func TestJobSetOfJob(t *testing.T) {
 	job.OwnerReferences[0].Kind = "CronJob"
 	if _, ok := jobSetOfJob(job); ok {
 		t.Errorf("a Job another kind controls maps to a JobSet")
+	}
+}
+
+// While the JobSet restarts in place, the failures the restart itself
+// causes are batched; deletions are not.
+func TestBatchedHandlerDuringAnInPlaceRestart(t *testing.T) {
+	const period = 100 * time.Millisecond
+	h := batched(period, jobSetOfPod, podSignal, func(types.NamespacedName) bool { return true })
+	ctx := context.Background()
+	key := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "js"}}
+	pod := func(rv string, mutate func(*corev1.Pod)) *corev1.Pod {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", ResourceVersion: rv, Labels: map[string]string{jobset.JobSetNameKey: "js"}}}
+		if mutate != nil {
+			mutate(p)
+		}
+		return p
+	}
+	q := &recordingQueue{after: map[reconcile.Request]time.Duration{}}
+	h.Update(ctx, ctrlevent.UpdateEvent{ObjectOld: pod("1", nil), ObjectNew: pod("2", func(p *corev1.Pod) { p.Status.Phase = corev1.PodFailed })}, q)
+	if len(q.now) != 0 || q.after[key] != period {
+		t.Errorf("a failure during the restart: at once %v, after %v; want batched", q.now, q.after)
+	}
+	h.Delete(ctx, ctrlevent.DeleteEvent{Object: pod("2", nil)}, q)
+	if len(q.now) != 1 {
+		t.Errorf("a deletion during the restart: at once %v; want at once", q.now)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
@@ -121,12 +122,22 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		Owns(&corev1.PersistentVolumeClaim{}).
 		// Jobs and Pods change many times per JobSet change: their handlers
 		// reconcile failures at once and batch the rest.
-		Watches(&batchv1.Job{}, batched(opts.UpdateBatchPeriod, jobSetOfJob, jobSignal)).
+		Watches(&batchv1.Job{}, batched(opts.UpdateBatchPeriod, jobSetOfJob, jobSignal, r.restartingInPlace)).
 		// Pods matter to BlockingRecreate, which waits for the Pods of the
 		// previous attempt to disappear, and to the epoch protocol.
-		Watches(&corev1.Pod{}, batched(opts.UpdateBatchPeriod, jobSetOfPod, podSignal)).
+		Watches(&corev1.Pod{}, batched(opts.UpdateBatchPeriod, jobSetOfPod, podSignal, r.restartingInPlace)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles}).
 		Complete(r)
+}
+
+// restartingInPlace reports whether the JobSet, as the cache holds it, is
+// restarting in place.
+func (r *Reconciler) restartingInPlace(key types.NamespacedName) bool {
+	var js jobset.JobSet
+	if err := r.client.Get(context.Background(), key, &js); err != nil {
+		return false
+	}
+	return inPlaceRestarting(js.Status)
 }
 
 // Reconcile brings one JobSet's children and status in line with its spec:

@@ -1,0 +1,54 @@
+package controller
+
+import (
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+
+	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
+)
+
+// podSignal classifies a Pod's update. Urgent: the Pod stops counting as a
+// member (being deleted, or Failed), a worker exits with an error, or the
+// agent restarts; each may start a restart or fail the JobSet. Ordinary:
+// any other change of what the controller reads of a Pod (its epoch
+// annotation, readiness, containers' states).
+func podSignal(old, cur *corev1.Pod) signal {
+	o, n := observePod(old), observePod(cur)
+	switch {
+	case !o.gone && n.gone,
+		o.workerExited == "" && n.workerExited != "",
+		n.agentRestarts > o.agentRestarts:
+		return urgent
+	case o != n,
+		old.Annotations[jobset.EpochKey] != cur.Annotations[jobset.EpochKey],
+		!old.DeletionTimestamp.Equal(cur.DeletionTimestamp),
+		old.ResourceVersion == cur.ResourceVersion: // the informer's resync
+		return ordinary
+	}
+	return ignored
+}
+
+// jobSignal classifies a Job's update. Urgent: the Job is being deleted,
+// finishes (or is failing: FailureTarget), or becomes ready or unready,
+// which gates the next replicated jobs of an InOrder startup and ends a
+// Recreate's restart. Ordinary: any other change of its status, labels or
+// suspension.
+func jobSignal(old, cur *batchv1.Job) signal {
+	for _, t := range []batchv1.JobConditionType{batchv1.JobFailed, batchv1.JobFailureTarget, batchv1.JobComplete} {
+		if !jobFinished(old, t) && jobFinished(cur, t) {
+			return urgent
+		}
+	}
+	switch {
+	case old.DeletionTimestamp == nil && cur.DeletionTimestamp != nil,
+		jobReady(old) != jobReady(cur):
+		return urgent
+	case old.ResourceVersion == cur.ResourceVersion, // the informer's resync
+		!equality.Semantic.DeepEqual(old.Status, cur.Status),
+		!equality.Semantic.DeepEqual(old.Labels, cur.Labels),
+		!equality.Semantic.DeepEqual(old.Spec.Suspend, cur.Spec.Suspend):
+		return ordinary
+	}
+	return ignored
+}
