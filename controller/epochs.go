@@ -60,8 +60,13 @@ type podEpoch struct {
 // epochDecision is the outcome for the status and the broadcast.
 type epochDecision struct {
 	deprecated, synced int32
+	// syncedPods is the size of the group at its last sync.
+	syncedPods int32
 	// restartBegan: this decision starts a new in-place restart.
 	restartBegan bool
+	// scaleBegan: this decision starts an in-place restart of the group at
+	// a new size (scaling.go), which does not count towards maxRestarts.
+	scaleBegan bool
 	// why the restart began, for the condition and the Event.
 	why string
 	// openReplicatedJobs may lift their barrier; nil means all.
@@ -230,7 +235,7 @@ func unevenJobs(js *jobset.JobSet) []string {
 
 // decideEpochs computes the next epochs from the current status and Pods.
 func decideEpochs(js *jobset.JobSet, pods []podEpoch) epochDecision {
-	d := epochDecision{deprecated: js.Status.DeprecatedEpoch, synced: js.Status.SyncedEpoch}
+	d := epochDecision{deprecated: js.Status.DeprecatedEpoch, synced: js.Status.SyncedEpoch, syncedPods: js.Status.SyncedPods}
 	if slices.ContainsFunc(pods, func(p podEpoch) bool { return p.fatal }) {
 		// That Pod's Job is about to fail, and its Job controller to delete
 		// the Job's other Pods: the failure policy decides, not an in-place
@@ -260,7 +265,23 @@ func decideEpochs(js *jobset.JobSet, pods []podEpoch) epochDecision {
 
 	// Sync: every expected Pod at one epoch newer than the synced one.
 	if len(alive) == expected && allReported && allEqual && maxEpoch > d.synced && maxEpoch > d.deprecated {
-		d.synced = maxEpoch
+		d.synced, d.syncedPods = maxEpoch, int32(expected)
+		d.openReplicatedJobs = openBarriers(js, alive, d.synced)
+		return d
+	}
+
+	// Scale: the synced group is no longer the size the templates ask for.
+	// Every member restarts in place and the group syncs again at its new
+	// size: the new Pods' agents report synced+1 and the survivors join
+	// them; on a scale down the Pods of the dropped indexes are deleted by
+	// their Job and leave the group. Nothing failed: a failure seen at the
+	// same moment is part of this restart, as any failure during a restart
+	// is. A group synced before syncedPods was recorded (0) has no size to
+	// compare and syncs as before.
+	if d.synced > 0 && !inRestart && d.syncedPods > 0 && int(d.syncedPods) != expected {
+		d.deprecated = max(d.synced, maxEpoch-1)
+		d.scaleBegan = true
+		d.why = fmt.Sprintf("the group was scaled from %d to %d Pods", d.syncedPods, expected)
 		d.openReplicatedJobs = openBarriers(js, alive, d.synced)
 		return d
 	}

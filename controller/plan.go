@@ -51,7 +51,10 @@ type plan struct {
 	deleteJobs  []*batchv1.Job
 	suspendJobs []*batchv1.Job
 	resumeJobs  []*batchv1.Job
-	service     *corev1.Service
+	// scaleJobs are Jobs whose parallelism and completions must become
+	// their replicated job's (elastic replicated jobs, scaling.go).
+	scaleJobs []jobScale
+	service   *corev1.Service
 	// createPVCs are the claims of spec.volumeClaimPolicies that do not
 	// exist yet; they are created before any Job, whose Pods mount them.
 	createPVCs []*corev1.PersistentVolumeClaim
@@ -77,8 +80,8 @@ type plan struct {
 //	   │ no
 //	success policy met? ── yes ─▶ Completed
 //	   │ no
-//	headless Service, volume claims, suspend/resume, create missing Jobs in
-//	startup order
+//	headless Service, volume claims, suspend/resume, scale, create missing
+//	Jobs in startup order
 func decide(js *jobset.JobSet, obs observed, now metav1.Time, inPlaceTimeout time.Duration) plan {
 	p := decideSteps(js, obs, now, inPlaceTimeout)
 	inStepWithEpochs(&p.status)
@@ -134,6 +137,7 @@ func decideSteps(js *jobset.JobSet, obs observed, now metav1.Time, inPlaceTimeou
 		}
 	}
 	p.suspendOrResume(js, c, suspended, allowed, now)
+	p.scaleJobs = jobsToScale(js, c)
 	if !blockedByPreviousAttempt(js, c, obs) {
 		p.createJobs = missingJobs(js, c, suspended, allowed)
 	}
@@ -195,7 +199,14 @@ func (p *plan) reconcileEpochs(js *jobset.JobSet, obs observed, now metav1.Time,
 		return
 	}
 	d := decideEpochs(js, pods)
-	p.status.DeprecatedEpoch, p.status.SyncedEpoch = d.deprecated, d.synced
+	p.status.DeprecatedEpoch, p.status.SyncedEpoch, p.status.SyncedPods = d.deprecated, d.synced, d.syncedPods
+
+	if d.scaleBegan {
+		// Not a restart for the counters: nothing failed.
+		msg := fmt.Sprintf("in-place restart for a scale: %s; epoch %d deprecated, the group syncs again at its new size (not counted towards maxRestarts)", d.why, d.deprecated)
+		setCondition(&p.status, jobset.JobSetRestarting, metav1.ConditionTrue, ReasonInPlaceScale, msg, now)
+		p.events = append(p.events, event{corev1.EventTypeNormal, ReasonInPlaceScale, msg})
+	}
 
 	if d.restartBegan {
 		maxRestarts := js.Spec.FailurePolicy.MaxRestarts
@@ -212,7 +223,7 @@ func (p *plan) reconcileEpochs(js *jobset.JobSet, obs observed, now metav1.Time,
 		p.events = append(p.events, event{corev1.EventTypeWarning, ReasonInPlaceRestart, msg})
 	}
 	if conditionTrue(&p.status, jobset.JobSetRestarting) && d.synced > d.deprecated {
-		msg := fmt.Sprintf("every Pod restarted in place and synced at epoch %d", d.synced)
+		msg := fmt.Sprintf("every Pod restarted in place and synced at epoch %d (%d Pods)", d.synced, d.syncedPods)
 		setCondition(&p.status, jobset.JobSetRestarting, metav1.ConditionFalse, ReasonInPlaceRestartDone, msg, now)
 		p.events = append(p.events, event{corev1.EventTypeNormal, ReasonInPlaceRestartDone, msg})
 	}
@@ -326,7 +337,7 @@ func allStarted(js *jobset.JobSet, statuses []jobset.ReplicatedJobStatus) bool {
 // counted when it began; the fallback does not count again.
 func (p *plan) fallBackIfStuck(now metav1.Time, timeout time.Duration) bool {
 	c := meta.FindStatusCondition(p.status.Conditions, string(jobset.JobSetRestarting))
-	if c == nil || c.Status != metav1.ConditionTrue || c.Reason != ReasonInPlaceRestart {
+	if c == nil || c.Status != metav1.ConditionTrue || (c.Reason != ReasonInPlaceRestart && c.Reason != ReasonInPlaceScale) {
 		return false
 	}
 	deadline := c.LastTransitionTime.Add(timeout)

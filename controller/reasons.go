@@ -47,11 +47,15 @@ const (
 	ReasonInPlaceRestart         = "InPlaceRestart"
 	ReasonInPlaceRestartDone     = "InPlaceRestartCompleted"
 	ReasonInPlaceRestartTimedOut = "InPlaceRestartTimedOut"
+	// ReasonInPlaceScale: the group restarts in place at a new size after
+	// its replicated jobs were scaled; not counted towards maxRestarts.
+	ReasonInPlaceScale = "InPlaceRestartForScale"
 
 	// Events without a condition.
 	ReasonInvalidEpoch              = "InvalidEpoch"
 	ReasonInvalidInPlaceRestartJobs = "InvalidInPlaceRestartJobs"
 	ReasonJobCreationFailed         = "JobCreationFailed"
+	ReasonReplicatedJobScaled       = "ReplicatedJobScaled"
 	ReasonServiceCreationFailed     = "HeadlessServiceCreationFailed"
 	ReasonPVCCreationFailed         = "PVCCreationFailed"
 	ReasonTTLExpired                = "TTLAfterFinishedExpired"

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -309,6 +311,46 @@ func (r *Reconciler) act(ctx context.Context, js *jobset.JobSet, p *plan) error 
 	}
 	if err := r.forEach(ctx, p.resumeJobs, setSuspend(false)); err != nil {
 		return fmt.Errorf("resuming jobs: %w", err)
+	}
+	return r.scale(ctx, js, p.scaleJobs)
+}
+
+// scale patches the Jobs' parallelism and completions to their replicated
+// job's and records one Event per replicated job scaled. The patch carries
+// the resourceVersion read: a decision taken on a stale cache (the Job
+// already scaled by an earlier reconcile) fails with a conflict and says
+// nothing, and the Job's update brings the next reconcile.
+func (r *Reconciler) scale(ctx context.Context, js *jobset.JobSet, scales []jobScale) error {
+	byJob := map[*batchv1.Job]jobScale{}
+	jobs := make([]*batchv1.Job, 0, len(scales))
+	for _, s := range scales {
+		byJob[s.job] = s
+		jobs = append(jobs, s.job)
+	}
+	var (
+		mu   sync.Mutex
+		done []jobScale
+	)
+	err := r.forEach(ctx, jobs, func(ctx context.Context, cached *batchv1.Job) error {
+		s := byJob[cached]
+		patch := client.MergeFromWithOptions(cached, client.MergeFromWithOptimisticLock{})
+		job := cached.DeepCopy() // the cache's object is read-only
+		job.Spec.Parallelism = ptr.To(s.to)
+		job.Spec.Completions = ptr.To(s.to)
+		err := r.client.Patch(ctx, job, patch)
+		if err == nil {
+			mu.Lock()
+			done = append(done, s)
+			mu.Unlock()
+		}
+		return ignore(err, apierrors.IsNotFound, apierrors.IsConflict)
+	})
+	slices.SortFunc(done, func(a, b jobScale) int { return strings.Compare(a.job.Name, b.job.Name) })
+	for _, e := range scaledEvents(done) {
+		r.recorder.Eventf(js, nil, e.eventType, e.reason, "Scale", "%s", e.message)
+	}
+	if err != nil {
+		return fmt.Errorf("scaling jobs: %w", err)
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
@@ -104,7 +105,7 @@ func restoreReplicatedJob(rj, was *jobset.ReplicatedJob, injected map[string]boo
 			job.PodReplacementPolicy = copyOf(wasJob.PodReplacementPolicy)
 		}
 		if job.Completions == nil {
-			job.Completions = copyOf(wasJob.Completions)
+			job.Completions = restoredCompletions(job, wasJob)
 		}
 	}
 	if injected["agent:"+rj.Name] && !inject.HasAgent(pod, agentName) {
@@ -127,6 +128,18 @@ func restoreReplicatedJob(rj, was *jobset.ReplicatedJob, injected map[string]boo
 			}
 		}
 	}
+}
+
+// restoredCompletions is the completions a request that leaves them out
+// gets back. Injection set them equal to parallelism (InPlaceRestart needs
+// that); a request that scales parallelism (an elastic replicated job)
+// keeps the relation, not the stored number, which would undo the scale
+// and be refused as completions other than parallelism.
+func restoredCompletions(job, was *batchv1.JobSpec) *int32 {
+	if job.Parallelism != nil && was.Parallelism != nil && was.Completions != nil && *was.Completions == *was.Parallelism {
+		return copyOf(job.Parallelism)
+	}
+	return copyOf(was.Completions)
 }
 
 func copyOf[T any](p *T) *T {

@@ -94,3 +94,39 @@ func TestRestoreAddsNothingNew(t *testing.T) {
 		t.Errorf("Restore overwrote what the request sent: nodeSelector pool=%q", got)
 	}
 }
+
+// A replace that scales an InPlaceRestart replicated job and leaves out the
+// completions injection set keeps them equal to the new parallelism: the
+// stored number would undo the scale.
+func TestRestoreKeepsAScale(t *testing.T) {
+	engine, err := policies.NewEngine(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := &configv1alpha1.Configuration{}
+	configv1alpha1.SetDefaults(cfg)
+	manifest := specManifest(t, "inplace-story1.yaml")
+	for i := range manifest.Spec.ReplicatedJobs {
+		manifest.Spec.ReplicatedJobs[i].Template.Spec.Template.Spec.InitContainers = nil
+		manifest.Spec.ReplicatedJobs[i].Template.Spec.Completions = nil
+	}
+	raw, _, err := Mutate(context.Background(), manifest.DeepCopy(), cfg.Agent, engine, policies.Input{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored, err := decode(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	scaled := manifest.DeepCopy()
+	job := &scaled.Spec.ReplicatedJobs[0].Template.Spec
+	want := *job.Parallelism + 2
+	job.Parallelism = &want
+	Restore(scaled, stored, cfg.Agent.ContainerName)
+	if got := job.Completions; got == nil || *got != want {
+		t.Errorf("completions restored as %v, want the scaled parallelism %d", got, want)
+	}
+	if got := *scaled.Spec.ReplicatedJobs[0].Template.Spec.Parallelism; got != want {
+		t.Errorf("parallelism restored as %d, want %d as sent", got, want)
+	}
+}

@@ -4,6 +4,11 @@
 # suspended or being suspended (what Kueue changes when it admits a
 # workload). Replicated jobs cannot be added, removed, renamed or reordered.
 # The other spec fields are immutable through the CRD's own rules.
+#
+# Elastic replicated jobs (upstream's ElasticJobSet, always on here): the
+# template's parallelism and completions of an Indexed replicated job may
+# change while the JobSet has not finished, each to at least 1, and to one
+# number when both are set; the controller then scales its running Jobs.
 package inplace.builtin.update
 
 old := input.oldObject.spec
@@ -67,7 +72,7 @@ diffs(o, n, prefix) := d if {
 	oj := object.get(ot, "spec", {})
 	nj := object.get(nt, "spec", {})
 	job := {[sprintf("%s.template.spec.%s", [prefix, k]), false] |
-		some k in keys(oj, nj) - {"template"}
+		some k in (keys(oj, nj) - {"template"}) - elastic_fields(oj, nj)
 		differs(oj, nj, k)
 	}
 	op := object.get(oj, "template", {})
@@ -121,4 +126,71 @@ deny contains msg if {
 	some [path, kueue] in diffs(orj, rj, sprintf("spec.replicatedJobs[%d]", [i]))
 	kueue
 	msg := sprintf("%s can change only while the JobSet is suspended: set spec.suspend to true in this or an earlier update, as Kueue does", [path])
+}
+
+# elastic_fields are the Job template fields an update may change: those
+# of elastic_keys when the Jobs are Indexed (then the Job controller scales
+# a running Job by its index), none otherwise.
+elastic_keys := {"parallelism", "completions"}
+
+elastic_fields(oj, nj) := elastic_keys if {
+	indexed(oj)
+	indexed(nj)
+} else := set()
+
+indexed(job) if object.get(job, "completionMode", "") == "Indexed"
+
+# scaled lists the replicated jobs an update scales: [index in the new
+# spec, old Job template, new Job template], with a changed elastic field.
+scaled contains [i, oj, nj] if {
+	input.operation == "UPDATE"
+	some i, rj in new_jobs
+	some orj in old_jobs
+	orj.name == rj.name
+	oj := object.get(object.get(orj, "template", {}), "spec", {})
+	nj := object.get(object.get(rj, "template", {}), "spec", {})
+	some k in elastic_fields(oj, nj)
+	differs(oj, nj, k)
+}
+
+old_status := object.get(input.oldObject, "status", {})
+
+finished if {
+	some c in object.get(old_status, "conditions", [])
+	c.type in {"Completed", "Failed"}
+	c.status == "True"
+}
+
+finished if object.get(old_status, "terminalState", "") in {"Completed", "Failed"}
+
+deny contains msg if {
+	finished
+	some [i, oj, nj] in scaled
+	some k in elastic_keys
+	differs(oj, nj, k)
+	msg := sprintf("spec.replicatedJobs[%d].template.spec.%s: cannot change parallelism or completions of a finished JobSet (its Completed or Failed condition is True): nothing runs any more to scale; leave them as they were", [i, k])
+}
+
+deny contains msg if {
+	some [i, oj, nj] in scaled
+	some k in elastic_keys
+	differs(oj, nj, k)
+	got := object.get(nj, k, null)
+	not at_least_one(got)
+	msg := sprintf("spec.replicatedJobs[%d].template.spec.%s must be at least 1 to scale a replicated job (got %v): set it to the new number of Pods per Job; suspend the JobSet to stop its Pods instead", [i, k, got])
+}
+
+at_least_one(n) if {
+	is_number(n)
+	n >= 1
+}
+
+deny contains msg if {
+	some [i, oj, nj] in scaled
+	p := object.get(nj, "parallelism", null)
+	c := object.get(nj, "completions", null)
+	p != null
+	c != null
+	p != c
+	msg := sprintf("spec.replicatedJobs[%d].template.spec.completions (%v) must equal parallelism (%v) to scale a replicated job: set both to the new number of Pods per Job", [i, c, p])
 }

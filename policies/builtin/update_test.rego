@@ -75,3 +75,72 @@ test_empty_and_missing_alike if {
 	empty := json.patch(rj("a"), [{"op": "add", "path": "/template/spec/template/spec/tolerations", "value": []}])
 	count(update.deny) == 0 with input as request(js(false, [rj("a")]), js(false, [empty]))
 }
+
+indexed_rj(name) := json.patch(rj(name), [
+	{"op": "add", "path": "/template/spec/completionMode", "value": "Indexed"},
+	{"op": "add", "path": "/template/spec/completions", "value": 2},
+])
+
+scaled_rj(name, parallelism, completions) := json.patch(indexed_rj(name), [
+	{"op": "replace", "path": "/template/spec/parallelism", "value": parallelism},
+	{"op": "replace", "path": "/template/spec/completions", "value": completions},
+])
+
+finished_js(type, rjs) := object.union(js(false, rjs), {"status": {"conditions": [{"type": type, "status": "True"}]}})
+
+test_scale_indexed_allowed if {
+	count(update.deny) == 0 with input as request(js(false, [indexed_rj("a")]), js(false, [scaled_rj("a", 4, 4)]))
+	count(update.deny) == 0 with input as request(js(false, [indexed_rj("a")]), js(false, [scaled_rj("a", 1, 1)]))
+	count(update.deny) == 0 with input as request(js(true, [indexed_rj("a")]), js(true, [scaled_rj("a", 3, 3)]))
+}
+
+test_scale_parallelism_alone_without_completions_allowed if {
+	old := json.patch(indexed_rj("a"), [{"op": "remove", "path": "/template/spec/completions"}])
+	new := json.patch(old, [{"op": "replace", "path": "/template/spec/parallelism", "value": 5}])
+	count(update.deny) == 0 with input as request(js(false, [old]), js(false, [new]))
+}
+
+test_scale_below_one_denied if {
+	some msg in update.deny with input as request(js(false, [indexed_rj("a")]), js(false, [scaled_rj("a", 0, 0)]))
+	startswith(msg, "spec.replicatedJobs[0].template.spec.parallelism must be at least 1 to scale a replicated job (got 0)")
+	some msg2 in update.deny with input as request(js(false, [indexed_rj("a")]), js(false, [scaled_rj("a", 0, 0)]))
+	startswith(msg2, "spec.replicatedJobs[0].template.spec.completions must be at least 1")
+}
+
+test_scale_completions_other_than_parallelism_denied if {
+	some msg in update.deny with input as request(js(false, [indexed_rj("a")]), js(false, [scaled_rj("a", 4, 2)]))
+	msg == "spec.replicatedJobs[0].template.spec.completions (2) must equal parallelism (4) to scale a replicated job: set both to the new number of Pods per Job"
+}
+
+test_scale_finished_denied if {
+	some type in ["Completed", "Failed"]
+	some msg in update.deny with input as request(finished_js(type, [indexed_rj("a")]), js(false, [scaled_rj("a", 4, 4)]))
+	startswith(msg, "spec.replicatedJobs[0].template.spec.parallelism: cannot change parallelism or completions of a finished JobSet")
+}
+
+test_scale_finished_unchanged_allowed if {
+	count(update.deny) == 0 with input as request(finished_js("Completed", [indexed_rj("a")]), js(false, [indexed_rj("a")]))
+}
+
+test_scale_non_indexed_denied if {
+	old := json.patch(indexed_rj("a"), [{"op": "replace", "path": "/template/spec/completionMode", "value": "NonIndexed"}])
+	new := json.patch(old, [{"op": "replace", "path": "/template/spec/parallelism", "value": 4}, {"op": "replace", "path": "/template/spec/completions", "value": 4}])
+	some msg in update.deny with input as request(js(false, [old]), js(false, [new]))
+	startswith(msg, "spec.replicatedJobs[0].template.spec.parallelism is immutable")
+}
+
+test_scale_keeps_other_fields_immutable if {
+	new := json.patch(scaled_rj("a", 4, 4), [{"op": "add", "path": "/template/spec/backoffLimit", "value": 3}])
+	denials := update.deny with input as request(js(false, [indexed_rj("a")]), js(false, [new]))
+	count(denials) == 1
+	some msg in denials
+	startswith(msg, "spec.replicatedJobs[0].template.spec.backoffLimit is immutable")
+}
+
+test_scale_with_replicas_denied if {
+	new := json.patch(scaled_rj("a", 4, 4), [{"op": "replace", "path": "/replicas", "value": 3}])
+	denials := update.deny with input as request(js(false, [indexed_rj("a")]), js(false, [new]))
+	count(denials) == 1
+	some msg in denials
+	startswith(msg, "spec.replicatedJobs[0].replicas is immutable")
+}

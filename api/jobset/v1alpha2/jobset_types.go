@@ -495,6 +495,16 @@ type JobSetStatus struct {
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	CurrentInPlaceRestartAttempt *int32 `json:"currentInPlaceRestartAttempt,omitempty"`
+
+	// syncedPods is how many Pods synced at syncedEpoch: the size of the
+	// in-place restart group at its last sync. When the expected Pods
+	// differ from it (parallelism and completions scaled), the group
+	// restarts in place at its new size, a restart that does not count
+	// towards maxRestarts. Written by the controller.
+	//
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	SyncedPods int32 `json:"syncedPods,omitempty"`
 }
 
 // ReplicatedJobStatus counts the Jobs of one replicated Job by state.
