@@ -422,3 +422,24 @@ func TestAgentCrashLoopBeforeTheFirstSyncFailsTheJobSet(t *testing.T) {
 		}
 	}
 }
+
+// With upstream JobSet's disable-in-place-restart annotation, a worker exit
+// decides nothing in place: no epoch deprecated, no restart counted, no
+// timeout; the broadcast tells the agents to stand aside.
+func TestDecideInPlaceDisabled(t *testing.T) {
+	js := inPlaceJobSet(0, 1)
+	js.Annotations = map[string]string{jobset.DisableInPlaceRestartKey: ""}
+	jobs := jobList(readyJob(jobOf(js, "driver", 0)), readyJob(jobOf(js, "workers", 0)))
+	pods := []corev1.Pod{epochPod("a", "driver", "1", false), epochPod("b", "driver", "1", false), epochPod("c", "workers", "1", true), epochPod("d", "workers", "1", false)}
+	p := decidePure(t, js, observed{jobs: jobs, pods: pods, serviceExists: true}, at(0), time.Minute)
+	if p.status.Restarts != 0 || p.status.InPlaceRestarts != 0 || p.status.DeprecatedEpoch != 0 || p.status.SyncedEpoch != 1 {
+		t.Errorf("status after a worker exit: restarts %d in place %d deprecated %d synced %d, want 0 0 0 1",
+			p.status.Restarts, p.status.InPlaceRestarts, p.status.DeprecatedEpoch, p.status.SyncedEpoch)
+	}
+	if p.broadcast[protocol.KeyDisabled] != "true" || p.broadcast[protocol.KeySyncedEpoch] != "1" {
+		t.Errorf("broadcast %v, want the epochs as they are and disabled", p.broadcast)
+	}
+	if c := findCondition(&p.status, jobset.JobSetRestarting); c != nil {
+		t.Errorf("restarting condition %+v", c)
+	}
+}

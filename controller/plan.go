@@ -175,6 +175,17 @@ func inPlace(js *jobset.JobSet) bool {
 // Pods of the current attempt, the restart they may start, counted against
 // maxRestarts, and the broadcast the agents watch.
 func (p *plan) reconcileEpochs(js *jobset.JobSet, obs observed, now metav1.Time, timeout time.Duration) {
+	if _, disabled := js.Annotations[jobset.DisableInPlaceRestartKey]; disabled {
+		// In-place restarts are off: the agents lift their barriers at
+		// once and never report, so the epochs stay where they are, no
+		// restart is decided or counted here and none times out; a Pod
+		// that fails is replaced by its Job, as without InPlaceRestart.
+		want := protocol.EncodeBroadcast(protocol.Broadcast{DeprecatedEpoch: js.Status.DeprecatedEpoch, SyncedEpoch: js.Status.SyncedEpoch, Disabled: true})
+		if !maps.Equal(want, obs.broadcast) {
+			p.broadcast = want
+		}
+		return
+	}
 	attempt := strconv.Itoa(int(recreateAttempt(&js.Status)))
 	var pods []podEpoch
 	for i := range obs.pods {
@@ -232,8 +243,7 @@ func (p *plan) reconcileEpochs(js *jobset.JobSet, obs observed, now metav1.Time,
 		return
 	}
 
-	_, disabled := js.Annotations[jobset.DisableInPlaceRestartKey]
-	want := protocol.EncodeBroadcast(protocol.Broadcast{DeprecatedEpoch: d.deprecated, SyncedEpoch: d.synced, OpenReplicatedJobs: d.openReplicatedJobs, Disabled: disabled})
+	want := protocol.EncodeBroadcast(protocol.Broadcast{DeprecatedEpoch: d.deprecated, SyncedEpoch: d.synced, OpenReplicatedJobs: d.openReplicatedJobs})
 	if !maps.Equal(want, obs.broadcast) {
 		p.broadcast = want
 	}

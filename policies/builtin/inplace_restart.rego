@@ -8,12 +8,23 @@ max_int32 := 2147483647
 
 in_place if input.object.spec.failurePolicy.restartStrategy == "InPlaceRestart"
 
+# Upstream JobSet's annotation: in-place restarts off, no agent needed.
+disabled if "jobset.sigs.k8s.io/disable-in-place-restart" in object.keys(object.get(input.object.metadata, "annotations", {}))
+
+# inplace.dev/inject: "false": the webhook set nothing.
+opted_out if object.get(object.get(input.object.metadata, "annotations", {}), "inplace.dev/inject", "") == "false"
+
+# How to get a field the webhook sets when it is absent.
+fix_by_removing := "set it" if opted_out
+
+else := "remove the field to have it set for you"
+
 deny contains msg if {
 	in_place
 	some i, rj in input.object.spec.replicatedJobs
 	got := object.get(rj.template.spec, "backoffLimit", "unset")
 	got != max_int32
-	msg := sprintf("spec.replicatedJobs[%d].template.spec.backoffLimit must be 2147483647 with restartStrategy InPlaceRestart (got %v): Pods restart in place or are replaced and the Job must never fail for that; remove the field to have it set for you", [i, got])
+	msg := sprintf("spec.replicatedJobs[%d].template.spec.backoffLimit must be 2147483647 with restartStrategy InPlaceRestart (got %v): Pods restart in place or are replaced and the Job must never fail for that; %s", [i, got, fix_by_removing])
 }
 
 deny contains msg if {
@@ -21,7 +32,7 @@ deny contains msg if {
 	some i, rj in input.object.spec.replicatedJobs
 	got := object.get(rj.template.spec, "podReplacementPolicy", "unset")
 	got != "Failed"
-	msg := sprintf("spec.replicatedJobs[%d].template.spec.podReplacementPolicy must be Failed with restartStrategy InPlaceRestart (got %v): a replacement Pod must start only once the old one has failed; remove the field to have it set for you", [i, got])
+	msg := sprintf("spec.replicatedJobs[%d].template.spec.podReplacementPolicy must be Failed with restartStrategy InPlaceRestart (got %v): a replacement Pod must start only once the old one has failed; %s", [i, got, fix_by_removing])
 }
 
 deny contains msg if {
@@ -35,13 +46,19 @@ deny contains msg if {
 
 deny contains msg if {
 	in_place
+	not disabled
 	some i, rj in input.object.spec.replicatedJobs
 	not has_agent(rj.template.spec.template.spec)
-	msg := sprintf("spec.replicatedJobs[%d].template.spec.template.spec.initContainers has no agent sidecar (an init container with restartPolicy Always and a restartPolicyRules entry with action RestartAllContainers): remove the annotation inplace.dev/inject: \"false\" to have it injected, or add one", [i])
+	msg := sprintf("spec.replicatedJobs[%d].template.spec.template.spec.initContainers has no agent sidecar (an init container with restartPolicy Always and a restartPolicyRules entry with action RestartAllContainers): %s", [i, agent_fix])
 }
+
+agent_fix := "remove the annotation inplace.dev/inject: \"false\" to have it injected, or add one" if opted_out
+
+else := "add one, or install inplace's mutating webhook, which injects it"
 
 warn contains msg if {
 	in_place
+	not disabled
 	some i, rj in input.object.spec.replicatedJobs
 	some j, c in rj.template.spec.template.spec.containers
 	count(object.get(c, "restartPolicyRules", [])) == 0
@@ -53,4 +70,13 @@ has_agent(pod) if {
 	object.get(c, "restartPolicy", "") == "Always"
 	some r in object.get(c, "restartPolicyRules", [])
 	r.action == "RestartAllContainers"
+}
+
+# Upstream JobSet's agent in main-container mode: it runs the worker
+# (WORKER_COMMAND) and restarts its container on a failure.
+has_agent(pod) if {
+	some c in pod.containers
+	env := {e.name | some e in object.get(c, "env", [])}
+	{"JOBSET_NAME", "POD_NAME", "WORKER_COMMAND"} - env == set()
+	count(object.get(c, "restartPolicyRules", [])) > 0
 }

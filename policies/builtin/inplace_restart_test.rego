@@ -68,3 +68,30 @@ test_worker_without_rules_warned if {
 	some msg in inplace_restart.warn with input as jobset(job_with_pod({}, {"initContainers": [agent], "containers": [bare]}))
 	contains(msg, "containers[0] (worker) has no restartPolicyRules")
 }
+
+with_annotations(doc, annotations) := object.union(doc, {"object": {"metadata": {"annotations": annotations}}})
+
+test_disabled_needs_no_agent_but_the_job_settings if {
+	no_agent := job_with_pod({}, {"containers": [{"name": "worker"}]})
+	disabled := with_annotations(jobset(no_agent), {"jobset.sigs.k8s.io/disable-in-place-restart": ""})
+	count(inplace_restart.deny) == 0 with input as disabled
+	count(inplace_restart.warn) == 0 with input as disabled
+	some msg in inplace_restart.deny with input as with_annotations(jobset(job_with_pod({"backoffLimit": 0}, {"containers": [{"name": "worker"}]})), {"jobset.sigs.k8s.io/disable-in-place-restart": ""})
+	contains(msg, "backoffLimit")
+}
+
+test_upstream_agent_in_main_container_mode if {
+	main := {
+		"name": "agent-and-worker", "restartPolicy": "Never",
+		"restartPolicyRules": [{"action": "Restart", "exitCodes": {"operator": "NotIn", "values": [0]}}],
+		"env": [{"name": "JOBSET_NAME"}, {"name": "POD_NAME"}, {"name": "WORKER_COMMAND", "value": "python train.py"}],
+	}
+	count(inplace_restart.deny) == 0 with input as jobset(job_with_pod({}, {"containers": [main]}))
+}
+
+test_missing_agent_names_the_fix if {
+	some msg in inplace_restart.deny with input as jobset(job_with_pod({}, {"containers": [worker]}))
+	contains(msg, "install inplace's mutating webhook")
+	some opted in inplace_restart.deny with input as with_annotations(jobset(job_with_pod({}, {"containers": [worker]})), {"inplace.dev/inject": "false"})
+	contains(opted, "remove the annotation inplace.dev/inject")
+}

@@ -54,10 +54,9 @@ func (d Decision) key() string { return d.What + ":" + d.Where }
 
 // Enabled reports whether injection applies to the JobSet.
 func Enabled(js *jobset.JobSet) bool {
-	_, disabled := js.Annotations[jobset.DisableInPlaceRestartKey]
 	return js.Spec.FailurePolicy != nil &&
 		js.Spec.FailurePolicy.RestartStrategy == jobset.InPlaceRestart &&
-		js.Annotations[OptOutAnnotation] != "false" && !disabled
+		js.Annotations[OptOutAnnotation] != "false"
 }
 
 // Inject adds what InPlaceRestart needs to js and returns what it did. It
@@ -66,10 +65,14 @@ func Inject(js *jobset.JobSet, agent configv1alpha1.Agent) []Decision {
 	if !Enabled(js) {
 		return nil
 	}
+	// With upstream JobSet's disable-in-place-restart annotation the Jobs
+	// still get what InPlaceRestart needs of them, but no agent and no
+	// restart rules: nothing restarts in place.
+	_, disabled := js.Annotations[jobset.DisableInPlaceRestartKey]
 	var decisions []Decision
 	for i := range js.Spec.ReplicatedJobs {
 		rj := &js.Spec.ReplicatedJobs[i]
-		decisions = append(decisions, injectJob(rj, agent)...)
+		decisions = append(decisions, injectJob(rj, agent, !disabled)...)
 	}
 	// The record covers this pass and every earlier one, so that a second
 	// pass, which adds nothing, writes the same annotation.
@@ -96,7 +99,7 @@ func Inject(js *jobset.JobSet, agent configv1alpha1.Agent) []Decision {
 	return decisions
 }
 
-func injectJob(rj *jobset.ReplicatedJob, agent configv1alpha1.Agent) []Decision {
+func injectJob(rj *jobset.ReplicatedJob, agent configv1alpha1.Agent, inPlace bool) []Decision {
 	var out []Decision
 	job := &rj.Template.Spec
 	var settings []string
@@ -117,6 +120,9 @@ func injectJob(rj *jobset.ReplicatedJob, agent configv1alpha1.Agent) []Decision 
 			"set " + strings.Join(settings, ", ") + ": Pods restart in place or are replaced; the Job must not fail for that"})
 	}
 
+	if !inPlace {
+		return out
+	}
 	pod := &job.Template.Spec
 	if !HasAgent(pod, agent.ContainerName) {
 		pod.InitContainers = append(pod.InitContainers, agentContainer(agent))
@@ -156,19 +162,29 @@ func HasAgent(pod *corev1.PodSpec, name string) bool {
 			return true
 		}
 	}
-	return slices.ContainsFunc(pod.Containers, upstreamAgent)
+	return slices.ContainsFunc(pod.Containers, func(c corev1.Container) bool {
+		return upstreamAgent(c) && len(c.RestartPolicyRules) > 0
+	})
 }
 
 // UpstreamAgentName is the container name upstream JobSet's examples give
 // its in-place restart agent.
 const UpstreamAgentName = "in-place-restart-agent"
 
-// upstreamAgent reports whether c is upstream JobSet's agent: by its name,
-// or by the variables only it reads.
+// upstreamAgent reports whether c is upstream JobSet's agent: the
+// environment it reads (JOBSET_NAME and POD_NAME, and, but for upstream's
+// own name, a variable only it reads), and in a regular container (the
+// mode where it runs the worker itself) a restart rule of its own.
 func upstreamAgent(c corev1.Container) bool {
-	return c.Name == UpstreamAgentName || slices.ContainsFunc(c.Env, func(e corev1.EnvVar) bool {
-		return e.Name == "IN_PLACE_RESTART_EXIT_CODE" || e.Name == "WORKER_COMMAND"
-	})
+	env := map[string]bool{}
+	for _, e := range c.Env {
+		env[e.Name] = true
+	}
+	if !env["JOBSET_NAME"] || !env["POD_NAME"] {
+		return false
+	}
+	return c.Name == UpstreamAgentName || env["IN_PLACE_RESTART_EXIT_CODE"] || env["WORKER_COMMAND"] ||
+		env["STARTUP_PROBE_PATH"] || env["STARTUP_PROBE_PORT"]
 }
 
 func agentContainer(a configv1alpha1.Agent) corev1.Container {

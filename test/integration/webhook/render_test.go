@@ -84,6 +84,12 @@ var _ = Describe("inplacectl render", func() {
 			u.SetNamespace(ns.Name)
 			// kubectl's default: unknown fields are refused.
 			err = k8sClient.Create(ctx, u, client.DryRunAll, client.FieldValidation("Strict"))
+			if strings.HasSuffix(name, ".yaml") && !strings.Contains(name, "opt-out") {
+				// Every JobSet the repository ships but the one that opts
+				// out of injection (and lacks what it would inject) is one a
+				// user may apply as it is.
+				Expect(err).NotTo(HaveOccurred(), "%s: a shipped JobSet is refused", name)
+			}
 			if err != nil {
 				refused++
 				Expect(res.Refusal).To(Equal(err.Error()), "%s: render's verdict against the API server's", name)
