@@ -186,13 +186,18 @@ func observePod(pod *corev1.Pod) podEpoch {
 
 // agentContainerName is the name of the Pod's agent: the sidecar whose
 // environment carries the restart exit code (the webhook injects it under
-// a name the configuration may change).
+// a name the configuration may change), or upstream JobSet's agent.
 func agentContainerName(pod *corev1.Pod) string {
 	for _, c := range pod.Spec.InitContainers {
-		for _, e := range c.Env {
+		env := make([]string, len(c.Env))
+		for i, e := range c.Env {
 			if e.Name == protocol.EnvRestartExitCode {
 				return c.Name
 			}
+			env[i] = e.Name
+		}
+		if protocol.IsUpstreamAgent(c.Name, env) {
+			return c.Name
 		}
 	}
 	return ""

@@ -24,3 +24,23 @@ const (
 	BarrierPath = "/barrier-is-lifted"
 	HealthPath  = "/healthz"
 )
+
+// UpstreamAgentName is the container name upstream JobSet's examples give
+// its in-place restart agent.
+const UpstreamAgentName = "in-place-restart-agent"
+
+// IsUpstreamAgent reports whether a container of the name, whose
+// environment sets the variables env names, is upstream JobSet's in-place
+// restart agent: it reads JOBSET_NAME and POD_NAME, and is known by
+// upstream's name or by a variable only it reads.
+func IsUpstreamAgent(name string, env []string) bool {
+	set := map[string]bool{}
+	for _, e := range env {
+		set[e] = true
+	}
+	if !set[EnvJobSetName] || !set[EnvPodName] {
+		return false
+	}
+	return name == UpstreamAgentName || set["IN_PLACE_RESTART_EXIT_CODE"] || set["WORKER_COMMAND"] ||
+		set["STARTUP_PROBE_PATH"] || set["STARTUP_PROBE_PORT"]
+}

@@ -44,7 +44,7 @@ func main() {
 		cfg agent.Config
 		t   agent.Transport
 	)
-	if os.Getenv(protocol.EnvRestartExitCode) == "" && os.Getenv(protocol.EnvJobSetName) != "" {
+	if upstreamEnvironment() {
 		cfg, t, err = upstream(log, restCfg)
 	} else {
 		cfg, t, err = injected(log, restCfg)
@@ -59,6 +59,18 @@ func main() {
 		log.Error(err, "agent failed")
 	}
 	os.Exit(agent.FinalExitCode(ctx, exit, cfg.RestartExitCode))
+}
+
+// upstreamEnvironment reports whether the agent was given upstream JobSet's
+// agent's environment: its JobSet and Pod, and none of the variables the
+// mutating webhook sets.
+func upstreamEnvironment() bool {
+	for _, ours := range []string{protocol.EnvRestartExitCode, protocol.EnvBarrierPort, protocol.EnvReplicatedJobName} {
+		if os.Getenv(ours) != "" {
+			return false
+		}
+	}
+	return os.Getenv(protocol.EnvJobSetName) != "" && os.Getenv(protocol.EnvPodName) != ""
 }
 
 func fail(err error) {

@@ -167,24 +167,17 @@ func HasAgent(pod *corev1.PodSpec, name string) bool {
 	})
 }
 
-// UpstreamAgentName is the container name upstream JobSet's examples give
-// its in-place restart agent.
-const UpstreamAgentName = "in-place-restart-agent"
-
-// upstreamAgent reports whether c is upstream JobSet's agent: the
-// environment it reads (JOBSET_NAME and POD_NAME, and, but for upstream's
-// own name, a variable only it reads), and in a regular container (the
-// mode where it runs the worker itself) a restart rule of its own.
+// upstreamAgent reports whether c is upstream JobSet's agent.
 func upstreamAgent(c corev1.Container) bool {
-	env := map[string]bool{}
-	for _, e := range c.Env {
-		env[e.Name] = true
+	return protocol.IsUpstreamAgent(c.Name, envNames(c))
+}
+
+func envNames(c corev1.Container) []string {
+	names := make([]string, len(c.Env))
+	for i, e := range c.Env {
+		names[i] = e.Name
 	}
-	if !env["JOBSET_NAME"] || !env["POD_NAME"] {
-		return false
-	}
-	return c.Name == UpstreamAgentName || env["IN_PLACE_RESTART_EXIT_CODE"] || env["WORKER_COMMAND"] ||
-		env["STARTUP_PROBE_PATH"] || env["STARTUP_PROBE_PORT"]
+	return names
 }
 
 func agentContainer(a configv1alpha1.Agent) corev1.Container {
