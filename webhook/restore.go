@@ -4,6 +4,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/inplace-dev/inplace/api/protocol"
+
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 
@@ -25,7 +27,7 @@ import (
 // configuration, say, or defaults of a JobSet admitted before the webhook
 // was installed), and the validating webhook decides on that alone.
 // Restore is idempotent.
-func Restore(js, old *jobset.JobSet, agentName string) {
+func Restore(js, old *jobset.JobSet) {
 	spec, was := &js.Spec, &old.Spec
 	if spec.SuccessPolicy == nil {
 		spec.SuccessPolicy = was.SuccessPolicy.DeepCopy()
@@ -78,11 +80,11 @@ func Restore(js, old *jobset.JobSet, agentName string) {
 		if k < 0 {
 			continue
 		}
-		restoreReplicatedJob(rj, &was.ReplicatedJobs[k], injected, agentName)
+		restoreReplicatedJob(rj, &was.ReplicatedJobs[k], injected)
 	}
 }
 
-func restoreReplicatedJob(rj, was *jobset.ReplicatedJob, injected map[string]bool, agentName string) {
+func restoreReplicatedJob(rj, was *jobset.ReplicatedJob, injected map[string]bool) {
 	// groupName (and restartStrategy) have schema defaults too, which the
 	// API server applies before this webhook sees the request; restoring
 	// them keeps Restore whole for a caller that has no schema.
@@ -108,10 +110,11 @@ func restoreReplicatedJob(rj, was *jobset.ReplicatedJob, injected map[string]boo
 			job.Completions = restoredCompletions(job, wasJob)
 		}
 	}
-	if injected["agent:"+rj.Name] && !inject.HasAgent(pod, agentName) {
+	if injected["agent:"+rj.Name] {
 		// The stored agent, where it was: not one rendered from today's
-		// configuration, which may differ.
-		if a := slices.IndexFunc(wasPod.InitContainers, func(c corev1.Container) bool { return c.Name == agentName }); a >= 0 {
+		// configuration, which may differ, name included; it is known by
+		// the variable the webhook sets on it.
+		if a := slices.IndexFunc(wasPod.InitContainers, injectedAgent); a >= 0 && !inject.HasAgent(pod, wasPod.InitContainers[a].Name) {
 			at := min(a, len(pod.InitContainers))
 			pod.InitContainers = slices.Insert(pod.InitContainers, at, *wasPod.InitContainers[a].DeepCopy())
 		}
@@ -148,4 +151,9 @@ func copyOf[T any](p *T) *T {
 	}
 	v := *p
 	return &v
+}
+
+// injectedAgent reports whether c is the agent the webhook injected.
+func injectedAgent(c corev1.Container) bool {
+	return slices.ContainsFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == protocol.EnvRestartExitCode })
 }

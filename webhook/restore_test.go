@@ -54,16 +54,18 @@ func TestRestoreGivesBackWhatCreateAdded(t *testing.T) {
 				t.Fatal(err)
 			}
 
-			// stored by an earlier manager, with another agent image
+			// stored by an earlier manager, with another agent image and
+			// container name
 			for i := range stored.Spec.ReplicatedJobs {
 				for j := range stored.Spec.ReplicatedJobs[i].Template.Spec.Template.Spec.InitContainers {
-					stored.Spec.ReplicatedJobs[i].Template.Spec.Template.Spec.InitContainers[j].Image = "registry.example/agent:older"
+					agent := &stored.Spec.ReplicatedJobs[i].Template.Spec.Template.Spec.InitContainers[j]
+					agent.Image, agent.Name = "registry.example/agent:older", "agent-of-old"
 				}
 			}
 
 			replaced := manifest.DeepCopy()
 			delete(replaced.Annotations, inject.InjectedAnnotation)
-			Restore(replaced, stored, cfg.Agent.ContainerName)
+			Restore(replaced, stored)
 			if diff := cmp.Diff(stored.Spec, replaced.Spec); diff != "" {
 				t.Errorf("restored spec differs from the stored one (-stored +restored):\n%s", diff)
 			}
@@ -72,7 +74,7 @@ func TestRestoreGivesBackWhatCreateAdded(t *testing.T) {
 			}
 
 			again := replaced.DeepCopy()
-			Restore(again, stored, cfg.Agent.ContainerName)
+			Restore(again, stored)
 			if diff := cmp.Diff(replaced, again); diff != "" {
 				t.Errorf("Restore is not idempotent (-once +twice):\n%s", diff)
 			}
@@ -86,7 +88,7 @@ func TestRestoreAddsNothingNew(t *testing.T) {
 	stored := specManifest(t, "failurepolicy-story2.yaml")
 	update := stored.DeepCopy()
 	update.Spec.ReplicatedJobs[0].Template.Spec.Template.Spec.NodeSelector = map[string]string{"pool": "b"}
-	Restore(update, stored, "agent")
+	Restore(update, stored)
 	if update.Spec.SuccessPolicy != nil || update.Spec.Network != nil || update.Spec.ReplicatedJobs[0].Template.Spec.CompletionMode != nil {
 		t.Errorf("Restore defaulted fields the stored JobSet lacks: %+v", update.Spec)
 	}
@@ -122,7 +124,7 @@ func TestRestoreKeepsAScale(t *testing.T) {
 	job := &scaled.Spec.ReplicatedJobs[0].Template.Spec
 	want := *job.Parallelism + 2
 	job.Parallelism = &want
-	Restore(scaled, stored, cfg.Agent.ContainerName)
+	Restore(scaled, stored)
 	if got := job.Completions; got == nil || *got != want {
 		t.Errorf("completions restored as %v, want the scaled parallelism %d", got, want)
 	}

@@ -102,7 +102,7 @@ func (m *Mutator) handle(ctx context.Context, req admission.Request) admission.R
 		if err != nil {
 			return admission.Errored(http.StatusBadRequest, err)
 		}
-		Restore(js, old, m.opts.Agent.ContainerName)
+		Restore(js, old)
 		raw, err := json.Marshal(js)
 		if err != nil {
 			return admission.Errored(http.StatusInternalServerError, err)
