@@ -2,11 +2,13 @@ package controller
 
 import (
 	"slices"
+	"strings"
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
+	"github.com/inplace-dev/inplace/api/protocol"
 )
 
 // AgentRoleName names the Role and RoleBinding that let the agents of a
@@ -87,4 +89,23 @@ func withSubjects(have, want []rbacv1.Subject) ([]rbacv1.Subject, bool) {
 		}
 	}
 	return out, changed
+}
+
+// agentGrants are the broadcasts and service accounts the agents' Role and
+// RoleBinding of a namespace must name for the JobSets of that namespace:
+// those of every InPlaceRestart JobSet not being deleted, sorted.
+func agentGrants(jobSets []jobset.JobSet) ([]string, []rbacv1.Subject) {
+	var broadcasts []string
+	var subjects []rbacv1.Subject
+	for i := range jobSets {
+		js := &jobSets[i]
+		if js.DeletionTimestamp != nil || !inPlace(js) {
+			continue
+		}
+		broadcasts = append(broadcasts, protocol.BroadcastName(js.Name))
+		subjects, _ = withSubjects(subjects, agentSubjects(js))
+	}
+	slices.Sort(broadcasts)
+	slices.SortFunc(subjects, func(a, b rbacv1.Subject) int { return strings.Compare(a.Name, b.Name) })
+	return broadcasts, subjects
 }

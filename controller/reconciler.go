@@ -14,6 +14,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -97,7 +98,7 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=jobset.x-k8s.io,resources=jobsets/finalizers,verbs=update
 // +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;patch
-// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=roles;rolebindings,verbs=get;list;watch;create;update
+// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=roles;rolebindings,verbs=get;list;watch;create;update;delete
 // +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create
 // +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;list;watch;create
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;update
@@ -150,8 +151,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if apierrors.IsNotFound(err) {
 			r.metrics.gone(req.NamespacedName)
 			r.expectations.forget(req.NamespacedName)
+			// A deleted JobSet's service accounts and broadcast leave the
+			// agents' grants, unless another JobSet of the namespace needs
+			// them: the agents' admission policy restricts every service
+			// account the RoleBinding names.
+			return ctrl.Result{}, r.pruneAgentRBAC(ctx, req.Namespace)
 		}
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+		return ctrl.Result{}, err
 	}
 	if js.DeletionTimestamp != nil {
 		// Children go with the JobSet through their owner references.
@@ -476,4 +482,49 @@ func (r *Reconciler) ensureAgentRBAC(ctx context.Context, js *jobset.JobSet) err
 	}
 	rb.Subjects = subjects
 	return r.client.Update(ctx, &rb)
+}
+
+// pruneAgentRBAC narrows the agents' Role and RoleBinding of namespace to
+// what its remaining InPlaceRestart JobSets need, and deletes both when
+// none is left.
+func (r *Reconciler) pruneAgentRBAC(ctx context.Context, namespace string) error {
+	var rb rbacv1.RoleBinding
+	if err := r.client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: AgentRoleName}, &rb); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	var jobSets jobset.JobSetList
+	if err := r.client.List(ctx, &jobSets, client.InNamespace(namespace)); err != nil {
+		return err
+	}
+	broadcasts, subjects := agentGrants(jobSets.Items)
+	var role rbacv1.Role
+	roleErr := r.client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: AgentRoleName}, &role)
+	if client.IgnoreNotFound(roleErr) != nil {
+		return roleErr
+	}
+	if len(subjects) == 0 {
+		log.FromContext(ctx).Info("no InPlaceRestart JobSet left in the namespace: deleting the agents' Role and RoleBinding")
+		if err := ignore(r.client.Delete(ctx, &rb, client.Preconditions{UID: &rb.UID}), apierrors.IsNotFound); err != nil {
+			return err
+		}
+		if roleErr == nil {
+			return ignore(r.client.Delete(ctx, &role, client.Preconditions{UID: &role.UID}), apierrors.IsNotFound)
+		}
+		return nil
+	}
+	// Update, not patch: a JobSet adding its grants at the same time makes
+	// this fail with a conflict and run again, instead of being lost.
+	if !equality.Semantic.DeepEqual(rb.Subjects, subjects) {
+		rb.Subjects = subjects
+		if err := r.client.Update(ctx, &rb); err != nil {
+			return err
+		}
+	}
+	if roleErr == nil {
+		if rules := agentRules(broadcasts); !equality.Semantic.DeepEqual(role.Rules, rules) {
+			role.Rules = rules
+			return r.client.Update(ctx, &role)
+		}
+	}
+	return nil
 }

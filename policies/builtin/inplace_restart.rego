@@ -65,6 +65,16 @@ warn contains msg if {
 	msg := sprintf("spec.replicatedJobs[%d].template.spec.template.spec.containers[%d] (%s) has no restartPolicyRules: when it exits non-zero its Pod fails and is replaced instead of restarting in place", [i, j, c.name])
 }
 
+# The agents' admission policy restricts on Pods every service account an
+# InPlaceRestart JobSet's Pods run as, in its namespace.
+warn contains msg if {
+	in_place
+	not disabled
+	some i, rj in input.object.spec.replicatedJobs
+	object.get(rj.template.spec.template.spec, "serviceAccountName", "default") in {"", "default"}
+	msg := sprintf("spec.replicatedJobs[%d].template.spec.template.spec.serviceAccountName: the Pods run as the namespace's default service account, which the agents' admission policy then restricts on Pods in this namespace (every workload running as default there can no longer create, change or delete Pods) for as long as an InPlaceRestart JobSet uses it; give the JobSet a service account of its own", [i])
+}
+
 has_agent(pod) if {
 	some c in object.get(pod, "initContainers", [])
 	object.get(c, "restartPolicy", "") == "Always"

@@ -24,7 +24,7 @@ job_with_pod(overrides, pod) := object.union(
 
 jobset(spec) := {"object": {"spec": {
 	"failurePolicy": {"restartStrategy": "InPlaceRestart"},
-	"replicatedJobs": [{"name": "workers", "template": {"spec": spec}}],
+	"replicatedJobs": [{"name": "workers", "template": {"spec": object.union(spec, {"template": {"spec": {"serviceAccountName": "trainer"}}})}}],
 }}}
 
 test_complete_jobset_allowed if {
@@ -94,4 +94,13 @@ test_missing_agent_names_the_fix if {
 	contains(msg, "install inplace's mutating webhook")
 	some opted in inplace_restart.deny with input as with_annotations(jobset(job_with_pod({}, {"containers": [worker]})), {"inplace.dev/inject": "false"})
 	contains(opted, "remove the annotation inplace.dev/inject")
+}
+
+test_default_service_account_warned if {
+	some msg in inplace_restart.warn with input as {"object": {"spec": {
+		"failurePolicy": {"restartStrategy": "InPlaceRestart"},
+		"replicatedJobs": [{"name": "workers", "template": {"spec": job({})}}],
+	}}}
+	contains(msg, "serviceAccountName: the Pods run as the namespace's default service account")
+	contains(msg, "give the JobSet a service account of its own")
 }

@@ -24,7 +24,8 @@ func TestRender(t *testing.T) {
 	for _, want := range []string{
 		"#   agent workers: added sidecar inplace-agent",
 		"#   worker-restart-rules workers/trainer: restart the Pod in place on any non-zero exit code",
-		"# Policies: no violations",
+		"# warn   inplace_restart: spec.replicatedJobs[0].template.spec.template.spec.serviceAccountName: the Pods run as the namespace's default service account",
+		"# Verdict: accepted",
 		"backoffLimit: 2147483647",
 		"path: /barrier-is-lifted",
 	} {

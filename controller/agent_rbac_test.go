@@ -1,0 +1,41 @@
+package controller
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
+)
+
+func TestAgentGrants(t *testing.T) {
+	withAccount := func(js *jobset.JobSet, name, serviceAccount string) jobset.JobSet {
+		js.Name = name
+		js.Spec.ReplicatedJobs[0].Template.Spec.Template.Spec.ServiceAccountName = serviceAccount
+		return *js
+	}
+	a := withAccount(inPlaceJobSet(0, 0), "a", "trainer")
+	b := withAccount(inPlaceJobSet(0, 0), "b", "") // the namespace's default
+	shared := withAccount(inPlaceJobSet(0, 0), "c", "trainer")
+	recreate := withAccount(testJobSet("workers", 1), "r", "other")
+	deleting := withAccount(inPlaceJobSet(0, 0), "d", "leaving")
+	deleting.DeletionTimestamp = ptr.To(metav1.Now())
+
+	broadcasts, subjects := agentGrants([]jobset.JobSet{a, b, shared, recreate, deleting})
+	if diff := cmp.Diff([]string{"a-epochs", "b-epochs", "c-epochs"}, broadcasts); diff != "" {
+		t.Errorf("broadcasts (-want +got):\n%s", diff)
+	}
+	want := []rbacv1.Subject{
+		{Kind: rbacv1.ServiceAccountKind, Name: "default", Namespace: a.Namespace},
+		{Kind: rbacv1.ServiceAccountKind, Name: "trainer", Namespace: a.Namespace},
+	}
+	if diff := cmp.Diff(want, subjects); diff != "" {
+		t.Errorf("subjects (-want +got):\n%s", diff)
+	}
+	if broadcasts, subjects := agentGrants(nil); broadcasts != nil || subjects != nil {
+		t.Errorf("no JobSet: %v %v", broadcasts, subjects)
+	}
+}
