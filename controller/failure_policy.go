@@ -3,6 +3,7 @@ package controller
 import (
 	"fmt"
 	"regexp"
+	"sync"
 	"slices"
 	"strconv"
 
@@ -83,8 +84,8 @@ func ruleMatches(rule jobset.FailurePolicyRule, job *batchv1.Job) bool {
 		return slices.ContainsFunc(rule.OnJobFailureMessagePatterns, func(pattern string) bool {
 			// Patterns are validated at admission; one that does not compile
 			// matches nothing rather than everything.
-			re, err := regexp.Compile(pattern)
-			return err == nil && re.MatchString(c.Message)
+			re := patterns.compiled(pattern)
+			return re != nil && re.MatchString(c.Message)
 		})
 	}
 	return true
@@ -199,4 +200,35 @@ func failJobSet(status *jobset.JobSetStatus, reason, message string, now metav1.
 	setCondition(status, jobset.JobSetFailed, metav1.ConditionTrue, reason, message, now)
 	endTransientConditions(status, now)
 	return []event{{corev1.EventTypeWarning, reason, message}}
+}
+
+// patterns memoizes the compiled onJobFailureMessagePatterns: a JobSet's
+// rules are matched against every failed Job on every reconcile that sees
+// one, and a pattern is compiled once, not each time. Bounded: past
+// maxPatterns distinct patterns it starts afresh.
+var patterns = &patternCache{byPattern: map[string]*regexp.Regexp{}}
+
+const maxPatterns = 1024
+
+type patternCache struct {
+	mu        sync.Mutex
+	byPattern map[string]*regexp.Regexp
+}
+
+// compiled returns the compiled pattern, nil if it does not compile.
+func (c *patternCache) compiled(pattern string) *regexp.Regexp {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if re, ok := c.byPattern[pattern]; ok {
+		return re
+	}
+	re, err := regexp.Compile(pattern)
+	if err != nil {
+		re = nil
+	}
+	if len(c.byPattern) >= maxPatterns {
+		clear(c.byPattern)
+	}
+	c.byPattern[pattern] = re
+	return re
 }

@@ -1,6 +1,8 @@
 package controller
 
 import (
+	"fmt"
+	"regexp"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -238,4 +240,21 @@ func findCondition(status *jobset.JobSetStatus, t jobset.JobSetConditionType) *m
 		}
 	}
 	return nil
+}
+
+func TestPatternCache(t *testing.T) {
+	c := &patternCache{byPattern: map[string]*regexp.Regexp{}}
+	re := c.compiled("^Pod .* failed$")
+	if re == nil || c.compiled("^Pod .* failed$") != re {
+		t.Fatalf("a pattern is compiled again, or not at all")
+	}
+	if c.compiled("(") != nil {
+		t.Errorf("a pattern that does not compile matches something")
+	}
+	for i := range maxPatterns + 1 {
+		c.compiled(fmt.Sprintf("p%d", i))
+	}
+	if n := len(c.byPattern); n > maxPatterns {
+		t.Errorf("%d patterns kept, want at most %d", n, maxPatterns)
+	}
 }
