@@ -45,6 +45,11 @@ var Controllers = []string{
 	"pod-garbage-collector-controller",
 	"root-ca-certificate-publisher-controller",
 	"clusterrole-aggregation-controller",
+	// JobSets' volumeClaimPolicies: claims bind to volumes, and neither
+	// goes while in use.
+	"persistentvolume-binder-controller",
+	"persistentvolume-protection-controller",
+	"persistentvolumeclaim-protection-controller",
 }
 
 const (
