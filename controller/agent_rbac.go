@@ -42,26 +42,6 @@ func agentRules(broadcasts []string) []rbacv1.PolicyRule {
 	}
 }
 
-// withBroadcast returns the broadcast ConfigMaps a Role's rules name, plus
-// name, sorted, and whether name was missing. A Role whose ConfigMap rule
-// names none (written by an earlier version, for every ConfigMap of the
-// namespace) counts as naming none: it is narrowed to name; the other
-// JobSets of the namespace add theirs as they are reconciled.
-func withBroadcast(rules []rbacv1.PolicyRule, name string) ([]string, bool) {
-	var names []string
-	for _, r := range rules {
-		if slices.Contains(r.Resources, "configmaps") {
-			names = append(names, r.ResourceNames...)
-		}
-	}
-	if slices.Contains(names, name) {
-		return names, false
-	}
-	names = append(names, name)
-	slices.Sort(names)
-	return names, true
-}
-
 // agentSubjects are the service accounts the Pods of an InPlaceRestart
 // JobSet run as.
 func agentSubjects(js *jobset.JobSet) []rbacv1.Subject {
@@ -93,13 +73,14 @@ func withSubjects(have, want []rbacv1.Subject) ([]rbacv1.Subject, bool) {
 
 // agentGrants are the broadcasts and service accounts the agents' Role and
 // RoleBinding of a namespace must name for the JobSets of that namespace:
-// those of every InPlaceRestart JobSet not being deleted, sorted.
+// those of every InPlaceRestart JobSet not being deleted and not opted out
+// (disable-in-place-restart: no agent reports), sorted.
 func agentGrants(jobSets []jobset.JobSet) ([]string, []rbacv1.Subject) {
 	var broadcasts []string
 	var subjects []rbacv1.Subject
 	for i := range jobSets {
 		js := &jobSets[i]
-		if js.DeletionTimestamp != nil || !inPlace(js) {
+		if js.DeletionTimestamp != nil || !inPlaceActive(js) {
 			continue
 		}
 		broadcasts = append(broadcasts, protocol.BroadcastName(js.Name))

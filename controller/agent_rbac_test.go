@@ -23,8 +23,10 @@ func TestAgentGrants(t *testing.T) {
 	recreate := withAccount(testJobSet("workers", 1), "r", "other")
 	deleting := withAccount(inPlaceJobSet(0, 0), "d", "leaving")
 	deleting.DeletionTimestamp = ptr.To(metav1.Now())
+	disabled := withAccount(inPlaceJobSet(0, 0), "e", "upstream")
+	disabled.Annotations = map[string]string{jobset.DisableInPlaceRestartKey: ""}
 
-	broadcasts, subjects := agentGrants([]jobset.JobSet{a, b, shared, recreate, deleting})
+	broadcasts, subjects := agentGrants([]jobset.JobSet{a, b, shared, recreate, deleting, disabled})
 	if diff := cmp.Diff([]string{"a-epochs", "b-epochs", "c-epochs"}, broadcasts); diff != "" {
 		t.Errorf("broadcasts (-want +got):\n%s", diff)
 	}
@@ -37,5 +39,16 @@ func TestAgentGrants(t *testing.T) {
 	}
 	if broadcasts, subjects := agentGrants(nil); broadcasts != nil || subjects != nil {
 		t.Errorf("no JobSet: %v %v", broadcasts, subjects)
+	}
+}
+
+func TestSameSubjects(t *testing.T) {
+	a := rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: "a", Namespace: "ns"}
+	b := rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: "b", Namespace: "ns"}
+	if !sameSubjects([]rbacv1.Subject{a, b}, []rbacv1.Subject{b, a}) {
+		t.Errorf("the same subjects in another order differ")
+	}
+	if sameSubjects([]rbacv1.Subject{a}, []rbacv1.Subject{a, b}) {
+		t.Errorf("different subjects are the same")
 	}
 }

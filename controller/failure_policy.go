@@ -3,9 +3,9 @@ package controller
 import (
 	"fmt"
 	"regexp"
-	"sync"
 	"slices"
 	"strconv"
+	"sync"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -114,10 +114,10 @@ func applyFailure(js *jobset.JobSet, status *jobset.JobSetStatus, o failureOutco
 	switch o.action {
 	case jobset.RestartJobSet:
 		status.RestartsCountTowardsMax++
-		restartJobSet(status, o, now)
+		restartJobSet(status, o, now, inPlaceActive(js))
 		return []event{{corev1.EventTypeWarning, ReasonRestartJobSetAction, withJob(MessageRestartJobSetAction)}}
 	case jobset.RestartJobSetAndIgnoreMaxRestarts:
-		restartJobSet(status, o, now)
+		restartJobSet(status, o, now, inPlaceActive(js))
 		return []event{{corev1.EventTypeWarning, ReasonRestartJobSetIgnoreMax, withJob(MessageRestartJobSetIgnoreMax)}}
 	case jobset.RestartJob, jobset.RestartJobAndIgnoreMaxRestarts:
 		counted := o.action == jobset.RestartJob
@@ -138,12 +138,14 @@ func applyFailure(js *jobset.JobSet, status *jobset.JobSetStatus, o failureOutco
 
 // restartJobSet starts a new restart attempt: every Job of the previous one
 // is deleted and created again, in startup order.
-func restartJobSet(status *jobset.JobSetStatus, o failureOutcome, now metav1.Time) {
+func restartJobSet(status *jobset.JobSetStatus, o failureOutcome, now metav1.Time, inPlace bool) {
 	status.Restarts++
-	// Under InPlaceRestart every epoch so far belongs to the Pods being
-	// recreated: the new Pods start a fresh epoch, and none of the old
-	// group is expected any more.
-	status.DeprecatedEpoch = status.SyncedEpoch
+	if inPlace {
+		// Under InPlaceRestart every epoch so far belongs to the Pods being
+		// recreated: the new Pods start a fresh epoch, and none of the old
+		// group is expected any more.
+		status.DeprecatedEpoch = status.SyncedEpoch
+	}
 	reason := ReasonRestartDefaultPolicy
 	if o.rule != "" {
 		reason = fmt.Sprintf(reasonRestartRuleFormat, o.rule)

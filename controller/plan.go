@@ -129,7 +129,7 @@ func decideSteps(js *jobset.JobSet, obs observed, now metav1.Time, inPlaceTimeou
 
 	suspended := ptr.Deref(js.Spec.Suspend, false)
 	allowed := startupGate(js, p.status.ReplicatedJobsStatus)
-	if inPlace(js) {
+	if inPlaceActive(js) {
 		// Every Pod must report an epoch before any barrier lifts, so every
 		// Job is created at once; the barriers then lift in startup order.
 		for i := range allowed {
@@ -145,14 +145,13 @@ func decideSteps(js *jobset.JobSet, obs observed, now metav1.Time, inPlaceTimeou
 	if !suspended {
 		updateStartupConditions(js, &p.status, now)
 	}
-	if inPlace(js) {
+	if inPlace(js) && !anyFailing(c.active) {
 		// A Job the Job controller is failing (FailureTarget) deletes its
 		// Pods before it is marked Failed: the failure policy decides, not
 		// an in-place restart.
-		if !anyFailing(c.active) {
-			p.reconcileEpochs(js, obs, now, inPlaceTimeout)
-		}
-	} else if conditionTrue(&p.status, jobset.JobSetRestarting) && allStarted(js, p.status.ReplicatedJobsStatus) {
+		p.reconcileEpochs(js, obs, now, inPlaceTimeout)
+	}
+	if !inPlaceActive(js) && conditionTrue(&p.status, jobset.JobSetRestarting) && allStarted(js, p.status.ReplicatedJobsStatus) {
 		setCondition(&p.status, jobset.JobSetRestarting, metav1.ConditionFalse, ReasonRestartJobsReady, MessageRestartJobsReady, now)
 	}
 	return p
@@ -171,11 +170,20 @@ func inPlace(js *jobset.JobSet) bool {
 	return js.Spec.FailurePolicy != nil && js.Spec.FailurePolicy.RestartStrategy == jobset.InPlaceRestart
 }
 
+// inPlaceActive reports whether the JobSet restarts in place: InPlaceRestart
+// without upstream JobSet's disable-in-place-restart annotation. A JobSet
+// with it still has its broadcast (its agents stand aside), but no agents'
+// grants, no epochs decided, and the startup order of any other JobSet.
+func inPlaceActive(js *jobset.JobSet) bool {
+	_, disabled := js.Annotations[jobset.DisableInPlaceRestartKey]
+	return inPlace(js) && !disabled
+}
+
 // reconcileEpochs runs the in-place restart protocol: the epochs from the
 // Pods of the current attempt, the restart they may start, counted against
 // maxRestarts, and the broadcast the agents watch.
 func (p *plan) reconcileEpochs(js *jobset.JobSet, obs observed, now metav1.Time, timeout time.Duration) {
-	if _, disabled := js.Annotations[jobset.DisableInPlaceRestartKey]; disabled {
+	if !inPlaceActive(js) {
 		// In-place restarts are off: the agents lift their barriers at
 		// once and never report, so the epochs stay where they are, no
 		// restart is decided or counted here and none times out; a Pod

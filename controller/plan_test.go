@@ -1,7 +1,6 @@
 package controller
 
 import (
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -391,18 +390,16 @@ func TestCacheSelectsConfigMapsByLabel(t *testing.T) {
 	}
 }
 
-func TestAgentRoleNamesEachBroadcast(t *testing.T) {
-	names, missing := withBroadcast(agentRules([]string{"b-epochs"}), "a-epochs")
-	if !missing || !slices.Equal(names, []string{"a-epochs", "b-epochs"}) {
-		t.Errorf("adding a-epochs: %v (missing %v)", names, missing)
-	}
-	if _, missing := withBroadcast(agentRules(names), "b-epochs"); missing {
-		t.Errorf("b-epochs named already, seen missing")
-	}
-	// A Role of an earlier version granted every ConfigMap: narrowed.
-	wide := agentRules(nil)
-	names, missing = withBroadcast(wide, "a-epochs")
-	if !missing || !slices.Equal(names, []string{"a-epochs"}) {
-		t.Errorf("narrowing a namespace-wide rule: %v (missing %v)", names, missing)
+// An InPlaceRestart JobSet with in-place restarts off has no barriers to
+// hold an InOrder startup: its Jobs are created in order, as any other
+// JobSet's.
+func TestDecideStartupInOrderWithInPlaceRestartsOff(t *testing.T) {
+	js := testJobSet("queue", 1, "driver", 2)
+	js.Spec.StartupPolicy.StartupPolicyOrder = jobset.InOrder
+	js.Spec.FailurePolicy = &jobset.FailurePolicy{RestartStrategy: jobset.InPlaceRestart}
+	js.Annotations = map[string]string{jobset.DisableInPlaceRestartKey: "true"}
+	p := decidePure(t, js, observed{serviceExists: true}, at(0), time.Minute)
+	if diff := cmp.Diff([]string{"js-queue-0"}, names(p.createJobs)); diff != "" {
+		t.Errorf("first wave (-want +got):\n%s", diff)
 	}
 }

@@ -14,7 +14,6 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -24,6 +23,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -121,6 +121,10 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		For(&jobset.JobSet{}).
 		Owns(&corev1.Service{}).
 		Owns(&corev1.ConfigMap{}).
+		// The agents' grants, shared by the namespace's InPlaceRestart
+		// JobSets: any change or deletion is reconciled by them all.
+		Watches(&rbacv1.Role{}, handler.EnqueueRequestsFromMapFunc(r.inPlaceJobSetsOf)).
+		Watches(&rbacv1.RoleBinding{}, handler.EnqueueRequestsFromMapFunc(r.inPlaceJobSetsOf)).
 		// A claim deleted with whenDeleted Delete comes back at once.
 		Owns(&corev1.PersistentVolumeClaim{}).
 		// Jobs and Pods change many times per JobSet change: their handlers
@@ -140,7 +144,7 @@ func (r *Reconciler) restartingInPlace(key types.NamespacedName) bool {
 	if err := r.client.Get(context.Background(), key, &js); err != nil {
 		return false
 	}
-	return inPlaceRestarting(js.Status)
+	return inPlaceActive(&js) && inPlaceRestarting(js.Status)
 }
 
 // Reconcile brings one JobSet's children and status in line with its spec:
@@ -155,7 +159,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			// agents' grants, unless another JobSet of the namespace needs
 			// them: the agents' admission policy restricts every service
 			// account the RoleBinding names.
-			return ctrl.Result{}, r.pruneAgentRBAC(ctx, req.Namespace)
+			return ctrl.Result{}, r.syncAgentRBAC(ctx, req.Namespace)
 		}
 		return ctrl.Result{}, err
 	}
@@ -254,7 +258,7 @@ func (r *Reconciler) act(ctx context.Context, js *jobset.JobSet, p *plan) error 
 	}
 
 	if inPlace(js) {
-		if err := r.ensureAgentRBAC(ctx, js); err != nil {
+		if err := r.syncAgentRBAC(ctx, js.Namespace); err != nil {
 			return fmt.Errorf("agent RBAC: %w", err)
 		}
 	}
@@ -438,93 +442,4 @@ func (r *Reconciler) writeBroadcast(ctx context.Context, js *jobset.JobSet, data
 	}
 	cm.Labels[jobset.JobSetNameKey] = js.Name
 	return r.client.Update(ctx, cm)
-}
-
-// ensureAgentRBAC creates the agents' Role in the JobSet's namespace and
-// binds it to the service accounts of the JobSet's Pods.
-func (r *Reconciler) ensureAgentRBAC(ctx context.Context, js *jobset.JobSet) error {
-	// Both are read from the cache: a reconcile that finds them in place
-	// sends no request.
-	var role rbacv1.Role
-	switch err := r.client.Get(ctx, client.ObjectKey{Namespace: js.Namespace, Name: AgentRoleName}, &role); {
-	case apierrors.IsNotFound(err):
-		if err := r.client.Create(ctx, agentRole(js.Namespace, []string{protocol.BroadcastName(js.Name)})); err != nil && !apierrors.IsAlreadyExists(err) {
-			return err
-		}
-	case err != nil:
-		return err
-	default:
-		// Update, not patch: the write carries the resourceVersion read,
-		// so two JobSets adding their names at once do not lose one.
-		if names, missing := withBroadcast(role.Rules, protocol.BroadcastName(js.Name)); missing {
-			role.Rules = agentRules(names)
-			if err := r.client.Update(ctx, &role); err != nil {
-				return err
-			}
-		}
-	}
-	var rb rbacv1.RoleBinding
-	err := r.client.Get(ctx, client.ObjectKey{Namespace: js.Namespace, Name: AgentRoleName}, &rb)
-	if apierrors.IsNotFound(err) {
-		rb = rbacv1.RoleBinding{
-			ObjectMeta: metav1.ObjectMeta{Name: AgentRoleName, Namespace: js.Namespace, Labels: map[string]string{ManagedByLabel: "inplace"}},
-			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: AgentRoleName},
-			Subjects:   agentSubjects(js),
-		}
-		return ignore(r.client.Create(ctx, &rb), apierrors.IsAlreadyExists)
-	}
-	if err != nil {
-		return err
-	}
-	subjects, changed := withSubjects(rb.Subjects, agentSubjects(js))
-	if !changed {
-		return nil
-	}
-	rb.Subjects = subjects
-	return r.client.Update(ctx, &rb)
-}
-
-// pruneAgentRBAC narrows the agents' Role and RoleBinding of namespace to
-// what its remaining InPlaceRestart JobSets need, and deletes both when
-// none is left.
-func (r *Reconciler) pruneAgentRBAC(ctx context.Context, namespace string) error {
-	var rb rbacv1.RoleBinding
-	if err := r.client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: AgentRoleName}, &rb); err != nil {
-		return client.IgnoreNotFound(err)
-	}
-	var jobSets jobset.JobSetList
-	if err := r.client.List(ctx, &jobSets, client.InNamespace(namespace)); err != nil {
-		return err
-	}
-	broadcasts, subjects := agentGrants(jobSets.Items)
-	var role rbacv1.Role
-	roleErr := r.client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: AgentRoleName}, &role)
-	if client.IgnoreNotFound(roleErr) != nil {
-		return roleErr
-	}
-	if len(subjects) == 0 {
-		log.FromContext(ctx).Info("no InPlaceRestart JobSet left in the namespace: deleting the agents' Role and RoleBinding")
-		if err := ignore(r.client.Delete(ctx, &rb, client.Preconditions{UID: &rb.UID}), apierrors.IsNotFound); err != nil {
-			return err
-		}
-		if roleErr == nil {
-			return ignore(r.client.Delete(ctx, &role, client.Preconditions{UID: &role.UID}), apierrors.IsNotFound)
-		}
-		return nil
-	}
-	// Update, not patch: a JobSet adding its grants at the same time makes
-	// this fail with a conflict and run again, instead of being lost.
-	if !equality.Semantic.DeepEqual(rb.Subjects, subjects) {
-		rb.Subjects = subjects
-		if err := r.client.Update(ctx, &rb); err != nil {
-			return err
-		}
-	}
-	if roleErr == nil {
-		if rules := agentRules(broadcasts); !equality.Semantic.DeepEqual(role.Rules, rules) {
-			role.Rules = rules
-			return r.client.Update(ctx, &role)
-		}
-	}
-	return nil
 }

@@ -4,12 +4,11 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/inplace-dev/inplace/api/protocol"
-
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
+	"github.com/inplace-dev/inplace/api/protocol"
 	"github.com/inplace-dev/inplace/webhook/inject"
 )
 

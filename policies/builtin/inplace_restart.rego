@@ -82,11 +82,21 @@ has_agent(pod) if {
 	r.action == "RestartAllContainers"
 }
 
-# Upstream JobSet's agent in main-container mode: it runs the worker
-# (WORKER_COMMAND) and restarts its container on a failure.
+# Upstream JobSet's agent in main-container mode (it runs the worker
+# itself and restarts its container on a failure), known as the webhook
+# knows it: its JobSet and Pod in its environment, and upstream's name or a
+# variable only it reads.
 has_agent(pod) if {
 	some c in pod.containers
 	env := {e.name | some e in object.get(c, "env", [])}
-	{"JOBSET_NAME", "POD_NAME", "WORKER_COMMAND"} - env == set()
+	{"JOBSET_NAME", "POD_NAME"} - env == set()
+	upstream_agent(c.name, env)
 	count(object.get(c, "restartPolicyRules", [])) > 0
+}
+
+upstream_agent(name, _) if name == "in-place-restart-agent"
+
+upstream_agent(_, env) if {
+	some v in {"IN_PLACE_RESTART_EXIT_CODE", "WORKER_COMMAND", "STARTUP_PROBE_PATH", "STARTUP_PROBE_PORT"}
+	v in env
 }

@@ -79,6 +79,7 @@ var _ = Describe("volumeClaimPolicies on real kubelets", func() {
 			_, err := os.Stat(filepath.Join(dir, "inplace-testworker.started"))
 			return err
 		}).WithTimeout(timeout).Should(Succeed(), "the worker wrote into the claim the kubelet mounted")
+		Expect(podsOf(js)).NotTo(BeEmpty())
 		for _, p := range podsOf(js) {
 			Expect(p.Spec.Volumes).To(ContainElement(HaveField("PersistentVolumeClaim.ClaimName", claimName)))
 		}

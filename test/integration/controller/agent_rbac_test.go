@@ -20,7 +20,8 @@ var _ = Describe("the agents' grants", func() {
 		ns := fw.NewNamespace(ctx, k8sClient)
 		util.WaitForDefaultServiceAccount(ctx, k8sClient, ns.Name)
 		inPlace := func(name, serviceAccount string) *jobset.JobSet {
-			Expect(k8sClient.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: serviceAccount, Namespace: ns.Name}})).To(Succeed())
+			sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: serviceAccount, Namespace: ns.Name}}
+			Expect(client.IgnoreAlreadyExists(k8sClient.Create(ctx, sa))).To(Succeed())
 			rj := wrappers.MakeReplicatedJob("w").Obj()
 			rj.Template.Spec.BackoffLimit = nil // set by the webhook for InPlaceRestart
 			rj.Template.Spec.Template.Spec.ServiceAccountName = serviceAccount
@@ -60,6 +61,16 @@ var _ = Describe("the agents' grants", func() {
 		expectGrants([]string{"trainer-a", "trainer-b"}, []string{"train-a-epochs", "train-b-epochs"})
 
 		Expect(k8sClient.Delete(ctx, a)).To(Succeed())
+		expectGrants([]string{"trainer-b"}, []string{"train-b-epochs"})
+
+		// The last one goes, and one comes back at once under its name:
+		// the grants it needs come back too, whatever the cache showed
+		// when its reconcile ran.
+		Expect(k8sClient.Delete(ctx, b)).To(Succeed())
+		Eventually(func() bool {
+			return apierrors.IsNotFound(k8sClient.Get(ctx, client.ObjectKeyFromObject(b), &jobset.JobSet{}))
+		}).WithTimeout(timeout).Should(BeTrue())
+		b = inPlace("train-b", "trainer-b")
 		expectGrants([]string{"trainer-b"}, []string{"train-b-epochs"})
 
 		Expect(k8sClient.Delete(ctx, b)).To(Succeed())
