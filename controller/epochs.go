@@ -189,14 +189,19 @@ func observePod(pod *corev1.Pod) podEpoch {
 // a name the configuration may change), or upstream JobSet's agent.
 func agentContainerName(pod *corev1.Pod) string {
 	for _, c := range pod.Spec.InitContainers {
-		env := make([]string, len(c.Env))
-		for i, e := range c.Env {
-			if e.Name == protocol.EnvRestartExitCode {
+		names := func(yield func(string) bool) {
+			for _, e := range c.Env {
+				if !yield(e.Name) {
+					return
+				}
+			}
+		}
+		for name := range names {
+			if name == protocol.EnvRestartExitCode {
 				return c.Name
 			}
-			env[i] = e.Name
 		}
-		if protocol.IsUpstreamAgent(c.Name, env) {
+		if protocol.IsUpstreamAgent(c.Name, names) {
 			return c.Name
 		}
 	}

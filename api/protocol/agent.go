@@ -1,5 +1,7 @@
 package protocol
 
+import "iter"
+
 // The agent's environment: the mutating webhook sets these variables on the
 // agent container it injects, and the agent reads them. Changing a name
 // breaks agents injected by an older manager.
@@ -29,18 +31,30 @@ const (
 // its in-place restart agent.
 const UpstreamAgentName = "in-place-restart-agent"
 
+// Upstream JobSet's agent's environment: the variables only it reads.
+const (
+	UpstreamEnvExitCode      = "IN_PLACE_RESTART_EXIT_CODE"
+	UpstreamEnvWorkerCommand = "WORKER_COMMAND"
+	UpstreamEnvProbePath     = "STARTUP_PROBE_PATH"
+	UpstreamEnvProbePort     = "STARTUP_PROBE_PORT"
+)
+
 // IsUpstreamAgent reports whether a container of the name, whose
-// environment sets the variables env names, is upstream JobSet's in-place
+// environment sets the variables env yields, is upstream JobSet's in-place
 // restart agent: it reads JOBSET_NAME and POD_NAME, and is known by
-// upstream's name or by a variable only it reads.
-func IsUpstreamAgent(name string, env []string) bool {
-	set := map[string]bool{}
-	for _, e := range env {
-		set[e] = true
+// upstream's name or by a variable only it reads. It allocates nothing:
+// the controller asks it of every Pod it reads.
+func IsUpstreamAgent(name string, env iter.Seq[string]) bool {
+	var jobSet, pod, onlyUpstream bool
+	for e := range env {
+		switch e {
+		case EnvJobSetName:
+			jobSet = true
+		case EnvPodName:
+			pod = true
+		case UpstreamEnvExitCode, UpstreamEnvWorkerCommand, UpstreamEnvProbePath, UpstreamEnvProbePort:
+			onlyUpstream = true
+		}
 	}
-	if !set[EnvJobSetName] || !set[EnvPodName] {
-		return false
-	}
-	return name == UpstreamAgentName || set["IN_PLACE_RESTART_EXIT_CODE"] || set["WORKER_COMMAND"] ||
-		set["STARTUP_PROBE_PATH"] || set["STARTUP_PROBE_PORT"]
+	return jobSet && pod && (onlyUpstream || name == UpstreamAgentName)
 }

@@ -1,6 +1,9 @@
 package protocol
 
-import "testing"
+import (
+	"slices"
+	"testing"
+)
 
 func TestIsUpstreamAgent(t *testing.T) {
 	for _, tc := range []struct {
@@ -17,7 +20,7 @@ func TestIsUpstreamAgent(t *testing.T) {
 		{UpstreamAgentName, []string{EnvPodName}, false},
 		{"inplace-agent", []string{EnvJobSetName, EnvPodName, EnvRestartExitCode}, false},
 	} {
-		if got := IsUpstreamAgent(tc.name, tc.env); got != tc.want {
+		if got := IsUpstreamAgent(tc.name, slices.Values(tc.env)); got != tc.want {
 			t.Errorf("IsUpstreamAgent(%q, %v) = %v, want %v", tc.name, tc.env, got, tc.want)
 		}
 	}

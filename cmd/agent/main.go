@@ -21,18 +21,9 @@ import (
 	"github.com/inplace-dev/inplace/api/protocol"
 )
 
-// Upstream JobSet's agent's environment: with these (and none of ours) the
-// agent speaks upstream's protocol, so that it can replace upstream's agent
-// in a manifest written for it.
-const (
-	upstreamEnvExitCode  = "IN_PLACE_RESTART_EXIT_CODE"
-	upstreamEnvProbePath = "STARTUP_PROBE_PATH"
-	upstreamEnvProbePort = "STARTUP_PROBE_PORT"
-	upstreamEnvWorker    = "WORKER_COMMAND"
-	// serviceAccountNamespace is where upstream's agent reads its
-	// namespace.
-	serviceAccountNamespace = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
-)
+// serviceAccountNamespace is where upstream JobSet's agent reads its
+// namespace.
+const serviceAccountNamespace = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
 
 func main() {
 	log := zap.New()
@@ -127,8 +118,8 @@ func injected(log logr.Logger, restCfg *rest.Config) (agent.Config, agent.Transp
 // upstream configures the agent from upstream JobSet's agent's
 // environment, with upstream's defaults, in sidecar mode.
 func upstream(log logr.Logger, restCfg *rest.Config) (agent.Config, agent.Transport, error) {
-	if os.Getenv(upstreamEnvWorker) != "" {
-		return agent.Config{}, nil, fmt.Errorf("%s is set: inplace-agent runs only as a sidecar, not as the main container that runs the worker; use upstream JobSet's agent for that mode", upstreamEnvWorker)
+	if os.Getenv(protocol.UpstreamEnvWorkerCommand) != "" {
+		return agent.Config{}, nil, fmt.Errorf("%s is set: inplace-agent runs only as a sidecar, not as the main container that runs the worker; use upstream JobSet's agent for that mode", protocol.UpstreamEnvWorkerCommand)
 	}
 	pod := os.Getenv(protocol.EnvPodName)
 	if pod == "" {
@@ -142,15 +133,15 @@ func upstream(log logr.Logger, restCfg *rest.Config) (agent.Config, agent.Transp
 		}
 	}
 	cfg := agent.Config{RestartExitCode: 1, Listen: ":8081", BarrierPath: "/barrier-is-down"}
-	if v := os.Getenv(upstreamEnvExitCode); v != "" {
+	if v := os.Getenv(protocol.UpstreamEnvExitCode); v != "" {
 		if cfg.RestartExitCode, err = strconv.Atoi(v); err != nil {
-			return cfg, nil, fmt.Errorf("%s=%q: %w", upstreamEnvExitCode, v, err)
+			return cfg, nil, fmt.Errorf("%s=%q: %w", protocol.UpstreamEnvExitCode, v, err)
 		}
 	}
-	if v := os.Getenv(upstreamEnvProbePath); v != "" {
+	if v := os.Getenv(protocol.UpstreamEnvProbePath); v != "" {
 		cfg.BarrierPath = v
 	}
-	if v := os.Getenv(upstreamEnvProbePort); v != "" {
+	if v := os.Getenv(protocol.UpstreamEnvProbePort); v != "" {
 		cfg.Listen = ":" + v
 	}
 	dyn, err := dynamic.NewForConfig(restCfg)

@@ -169,15 +169,13 @@ func HasAgent(pod *corev1.PodSpec, name string) bool {
 
 // upstreamAgent reports whether c is upstream JobSet's agent.
 func upstreamAgent(c corev1.Container) bool {
-	return protocol.IsUpstreamAgent(c.Name, envNames(c))
-}
-
-func envNames(c corev1.Container) []string {
-	names := make([]string, len(c.Env))
-	for i, e := range c.Env {
-		names[i] = e.Name
-	}
-	return names
+	return protocol.IsUpstreamAgent(c.Name, func(yield func(string) bool) {
+		for _, e := range c.Env {
+			if !yield(e.Name) {
+				return
+			}
+		}
+	})
 }
 
 func agentContainer(a configv1alpha1.Agent) corev1.Container {
