@@ -138,10 +138,11 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 }
 
 // restartingInPlace reports whether the JobSet, as the cache holds it, is
-// restarting in place.
+// restarting in place. Asked on every Pod and Job event: it reads the
+// cache's own object, without a copy.
 func (r *Reconciler) restartingInPlace(key types.NamespacedName) bool {
 	var js jobset.JobSet
-	if err := r.client.Get(context.Background(), key, &js); err != nil {
+	if err := r.client.Get(context.Background(), key, &js, client.UnsafeDisableDeepCopy); err != nil {
 		return false
 	}
 	return inPlaceActive(&js) && inPlaceRestarting(js.Status)
