@@ -8,11 +8,11 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// creationTimeout bounds how long a Job this controller created (or
+// expectationTimeout bounds how long a Job this controller created (or
 // deleted) is expected to appear in the cache (or as deleted); past it the
 // name is free to create again (a create that AlreadyExists then costs one
 // refused request), the Job to delete again.
-const creationTimeout = time.Minute
+const expectationTimeout = time.Minute
 
 // jobExpectations remembers, per JobSet, the Jobs this controller created
 // or deleted that its cache does not show as such yet, as the Kubernetes Job
@@ -23,10 +23,10 @@ const creationTimeout = time.Minute
 // an earlier attempt would be deleted again until its deletion shows.
 type jobExpectations struct {
 	mu      sync.Mutex
-	pending map[types.NamespacedName]map[string]created
+	pending map[types.NamespacedName]map[string]expectation
 	// deleting holds, by UID, the Jobs deleted whose deletion the cache
 	// does not show yet (neither gone nor carrying a deletionTimestamp).
-	deleting map[types.NamespacedName]map[types.UID]created
+	deleting map[types.NamespacedName]map[types.UID]expectation
 	// terminating holds, by name, the UIDs of the JobSets whose namespace
 	// refused a creation because it is being deleted. A namespace being
 	// deleted never becomes active again and the JobSet goes with it, so
@@ -37,7 +37,8 @@ type jobExpectations struct {
 	terminating map[types.NamespacedName]types.UID
 }
 
-type created struct {
+// expectation is a creation or deletion sent and not yet seen in the cache.
+type expectation struct {
 	uid types.UID
 	// owner is the JobSet's UID: a JobSet recreated under the same name
 	// awaits none of its predecessor's Jobs.
@@ -47,8 +48,8 @@ type created struct {
 
 func newJobExpectations() *jobExpectations {
 	return &jobExpectations{
-		pending:     map[types.NamespacedName]map[string]created{},
-		deleting:    map[types.NamespacedName]map[types.UID]created{},
+		pending:     map[types.NamespacedName]map[string]expectation{},
+		deleting:    map[types.NamespacedName]map[types.UID]expectation{},
 		terminating: map[types.NamespacedName]types.UID{},
 	}
 }
@@ -58,14 +59,14 @@ func (e *jobExpectations) created(key types.NamespacedName, owner types.UID, job
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.pending[key] == nil {
-		e.pending[key] = map[string]created{}
+		e.pending[key] = map[string]expectation{}
 	}
-	e.pending[key][job.Name] = created{uid: job.UID, owner: owner, at: now}
+	e.pending[key][job.Name] = expectation{uid: job.UID, owner: owner, at: now}
 }
 
 // unseen returns the names of the Jobs created for the JobSet of UID owner
 // that jobs, read from the cache, does not hold yet, and forgets the others,
-// those older than creationTimeout and those of another JobSet of the name.
+// those older than expectationTimeout and those of another JobSet of the name.
 func (e *jobExpectations) unseen(key types.NamespacedName, owner types.UID, jobs []batchv1.Job, now time.Time) map[string]bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -79,7 +80,7 @@ func (e *jobExpectations) unseen(key types.NamespacedName, owner types.UID, jobs
 	}
 	out := map[string]bool{}
 	for name, c := range pending {
-		if seen[c.uid] || c.owner != owner || now.Sub(c.at) > creationTimeout {
+		if seen[c.uid] || c.owner != owner || now.Sub(c.at) > expectationTimeout {
 			delete(pending, name)
 			continue
 		}
@@ -115,15 +116,15 @@ func (e *jobExpectations) deleted(key types.NamespacedName, owner types.UID, job
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.deleting[key] == nil {
-		e.deleting[key] = map[types.UID]created{}
+		e.deleting[key] = map[types.UID]expectation{}
 	}
-	e.deleting[key][job.UID] = created{uid: job.UID, owner: owner, at: now}
+	e.deleting[key][job.UID] = expectation{uid: job.UID, owner: owner, at: now}
 }
 
 // undeleted returns the UIDs of the Jobs deleted for the JobSet of UID
 // owner that jobs, read from the cache, still shows without a
 // deletionTimestamp: their deletion is under way and is not sent again. It
-// forgets the others, those older than creationTimeout and those of
+// forgets the others, those older than expectationTimeout and those of
 // another JobSet of the name.
 func (e *jobExpectations) undeleted(key types.NamespacedName, owner types.UID, jobs []batchv1.Job, now time.Time) map[types.UID]bool {
 	e.mu.Lock()
@@ -140,7 +141,7 @@ func (e *jobExpectations) undeleted(key types.NamespacedName, owner types.UID, j
 	}
 	out := map[types.UID]bool{}
 	for uid, d := range deleting {
-		if !shown[uid] || d.owner != owner || now.Sub(d.at) > creationTimeout {
+		if !shown[uid] || d.owner != owner || now.Sub(d.at) > expectationTimeout {
 			delete(deleting, uid)
 			continue
 		}

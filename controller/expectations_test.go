@@ -40,9 +40,9 @@ func TestJobCreationsUntilSeen(t *testing.T) {
 	if got := e.unseen(types.NamespacedName{Namespace: "ns", Name: "other"}, "other-uid", nil, t0); len(got) != 0 {
 		t.Errorf("another JobSet: unseen %v", got)
 	}
-	// Never seen: free again after creationTimeout.
-	if got := e.unseen(key, "js-uid", nil, t0.Add(creationTimeout+time.Second)); len(got) != 0 {
-		t.Errorf("after creationTimeout: unseen %v", got)
+	// Never seen: free again after expectationTimeout.
+	if got := e.unseen(key, "js-uid", nil, t0.Add(expectationTimeout+time.Second)); len(got) != 0 {
+		t.Errorf("after expectationTimeout: unseen %v", got)
 	}
 
 	// A JobSet recreated under the name awaits none of its predecessor's.
@@ -128,15 +128,15 @@ func TestJobDeletionsUntilShown(t *testing.T) {
 	if got := e.undeleted(key, "js-uid", []batchv1.Job{*shown}, t0.Add(time.Second)); len(got) != 0 {
 		t.Errorf("b gone: undeleted %v", got)
 	}
-	// Never shown: deleted again after creationTimeout; and a JobSet
+	// Never shown: deleted again after expectationTimeout; and a JobSet
 	// recreated under the name expects none of its predecessor's.
 	e.deleted(key, "js-uid", &b, t0)
 	if got := e.undeleted(key, "new-uid", []batchv1.Job{b}, t0); len(got) != 0 {
 		t.Errorf("a new JobSet of the name: undeleted %v", got)
 	}
 	e.deleted(key, "js-uid", &b, t0)
-	if got := e.undeleted(key, "js-uid", []batchv1.Job{b}, t0.Add(creationTimeout+time.Second)); len(got) != 0 {
-		t.Errorf("after creationTimeout: undeleted %v", got)
+	if got := e.undeleted(key, "js-uid", []batchv1.Job{b}, t0.Add(expectationTimeout+time.Second)); len(got) != 0 {
+		t.Errorf("after expectationTimeout: undeleted %v", got)
 	}
 }
 
