@@ -104,6 +104,16 @@ func TestJobSignal(t *testing.T) {
 	}
 }
 
+// jobSetPod is a Pod of the JobSet ns/js at resource version rv, changed
+// by mutate.
+func jobSetPod(rv string, mutate func(*corev1.Pod)) *corev1.Pod {
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", ResourceVersion: rv, Labels: map[string]string{jobset.JobSetNameKey: "js"}}}
+	if mutate != nil {
+		mutate(p)
+	}
+	return p
+}
+
 // recordingQueue records how the handler enqueues.
 type recordingQueue struct {
 	workqueue.TypedRateLimitingInterface[reconcile.Request]
@@ -121,13 +131,7 @@ func TestBatchedHandler(t *testing.T) {
 	h := batched(period, jobSetOfPod, podSignal, nil)
 	ctx := context.Background()
 	key := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "js"}}
-	pod := func(rv string, mutate func(*corev1.Pod)) *corev1.Pod {
-		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", ResourceVersion: rv, Labels: map[string]string{jobset.JobSetNameKey: "js"}}}
-		if mutate != nil {
-			mutate(p)
-		}
-		return p
-	}
+	pod := jobSetPod
 
 	q := &recordingQueue{after: map[reconcile.Request]time.Duration{}}
 	h.Create(ctx, ctrlevent.CreateEvent{Object: pod("1", nil)}, q)
@@ -176,13 +180,7 @@ func TestBatchedHandlerDuringAnInPlaceRestart(t *testing.T) {
 	h := batched(period, jobSetOfPod, podSignal, func(types.NamespacedName) bool { return true })
 	ctx := context.Background()
 	key := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "js"}}
-	pod := func(rv string, mutate func(*corev1.Pod)) *corev1.Pod {
-		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", ResourceVersion: rv, Labels: map[string]string{jobset.JobSetNameKey: "js"}}}
-		if mutate != nil {
-			mutate(p)
-		}
-		return p
-	}
+	pod := jobSetPod
 	q := &recordingQueue{after: map[reconcile.Request]time.Duration{}}
 	h.Update(ctx, ctrlevent.UpdateEvent{ObjectOld: pod("1", nil), ObjectNew: pod("2", func(p *corev1.Pod) { p.Status.Phase = corev1.PodFailed })}, q)
 	if len(q.now) != 0 || q.after[key] != period {
