@@ -32,12 +32,6 @@ func specManifest(t *testing.T, file string) *jobset.JobSet {
 // exactly what was stored on create, even when the manager's agent
 // configuration changed meanwhile; nothing is rendered anew.
 func TestRestoreGivesBackWhatCreateAdded(t *testing.T) {
-	engine, err := policies.NewEngine(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := &configv1alpha1.Configuration{}
-	configv1alpha1.SetDefaults(cfg)
 	for _, file := range []string{"inplace-story1.yaml", "inplace-story2.yaml", "failurepolicy-story4.yaml", "startup-story2.yaml"} {
 		t.Run(file, func(t *testing.T) {
 			manifest := specManifest(t, file)
@@ -45,14 +39,7 @@ func TestRestoreGivesBackWhatCreateAdded(t *testing.T) {
 				// as a user writes it: no agent, injection adds it
 				manifest.Spec.ReplicatedJobs[i].Template.Spec.Template.Spec.InitContainers = nil
 			}
-			raw, _, err := Mutate(context.Background(), manifest.DeepCopy(), cfg.Agent, engine, policies.Input{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			stored, err := decode(raw)
-			if err != nil {
-				t.Fatal(err)
-			}
+			stored := storedOnCreate(t, manifest)
 
 			// stored by an earlier manager, with another agent image and
 			// container name
@@ -101,25 +88,12 @@ func TestRestoreAddsNothingNew(t *testing.T) {
 // completions injection set keeps them equal to the new parallelism: the
 // stored number would undo the scale.
 func TestRestoreKeepsAScale(t *testing.T) {
-	engine, err := policies.NewEngine(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := &configv1alpha1.Configuration{}
-	configv1alpha1.SetDefaults(cfg)
 	manifest := specManifest(t, "inplace-story1.yaml")
 	for i := range manifest.Spec.ReplicatedJobs {
 		manifest.Spec.ReplicatedJobs[i].Template.Spec.Template.Spec.InitContainers = nil
 		manifest.Spec.ReplicatedJobs[i].Template.Spec.Completions = nil
 	}
-	raw, _, err := Mutate(context.Background(), manifest.DeepCopy(), cfg.Agent, engine, policies.Input{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	stored, err := decode(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
+	stored := storedOnCreate(t, manifest)
 	scaled := manifest.DeepCopy()
 	job := &scaled.Spec.ReplicatedJobs[0].Template.Spec
 	want := *job.Parallelism + 2
@@ -131,4 +105,25 @@ func TestRestoreKeepsAScale(t *testing.T) {
 	if got := *scaled.Spec.ReplicatedJobs[0].Template.Spec.Parallelism; got != want {
 		t.Errorf("parallelism restored as %d, want %d as sent", got, want)
 	}
+}
+
+// storedOnCreate is the JobSet the mutating webhook stores for manifest on
+// CREATE, with the default configuration and the built-in policies.
+func storedOnCreate(t *testing.T, manifest *jobset.JobSet) *jobset.JobSet {
+	t.Helper()
+	engine, err := policies.NewEngine(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := &configv1alpha1.Configuration{}
+	configv1alpha1.SetDefaults(cfg)
+	raw, _, err := Mutate(context.Background(), manifest.DeepCopy(), cfg.Agent, engine, policies.Input{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored, err := decode(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return stored
 }

@@ -84,14 +84,7 @@ var _ = Describe("elastic replicated jobs", func() {
 		js := create(wrappers.MakeJobSet("ipscale", ns.Name).ReplicatedJob(rj).
 			FailurePolicy(&jobset.FailurePolicy{RestartStrategy: jobset.InPlaceRestart, MaxRestarts: 1}).Obj())
 		before := expectJobSizes(js, 2, "ipscale-w-0")
-		var pods []corev1.Pod
-		Eventually(func(g Gomega) {
-			pods = util.JobSetPods(ctx, k8sClient, js)
-			g.Expect(pods).To(HaveLen(2))
-		}).WithTimeout(timeout).Should(Succeed())
-		for i := range pods {
-			util.SetEpoch(ctx, k8sClient, &pods[i], "1")
-		}
+		reportEpoch(js, 2, "1")
 		Eventually(func(g Gomega) {
 			got := get(js)
 			g.Expect(got.Status.SyncedEpoch).To(Equal(int32(1)))
@@ -107,13 +100,7 @@ var _ = Describe("elastic replicated jobs", func() {
 		expectEvent(js, "InPlaceRestartForScale")
 
 		// The new Pods' agents and the restarted survivors report epoch 2.
-		Eventually(func(g Gomega) {
-			pods = util.JobSetPods(ctx, k8sClient, js)
-			g.Expect(pods).To(HaveLen(4))
-		}).WithTimeout(timeout).Should(Succeed())
-		for i := range pods {
-			util.SetEpoch(ctx, k8sClient, &pods[i], "2")
-		}
+		pods := reportEpoch(js, 4, "2")
 		Eventually(func(g Gomega) {
 			got := get(js)
 			g.Expect(got.Status.SyncedEpoch).To(Equal(int32(2)))

@@ -120,3 +120,27 @@ func managerWrites(method, part string) int {
 	}
 	return n
 }
+
+// allPods waits until the JobSet has want Pods and returns them.
+func allPods(js *jobset.JobSet, want int) []corev1.Pod {
+	GinkgoHelper()
+	var pods []corev1.Pod
+	Eventually(func(g Gomega) {
+		var list corev1.PodList
+		g.Expect(k8sClient.List(ctx, &list, client.InNamespace(js.Namespace), client.MatchingLabels{jobset.JobSetNameKey: js.Name})).To(Succeed())
+		g.Expect(list.Items).To(HaveLen(want))
+		pods = list.Items
+	}).WithTimeout(timeout).Should(Succeed())
+	return pods
+}
+
+// reportEpoch plays the agents of the JobSet's want Pods reporting epoch,
+// and returns the Pods.
+func reportEpoch(js *jobset.JobSet, want int, epoch string) []corev1.Pod {
+	GinkgoHelper()
+	pods := allPods(js, want)
+	for i := range pods {
+		util.SetEpoch(ctx, k8sClient, &pods[i], epoch)
+	}
+	return pods
+}

@@ -23,17 +23,6 @@ var _ = Describe("the epoch protocol of InPlaceRestart", func() {
 		util.WaitForDefaultServiceAccount(ctx, k8sClient, ns.Name)
 	})
 
-	allPods := func(js *jobset.JobSet, want int) []corev1.Pod {
-		GinkgoHelper()
-		var pods []corev1.Pod
-		Eventually(func(g Gomega) {
-			var list corev1.PodList
-			g.Expect(k8sClient.List(ctx, &list, client.InNamespace(js.Namespace), client.MatchingLabels{jobset.JobSetNameKey: js.Name})).To(Succeed())
-			g.Expect(list.Items).To(HaveLen(want))
-			pods = list.Items
-		}).WithTimeout(timeout).Should(Succeed())
-		return pods
-	}
 	expectEpochs := func(js *jobset.JobSet, deprecated, synced int32) {
 		GinkgoHelper()
 		Eventually(func(g Gomega) {
@@ -52,10 +41,7 @@ var _ = Describe("the epoch protocol of InPlaceRestart", func() {
 	// syncAll plays every agent reporting epoch 1, and waits for the sync.
 	syncAll := func(js *jobset.JobSet, want int) []corev1.Pod {
 		GinkgoHelper()
-		pods := allPods(js, want)
-		for i := range pods {
-			util.SetEpoch(ctx, k8sClient, &pods[i], "1")
-		}
+		pods := reportEpoch(js, want, "1")
 		expectEpochs(js, 0, 1)
 		return pods
 	}
