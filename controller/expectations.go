@@ -58,10 +58,7 @@ func newJobExpectations() *jobExpectations {
 func (e *jobExpectations) created(key types.NamespacedName, owner types.UID, job *batchv1.Job, now time.Time) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.pending[key] == nil {
-		e.pending[key] = map[string]expectation{}
-	}
-	e.pending[key][job.Name] = expectation{uid: job.UID, owner: owner, at: now}
+	expect(e.pending, key, job.Name, expectation{uid: job.UID, owner: owner, at: now})
 }
 
 // unseen returns the names of the Jobs created for the JobSet of UID owner
@@ -70,26 +67,14 @@ func (e *jobExpectations) created(key types.NamespacedName, owner types.UID, job
 func (e *jobExpectations) unseen(key types.NamespacedName, owner types.UID, jobs []batchv1.Job, now time.Time) map[string]bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	pending := e.pending[key]
-	if len(pending) == 0 {
+	if len(e.pending[key]) == 0 {
 		return nil
 	}
 	seen := make(map[types.UID]bool, len(jobs))
 	for i := range jobs {
 		seen[jobs[i].UID] = true
 	}
-	out := map[string]bool{}
-	for name, c := range pending {
-		if seen[c.uid] || c.owner != owner || now.Sub(c.at) > expectationTimeout {
-			delete(pending, name)
-			continue
-		}
-		out[name] = true
-	}
-	if len(pending) == 0 {
-		delete(e.pending, key)
-	}
-	return out
+	return remaining(e.pending, key, owner, now, func(_ string, x expectation) bool { return seen[x.uid] })
 }
 
 // markTerminatingNamespace records that the namespace of the JobSet of UID
@@ -115,10 +100,7 @@ func (e *jobExpectations) inTerminatingNamespace(key types.NamespacedName, owner
 func (e *jobExpectations) deleted(key types.NamespacedName, owner types.UID, job *batchv1.Job, now time.Time) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.deleting[key] == nil {
-		e.deleting[key] = map[types.UID]expectation{}
-	}
-	e.deleting[key][job.UID] = expectation{uid: job.UID, owner: owner, at: now}
+	expect(e.deleting, key, job.UID, expectation{uid: job.UID, owner: owner, at: now})
 }
 
 // undeleted returns the UIDs of the Jobs deleted for the JobSet of UID
@@ -139,16 +121,32 @@ func (e *jobExpectations) undeleted(key types.NamespacedName, owner types.UID, j
 			shown[jobs[i].UID] = true
 		}
 	}
-	out := map[types.UID]bool{}
-	for uid, d := range deleting {
-		if !shown[uid] || d.owner != owner || now.Sub(d.at) > expectationTimeout {
-			delete(deleting, uid)
+	return remaining(e.deleting, key, owner, now, func(uid types.UID, _ expectation) bool { return !shown[uid] })
+}
+
+// expect records x under k among the JobSet's expectations in all.
+func expect[K comparable](all map[types.NamespacedName]map[K]expectation, key types.NamespacedName, k K, x expectation) {
+	if all[key] == nil {
+		all[key] = map[K]expectation{}
+	}
+	all[key][k] = x
+}
+
+// remaining forgets, of the JobSet's expectations in all, those met says
+// are met, those of another JobSet of the name (not owner) and those older
+// than expectationTimeout, and returns the keys of the others.
+func remaining[K comparable](all map[types.NamespacedName]map[K]expectation, key types.NamespacedName, owner types.UID, now time.Time, met func(K, expectation) bool) map[K]bool {
+	pending := all[key]
+	out := map[K]bool{}
+	for k, x := range pending {
+		if met(k, x) || x.owner != owner || now.Sub(x.at) > expectationTimeout {
+			delete(pending, k)
 			continue
 		}
-		out[uid] = true
+		out[k] = true
 	}
-	if len(deleting) == 0 {
-		delete(e.deleting, key)
+	if len(pending) == 0 {
+		delete(all, key)
 	}
 	return out
 }
