@@ -75,9 +75,16 @@ type Options struct {
 	// the leading dashes.
 	APIServerFlags map[string]string
 
-	// ClientQPS is the client rate of the controller manager and scheduler.
-	// Defaults to 1000, enough for thousands of Pods.
-	ClientQPS int
+	// ControllerManagerClient and SchedulerClient are the client rate
+	// limits of the controller manager and the scheduler. Each defaults to
+	// 1000 requests per second with bursts of 2000: enough for thousands
+	// of Pods, far above the components' own defaults
+	// (ControllerManagerClientDefault, SchedulerClientDefault).
+	ControllerManagerClient, SchedulerClient ClientRate
+
+	// ConcurrentJobSyncs is how many Jobs the Job controller syncs at once.
+	// Defaults to 20 (the controller manager's own default is 5).
+	ConcurrentJobSyncs int
 
 	// StartTimeout bounds the whole start. Defaults to 90s, and 5 minutes
 	// with real nodes (their images are built first).
@@ -91,6 +98,20 @@ type Options struct {
 	// project's (package test/images).
 	ImageArchives []string
 }
+
+// ClientRate is a client's rate limit: QPS requests per second on average,
+// Burst at once.
+type ClientRate struct {
+	QPS, Burst int
+}
+
+// ControllerManagerClientDefault and SchedulerClientDefault are the
+// controller manager's and the scheduler's own defaults (--kube-api-qps/--kube-api-burst; KubeSchedulerConfiguration's
+// clientConnection), what a cluster that does not tune them runs.
+var (
+	ControllerManagerClientDefault = ClientRate{QPS: 20, Burst: 30}
+	SchedulerClientDefault         = ClientRate{QPS: 50, Burst: 100}
+)
 
 // Cluster is a running local control plane.
 type Cluster struct {
@@ -226,8 +247,13 @@ func (o *Options) complete() error {
 	if o.Name == "" {
 		o.Name = "cluster"
 	}
-	if o.ClientQPS == 0 {
-		o.ClientQPS = 1000
+	for _, r := range []*ClientRate{&o.ControllerManagerClient, &o.SchedulerClient} {
+		if r.QPS == 0 {
+			*r = ClientRate{QPS: 1000, Burst: 2000}
+		}
+	}
+	if o.ConcurrentJobSyncs == 0 {
+		o.ConcurrentJobSyncs = 20
 	}
 	if o.StartTimeout == 0 {
 		o.StartTimeout = 90 * time.Second
@@ -378,7 +404,6 @@ func (c *Cluster) startAPIServer(ctx context.Context, certs *pki, port, etcdPort
 }
 
 func (c *Cluster) startControllerManager(ctx context.Context, certs *pki, port int) error {
-	qps := strconv.Itoa(c.opts.ClientQPS)
 	p, err := c.start("kube-controller-manager", flagArgs(map[string]string{
 		"kubeconfig":                       c.Kubeconfig,
 		"authentication-kubeconfig":        c.Kubeconfig,
@@ -390,9 +415,9 @@ func (c *Cluster) startControllerManager(ctx context.Context, certs *pki, port i
 		"use-service-account-credentials":  "true",
 		"service-account-private-key-file": certs.saPrivate,
 		"root-ca-file":                     certs.caCert,
-		"kube-api-qps":                     qps,
-		"kube-api-burst":                   strconv.Itoa(2 * c.opts.ClientQPS),
-		"concurrent-job-syncs":             "20",
+		"kube-api-qps":                     strconv.Itoa(c.opts.ControllerManagerClient.QPS),
+		"kube-api-burst":                   strconv.Itoa(c.opts.ControllerManagerClient.Burst),
+		"concurrent-job-syncs":             strconv.Itoa(c.opts.ConcurrentJobSyncs),
 		"leader-elect":                     "false",
 		"feature-gates":                    FeatureGates,
 	}))
@@ -412,7 +437,7 @@ clientConnection:
   burst: %d
 leaderElection:
   leaderElect: false
-`, c.Kubeconfig, c.opts.ClientQPS, 2*c.opts.ClientQPS), 0o600); err != nil {
+`, c.Kubeconfig, c.opts.SchedulerClient.QPS, c.opts.SchedulerClient.Burst), 0o600); err != nil {
 		return err
 	}
 	p, err := c.start("kube-scheduler", flagArgs(map[string]string{

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
+	"github.com/inplace-dev/inplace/test/cluster"
 	"github.com/inplace-dev/inplace/test/simnode"
 )
 
@@ -30,6 +31,37 @@ var Profiles = map[string]simnode.Latency{
 	ProfileRealistic: simnode.RealisticLatency,
 }
 
+// Control-plane profiles: the client rate limits of kube-controller-manager
+// (whose Job controller creates a Recreate's new Pods and whose garbage
+// collector deletes the old ones) and of kube-scheduler (which binds every
+// new Pod), and the Job controller's workers. An in-place restart needs
+// neither component; a Recreate waits on both.
+const (
+	// ControlPlaneDefaults: the components' own defaults, what a cluster
+	// that does not tune them runs: controller manager 20 requests per
+	// second (bursts of 30), scheduler 50 (100), 5 Job syncs at once.
+	ControlPlaneDefaults = "defaults"
+	// ControlPlaneScale: as the Kubernetes project's own 5,000-node
+	// scalability tests run them (kubernetes/test-infra, sig-scalability's
+	// gce-scale jobs: CONTROLLER_MANAGER_TEST_ARGS and SCHEDULER_TEST_ARGS
+	// set --kube-api-qps=100): 100 requests per second (bursts of 100) for
+	// both, 5 Job syncs at once. The benchmark's default: a cluster sized
+	// for thousands of nodes is tuned at least this far.
+	ControlPlaneScale = "scale"
+	// ControlPlaneFast: the local cluster's settings for tests, 1,000
+	// requests per second (2,000) and 20 Job syncs: a bound no real
+	// cluster runs, which leaves Recreate only the API server's cost.
+	ControlPlaneFast = "fast"
+)
+
+// ControlPlanes maps a control-plane profile to the local cluster's
+// options.
+var ControlPlanes = map[string]cluster.Options{
+	ControlPlaneDefaults: {ControllerManagerClient: cluster.ControllerManagerClientDefault, SchedulerClient: cluster.SchedulerClientDefault, ConcurrentJobSyncs: 5},
+	ControlPlaneScale:    {ControllerManagerClient: cluster.ClientRate{QPS: 100, Burst: 100}, SchedulerClient: cluster.ClientRate{QPS: 100, Burst: 100}, ConcurrentJobSyncs: 5},
+	ControlPlaneFast:     {ControllerManagerClient: cluster.ClientRate{QPS: 1000, Burst: 2000}, SchedulerClient: cluster.ClientRate{QPS: 1000, Burst: 2000}, ConcurrentJobSyncs: 20},
+}
+
 // Config says what to measure.
 type Config struct {
 	// Nodes lists the sizes, one simulated node and one worker Pod each;
@@ -39,11 +71,14 @@ type Config struct {
 	// kubelet and a containerd each) instead of simulated ones: profile
 	// "real", no floor, every actor's requests counted from the API
 	// server's audit log.
-	RealNodes  int
-	Repeats    int
-	Profiles   []string
-	Strategies []jobset.JobSetRestartStrategy
-	Failures   []string
+	RealNodes int
+	Repeats   int
+	Profiles  []string
+	// ControlPlane is the control-plane profile (ControlPlanes); empty
+	// means ControlPlaneScale.
+	ControlPlane string
+	Strategies   []jobset.JobSetRestartStrategy
+	Failures     []string
 	// Timeout bounds one restart, and the deletion of one namespace.
 	Timeout time.Duration
 	// ProfileDir, if set, receives a CPU profile of this process per
@@ -60,8 +95,10 @@ type Config struct {
 // Report is everything measured.
 type Report struct {
 	Started time.Time `json:"started"`
-	Floors  []Floor   `json:"floors"`
-	Results []Result  `json:"results"`
+	// ControlPlane is the control-plane profile every figure used.
+	ControlPlane string   `json:"controlPlane"`
+	Floors       []Floor  `json:"floors"`
+	Results      []Result `json:"results"`
 }
 
 // Run measures, one local cluster per size.
@@ -70,6 +107,14 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 	if cfg.Timeout == 0 {
 		cfg.Timeout = 10 * time.Minute
 	}
+	if cfg.ControlPlane == "" {
+		cfg.ControlPlane = ControlPlaneScale
+	}
+	controlPlane, ok := ControlPlanes[cfg.ControlPlane]
+	if !ok {
+		return report, fmt.Errorf("unknown control-plane profile %q: use %s, %s or %s", cfg.ControlPlane, ControlPlaneDefaults, ControlPlaneScale, ControlPlaneFast)
+	}
+	report.ControlPlane = cfg.ControlPlane
 	progress := func(format string, args ...any) {
 		if cfg.Progress != nil {
 			fmt.Fprintf(cfg.Progress, format+"\n", args...)
@@ -84,7 +129,7 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 		} else {
 			progress("N=%d: starting the local cluster with %d simulated nodes", n, n)
 		}
-		e, stop, err := startEnv(ctx, n, cfg.RealNodes, cfg.Timeout, cfg.Log)
+		e, stop, err := startEnv(ctx, n, cfg.RealNodes, controlPlane, cfg.Timeout, cfg.Log)
 		if err != nil {
 			return report, err
 		}
@@ -129,14 +174,14 @@ func (e *env) measure(ctx context.Context, cfg Config, progress func(string, ...
 			// The floor is measured once per size, with the status writes
 			// an in-place restart made, while the cluster is otherwise idle.
 			if !e.real && floor == nil && strategy == jobset.InPlaceRestart && len(rs) > 0 && sample != nil {
-				kubelet := rs[0].Requests[ActorKubelets]
-				f, err := e.floor(ctx, kubelet["patch pods/status"]+kubelet["update pods/status"], sample, cfg.Timeout)
+				f, err := e.floor(ctx, sample, cfg.Timeout)
 				if err != nil {
 					return results, floor, fmt.Errorf("measuring the floor: %w", err)
 				}
 				floor = &f
-				progress("N=%d floor: %v (agents %v, %d status writes %v)", e.nodes, f.Total.Round(time.Millisecond),
-					f.Agents.Round(time.Millisecond), f.StatusWriteCount, f.StatusWrites.Round(time.Millisecond))
+				progress("N=%d floor: %v (agents %v, status writes %v), %d requests for %d needed, control plane %.1f CPU-s",
+					e.nodes, f.Total.Round(time.Millisecond), f.Agents.Round(time.Millisecond), f.StatusWrites.Round(time.Millisecond),
+					total(f.Requests), total(f.Needed), controlPlaneCPU(f.CPUSeconds))
 			}
 		}
 	}

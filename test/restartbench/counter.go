@@ -1,19 +1,34 @@
 package restartbench
 
 import (
+	"context"
 	"maps"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"k8s.io/client-go/rest"
 )
 
 // requestCounter counts one actor's requests to the API server by verb and
-// resource ("patch pods", "watch configmaps", "update pods/status").
+// resource ("patch pods", "watch configmaps", "update pods/status"), and
+// the connections it opened through dial: each a TLS handshake with the
+// API server.
 type requestCounter struct {
 	mu     sync.Mutex
 	counts map[string]int
+	dials  atomic.Int64
+}
+
+// dial opens a connection, counted. A client configuration given it gets a
+// transport (and connections) of its own: client-go shares transports only
+// between configurations without a dialer.
+func (c *requestCounter) dial(ctx context.Context, network, address string) (net.Conn, error) {
+	c.dials.Add(1)
+	return (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext(ctx, network, address)
 }
 
 func newRequestCounter() *requestCounter { return &requestCounter{counts: map[string]int{}} }

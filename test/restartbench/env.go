@@ -72,10 +72,12 @@ type env struct {
 // Names the benchmark's objects have.
 const (
 	benchNamespacePrefix = "bench-"
-	agentContainer       = "inplace-agent"
+	// simNodePrefix: the simulated nodes are sim-0 … sim-<N-1>.
+	simNodePrefix  = "sim"
+	agentContainer = "inplace-agent"
 )
 
-func startEnv(ctx context.Context, nodes, realNodes int, restartTimeout time.Duration, log logr.Logger) (*env, func(), error) {
+func startEnv(ctx context.Context, nodes, realNodes int, controlPlane cluster.Options, restartTimeout time.Duration, log logr.Logger) (*env, func(), error) {
 	// The API server as in production: API Priority and Fairness on, with
 	// its default limits, so that thousands of writers at once are queued
 	// by priority instead of all admitted — admitted, the 15,000 writes of
@@ -99,7 +101,9 @@ func startEnv(ctx context.Context, nodes, realNodes int, restartTimeout time.Dur
 		}
 		maps.Copy(flags, audit)
 	}
-	c, err := cluster.Start(ctx, cluster.Options{Name: fmt.Sprintf("bench-restart-%d", nodes), RealNodes: realNodes, APIServerFlags: flags})
+	opts := controlPlane
+	opts.Name, opts.RealNodes, opts.APIServerFlags = fmt.Sprintf("bench-restart-%d", nodes), realNodes, flags
+	c, err := cluster.Start(ctx, opts)
 	if err != nil {
 		os.RemoveAll(auditDir)
 		return nil, nil, err
@@ -168,10 +172,11 @@ func startEnv(ctx context.Context, nodes, realNodes int, restartTimeout time.Dur
 	kubelets := newKubeletClients(kubeletCfg)
 	agentCfg := rest.CopyConfig(c.Config)
 	e.counters[ActorAgents].wrap(agentCfg)
+	agentCfg.Dial = e.counters[ActorAgents].dial
 	pprof.SetGoroutineLabels(pprof.WithLabels(ctx, pprof.Labels("actor", ActorKubelets)))
 	e.sim, err = simnode.Start(runCtx, simnode.Options{
 		// The Pods' watch, shared by the simulated nodes.
-		Client: kubernetes.NewForConfigOrDie(kubelets.config("sim")), NodeClient: kubelets.node, Nodes: nodes, Prefix: "sim",
+		Client: kubernetes.NewForConfigOrDie(kubelets.config("sim")), NodeClient: kubelets.node, Nodes: nodes, Prefix: simNodePrefix,
 		AgentContainer: "inplace-agent", AgentConfig: agentCfg, Recorder: e.recorder,
 		Log: log.WithName("simnode"),
 	})
@@ -303,6 +308,30 @@ func (e *env) apiServerCounters(ctx context.Context) (apiServerCounts, error) {
 		}
 	}
 	return counts, nil
+}
+
+// since returns the watch events sent and the requests rejected, by
+// priority level, between before and c.
+func (c apiServerCounts) since(before apiServerCounts) (float64, map[string]float64) {
+	var rejected map[string]float64
+	for level, n := range c.Rejected {
+		if d := n - before.Rejected[level]; d > 0 {
+			if rejected == nil {
+				rejected = map[string]float64{}
+			}
+			rejected[level] = d
+		}
+	}
+	return c.WatchEvents - before.WatchEvents, rejected
+}
+
+// handshakes returns the connections each actor opened so far.
+func (e *env) handshakes() map[string]int {
+	out := map[string]int{}
+	for actor, c := range e.counters {
+		out[actor] = int(c.dials.Load())
+	}
+	return out
 }
 
 func (e *env) snapshot() map[string]map[string]int {

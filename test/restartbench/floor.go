@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"net"
+
 	"net/http"
 	"strconv"
 	"strings"
@@ -16,6 +16,7 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
@@ -24,44 +25,93 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/inplace-dev/inplace/agent"
+	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
 	"github.com/inplace-dev/inplace/api/protocol"
+	"github.com/inplace-dev/inplace/controller"
+	"github.com/inplace-dev/inplace/test/simnode"
 )
 
-// Floor is this machine's time, measured in the same run, for exactly the
-// API work an in-place restart of N Pods needs, done at once and with
-// nothing else in between: every agent's new connection, its watch of the
-// broadcast, its read of its Pod and its epoch patch; and the kubelets'
-// status writes of every Pod. The Pods are copies of the JobSet's own — the
-// same spec, labels, annotations and status — since the API server's cost
-// of a write grows with the object written. An in-place restart adds only
-// the protocol's ordering and the reactions of the cluster's controllers to
-// it, so its time as a multiple of the floor says how much of the cost is
-// the protocol's.
+// Floor is the least an in-place restart of N Pods costs the API server,
+// measured in the same run on the same cluster: only the requests such a
+// restart cannot do without, each admitted once, all at once, with nothing
+// else in between — no controller orders them, no container restarts.
+// They are, from first principles (Needed):
+//
+//   - each agent, a new process: a new connection (a TLS handshake), a
+//     watch of the broadcast (which delivers its current state), and the
+//     patch of its Pod's epoch, with a token bound to its Pod, through the
+//     agents' admission policy;
+//   - each kubelet: two status writes of its Pod, its containers restarted
+//     and not ready, then running and ready again;
+//   - the controller: two writes of the broadcast, the epoch deprecated and
+//     then the next one synced once every epoch is written.
+//
+// The same API Priority and Fairness settings apply: the agents'
+// requests are their service account's and the status writes their node's.
+// Requests refused (429) are tried again as the agents and kubelets do, and
+// the figure counts them (Requests, Rejected). The Pods are copies of the
+// JobSet's own — same spec, labels, annotations and status, about 11 KB —
+// bound to the simulated nodes, which leave them alone: the API server's
+// cost of a write grows with the object written. The controller's cache does
+// not select them (it would react to them), so the floor lacks the N watch
+// events per round a restart sends the controller.
+//
+// An in-place restart's time and control-plane CPU as multiples of the
+// floor's say how much its protocol and the cluster's reactions add to the
+// work itself.
 type Floor struct {
 	Nodes int `json:"nodes"`
-	// StatusWriteCount is how many Pod status writes (patches, as the
-	// kubelet makes them) the simulated kubelets made in the in-place
-	// restart, from its request count; the floor makes as many, spread
-	// evenly over its Pods.
-	StatusWriteCount int           `json:"statusWriteCount"`
-	Agents           time.Duration `json:"agentsNanos"`
-	StatusWrites     time.Duration `json:"statusWritesNanos"`
-	Total            time.Duration `json:"totalNanos"`
+	// Needed are the requests the floor is made of, by actor and "verb
+	// resource".
+	Needed map[string]map[string]int `json:"needed"`
+	// Requests are the requests sent, by actor and "verb resource": Needed
+	// and every retry of a refused or failed one.
+	Requests map[string]map[string]int `json:"requests"`
+	// Rejected are the requests API Priority and Fairness turned away, by
+	// priority level.
+	Rejected map[string]float64 `json:"rejectedRequests,omitempty"`
+	// Handshakes are the agents' new connections.
+	Handshakes  int     `json:"handshakes"`
+	WatchEvents float64 `json:"watchEvents"`
+	// Agents: until every agent's epoch patch returned; StatusWrites: every
+	// kubelet's second status write; Total: the controller's second
+	// broadcast write, after both.
+	Agents       time.Duration `json:"agentsNanos"`
+	StatusWrites time.Duration `json:"statusWritesNanos"`
+	Total        time.Duration `json:"totalNanos"`
 	// PodBytes is the size of one of the Pods written, as JSON.
 	PodBytes int `json:"podBytes"`
 	// CPUSeconds each process used meanwhile.
 	CPUSeconds map[string]float64 `json:"cpuSeconds"`
 }
 
-// floorGate holds the floor's Pods unscheduled: no node runs them.
-const floorGate = "inplace.dev/floor"
+// floorJobSet names the JobSet whose broadcast the floor's agents watch.
+const floorJobSet = "floor"
+
+// floorStatusWrites is how many status writes of its Pod a kubelet cannot
+// do without in an in-place restart: one that says its containers
+// restarted and are not ready, one that says they run and are ready.
+const floorStatusWrites = 2
+
+// floorNeeded are the requests of the floor at n Pods.
+func floorNeeded(n int) map[string]map[string]int {
+	return map[string]map[string]int{
+		ActorAgents:     {"watch configmaps": n, "patch pods": n},
+		ActorKubelets:   {"patch pods/status": floorStatusWrites * n},
+		ActorController: {"update configmaps": 2},
+	}
+}
 
 // floor measures the Floor at the env's N, on N copies of sample, a Pod of
-// the in-place JobSet, that no node runs and no Job owns.
-func (e *env) floor(ctx context.Context, statusWrites int, sample *corev1.Pod, timeout time.Duration) (f Floor, err error) {
-	f = Floor{Nodes: e.nodes, StatusWriteCount: statusWrites}
+// the in-place JobSet, bound to the simulated nodes that leave them alone.
+func (e *env) floor(ctx context.Context, sample *corev1.Pod, timeout time.Duration) (f Floor, err error) {
+	f = Floor{Nodes: e.nodes, Needed: floorNeeded(e.nodes)}
 	if raw, err := json.Marshal(sample); err == nil {
 		f.PodBytes = len(raw)
+	}
+	epoch := 1
+	if v, err := strconv.Atoi(sample.Annotations[jobset.EpochKey]); err == nil {
+		epoch = v + 1
 	}
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "floor-"}}
 	if err := e.client.Create(ctx, ns); err != nil {
@@ -69,7 +119,7 @@ func (e *env) floor(ctx context.Context, statusWrites int, sample *corev1.Pod, t
 	}
 	// Gone before anything else is measured: left to the namespace
 	// controller, N Pods' deletions went on for minutes into the next
-	// scenario's restarts, each an event to the manager and the nodes.
+	// scenario's restarts.
 	defer func() {
 		if derr := e.deleteNamespace(ctx, ns.Name, timeout); derr != nil && err == nil {
 			err = fmt.Errorf("deleting namespace %s: %w", ns.Name, derr)
@@ -81,18 +131,20 @@ func (e *env) floor(ctx context.Context, statusWrites int, sample *corev1.Pod, t
 	}); err != nil {
 		return f, err
 	}
-	// The broadcast of a JobSet named "floor" at epoch 1, for the agents'
-	// transport to watch.
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: protocol.BroadcastName("floor"), Namespace: ns.Name},
-		Data: protocol.EncodeBroadcast(protocol.Broadcast{SyncedEpoch: 1})}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: protocol.BroadcastName(floorJobSet), Namespace: ns.Name},
+		Data: protocol.EncodeBroadcast(protocol.Broadcast{SyncedEpoch: int32(epoch - 1)})}
 	if err := e.client.Create(ctx, cm); err != nil {
+		return f, err
+	}
+	if err := grantAgentRights(ctx, e.cs, ns.Name); err != nil {
 		return f, err
 	}
 	names := make([]string, e.nodes)
 	uids := make([]types.UID, e.nodes)
+	tokens := make([]string, e.nodes)
 	if err := parallel(ctx, e.nodes, 50, func(ctx context.Context, i int) error {
 		names[i] = "floor-" + strconv.Itoa(i)
-		pod := floorPod(sample, ns.Name, names[i])
+		pod := floorPod(sample, ns.Name, names[i], fmt.Sprintf("%s-%d", simNodePrefix, i))
 		status := pod.Status
 		created, err := e.cs.CoreV1().Pods(ns.Name).Create(ctx, pod, metav1.CreateOptions{})
 		if err != nil {
@@ -103,53 +155,79 @@ func (e *env) floor(ctx context.Context, statusWrites int, sample *corev1.Pod, t
 			return err
 		}
 		uids[i] = created.UID
+		// As the kubelet projects it: bound to the Pod, and so to its node.
+		tr, err := e.cs.CoreV1().ServiceAccounts(ns.Name).CreateToken(ctx, "default", &authenticationv1.TokenRequest{
+			Spec: authenticationv1.TokenRequestSpec{BoundObjectRef: &authenticationv1.BoundObjectReference{
+				Kind: "Pod", APIVersion: "v1", Name: names[i], UID: created.UID,
+			}},
+		}, metav1.CreateOptions{})
+		if err != nil {
+			return err
+		}
+		tokens[i] = tr.Status.Token
 		return nil
 	}); err != nil {
 		return f, fmt.Errorf("creating the floor's Pods: %w", err)
 	}
-	tr, err := e.cs.CoreV1().ServiceAccounts(ns.Name).CreateToken(ctx, "default", &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
-	if err != nil {
-		return f, err
-	}
-	if err := grantAgentRights(ctx, e.cs, ns.Name); err != nil {
+	if err := e.agentPolicyApplies(ctx, ns.Name, names[0], uids[0], tokens[0]); err != nil {
 		return f, err
 	}
 	worker := sample.Spec.Containers[0].Name
+	counters := map[string]*requestCounter{ActorAgents: newRequestCounter(), ActorKubelets: newRequestCounter(), ActorController: newRequestCounter()}
+	agentCfg := rest.CopyConfig(e.admin)
+	counters[ActorAgents].wrap(agentCfg)
+	agentCfg.Dial = counters[ActorAgents].dial
+	kubeletCfg := rest.CopyConfig(e.admin)
+	counters[ActorKubelets].wrap(kubeletCfg)
+	kubelets := newKubeletClients(kubeletCfg)
+	controllerCfg := rest.CopyConfig(e.admin)
+	counters[ActorController].wrap(controllerCfg)
+	controller, err := kubernetes.NewForConfig(controllerCfg)
+	if err != nil {
+		return f, err
+	}
+	broadcast := func(ctx context.Context, b protocol.Broadcast) error {
+		return agent.Retry(ctx, func(ctx context.Context) error {
+			cm.Data = protocol.EncodeBroadcast(b)
+			updated, err := controller.CoreV1().ConfigMaps(ns.Name).Update(ctx, cm, metav1.UpdateOptions{})
+			if err == nil {
+				cm = updated
+			}
+			return err
+		}, nil)
+	}
 
+	apiBefore, err := e.apiServerCounters(ctx)
+	if err != nil {
+		return f, err
+	}
 	var wg sync.WaitGroup
 	errs := make(chan error, 2)
 	cpuBefore := e.cpu.snapshot()
 	start := time.Now()
+	if err := broadcast(ctx, protocol.Broadcast{DeprecatedEpoch: int32(epoch - 1), SyncedEpoch: int32(epoch - 1)}); err != nil {
+		return f, err
+	}
 	wg.Add(2)
 	go func() {
 		defer wg.Done()
-		t := time.Now()
 		err := parallel(ctx, e.nodes, e.nodes, func(ctx context.Context, i int) error {
-			return agentWork(ctx, e.admin, tr.Status.Token, ns.Name, names[i], "floor")
+			return agentWork(ctx, agentCfg, tokens[i], ns.Name, names[i], int32(epoch))
 		})
-		f.Agents = time.Since(t)
+		f.Agents = time.Since(start)
 		errs <- err
 	}()
 	go func() {
 		defer wg.Done()
-		t := time.Now()
-		// Each Pod's writes come from a node of its own, as the
-		// restart's do.
-		kubelets := newKubeletClients(e.admin)
 		err := parallel(ctx, e.nodes, e.nodes, func(ctx context.Context, i int) error {
-			// As the simulated kubelet: a strategic merge patch of the
-			// worker's container status per write, with the Pod's UID as
-			// precondition, tried again until it is written (at N = 5,000
-			// a write may be refused or time out).
-			writes := statusWrites / e.nodes
-			if i < statusWrites%e.nodes {
-				writes++
-			}
-			for w := range writes {
-				patch := fmt.Sprintf(`{"metadata":{"uid":%q},"status":{"containerStatuses":[{"name":%q,"restartCount":%d,"state":{"running":{"startedAt":%q}}}]}}`,
-					uids[i], worker, w+1, time.Now().UTC().Format(time.RFC3339))
+			// As the kubelet's status manager writes them: strategic merge
+			// patches with the Pod's UID as precondition, tried again until
+			// written.
+			node := kubelets.node(fmt.Sprintf("%s-%d", simNodePrefix, i))
+			for w := range floorStatusWrites {
+				patch := floorStatusPatch(uids[i], worker, w == floorStatusWrites-1)
 				if err := agent.Retry(ctx, func(ctx context.Context) error {
-					_, err := kubelets.node(fmt.Sprintf("floor-%d", i)).Pods(ns.Name).Patch(ctx, names[i], types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}, "status")
+					_, err := node.Pods(ns.Name).Patch(ctx, names[i], types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
 					return err
 				}, nil); err != nil {
 					return err
@@ -157,25 +235,70 @@ func (e *env) floor(ctx context.Context, statusWrites int, sample *corev1.Pod, t
 			}
 			return nil
 		})
-		f.StatusWrites = time.Since(t)
+		f.StatusWrites = time.Since(start)
 		errs <- err
 	}()
 	wg.Wait()
-	f.Total = time.Since(start)
-	f.CPUSeconds = e.cpu.since(cpuBefore)
 	close(errs)
 	for err := range errs {
 		if err != nil {
 			return f, err
 		}
 	}
+	if err := broadcast(ctx, protocol.Broadcast{DeprecatedEpoch: int32(epoch - 1), SyncedEpoch: int32(epoch)}); err != nil {
+		return f, err
+	}
+	f.Total = time.Since(start)
+	f.CPUSeconds = e.cpu.since(cpuBefore)
+	f.Requests = map[string]map[string]int{}
+	for actor, c := range counters {
+		f.Requests[actor] = c.snapshot()
+	}
+	f.Handshakes = int(counters[ActorAgents].dials.Load())
+	apiAfter, err := e.apiServerCounters(ctx)
+	if err != nil {
+		return f, err
+	}
+	f.WatchEvents, f.Rejected = apiAfter.since(apiBefore)
 	return f, nil
 }
 
-// floorPod copies a JobSet's Pod into the floor's namespace: the same spec,
-// labels, annotations and status, held unscheduled, owned by nothing and
-// without the Job controller's labels, so that no controller acts on it.
-func floorPod(sample *corev1.Pod, namespace, name string) *corev1.Pod {
+// floorStatusPatch is a kubelet's status write of a floor Pod: its worker
+// restarted and waiting, or running and ready.
+func floorStatusPatch(uid types.UID, worker string, ready bool) []byte {
+	state := `{"waiting":{"reason":"PodInitializing"}}`
+	if ready {
+		state = fmt.Sprintf(`{"running":{"startedAt":%q}}`, time.Now().UTC().Format(time.RFC3339))
+	}
+	cond := strconv.Quote(string(map[bool]corev1.ConditionStatus{true: corev1.ConditionTrue, false: corev1.ConditionFalse}[ready]))
+	return fmt.Appendf(nil, `{"metadata":{"uid":%q},"status":{"conditions":[{"type":"Ready","status":%s},{"type":"ContainersReady","status":%s}],"containerStatuses":[{"name":%q,"ready":%t,"state":%s}]}}`,
+		uid, cond, cond, worker, ready, state)
+}
+
+// agentPolicyApplies checks that the agents' admission policy judges the
+// floor's epoch patches, with a dry run that it must refuse: lowering the
+// epoch.
+func (e *env) agentPolicyApplies(ctx context.Context, namespace, pod string, uid types.UID, token string) error {
+	cfg := rest.AnonymousClientConfig(e.admin)
+	cfg.BearerToken = token
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	patch := fmt.Appendf(nil, `{"metadata":{"uid":%q,"annotations":{%q:"0"}}}`, uid, jobset.EpochKey)
+	return wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		_, err := cs.CoreV1().Pods(namespace).Patch(ctx, pod, types.MergePatchType, patch, metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}})
+		// Refused by the policy, not by RBAC, whose cache may not show the
+		// Role yet either.
+		return err != nil && (apierrors.IsInvalid(err) || apierrors.IsForbidden(err)) && strings.Contains(err.Error(), "ValidatingAdmissionPolicy"), nil
+	})
+}
+
+// floorPod copies a JobSet's Pod into the floor's namespace, bound to node:
+// the same spec, labels, annotations and status, owned by nothing, without
+// the labels by which the Job controller and inplace-manager select their
+// Pods, and marked for the simulated node to leave alone.
+func floorPod(sample *corev1.Pod, namespace, name, node string) *corev1.Pod {
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace,
 			Labels: maps.Clone(sample.Labels), Annotations: maps.Clone(sample.Annotations)},
@@ -183,23 +306,23 @@ func floorPod(sample *corev1.Pod, namespace, name string) *corev1.Pod {
 		Status: *sample.Status.DeepCopy(),
 	}
 	for key := range pod.Labels {
-		if strings.HasPrefix(key, "batch.kubernetes.io/") || key == "job-name" || key == "controller-uid" {
+		if strings.HasPrefix(key, "batch.kubernetes.io/") || key == "job-name" || key == "controller-uid" || key == jobset.JobSetNameKey {
 			delete(pod.Labels, key)
 		}
 	}
-	pod.Spec.NodeName = ""
-	pod.Spec.SchedulingGates = append(pod.Spec.SchedulingGates, corev1.PodSchedulingGate{Name: floorGate})
+	pod.Labels[simnode.NotRunLabel] = "true"
+	pod.Spec.NodeName = node
 	return pod
 }
 
 // agentWork is what one agent does against the API server after its Pod
 // restarts in place, with the agent's own transport and retries: a new
 // connection, a watch of the broadcast (one request, from the watch
-// cache), a read of its Pod and the patch of its epoch.
-func agentWork(ctx context.Context, admin *rest.Config, token, namespace, pod, jobSet string) error {
-	cfg := agent.ClientConfig(rest.AnonymousClientConfig(admin))
+// cache) and the patch of its epoch.
+func agentWork(ctx context.Context, base *rest.Config, token, namespace, pod string, epoch int32) error {
+	cfg := agent.ClientConfig(rest.AnonymousClientConfig(base))
+	cfg.WrapTransport, cfg.Dial = base.WrapTransport, base.Dial
 	cfg.BearerToken = token
-	cfg.Dial = (&net.Dialer{Timeout: 30 * time.Second}).DialContext
 	rt, err := rest.TransportFor(cfg)
 	if err != nil {
 		return err
@@ -211,7 +334,7 @@ func agentWork(ctx context.Context, admin *rest.Config, token, namespace, pod, j
 	}
 	ctx, stopWatching := context.WithCancel(ctx)
 	defer stopWatching()
-	t := &agent.KubeTransport{Client: cs, Namespace: namespace, Pod: pod, JobSet: jobSet, Log: logr.Discard()}
+	t := &agent.KubeTransport{Client: cs, Namespace: namespace, Pod: pod, JobSet: floorJobSet, Log: logr.Discard()}
 	broadcasts, err := t.Broadcasts(ctx)
 	if err != nil {
 		return err
@@ -221,11 +344,8 @@ func agentWork(ctx context.Context, admin *rest.Config, token, namespace, pod, j
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	if _, _, err := t.Self(ctx); err != nil {
-		return err
-	}
 	// Retried as the agent retries its report.
-	return agent.Retry(ctx, func(ctx context.Context) error { return t.ReportEpoch(ctx, 2) }, nil)
+	return agent.Retry(ctx, func(ctx context.Context) error { return t.ReportEpoch(ctx, epoch) }, nil)
 }
 
 // parallel runs f for 0..n-1 with at most width at once; the first error
@@ -250,12 +370,14 @@ func parallel(ctx context.Context, n, width int, f func(context.Context, int) er
 }
 
 // grantAgentRights gives the namespace's default service account what the
-// controller grants the agents.
+// controller grants the agents, under the controller's names: the
+// RoleBinding is also the agents' admission policy's parameter, so the
+// policy judges the floor's epoch patches as it judges the agents'.
 func grantAgentRights(ctx context.Context, cs kubernetes.Interface, namespace string) error {
 	role := &rbacv1.Role{
-		ObjectMeta: metav1.ObjectMeta{Name: "floor-agent", Namespace: namespace},
+		ObjectMeta: metav1.ObjectMeta{Name: controller.AgentRoleName, Namespace: namespace},
 		Rules: []rbacv1.PolicyRule{
-			{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list", "watch"}},
+			{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list", "watch"}, ResourceNames: []string{protocol.BroadcastName(floorJobSet)}},
 			{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "patch"}},
 		},
 	}
@@ -263,7 +385,7 @@ func grantAgentRights(ctx context.Context, cs kubernetes.Interface, namespace st
 		return err
 	}
 	binding := &rbacv1.RoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "floor-agent", Namespace: namespace},
+		ObjectMeta: metav1.ObjectMeta{Name: controller.AgentRoleName, Namespace: namespace},
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name},
 		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "default", Namespace: namespace}},
 	}

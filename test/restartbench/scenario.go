@@ -3,6 +3,7 @@ package restartbench
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -59,6 +60,10 @@ type Result struct {
 	// Requests by actor and "verb resource", from the failure until every
 	// worker ran again.
 	Requests map[string]map[string]int `json:"requests"`
+	// Handshakes are the connections each actor opened meanwhile, each a
+	// TLS handshake with the API server; counted for the agents, each of
+	// which is a new process with a connection of its own.
+	Handshakes map[string]int `json:"handshakes,omitempty"`
 	// WatchEvents the API server sent meanwhile.
 	WatchEvents float64 `json:"watchEvents"`
 	// Rejected: requests API Priority and Fairness turned away meanwhile
@@ -69,9 +74,77 @@ type Result struct {
 	// components and this one (ProcessBench).
 	CPUSeconds map[string]float64 `json:"cpuSeconds"`
 
+	// Running is how many workers ran at every change from the failure
+	// until all ran again (simulated nodes): what the charts draw.
+	Running []RunningAt `json:"running,omitempty"`
+
 	// from, when the failure was injected, and to, when every worker ran
 	// again: the window of the requests counted from the audit log.
 	from, to time.Time
+}
+
+// RunningAt is how many workers ran at a moment, from the failure.
+type RunningAt struct {
+	At      time.Duration `json:"atNanos"`
+	Workers int           `json:"workers"`
+}
+
+// maxSeriesPoints bounds a restart's Running series in the JSON: at
+// N = 5,000 a restart has 10,000 changes, and a chart a few hundred
+// pixels wide shows no more.
+const maxSeriesPoints = 500
+
+// runningSeries follows how many of the n workers ran from t0, when all
+// did, through the node's events: a worker that exits or is stopped stops
+// running, one that starts runs, and a Pod first seen starting is a new
+// one (Recreate's).
+func runningSeries(events []simnode.Event, t0 time.Time, n int) []RunningAt {
+	stopped := map[string]bool{}
+	running := n
+	out := []RunningAt{{0, n}}
+	for _, ev := range events {
+		if ev.Time.Before(t0) {
+			continue
+		}
+		was := running
+		switch ev.Kind {
+		case simnode.WorkerExited, simnode.WorkersStopped:
+			if !stopped[ev.Pod] {
+				stopped[ev.Pod] = true
+				running--
+			}
+		case simnode.WorkersStarted:
+			if wasStopped, seen := stopped[ev.Pod]; wasStopped || !seen {
+				stopped[ev.Pod] = false
+				running++
+			}
+		}
+		if running != was {
+			out = append(out, RunningAt{ev.Time.Sub(t0), running})
+		}
+	}
+	return thin(out, maxSeriesPoints)
+}
+
+// thin keeps at most max points of a series, evenly spaced by index, its
+// lowest point and its last.
+func thin(series []RunningAt, maxPoints int) []RunningAt {
+	if len(series) <= maxPoints {
+		return series
+	}
+	lowest := 0
+	for i, p := range series {
+		if p.Workers < series[lowest].Workers {
+			lowest = i
+		}
+	}
+	out := make([]RunningAt, 0, maxPoints)
+	for j := range maxPoints - 2 {
+		out = append(out, series[j*(len(series)-1)/(maxPoints-2)])
+	}
+	out = append(out, series[lowest], series[len(series)-1])
+	slices.SortStableFunc(out, func(a, b RunningAt) int { return cmpDuration(a.At, b.At) })
+	return slices.Compact(out)
 }
 
 // jobSetFor is N worker Jobs of one Pod each, one per node. Under
@@ -214,7 +287,7 @@ func (e *env) restart(ctx context.Context, js *jobset.JobSet, jw *jobSetWatch, f
 	}
 	victim := pods.Items[0]
 	before := jw.status()
-	requestsBefore := e.snapshot()
+	requestsBefore, handshakesBefore := e.snapshot(), e.handshakes()
 	apiBefore, err := e.apiServerCounters(ctx)
 	if err != nil {
 		return r, err
@@ -303,6 +376,10 @@ func (e *env) restart(ctx context.Context, js *jobset.JobSet, jw *jobSetWatch, f
 		return r, fmt.Errorf("%s after a %s: not every worker ran again within %v", r.Strategy, failure, timeout)
 	}
 	r.WorkersRunning, r.to = workers.Sub(t0), workers
+	if !e.real {
+		events, _ := e.recorder.EventsSince(js.Namespace, restartFrom)
+		r.Running = runningSeries(events, t0, e.nodes)
+	}
 	r.CPUSeconds = e.cpu.since(cpuBefore)
 	stopProfile()
 	r.Requests = map[string]map[string]int{}
@@ -313,13 +390,11 @@ func (e *env) restart(ctx context.Context, js *jobset.JobSet, jw *jobSetWatch, f
 	if err != nil {
 		return r, err
 	}
-	r.WatchEvents = apiAfter.WatchEvents - apiBefore.WatchEvents
-	for level, n := range apiAfter.Rejected {
-		if d := n - apiBefore.Rejected[level]; d > 0 {
-			if r.Rejected == nil {
-				r.Rejected = map[string]float64{}
-			}
-			r.Rejected[level] = d
+	r.WatchEvents, r.Rejected = apiAfter.since(apiBefore)
+	r.Handshakes = map[string]int{}
+	for actor, n := range e.handshakes() {
+		if d := n - handshakesBefore[actor]; d > 0 {
+			r.Handshakes[actor] = d
 		}
 	}
 

@@ -68,10 +68,47 @@ func TestSmoke(t *testing.T) {
 	if len(report.Floors) != 2 || report.Floors[1].Nodes != 50 || report.Floors[1].Total <= 0 {
 		t.Fatalf("no floor measured for each size: %+v", report.Floors)
 	}
-	// The floor writes copies of the JobSet's Pods, agent and all.
-	if f := report.Floors[1]; f.PodBytes < 2000 || f.CPUSeconds["kube-apiserver"] <= 0 {
+	// The floor writes copies of the JobSet's Pods, agent and all: 4
+	// requests per Pod and 2 of the controller's, every one sent at least
+	// once, each agent on a new connection.
+	f := report.Floors[1]
+	if f.PodBytes < 2000 || controlPlaneCPU(f.CPUSeconds) <= 0 {
 		t.Errorf("the floor wrote Pods of %d bytes (the JobSet's have an injected agent) with %v CPU", f.PodBytes, f.CPUSeconds)
 	}
-	t.Logf("in place %v (floor %v), Recreate %v", inPlace.WorkersRunning, report.Floors[1].Total, recreate.WorkersRunning)
+	if total(f.Needed) != 4*50+2 || total(f.Requests) < total(f.Needed) || f.Handshakes != 50 {
+		t.Errorf("floor: %d requests needed, %d sent, %d handshakes; want 202, at least as many, 50", total(f.Needed), total(f.Requests), f.Handshakes)
+	}
+	for actor, counts := range f.Needed {
+		for verb, n := range counts {
+			if got := f.Requests[actor][verb]; got < n {
+				t.Errorf("floor: %s sent %d %s, want at least %d", actor, got, verb, n)
+			}
+		}
+	}
+	if report.ControlPlane != ControlPlaneScale {
+		t.Errorf("control-plane profile %q, want the default %q", report.ControlPlane, ControlPlaneScale)
+	}
+	// What the control plane paid, and the workers running over time.
+	for _, r := range []Result{inPlace, recreate} {
+		if controlPlaneCPU(r.CPUSeconds) <= 0 || r.WatchEvents <= 0 {
+			t.Errorf("%s: control-plane CPU %v, watch events %v", r.Strategy, r.CPUSeconds, r.WatchEvents)
+		}
+		lowest := r.Nodes
+		for _, p := range r.Running {
+			lowest = min(lowest, p.Workers)
+		}
+		if len(r.Running) < 2 || r.Running[0].Workers != r.Nodes || lowest >= r.Nodes {
+			t.Errorf("%s: workers running over time %v: want all at the failure, then fewer", r.Strategy, r.Running)
+		}
+	}
+	// Every agent restarts in place as a new process: a new connection.
+	if h := inPlace.Handshakes[ActorAgents]; h < 50 {
+		t.Errorf("in place: the agents opened %d connections, want at least one each (50)", h)
+	}
+	charts, err := Charts(t.TempDir(), report)
+	if err != nil || len(charts) != 3 {
+		t.Errorf("charts %v (%v): want the workers running at N = 10 and 50, and the CPU per Pod against N", charts, err)
+	}
+	t.Logf("in place %v (floor %v), Recreate %v", inPlace.WorkersRunning, f.Total, recreate.WorkersRunning)
 	t.Logf("in place: %+v", inPlace)
 }

@@ -30,6 +30,46 @@ type Summary struct {
 	// Requests is the median number of requests per actor.
 	Requests    map[string]int `json:"requests"`
 	WatchEvents float64        `json:"watchEvents"`
+	// Rejected is the median number of requests API Priority and Fairness
+	// turned away.
+	Rejected float64 `json:"rejectedRequests"`
+	// Handshakes is the median number of connections the agents opened.
+	Handshakes int `json:"agentHandshakes"`
+	// ControlPlaneCPU is the median CPU-seconds of kube-apiserver and etcd
+	// (ControlPlaneProcesses), with their min and max.
+	ControlPlaneCPU    float64 `json:"controlPlaneCPUSeconds"`
+	ControlPlaneCPUMin float64 `json:"controlPlaneCPUSecondsMin"`
+	ControlPlaneCPUMax float64 `json:"controlPlaneCPUSecondsMax"`
+}
+
+// ControlPlaneProcesses are the processes whose CPU a real cluster pays
+// centrally for every restart, whatever runs the nodes: the API server and
+// its store. The controller manager and the scheduler are counted apart:
+// an in-place restart does not involve them.
+var ControlPlaneProcesses = []string{"kube-apiserver", "etcd"}
+
+// controlPlaneCPU is the CPU-seconds of ControlPlaneProcesses in an
+// account.
+func controlPlaneCPU(cpu map[string]float64) float64 { return cpuTotal(ControlPlaneProcesses, cpu) }
+
+// total sums requests over actors and verbs.
+func total(requests map[string]map[string]int) int {
+	n := 0
+	for _, counts := range requests {
+		for _, v := range counts {
+			n += v
+		}
+	}
+	return n
+}
+
+// rejectedTotal sums rejections over priority levels.
+func rejectedTotal(rejected map[string]float64) float64 {
+	n := 0.0
+	for _, v := range rejected {
+		n += v
+	}
+	return n
 }
 
 func median[T any](xs []T, less func(a, b T) int) T {
@@ -39,6 +79,16 @@ func median[T any](xs []T, less func(a, b T) int) T {
 }
 
 func cmpDuration(a, b time.Duration) int { return int(a - b) }
+
+func cmpFloat(a, b float64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
 
 // Summarize groups results by size, profile, failure and strategy.
 func Summarize(results []Result) []Summary {
@@ -61,8 +111,11 @@ func Summarize(results []Result) []Summary {
 		var running, detected, synced []time.Duration
 		var writesN []int
 		requests := map[string][]int{}
-		var watch []float64
+		var watch, rejected, cp []float64
+		var handshakes []int
 		for _, r := range rs {
+			rejected, cp = append(rejected, rejectedTotal(r.Rejected)), append(cp, controlPlaneCPU(r.CPUSeconds))
+			handshakes = append(handshakes, r.Handshakes[ActorAgents])
 			running, detected, synced = append(running, r.WorkersRunning), append(detected, r.Detection), append(synced, r.Synced)
 			writesN = append(writesN, writes(r.Requests[ActorController]))
 			for actor, counts := range r.Requests {
@@ -78,7 +131,9 @@ func Summarize(results []Result) []Summary {
 			Median: median(running, cmpDuration), Min: slices.Min(running), Max: slices.Max(running),
 			Detected: median(detected, cmpDuration), Synced: median(synced, cmpDuration),
 			ControllerWrites: median(writesN, func(a, b int) int { return a - b }),
-			Requests:         map[string]int{}, WatchEvents: median(watch, func(a, b float64) int { return int(a - b) })}
+			Requests:         map[string]int{}, WatchEvents: median(watch, cmpFloat),
+			Rejected: median(rejected, cmpFloat), Handshakes: median(handshakes, func(a, b int) int { return a - b }),
+			ControlPlaneCPU: median(cp, cmpFloat), ControlPlaneCPUMin: slices.Min(cp), ControlPlaneCPUMax: slices.Max(cp)}
 		for actor, v := range requests {
 			s.Requests[actor] = median(v, func(a, b int) int { return a - b })
 		}
@@ -89,65 +144,95 @@ func Summarize(results []Result) []Summary {
 
 func seconds(d time.Duration) string { return fmt.Sprintf("%.2fs", d.Seconds()) }
 
-// Table prints the summaries, with in place as a multiple of the floor and
-// the other strategies as multiples of in place.
+// Table prints the summaries: the time until every worker runs again, with
+// in place as a multiple of the floor and the other strategies as multiples
+// of in place; then what the control plane paid, per Pod (the CPU of the
+// API server and etcd, requests by actor, refusals, the agents' TLS
+// handshakes, watch events); then the floors.
 func Table(w io.Writer, report Report) {
 	floors := map[int]Floor{}
 	for _, f := range report.Floors {
 		floors[f.Nodes] = f
 	}
 	sums := Summarize(report.Results)
-	inPlace := map[string]time.Duration{}
+	inPlace := map[string]Summary{}
 	for _, s := range sums {
 		if s.Strategy == string(jobset.InPlaceRestart) {
-			inPlace[fmt.Sprint(s.Nodes, s.Profile, s.Failure)] = s.Median
+			inPlace[fmt.Sprint(s.Nodes, s.Profile, s.Failure)] = s
 		}
+	}
+	if report.ControlPlane != "" {
+		fmt.Fprintf(w, "control-plane profile %s\n", report.ControlPlane)
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "N\tprofile\tfailure\tstrategy\trepeats\tall running (median)\tmin..max\tdetection\tvs floor\tvs in place\tcontroller writes\tagent req\tkubelet req\twatch events\t")
+	fmt.Fprintln(tw, "N\tprofile\tfailure\tstrategy\trepeats\tall running (median)\tmin..max\tdetection\tvs floor\tvs in place\tcontrol-plane CPU\tmin..max\tvs floor\tvs in place\t")
 	for _, s := range sums {
-		vsFloor, vsInPlace := "", ""
+		vsFloor, vsInPlace, cpuVsFloor, cpuVsInPlace := "", "", "", ""
 		if s.Strategy == string(jobset.InPlaceRestart) {
 			if f, ok := floors[s.Nodes]; ok && f.Total > 0 {
-				vsFloor = fmt.Sprintf("%.1fx", s.Median.Seconds()/f.Total.Seconds())
+				vsFloor = ratio(s.Median.Seconds(), f.Total.Seconds())
+				cpuVsFloor = ratio(s.ControlPlaneCPU, controlPlaneCPU(f.CPUSeconds))
 			}
-		} else if ip := inPlace[fmt.Sprint(s.Nodes, s.Profile, s.Failure)]; ip > 0 {
-			vsInPlace = fmt.Sprintf("%.1fx", s.Median.Seconds()/ip.Seconds())
+		} else if ip, ok := inPlace[fmt.Sprint(s.Nodes, s.Profile, s.Failure)]; ok {
+			vsInPlace = ratio(s.Median.Seconds(), ip.Median.Seconds())
+			cpuVsInPlace = ratio(s.ControlPlaneCPU, ip.ControlPlaneCPU)
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%s\t%s..%s\t%s\t%s\t%s\t%d\t%d\t%d\t%.0f\t\n",
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%s\t%s..%s\t%s\t%s\t%s\t%.1fs\t%.1f..%.1f\t%s\t%s\t\n",
 			s.Nodes, s.Profile, s.Failure, s.Strategy, s.Repeats, seconds(s.Median), seconds(s.Min), seconds(s.Max),
-			seconds(s.Detected), vsFloor, vsInPlace, s.ControllerWrites, s.Requests[ActorAgents], s.Requests[ActorKubelets], s.WatchEvents)
+			seconds(s.Detected), vsFloor, vsInPlace, s.ControlPlaneCPU, s.ControlPlaneCPUMin, s.ControlPlaneCPUMax, cpuVsFloor, cpuVsInPlace)
 	}
 	tw.Flush()
+
+	fmt.Fprintln(w, "\nper Pod (medians): control-plane CPU, requests by actor, refusals, the agents' TLS handshakes, watch events")
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "N\tprofile\tfailure\tstrategy\tCPU ms/Pod\tcontroller req\tagent req/Pod\tkubelet req/Pod\trefused/Pod\thandshakes/Pod\twatch events/Pod\t")
+	perPod := func(x float64, n int) string { return fmt.Sprintf("%.2f", x/float64(n)) }
+	for _, s := range sums {
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%.1f\t%d\t%s\t%s\t%s\t%s\t%s\t\n", s.Nodes, s.Profile, s.Failure, s.Strategy,
+			1000*s.ControlPlaneCPU/float64(s.Nodes), s.Requests[ActorController],
+			perPod(float64(s.Requests[ActorAgents]), s.Nodes), perPod(float64(s.Requests[ActorKubelets]), s.Nodes),
+			perPod(s.Rejected, s.Nodes), perPod(float64(s.Handshakes), s.Nodes), perPod(s.WatchEvents, s.Nodes))
+	}
+	tw.Flush()
+
 	if len(report.Floors) > 0 {
-		fmt.Fprintln(w)
+		fmt.Fprintln(w, "\nfloor: the requests an in-place restart cannot do without, all at once (agents: watch + epoch patch; kubelets: 2 status writes; controller: 2 broadcast writes)")
 		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprint(tw, "N\tfloor\tagents' work\tkubelets' status writes\tstatus writes\t")
+		fmt.Fprint(tw, "N\tfloor\tagents\tstatus writes\tneeded\tsent\trefused\thandshakes\twatch events\tCPU ms/Pod\t")
 		cpuHeader(tw, cpuColumns)
 		sort.Slice(report.Floors, func(i, j int) bool { return report.Floors[i].Nodes < report.Floors[j].Nodes })
 		for _, f := range report.Floors {
-			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t", f.Nodes, seconds(f.Total), seconds(f.Agents), seconds(f.StatusWrites), f.StatusWriteCount)
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%d\t%.0f\t%d\t%.0f\t%.1f\t", f.Nodes, seconds(f.Total), seconds(f.Agents), seconds(f.StatusWrites),
+				total(f.Needed), total(f.Requests), rejectedTotal(f.Rejected), f.Handshakes, f.WatchEvents, 1000*controlPlaneCPU(f.CPUSeconds)/float64(f.Nodes))
 			cpuCells(tw, cpuColumns, f.CPUSeconds)
 		}
 		tw.Flush()
 	}
 }
 
-// RequestBreakdown prints the median requests per restart by actor, verb
-// and resource, for in-place restarts.
+// ratio is a as a multiple of b, "" when b is zero.
+func ratio(a, b float64) string {
+	if b <= 0 {
+		return ""
+	}
+	return fmt.Sprintf("%.2fx", a/b)
+}
+
+// RequestBreakdown prints the requests of one restart per size, failure
+// and strategy by actor, verb and resource.
 func RequestBreakdown(w io.Writer, report Report) {
 	type key struct {
-		n       int
-		failure string
+		n                 int
+		failure, strategy string
 	}
 	seen := map[key]bool{}
 	for _, r := range report.Results {
-		k := key{r.Nodes, r.Failure}
-		if r.Strategy != string(jobset.InPlaceRestart) || seen[k] {
+		k := key{r.Nodes, r.Failure, r.Strategy}
+		if seen[k] {
 			continue
 		}
 		seen[k] = true
-		fmt.Fprintf(w, "\nrequests of one in-place restart, N=%d, %s (profile %s):\n", r.Nodes, r.Failure, r.Profile)
+		fmt.Fprintf(w, "\nrequests of one %s restart, N=%d, %s (profile %s):\n", r.Strategy, r.Nodes, r.Failure, r.Profile)
 		for _, actor := range []string{ActorController, ActorAgents, ActorKubelets} {
 			var parts []string
 			for k, v := range r.Requests[actor] {

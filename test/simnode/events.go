@@ -25,6 +25,10 @@ const (
 	WorkersStarted EventKind = "WorkersStarted"
 	// WorkerExited: a main container exited.
 	WorkerExited EventKind = "WorkerExited"
+	// WorkersStopped: the main containers were stopped by the node, with
+	// the Pod's other containers for an in-place restart or with the Pod
+	// for its deletion; recorded once they have stopped.
+	WorkersStopped EventKind = "WorkersStopped"
 	// ExitWritten: the first status write that reports a main container
 	// terminated with a non-zero code returned; ExitCode is that code.
 	ExitWritten EventKind = "ExitWritten"

@@ -372,6 +372,7 @@ func (r *podRunner) handle(ctx context.Context, st *status, e exit, agents map[s
 		}
 		// The other containers take their time to stop.
 		spend(ctx, r.sim.latency().ContainerStop)
+		r.record(WorkersStopped, 0)
 		st.restartingAll = false
 		st.restartAll(r.restarts, r.lastTerm)
 		r.status.publish(st)
@@ -512,6 +513,7 @@ func (r *podRunner) finishDeletion(ctx context.Context) {
 			stop = time.Duration(*grace) * time.Second
 		}
 		spend(ctx, stop)
+		r.record(WorkersStopped, 0)
 		st := newStatus(pod, r.ip, r.restarts, r.lastTerm, &r.initialized)
 		st.sandboxReady = false
 		for _, c := range pod.Spec.InitContainers {
@@ -674,9 +676,13 @@ func (r *podRunner) agentClientset(ctx context.Context) (kubernetes.Interface, f
 	cfg.WrapTransport = r.sim.opts.AgentConfig.WrapTransport
 	cfg.BearerToken = token
 	cfg.QPS, cfg.Burst = 5, 10 // client-go's defaults, as in the agent binary
-	// A dialer of its own keeps client-go from sharing a cached transport
-	// (and its connections) between agents.
-	cfg.Dial = (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext
+	// A dialer keeps client-go from sharing a cached transport (and its
+	// connections) between agents: each config given one gets a transport
+	// of its own. AgentConfig's, if it has one, counts the connections.
+	cfg.Dial = r.sim.opts.AgentConfig.Dial
+	if cfg.Dial == nil {
+		cfg.Dial = (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext
+	}
 	rt, err := rest.TransportFor(cfg)
 	if err != nil {
 		return nil, nil, err

@@ -27,6 +27,11 @@ const (
 	CrashAnnotation    = "sim.inplace.dev/crash"
 	// NodeLabel marks simulated Nodes.
 	NodeLabel = "sim.inplace.dev/node"
+	// NotRunLabel marks Pods bound to a simulated node that its kubelet
+	// leaves alone: their status is whatever others write. A benchmark's
+	// stand-ins for Pods use it; the API server sees Pods bound to real
+	// Nodes.
+	NotRunLabel = "sim.inplace.dev/not-run"
 )
 
 // Options configure the simulated nodes.
@@ -149,6 +154,9 @@ func (s *Sim) registerNode(ctx context.Context, name string) error {
 func (s *Sim) observe(ctx context.Context, obj any) {
 	pod, ok := obj.(*corev1.Pod)
 	if !ok {
+		return
+	}
+	if _, skip := pod.Labels[NotRunLabel]; skip {
 		return
 	}
 	s.mu.Lock()

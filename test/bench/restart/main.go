@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -27,6 +28,7 @@ func main() {
 	realNodes := flag.Int("real-nodes", 0, "run the Pods on this many real nodes (a kubelet and a containerd each; needs root) instead of simulated ones")
 	repeats := flag.Int("repeats", 3, "restarts per strategy, failure kind and profile")
 	profiles := flag.String("profiles", "zero,realistic", "node latency profiles: zero, realistic")
+	controlPlane := flag.String("control-plane", restartbench.ControlPlaneScale, "control-plane profile (client rate limits of kube-controller-manager and kube-scheduler): defaults (theirs: 20 and 50 requests/s), scale (Kubernetes' 5,000-node tests: 100), fast (the test cluster's: 1,000)")
 	strategies := flag.String("strategies", "InPlaceRestart,Recreate,BlockingRecreate", "restart strategies")
 	failures := flag.String("failures", "exit,delete", "failure kinds: exit (a worker exits 1), delete (a Pod is deleted)")
 	timeout := flag.Duration("timeout", 15*time.Minute, "bound on one restart, and on deleting one scenario's namespace")
@@ -67,7 +69,7 @@ func main() {
 		managerLog = funcr.New(write, funcr.Options{Verbosity: 5}).WithName("manager")
 	}
 	ctrllog.SetLogger(managerLog)
-	cfg := restartbench.Config{RealNodes: *realNodes, Repeats: *repeats, Timeout: *timeout, Progress: os.Stderr, Log: log,
+	cfg := restartbench.Config{RealNodes: *realNodes, Repeats: *repeats, Timeout: *timeout, Progress: os.Stderr, Log: log, ControlPlane: *controlPlane,
 		Profiles: split(*profiles), Failures: split(*failures), ProfileDir: *profileDir, APIServerProfile: *apiserverProfile}
 	for _, s := range split(*nodes) {
 		n, err := strconv.Atoi(s)
@@ -92,6 +94,13 @@ func main() {
 		fail(werr)
 	}
 	fmt.Println("\nresults in", *out)
+	charts, cerr := restartbench.Charts(filepath.Dir(*out), report)
+	for _, c := range charts {
+		fmt.Println("chart", c)
+	}
+	if cerr != nil {
+		fail(fmt.Errorf("drawing the charts: %w", cerr))
+	}
 	if err != nil {
 		fail(err)
 	}
