@@ -145,10 +145,11 @@ BENCH_NODES ?= 16,64,128
 BENCH_OUT ?= $(LOCAL)/bench/restart-real.json
 endif
 BENCH_NODES ?= 100,1000,5000
-BENCH_REPEATS ?= 3
+BENCH_REPEATS ?= 5
+BENCH_CONTROL_PLANE ?= scale
 BENCH_OUT ?= $(LOCAL)/bench/restart.json
-bench-restart: cluster-binaries $(if $(REAL_NODES),node-deps) ## Restarts at scale: in place vs Recreate vs BlockingRecreate, the floor, API cost (BENCH_NODES, BENCH_REPEATS; REAL_NODES=K on real kubelets).
-	go run ./test/bench/restart -nodes $(BENCH_NODES) -repeats $(BENCH_REPEATS) -real-nodes $(or $(REAL_NODES),0) -out $(BENCH_OUT)
+bench-restart: cluster-binaries $(if $(REAL_NODES),node-deps) ## Restarts at scale: in place vs Recreate vs BlockingRecreate, the floor, API cost, charts (BENCH_NODES, BENCH_REPEATS, BENCH_CONTROL_PLANE; REAL_NODES=K on real kubelets).
+	go run ./test/bench/restart -nodes $(BENCH_NODES) -repeats $(BENCH_REPEATS) -control-plane $(BENCH_CONTROL_PLANE) -real-nodes $(or $(REAL_NODES),0) -out $(BENCH_OUT)
 
 ##@ Local cluster
 
