@@ -77,8 +77,12 @@ type Config struct {
 	// ControlPlane is the control-plane profile (ControlPlanes); empty
 	// means ControlPlaneScale.
 	ControlPlane string
-	Strategies   []jobset.JobSetRestartStrategy
-	Failures     []string
+	// NoManagerFlowSchema leaves out the manager's FlowSchema and priority
+	// level (config/manager/flowcontrol.yaml), which are installed by
+	// default: its requests then share the agents' priority level.
+	NoManagerFlowSchema bool
+	Strategies          []jobset.JobSetRestartStrategy
+	Failures            []string
 	// Timeout bounds one restart, and the deletion of one namespace.
 	Timeout time.Duration
 	// ProfileDir, if set, receives a CPU profile of this process per
@@ -96,9 +100,11 @@ type Config struct {
 type Report struct {
 	Started time.Time `json:"started"`
 	// ControlPlane is the control-plane profile every figure used.
-	ControlPlane string   `json:"controlPlane"`
-	Floors       []Floor  `json:"floors"`
-	Results      []Result `json:"results"`
+	ControlPlane string `json:"controlPlane"`
+	// ManagerFlowSchema: the manager had its own priority level.
+	ManagerFlowSchema bool     `json:"managerFlowSchema"`
+	Floors            []Floor  `json:"floors"`
+	Results           []Result `json:"results"`
 }
 
 // Run measures, one local cluster per size.
@@ -114,7 +120,7 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 	if !ok {
 		return report, fmt.Errorf("unknown control-plane profile %q: use %s, %s or %s", cfg.ControlPlane, ControlPlaneDefaults, ControlPlaneScale, ControlPlaneFast)
 	}
-	report.ControlPlane = cfg.ControlPlane
+	report.ControlPlane, report.ManagerFlowSchema = cfg.ControlPlane, !cfg.NoManagerFlowSchema
 	progress := func(format string, args ...any) {
 		if cfg.Progress != nil {
 			fmt.Fprintf(cfg.Progress, format+"\n", args...)
@@ -129,7 +135,7 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 		} else {
 			progress("N=%d: starting the local cluster with %d simulated nodes", n, n)
 		}
-		e, stop, err := startEnv(ctx, n, cfg.RealNodes, controlPlane, cfg.Timeout, cfg.Log)
+		e, stop, err := startEnv(ctx, cfg, n, controlPlane)
 		if err != nil {
 			return report, err
 		}

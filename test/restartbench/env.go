@@ -69,6 +69,10 @@ type env struct {
 	kubectl  string
 }
 
+// managerFlowControl is the manager's FlowSchema and priority level, as
+// installed.
+const managerFlowControl = "config/manager/flowcontrol.yaml"
+
 // Names the benchmark's objects have.
 const (
 	benchNamespacePrefix = "bench-"
@@ -77,7 +81,8 @@ const (
 	agentContainer = "inplace-agent"
 )
 
-func startEnv(ctx context.Context, nodes, realNodes int, controlPlane cluster.Options, restartTimeout time.Duration, log logr.Logger) (*env, func(), error) {
+func startEnv(ctx context.Context, cfg Config, nodes int, controlPlane cluster.Options) (*env, func(), error) {
+	realNodes, restartTimeout, log := cfg.RealNodes, cfg.Timeout, cfg.Log
 	// The API server as in production: API Priority and Fairness on, with
 	// its default limits, so that thousands of writers at once are queued
 	// by priority instead of all admitted — admitted, the 15,000 writes of
@@ -151,6 +156,11 @@ func startEnv(ctx context.Context, nodes, realNodes int, controlPlane cluster.Op
 	pprof.SetGoroutineLabels(ctx)
 	if err != nil {
 		return fail(fmt.Errorf("starting inplace-manager: %w", err))
+	}
+	if !cfg.NoManagerFlowSchema {
+		if err := deploy.Apply(ctx, e.client, managerFlowControl); err != nil {
+			return fail(fmt.Errorf("installing the manager's priority level: %w", err))
+		}
 	}
 	if realNodes > 0 {
 		e.real, e.auditLog = true, filepath.Join(auditDir, "audit.log")

@@ -162,7 +162,7 @@ func Table(w io.Writer, report Report) {
 		}
 	}
 	if report.ControlPlane != "" {
-		fmt.Fprintf(w, "control-plane profile %s\n", report.ControlPlane)
+		fmt.Fprintf(w, "control-plane profile %s, the manager's own priority level %v\n", report.ControlPlane, report.ManagerFlowSchema)
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "N\tprofile\tfailure\tstrategy\trepeats\tall running (median)\tmin..max\tdetection\tvs floor\tvs in place\tcontrol-plane CPU\tmin..max\tvs floor\tvs in place\t")

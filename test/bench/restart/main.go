@@ -29,6 +29,7 @@ func main() {
 	repeats := flag.Int("repeats", 3, "restarts per strategy, failure kind and profile")
 	profiles := flag.String("profiles", "zero,realistic", "node latency profiles: zero, realistic")
 	controlPlane := flag.String("control-plane", restartbench.ControlPlaneScale, "control-plane profile (client rate limits of kube-controller-manager and kube-scheduler): defaults (theirs: 20 and 50 requests/s), scale (Kubernetes' 5,000-node tests: 100), fast (the test cluster's: 1,000)")
+	noFlowSchema := flag.Bool("no-manager-flow-schema", false, "leave out the manager's FlowSchema and priority level (config/manager/flowcontrol.yaml): its requests then share the agents' priority level")
 	strategies := flag.String("strategies", "InPlaceRestart,Recreate,BlockingRecreate", "restart strategies")
 	failures := flag.String("failures", "exit,delete", "failure kinds: exit (a worker exits 1), delete (a Pod is deleted)")
 	timeout := flag.Duration("timeout", 15*time.Minute, "bound on one restart, and on deleting one scenario's namespace")
@@ -69,7 +70,7 @@ func main() {
 		managerLog = funcr.New(write, funcr.Options{Verbosity: 5}).WithName("manager")
 	}
 	ctrllog.SetLogger(managerLog)
-	cfg := restartbench.Config{RealNodes: *realNodes, Repeats: *repeats, Timeout: *timeout, Progress: os.Stderr, Log: log, ControlPlane: *controlPlane,
+	cfg := restartbench.Config{RealNodes: *realNodes, Repeats: *repeats, Timeout: *timeout, Progress: os.Stderr, Log: log, ControlPlane: *controlPlane, NoManagerFlowSchema: *noFlowSchema,
 		Profiles: split(*profiles), Failures: split(*failures), ProfileDir: *profileDir, APIServerProfile: *apiserverProfile}
 	for _, s := range split(*nodes) {
 		n, err := strconv.Atoi(s)
