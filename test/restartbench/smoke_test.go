@@ -72,6 +72,23 @@ func TestSmoke(t *testing.T) {
 	if f := report.Floors[1]; f.PodBytes < 2000 || f.CPUSeconds["kube-apiserver"] <= 0 {
 		t.Errorf("the floor wrote Pods of %d bytes (the JobSet's have an injected agent) with %v CPU", f.PodBytes, f.CPUSeconds)
 	}
+	// An agent restarted in place sends two requests: the watch that
+	// delivers its broadcast, and its epoch's patch; it learns its Pod's
+	// epoch from its environment. The agent of the Pod whose worker
+	// failed may also read its Pod, if it starts before the epoch is
+	// deprecated; refused requests are sent again.
+	agentRequests, agentReads := 0, inPlace.Requests[ActorAgents]["get pods"]
+	for _, n := range inPlace.Requests[ActorAgents] {
+		agentRequests += n
+	}
+	refused := 0.0
+	for _, n := range inPlace.Rejected {
+		refused += n
+	}
+	if float64(agentRequests) > 2*float64(inPlace.Nodes)+1+refused || agentReads > 1 {
+		t.Errorf("the agents sent %d requests (%d reads of their Pods) in an in-place restart of %d Pods with %.0f refused, want at most 2 per Pod, 1 read, and the refused again: %v",
+			agentRequests, agentReads, inPlace.Nodes, refused, inPlace.Requests[ActorAgents])
+	}
 	t.Logf("in place %v (floor %v), Recreate %v", inPlace.WorkersRunning, report.Floors[1].Total, recreate.WorkersRunning)
 	t.Logf("in place: %+v", inPlace)
 }
