@@ -70,8 +70,9 @@ func (m *Machine) Start(b protocol.Broadcast, podEpoch int32, workersRunning boo
 // a new epoch whatever its workers do, and that is the case of every agent
 // of a group restarted in place: it exited because its epoch was
 // deprecated, or its Pod's containers were all restarted with it. So the
-// agents of an in-place restart send no read, and the agent of the Pod
-// whose worker failed, or one that crashed alone, reads its Pod.
+// agents of an in-place restart send no read; one that crashed alone
+// reads its Pod, and so does the agent of the Pod whose worker failed if
+// it starts before the controller deprecated the epoch.
 //
 // The kubelet's copy of the Pod, from which it sets the variable, may be
 // behind the API server's, never ahead (an agent's epoch only rises), so
