@@ -59,6 +59,36 @@ func (m *Machine) Start(b protocol.Broadcast, podEpoch int32, workersRunning boo
 	return d
 }
 
+// NeedsPod reports whether Start needs to read the agent's Pod, given the
+// first broadcast and the epoch the Pod carried when the kubelet started
+// the agent (envEpoch, from the Downward API; nil when the agent's
+// environment does not say).
+//
+// The Pod's state matters to Start only when its epoch is above the
+// deprecated one: then the agent may have restarted alone, its workers
+// still running, and resumes if they are. At or below it, the agent starts
+// a new epoch whatever its workers do, and that is the case of every agent
+// of a group restarted in place: it exited because its epoch was
+// deprecated, or its Pod's containers were all restarted with it. So the
+// agents of an in-place restart send no read; one that crashed alone
+// reads its Pod, and so does the agent of the Pod whose worker failed if
+// it starts before the controller deprecated the epoch.
+//
+// The kubelet's copy of the Pod, from which it sets the variable, may be
+// behind the API server's, never ahead (an agent's epoch only rises), so
+// envEpoch is a lower bound of the Pod's epoch. An agent given an epoch
+// older than its Pod's either reports one below it, which the agents'
+// admission policy refuses and which makes it read its Pod (see Run), or
+// starts a new epoch where it could have resumed: one needless group
+// restart, in the moment after a report that the kubelet has not seen yet.
+func NeedsPod(b protocol.Broadcast, envEpoch *int32) bool {
+	if b.Disabled {
+		// Start chooses no epoch: the workers run, whatever the Pod says.
+		return false
+	}
+	return envEpoch == nil || *envEpoch > b.DeprecatedEpoch
+}
+
 // Observe applies a newer broadcast.
 func (m *Machine) Observe(b protocol.Broadcast) Decision {
 	var d Decision

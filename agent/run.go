@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/inplace-dev/inplace/api/protocol"
 )
@@ -23,7 +25,9 @@ type Transport interface {
 	// ReportEpoch writes the agent's epoch on its Pod.
 	ReportEpoch(ctx context.Context, epoch int32) error
 	// Self returns the epoch the Pod carries (0 if none) and whether its
-	// worker containers are running.
+	// worker containers are running. The agent asks only when what it was
+	// started with does not settle its start (NeedsPod), or when its report
+	// was refused.
 	Self(ctx context.Context) (epoch int32, workersRunning bool, err error)
 }
 
@@ -46,6 +50,32 @@ type Config struct {
 	// startup probe then sees the lift at once, not a probe period later;
 	// it must stay below the probe's timeoutSeconds. 0 answers at once.
 	BarrierHold time.Duration
+	// PodEpoch is the epoch the Pod carried when the kubelet started this
+	// container (protocol.EnvPodEpoch, from the Downward API; 0 for none),
+	// or nil when the environment does not say: an agent injected by an
+	// older manager, or one configured as upstream JobSet's. With it, an
+	// agent restarted in place with its Pod needs no read of the Pod.
+	PodEpoch *int32
+}
+
+// EpochFromEnv reads the epoch the Downward API gave in
+// protocol.EnvPodEpoch: value is the variable's, set whether it is set. An
+// unset variable is nil, an empty one (a Pod without the annotation) 0. A
+// value that is not an epoch is nil too: the agent then reads its Pod,
+// which says what is wrong with the annotation.
+func EpochFromEnv(value string, set bool) *int32 {
+	if !set {
+		return nil
+	}
+	if value == "" {
+		return new(int32)
+	}
+	n, err := strconv.ParseInt(value, 10, 32)
+	if err != nil || n < 0 {
+		return nil
+	}
+	epoch := int32(n)
+	return &epoch
 }
 
 // Run runs the agent until ctx ends (exit code 0) or its epoch is
@@ -79,17 +109,47 @@ func Run(ctx context.Context, log logr.Logger, cfg Config, t Transport) (int, er
 		return 0, nil
 	case first = <-updates:
 	}
-	podEpoch, workersRunning, err := t.Self(ctx)
-	if err != nil {
-		return 1, fmt.Errorf("reading its own Pod: %w", err)
+	var podEpoch int32
+	if cfg.PodEpoch != nil {
+		podEpoch = *cfg.PodEpoch
+	}
+	var workersRunning bool
+	readPod := NeedsPod(first, cfg.PodEpoch)
+	if readPod {
+		read, running, err := t.Self(ctx)
+		if err != nil {
+			return 1, fmt.Errorf("reading its own Pod: %w", err)
+		}
+		// Both are lower bounds of the epoch the Pod carries now.
+		podEpoch, workersRunning = max(podEpoch, read), running
 	}
 	m := NewMachine(cfg.ReplicatedJob)
 	d := m.Start(first, podEpoch, workersRunning)
-	log.Info("started", "epoch", m.Epoch(), "resumed", d.ReportEpoch == 0, "synced", first.SyncedEpoch, "deprecated", first.DeprecatedEpoch)
+	last := first
+	// envEpoch is logged as given (-1: not given), to show what the
+	// kubelet passed at this start.
+	envEpoch := int32(-1)
+	if cfg.PodEpoch != nil {
+		envEpoch = *cfg.PodEpoch
+	}
+	log.Info("started", "epoch", m.Epoch(), "resumed", d.ReportEpoch == 0, "synced", first.SyncedEpoch, "deprecated", first.DeprecatedEpoch,
+		"envEpoch", envEpoch, "readPod", readPod)
 	for {
 		if d.ReportEpoch != 0 {
-			if err := report(ctx, log, t, d.ReportEpoch); err != nil {
+			ahead, err := report(ctx, log, t, d.ReportEpoch)
+			if err != nil {
 				return 0, nil // ctx ended
+			}
+			if ahead != nil {
+				// The Pod carries a later epoch than the one this start was
+				// given (the kubelet's copy of the Pod was behind, and so
+				// was the broadcast): start again from what the Pod says.
+				// Nothing was lifted yet, since nothing is before the
+				// report.
+				m = NewMachine(cfg.ReplicatedJob)
+				d = m.Start(last, ahead.epoch, ahead.workersRunning)
+				log.Info("the Pod carries a later epoch: started again from it", "podEpoch", ahead.epoch, "epoch", m.Epoch(), "resumed", d.ReportEpoch == 0)
+				continue
 			}
 		}
 		if d.LiftBarrier {
@@ -110,6 +170,7 @@ func Run(ctx context.Context, log logr.Logger, cfg Config, t Transport) (int, er
 			if !ok {
 				return 0, nil
 			}
+			last = b
 			d = m.Observe(b)
 		}
 	}
@@ -127,16 +188,45 @@ func FinalExitCode(ctx context.Context, code, restartCode int) int {
 	return code
 }
 
+// podFacts is what the agent read of its Pod.
+type podFacts struct {
+	epoch          int32
+	workersRunning bool
+}
+
+// errPodAhead ends the retries of a report that the Pod's epoch has
+// overtaken.
+var errPodAhead = errors.New("the Pod carries a later epoch")
+
 // report writes the epoch, retrying until it is written: the whole group
-// waits for it.
-func report(ctx context.Context, log logr.Logger, t Transport, epoch int32) error {
-	return Retry(ctx, func(ctx context.Context) error {
+// waits for it. The first time the write is refused for good (403, 422:
+// the agents' admission policy refuses a lower epoch than the Pod
+// carries), the agent reads its Pod: if its epoch is later than the one
+// reported, report returns it instead of trying again. Other refusals
+// (the agents' RoleBinding not created yet, say) are retried as before.
+func report(ctx context.Context, log logr.Logger, t Transport, epoch int32) (*podFacts, error) {
+	var ahead *podFacts
+	checked := false
+	err := Retry(ctx, func(ctx context.Context) error {
 		err := t.ReportEpoch(ctx, epoch)
-		if err != nil {
-			log.V(1).Info("reporting the epoch failed; retrying", "epoch", epoch, "error", err)
+		if err == nil {
+			return nil
 		}
+		if !checked && (apierrors.IsForbidden(err) || apierrors.IsInvalid(err)) {
+			checked = true
+			read, running, rerr := t.Self(ctx)
+			if rerr == nil && read > epoch {
+				ahead = &podFacts{read, running}
+				return errPodAhead
+			}
+		}
+		log.V(1).Info("reporting the epoch failed; retrying", "epoch", epoch, "error", err)
 		return err
-	}, nil)
+	}, func(err error) bool { return errors.Is(err, errPodAhead) })
+	if ahead != nil {
+		return ahead, nil
+	}
+	return nil, err
 }
 
 // barrier is closed once lifted, at epoch.

@@ -17,6 +17,13 @@ const (
 	// EnvBarrierHold is optional: agents injected by older managers do not
 	// hold probes.
 	EnvBarrierHold = "BARRIER_HOLD_MILLISECONDS"
+	// EnvPodEpoch is the Pod's epoch annotation (jobset.sigs.k8s.io/epoch)
+	// through the Downward API: the kubelet reads it from its copy of the
+	// Pod each time it starts the agent's container, so an agent restarted
+	// in place learns its Pod's epoch without asking the API server. Empty
+	// when the Pod has no epoch yet; optional: agents injected by older
+	// managers read their Pod instead.
+	EnvPodEpoch = "POD_EPOCH"
 )
 
 // The agent's HTTP endpoints: the injected startupProbe asks BarrierPath

@@ -112,6 +112,8 @@ func injected(log logr.Logger, restCfg *rest.Config) (agent.Config, agent.Transp
 		}
 		cfg.BarrierHold = time.Duration(millis) * time.Millisecond
 	}
+	// Optional as well: without it the agent reads its Pod when it starts.
+	cfg.PodEpoch = agent.EpochFromEnv(os.LookupEnv(protocol.EnvPodEpoch))
 	return cfg, t, nil
 }
 

@@ -12,7 +12,10 @@
 // test makes them exit. A container exit is handled by its
 // restartPolicyRules (Restart, RestartAllContainers) and then its
 // restartPolicy, as the kubelet does; the Pod's phase, conditions and
-// container statuses are written as the kubelet writes them.
+// container statuses are written as the kubelet writes them. The agent's
+// environment is made at each start of its container from the node's copy
+// of the Pod, Downward API references included (env.go), as the kubelet
+// makes it: an agent restarted in place is given the epoch its Pod carries.
 //
 // Driving failures with kubectl alone:
 //

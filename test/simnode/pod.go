@@ -461,16 +461,36 @@ func exitAction(c *corev1.Container, podPolicy corev1.RestartPolicy, isInit bool
 	return actionNone
 }
 
-// runAgent runs the real agent for the Pod until it exits.
-func (r *podRunner) runAgent(ctx context.Context, c corev1.Container) int {
-	env := map[string]string{}
-	for _, e := range c.Env {
-		env[e.Name] = e.Value
+// agentConfig is the configuration the agent binary reads from the
+// environment the kubelet gives it at this start of container c.
+func (r *podRunner) agentConfig(c *corev1.Container) (agent.Config, error) {
+	env, err := containerEnv(r.pod(), c, r.ip)
+	if err != nil {
+		return agent.Config{}, err
 	}
 	code, _ := strconv.Atoi(env[protocol.EnvRestartExitCode])
-	port := env[protocol.EnvBarrierPort]
-	pod := r.pod()
+	hold, _ := strconv.Atoi(env[protocol.EnvBarrierHold])
+	epoch, set := env[protocol.EnvPodEpoch]
+	return agent.Config{
+		ReplicatedJob:   env[protocol.EnvReplicatedJobName],
+		RestartExitCode: code,
+		Listen:          r.ip + ":" + env[protocol.EnvBarrierPort],
+		BarrierHold:     time.Duration(hold) * time.Millisecond,
+		PodEpoch:        agent.EpochFromEnv(epoch, set),
+	}, nil
+}
+
+// runAgent runs the real agent for the Pod until it exits.
+func (r *podRunner) runAgent(ctx context.Context, c corev1.Container) int {
 	log := r.sim.opts.Log.WithValues("pod", r.namespace+"/"+r.name)
+	cfg, err := r.agentConfig(&c)
+	if err != nil {
+		// As the kubelet fails a container whose environment it cannot
+		// make.
+		log.Error(err, "agent environment")
+		return 1
+	}
+	pod := r.pod()
 	cs, closeConns, err := r.agentClientset(ctx)
 	if err != nil {
 		log.Error(err, "agent credentials")
@@ -481,19 +501,13 @@ func (r *podRunner) runAgent(ctx context.Context, c corev1.Container) int {
 		Client: cs, Namespace: r.namespace, Pod: r.name,
 		JobSet: pod.Annotations[jobset.JobSetNameKey], Log: log,
 	}, runner: r}
-	hold, _ := strconv.Atoi(env[protocol.EnvBarrierHold])
-	listener, err := r.sim.podNet.Listen(r.ip + ":" + port)
+	listener, err := r.sim.podNet.Listen(cfg.Listen)
 	if err != nil {
 		log.Error(err, "agent")
 		return 1
 	}
-	exitCode, err := agent.Run(ctx, log, agent.Config{
-		ReplicatedJob:   pod.Annotations[jobset.ReplicatedJobNameKey],
-		RestartExitCode: code,
-		Listen:          r.ip + ":" + port,
-		Listener:        listener,
-		BarrierHold:     time.Duration(hold) * time.Millisecond,
-	}, t)
+	cfg.Listener = listener
+	exitCode, err := agent.Run(ctx, log, cfg, t)
 	if err != nil && ctx.Err() == nil {
 		log.Error(err, "agent failed")
 	}

@@ -202,6 +202,10 @@ func agentContainer(a configv1alpha1.Agent) corev1.Container {
 			fieldEnv(protocol.EnvPodIP, "status.podIP"),
 			fieldEnv(protocol.EnvJobSetName, "metadata.annotations['"+jobset.JobSetNameKey+"']"),
 			fieldEnv(protocol.EnvReplicatedJobName, "metadata.annotations['"+jobset.ReplicatedJobNameKey+"']"),
+			// Evaluated by the kubelet at every start of the container:
+			// an agent restarted in place knows its Pod's epoch without a
+			// read of its Pod.
+			fieldEnv(protocol.EnvPodEpoch, "metadata.annotations['"+jobset.EpochKey+"']"),
 			{Name: protocol.EnvRestartExitCode, Value: fmt.Sprint(a.RestartExitCode)},
 			{Name: protocol.EnvBarrierPort, Value: fmt.Sprint(a.BarrierPort)},
 			{Name: protocol.EnvBarrierHold, Value: fmt.Sprint(barrierHoldMillis)},

@@ -50,6 +50,14 @@ func workerLog(pod corev1.Pod) string {
 	return string(data)
 }
 
+// agentLog is the log of the agent's current run in pod.
+func agentLog(pod corev1.Pod) string {
+	GinkgoHelper()
+	data, err := clientset.CoreV1().Pods(pod.Namespace).GetLogs(pod.Name, &corev1.PodLogOptions{Container: "inplace-agent"}).DoRaw(ctx)
+	Expect(err).NotTo(HaveOccurred())
+	return string(data)
+}
+
 // dumpContainerLogs writes the last lines of every container's log in ns,
 // read through the apiserver from the kubelets, and of its previous run.
 func dumpContainerLogs(ns string) {
@@ -171,9 +179,24 @@ var _ = Describe("in-place restart on real kubelets", func() {
 		before := expectRunning(js, 1)
 		Expect(nodesOf(before)).To(HaveLen(nodes), "one worker Pod per node")
 
-		exitWorker(podsOf(js)[0], 1)
+		victim := podsOf(js)[0]
+		exitWorker(victim, 1)
 		after := expectRunning(js, 2)
 		Expect(after).To(Equal(before), "same Pods (UIDs), same IPs, same nodes")
+
+		// The kubelet evaluated the agent's Downward API environment again
+		// when it restarted the container: the new agent was given the
+		// epoch its Pod carried, 1 (at the first start there was none), and
+		// needed no read of its Pod to start epoch 2, except perhaps the
+		// agent of the failed worker's Pod, had it started before the
+		// epoch was deprecated.
+		for _, p := range podsOf(js) {
+			Eventually(func() string { return agentLog(p) }).WithTimeout(30*time.Second).
+				Should(MatchRegexp(`"msg":"started","epoch":2,.*"envEpoch":1`), "agent log of %s", p.Name)
+			if p.Name != victim.Name {
+				Expect(agentLog(p)).To(MatchRegexp(`"msg":"started","epoch":2,.*"readPod":false`), "the agent of %s read its Pod", p.Name)
+			}
+		}
 
 		got := getJobSet(js)
 		Expect(got.Status.Restarts).To(Equal(int32(1)))

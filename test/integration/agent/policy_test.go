@@ -93,6 +93,10 @@ var _ = Describe("the agents' admission policy", func() {
 			Expect(patch(agentClient, pods[0].Name, body, false)).To(refused(why), body)
 		}
 
+		By("a report below its Pod's epoch, as an agent given a stale POD_EPOCH sends it: Forbidden, on which the agent reads its Pod")
+		err := t.ReportEpoch(ctx, 1)
+		Expect(apierrors.IsForbidden(err)).To(BeTrue(), "a lowered epoch: %v", err)
+
 		By("its own Pod's attempt, as an agent made for upstream JobSet reports it: allowed from 0, upwards")
 		for _, attempt := range []string{"0", "0", "1"} {
 			Expect(patch(agentClient, pods[0].Name, `{"metadata":{"annotations":{"jobset.sigs.k8s.io/in-place-restart-attempt":"`+attempt+`"}}}`, false)).To(Succeed())
@@ -115,7 +119,7 @@ var _ = Describe("the agents' admission policy", func() {
 		} {
 			Expect(patch(agentClient, pods[0].Name, body, false)).To(refused(why), body)
 		}
-		_, err := agentClient.CoreV1().Pods(ns).Patch(ctx, pods[0].Name, types.JSONPatchType,
+		_, err = agentClient.CoreV1().Pods(ns).Patch(ctx, pods[0].Name, types.JSONPatchType,
 			[]byte(`[{"op":"replace","path":"/spec/containers/0/image","value":"evil:1"}]`), metav1.PatchOptions{})
 		Expect(err).To(refused("its spec may not change"), "the image")
 		err = patch(agentClient, pods[0].Name, `{"status":{"conditions":[{"type":"Evil","status":"True"}]}}`, false, "status")

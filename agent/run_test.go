@@ -1,0 +1,159 @@
+package agent
+
+import (
+	"context"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr/testr"
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/utils/ptr"
+
+	"github.com/inplace-dev/inplace/api/protocol"
+)
+
+// podTransport is a Pod as the API server keeps it, with the agents'
+// admission policy: a report below the Pod's epoch is refused.
+type podTransport struct {
+	broadcasts []protocol.Broadcast
+
+	mu             sync.Mutex
+	epoch          int32
+	workersRunning bool
+	reads          int
+	reports        []int32
+}
+
+func (p *podTransport) Broadcasts(context.Context) (<-chan protocol.Broadcast, error) {
+	ch := make(chan protocol.Broadcast, len(p.broadcasts))
+	for _, b := range p.broadcasts {
+		ch <- b
+	}
+	return ch, nil
+}
+
+func (p *podTransport) ReportEpoch(_ context.Context, epoch int32) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.reports = append(p.reports, epoch)
+	if epoch < p.epoch {
+		return apierrors.NewForbidden(corev1.Resource("pods"), "worker-0", nil)
+	}
+	p.epoch = epoch
+	return nil
+}
+
+func (p *podTransport) Self(context.Context) (int32, bool, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.reads++
+	return p.epoch, p.workersRunning, nil
+}
+
+// TestRunReadsItsPodOnlyWhenItMust: an agent restarted with its Pod knows
+// from its environment all it needs, and sends its report alone; it reads
+// its Pod only when its environment leaves the start open (the epoch
+// given is not deprecated, or none is given), or once its report is
+// refused because the Pod carries a later epoch than the one given.
+func TestRunReadsItsPodOnlyWhenItMust(t *testing.T) {
+	deprecateAll := protocol.Broadcast{SyncedEpoch: 100, DeprecatedEpoch: 100}
+	cases := map[string]struct {
+		// setup
+		envEpoch       *int32
+		podEpoch       int32
+		workersRunning bool
+		first          protocol.Broadcast
+		// want
+		reads   int
+		reports []int32
+	}{
+		"first start, no epoch on the Pod yet: report synced+1, no read": {
+			envEpoch: ptr.To[int32](0),
+			first:    protocol.Broadcast{},
+			reports:  []int32{1},
+		},
+		"restarted in place with its Pod, its epoch deprecated: report synced+1, no read": {
+			envEpoch: ptr.To[int32](2), podEpoch: 2,
+			first:   protocol.Broadcast{SyncedEpoch: 2, DeprecatedEpoch: 2},
+			reports: []int32{3},
+		},
+		"restarted alone, its workers running at the synced epoch: read, resume, no report": {
+			envEpoch: ptr.To[int32](2), podEpoch: 2, workersRunning: true,
+			first: protocol.Broadcast{SyncedEpoch: 2, DeprecatedEpoch: 1},
+			reads: 1,
+		},
+		"its worker failed before the epoch was deprecated: read, workers not running, a new epoch": {
+			envEpoch: ptr.To[int32](2), podEpoch: 2,
+			first:   protocol.Broadcast{SyncedEpoch: 2, DeprecatedEpoch: 1},
+			reads:   1,
+			reports: []int32{3},
+		},
+		"no epoch in its environment (injected by an older manager): read, as before": {
+			podEpoch: 2,
+			first:    protocol.Broadcast{SyncedEpoch: 2, DeprecatedEpoch: 2},
+			reads:    1,
+			reports:  []int32{3},
+		},
+		"the kubelet's copy of the Pod was behind: the report is refused, the agent reads and takes the Pod's epoch": {
+			envEpoch: ptr.To[int32](1), podEpoch: 3,
+			first:   protocol.Broadcast{SyncedEpoch: 1, DeprecatedEpoch: 1},
+			reads:   1,
+			reports: []int32{2, 3},
+		},
+		"in-place restarts off: nothing to read nor report": {
+			first: protocol.Broadcast{Disabled: true},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			p := &podTransport{broadcasts: []protocol.Broadcast{tc.first, deprecateAll}, epoch: tc.podEpoch, workersRunning: tc.workersRunning}
+			l, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			if tc.first.Disabled {
+				// Nothing ends a disabled agent but its Pod's end.
+				time.AfterFunc(200*time.Millisecond, cancel)
+			}
+			if _, err := Run(ctx, testr.New(t), Config{ReplicatedJob: "workers", RestartExitCode: 88, Listener: l, PodEpoch: tc.envEpoch}, p); err != nil {
+				t.Fatal(err)
+			}
+			p.mu.Lock()
+			defer p.mu.Unlock()
+			if p.reads != tc.reads {
+				t.Errorf("%d reads of the Pod, want %d", p.reads, tc.reads)
+			}
+			if diff := cmp.Diff(tc.reports, p.reports); diff != "" {
+				t.Errorf("reports (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestEpochFromEnv(t *testing.T) {
+	cases := map[string]struct {
+		value string
+		set   bool
+		want  *int32
+	}{
+		"unset: not known":                       {},
+		"empty: the Pod had no epoch":            {set: true, want: ptr.To[int32](0)},
+		"an epoch":                               {value: "7", set: true, want: ptr.To[int32](7)},
+		"not a number: not known, the Pod tells": {value: "x", set: true},
+		"negative: not known":                    {value: "-1", set: true},
+		"beyond int32: not known":                {value: "2147483648", set: true},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, EpochFromEnv(tc.value, tc.set)); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
