@@ -22,8 +22,8 @@ jobset_name := meta.name if {
 } else := ""
 
 templates contains [path, name] if {
-	some i, policy in object.get(spec, "volumeClaimPolicies", [])
-	some j, t in object.get(policy, "templates", [])
+	some i, policy in input.object.spec.volumeClaimPolicies
+	some j, t in policy.templates
 	path := sprintf("spec.volumeClaimPolicies[%d].templates[%d]", [i, j])
 	name := object.get(t, ["metadata", "name"], "")
 }
