@@ -92,21 +92,21 @@ deny contains msg if {
 }
 
 deny contains msg if {
-	sub := object.get(spec, ["network", "subdomain"], "")
+	sub := input.object.spec.network.subdomain
 	sub != ""
 	not valid_dns1035_label(sub)
 	msg := sprintf("spec.network.subdomain %q must be a DNS-1035 label (at most 63 lower-case letters, digits and '-', starting with a letter and ending with a letter or digit): it names the headless Service; choose such a name", [sub])
 }
 
 deny contains msg if {
-	manager := object.get(spec, "managedBy", null)
+	manager := input.object.spec.managedBy
 	manager != null
 	not valid_domain_prefixed_path(manager)
 	msg := sprintf("spec.managedBy %q must be a domain-prefixed path such as example.com/my-controller: a DNS subdomain, '/', then a non-empty path", [manager])
 }
 
 deny contains msg if {
-	c := spec.coordinator
+	c := input.object.spec.coordinator
 	endpoint := coordinator_endpoint(c)
 	not valid_label_value(endpoint)
 	msg := sprintf("spec.coordinator: the coordinator endpoint %q (%d characters) becomes the value of the label jobset.sigs.k8s.io/coordinator, which must be at most 63 characters of letters, digits, '-', '_' and '.': shorten %s, spec.coordinator.replicatedJob or spec.network.subdomain", [endpoint, count(endpoint), name_field])
