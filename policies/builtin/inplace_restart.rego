@@ -81,9 +81,9 @@ warn contains msg if {
 }
 
 has_agent(pod) if {
-	some c in object.get(pod, "initContainers", [])
-	object.get(c, "restartPolicy", "") == "Always"
-	some r in object.get(c, "restartPolicyRules", [])
+	some c in pod.initContainers
+	c.restartPolicy == "Always"
+	some r in c.restartPolicyRules
 	r.action == "RestartAllContainers"
 }
 

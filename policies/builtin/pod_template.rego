@@ -20,7 +20,7 @@ operator_fix := {"NoIn": "use NotIn"}
 # the path is written only for a container found wrong.
 deny contains msg if {
 	some i, rj in input.object.spec.replicatedJobs
-	some kind in container_kinds
+	some kind in ["initContainers", "containers"]
 	some j, c in rj.template.spec.template.spec[kind]
 	some k, rule in c.restartPolicyRules
 	not rule.action in actions
@@ -30,7 +30,7 @@ deny contains msg if {
 
 deny contains msg if {
 	some i, rj in input.object.spec.replicatedJobs
-	some kind in container_kinds
+	some kind in ["initContainers", "containers"]
 	some j, c in rj.template.spec.template.spec[kind]
 	some k, rule in c.restartPolicyRules
 	op := rule.exitCodes.operator
@@ -41,13 +41,11 @@ deny contains msg if {
 
 deny contains msg if {
 	some i, rj in input.object.spec.replicatedJobs
-	some kind in container_kinds
+	some kind in ["initContainers", "containers"]
 	some j, c in rj.template.spec.template.spec[kind]
 	count(c.restartPolicyRules) > 0
 	not c.restartPolicy
 	msg := sprintf("%s (%s) has restartPolicyRules but no restartPolicy: set restartPolicy on the container (Never for a worker, Always for a sidecar); the rules apply only to a container with its own restartPolicy", [path(i, kind, j), c.name])
 }
-
-container_kinds := ["initContainers", "containers"]
 
 path(i, kind, j) := sprintf("spec.replicatedJobs[%d].template.spec.template.spec.%s[%d]", [i, kind, j])
