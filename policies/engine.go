@@ -179,13 +179,25 @@ func newEngine(builtins map[string]string) (*Engine, error) {
 var decisionRules = []string{"deny", "warn", "patch"}
 
 // decisionQuery returns the query that reads the decision rules module
-// defines, each bound to prefix+rule, and the bindings by rule. Each reads
-// its rule through a comprehension, which is defined even when the rule is
-// not (a patch rule whose body fails), so the query always has a result.
+// defines, each bound to prefix+rule, and the bindings by rule. A rule
+// defined only as a partial set (`deny contains msg if ...`, the built-ins'
+// shape) is read directly: a partial set is always defined, the empty set
+// when no body holds. Any other rule is read through a comprehension, which
+// is defined even when the rule is not (a complete patch rule whose body
+// fails), so the query always has a result; the comprehension costs an
+// evaluation step per message and per rule.
 func decisionQuery(module *ast.Module, prefix string) ([]string, map[string]string) {
 	defined := map[string]bool{}
+	partialSet := map[string]bool{}
 	for _, r := range module.Rules {
-		defined[r.Head.Ref()[0].String()] = true
+		name := r.Head.Ref()[0].String()
+		isSet := r.Head.RuleKind() == ast.MultiValue && len(r.Head.Ref()) == 1
+		if !defined[name] {
+			partialSet[name] = isSet
+		} else {
+			partialSet[name] = partialSet[name] && isSet
+		}
+		defined[name] = true
 	}
 	var body []string
 	bindings := map[string]string{}
@@ -195,9 +207,12 @@ func decisionQuery(module *ast.Module, prefix string) ([]string, map[string]stri
 		}
 		v, ref := prefix+rule, module.Package.Path.String()+"."+rule
 		bindings[rule] = v
-		if rule == "patch" {
+		switch {
+		case rule == "patch":
 			body = append(body, fmt.Sprintf("%s := [x | some x in %s]", v, ref))
-		} else {
+		case partialSet[rule]:
+			body = append(body, fmt.Sprintf("%s := %s", v, ref))
+		default:
 			body = append(body, fmt.Sprintf("%s := {x | some x in %s}", v, ref))
 		}
 	}

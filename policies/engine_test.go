@@ -331,3 +331,55 @@ func TestBuiltinPackageMustBeItsName(t *testing.T) {
 		t.Errorf("error %v, want one naming the package the built-in must have", err)
 	}
 }
+
+// Whatever shape a policy gives its decision rules, and whether or not any
+// body holds, the other rules still decide: the query always has a result.
+func TestDecisionRuleShapes(t *testing.T) {
+	cases := map[string]struct {
+		src       string
+		wantDeny  []string
+		wantWarns []string
+	}{
+		"a partial set none of whose bodies holds": {
+			src:       "package p\n\ndeny contains \"x\" if false\n\nwarn contains \"w\" if true\n",
+			wantWarns: []string{"p: w"},
+		},
+		"a partial set whose body holds": {
+			src:       "package p\n\ndeny contains \"x\" if true\n\nwarn contains \"w\" if true\n",
+			wantDeny:  []string{"p: x"},
+			wantWarns: []string{"p: w"},
+		},
+		"a complete rule that is undefined": {
+			src:       "package p\n\ndeny := {\"x\"} if false\n\nwarn contains \"w\" if true\n",
+			wantWarns: []string{"p: w"},
+		},
+		"a complete rule that is defined": {
+			src:       "package p\n\ndeny := {\"x\"} if true\n\nwarn contains \"w\" if true\n",
+			wantDeny:  []string{"p: x"},
+			wantWarns: []string{"p: w"},
+		},
+		"a complete patch rule that is undefined": {
+			src:       "package p\n\npatch := [{\"op\": \"add\", \"path\": \"/a\", \"value\": 1}] if false\n\nwarn contains \"w\" if true\n",
+			wantWarns: []string{"p: w"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			e, err := NewEngine(BuiltinNamesOrDie(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, err := Compile("p", tc.src, Deny, nil, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			e.SetPolicy(p)
+			d, err := e.Evaluate(context.Background(), Input{Operation: "CREATE", Object: map[string]any{"metadata": map[string]any{}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			expectMessages(t, "denied", d.Denied, tc.wantDeny)
+			expectMessages(t, "warned", d.Warned, tc.wantWarns)
+		})
+	}
+}

@@ -3,43 +3,45 @@
 # and rules that can never stop a JobSet are called out.
 package inplace.builtin.failure_policy
 
-job_failure_reasons := {"PodFailurePolicy", "BackoffLimitExceeded", "DeadlineExceeded", "MaxFailedIndexesExceeded", "FailedIndexes"}
+# The rules iterate input.object.spec.failurePolicy.rules and their lists
+# directly: a missing list is iterated as an empty one, and a helper rule or
+# object.get in between costs every JobSet an evaluation step per rule.
 
-rules := object.get(input.object.spec, ["failurePolicy", "rules"], [])
+job_failure_reasons := {"PodFailurePolicy", "BackoffLimitExceeded", "DeadlineExceeded", "MaxFailedIndexesExceeded", "FailedIndexes"}
 
 replicated_jobs := {rj.name | some rj in input.object.spec.replicatedJobs}
 
 deny contains msg if {
-	some i, rule in rules
-	some j, reason in object.get(rule, "onJobFailureReasons", [])
+	some i, rule in input.object.spec.failurePolicy.rules
+	some j, reason in rule.onJobFailureReasons
 	not reason in job_failure_reasons
 	msg := sprintf("spec.failurePolicy.rules[%d].onJobFailureReasons[%d] %q is not a Job failure reason: use one of %v", [i, j, reason, sort(job_failure_reasons)])
 }
 
 deny contains msg if {
-	some i, rule in rules
-	some j, rule2 in rules
+	some i, rule in input.object.spec.failurePolicy.rules
+	some j, rule2 in input.object.spec.failurePolicy.rules
 	i < j
 	rule.name == rule2.name
 	msg := sprintf("spec.failurePolicy.rules[%d].name %q is also the name of rules[%d]: rule names must be unique", [j, rule.name, i])
 }
 
 deny contains msg if {
-	some i, rule in rules
-	some j, target in object.get(rule, "targetReplicatedJobs", [])
+	some i, rule in input.object.spec.failurePolicy.rules
+	some j, target in rule.targetReplicatedJobs
 	not target in replicated_jobs
 	msg := sprintf("spec.failurePolicy.rules[%d].targetReplicatedJobs[%d] %q names no replicated job: use one of %v", [i, j, target, sort(replicated_jobs)])
 }
 
 deny contains msg if {
-	some i, rule in rules
-	some j, pattern in object.get(rule, "onJobFailureMessagePatterns", [])
+	some i, rule in input.object.spec.failurePolicy.rules
+	some j, pattern in rule.onJobFailureMessagePatterns
 	not regex.is_valid(pattern)
 	msg := sprintf("spec.failurePolicy.rules[%d].onJobFailureMessagePatterns[%d] %q is not a valid RE2 regular expression", [i, j, pattern])
 }
 
 deny contains msg if {
-	some i, rule in rules
+	some i, rule in input.object.spec.failurePolicy.rules
 	rule.action in {"RestartJob", "RestartJobAndIgnoreMaxRestarts"}
 	some k, rj in input.object.spec.replicatedJobs
 	object.get(rj, "replicas", 1) > 1024
@@ -47,7 +49,7 @@ deny contains msg if {
 }
 
 warn contains msg if {
-	some i, rule in rules
+	some i, rule in input.object.spec.failurePolicy.rules
 	rule.action == "RestartJobSetAndIgnoreMaxRestarts"
 	count(object.get(rule, "onJobFailureReasons", [])) == 0
 	count(object.get(rule, "onJobFailureMessagePatterns", [])) == 0

@@ -6,10 +6,13 @@ package inplace.builtin.inplace_restart
 
 max_int32 := 2147483647
 
-in_place if input.object.spec.failurePolicy.restartStrategy == "InPlaceRestart"
+# Every rule tests the restart strategy first, on the input itself rather
+# than through a helper rule: OPA indexes rules on such a comparison, so a
+# JobSet that restarts by recreating skips them all unevaluated.
 
-# Upstream JobSet's annotation: in-place restarts off, no agent needed.
-disabled if "jobset.sigs.k8s.io/disable-in-place-restart" in object.keys(object.get(input.object.metadata, "annotations", {}))
+# Upstream JobSet's annotation, whatever its value: in-place restarts off,
+# no agent needed.
+disabled if _ = input.object.metadata.annotations["jobset.sigs.k8s.io/disable-in-place-restart"]
 
 # inplace.dev/inject: "false": the webhook set nothing.
 opted_out if object.get(object.get(input.object.metadata, "annotations", {}), "inplace.dev/inject", "") == "false"
@@ -19,24 +22,26 @@ fix_by_removing := "set it" if opted_out
 
 else := "remove the field to have it set for you"
 
+# The valid value is tested first, the value to report read only when it
+# is wrong.
 deny contains msg if {
-	in_place
+	input.object.spec.failurePolicy.restartStrategy == "InPlaceRestart"
 	some i, rj in input.object.spec.replicatedJobs
+	not rj.template.spec.backoffLimit == max_int32
 	got := object.get(rj.template.spec, "backoffLimit", "unset")
-	got != max_int32
 	msg := sprintf("spec.replicatedJobs[%d].template.spec.backoffLimit must be 2147483647 with restartStrategy InPlaceRestart (got %v): Pods restart in place or are replaced and the Job must never fail for that; %s", [i, got, fix_by_removing])
 }
 
 deny contains msg if {
-	in_place
+	input.object.spec.failurePolicy.restartStrategy == "InPlaceRestart"
 	some i, rj in input.object.spec.replicatedJobs
+	not rj.template.spec.podReplacementPolicy == "Failed"
 	got := object.get(rj.template.spec, "podReplacementPolicy", "unset")
-	got != "Failed"
 	msg := sprintf("spec.replicatedJobs[%d].template.spec.podReplacementPolicy must be Failed with restartStrategy InPlaceRestart (got %v): a replacement Pod must start only once the old one has failed; %s", [i, got, fix_by_removing])
 }
 
 deny contains msg if {
-	in_place
+	input.object.spec.failurePolicy.restartStrategy == "InPlaceRestart"
 	some i, rj in input.object.spec.replicatedJobs
 	parallelism := object.get(rj.template.spec, "parallelism", 1)
 	completions := object.get(rj.template.spec, "completions", parallelism)
@@ -45,7 +50,7 @@ deny contains msg if {
 }
 
 deny contains msg if {
-	in_place
+	input.object.spec.failurePolicy.restartStrategy == "InPlaceRestart"
 	not disabled
 	some i, rj in input.object.spec.replicatedJobs
 	not has_agent(rj.template.spec.template.spec)
@@ -57,7 +62,7 @@ agent_fix := "remove the annotation inplace.dev/inject: \"false\" to have it inj
 else := "add one, or install inplace's mutating webhook, which injects it"
 
 warn contains msg if {
-	in_place
+	input.object.spec.failurePolicy.restartStrategy == "InPlaceRestart"
 	not disabled
 	some i, rj in input.object.spec.replicatedJobs
 	some j, c in rj.template.spec.template.spec.containers
@@ -68,7 +73,7 @@ warn contains msg if {
 # The agents' admission policy restricts on Pods every service account an
 # InPlaceRestart JobSet's Pods run as, in its namespace.
 warn contains msg if {
-	in_place
+	input.object.spec.failurePolicy.restartStrategy == "InPlaceRestart"
 	not disabled
 	some i, rj in input.object.spec.replicatedJobs
 	object.get(rj.template.spec.template.spec, "serviceAccountName", "default") in {"", "default"}
@@ -76,9 +81,9 @@ warn contains msg if {
 }
 
 has_agent(pod) if {
-	some c in object.get(pod, "initContainers", [])
-	object.get(c, "restartPolicy", "") == "Always"
-	some r in object.get(c, "restartPolicyRules", [])
+	some c in pod.initContainers
+	c.restartPolicy == "Always"
+	some r in c.restartPolicyRules
 	r.action == "RestartAllContainers"
 }
 

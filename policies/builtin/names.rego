@@ -23,12 +23,11 @@ meta := object.get(input.object, "metadata", {})
 
 spec := input.object.spec
 
-replicated_jobs := object.get(spec, "replicatedJobs", [])
-
 # jobset_name is the name the JobSet has or, for a generateName, one of the
 # longest it can get.
-jobset_name := meta.name if {
-	object.get(meta, "name", "") != ""
+jobset_name := name if {
+	name := input.object.metadata.name
+	name != ""
 } else := concat("", [substring(meta.generateName, 0, 58), generated_suffix]) if {
 	object.get(meta, "generateName", "") != ""
 } else := ""
@@ -55,13 +54,13 @@ deny contains msg if {
 }
 
 deny contains msg if {
-	some i, rj in replicated_jobs
+	some i, rj in input.object.spec.replicatedJobs
 	not regex.match(`^[-a-z0-9]+$`, rj.name)
 	msg := sprintf("spec.replicatedJobs[%d].name %q is part of the names of its Jobs and Pods, which must be DNS-1035 labels: use only lower-case letters, digits and '-'", [i, rj.name])
 }
 
 deny contains msg if {
-	some i, rj in replicated_jobs
+	some i, rj in input.object.spec.replicatedJobs
 	job := longest_job_name(rj)
 	count(job) > 63
 	msg := sprintf("spec.replicatedJobs[%d].name: the Job name %q (<%s>-<replicatedJob>-<index>) is %d characters, more than the 63 of a DNS label: shorten %s or spec.replicatedJobs[%d].name by %d", [i, job, name_field, count(job), name_field, i, count(job) - 63])
@@ -73,7 +72,7 @@ deny contains msg if {
 # to 58 characters. Upstream budgets those 6 characters too and refuses
 # names 58 to 63 characters long; see docs/compatibility.md.)
 deny contains msg if {
-	some i, rj in replicated_jobs
+	some i, rj in input.object.spec.replicatedJobs
 	job := longest_job_name(rj)
 	count(job) <= 63
 	object.get(rj.template.spec, "completionMode", "Indexed") == "Indexed"
@@ -86,28 +85,28 @@ deny contains msg if {
 longest_job_name(rj) := sprintf("%s-%s-%d", [jobset_name, rj.name, max([object.get(rj, "replicas", 1) - 1, 0])])
 
 deny contains msg if {
-	some i, rj in replicated_jobs
+	some i, rj in input.object.spec.replicatedJobs
 	group := object.get(rj, "groupName", "default")
 	not valid_dns1035_label(group)
 	msg := sprintf("spec.replicatedJobs[%d].groupName %q must be a DNS-1035 label (at most 63 lower-case letters, digits and '-', starting with a letter and ending with a letter or digit): it becomes a label value and part of names; choose such a name", [i, group])
 }
 
 deny contains msg if {
-	sub := object.get(spec, ["network", "subdomain"], "")
+	sub := input.object.spec.network.subdomain
 	sub != ""
 	not valid_dns1035_label(sub)
 	msg := sprintf("spec.network.subdomain %q must be a DNS-1035 label (at most 63 lower-case letters, digits and '-', starting with a letter and ending with a letter or digit): it names the headless Service; choose such a name", [sub])
 }
 
 deny contains msg if {
-	manager := object.get(spec, "managedBy", null)
+	manager := input.object.spec.managedBy
 	manager != null
 	not valid_domain_prefixed_path(manager)
 	msg := sprintf("spec.managedBy %q must be a domain-prefixed path such as example.com/my-controller: a DNS subdomain, '/', then a non-empty path", [manager])
 }
 
 deny contains msg if {
-	c := spec.coordinator
+	c := input.object.spec.coordinator
 	endpoint := coordinator_endpoint(c)
 	not valid_label_value(endpoint)
 	msg := sprintf("spec.coordinator: the coordinator endpoint %q (%d characters) becomes the value of the label jobset.sigs.k8s.io/coordinator, which must be at most 63 characters of letters, digits, '-', '_' and '.': shorten %s, spec.coordinator.replicatedJob or spec.network.subdomain", [endpoint, count(endpoint), name_field])

@@ -15,36 +15,37 @@ action_fix := {
 
 operator_fix := {"NoIn": "use NotIn"}
 
-# containers with restart rules, and their paths; the path is built only for
-# those, which are few.
-containers contains [path, c] if {
+# Each rule iterates the containers itself rather than through a shared
+# helper set: a helper's set is built and hashed on every evaluation, and
+# the path is written only for a container found wrong.
+deny contains msg if {
 	some i, rj in input.object.spec.replicatedJobs
 	some kind in ["initContainers", "containers"]
-	some j, c in object.get(rj.template.spec.template.spec, kind, [])
-	c.restartPolicyRules
-	path := sprintf("spec.replicatedJobs[%d].template.spec.template.spec.%s[%d]", [i, kind, j])
-}
-
-deny contains msg if {
-	some [path, c] in containers
+	some j, c in rj.template.spec.template.spec[kind]
 	some k, rule in c.restartPolicyRules
 	not rule.action in actions
 	fix := object.get(action_fix, rule.action, "use Restart or RestartAllContainers")
-	msg := sprintf("%s.restartPolicyRules[%d].action %q is not a container restart action: %s", [path, k, rule.action, fix])
+	msg := sprintf("%s.restartPolicyRules[%d].action %q is not a container restart action: %s", [path(i, kind, j), k, rule.action, fix])
 }
 
 deny contains msg if {
-	some [path, c] in containers
+	some i, rj in input.object.spec.replicatedJobs
+	some kind in ["initContainers", "containers"]
+	some j, c in rj.template.spec.template.spec[kind]
 	some k, rule in c.restartPolicyRules
 	op := rule.exitCodes.operator
 	not op in operators
 	fix := object.get(operator_fix, op, "use In or NotIn")
-	msg := sprintf("%s.restartPolicyRules[%d].exitCodes.operator %q is not an operator: %s", [path, k, op, fix])
+	msg := sprintf("%s.restartPolicyRules[%d].exitCodes.operator %q is not an operator: %s", [path(i, kind, j), k, op, fix])
 }
 
 deny contains msg if {
-	some [path, c] in containers
+	some i, rj in input.object.spec.replicatedJobs
+	some kind in ["initContainers", "containers"]
+	some j, c in rj.template.spec.template.spec[kind]
 	count(c.restartPolicyRules) > 0
 	not c.restartPolicy
-	msg := sprintf("%s (%s) has restartPolicyRules but no restartPolicy: set restartPolicy on the container (Never for a worker, Always for a sidecar); the rules apply only to a container with its own restartPolicy", [path, c.name])
+	msg := sprintf("%s (%s) has restartPolicyRules but no restartPolicy: set restartPolicy on the container (Never for a worker, Always for a sidecar); the rules apply only to a container with its own restartPolicy", [path(i, kind, j), c.name])
 }
+
+path(i, kind, j) := sprintf("spec.replicatedJobs[%d].template.spec.template.spec.%s[%d]", [i, kind, j])

@@ -12,21 +12,21 @@ deny contains msg if {
 }
 
 deny contains msg if {
-	spec.startupPolicy.startupPolicyOrder == "InOrder"
-	some i, rj in spec.replicatedJobs
+	input.object.spec.startupPolicy.startupPolicyOrder == "InOrder"
+	some i, rj in input.object.spec.replicatedJobs
 	count(object.get(rj, "dependsOn", [])) > 0
 	msg := sprintf("spec.replicatedJobs[%d].dependsOn cannot be used with spec.startupPolicy InOrder: use one of them", [i])
 }
 
 deny contains msg if {
-	some i, rj in spec.replicatedJobs
-	some j, dep in object.get(rj, "dependsOn", [])
+	some i, rj in input.object.spec.replicatedJobs
+	some j, dep in rj.dependsOn
 	not earlier(dep.name, i)
 	msg := sprintf("spec.replicatedJobs[%d].dependsOn[%d] %q must name a replicated job listed before %q", [i, j, dep.name, rj.name])
 }
 
 earlier(name, i) if {
-	some k, rj in spec.replicatedJobs
+	some k, rj in input.object.spec.replicatedJobs
 	k < i
 	rj.name == name
 }

@@ -4,6 +4,6 @@ package inplace.builtin.unsupported
 
 warn contains msg if {
 	some key in ["alpha.jobset.sigs.k8s.io/exclusive-topology", "alpha.jobset.sigs.k8s.io/node-selector"]
-	object.get(input.object.metadata, ["annotations", key], null) != null
+	input.object.metadata.annotations[key] != null
 	msg := sprintf("metadata.annotations[%q]: exclusive placement is not supported by this JobSet controller yet; the annotation has no effect", [key])
 }

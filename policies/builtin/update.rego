@@ -9,6 +9,10 @@
 # template's parallelism and completions of an Indexed replicated job may
 # change while the JobSet has not finished, each to at least 1, and to one
 # number when both are set; the controller then scales its running Jobs.
+#
+# Every rule begins with input.operation == "UPDATE", even where a helper
+# it reads implies it: OPA indexes rules on that comparison, so a create
+# skips them all unevaluated.
 package inplace.builtin.update
 
 old := input.oldObject.spec
@@ -164,6 +168,7 @@ finished if {
 finished if object.get(old_status, "terminalState", "") in {"Completed", "Failed"}
 
 deny contains msg if {
+	input.operation == "UPDATE"
 	finished
 	some [i, oj, nj] in scaled
 	some k in elastic_keys
@@ -172,6 +177,7 @@ deny contains msg if {
 }
 
 deny contains msg if {
+	input.operation == "UPDATE"
 	some [i, oj, nj] in scaled
 	some k in elastic_keys
 	differs(oj, nj, k)
@@ -186,6 +192,7 @@ at_least_one(n) if {
 }
 
 deny contains msg if {
+	input.operation == "UPDATE"
 	some [i, oj, nj] in scaled
 	p := object.get(nj, "parallelism", null)
 	c := object.get(nj, "completions", null)

@@ -21,9 +21,11 @@ jobset_name := meta.name if {
 	object.get(meta, "generateName", "") != ""
 } else := ""
 
-templates contains [path, name] if {
-	some i, policy in object.get(spec, "volumeClaimPolicies", [])
-	some j, t in object.get(policy, "templates", [])
+# templates are the claim templates, each [path, name]; one set, built once
+# and read by every rule.
+templates := {[path, name] |
+	some i, policy in input.object.spec.volumeClaimPolicies
+	some j, t in policy.templates
 	path := sprintf("spec.volumeClaimPolicies[%d].templates[%d]", [i, j])
 	name := object.get(t, ["metadata", "name"], "")
 }
