@@ -175,8 +175,12 @@ func annotate(ctx context.Context, c kubernetes.Interface, namespace, pod, key, 
 	if err != nil {
 		return err
 	}
-	return c.CoreV1().RESTClient().Patch(types.MergePatchType).Namespace(namespace).Resource("pods").Name(pod).
+	err = c.CoreV1().RESTClient().Patch(types.MergePatchType).Namespace(namespace).Resource("pods").Name(pod).
 		Body(patch).MaxRetries(0).Do(ctx).Error()
+	if apierrors.IsForbidden(err) || apierrors.IsInvalid(err) {
+		return fmt.Errorf("%w: %w", ErrReportRefused, err)
+	}
+	return err
 }
 
 // Self reads the agent's Pod, retrying until it can: after an in-place

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/inplace-dev/inplace/api/protocol"
 )
@@ -22,7 +21,9 @@ type Transport interface {
 	// Broadcasts delivers the JobSet's broadcast, current first, then every
 	// change, until ctx ends; it re-establishes its watch by itself.
 	Broadcasts(ctx context.Context) (<-chan protocol.Broadcast, error)
-	// ReportEpoch writes the agent's epoch on its Pod.
+	// ReportEpoch writes the agent's epoch on its Pod. An error wrapping
+	// ErrReportRefused says the write was refused as it stands (by
+	// authorization or admission), not that it failed on the way.
 	ReportEpoch(ctx context.Context, epoch int32) error
 	// Self returns the epoch the Pod carries (0 if none) and whether its
 	// worker containers are running. The agent asks only when what it was
@@ -194,6 +195,11 @@ type podFacts struct {
 	workersRunning bool
 }
 
+// ErrReportRefused marks a report the API server refused as it stands
+// (403, 422): the agents' admission policy refuses an epoch lower than the
+// Pod's, and so does a missing grant, until the controller makes it.
+var ErrReportRefused = errors.New("report refused")
+
 // errPodAhead ends the retries of a report that the Pod's epoch has
 // overtaken.
 var errPodAhead = errors.New("the Pod carries a later epoch")
@@ -212,9 +218,11 @@ func report(ctx context.Context, log logr.Logger, t Transport, epoch int32) (*po
 		if err == nil {
 			return nil
 		}
-		if !checked && (apierrors.IsForbidden(err) || apierrors.IsInvalid(err)) {
-			checked = true
+		if !checked && errors.Is(err, ErrReportRefused) {
+			// Checked once the read succeeds: a read refused too (the
+			// grants not made yet) is tried again with the next refusal.
 			read, running, rerr := t.Self(ctx)
+			checked = rerr == nil
 			if rerr == nil && read > epoch {
 				ahead = &podFacts{read, running}
 				return errPodAhead

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"sync"
 	"testing"
@@ -41,7 +42,8 @@ func (p *podTransport) ReportEpoch(_ context.Context, epoch int32) error {
 	defer p.mu.Unlock()
 	p.reports = append(p.reports, epoch)
 	if epoch < p.epoch {
-		return apierrors.NewForbidden(corev1.Resource("pods"), "worker-0", nil)
+		// As KubeTransport reports the policy's refusal.
+		return fmt.Errorf("%w: %w", ErrReportRefused, apierrors.NewForbidden(corev1.Resource("pods"), "worker-0", nil))
 	}
 	p.epoch = epoch
 	return nil
