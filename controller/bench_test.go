@@ -105,31 +105,82 @@ func exitWorker(pod *corev1.Pod) *corev1.Pod {
 	return pod
 }
 
+// index is the child index fed with the world's objects, as the informers'
+// handlers feed it.
+func (w *benchWorld) index() *childIndex {
+	x := newChildIndex()
+	for _, j := range w.jobs {
+		x.jobEvent(j, false)
+	}
+	for _, p := range w.pods {
+		x.podEvent(p, false)
+	}
+	return x
+}
+
+// reconcile reads and decides as Reconcile does: the JobSet's family from
+// the index, under the JobSet's view, then decide.
+func (w *benchWorld) reconcile(x *childIndex) plan {
+	kids, release := x.lock(w.js.UID, viewOf(w.js))
+	defer release()
+	return decide(w.js, observed{kids: kids, serviceExists: true, broadcast: w.broadcast}, t0, time.Minute)
+}
+
 // BenchmarkReconcileSteady measures what a reconcile of an unchanged
 // JobSet of 5,000 Jobs and 5,000 Pods reads and decides.
 func BenchmarkReconcileSteady(b *testing.B) {
 	w := newBenchWorld(b, 5000)
+	x := w.index()
 	b.ReportAllocs()
 	for b.Loop() {
-		p := decide(w.js, w.observed(), t0, time.Minute)
-		if needsWrite(w.js.Status, p.status) {
-			b.Fatal("a steady JobSet's status changed")
+		p := w.reconcile(x)
+		if needsWrite(w.js.Status, p.status) || len(p.createJobs)+len(p.deleteJobs) != 0 || p.broadcast != nil {
+			b.Fatal("a steady JobSet's reconcile acts")
 		}
 	}
 }
 
-// BenchmarkReconcileWorkerExit measures the reconcile that follows a worker's
-// exit in a synced JobSet of 5,000 Pods: the event, then the reconcile that
-// counts the restart.
+// BenchmarkReconcileWorkerExit measures a worker's exit in a synced JobSet
+// of 5,000 Pods: the Pod's event, the reconcile that counts the restart,
+// and the event that puts the Pod back for the next round.
 func BenchmarkReconcileWorkerExit(b *testing.B) {
 	w := newBenchWorld(b, 5000)
-	exited := exitWorker(w.pods[len(w.pods)/2])
-	w.pods[len(w.pods)/2] = exited
+	x := w.index()
+	running := w.pods[len(w.pods)/2]
+	exited := exitWorker(running)
 	b.ReportAllocs()
 	for b.Loop() {
-		p := decide(w.js, w.observed(), t0, time.Minute)
+		x.podEvent(exited, false)
+		p := w.reconcile(x)
 		if p.status.InPlaceRestarts != w.js.Status.InPlaceRestarts+1 {
 			b.Fatal("the worker's exit was not counted as a restart")
+		}
+		x.podEvent(running, false)
+	}
+}
+
+// BenchmarkReconcileFullScan measures the from-scratch path: the family
+// built from whole lists, as after a resync, then decide.
+func BenchmarkReconcileFullScan(b *testing.B) {
+	w := newBenchWorld(b, 5000)
+	b.ReportAllocs()
+	for b.Loop() {
+		decide(w.js, w.observed(), t0, time.Minute)
+	}
+}
+
+// BenchmarkPodEvent measures one Pod update recorded in the index.
+func BenchmarkPodEvent(b *testing.B) {
+	w := newBenchWorld(b, 5000)
+	x := w.index()
+	running := w.pods[len(w.pods)/2]
+	exited := exitWorker(running)
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		if i%2 == 0 {
+			x.podEvent(exited, false)
+		} else {
+			x.podEvent(running, false)
 		}
 	}
 }

@@ -52,7 +52,14 @@ const (
 // is the first failure of a synced group, not the N that the restart
 // itself causes, so during a restart only deletions are reconciled at
 // once.
-func batched[T client.Object](period time.Duration, owner func(client.Object) (types.NamespacedName, bool), classify func(old, cur T) signal, restarting func(types.NamespacedName) bool) handler.EventHandler {
+//
+// record, if set, is told of every creation, update and deletion (gone)
+// before the JobSet is enqueued, so that the reconcile the event brings
+// finds it recorded (childIndex).
+func batched[T client.Object](period time.Duration, owner func(client.Object) (types.NamespacedName, bool), classify func(old, cur T) signal, restarting func(types.NamespacedName) bool, record func(obj T, gone bool)) handler.EventHandler {
+	if record == nil {
+		record = func(T, bool) {}
+	}
 	enqueue := func(o client.Object, s signal, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 		key, ok := owner(o)
 		if !ok {
@@ -70,6 +77,9 @@ func batched[T client.Object](period time.Duration, owner func(client.Object) (t
 	}
 	return handler.Funcs{
 		CreateFunc: func(_ context.Context, e ctrlevent.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			if o, ok := e.Object.(T); ok {
+				record(o, false)
+			}
 			enqueue(e.Object, ordinary, q)
 		},
 		UpdateFunc: func(_ context.Context, e ctrlevent.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
@@ -78,9 +88,15 @@ func batched[T client.Object](period time.Duration, owner func(client.Object) (t
 			if !okOld || !okNew {
 				return
 			}
+			record(cur, false)
 			enqueue(e.ObjectNew, classify(old, cur), q)
 		},
 		DeleteFunc: func(_ context.Context, e ctrlevent.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			// A tombstone's last known state (DeleteStateUnknown) is
+			// forgotten alike: the index finds the object by its key.
+			if o, ok := e.Object.(T); ok {
+				record(o, true)
+			}
 			if key, ok := owner(e.Object); ok {
 				q.Add(reconcile.Request{NamespacedName: key})
 			}

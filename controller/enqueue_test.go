@@ -128,7 +128,7 @@ func (q *recordingQueue) AddAfter(r reconcile.Request, d time.Duration) {
 
 func TestBatchedHandler(t *testing.T) {
 	const period = 250 * time.Millisecond
-	h := batched(period, jobSetOfPod, podSignal, nil)
+	h := batched(period, jobSetOfPod, podSignal, nil, nil)
 	ctx := context.Background()
 	key := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "js"}}
 	pod := jobSetPod
@@ -177,7 +177,7 @@ func TestJobSetOfJob(t *testing.T) {
 // causes are batched; deletions are not.
 func TestBatchedHandlerDuringAnInPlaceRestart(t *testing.T) {
 	const period = 100 * time.Millisecond
-	h := batched(period, jobSetOfPod, podSignal, func(types.NamespacedName) bool { return true })
+	h := batched(period, jobSetOfPod, podSignal, func(types.NamespacedName) bool { return true }, nil)
 	ctx := context.Background()
 	key := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "js"}}
 	pod := jobSetPod

@@ -90,6 +90,8 @@ type Reconciler struct {
 	// expectations are the Jobs created or deleted whose creation or
 	// deletion the cache does not show yet.
 	expectations *jobExpectations
+	// children counts every JobSet's Jobs and Pods as their events come.
+	children *childIndex
 }
 
 // +kubebuilder:rbac:groups=jobset.x-k8s.io,resources=jobsets,verbs=get;list;watch;update;patch;delete
@@ -108,14 +110,11 @@ type Reconciler struct {
 // Setup registers the JobSet controller and its field indexes with mgr.
 func Setup(mgr ctrl.Manager, opts Options) error {
 	opts.complete()
-	if err := setupIndexes(context.Background(), mgr.GetFieldIndexer()); err != nil {
-		return err
-	}
 	metrics, err := newRestartMetrics(opts.Metrics)
 	if err != nil {
 		return err
 	}
-	r := &Reconciler{client: mgr.GetClient(), apiReader: mgr.GetAPIReader(), recorder: mgr.GetEventRecorder(ControllerName), opts: opts, metrics: metrics, expectations: newJobExpectations()}
+	r := &Reconciler{client: mgr.GetClient(), apiReader: mgr.GetAPIReader(), recorder: mgr.GetEventRecorder(ControllerName), opts: opts, metrics: metrics, expectations: newJobExpectations(), children: newChildIndex()}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		For(&jobset.JobSet{}).
@@ -129,10 +128,10 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		Owns(&corev1.PersistentVolumeClaim{}).
 		// Jobs and Pods change many times per JobSet change: their handlers
 		// reconcile failures at once and batch the rest.
-		Watches(&batchv1.Job{}, batched(opts.UpdateBatchPeriod, jobSetOfJob, jobSignal, r.restartingInPlace)).
+		Watches(&batchv1.Job{}, batched(opts.UpdateBatchPeriod, jobSetOfJob, jobSignal, r.restartingInPlace, r.children.jobEvent)).
 		// Pods matter to BlockingRecreate, which waits for the Pods of the
 		// previous attempt to disappear, and to the epoch protocol.
-		Watches(&corev1.Pod{}, batched(opts.UpdateBatchPeriod, jobSetOfPod, podSignal, r.restartingInPlace)).
+		Watches(&corev1.Pod{}, batched(opts.UpdateBatchPeriod, jobSetOfPod, podSignal, r.restartingInPlace, r.children.podEvent)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles}).
 		Complete(r)
 }
@@ -180,12 +179,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 
 	effective := js.DeepCopy()
 	jobset.Default(effective)
-	obs, err := r.observe(ctx, effective)
+	obs, release, err := r.observe(ctx, effective)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	now := r.opts.Clock.Now()
 	p := decide(effective, obs, metav1.NewTime(now), r.opts.InPlaceRestartTimeout)
+	// The plan's Jobs are the cache's objects: they outlive the lock.
+	release()
 
 	if err := r.act(ctx, &js, &p); err != nil {
 		if namespaceTerminating(err) {
