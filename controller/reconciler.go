@@ -184,9 +184,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	now := r.opts.Clock.Now()
-	p := decide(effective, obs, metav1.NewTime(now), r.opts.InPlaceRestartTimeout)
-	// The plan's Jobs are the cache's objects: they outlive the lock.
-	release()
+	p := func() plan {
+		// Unlocked however decide returns: the JobSet's event handlers
+		// wait on the lock. The plan's Jobs are the cache's objects, not
+		// the family's: they outlive it.
+		defer release()
+		return decide(effective, obs, metav1.NewTime(now), r.opts.InPlaceRestartTimeout)
+	}()
 
 	if err := r.act(ctx, &js, &p); err != nil {
 		if namespaceTerminating(err) {
