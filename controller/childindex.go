@@ -14,8 +14,7 @@ import (
 // childIndex holds the family of every JobSet whose children the cache
 // holds, by JobSet UID (a JobSet recreated under the same name never sees
 // its predecessor's children): Jobs by the UID of their controlling
-// JobSet, Pods by their jobset-uid label, as the cache's field indexes
-// select them.
+// JobSet, Pods by their jobset-uid label.
 //
 // The Jobs' and Pods' event handlers feed it (jobEvent, podEvent) before
 // they enqueue the JobSet, on the informers' goroutines: a reconcile that
@@ -146,8 +145,8 @@ func (x *childIndex) lock(uid types.UID, view *jobView) (*family, func()) {
 	return f.family, f.mu.Unlock
 }
 
-// jobOwnerUID is the UID of the JobSet that controls a Job, as the field
-// index jobOwnerUIDIndex reads it; empty for any other Job.
+// jobOwnerUID is the UID of the JobSet that controls a Job; empty for any
+// other Job.
 func jobOwnerUID(o client.Object) types.UID {
 	for _, ref := range o.GetOwnerReferences() {
 		if ref.Controller != nil && *ref.Controller && ref.Kind == jobset.Kind && ref.APIVersion == jobset.GroupVersion.String() {

@@ -137,6 +137,10 @@ func (c *children) taken(name string) bool {
 	return ok || c.creating[name]
 }
 
+// isCurrentAttempt is the definition of a Job of the current attempt, read
+// from the JobSet and the Job's labels. jobView.kindOf decides the same from
+// a Job's record without building a string; the tests hold them to each
+// other.
 func isCurrentAttempt(js *jobset.JobSet, job *batchv1.Job) bool {
 	if job.Labels[jobset.RestartsKey] != strconv.Itoa(int(recreateAttempt(&js.Status))) {
 		return false

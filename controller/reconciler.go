@@ -107,7 +107,7 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch;update
 
-// Setup registers the JobSet controller and its field indexes with mgr.
+// Setup registers the JobSet controller with mgr.
 func Setup(mgr ctrl.Manager, opts Options) error {
 	opts.complete()
 	metrics, err := newRestartMetrics(opts.Metrics)
