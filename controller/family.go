@@ -142,10 +142,26 @@ func jobFactsOf(job *batchv1.Job) *jobFacts {
 // or -1: labels are compared as the strings the controller writes.
 func canonicalInt(s string) int32 {
 	v, err := strconv.ParseInt(s, 10, 32)
-	if err != nil || v < 0 || strconv.FormatInt(v, 10) != s {
+	if err != nil || !writtenAs(s, v) {
 		return -1
 	}
 	return int32(v)
+}
+
+// writtenAs reports whether s is n as strconv.Itoa writes it (n ≥ 0),
+// without writing it: no sign, no leading zero.
+func writtenAs(s string, n int64) bool {
+	if n < 0 || s == "" || (len(s) > 1 && s[0] == '0') {
+		return false
+	}
+	var v int64
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' || v > n {
+			return false
+		}
+		v = v*10 + int64(s[i]-'0')
+	}
+	return v == n
 }
 
 // jobView is what of a JobSet decides which of its Jobs are of the current
@@ -239,7 +255,7 @@ func (v *jobView) named(j *jobFacts) bool {
 	if name, ok = strings.CutPrefix(name, "-"); !ok {
 		return false
 	}
-	return name == strconv.Itoa(j.index)
+	return writtenAs(name, int64(j.index))
 }
 
 // rjCounts are the Jobs of the current attempt of one replicated job.

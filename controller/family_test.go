@@ -347,3 +347,19 @@ func TestChildIndexDropsEmptyFamilies(t *testing.T) {
 		t.Errorf("the Job created again: %d unfinished, want 1", got)
 	}
 }
+
+func TestWrittenAs(t *testing.T) {
+	for _, n := range []int64{0, 1, 9, 10, 99, 100, 4999, 1 << 40} {
+		if !writtenAs(strconv.FormatInt(n, 10), n) {
+			t.Errorf("writtenAs(%d, %d) = false", n, n)
+		}
+	}
+	for _, tc := range []struct {
+		s string
+		n int64
+	}{{"", 0}, {"01", 1}, {"+1", 1}, {"-1", -1}, {"1x", 1}, {"12", 1}, {"1", 12}, {"99999999999999999999", 1}} {
+		if writtenAs(tc.s, tc.n) {
+			t.Errorf("writtenAs(%q, %d) = true", tc.s, tc.n)
+		}
+	}
+}
