@@ -121,9 +121,9 @@ func (w *benchWorld) index() *childIndex {
 // reconcile reads and decides as Reconcile does: the JobSet's family from
 // the index, under the JobSet's view, then decide.
 func (w *benchWorld) reconcile(x *childIndex) plan {
-	kids, release := x.lock(w.js.UID, viewOf(w.js))
+	fam, release := x.lock(w.js.UID, viewOf(w.js))
 	defer release()
-	return decide(w.js, observed{kids: kids, serviceExists: true, broadcast: w.broadcast}, t0, time.Minute)
+	return decide(w.js, observed{fam: fam, serviceExists: true, broadcast: w.broadcast}, t0, time.Minute)
 }
 
 // BenchmarkReconcileSteady measures what a reconcile of an unchanged

@@ -293,13 +293,13 @@ func TestChildIndexEqualsAFullScan(t *testing.T) {
 					}
 				}
 				want := countedFromScratch(js, ownJobs, ownPods)
-				kids, release := x.lock(uid, viewOf(js))
-				got := countedOf(kids)
+				fam, release := x.lock(uid, viewOf(js))
+				got := countedOf(fam)
 				if diff := cmp.Diff(want, got, cmp.AllowUnexported(rjCounts{})); diff != "" {
 					release()
 					t.Fatalf("seed %d step %d, JobSet %s: running totals differ from a full scan (-scan +index):\n%s", seed, step, uid, diff)
 				}
-				viaIndex := decide(js, observed{kids: kids}, t0, time.Minute)
+				viaIndex := decide(js, observed{fam: fam}, t0, time.Minute)
 				release()
 				viaLists := decide(js, observed{jobs: jobList, pods: podList}, t0, time.Minute)
 				if diff := cmp.Diff(summaryOf(viaLists), summaryOf(viaIndex), cmp.AllowUnexported(event{})); diff != "" {
@@ -341,9 +341,9 @@ func TestChildIndexDropsEmptyFamilies(t *testing.T) {
 		t.Errorf("families %d, owners %d after the Job's deletion, want none", len(x.families), len(x.owners))
 	}
 	x.jobEvent(job, false)
-	kids, release := x.lock(js.UID, viewOf(js))
+	fam, release := x.lock(js.UID, viewOf(js))
 	defer release()
-	if got := kids.rjs["a"].unfinished; got != 1 {
+	if got := fam.rjs["a"].unfinished; got != 1 {
 		t.Errorf("the Job created again: %d unfinished, want 1", got)
 	}
 }

@@ -20,11 +20,11 @@ import (
 
 // observed is what the reconciler read about a JobSet's children.
 type observed struct {
-	// kids are the JobSet's Jobs and Pods, counted under its view
+	// fam is the JobSet's Jobs and Pods, counted under its view
 	// (family.setView); decide reads them and does not change them.
-	kids *family
+	fam *family
 	// jobs and pods are whole lists of the JobSet's children, read when
-	// kids is nil (the tests build the world they decide on this way).
+	// fam is nil (the tests build the world they decide on this way).
 	jobs []batchv1.Job
 	pods []corev1.Pod
 	// serviceExists reports whether the headless Service exists.
@@ -94,11 +94,11 @@ func decide(js *jobset.JobSet, obs observed, now metav1.Time, inPlaceTimeout tim
 
 func decideSteps(js *jobset.JobSet, obs observed, now metav1.Time, inPlaceTimeout time.Duration) plan {
 	p := plan{status: *js.Status.DeepCopy()}
-	kids := obs.kids
-	if kids == nil {
-		kids = familyOf(js, obs.jobs, obs.pods)
+	fam := obs.fam
+	if fam == nil {
+		fam = familyOf(js, obs.jobs, obs.pods)
 	}
-	c := classifyJobs(kids, obs.deleting, obs.creating)
+	c := classifyJobs(fam, obs.deleting, obs.creating)
 
 	if finished(&p.status) {
 		p.deleteJobs = append(p.deleteJobs, c.active()...)
@@ -154,7 +154,7 @@ func decideSteps(js *jobset.JobSet, obs observed, now metav1.Time, inPlaceTimeou
 		// A Job the Job controller is failing (FailureTarget) deletes its
 		// Pods before it is marked Failed: the failure policy decides, not
 		// an in-place restart.
-		p.reconcileEpochs(js, kids, obs.broadcast, now, inPlaceTimeout)
+		p.reconcileEpochs(js, fam, obs.broadcast, now, inPlaceTimeout)
 	}
 	if !inPlaceActive(js) && conditionTrue(&p.status, jobset.JobSetRestarting) && allStarted(js, p.status.ReplicatedJobsStatus) {
 		setCondition(&p.status, jobset.JobSetRestarting, metav1.ConditionFalse, ReasonRestartJobsReady, MessageRestartJobsReady, now)
@@ -178,7 +178,7 @@ func inPlaceActive(js *jobset.JobSet) bool {
 // reconcileEpochs runs the in-place restart protocol: the epochs from the
 // Pods of the current attempt, the restart they may start, counted against
 // maxRestarts, and the broadcast the agents watch.
-func (p *plan) reconcileEpochs(js *jobset.JobSet, kids *family, broadcast map[string]string, now metav1.Time, timeout time.Duration) {
+func (p *plan) reconcileEpochs(js *jobset.JobSet, fam *family, broadcast map[string]string, now metav1.Time, timeout time.Duration) {
 	if !inPlaceActive(js) {
 		// In-place restarts are off: the agents lift their barriers at
 		// once and never report, so the epochs stay where they are, no
@@ -190,7 +190,7 @@ func (p *plan) reconcileEpochs(js *jobset.JobSet, kids *family, broadcast map[st
 		}
 		return
 	}
-	pods := kids.podGroups(js, strconv.Itoa(int(recreateAttempt(&js.Status))))
+	pods := fam.podGroups(js, strconv.Itoa(int(recreateAttempt(&js.Status))))
 	for _, uneven := range unevenJobs(js) {
 		p.warnings = append(p.warnings, event{corev1.EventTypeWarning, ReasonInvalidInPlaceRestartJobs, fmt.Sprintf(
 			"InPlaceRestart needs completions == parallelism in every Job: %s; the group is expected to have %d Pods", uneven, expectedPods(js))})
