@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -230,7 +231,11 @@ func (w *randomWorld) pod() *corev1.Pod {
 // scratch from the objects the cache would hold. A decision taken on the
 // index must also be the one taken on whole lists.
 func TestChildIndexEqualsAFullScan(t *testing.T) {
-	for seed := range uint64(25) {
+	seeds := uint64(15)
+	if testing.Short() {
+		seeds = 5
+	}
+	for seed := range seeds {
 		w := &randomWorld{r: rand.New(rand.NewPCG(seed, 22)), uids: []types.UID{"uid-1", "uid-2"}}
 		x := newChildIndex()
 		jobs := map[string]*batchv1.Job{}
@@ -360,6 +365,71 @@ func TestWrittenAs(t *testing.T) {
 	}{{"", 0}, {"01", 1}, {"+1", 1}, {"-1", -1}, {"1x", 1}, {"12", 1}, {"1", 12}, {"99999999999999999999", 1}} {
 		if writtenAs(tc.s, tc.n) {
 			t.Errorf("writtenAs(%q, %d) = true", tc.s, tc.n)
+		}
+	}
+}
+
+// The Jobs' and Pods' handlers run on their informers' goroutines while
+// reconciles read the families on theirs: under the race detector, this
+// test has them all at once, then compares the totals with a full scan.
+func TestChildIndexConcurrentEventsAndReconciles(t *testing.T) {
+	w := &randomWorld{r: rand.New(rand.NewPCG(1, 2)), uids: []types.UID{"uid-1", "uid-2"}}
+	var jobs []*batchv1.Job
+	var pods []*corev1.Pod
+	for range 300 {
+		jobs = append(jobs, w.job())
+		pods = append(pods, w.pod())
+	}
+	views := map[types.UID]*jobset.JobSet{"uid-1": w.jobSet("uid-1"), "uid-2": w.jobSet("uid-2")}
+	x := newChildIndex()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; i < 200; i++ {
+			for _, uid := range w.uids {
+				fam, release := x.lock(uid, viewOf(views[uid]))
+				decide(views[uid], observed{fam: fam}, t0, time.Minute)
+				release()
+			}
+		}
+	}()
+	finalJobs, finalPods := map[string]*batchv1.Job{}, map[string]*corev1.Pod{}
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for _, job := range jobs {
+			x.jobEvent(job, false)
+		}
+	})
+	wg.Go(func() {
+		for _, pod := range pods {
+			x.podEvent(pod, false)
+		}
+	})
+	wg.Wait()
+	<-done
+	for _, job := range jobs {
+		finalJobs[job.Name] = job
+	}
+	for _, pod := range pods {
+		finalPods[pod.Name] = pod
+	}
+	for _, uid := range w.uids {
+		ownJobs, ownPods := map[string]*batchv1.Job{}, map[string]*corev1.Pod{}
+		for name, job := range finalJobs {
+			if jobOwnerUID(job) == uid {
+				ownJobs[name] = job
+			}
+		}
+		for name, pod := range finalPods {
+			if types.UID(pod.Labels[jobset.JobSetUIDKey]) == uid {
+				ownPods[name] = pod
+			}
+		}
+		fam, release := x.lock(uid, viewOf(views[uid]))
+		got := countedOf(fam)
+		release()
+		if diff := cmp.Diff(countedFromScratch(views[uid], ownJobs, ownPods), got, cmp.AllowUnexported(rjCounts{})); diff != "" {
+			t.Errorf("JobSet %s: running totals differ from a full scan (-scan +index):\n%s", uid, diff)
 		}
 	}
 }
