@@ -121,7 +121,7 @@ func (w *benchWorld) index() *childIndex {
 // reconcile reads and decides as Reconcile does: the JobSet's family from
 // the index, under the JobSet's view, then decide.
 func (w *benchWorld) reconcile(x *childIndex) plan {
-	fam, release := x.lock(w.js.UID, viewOf(w.js))
+	fam, release := x.lock(w.js.Namespace, w.js.UID, viewOf(w.js))
 	defer release()
 	return decide(w.js, observed{fam: fam, serviceExists: true, broadcast: w.broadcast}, t0, time.Minute)
 }
@@ -195,7 +195,7 @@ func BenchmarkRecount(b *testing.B) {
 	views := []*jobView{viewOf(w.js), viewOf(restarted)}
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
-		_, release := x.lock(w.js.UID, views[i%2])
+		_, release := x.lock(w.js.Namespace, w.js.UID, views[i%2])
 		release()
 	}
 }

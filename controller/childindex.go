@@ -12,9 +12,10 @@ import (
 )
 
 // childIndex holds the family of every JobSet whose children the cache
-// holds, by JobSet UID (a JobSet recreated under the same name never sees
-// its predecessor's children): Jobs by the UID of their controlling
-// JobSet, Pods by their jobset-uid label.
+// holds, by namespace and JobSet UID (a JobSet recreated under the same
+// name never sees its predecessor's children, and an object of another
+// namespace that names the JobSet is not its child): Jobs by the UID of
+// their controlling JobSet, Pods by their jobset-uid label.
 //
 // The Jobs' and Pods' event handlers feed it (jobEvent, podEvent) before
 // they enqueue the JobSet, on the informers' goroutines: a reconcile that
@@ -33,9 +34,15 @@ import (
 // family; a reconcile never holds both.
 type childIndex struct {
 	mu       sync.Mutex
-	families map[types.UID]*lockedFamily
+	families map[familyKey]*lockedFamily
 	// owners says in which family each Job and Pod is counted.
-	owners map[childKey]types.UID
+	owners map[childKey]familyKey
+}
+
+// familyKey names a JobSet's family: its namespace and UID.
+type familyKey struct {
+	namespace string
+	uid       types.UID
 }
 
 type lockedFamily struct {
@@ -52,59 +59,60 @@ type childKey struct {
 }
 
 func newChildIndex() *childIndex {
-	return &childIndex{families: map[types.UID]*lockedFamily{}, owners: map[childKey]types.UID{}}
+	return &childIndex{families: map[familyKey]*lockedFamily{}, owners: map[childKey]familyKey{}}
 }
 
 // jobEvent records a Job's creation, update or deletion (gone).
 func (x *childIndex) jobEvent(job *batchv1.Job, gone bool) {
-	var owner types.UID
+	var owner familyKey
 	if !gone {
-		owner = jobOwnerUID(job)
+		owner = familyKey{job.Namespace, jobOwnerUID(job)}
 	}
 	x.update(childKey{namespace: job.Namespace, name: job.Name}, owner, func(f *family) { f.setJob(job) }, func(f *family) { f.deleteJob(job.Name) })
 }
 
 // podEvent records a Pod's creation, update or deletion (gone).
 func (x *childIndex) podEvent(pod *corev1.Pod, gone bool) {
-	var owner types.UID
+	var owner familyKey
 	if !gone {
-		owner = types.UID(pod.Labels[jobset.JobSetUIDKey])
+		owner = familyKey{pod.Namespace, types.UID(pod.Labels[jobset.JobSetUIDKey])}
 	}
 	x.update(childKey{pod: true, namespace: pod.Namespace, name: pod.Name}, owner, func(f *family) { f.setPod(pod) }, func(f *family) { f.deletePod(pod.Name) })
 }
 
 // update moves an object's contribution: out of the family it was counted
-// in, if that is not owner's, and into owner's (none when owner is empty).
-func (x *childIndex) update(key childKey, owner types.UID, set, unset func(*family)) {
+// in, if that is not owner's, and into owner's (none when owner has no
+// UID).
+func (x *childIndex) update(key childKey, owner familyKey, set, unset func(*family)) {
 	x.mu.Lock()
-	was := x.owners[key]
-	if owner == "" {
+	was, counted := x.owners[key]
+	if owner.uid == "" {
 		delete(x.owners, key)
 	} else {
 		x.owners[key] = owner
 	}
 	x.mu.Unlock()
-	if was != "" && was != owner {
+	if counted && was != owner {
 		x.with(was, false, unset)
 	}
-	if owner != "" {
+	if owner.uid != "" {
 		x.with(owner, true, set)
 	}
 }
 
 // with runs fn on the family of uid under its lock, creating the family if
 // create is set, and drops the family if fn left it empty.
-func (x *childIndex) with(uid types.UID, create bool, fn func(*family)) {
+func (x *childIndex) with(key familyKey, create bool, fn func(*family)) {
 	for {
 		x.mu.Lock()
-		f := x.families[uid]
+		f := x.families[key]
 		if f == nil {
 			if !create {
 				x.mu.Unlock()
 				return
 			}
 			f = &lockedFamily{family: newFamily()}
-			x.families[uid] = f
+			x.families[key] = f
 		}
 		x.mu.Unlock()
 
@@ -116,8 +124,8 @@ func (x *childIndex) with(uid types.UID, create bool, fn func(*family)) {
 		fn(f.family)
 		if f.empty() {
 			x.mu.Lock()
-			if x.families[uid] == f {
-				delete(x.families, uid)
+			if x.families[key] == f {
+				delete(x.families, key)
 			}
 			x.mu.Unlock()
 			f.dropped = true
@@ -127,13 +135,13 @@ func (x *childIndex) with(uid types.UID, create bool, fn func(*family)) {
 	}
 }
 
-// lock returns the family of the JobSet of uid, locked and counted under
-// view, and the function that unlocks it. A JobSet without children gets
-// an empty family of its own: the index keeps only families with
-// children.
-func (x *childIndex) lock(uid types.UID, view *jobView) (*family, func()) {
+// lock returns the family of the JobSet of UID uid in namespace, locked
+// and counted under view, and the function that unlocks it. A JobSet
+// without children gets an empty family of its own: the index keeps only
+// families with children.
+func (x *childIndex) lock(namespace string, uid types.UID, view *jobView) (*family, func()) {
 	x.mu.Lock()
-	f := x.families[uid]
+	f := x.families[familyKey{namespace, uid}]
 	x.mu.Unlock()
 	if f == nil {
 		fam := newFamily()

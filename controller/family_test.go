@@ -125,6 +125,12 @@ type randomWorld struct {
 
 func (w *randomWorld) pick(options ...string) string { return options[w.r.IntN(len(options))] }
 
+// namespace is mostly the JobSets' own; an object of another namespace
+// that names a JobSet is none of its children.
+func (w *randomWorld) namespace() string { return w.pick("ns", "ns", "ns", "ns", "other") }
+
+func keyOf(o metav1.Object) string { return o.GetNamespace() + "/" + o.GetName() }
+
 func (w *randomWorld) jobSet(uid types.UID) *jobset.JobSet {
 	js := testJobSet("a", 1+w.r.IntN(3), "b", 1+w.r.IntN(2))
 	js.UID = uid
@@ -159,7 +165,7 @@ func (w *randomWorld) job() *batchv1.Job {
 		name = "js-" + rj + "-" + w.pick("0", "1", "2") // a name that is not its index's
 	}
 	job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{
-		Name: name, Namespace: "ns", UID: types.UID(fmt.Sprintf("job-%d", w.gen)),
+		Name: name, Namespace: w.namespace(), UID: types.UID(fmt.Sprintf("job-%d", w.gen)),
 		Labels: map[string]string{
 			jobset.ReplicatedJobNameKey: rj,
 			jobset.JobIndexKey:          index,
@@ -188,7 +194,7 @@ func (w *randomWorld) job() *batchv1.Job {
 func (w *randomWorld) pod() *corev1.Pod {
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
-			Name: "p" + strconv.Itoa(w.r.IntN(10)), Namespace: "ns",
+			Name: "p" + strconv.Itoa(w.r.IntN(10)), Namespace: w.namespace(),
 			Labels: map[string]string{
 				jobset.ReplicatedJobNameKey: w.pick("a", "b"),
 				jobset.RestartsKey:          w.pick("0", "0", "1"),
@@ -248,12 +254,12 @@ func TestChildIndexEqualsAFullScan(t *testing.T) {
 			switch op := w.r.IntN(10); {
 			case op < 4:
 				job := w.job()
-				jobs[job.Name] = job
+				jobs[keyOf(job)] = job
 				x.jobEvent(job, false)
 			case op < 5:
 				job := w.job()
-				if old, ok := jobs[job.Name]; ok {
-					delete(jobs, job.Name)
+				if old, ok := jobs[keyOf(job)]; ok {
+					delete(jobs, keyOf(job))
 					// Deleted while the informer was away: the tombstone
 					// holds a stale state, or the last one.
 					if w.r.IntN(2) == 0 {
@@ -263,12 +269,12 @@ func TestChildIndexEqualsAFullScan(t *testing.T) {
 				}
 			case op < 8:
 				pod := w.pod()
-				pods[pod.Name] = pod
+				pods[keyOf(pod)] = pod
 				x.podEvent(pod, false)
 			case op < 9:
 				pod := w.pod()
-				if old, ok := pods[pod.Name]; ok {
-					delete(pods, pod.Name)
+				if old, ok := pods[keyOf(pod)]; ok {
+					delete(pods, keyOf(pod))
 					if w.r.IntN(2) == 0 {
 						old = pod
 					}
@@ -281,24 +287,25 @@ func TestChildIndexEqualsAFullScan(t *testing.T) {
 
 			for _, uid := range w.uids {
 				js := views[uid]
-				mine := func(o metav1.Object, owner types.UID) bool { return owner == uid }
+				// The JobSet's children: in its namespace, and its own.
+				mine := func(o metav1.Object, owner types.UID) bool { return o.GetNamespace() == "ns" && owner == uid }
 				ownJobs, ownPods := map[string]*batchv1.Job{}, map[string]*corev1.Pod{}
 				var jobList []batchv1.Job
 				var podList []corev1.Pod
-				for name, job := range jobs {
+				for _, job := range jobs {
 					if mine(job, jobOwnerUID(job)) {
-						ownJobs[name] = job
+						ownJobs[job.Name] = job
 						jobList = append(jobList, *job)
 					}
 				}
-				for name, pod := range pods {
+				for _, pod := range pods {
 					if mine(pod, types.UID(pod.Labels[jobset.JobSetUIDKey])) {
-						ownPods[name] = pod
+						ownPods[pod.Name] = pod
 						podList = append(podList, *pod)
 					}
 				}
 				want := countedFromScratch(js, ownJobs, ownPods)
-				fam, release := x.lock(uid, viewOf(js))
+				fam, release := x.lock("ns", uid, viewOf(js))
 				got := countedOf(fam)
 				if diff := cmp.Diff(want, got, cmp.AllowUnexported(rjCounts{})); diff != "" {
 					release()
@@ -346,7 +353,7 @@ func TestChildIndexDropsEmptyFamilies(t *testing.T) {
 		t.Errorf("families %d, owners %d after the Job's deletion, want none", len(x.families), len(x.owners))
 	}
 	x.jobEvent(job, false)
-	fam, release := x.lock(js.UID, viewOf(js))
+	fam, release := x.lock(js.Namespace, js.UID, viewOf(js))
 	defer release()
 	if got := fam.rjs["a"].unfinished; got != 1 {
 		t.Errorf("the Job created again: %d unfinished, want 1", got)
@@ -387,7 +394,7 @@ func TestChildIndexConcurrentEventsAndReconciles(t *testing.T) {
 		defer close(done)
 		for i := 0; i < 200; i++ {
 			for _, uid := range w.uids {
-				fam, release := x.lock(uid, viewOf(views[uid]))
+				fam, release := x.lock("ns", uid, viewOf(views[uid]))
 				decide(views[uid], observed{fam: fam}, t0, time.Minute)
 				release()
 			}
@@ -408,24 +415,24 @@ func TestChildIndexConcurrentEventsAndReconciles(t *testing.T) {
 	wg.Wait()
 	<-done
 	for _, job := range jobs {
-		finalJobs[job.Name] = job
+		finalJobs[keyOf(job)] = job
 	}
 	for _, pod := range pods {
-		finalPods[pod.Name] = pod
+		finalPods[keyOf(pod)] = pod
 	}
 	for _, uid := range w.uids {
 		ownJobs, ownPods := map[string]*batchv1.Job{}, map[string]*corev1.Pod{}
-		for name, job := range finalJobs {
-			if jobOwnerUID(job) == uid {
-				ownJobs[name] = job
+		for _, job := range finalJobs {
+			if job.Namespace == "ns" && jobOwnerUID(job) == uid {
+				ownJobs[job.Name] = job
 			}
 		}
-		for name, pod := range finalPods {
-			if types.UID(pod.Labels[jobset.JobSetUIDKey]) == uid {
-				ownPods[name] = pod
+		for _, pod := range finalPods {
+			if pod.Namespace == "ns" && types.UID(pod.Labels[jobset.JobSetUIDKey]) == uid {
+				ownPods[pod.Name] = pod
 			}
 		}
-		fam, release := x.lock(uid, viewOf(views[uid]))
+		fam, release := x.lock("ns", uid, viewOf(views[uid]))
 		got := countedOf(fam)
 		release()
 		if diff := cmp.Diff(countedFromScratch(views[uid], ownJobs, ownPods), got, cmp.AllowUnexported(rjCounts{})); diff != "" {

@@ -87,7 +87,7 @@ func (r *Reconciler) observe(ctx context.Context, js *jobset.JobSet) (obs observ
 	}
 	// Last, so that the family's lock is held for decide alone.
 	now := r.opts.Clock.Now()
-	obs.fam, release = r.children.lock(js.UID, viewOf(js))
+	obs.fam, release = r.children.lock(js.Namespace, js.UID, viewOf(js))
 	key := client.ObjectKeyFromObject(js)
 	obs.creating = r.expectations.unseen(key, js.UID, obs.fam.job, now)
 	obs.deleting = r.expectations.undeleted(key, js.UID, obs.fam.job, now)
