@@ -128,23 +128,24 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		Owns(&corev1.PersistentVolumeClaim{}).
 		// Jobs and Pods change many times per JobSet change: their handlers
 		// reconcile failures at once and batch the rest.
-		Watches(&batchv1.Job{}, batched(opts.UpdateBatchPeriod, jobSetOfJob, jobSignal, r.restartingInPlace, r.children.jobEvent)).
+		Watches(&batchv1.Job{}, batched(opts.UpdateBatchPeriod, jobSetOfJob, jobSignal, r.jobSetState, r.children.jobEvent)).
 		// Pods matter to BlockingRecreate, which waits for the Pods of the
 		// previous attempt to disappear, and to the epoch protocol.
-		Watches(&corev1.Pod{}, batched(opts.UpdateBatchPeriod, jobSetOfPod, podSignal, r.restartingInPlace, r.children.podEvent)).
+		Watches(&corev1.Pod{}, batched(opts.UpdateBatchPeriod, jobSetOfPod, podSignal, r.jobSetState, r.children.podEvent)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles}).
 		Complete(r)
 }
 
-// restartingInPlace reports whether the JobSet, as the cache holds it, is
-// restarting in place. Asked on every Pod and Job event: it reads the
-// cache's own object, without a copy.
-func (r *Reconciler) restartingInPlace(key types.NamespacedName) bool {
+// jobSetState says whether the JobSet, as the cache holds it, restarts in
+// place and whether it is restarting. Asked on the urgent Pod and Job
+// events: it reads the cache's own object, without a copy.
+func (r *Reconciler) jobSetState(key types.NamespacedName) jobSetState {
 	var js jobset.JobSet
 	if err := r.client.Get(context.Background(), key, &js, client.UnsafeDisableDeepCopy); err != nil {
-		return false
+		return jobSetState{}
 	}
-	return inPlaceActive(&js) && inPlaceRestarting(js.Status)
+	active := inPlaceActive(&js)
+	return jobSetState{inPlace: active, restarting: active && inPlaceRestarting(js.Status)}
 }
 
 // Reconcile brings one JobSet's children and status in line with its spec:
