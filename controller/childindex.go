@@ -29,9 +29,9 @@ import (
 //
 // Locks: mu guards the map of families and where each object is counted;
 // each family has its own lock, held by a handler for the O(1) update of
-// one object and by a reconcile from observe to the end of decide. A
-// handler takes mu and then a family's lock only to drop an emptied
-// family; a reconcile never holds both.
+// one object and by a reconcile from observe to the end of decide. Only a
+// handler that emptied a family takes mu while holding the family's lock,
+// to drop it; nothing waits for a family's lock while holding mu.
 type childIndex struct {
 	mu       sync.Mutex
 	families map[familyKey]*lockedFamily
