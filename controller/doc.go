@@ -6,7 +6,9 @@
 // reconciler only reads, calls decide, and acts:
 //
 //	reconciler.go        Reconcile: get → skip → observe → decide → act → status → Events
-//	observe.go           reads children through label-selected caches and field indexes
+//	observe.go           reads the JobSet's family from the child index, the rest from label-selected caches
+//	childindex.go        every JobSet's family, fed by the Jobs' and Pods' event handlers
+//	family.go            a JobSet's Jobs and Pods as compact records and running totals
 //	plan.go              decide: the whole plan of one reconcile, without I/O
 //	children.go          which Jobs belong to the current restart attempt
 //	jobs.go, service.go  the desired Jobs and Service
@@ -16,7 +18,8 @@
 //	startup_policy.go    InOrder and dependsOn gating and their conditions
 //	ttl.go               ttlSecondsAfterFinished
 //	epochs.go            the epoch protocol: which epoch is synced or deprecated, which barriers open
-//	coalesce.go          when a status write of counters alone may wait, and the pace of reconciles during an in-place restart
+//	enqueue.go, signals.go  which child events are reconciled at once and which are batched
+//	status_write.go      when a status write of counters alone may wait
 //	expectations.go      Jobs created but not yet seen in the cache, so they are not created twice
 //	agent_rbac.go        the agents' Role and RoleBinding in a JobSet's namespace
 //	metrics.go           restart counts, durations and epochs, on the registry Setup is given

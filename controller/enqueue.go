@@ -33,11 +33,27 @@ const (
 	// ordinary changes (a counter, a readiness, an epoch reported) are
 	// batched.
 	ordinary
-	// urgent changes (a failure, a deletion, a Job finished or ready) are
+	// readiness changes (a Job became ready or unready) gate the startup
+	// order and end a recreation's restart: urgent, except for a JobSet
+	// that restarts in place, whose start the barriers gate and whose
+	// Jobs' readiness is only counted. Reconciled at once there, the N
+	// Jobs that become ready again after a restart would each bring a
+	// status write of their own.
+	readiness
+	// urgent changes (a failure, a deletion, a Job finished) are
 	// reconciled at once: detecting a failure is what the restart's
 	// latency starts with.
 	urgent
 )
+
+// jobSetState is what the handlers read of a JobSet, from the cache, to
+// say how urgent a change of its children is.
+type jobSetState struct {
+	// inPlace: the JobSet restarts in place (inPlaceActive).
+	inPlace bool
+	// restarting: an in-place restart is under way.
+	restarting bool
+}
 
 // batched is the event handler of a child kind, as the Kubernetes Job
 // controller handles Pods: urgent changes enqueue the owning JobSet at
@@ -46,20 +62,36 @@ const (
 // earliest time). Creations are ordinary, deletions urgent; what an update
 // is, classify says from the old and the new object.
 //
-// While the JobSet restarts in place (restarting says so, from the cache),
+// While the JobSet restarts in place (state says so, from the cache),
 // every one of its Pods and Jobs changes as a failure would (each worker is
 // stopped, each agent exits, each Job loses its ready Pods): what is urgent
 // is the first failure of a synced group, not the N that the restart
 // itself causes, so during a restart only deletions are reconciled at
 // once.
-func batched[T client.Object](period time.Duration, owner func(client.Object) (types.NamespacedName, bool), classify func(old, cur T) signal, restarting func(types.NamespacedName) bool) handler.EventHandler {
+//
+// record, if set, is told of every creation, update and deletion (gone)
+// before the JobSet is enqueued, so that the reconcile the event brings
+// finds it recorded (childIndex).
+func batched[T client.Object](period time.Duration, owner func(client.Object) (types.NamespacedName, bool), classify func(old, cur T) signal, state func(types.NamespacedName) jobSetState, record func(obj T, gone bool)) handler.EventHandler {
+	if record == nil {
+		record = func(T, bool) {}
+	}
 	enqueue := func(o client.Object, s signal, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 		key, ok := owner(o)
 		if !ok {
 			return
 		}
-		if s == urgent && restarting != nil && restarting(key) {
-			s = ordinary
+		if s == urgent || s == readiness {
+			var st jobSetState
+			if state != nil {
+				st = state(key)
+			}
+			switch {
+			case st.restarting, s == readiness && st.inPlace:
+				s = ordinary
+			default:
+				s = urgent
+			}
 		}
 		switch s {
 		case urgent:
@@ -70,6 +102,9 @@ func batched[T client.Object](period time.Duration, owner func(client.Object) (t
 	}
 	return handler.Funcs{
 		CreateFunc: func(_ context.Context, e ctrlevent.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			if o, ok := e.Object.(T); ok {
+				record(o, false)
+			}
 			enqueue(e.Object, ordinary, q)
 		},
 		UpdateFunc: func(_ context.Context, e ctrlevent.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
@@ -78,9 +113,15 @@ func batched[T client.Object](period time.Duration, owner func(client.Object) (t
 			if !okOld || !okNew {
 				return
 			}
+			record(cur, false)
 			enqueue(e.ObjectNew, classify(old, cur), q)
 		},
 		DeleteFunc: func(_ context.Context, e ctrlevent.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			// A tombstone's last known state (DeleteStateUnknown) is
+			// forgotten alike: the index finds the object by its key.
+			if o, ok := e.Object.(T); ok {
+				record(o, true)
+			}
 			if key, ok := owner(e.Object); ok {
 				q.Add(reconcile.Request{NamespacedName: key})
 			}

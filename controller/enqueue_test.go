@@ -87,7 +87,7 @@ func TestJobSignal(t *testing.T) {
 		{"the Job is failing", condition(batchv1.JobFailureTarget), urgent},
 		{"the Job completes", condition(batchv1.JobComplete), urgent},
 		{"the Job is being deleted", func(j *batchv1.Job) { j.DeletionTimestamp = ptr.To(metav1.Now()) }, urgent},
-		{"the Job becomes ready", func(j *batchv1.Job) { j.Status.Ready = ptr.To[int32](2) }, urgent},
+		{"the Job becomes ready", func(j *batchv1.Job) { j.Status.Ready = ptr.To[int32](2) }, readiness},
 		{"a counter moves", func(j *batchv1.Job) { j.Status.Active = 1 }, ordinary},
 		{"the Job is resumed", func(j *batchv1.Job) { j.Spec.Suspend = ptr.To(false) }, ordinary},
 		{"the informer resyncs", func(j *batchv1.Job) { j.ResourceVersion = "1" }, ordinary},
@@ -128,7 +128,7 @@ func (q *recordingQueue) AddAfter(r reconcile.Request, d time.Duration) {
 
 func TestBatchedHandler(t *testing.T) {
 	const period = 250 * time.Millisecond
-	h := batched(period, jobSetOfPod, podSignal, nil)
+	h := batched(period, jobSetOfPod, podSignal, nil, nil)
 	ctx := context.Background()
 	key := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "js"}}
 	pod := jobSetPod
@@ -177,7 +177,7 @@ func TestJobSetOfJob(t *testing.T) {
 // causes are batched; deletions are not.
 func TestBatchedHandlerDuringAnInPlaceRestart(t *testing.T) {
 	const period = 100 * time.Millisecond
-	h := batched(period, jobSetOfPod, podSignal, func(types.NamespacedName) bool { return true })
+	h := batched(period, jobSetOfPod, podSignal, func(types.NamespacedName) jobSetState { return jobSetState{inPlace: true, restarting: true} }, nil)
 	ctx := context.Background()
 	key := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "js"}}
 	pod := jobSetPod
@@ -189,5 +189,38 @@ func TestBatchedHandlerDuringAnInPlaceRestart(t *testing.T) {
 	h.Delete(ctx, ctrlevent.DeleteEvent{Object: pod("2", nil)}, q)
 	if len(q.now) != 1 {
 		t.Errorf("a deletion during the restart: at once %v; want at once", q.now)
+	}
+}
+
+// A Job's readiness gates the startup order and ends a recreation, so it
+// is reconciled at once; a JobSet that restarts in place only counts it,
+// and its N Jobs ready again after a restart are batched.
+func TestBatchedHandlerReadiness(t *testing.T) {
+	const period = 100 * time.Millisecond
+	js := &jobset.JobSet{ObjectMeta: metav1.ObjectMeta{Name: "js", Namespace: "ns", UID: "u"}}
+	key := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "js"}}
+	job := func(rv string, ready int32) *batchv1.Job {
+		return &batchv1.Job{
+			ObjectMeta: metav1.ObjectMeta{Name: "js-w-0", Namespace: "ns", ResourceVersion: rv,
+				OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(js, jobset.GroupVersion.WithKind(jobset.Kind))}},
+			Spec:   batchv1.JobSpec{Parallelism: ptr.To[int32](1), Completions: ptr.To[int32](1)},
+			Status: batchv1.JobStatus{Active: 1, Ready: ptr.To(ready)},
+		}
+	}
+	for name, tc := range map[string]struct {
+		state   jobSetState
+		wantNow bool
+	}{
+		"a JobSet that recreates its Jobs: at once": {state: jobSetState{}, wantNow: true},
+		"a JobSet that restarts in place: batched":  {state: jobSetState{inPlace: true}, wantNow: false},
+	} {
+		t.Run(name, func(t *testing.T) {
+			h := batched(period, jobSetOfJob, jobSignal, func(types.NamespacedName) jobSetState { return tc.state }, nil)
+			q := &recordingQueue{after: map[reconcile.Request]time.Duration{}}
+			h.Update(context.Background(), ctrlevent.UpdateEvent{ObjectOld: job("1", 0), ObjectNew: job("2", 1)}, q)
+			if gotNow := len(q.now) == 1; gotNow != tc.wantNow || (!tc.wantNow && q.after[key] != period) {
+				t.Errorf("a Job ready: at once %v, after %v; want at once: %v", q.now, q.after, tc.wantNow)
+			}
+		})
 	}
 }

@@ -53,6 +53,8 @@ type podEpoch struct {
 	// epochKey is the annotation the epoch was read from: EpochKey, or
 	// upstream JobSet's InPlaceRestartAttemptKey.
 	epochKey string
+	// rawEpoch is the annotation's value as written.
+	rawEpoch string
 	// agentRestarts counts the restarts of the Pod's agent container.
 	agentRestarts int32
 }
@@ -83,23 +85,7 @@ type epochDecision struct {
 // Pod and defeat the FailJob. Only regular containers count there, never
 // the agent.
 func observePodIn(js *jobset.JobSet, pod *corev1.Pod) podEpoch {
-	p := observePod(pod)
-	// An agent reports syncedEpoch + 1 at most: it starts at the
-	// broadcast's syncedEpoch + 1, and the broadcast follows the status,
-	// whose syncedEpoch never decreases. A higher epoch was written by
-	// something else (a worker shares its Pod's token, which may patch the
-	// annotation): taken as reported, it would deprecate every epoch below
-	// it, the agents' next one included, restart after restart. The
-	// agents' admission policy cannot refuse it, as the bound lives in the
-	// JobSet's status.
-	if bound := int64(js.Status.SyncedEpoch) + 1; int64(p.epoch) > bound {
-		p.invalidEpoch = pod.Annotations[p.epochKey]
-		p.invalidWhy = fmt.Sprintf("which is beyond syncedEpoch + 1 (%d), the most an agent reports", bound)
-		if p.epochKey == jobset.InPlaceRestartAttemptKey {
-			p.invalidWhy = fmt.Sprintf("which is beyond currentInPlaceRestartAttempt + 1 (%d), the most an agent reports", bound-1)
-		}
-		p.epoch = 0
-	}
+	p := boundEpoch(js, observePod(pod))
 	failed := pod.Status.Phase == corev1.PodFailed
 	// Only a failed Pod, or one with an exited worker, can fail its Job:
 	// every other Pod of a reconcile costs nothing more here.
@@ -127,6 +113,26 @@ func observePodIn(js *jobset.JobSet, pod *corev1.Pod) podEpoch {
 	return p
 }
 
+// boundEpoch takes an epoch beyond what an agent of js reports as not
+// reported. An agent reports syncedEpoch + 1 at most: it starts at the
+// broadcast's syncedEpoch + 1, and the broadcast follows the status, whose
+// syncedEpoch never decreases. A higher epoch was written by something
+// else (a worker shares its Pod's token, which may patch the annotation):
+// taken as reported, it would deprecate every epoch below it, the agents'
+// next one included, restart after restart. The agents' admission policy
+// cannot refuse it, as the bound lives in the JobSet's status.
+func boundEpoch(js *jobset.JobSet, p podEpoch) podEpoch {
+	if bound := int64(js.Status.SyncedEpoch) + 1; int64(p.epoch) > bound {
+		p.invalidEpoch = p.rawEpoch
+		p.invalidWhy = fmt.Sprintf("which is beyond syncedEpoch + 1 (%d), the most an agent reports", bound)
+		if p.epochKey == jobset.InPlaceRestartAttemptKey {
+			p.invalidWhy = fmt.Sprintf("which is beyond currentInPlaceRestartAttempt + 1 (%d), the most an agent reports", bound-1)
+		}
+		p.epoch = 0
+	}
+	return p
+}
+
 func podFailurePolicy(js *jobset.JobSet, replicatedJob string) *batchv1.PodFailurePolicy {
 	for _, rj := range js.Spec.ReplicatedJobs {
 		if rj.Name == replicatedJob {
@@ -149,7 +155,7 @@ func observePod(pod *corev1.Pod) podEpoch {
 		gone:          pod.DeletionTimestamp != nil || pod.Status.Phase == corev1.PodFailed,
 	}
 	if raw, ok := pod.Annotations[jobset.EpochKey]; ok {
-		p.epochKey = jobset.EpochKey
+		p.epochKey, p.rawEpoch = jobset.EpochKey, raw
 		if v, err := strconv.ParseInt(raw, 10, 32); err == nil && v > 0 {
 			p.epoch = int32(v)
 		} else {
@@ -157,7 +163,7 @@ func observePod(pod *corev1.Pod) podEpoch {
 		}
 	} else if raw, ok := pod.Annotations[jobset.InPlaceRestartAttemptKey]; ok {
 		// An agent written for upstream JobSet: its attempts count from 0.
-		p.epochKey = jobset.InPlaceRestartAttemptKey
+		p.epochKey, p.rawEpoch = jobset.InPlaceRestartAttemptKey, raw
 		if v, err := strconv.ParseInt(raw, 10, 32); err == nil && v >= 0 && v < math.MaxInt32 {
 			p.epoch = int32(v) + 1
 		} else {
@@ -243,10 +249,12 @@ func unevenJobs(js *jobset.JobSet) []string {
 	return out
 }
 
-// decideEpochs computes the next epochs from the current status and Pods.
-func decideEpochs(js *jobset.JobSet, pods []podEpoch) epochDecision {
+// decideEpochs computes the next epochs from the current status and the
+// Pods of the current attempt, by group: a synced group of any size is a
+// handful of groups, and what decides is how many Pods of each there are.
+func decideEpochs(js *jobset.JobSet, pods []podGroup) epochDecision {
 	d := epochDecision{deprecated: js.Status.DeprecatedEpoch, synced: js.Status.SyncedEpoch, syncedPods: js.Status.SyncedPods}
-	if slices.ContainsFunc(pods, func(p podEpoch) bool { return p.fatal }) {
+	if slices.ContainsFunc(pods, func(p podGroup) bool { return p.fatal }) {
 		// That Pod's Job is about to fail, and its Job controller to delete
 		// the Job's other Pods: the failure policy decides, not an in-place
 		// restart. Nothing changes until then.
@@ -256,13 +264,15 @@ func decideEpochs(js *jobset.JobSet, pods []podEpoch) epochDecision {
 	inRestart := d.deprecated >= d.synced && d.synced > 0
 	expected := expectedPods(js)
 
-	var alive []podEpoch
+	alive := make([]podGroup, 0, len(pods))
+	aliveN := 0
 	maxEpoch, allEqual, allReported := int32(0), true, true
 	for _, p := range pods {
 		if p.gone {
 			continue
 		}
 		alive = append(alive, p)
+		aliveN += p.n()
 		if p.epoch == 0 {
 			allReported = false
 			continue
@@ -274,7 +284,7 @@ func decideEpochs(js *jobset.JobSet, pods []podEpoch) epochDecision {
 	}
 
 	// Sync: every expected Pod at one epoch newer than the synced one.
-	if len(alive) == expected && allReported && allEqual && maxEpoch > d.synced && maxEpoch > d.deprecated {
+	if aliveN == expected && allReported && allEqual && maxEpoch > d.synced && maxEpoch > d.deprecated {
 		d.synced, d.syncedPods = maxEpoch, int32(expected)
 		d.openReplicatedJobs = openBarriers(js, alive, d.synced)
 		return d
@@ -317,22 +327,35 @@ func decideEpochs(js *jobset.JobSet, pods []podEpoch) epochDecision {
 	return d
 }
 
-// lostMember says why the synced group can no longer run, or "".
-func lostMember(pods []podEpoch, synced int32, expected int) string {
+// lostMember says why the synced group can no longer run, or "". A Pod
+// gone says so first, then a worker's exit, then an agent at a newer
+// epoch, then a Pod missing.
+func lostMember(pods []podGroup, synced int32, expected int) string {
 	atSynced := 0
-	for _, p := range pods {
+	var exited, moved *podGroup
+	for i := range pods {
+		p := &pods[i]
 		switch {
 		case p.epoch == synced && p.gone:
-			return fmt.Sprintf("Pod %s of epoch %d failed or is being deleted", p.name, synced)
+			return fmt.Sprintf("Pod %s of epoch %d failed or is being deleted", p.first(), synced)
 		case p.epoch == synced && p.workerExited != "":
-			return fmt.Sprintf("container %s of Pod %s exited", p.workerExited, p.name)
+			if exited == nil {
+				exited = p
+			}
 		case p.epoch > synced && !p.gone:
-			return fmt.Sprintf("the agent of Pod %s moved to epoch %d", p.name, p.epoch)
+			if moved == nil {
+				moved = p
+			}
 		case p.epoch == synced:
-			atSynced++
+			atSynced += p.n()
 		}
 	}
-	if atSynced < expected {
+	switch {
+	case exited != nil:
+		return fmt.Sprintf("container %s of Pod %s exited", exited.workerExited, exited.first())
+	case moved != nil:
+		return fmt.Sprintf("the agent of Pod %s moved to epoch %d", moved.first(), moved.epoch)
+	case atSynced < expected:
 		return fmt.Sprintf("%d of %d Pods of epoch %d remain", atSynced, expected, synced)
 	}
 	return ""
@@ -342,7 +365,7 @@ func lostMember(pods []podEpoch, synced int32, expected int) string {
 // synced epoch: all of them, or under startupPolicyOrder InOrder each once
 // every Pod of the previous one is ready, on the first start and after
 // every in-place restart alike.
-func openBarriers(js *jobset.JobSet, alive []podEpoch, synced int32) []string {
+func openBarriers(js *jobset.JobSet, alive []podGroup, synced int32) []string {
 	if js.Spec.StartupPolicy == nil || js.Spec.StartupPolicy.StartupPolicyOrder != jobset.InOrder {
 		return nil
 	}
@@ -354,7 +377,7 @@ func openBarriers(js *jobset.JobSet, alive []podEpoch, synced int32) []string {
 			ready := 0
 			for _, p := range alive {
 				if p.replicatedJob == prev.Name && p.epoch == synced && p.ready {
-					ready++
+					ready += p.n()
 				}
 			}
 			if ready < want {

@@ -36,6 +36,15 @@ func pods(epochs ...int32) []podEpoch {
 	return out
 }
 
+// groupsOf makes each Pod a group of its own.
+func groupsOf(pods []podEpoch) []podGroup {
+	out := make([]podGroup, 0, len(pods))
+	for _, p := range pods {
+		out = append(out, podGroup{podEpoch: p, names: map[string]struct{}{p.name: {}}})
+	}
+	return out
+}
+
 func TestDecideEpochs(t *testing.T) {
 	cases := map[string]struct {
 		deprecated, synced int32
@@ -97,7 +106,7 @@ func TestDecideEpochs(t *testing.T) {
 			if tc.edit != nil {
 				tc.edit(p)
 			}
-			d := decideEpochs(js, p)
+			d := decideEpochs(js, groupsOf(p))
 			type epochs struct{ Deprecated, Synced int32 }
 			if diff := cmp.Diff(epochs{tc.wantDeprecated, tc.wantSynced}, epochs{d.deprecated, d.synced}); diff != "" {
 				t.Errorf("epochs (-want +got):\n%s", diff)
@@ -114,15 +123,15 @@ func TestOpenBarriersInOrder(t *testing.T) {
 	js.Spec.StartupPolicy.StartupPolicyOrder = jobset.InOrder
 	p := pods(1, 1, 1, 1)
 	p[1].ready = false
-	if diff := cmp.Diff([]string{"driver"}, decideEpochs(js, p).openReplicatedJobs); diff != "" {
+	if diff := cmp.Diff([]string{"driver"}, decideEpochs(js, groupsOf(p)).openReplicatedJobs); diff != "" {
 		t.Errorf("driver not all ready: open barriers (-want +got):\n%s", diff)
 	}
 	p[1].ready = true
-	if diff := cmp.Diff([]string{"driver", "workers"}, decideEpochs(js, p).openReplicatedJobs); diff != "" {
+	if diff := cmp.Diff([]string{"driver", "workers"}, decideEpochs(js, groupsOf(p)).openReplicatedJobs); diff != "" {
 		t.Errorf("driver ready: open barriers (-want +got):\n%s", diff)
 	}
 	js.Spec.StartupPolicy.StartupPolicyOrder = jobset.AnyOrder
-	if got := decideEpochs(js, p).openReplicatedJobs; got != nil {
+	if got := decideEpochs(js, groupsOf(p)).openReplicatedJobs; got != nil {
 		t.Errorf("AnyOrder: open %v, want nil (all)", got)
 	}
 }
@@ -140,7 +149,7 @@ func TestObservePod(t *testing.T) {
 		},
 	}
 	got := observePod(pod)
-	want := podEpoch{name: "p", replicatedJob: "workers", epoch: 4, epochKey: jobset.EpochKey, workerExited: "trainer", ready: true}
+	want := podEpoch{name: "p", replicatedJob: "workers", epoch: 4, epochKey: jobset.EpochKey, rawEpoch: "4", workerExited: "trainer", ready: true}
 	if diff := cmp.Diff(want, got, cmp.AllowUnexported(podEpoch{})); diff != "" {
 		t.Errorf("observePod (-want +got):\n%s", diff)
 	}
@@ -302,7 +311,7 @@ func TestFatalExitOnARunningPodStartsNoRestart(t *testing.T) {
 			if victim.fatal != tc.wantFatal {
 				t.Errorf("fatal = %v, want %v", victim.fatal, tc.wantFatal)
 			}
-			d := decideEpochs(js, []podEpoch{observePodIn(js, pod("d0", "driver", 0, "")), victim})
+			d := decideEpochs(js, groupsOf([]podEpoch{observePodIn(js, pod("d0", "driver", 0, "")), victim}))
 			if d.deprecated != tc.wantDeprecated || d.restartBegan != (tc.wantDeprecated > 0) {
 				t.Errorf("deprecated %d (restart began %v), want %d", d.deprecated, d.restartBegan, tc.wantDeprecated)
 			}

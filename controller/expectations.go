@@ -39,7 +39,8 @@ type jobExpectations struct {
 
 // expectation is a creation or deletion sent and not yet seen in the cache.
 type expectation struct {
-	uid types.UID
+	uid  types.UID
+	name string
 	// owner is the JobSet's UID: a JobSet recreated under the same name
 	// awaits none of its predecessor's Jobs.
 	owner types.UID
@@ -58,23 +59,24 @@ func newJobExpectations() *jobExpectations {
 func (e *jobExpectations) created(key types.NamespacedName, owner types.UID, job *batchv1.Job, now time.Time) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	expect(e.pending, key, job.Name, expectation{uid: job.UID, owner: owner, at: now})
+	expect(e.pending, key, job.Name, expectation{uid: job.UID, name: job.Name, owner: owner, at: now})
 }
 
 // unseen returns the names of the Jobs created for the JobSet of UID owner
-// that jobs, read from the cache, does not hold yet, and forgets the others,
-// those older than expectationTimeout and those of another JobSet of the name.
-func (e *jobExpectations) unseen(key types.NamespacedName, owner types.UID, jobs []batchv1.Job, now time.Time) map[string]bool {
+// that the cache, read through cached (a Job by name, nil if none), does
+// not hold yet, and forgets the others, those older than
+// expectationTimeout and those of another JobSet of the name. It costs
+// O(expectations), not O(Jobs).
+func (e *jobExpectations) unseen(key types.NamespacedName, owner types.UID, cached func(name string) *batchv1.Job, now time.Time) map[string]bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if len(e.pending[key]) == 0 {
 		return nil
 	}
-	seen := make(map[types.UID]bool, len(jobs))
-	for i := range jobs {
-		seen[jobs[i].UID] = true
-	}
-	return remaining(e.pending, key, owner, now, func(_ string, x expectation) bool { return seen[x.uid] })
+	return remaining(e.pending, key, owner, now, func(name string, x expectation) bool {
+		job := cached(name)
+		return job != nil && job.UID == x.uid
+	})
 }
 
 // markTerminatingNamespace records that the namespace of the JobSet of UID
@@ -100,28 +102,25 @@ func (e *jobExpectations) inTerminatingNamespace(key types.NamespacedName, owner
 func (e *jobExpectations) deleted(key types.NamespacedName, owner types.UID, job *batchv1.Job, now time.Time) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	expect(e.deleting, key, job.UID, expectation{uid: job.UID, owner: owner, at: now})
+	expect(e.deleting, key, job.UID, expectation{uid: job.UID, name: job.Name, owner: owner, at: now})
 }
 
 // undeleted returns the UIDs of the Jobs deleted for the JobSet of UID
-// owner that jobs, read from the cache, still shows without a
+// owner that the cache, read through cached, still shows without a
 // deletionTimestamp: their deletion is under way and is not sent again. It
 // forgets the others, those older than expectationTimeout and those of
 // another JobSet of the name.
-func (e *jobExpectations) undeleted(key types.NamespacedName, owner types.UID, jobs []batchv1.Job, now time.Time) map[types.UID]bool {
+func (e *jobExpectations) undeleted(key types.NamespacedName, owner types.UID, cached func(name string) *batchv1.Job, now time.Time) map[types.UID]bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	deleting := e.deleting[key]
-	if len(deleting) == 0 {
+	if len(e.deleting[key]) == 0 {
 		return nil
 	}
-	shown := make(map[types.UID]bool, len(deleting))
-	for i := range jobs {
-		if _, ok := deleting[jobs[i].UID]; ok && jobs[i].DeletionTimestamp == nil {
-			shown[jobs[i].UID] = true
-		}
-	}
-	return remaining(e.deleting, key, owner, now, func(uid types.UID, _ expectation) bool { return !shown[uid] })
+	return remaining(e.deleting, key, owner, now, func(uid types.UID, x expectation) bool {
+		job := cached(x.name)
+		shown := job != nil && job.UID == uid && job.DeletionTimestamp == nil
+		return !shown
+	})
 }
 
 // expect records x under k among the JobSet's expectations in all.

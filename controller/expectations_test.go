@@ -24,7 +24,7 @@ func TestJobCreationsUntilSeen(t *testing.T) {
 		return batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID(uid)}}
 	}
 	e := newJobExpectations()
-	if got := e.unseen(key, "js-uid", nil, t0); len(got) != 0 {
+	if got := e.unseen(key, "js-uid", cachedIn(), t0); len(got) != 0 {
 		t.Fatalf("nothing created: unseen %v", got)
 	}
 	a, b := job("js-w-0", "uid-a"), job("js-w-1", "uid-b")
@@ -34,25 +34,25 @@ func TestJobCreationsUntilSeen(t *testing.T) {
 	// The cache shows a, and an older Job under b's name (being deleted):
 	// b is still awaited, a no longer.
 	old := job("js-w-1", "uid-old")
-	if diff := cmp.Diff(map[string]bool{"js-w-1": true}, e.unseen(key, "js-uid", []batchv1.Job{a, old}, t0.Add(time.Second))); diff != "" {
+	if diff := cmp.Diff(map[string]bool{"js-w-1": true}, e.unseen(key, "js-uid", cachedIn(a, old), t0.Add(time.Second))); diff != "" {
 		t.Errorf("unseen (-want +got):\n%s", diff)
 	}
-	if got := e.unseen(types.NamespacedName{Namespace: "ns", Name: "other"}, "other-uid", nil, t0); len(got) != 0 {
+	if got := e.unseen(types.NamespacedName{Namespace: "ns", Name: "other"}, "other-uid", cachedIn(), t0); len(got) != 0 {
 		t.Errorf("another JobSet: unseen %v", got)
 	}
 	// Never seen: free again after expectationTimeout.
-	if got := e.unseen(key, "js-uid", nil, t0.Add(expectationTimeout+time.Second)); len(got) != 0 {
+	if got := e.unseen(key, "js-uid", cachedIn(), t0.Add(expectationTimeout+time.Second)); len(got) != 0 {
 		t.Errorf("after expectationTimeout: unseen %v", got)
 	}
 
 	// A JobSet recreated under the name awaits none of its predecessor's.
 	e.created(key, "js-uid", &a, t0)
-	if got := e.unseen(key, "new-uid", nil, t0); len(got) != 0 {
+	if got := e.unseen(key, "new-uid", cachedIn(), t0); len(got) != 0 {
 		t.Errorf("a new JobSet of the name: unseen %v", got)
 	}
 	e.created(key, "js-uid", &a, t0)
 	e.forget(key)
-	if got := e.unseen(key, "js-uid", nil, t0); len(got) != 0 {
+	if got := e.unseen(key, "js-uid", cachedIn(), t0); len(got) != 0 {
 		t.Errorf("forgotten: unseen %v", got)
 	}
 }
@@ -112,7 +112,7 @@ func TestJobDeletionsUntilShown(t *testing.T) {
 	}
 	a, b := job("js-w-0", "uid-a"), job("js-w-1", "uid-b")
 	e := newJobExpectations()
-	if got := e.undeleted(key, "js-uid", []batchv1.Job{a, b}, t0); len(got) != 0 {
+	if got := e.undeleted(key, "js-uid", cachedIn(a, b), t0); len(got) != 0 {
 		t.Fatalf("nothing deleted: undeleted %v", got)
 	}
 	e.deleted(key, "js-uid", &a, t0)
@@ -121,21 +121,21 @@ func TestJobDeletionsUntilShown(t *testing.T) {
 	// The cache shows a's deletion, not b's yet.
 	shown := a.DeepCopy()
 	shown.DeletionTimestamp = ptr.To(metav1.NewTime(t0))
-	if diff := cmp.Diff(map[types.UID]bool{"uid-b": true}, e.undeleted(key, "js-uid", []batchv1.Job{*shown, b}, t0.Add(time.Second))); diff != "" {
+	if diff := cmp.Diff(map[types.UID]bool{"uid-b": true}, e.undeleted(key, "js-uid", cachedIn(*shown, b), t0.Add(time.Second))); diff != "" {
 		t.Errorf("undeleted (-want +got):\n%s", diff)
 	}
 	// b gone from the cache: its deletion is seen.
-	if got := e.undeleted(key, "js-uid", []batchv1.Job{*shown}, t0.Add(time.Second)); len(got) != 0 {
+	if got := e.undeleted(key, "js-uid", cachedIn(*shown), t0.Add(time.Second)); len(got) != 0 {
 		t.Errorf("b gone: undeleted %v", got)
 	}
 	// Never shown: deleted again after expectationTimeout; and a JobSet
 	// recreated under the name expects none of its predecessor's.
 	e.deleted(key, "js-uid", &b, t0)
-	if got := e.undeleted(key, "new-uid", []batchv1.Job{b}, t0); len(got) != 0 {
+	if got := e.undeleted(key, "new-uid", cachedIn(b), t0); len(got) != 0 {
 		t.Errorf("a new JobSet of the name: undeleted %v", got)
 	}
 	e.deleted(key, "js-uid", &b, t0)
-	if got := e.undeleted(key, "js-uid", []batchv1.Job{b}, t0.Add(expectationTimeout+time.Second)); len(got) != 0 {
+	if got := e.undeleted(key, "js-uid", cachedIn(b), t0.Add(expectationTimeout+time.Second)); len(got) != 0 {
 		t.Errorf("after expectationTimeout: undeleted %v", got)
 	}
 }
@@ -155,5 +155,17 @@ func TestDecideDoesNotDeleteAgainAJobWhoseDeletionTheCacheHasNotShownYet(t *test
 	}
 	if len(p.createJobs) != 0 {
 		t.Errorf("created %v under a name a Job being deleted holds", names(p.createJobs))
+	}
+}
+
+// cachedIn reads Jobs by name from jobs, as the child index does.
+func cachedIn(jobs ...batchv1.Job) func(string) *batchv1.Job {
+	return func(name string) *batchv1.Job {
+		for i := range jobs {
+			if jobs[i].Name == name {
+				return &jobs[i]
+			}
+		}
+		return nil
 	}
 }

@@ -17,17 +17,6 @@ import (
 	"github.com/inplace-dev/inplace/api/protocol"
 )
 
-// Field indexes of the manager's cache.
-const (
-	// jobOwnerUIDIndex indexes Jobs by the UID of their controlling JobSet,
-	// so that a JobSet recreated under the same name never sees the Jobs of
-	// its predecessor.
-	jobOwnerUIDIndex = "jobset.owner.uid"
-	// podJobSetUIDIndex indexes Pods by the jobset-uid label their Job gave
-	// them.
-	podJobSetUIDIndex = "jobset.pod.uid"
-)
-
 // CacheOptions limits the manager's caches to what the controller owns:
 // Jobs, Pods and Services carrying the jobset-name label, never every Pod of
 // the cluster. Pass it to the manager's cache options.
@@ -52,57 +41,17 @@ func CacheOptions() cache.Options {
 	}}
 }
 
-func setupIndexes(ctx context.Context, indexer client.FieldIndexer) error {
-	if err := indexer.IndexField(ctx, &batchv1.Job{}, jobOwnerUIDIndex, func(o client.Object) []string {
-		for _, ref := range o.GetOwnerReferences() {
-			if ref.Controller != nil && *ref.Controller && ref.Kind == jobset.Kind && ref.APIVersion == jobset.GroupVersion.String() {
-				return []string{string(ref.UID)}
-			}
-		}
-		return nil
-	}); err != nil {
-		return fmt.Errorf("indexing jobs: %w", err)
-	}
-	if err := indexer.IndexField(ctx, &corev1.Pod{}, podJobSetUIDIndex, func(o client.Object) []string {
-		if uid := o.GetLabels()[jobset.JobSetUIDKey]; uid != "" {
-			return []string{uid}
-		}
-		return nil
-	}); err != nil {
-		return fmt.Errorf("indexing pods: %w", err)
-	}
-	return nil
-}
-
-// observe reads the JobSet's children from the cache. The Jobs and Pods are
-// the cache's own objects, not copies — a reconcile of a JobSet of N Pods,
-// one per Pod change during a restart, would otherwise copy N Pods and N
-// Jobs each time — so they are read-only: whatever changes one copies it
-// first (see act).
-func (r *Reconciler) observe(ctx context.Context, js *jobset.JobSet) (observed, error) {
-	var obs observed
-	var jobs batchv1.JobList
-	if err := r.client.List(ctx, &jobs, client.InNamespace(js.Namespace), client.MatchingFields{jobOwnerUIDIndex: string(js.UID)}, client.UnsafeDisableDeepCopy); err != nil {
-		return obs, fmt.Errorf("listing jobs: %w", err)
-	}
-	obs.jobs = jobs.Items
-	now := r.opts.Clock.Now()
-	obs.creating = r.expectations.unseen(client.ObjectKeyFromObject(js), js.UID, jobs.Items, now)
-	obs.deleting = r.expectations.undeleted(client.ObjectKeyFromObject(js), js.UID, jobs.Items, now)
-
-	if js.Spec.FailurePolicy != nil && (js.Spec.FailurePolicy.RestartStrategy == jobset.BlockingRecreate || inPlace(js)) {
-		var pods corev1.PodList
-		if err := r.client.List(ctx, &pods, client.InNamespace(js.Namespace), client.MatchingFields{podJobSetUIDIndex: string(js.UID)}, client.UnsafeDisableDeepCopy); err != nil {
-			return obs, fmt.Errorf("listing pods: %w", err)
-		}
-		obs.pods = pods.Items
-	}
-
+// observe reads the JobSet's children: its Jobs and Pods from the child
+// index (counted as their events came, see family), the rest from the
+// cache. The family stays locked until release is called, after decide:
+// the Jobs it holds are the cache's own objects, read-only (whatever
+// changes one copies it first, see act).
+func (r *Reconciler) observe(ctx context.Context, js *jobset.JobSet) (obs observed, release func(), err error) {
 	if inPlace(js) {
 		var cm corev1.ConfigMap
 		err := r.client.Get(ctx, types.NamespacedName{Namespace: js.Namespace, Name: protocol.BroadcastName(js.Name)}, &cm)
 		if client.IgnoreNotFound(err) != nil {
-			return obs, fmt.Errorf("getting the broadcast: %w", err)
+			return obs, nil, fmt.Errorf("getting the broadcast: %w", err)
 		}
 		if err == nil {
 			obs.broadcast = cm.Data
@@ -115,7 +64,7 @@ func (r *Reconciler) observe(ctx context.Context, js *jobset.JobSet) (observed, 
 	if dnsHostnamesEnabled(js) {
 		err := r.client.Get(ctx, types.NamespacedName{Namespace: js.Namespace, Name: subdomain(js)}, &corev1.Service{})
 		if client.IgnoreNotFound(err) != nil {
-			return obs, fmt.Errorf("getting headless service: %w", err)
+			return obs, nil, fmt.Errorf("getting headless service: %w", err)
 		}
 		obs.serviceExists = err == nil
 	}
@@ -127,7 +76,7 @@ func (r *Reconciler) observe(ctx context.Context, js *jobset.JobSet) (observed, 
 		name := ClaimName(t.template.Name, js.Name)
 		err := r.client.Get(ctx, types.NamespacedName{Namespace: js.Namespace, Name: name}, &corev1.PersistentVolumeClaim{})
 		if client.IgnoreNotFound(err) != nil {
-			return obs, fmt.Errorf("getting volume claim %s: %w", name, err)
+			return obs, nil, fmt.Errorf("getting volume claim %s: %w", name, err)
 		}
 		if err == nil {
 			if obs.claims == nil {
@@ -136,5 +85,11 @@ func (r *Reconciler) observe(ctx context.Context, js *jobset.JobSet) (observed, 
 			obs.claims[name] = true
 		}
 	}
-	return obs, nil
+	// Last, so that the family's lock is held for decide alone.
+	now := r.opts.Clock.Now()
+	obs.fam, release = r.children.lock(js.Namespace, js.UID, viewOf(js))
+	key := client.ObjectKeyFromObject(js)
+	obs.creating = r.expectations.unseen(key, js.UID, obs.fam.job, now)
+	obs.deleting = r.expectations.undeleted(key, js.UID, obs.fam.job, now)
+	return obs, release, nil
 }

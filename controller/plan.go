@@ -20,8 +20,12 @@ import (
 
 // observed is what the reconciler read about a JobSet's children.
 type observed struct {
+	// fam is the JobSet's Jobs and Pods, counted under its view
+	// (family.setView); decide reads them and does not change them.
+	fam *family
+	// jobs and pods are whole lists of the JobSet's children, read when
+	// fam is nil (the tests build the world they decide on this way).
 	jobs []batchv1.Job
-	// pods of the JobSet; read only when the restart strategy needs them.
 	pods []corev1.Pod
 	// serviceExists reports whether the headless Service exists.
 	serviceExists bool
@@ -90,25 +94,26 @@ func decide(js *jobset.JobSet, obs observed, now metav1.Time, inPlaceTimeout tim
 
 func decideSteps(js *jobset.JobSet, obs observed, now metav1.Time, inPlaceTimeout time.Duration) plan {
 	p := plan{status: *js.Status.DeepCopy()}
-	c := classifyJobs(js, obs.jobs, obs.deleting)
-	for name := range obs.creating {
-		c.taken[name] = true
+	fam := obs.fam
+	if fam == nil {
+		fam = familyOf(js, obs.jobs, obs.pods)
 	}
+	c := classifyJobs(fam, obs.deleting, obs.creating)
 
 	if finished(&p.status) {
-		p.deleteJobs = append(p.deleteJobs, c.active...)
-		p.deleteJobs = append(p.deleteJobs, c.previous...)
+		p.deleteJobs = append(p.deleteJobs, c.active()...)
+		p.deleteJobs = append(p.deleteJobs, c.previousJobs()...)
 		p.deleteJobSet, p.requeueAfter = ttlDecision(js, now.Time)
 		return p
 	}
 
-	p.deleteJobs = c.previous
+	p.deleteJobs = c.previousJobs()
 	// From the plan's deep copy, not js.Status: the counters are the
 	// plan's to change.
 	p.status.ReplicatedJobsStatus = replicatedJobsStatus(js, p.status.ReplicatedJobsStatus, c)
 
-	if len(c.failed) > 0 {
-		p.events = applyFailure(js, &p.status, decideFailure(js, c.failed), now)
+	if failed := c.failed(); len(failed) > 0 {
+		p.events = applyFailure(js, &p.status, decideFailure(js, failed), now)
 		return p
 	}
 
@@ -138,32 +143,23 @@ func decideSteps(js *jobset.JobSet, obs observed, now metav1.Time, inPlaceTimeou
 	}
 	p.suspendOrResume(js, c, suspended, allowed, now)
 	p.scaleJobs = jobsToScale(js, c)
-	if !blockedByPreviousAttempt(js, c, obs) {
+	if !blockedByPreviousAttempt(js, c) {
 		p.createJobs = missingJobs(js, c, suspended, allowed)
 	}
 
 	if !suspended {
 		updateStartupConditions(js, &p.status, now)
 	}
-	if inPlace(js) && !anyFailing(c.active) {
+	if inPlace(js) && c.total(func(r *rjCounts) int32 { return r.failing }) == 0 {
 		// A Job the Job controller is failing (FailureTarget) deletes its
 		// Pods before it is marked Failed: the failure policy decides, not
 		// an in-place restart.
-		p.reconcileEpochs(js, obs, now, inPlaceTimeout)
+		p.reconcileEpochs(js, fam, obs.broadcast, now, inPlaceTimeout)
 	}
 	if !inPlaceActive(js) && conditionTrue(&p.status, jobset.JobSetRestarting) && allStarted(js, p.status.ReplicatedJobsStatus) {
 		setCondition(&p.status, jobset.JobSetRestarting, metav1.ConditionFalse, ReasonRestartJobsReady, MessageRestartJobsReady, now)
 	}
 	return p
-}
-
-func anyFailing(jobs []*batchv1.Job) bool {
-	for _, j := range jobs {
-		if jobFinished(j, batchv1.JobFailureTarget) {
-			return true
-		}
-	}
-	return false
 }
 
 func inPlace(js *jobset.JobSet) bool {
@@ -182,38 +178,34 @@ func inPlaceActive(js *jobset.JobSet) bool {
 // reconcileEpochs runs the in-place restart protocol: the epochs from the
 // Pods of the current attempt, the restart they may start, counted against
 // maxRestarts, and the broadcast the agents watch.
-func (p *plan) reconcileEpochs(js *jobset.JobSet, obs observed, now metav1.Time, timeout time.Duration) {
+func (p *plan) reconcileEpochs(js *jobset.JobSet, fam *family, broadcast map[string]string, now metav1.Time, timeout time.Duration) {
 	if !inPlaceActive(js) {
 		// In-place restarts are off: the agents lift their barriers at
 		// once and never report, so the epochs stay where they are, no
 		// restart is decided or counted here and none times out; a Pod
 		// that fails is replaced by its Job, as without InPlaceRestart.
 		want := protocol.EncodeBroadcast(protocol.Broadcast{DeprecatedEpoch: js.Status.DeprecatedEpoch, SyncedEpoch: js.Status.SyncedEpoch, Disabled: true})
-		if !maps.Equal(want, obs.broadcast) {
+		if !maps.Equal(want, broadcast) {
 			p.broadcast = want
 		}
 		return
 	}
-	attempt := strconv.Itoa(int(recreateAttempt(&js.Status)))
-	var pods []podEpoch
-	for i := range obs.pods {
-		if obs.pods[i].Labels[jobset.RestartsKey] != attempt {
-			continue
-		}
-		pods = append(pods, observePodIn(js, &obs.pods[i]))
-	}
+	pods := fam.podGroups(js, strconv.Itoa(int(recreateAttempt(&js.Status))))
 	for _, uneven := range unevenJobs(js) {
 		p.warnings = append(p.warnings, event{corev1.EventTypeWarning, ReasonInvalidInPlaceRestartJobs, fmt.Sprintf(
 			"InPlaceRestart needs completions == parallelism in every Job: %s; the group is expected to have %d Pods", uneven, expectedPods(js))})
 	}
-	for _, pod := range pods {
-		if pod.invalidEpoch != "" {
+	for _, g := range pods {
+		if g.invalidEpoch == "" {
+			continue
+		}
+		for _, name := range g.sortedNames() {
 			p.warnings = append(p.warnings, event{corev1.EventTypeWarning, ReasonInvalidEpoch, fmt.Sprintf(
 				"Pod %s reports epoch %q on annotation %s, %s: it counts as not reported, and the group cannot sync until its agent writes a valid one",
-				pod.name, pod.invalidEpoch, pod.epochKey, pod.invalidWhy)})
+				name, g.invalidEpoch, g.epochKey, g.invalidWhy)})
 		}
 	}
-	if msg := crashLoop(js, &p.status, pods); msg != "" && !slices.ContainsFunc(pods, func(p podEpoch) bool { return p.fatal }) {
+	if msg := crashLoop(js, &p.status, pods); msg != "" && !slices.ContainsFunc(pods, func(p podGroup) bool { return p.fatal }) {
 		p.events = append(p.events, failJobSet(&p.status, ReasonReachedMaxRestarts, msg, now)...)
 		return
 	}
@@ -252,7 +244,7 @@ func (p *plan) reconcileEpochs(js *jobset.JobSet, obs observed, now metav1.Time,
 	}
 
 	want := protocol.EncodeBroadcast(protocol.Broadcast{DeprecatedEpoch: d.deprecated, SyncedEpoch: d.synced, OpenReplicatedJobs: d.openReplicatedJobs})
-	if !maps.Equal(want, obs.broadcast) {
+	if !maps.Equal(want, broadcast) {
 		p.broadcast = want
 	}
 }
@@ -265,7 +257,7 @@ func (p *plan) reconcileEpochs(js *jobset.JobSet, obs observed, now metav1.Time,
 // than maxRestarts times, the JobSet fails with ReachedMaxRestarts. After
 // the group synced, an agent that crashes alone resumes its epoch and
 // costs nothing. It returns the reason, or "".
-func crashLoop(js *jobset.JobSet, status *jobset.JobSetStatus, pods []podEpoch) string {
+func crashLoop(js *jobset.JobSet, status *jobset.JobSetStatus, pods []podGroup) string {
 	if status.SyncedEpoch > status.DeprecatedEpoch || conditionTrue(status, jobset.JobSetRestarting) {
 		return ""
 	}
@@ -273,7 +265,7 @@ func crashLoop(js *jobset.JobSet, status *jobset.JobSetStatus, pods []podEpoch) 
 	for _, pod := range pods {
 		if pod.agentRestarts > maxRestarts {
 			return fmt.Sprintf("%s: the agent of Pod %s restarted %d times before the group first synced, more than maxRestarts (%d)",
-				MessageReachedMaxRestarts, pod.name, pod.agentRestarts, maxRestarts)
+				MessageReachedMaxRestarts, pod.first(), pod.agentRestarts, maxRestarts)
 		}
 	}
 	return ""
@@ -282,21 +274,20 @@ func crashLoop(js *jobset.JobSet, status *jobset.JobSetStatus, pods []podEpoch) 
 // suspendOrResume brings spec.suspend of every current Job in line with the
 // JobSet's: all suspended at once, resumed in startup order.
 func (p *plan) suspendOrResume(js *jobset.JobSet, c children, suspended bool, allowed []bool, now metav1.Time) {
-	index := map[string]int{}
+	index := make(map[string]int, len(js.Spec.ReplicatedJobs))
 	for i, rj := range js.Spec.ReplicatedJobs {
 		index[rj.Name] = i
 	}
-	for _, job := range c.active {
-		jobSuspended := ptr.Deref(job.Spec.Suspend, false)
-		switch {
-		case suspended && !jobSuspended:
-			p.suspendJobs = append(p.suspendJobs, job)
-		case !suspended && jobSuspended && allowed[index[job.Labels[jobset.ReplicatedJobNameKey]]]:
-			p.resumeJobs = append(p.resumeJobs, job)
-		}
+	switch {
+	case suspended && c.total(func(r *rjCounts) int32 { return r.unfinished - r.suspended }) > 0:
+		p.suspendJobs = c.list(func(j *jobFacts, kind jobKind) bool {
+			return kind == current && !j.failed && !j.complete && !j.suspended
+		})
+	case !suspended && c.total(func(r *rjCounts) int32 { return r.suspended }) > 0:
+		p.resumeJobs = c.list(func(j *jobFacts, kind jobKind) bool {
+			return kind == current && !j.failed && !j.complete && j.suspended && allowed[index[j.rj]]
+		})
 	}
-	sortByName(p.suspendJobs)
-	sortByName(p.resumeJobs)
 
 	if suspended && !conditionTrue(&p.status, jobset.JobSetSuspended) {
 		setCondition(&p.status, jobset.JobSetSuspended, metav1.ConditionTrue, ReasonSuspended, MessageSuspended, now)
@@ -311,11 +302,11 @@ func (p *plan) suspendOrResume(js *jobset.JobSet, c children, suspended bool, al
 
 // blockedByPreviousAttempt reports whether BlockingRecreate must wait: no Job
 // of a new attempt is created while any Job or Pod of an earlier one exists.
-func blockedByPreviousAttempt(js *jobset.JobSet, c children, obs observed) bool {
+func blockedByPreviousAttempt(js *jobset.JobSet, c children) bool {
 	if js.Spec.FailurePolicy == nil || js.Spec.FailurePolicy.RestartStrategy != jobset.BlockingRecreate {
 		return false
 	}
-	return len(c.previous) > 0 || len(c.terminating) > 0 || previousAttemptPods(js, obs.pods) > 0
+	return c.previous > 0 || c.terminating > 0 || c.fam.podsNotOf(strconv.Itoa(int(recreateAttempt(&js.Status)))) > 0
 }
 
 // missingJobs returns the Jobs of the current attempt that do not exist yet
@@ -327,9 +318,13 @@ func missingJobs(js *jobset.JobSet, c children, suspended bool, allowed []bool) 
 		if !suspended && !allowed[i] {
 			continue
 		}
+		if c.counts(rj.Name).named >= rj.Replicas {
+			// Every index has its Job: no name to build.
+			continue
+		}
 		for index := range int(rj.Replicas) {
 			name := JobName(js.Name, rj.Name, index)
-			if _, ok := c.current[name]; ok || c.taken[name] {
+			if c.taken(name) {
 				continue
 			}
 			out = append(out, buildJob(js, i, index, suspended))

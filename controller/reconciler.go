@@ -90,6 +90,8 @@ type Reconciler struct {
 	// expectations are the Jobs created or deleted whose creation or
 	// deletion the cache does not show yet.
 	expectations *jobExpectations
+	// children counts every JobSet's Jobs and Pods as their events come.
+	children *childIndex
 }
 
 // +kubebuilder:rbac:groups=jobset.x-k8s.io,resources=jobsets,verbs=get;list;watch;update;patch;delete
@@ -105,17 +107,14 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch;update
 
-// Setup registers the JobSet controller and its field indexes with mgr.
+// Setup registers the JobSet controller with mgr.
 func Setup(mgr ctrl.Manager, opts Options) error {
 	opts.complete()
-	if err := setupIndexes(context.Background(), mgr.GetFieldIndexer()); err != nil {
-		return err
-	}
 	metrics, err := newRestartMetrics(opts.Metrics)
 	if err != nil {
 		return err
 	}
-	r := &Reconciler{client: mgr.GetClient(), apiReader: mgr.GetAPIReader(), recorder: mgr.GetEventRecorder(ControllerName), opts: opts, metrics: metrics, expectations: newJobExpectations()}
+	r := &Reconciler{client: mgr.GetClient(), apiReader: mgr.GetAPIReader(), recorder: mgr.GetEventRecorder(ControllerName), opts: opts, metrics: metrics, expectations: newJobExpectations(), children: newChildIndex()}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		For(&jobset.JobSet{}).
@@ -129,23 +128,24 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		Owns(&corev1.PersistentVolumeClaim{}).
 		// Jobs and Pods change many times per JobSet change: their handlers
 		// reconcile failures at once and batch the rest.
-		Watches(&batchv1.Job{}, batched(opts.UpdateBatchPeriod, jobSetOfJob, jobSignal, r.restartingInPlace)).
+		Watches(&batchv1.Job{}, batched(opts.UpdateBatchPeriod, jobSetOfJob, jobSignal, r.jobSetState, r.children.jobEvent)).
 		// Pods matter to BlockingRecreate, which waits for the Pods of the
 		// previous attempt to disappear, and to the epoch protocol.
-		Watches(&corev1.Pod{}, batched(opts.UpdateBatchPeriod, jobSetOfPod, podSignal, r.restartingInPlace)).
+		Watches(&corev1.Pod{}, batched(opts.UpdateBatchPeriod, jobSetOfPod, podSignal, r.jobSetState, r.children.podEvent)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles}).
 		Complete(r)
 }
 
-// restartingInPlace reports whether the JobSet, as the cache holds it, is
-// restarting in place. Asked on every Pod and Job event: it reads the
-// cache's own object, without a copy.
-func (r *Reconciler) restartingInPlace(key types.NamespacedName) bool {
+// jobSetState says whether the JobSet, as the cache holds it, restarts in
+// place and whether it is restarting. Asked on the urgent Pod and Job
+// events: it reads the cache's own object, without a copy.
+func (r *Reconciler) jobSetState(key types.NamespacedName) jobSetState {
 	var js jobset.JobSet
 	if err := r.client.Get(context.Background(), key, &js, client.UnsafeDisableDeepCopy); err != nil {
-		return false
+		return jobSetState{}
 	}
-	return inPlaceActive(&js) && inPlaceRestarting(js.Status)
+	active := inPlaceActive(&js)
+	return jobSetState{inPlace: active, restarting: active && inPlaceRestarting(js.Status)}
 }
 
 // Reconcile brings one JobSet's children and status in line with its spec:
@@ -180,12 +180,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 
 	effective := js.DeepCopy()
 	jobset.Default(effective)
-	obs, err := r.observe(ctx, effective)
+	obs, release, err := r.observe(ctx, effective)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	now := r.opts.Clock.Now()
-	p := decide(effective, obs, metav1.NewTime(now), r.opts.InPlaceRestartTimeout)
+	p := func() plan {
+		// Unlocked however decide returns: the JobSet's event handlers
+		// wait on the lock. The plan's Jobs are the cache's objects, not
+		// the family's: they outlive it.
+		defer release()
+		return decide(effective, obs, metav1.NewTime(now), r.opts.InPlaceRestartTimeout)
+	}()
 
 	if err := r.act(ctx, &js, &p); err != nil {
 		if namespaceTerminating(err) {

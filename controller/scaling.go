@@ -33,16 +33,31 @@ type jobScale struct {
 // (what the update rule admits, and what the Job API lets change). Finished Jobs and those of earlier attempts are left
 // alone: nothing runs there to scale, or they are deleted anyway.
 func jobsToScale(js *jobset.JobSet, c children) []jobScale {
-	templates := map[string]*batchv1.JobSpec{}
+	templates := make(map[string]*batchv1.JobSpec, len(js.Spec.ReplicatedJobs))
 	for i := range js.Spec.ReplicatedJobs {
 		templates[js.Spec.ReplicatedJobs[i].Name] = &js.Spec.ReplicatedJobs[i].Template.Spec
 	}
+	scalable := func(t *batchv1.JobSpec) bool {
+		return ptr.Deref(t.CompletionMode, batchv1.NonIndexedCompletion) == batchv1.IndexedCompletion &&
+			t.Parallelism != nil && t.Completions != nil && *t.Parallelism == *t.Completions
+	}
+	// The counts say whether any Job is off its template's size; only then
+	// are the Jobs walked.
+	off := false
+	for name, t := range templates {
+		counts := c.counts(name)
+		if scalable(t) && counts.unfinished > counts.sizes[[2]int32{*t.Parallelism, *t.Completions}] {
+			off = true
+		}
+	}
+	if !off {
+		return nil
+	}
 	var out []jobScale
-	for _, job := range c.active {
+	for _, job := range c.active() {
 		rj := job.Labels[jobset.ReplicatedJobNameKey]
 		t, ok := templates[rj]
-		if !ok || ptr.Deref(t.CompletionMode, batchv1.NonIndexedCompletion) != batchv1.IndexedCompletion ||
-			t.Parallelism == nil || t.Completions == nil || *t.Parallelism != *t.Completions {
+		if !ok || !scalable(t) {
 			continue
 		}
 		if ptr.Equal(job.Spec.Parallelism, t.Parallelism) && ptr.Equal(job.Spec.Completions, t.Completions) {

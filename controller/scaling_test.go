@@ -67,7 +67,7 @@ func TestJobsToScale(t *testing.T) {
 			js := testJobSet("driver", 1, "workers", 3)
 			before := js.DeepCopy()
 			tc.edit(js)
-			c := classifyJobs(js, jobList(tc.jobs(before)...), nil)
+			c := classifyJobs(familyOf(js, jobList(tc.jobs(before)...), nil), nil, nil)
 			var got []string
 			for _, s := range jobsToScale(js, c) {
 				got = append(got, fmt.Sprintf("%s %d→%d", s.job.Name, s.from, s.to))

@@ -30,10 +30,10 @@ func podSignal(old, cur *corev1.Pod) signal {
 }
 
 // jobSignal classifies a Job's update. Urgent: the Job is being deleted,
-// finishes (or is failing: FailureTarget), or becomes ready or unready,
-// which gates the next replicated jobs of an InOrder startup and ends a
-// Recreate's restart. Ordinary: any other change of its status, labels or
-// suspension.
+// finishes (or is failing: FailureTarget). Readiness: it becomes ready or
+// unready, which gates the next replicated jobs of an InOrder startup and
+// ends a Recreate's restart. Ordinary: any other change of its status,
+// labels or suspension.
 func jobSignal(old, cur *batchv1.Job) signal {
 	for _, t := range []batchv1.JobConditionType{batchv1.JobFailed, batchv1.JobFailureTarget, batchv1.JobComplete} {
 		if !jobFinished(old, t) && jobFinished(cur, t) {
@@ -41,9 +41,10 @@ func jobSignal(old, cur *batchv1.Job) signal {
 		}
 	}
 	switch {
-	case old.DeletionTimestamp == nil && cur.DeletionTimestamp != nil,
-		jobReady(old) != jobReady(cur):
+	case old.DeletionTimestamp == nil && cur.DeletionTimestamp != nil:
 		return urgent
+	case jobReady(old) != jobReady(cur):
+		return readiness
 	case old.ResourceVersion == cur.ResourceVersion, // the informer's resync
 		!equality.Semantic.DeepEqual(old.Status, cur.Status),
 		!equality.Semantic.DeepEqual(old.Labels, cur.Labels),

@@ -1,10 +1,10 @@
 package controller
 
 import (
-	batchv1 "k8s.io/api/batch/v1"
+	"slices"
+
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
 )
@@ -14,39 +14,27 @@ import (
 // previous must be the plan's own copy of the status read: a restart
 // decided later in the reconcile increments those counters in place.
 func replicatedJobsStatus(js *jobset.JobSet, previousStatus []jobset.ReplicatedJobStatus, c children) []jobset.ReplicatedJobStatus {
-	previous := map[string]jobset.ReplicatedJobStatus{}
+	previous := make(map[string]jobset.ReplicatedJobStatus, len(previousStatus))
 	for _, s := range previousStatus {
 		previous[s.Name] = s
 	}
-	byName := map[string]*jobset.ReplicatedJobStatus{}
 	out := make([]jobset.ReplicatedJobStatus, len(js.Spec.ReplicatedJobs))
 	for i, rj := range js.Spec.ReplicatedJobs {
+		counts := c.counts(rj.Name)
+		if slices.ContainsFunc(js.Spec.ReplicatedJobs[i+1:], func(o jobset.ReplicatedJob) bool { return o.Name == rj.Name }) {
+			// A name used twice (admission refuses it): its Jobs are
+			// counted under the last.
+			counts = &rjCounts{}
+		}
 		out[i] = jobset.ReplicatedJobStatus{
 			Name:                       rj.Name,
 			JobRestarts:                previous[rj.Name].JobRestarts,
 			JobRestartsCountTowardsMax: previous[rj.Name].JobRestartsCountTowardsMax,
-		}
-		byName[rj.Name] = &out[i]
-	}
-	for _, job := range c.current {
-		s := byName[job.Labels[jobset.ReplicatedJobNameKey]]
-		if s == nil {
-			continue
-		}
-		switch {
-		case jobFinished(job, batchv1.JobFailed):
-			s.Failed++
-		case jobFinished(job, batchv1.JobComplete):
-			s.Succeeded++
-		default:
-			if ptr.Deref(job.Spec.Suspend, false) {
-				s.Suspended++
-			} else if job.Status.Active > 0 {
-				s.Active++
-			}
-			if jobReady(job) {
-				s.Ready++
-			}
+			Ready:                      counts.ready,
+			Succeeded:                  counts.succeeded,
+			Failed:                     counts.failed,
+			Active:                     counts.running,
+			Suspended:                  counts.suspended,
 		}
 	}
 	return out

@@ -1,0 +1,165 @@
+package controller
+
+import (
+	"sync"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
+)
+
+// childIndex holds the family of every JobSet whose children the cache
+// holds, by namespace and JobSet UID (a JobSet recreated under the same
+// name never sees its predecessor's children, and an object of another
+// namespace that names the JobSet is not its child): Jobs by the UID of
+// their controlling JobSet, Pods by their jobset-uid label.
+//
+// The Jobs' and Pods' event handlers feed it (jobEvent, podEvent) before
+// they enqueue the JobSet, on the informers' goroutines: a reconcile that
+// an event enqueues always sees that event's object. controller-runtime
+// starts the workers once the handlers have seen every object the
+// informers listed, so the index is complete before the first reconcile;
+// a JobSet's children that arrive before the JobSet do not wait for it.
+// A delete seen only as a tombstone (the watch missed it) is a delete
+// like any other: the handlers are given the last object known, and the
+// index forgets the object by its key, in whichever family holds it.
+//
+// Locks: mu guards the map of families and where each object is counted;
+// each family has its own lock, held by a handler for the O(1) update of
+// one object and by a reconcile from observe to the end of decide. Only a
+// handler that emptied a family takes mu while holding the family's lock,
+// to drop it; nothing waits for a family's lock while holding mu.
+type childIndex struct {
+	mu       sync.Mutex
+	families map[familyKey]*lockedFamily
+	// owners says in which family each Job and Pod is counted.
+	owners map[childKey]familyKey
+}
+
+// familyKey names a JobSet's family: its namespace and UID.
+type familyKey struct {
+	namespace string
+	uid       types.UID
+}
+
+type lockedFamily struct {
+	mu sync.Mutex
+	*family
+	// dropped: the family emptied and left the index; a handler that
+	// finds it so looks the family up again.
+	dropped bool
+}
+
+type childKey struct {
+	pod             bool
+	namespace, name string
+}
+
+func newChildIndex() *childIndex {
+	return &childIndex{families: map[familyKey]*lockedFamily{}, owners: map[childKey]familyKey{}}
+}
+
+// jobEvent records a Job's creation, update or deletion (gone).
+func (x *childIndex) jobEvent(job *batchv1.Job, gone bool) {
+	var owner familyKey
+	if !gone {
+		owner = familyKey{job.Namespace, jobOwnerUID(job)}
+	}
+	x.update(childKey{namespace: job.Namespace, name: job.Name}, owner, func(f *family) { f.setJob(job) }, func(f *family) { f.deleteJob(job.Name) })
+}
+
+// podEvent records a Pod's creation, update or deletion (gone).
+func (x *childIndex) podEvent(pod *corev1.Pod, gone bool) {
+	var owner familyKey
+	if !gone {
+		owner = familyKey{pod.Namespace, types.UID(pod.Labels[jobset.JobSetUIDKey])}
+	}
+	x.update(childKey{pod: true, namespace: pod.Namespace, name: pod.Name}, owner, func(f *family) { f.setPod(pod) }, func(f *family) { f.deletePod(pod.Name) })
+}
+
+// update moves an object's contribution: out of the family it was counted
+// in, if that is not owner's, and into owner's (none when owner has no
+// UID).
+func (x *childIndex) update(key childKey, owner familyKey, set, unset func(*family)) {
+	x.mu.Lock()
+	was, counted := x.owners[key]
+	if owner.uid == "" {
+		delete(x.owners, key)
+	} else {
+		x.owners[key] = owner
+	}
+	x.mu.Unlock()
+	if counted && was != owner {
+		x.with(was, false, unset)
+	}
+	if owner.uid != "" {
+		x.with(owner, true, set)
+	}
+}
+
+// with runs fn on the family of uid under its lock, creating the family if
+// create is set, and drops the family if fn left it empty.
+func (x *childIndex) with(key familyKey, create bool, fn func(*family)) {
+	for {
+		x.mu.Lock()
+		f := x.families[key]
+		if f == nil {
+			if !create {
+				x.mu.Unlock()
+				return
+			}
+			f = &lockedFamily{family: newFamily()}
+			x.families[key] = f
+		}
+		x.mu.Unlock()
+
+		f.mu.Lock()
+		if f.dropped {
+			f.mu.Unlock()
+			continue
+		}
+		fn(f.family)
+		if f.empty() {
+			x.mu.Lock()
+			if x.families[key] == f {
+				delete(x.families, key)
+			}
+			x.mu.Unlock()
+			f.dropped = true
+		}
+		f.mu.Unlock()
+		return
+	}
+}
+
+// lock returns the family of the JobSet of UID uid in namespace, locked
+// and counted under view, and the function that unlocks it. A JobSet
+// without children gets an empty family of its own: the index keeps only
+// families with children.
+func (x *childIndex) lock(namespace string, uid types.UID, view *jobView) (*family, func()) {
+	x.mu.Lock()
+	f := x.families[familyKey{namespace, uid}]
+	x.mu.Unlock()
+	if f == nil {
+		fam := newFamily()
+		fam.setView(view)
+		return fam, func() {}
+	}
+	f.mu.Lock()
+	f.setView(view)
+	return f.family, f.mu.Unlock
+}
+
+// jobOwnerUID is the UID of the JobSet that controls a Job; empty for any
+// other Job.
+func jobOwnerUID(o client.Object) types.UID {
+	for _, ref := range o.GetOwnerReferences() {
+		if ref.Controller != nil && *ref.Controller && ref.Kind == jobset.Kind && ref.APIVersion == jobset.GroupVersion.String() {
+			return ref.UID
+		}
+	}
+	return ""
+}

@@ -1,0 +1,442 @@
+package controller
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+
+	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
+	"github.com/inplace-dev/inplace/api/protocol"
+)
+
+// counted is a family's totals in a comparable form.
+type counted struct {
+	RJs                   map[string]rjCounts
+	Previous, Terminating int32
+	// Pods by attempt, class and name.
+	Pods map[string]map[string][]string
+}
+
+// countedOf reads the running totals of a family.
+func countedOf(f *family) counted {
+	c := counted{RJs: map[string]rjCounts{}, Previous: f.previous, Terminating: f.terminating, Pods: map[string]map[string][]string{}}
+	for name, r := range f.rjs {
+		c.RJs[name] = *r
+	}
+	for attempt, a := range f.attempts {
+		if a.n == 0 {
+			continue
+		}
+		c.Pods[attempt] = map[string][]string{}
+		n := 0
+		for class, names := range a.classes {
+			g := podGroup{names: names}
+			c.Pods[attempt][fmt.Sprintf("%+v", class)] = g.sortedNames()
+			n += len(names)
+		}
+		if n != a.n {
+			c.Pods[attempt]["count"] = []string{strconv.Itoa(a.n), "≠", strconv.Itoa(n)}
+		}
+	}
+	return c
+}
+
+// countedFromScratch computes what the totals must be from the objects
+// themselves, by the definitions the controller used before it kept
+// totals: isCurrentAttempt for the Jobs, the restart-attempt label for the
+// Pods.
+func countedFromScratch(js *jobset.JobSet, jobs map[string]*batchv1.Job, pods map[string]*corev1.Pod) counted {
+	c := counted{RJs: map[string]rjCounts{}, Pods: map[string]map[string][]string{}}
+	for _, rj := range js.Spec.ReplicatedJobs {
+		c.RJs[rj.Name] = rjCounts{sizes: map[[2]int32]int32{}}
+	}
+	for _, job := range jobs {
+		switch {
+		case job.DeletionTimestamp != nil:
+			c.Terminating++
+			continue
+		case !isCurrentAttempt(js, job):
+			c.Previous++
+			continue
+		}
+		rj := job.Labels[jobset.ReplicatedJobNameKey]
+		r := c.RJs[rj]
+		index, _ := strconv.Atoi(job.Labels[jobset.JobIndexKey])
+		if job.Name == JobName(js.Name, rj, index) {
+			r.named++
+		}
+		switch {
+		case jobFinished(job, batchv1.JobFailed):
+			r.failed++
+		case jobFinished(job, batchv1.JobComplete):
+			r.succeeded++
+		default:
+			r.unfinished++
+			if ptr.Deref(job.Spec.Suspend, false) {
+				r.suspended++
+			} else if job.Status.Active > 0 {
+				r.running++
+			}
+			if jobReady(job) {
+				r.ready++
+			}
+			if jobFinished(job, batchv1.JobFailureTarget) {
+				r.failing++
+			}
+			r.sizes[[2]int32{ptr.Deref(job.Spec.Parallelism, -1), ptr.Deref(job.Spec.Completions, -1)}]++
+		}
+		c.RJs[rj] = r
+	}
+	for _, pod := range pods {
+		attempt := pod.Labels[jobset.RestartsKey]
+		if c.Pods[attempt] == nil {
+			c.Pods[attempt] = map[string][]string{}
+		}
+		class := fmt.Sprintf("%+v", podClassOf(pod))
+		c.Pods[attempt][class] = append(c.Pods[attempt][class], pod.Name)
+	}
+	for _, classes := range c.Pods {
+		for _, names := range classes {
+			slices.Sort(names)
+		}
+	}
+	return c
+}
+
+// randomWorld makes random Jobs, Pods and JobSet views, mostly valid and
+// sometimes not: labels that are no number, of no replicated job, of
+// another attempt; Pods that move between JobSets.
+type randomWorld struct {
+	r    *rand.Rand
+	uids []types.UID
+	gen  int
+}
+
+func (w *randomWorld) pick(options ...string) string { return options[w.r.IntN(len(options))] }
+
+// namespace is mostly the JobSets' own; an object of another namespace
+// that names a JobSet is none of its children.
+func (w *randomWorld) namespace() string { return w.pick("ns", "ns", "ns", "ns", "other") }
+
+func keyOf(o metav1.Object) string { return o.GetNamespace() + "/" + o.GetName() }
+
+func (w *randomWorld) jobSet(uid types.UID) *jobset.JobSet {
+	js := testJobSet("a", 1+w.r.IntN(3), "b", 1+w.r.IntN(2))
+	js.UID = uid
+	js.Status.Restarts = int32(w.r.IntN(2))
+	if w.r.IntN(3) == 0 {
+		js.Status.ReplicatedJobsStatus = []jobset.ReplicatedJobStatus{{Name: "a", JobRestarts: []int32{0, int32(w.r.IntN(2)), 1}}}
+	}
+	switch w.r.IntN(3) {
+	case 0:
+		js.Spec.FailurePolicy = &jobset.FailurePolicy{RestartStrategy: jobset.InPlaceRestart, MaxRestarts: 1}
+		js.Status.SyncedEpoch = int32(w.r.IntN(3))
+		js.Status.DeprecatedEpoch = int32(w.r.IntN(int(js.Status.SyncedEpoch) + 1))
+		js.Spec.ReplicatedJobs[0].Template.Spec.PodFailurePolicy = &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{{
+			Action:      batchv1.PodFailurePolicyActionFailJob,
+			OnExitCodes: &batchv1.PodFailurePolicyOnExitCodesRequirement{Operator: batchv1.PodFailurePolicyOnExitCodesOpIn, Values: []int32{2}},
+		}}}
+	case 1:
+		js.Spec.FailurePolicy = &jobset.FailurePolicy{RestartStrategy: jobset.BlockingRecreate}
+	}
+	if w.r.IntN(4) == 0 {
+		js.Spec.StartupPolicy = &jobset.StartupPolicy{StartupPolicyOrder: jobset.InOrder}
+	}
+	return js
+}
+
+func (w *randomWorld) job() *batchv1.Job {
+	w.gen++
+	rj := w.pick("a", "a", "b", "c")
+	index := w.pick("0", "1", "2", "x")
+	name := "js-" + rj + "-" + index
+	if w.r.IntN(8) == 0 {
+		name = "js-" + rj + "-" + w.pick("0", "1", "2") // a name that is not its index's
+	}
+	job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{
+		Name: name, Namespace: w.namespace(), UID: types.UID(fmt.Sprintf("job-%d", w.gen)),
+		Labels: map[string]string{
+			jobset.ReplicatedJobNameKey: rj,
+			jobset.JobIndexKey:          index,
+			jobset.RestartsKey:          w.pick("0", "0", "1", "01"),
+			JobRestartAttemptKey:        w.pick("0", "0", "1"),
+		},
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: jobset.GroupVersion.String(), Kind: jobset.Kind, Name: "js",
+			UID: w.uids[w.r.IntN(len(w.uids))], Controller: ptr.To(true)}},
+	}}
+	if w.r.IntN(6) == 0 {
+		job.DeletionTimestamp = ptr.To(t0)
+	}
+	for _, t := range []batchv1.JobConditionType{batchv1.JobFailed, batchv1.JobComplete, batchv1.JobFailureTarget} {
+		if w.r.IntN(6) == 0 {
+			job.Status.Conditions = append(job.Status.Conditions, batchv1.JobCondition{Type: t, Status: corev1.ConditionTrue})
+		}
+	}
+	job.Spec.Suspend = []*bool{nil, ptr.To(true), ptr.To(false)}[w.r.IntN(3)]
+	job.Spec.Parallelism = []*int32{nil, ptr.To[int32](1), ptr.To[int32](2)}[w.r.IntN(3)]
+	job.Spec.Completions = []*int32{nil, ptr.To[int32](1), ptr.To[int32](2)}[w.r.IntN(3)]
+	job.Status.Active = int32(w.r.IntN(3))
+	job.Status.Ready = []*int32{nil, ptr.To[int32](0), ptr.To[int32](2)}[w.r.IntN(3)]
+	return job
+}
+
+func (w *randomWorld) pod() *corev1.Pod {
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: "p" + strconv.Itoa(w.r.IntN(10)), Namespace: w.namespace(),
+			Labels: map[string]string{
+				jobset.ReplicatedJobNameKey: w.pick("a", "b"),
+				jobset.RestartsKey:          w.pick("0", "0", "1"),
+				jobset.JobSetUIDKey:         string(w.uids[w.r.IntN(len(w.uids))]),
+			},
+			Annotations: map[string]string{},
+		},
+		Spec: corev1.PodSpec{InitContainers: []corev1.Container{{Name: "agent", Env: []corev1.EnvVar{{Name: protocol.EnvRestartExitCode, Value: "88"}}}}},
+		Status: corev1.PodStatus{
+			Phase:                 corev1.PodPhase(w.pick(string(corev1.PodRunning), string(corev1.PodRunning), string(corev1.PodFailed))),
+			InitContainerStatuses: []corev1.ContainerStatus{{Name: "agent", RestartCount: int32(w.r.IntN(3))}},
+			ContainerStatuses:     []corev1.ContainerStatus{{Name: "trainer", State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}},
+		},
+	}
+	if w.r.IntN(10) == 0 {
+		delete(pod.Labels, jobset.JobSetUIDKey)
+	}
+	if epoch := w.pick("", "1", "1", "2", "x"); epoch != "" {
+		pod.Annotations[jobset.EpochKey] = epoch
+	}
+	if w.r.IntN(5) == 0 {
+		pod.Annotations[jobset.InPlaceRestartAttemptKey] = w.pick("0", "1", "-1")
+	}
+	if w.r.IntN(4) == 0 {
+		pod.Status.ContainerStatuses[0].State = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: int32(w.r.IntN(3))}}
+	}
+	if w.r.IntN(2) == 0 {
+		pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+	}
+	if w.r.IntN(8) == 0 {
+		pod.DeletionTimestamp = ptr.To(t0)
+	}
+	return pod
+}
+
+// TestChildIndexEqualsAFullScan applies random sequences of creations,
+// updates, deletions (some seen only as a tombstone's stale object) and
+// changes of the JobSets' views to the child index, and after each
+// compares every family's running totals with the totals computed from
+// scratch from the objects the cache would hold. A decision taken on the
+// index must also be the one taken on whole lists.
+func TestChildIndexEqualsAFullScan(t *testing.T) {
+	seeds := uint64(15)
+	if testing.Short() {
+		seeds = 5
+	}
+	for seed := range seeds {
+		w := &randomWorld{r: rand.New(rand.NewPCG(seed, 22)), uids: []types.UID{"uid-1", "uid-2"}}
+		x := newChildIndex()
+		jobs := map[string]*batchv1.Job{}
+		pods := map[string]*corev1.Pod{}
+		views := map[types.UID]*jobset.JobSet{}
+		for _, uid := range w.uids {
+			views[uid] = w.jobSet(uid)
+		}
+		for step := range 200 {
+			switch op := w.r.IntN(10); {
+			case op < 4:
+				job := w.job()
+				jobs[keyOf(job)] = job
+				x.jobEvent(job, false)
+			case op < 5:
+				job := w.job()
+				if old, ok := jobs[keyOf(job)]; ok {
+					delete(jobs, keyOf(job))
+					// Deleted while the informer was away: the tombstone
+					// holds a stale state, or the last one.
+					if w.r.IntN(2) == 0 {
+						old = job
+					}
+					x.jobEvent(old, true)
+				}
+			case op < 8:
+				pod := w.pod()
+				pods[keyOf(pod)] = pod
+				x.podEvent(pod, false)
+			case op < 9:
+				pod := w.pod()
+				if old, ok := pods[keyOf(pod)]; ok {
+					delete(pods, keyOf(pod))
+					if w.r.IntN(2) == 0 {
+						old = pod
+					}
+					x.podEvent(old, true)
+				}
+			default:
+				uid := w.uids[w.r.IntN(len(w.uids))]
+				views[uid] = w.jobSet(uid)
+			}
+
+			for _, uid := range w.uids {
+				js := views[uid]
+				// The JobSet's children: in its namespace, and its own.
+				mine := func(o metav1.Object, owner types.UID) bool { return o.GetNamespace() == "ns" && owner == uid }
+				ownJobs, ownPods := map[string]*batchv1.Job{}, map[string]*corev1.Pod{}
+				var jobList []batchv1.Job
+				var podList []corev1.Pod
+				for _, job := range jobs {
+					if mine(job, jobOwnerUID(job)) {
+						ownJobs[job.Name] = job
+						jobList = append(jobList, *job)
+					}
+				}
+				for _, pod := range pods {
+					if mine(pod, types.UID(pod.Labels[jobset.JobSetUIDKey])) {
+						ownPods[pod.Name] = pod
+						podList = append(podList, *pod)
+					}
+				}
+				want := countedFromScratch(js, ownJobs, ownPods)
+				fam, release := x.lock("ns", uid, viewOf(js))
+				got := countedOf(fam)
+				if diff := cmp.Diff(want, got, cmp.AllowUnexported(rjCounts{})); diff != "" {
+					release()
+					t.Fatalf("seed %d step %d, JobSet %s: running totals differ from a full scan (-scan +index):\n%s", seed, step, uid, diff)
+				}
+				viaIndex := decide(js, observed{fam: fam}, t0, time.Minute)
+				release()
+				viaLists := decide(js, observed{jobs: jobList, pods: podList}, t0, time.Minute)
+				if diff := cmp.Diff(summaryOf(viaLists), summaryOf(viaIndex), cmp.AllowUnexported(event{})); diff != "" {
+					t.Fatalf("seed %d step %d, JobSet %s: decisions differ (-lists +index):\n%s", seed, step, uid, diff)
+				}
+			}
+		}
+	}
+}
+
+// planSummary is what a plan decides, comparably.
+type planSummary struct {
+	Status                          jobset.JobSetStatus
+	Create, Delete, Suspend, Resume []string
+	Events, Warnings                []event
+	DeleteJobSet                    bool
+	RequeueAfter                    time.Duration
+	Broadcast                       map[string]string
+}
+
+func summaryOf(p plan) planSummary {
+	return planSummary{
+		Status: p.status, Create: names(p.createJobs), Delete: names(p.deleteJobs), Suspend: names(p.suspendJobs), Resume: names(p.resumeJobs),
+		Events: p.events, Warnings: p.warnings, DeleteJobSet: p.deleteJobSet, RequeueAfter: p.requeueAfter, Broadcast: p.broadcast,
+	}
+}
+
+// A family that emptied leaves the index; the next event makes a new one.
+func TestChildIndexDropsEmptyFamilies(t *testing.T) {
+	x := newChildIndex()
+	js := testJobSet("a", 1)
+	job := jobOf(js, "a", 0)
+	x.jobEvent(job, false)
+	if len(x.families) != 1 {
+		t.Fatalf("families %d after a Job, want 1", len(x.families))
+	}
+	x.jobEvent(job, true)
+	if len(x.families) != 0 || len(x.owners) != 0 {
+		t.Errorf("families %d, owners %d after the Job's deletion, want none", len(x.families), len(x.owners))
+	}
+	x.jobEvent(job, false)
+	fam, release := x.lock(js.Namespace, js.UID, viewOf(js))
+	defer release()
+	if got := fam.rjs["a"].unfinished; got != 1 {
+		t.Errorf("the Job created again: %d unfinished, want 1", got)
+	}
+}
+
+func TestWrittenAs(t *testing.T) {
+	for _, n := range []int64{0, 1, 9, 10, 99, 100, 4999, 1 << 40} {
+		if !writtenAs(strconv.FormatInt(n, 10), n) {
+			t.Errorf("writtenAs(%d, %d) = false", n, n)
+		}
+	}
+	for _, tc := range []struct {
+		s string
+		n int64
+	}{{"", 0}, {"01", 1}, {"+1", 1}, {"-1", -1}, {"1x", 1}, {"12", 1}, {"1", 12}, {"99999999999999999999", 1}} {
+		if writtenAs(tc.s, tc.n) {
+			t.Errorf("writtenAs(%q, %d) = true", tc.s, tc.n)
+		}
+	}
+}
+
+// The Jobs' and Pods' handlers run on their informers' goroutines while
+// reconciles read the families on theirs: under the race detector, this
+// test has them all at once, then compares the totals with a full scan.
+func TestChildIndexConcurrentEventsAndReconciles(t *testing.T) {
+	w := &randomWorld{r: rand.New(rand.NewPCG(1, 2)), uids: []types.UID{"uid-1", "uid-2"}}
+	var jobs []*batchv1.Job
+	var pods []*corev1.Pod
+	for range 300 {
+		jobs = append(jobs, w.job())
+		pods = append(pods, w.pod())
+	}
+	views := map[types.UID]*jobset.JobSet{"uid-1": w.jobSet("uid-1"), "uid-2": w.jobSet("uid-2")}
+	x := newChildIndex()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; i < 200; i++ {
+			for _, uid := range w.uids {
+				fam, release := x.lock("ns", uid, viewOf(views[uid]))
+				decide(views[uid], observed{fam: fam}, t0, time.Minute)
+				release()
+			}
+		}
+	}()
+	finalJobs, finalPods := map[string]*batchv1.Job{}, map[string]*corev1.Pod{}
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for _, job := range jobs {
+			x.jobEvent(job, false)
+		}
+	})
+	wg.Go(func() {
+		for _, pod := range pods {
+			x.podEvent(pod, false)
+		}
+	})
+	wg.Wait()
+	<-done
+	for _, job := range jobs {
+		finalJobs[keyOf(job)] = job
+	}
+	for _, pod := range pods {
+		finalPods[keyOf(pod)] = pod
+	}
+	for _, uid := range w.uids {
+		ownJobs, ownPods := map[string]*batchv1.Job{}, map[string]*corev1.Pod{}
+		for _, job := range finalJobs {
+			if job.Namespace == "ns" && jobOwnerUID(job) == uid {
+				ownJobs[job.Name] = job
+			}
+		}
+		for _, pod := range finalPods {
+			if pod.Namespace == "ns" && types.UID(pod.Labels[jobset.JobSetUIDKey]) == uid {
+				ownPods[pod.Name] = pod
+			}
+		}
+		fam, release := x.lock("ns", uid, viewOf(views[uid]))
+		got := countedOf(fam)
+		release()
+		if diff := cmp.Diff(countedFromScratch(views[uid], ownJobs, ownPods), got, cmp.AllowUnexported(rjCounts{})); diff != "" {
+			t.Errorf("JobSet %s: running totals differ from a full scan (-scan +index):\n%s", uid, diff)
+		}
+	}
+}
