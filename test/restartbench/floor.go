@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-
 	"net/http"
 	"strconv"
 	"strings"
@@ -28,6 +27,7 @@ import (
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
 	"github.com/inplace-dev/inplace/api/protocol"
 	"github.com/inplace-dev/inplace/controller"
+	"github.com/inplace-dev/inplace/test/deploy"
 	"github.com/inplace-dev/inplace/test/simnode"
 )
 
@@ -44,10 +44,14 @@ import (
 //   - each kubelet: two status writes of its Pod, its containers restarted
 //     and not ready, then running and ready again;
 //   - the controller: two writes of the broadcast, the epoch deprecated and
-//     then the next one synced once every epoch is written.
+//     then the next one synced once every epoch is written, which every
+//     agent's watch delivers (its two JobSet status writes are left out:
+//     the floor has no JobSet).
 //
 // The same API Priority and Fairness settings apply: the agents'
-// requests are their service account's and the status writes their node's.
+// requests are their service account's, the status writes their node's and
+// the broadcast's writes the manager's. All are sent at once, as a
+// restart's are, so the floor's time includes the priority levels' queues.
 // Requests refused (429) are tried again as the agents and kubelets do, and
 // the figure counts them (Requests, Rejected). The Pods are copies of the
 // JobSet's own — same spec, labels, annotations and status, about 11 KB —
@@ -74,8 +78,8 @@ type Floor struct {
 	Handshakes  int     `json:"handshakes"`
 	WatchEvents float64 `json:"watchEvents"`
 	// Agents: until every agent's epoch patch returned; StatusWrites: every
-	// kubelet's second status write; Total: the controller's second
-	// broadcast write, after both.
+	// kubelet's second status write; Total: every agent has seen, on its
+	// watch, the controller's second broadcast write, made after both.
 	Agents       time.Duration `json:"agentsNanos"`
 	StatusWrites time.Duration `json:"statusWritesNanos"`
 	Total        time.Duration `json:"totalNanos"`
@@ -180,7 +184,12 @@ func (e *env) floor(ctx context.Context, sample *corev1.Pod, timeout time.Durati
 	kubeletCfg := rest.CopyConfig(e.admin)
 	counters[ActorKubelets].wrap(kubeletCfg)
 	kubelets := newKubeletClients(kubeletCfg)
-	controllerCfg := rest.CopyConfig(e.admin)
+	// The controller's writes as the manager's: its service account, in
+	// its own priority level.
+	controllerCfg, err := deploy.ManagerConfig(ctx, e.admin, time.Hour)
+	if err != nil {
+		return f, err
+	}
 	counters[ActorController].wrap(controllerCfg)
 	controller, err := kubernetes.NewForConfig(controllerCfg)
 	if err != nil {
@@ -201,28 +210,49 @@ func (e *env) floor(ctx context.Context, sample *corev1.Pod, timeout time.Durati
 	if err != nil {
 		return f, err
 	}
-	var wg sync.WaitGroup
-	errs := make(chan error, 2)
+	// The controller writes the next epoch synced once every agent's
+	// patch and every kubelet's second write returned; the floor ends when
+	// every agent has seen it through the watch it opened.
+	var patched, written sync.WaitGroup
+	patched.Add(e.nodes)
+	written.Add(1)
+	errs := make(chan error, 3)
 	cpuBefore := e.cpu.snapshot()
 	start := time.Now()
 	if err := broadcast(ctx, protocol.Broadcast{DeprecatedEpoch: int32(epoch - 1), SyncedEpoch: int32(epoch - 1)}); err != nil {
 		return f, err
 	}
-	wg.Add(2)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	fail := func(err error) {
+		if err != nil {
+			errs <- err
+			cancel()
+		}
+	}
+	agentsDone := make(chan struct{})
 	go func() {
-		defer wg.Done()
-		err := parallel(ctx, e.nodes, e.nodes, func(ctx context.Context, i int) error {
-			return agentWork(ctx, agentCfg, tokens[i], ns.Name, names[i], int32(epoch))
-		})
-		f.Agents = time.Since(start)
-		errs <- err
+		defer close(agentsDone)
+		fail(parallel(ctx, e.nodes, e.nodes, func(ctx context.Context, i int) error {
+			var once sync.Once
+			done := func() {
+				once.Do(func() {
+					patched.Done()
+				})
+			}
+			// A failed agent counts as done: the floor fails anyway.
+			defer done()
+			return agentWork(ctx, agentCfg, tokens[i], ns.Name, names[i], int32(epoch), func() {
+				done()
+			})
+		}))
 	}()
 	go func() {
-		defer wg.Done()
-		err := parallel(ctx, e.nodes, e.nodes, func(ctx context.Context, i int) error {
+		defer written.Done()
+		fail(parallel(ctx, e.nodes, e.nodes, func(ctx context.Context, i int) error {
 			// As the kubelet's status manager writes them: strategic merge
-			// patches with the Pod's UID as precondition, tried again until
-			// written.
+			// patches with the Pod's UID as precondition, each tried again
+			// until written (with the agents' retries).
 			node := kubelets.node(fmt.Sprintf("%s-%d", simNodePrefix, i))
 			for w := range floorStatusWrites {
 				patch := floorStatusPatch(uids[i], worker, w == floorStatusWrites-1)
@@ -234,18 +264,18 @@ func (e *env) floor(ctx context.Context, sample *corev1.Pod, timeout time.Durati
 				}
 			}
 			return nil
-		})
+		}))
 		f.StatusWrites = time.Since(start)
-		errs <- err
 	}()
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		if err != nil {
-			return f, err
-		}
+	patched.Wait()
+	f.Agents = time.Since(start)
+	written.Wait()
+	if ctx.Err() == nil {
+		fail(broadcast(ctx, protocol.Broadcast{DeprecatedEpoch: int32(epoch - 1), SyncedEpoch: int32(epoch)}))
 	}
-	if err := broadcast(ctx, protocol.Broadcast{DeprecatedEpoch: int32(epoch - 1), SyncedEpoch: int32(epoch)}); err != nil {
+	<-agentsDone
+	close(errs)
+	if err, failed := <-errs; failed {
 		return f, err
 	}
 	f.Total = time.Since(start)
@@ -276,8 +306,8 @@ func floorStatusPatch(uid types.UID, worker string, ready bool) []byte {
 }
 
 // agentPolicyApplies checks that the agents' admission policy judges the
-// floor's epoch patches, with a dry run that it must refuse: lowering the
-// epoch.
+// floor's epoch patches, with a dry run that it must refuse for its epoch:
+// lowering it to 0.
 func (e *env) agentPolicyApplies(ctx context.Context, namespace, pod string, uid types.UID, token string) error {
 	cfg := rest.AnonymousClientConfig(e.admin)
 	cfg.BearerToken = token
@@ -288,9 +318,10 @@ func (e *env) agentPolicyApplies(ctx context.Context, namespace, pod string, uid
 	patch := fmt.Appendf(nil, `{"metadata":{"uid":%q,"annotations":{%q:"0"}}}`, uid, jobset.EpochKey)
 	return wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		_, err := cs.CoreV1().Pods(namespace).Patch(ctx, pod, types.MergePatchType, patch, metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}})
-		// Refused by the policy, not by RBAC, whose cache may not show the
-		// Role yet either.
-		return err != nil && (apierrors.IsInvalid(err) || apierrors.IsForbidden(err)) && strings.Contains(err.Error(), "ValidatingAdmissionPolicy"), nil
+		// Refused by the policy for the epoch, which it judges only once
+		// the token passed as bound to this Pod on its node: not by RBAC,
+		// whose cache may not show the Role yet either.
+		return err != nil && apierrors.IsForbidden(err) && strings.Contains(err.Error(), "ValidatingAdmissionPolicy") && strings.Contains(err.Error(), "the epoch"), nil
 	})
 }
 
@@ -317,9 +348,10 @@ func floorPod(sample *corev1.Pod, namespace, name, node string) *corev1.Pod {
 
 // agentWork is what one agent does against the API server after its Pod
 // restarts in place, with the agent's own transport and retries: a new
-// connection, a watch of the broadcast (one request, from the watch
-// cache) and the patch of its epoch.
-func agentWork(ctx context.Context, base *rest.Config, token, namespace, pod string, epoch int32) error {
+// connection, a watch of the broadcast (one request, from the watch cache)
+// and the patch of its epoch, after which it calls patched; then it waits,
+// on the same watch, for its epoch synced.
+func agentWork(ctx context.Context, base *rest.Config, token, namespace, pod string, epoch int32, patched func()) error {
 	cfg := agent.ClientConfig(rest.AnonymousClientConfig(base))
 	cfg.WrapTransport, cfg.Dial = base.WrapTransport, base.Dial
 	cfg.BearerToken = token
@@ -345,7 +377,23 @@ func agentWork(ctx context.Context, base *rest.Config, token, namespace, pod str
 		return ctx.Err()
 	}
 	// Retried as the agent retries its report.
-	return agent.Retry(ctx, func(ctx context.Context) error { return t.ReportEpoch(ctx, epoch) }, nil)
+	if err := agent.Retry(ctx, func(ctx context.Context) error { return t.ReportEpoch(ctx, epoch) }, nil); err != nil {
+		return err
+	}
+	patched()
+	for {
+		select {
+		case b, ok := <-broadcasts:
+			if !ok {
+				return fmt.Errorf("the broadcast's watch ended before epoch %d was synced", epoch)
+			}
+			if b.SyncedEpoch >= epoch {
+				return nil
+			}
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 }
 
 // parallel runs f for 0..n-1 with at most width at once; the first error

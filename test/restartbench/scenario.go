@@ -95,15 +95,17 @@ type RunningAt struct {
 const maxSeriesPoints = 500
 
 // runningSeries follows how many of the n workers ran from t0, when all
-// did, through the node's events: a worker that exits or is stopped stops
-// running, one that starts runs, and a Pod first seen starting is a new
-// one (Recreate's).
-func runningSeries(events []simnode.Event, t0 time.Time, n int) []RunningAt {
+// did, until to, when all did again, through the node's events: a worker
+// that exits or is stopped stops running, one that starts runs, and a Pod
+// first seen starting is a new one (Recreate's). Later events (an old
+// Pod's stop reported after its replacement started) are not the
+// restart's.
+func runningSeries(events []simnode.Event, t0, to time.Time, n int) []RunningAt {
 	stopped := map[string]bool{}
 	running := n
 	out := []RunningAt{{0, n}}
 	for _, ev := range events {
-		if ev.Time.Before(t0) {
+		if ev.Time.Before(t0) || ev.Time.After(to) {
 			continue
 		}
 		was := running
@@ -378,7 +380,7 @@ func (e *env) restart(ctx context.Context, js *jobset.JobSet, jw *jobSetWatch, f
 	r.WorkersRunning, r.to = workers.Sub(t0), workers
 	if !e.real {
 		events, _ := e.recorder.EventsSince(js.Namespace, restartFrom)
-		r.Running = runningSeries(events, t0, e.nodes)
+		r.Running = runningSeries(events, t0, workers, e.nodes)
 	}
 	r.CPUSeconds = e.cpu.since(cpuBefore)
 	stopProfile()

@@ -38,13 +38,14 @@ func TestRunningSeries(t *testing.T) {
 				ev(20, simnode.WorkersStopped, "b"),
 				ev(30, simnode.WorkersStarted, "a2"),
 				ev(40, simnode.WorkersStarted, "b2"),
-				ev(50, simnode.WorkersStarted, "b2"), // a repeat: no change
+				ev(42, simnode.WorkersStarted, "b2"), // a repeat: no change
+				ev(50, simnode.WorkersStopped, "a"),  // after every worker ran again: not the restart's
 			},
 			want: []RunningAt{{0, 2}, {0, 1}, {20 * time.Millisecond, 0}, {30 * time.Millisecond, 1}, {40 * time.Millisecond, 2}},
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
-			got := runningSeries(tc.events, t0, 2)
+			got := runningSeries(tc.events, t0, at(45), 2)
 			if len(got) != len(tc.want) {
 				t.Fatalf("got %v, want %v", got, tc.want)
 			}

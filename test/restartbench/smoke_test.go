@@ -75,8 +75,8 @@ func TestSmoke(t *testing.T) {
 	if f.PodBytes < 2000 || controlPlaneCPU(f.CPUSeconds) <= 0 {
 		t.Errorf("the floor wrote Pods of %d bytes (the JobSet's have an injected agent) with %v CPU", f.PodBytes, f.CPUSeconds)
 	}
-	if total(f.Needed) != 4*50+2 || total(f.Requests) < total(f.Needed) || f.Handshakes != 50 {
-		t.Errorf("floor: %d requests needed, %d sent, %d handshakes; want 202, at least as many, 50", total(f.Needed), total(f.Requests), f.Handshakes)
+	if total(f.Needed) != 4*50+2 || total(f.Requests) < total(f.Needed) || f.Handshakes < 50 {
+		t.Errorf("floor: %d requests needed, %d sent, %d handshakes; want 202, at least as many, at least 50", total(f.Needed), total(f.Requests), f.Handshakes)
 	}
 	for actor, counts := range f.Needed {
 		for verb, n := range counts {

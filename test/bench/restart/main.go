@@ -26,7 +26,7 @@ import (
 func main() {
 	nodes := flag.String("nodes", "100,1000,5000", "comma-separated sizes: simulated nodes, one worker Pod each (with -real-nodes: worker Pods on the real nodes)")
 	realNodes := flag.Int("real-nodes", 0, "run the Pods on this many real nodes (a kubelet and a containerd each; needs root) instead of simulated ones")
-	repeats := flag.Int("repeats", 3, "restarts per strategy, failure kind and profile")
+	repeats := flag.Int("repeats", 5, "restarts per strategy, failure kind and profile")
 	profiles := flag.String("profiles", "zero,realistic", "node latency profiles: zero, realistic")
 	controlPlane := flag.String("control-plane", restartbench.ControlPlaneScale, "control-plane profile (client rate limits of kube-controller-manager and kube-scheduler): defaults (theirs: 20 and 50 requests/s), scale (Kubernetes' 5,000-node tests: 100), fast (the test cluster's: 1,000)")
 	noFlowSchema := flag.Bool("no-manager-flow-schema", false, "leave out the manager's FlowSchema and priority level (config/manager/flowcontrol.yaml): its requests then share the agents' priority level")
