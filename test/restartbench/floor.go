@@ -222,7 +222,8 @@ func (e *env) floor(ctx context.Context, sample *corev1.Pod, timeout time.Durati
 	if err := broadcast(ctx, protocol.Broadcast{DeprecatedEpoch: int32(epoch - 1), SyncedEpoch: int32(epoch - 1)}); err != nil {
 		return f, err
 	}
-	ctx, cancel := context.WithCancel(ctx)
+	// Canceled by the first failure, which ends the others.
+	work, cancel := context.WithCancel(ctx)
 	defer cancel()
 	fail := func(err error) {
 		if err != nil {
@@ -233,7 +234,7 @@ func (e *env) floor(ctx context.Context, sample *corev1.Pod, timeout time.Durati
 	agentsDone := make(chan struct{})
 	go func() {
 		defer close(agentsDone)
-		fail(parallel(ctx, e.nodes, e.nodes, func(ctx context.Context, i int) error {
+		fail(parallel(work, e.nodes, e.nodes, func(ctx context.Context, i int) error {
 			var once sync.Once
 			done := func() {
 				once.Do(func() {
@@ -249,7 +250,7 @@ func (e *env) floor(ctx context.Context, sample *corev1.Pod, timeout time.Durati
 	}()
 	go func() {
 		defer written.Done()
-		fail(parallel(ctx, e.nodes, e.nodes, func(ctx context.Context, i int) error {
+		fail(parallel(work, e.nodes, e.nodes, func(ctx context.Context, i int) error {
 			// As the kubelet's status manager writes them: strategic merge
 			// patches with the Pod's UID as precondition, each tried again
 			// until written (with the agents' retries).
@@ -270,8 +271,8 @@ func (e *env) floor(ctx context.Context, sample *corev1.Pod, timeout time.Durati
 	patched.Wait()
 	f.Agents = time.Since(start)
 	written.Wait()
-	if ctx.Err() == nil {
-		fail(broadcast(ctx, protocol.Broadcast{DeprecatedEpoch: int32(epoch - 1), SyncedEpoch: int32(epoch)}))
+	if work.Err() == nil {
+		fail(broadcast(work, protocol.Broadcast{DeprecatedEpoch: int32(epoch - 1), SyncedEpoch: int32(epoch)}))
 	}
 	<-agentsDone
 	close(errs)
