@@ -2,6 +2,7 @@ package controller
 
 import (
 	"cmp"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -138,30 +139,25 @@ func jobFactsOf(job *batchv1.Job) *jobFacts {
 	}
 }
 
-// canonicalInt is the non-negative number s is written as by strconv.Itoa,
-// or -1: labels are compared as the strings the controller writes.
+// canonicalInt is the non-negative int32 s is written as by strconv.Itoa,
+// or -1: labels are compared as the strings the controller writes (no
+// sign, no leading zero). One pass over s, without allocating: it runs for
+// every Job event and every Job of a recount.
 func canonicalInt(s string) int32 {
-	v, err := strconv.ParseInt(s, 10, 32)
-	if err != nil || !writtenAs(s, v) {
+	if s == "" || len(s) > 10 || (len(s) > 1 && s[0] == '0') {
 		return -1
-	}
-	return int32(v)
-}
-
-// writtenAs reports whether s is n as strconv.Itoa writes it (n ≥ 0),
-// without writing it: no sign, no leading zero.
-func writtenAs(s string, n int64) bool {
-	if n < 0 || s == "" || (len(s) > 1 && s[0] == '0') {
-		return false
 	}
 	var v int64
 	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' || v > n {
-			return false
+		if s[i] < '0' || s[i] > '9' {
+			return -1
 		}
 		v = v*10 + int64(s[i]-'0')
 	}
-	return v == n
+	if v > math.MaxInt32 {
+		return -1
+	}
+	return int32(v)
 }
 
 // jobView is what of a JobSet decides which of its Jobs are of the current
@@ -255,7 +251,7 @@ func (v *jobView) named(j *jobFacts) bool {
 	if name, ok = strings.CutPrefix(name, "-"); !ok {
 		return false
 	}
-	return writtenAs(name, int64(j.index))
+	return j.index >= 0 && int(canonicalInt(name)) == j.index
 }
 
 // rjCounts are the Jobs of the current attempt of one replicated job.

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"strconv"
@@ -360,18 +361,15 @@ func TestChildIndexDropsEmptyFamilies(t *testing.T) {
 	}
 }
 
-func TestWrittenAs(t *testing.T) {
-	for _, n := range []int64{0, 1, 9, 10, 99, 100, 4999, 1 << 40} {
-		if !writtenAs(strconv.FormatInt(n, 10), n) {
-			t.Errorf("writtenAs(%d, %d) = false", n, n)
+func TestCanonicalInt(t *testing.T) {
+	for _, n := range []int64{0, 1, 9, 10, 99, 100, 4999, math.MaxInt32} {
+		if got := canonicalInt(strconv.FormatInt(n, 10)); int64(got) != n {
+			t.Errorf("canonicalInt(%q) = %d", strconv.FormatInt(n, 10), got)
 		}
 	}
-	for _, tc := range []struct {
-		s string
-		n int64
-	}{{"", 0}, {"01", 1}, {"+1", 1}, {"-1", -1}, {"1x", 1}, {"12", 1}, {"1", 12}, {"99999999999999999999", 1}} {
-		if writtenAs(tc.s, tc.n) {
-			t.Errorf("writtenAs(%q, %d) = true", tc.s, tc.n)
+	for _, s := range []string{"", "01", "00", "+1", "-1", "-0", "1x", " 1", "2147483648", "99999999999999999999"} {
+		if got := canonicalInt(s); got != -1 {
+			t.Errorf("canonicalInt(%q) = %d, want -1", s, got)
 		}
 	}
 }
