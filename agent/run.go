@@ -110,9 +110,11 @@ func Run(ctx context.Context, log logr.Logger, cfg Config, t Transport) (int, er
 		return 0, nil
 	case first = <-updates:
 	}
-	var podEpoch int32
+	// envEpoch is the epoch as given (-1: not given), logged to show what
+	// the kubelet passed at this start; podEpoch starts from it.
+	podEpoch, envEpoch := int32(0), int32(-1)
 	if cfg.PodEpoch != nil {
-		podEpoch = *cfg.PodEpoch
+		podEpoch, envEpoch = *cfg.PodEpoch, *cfg.PodEpoch
 	}
 	var workersRunning bool
 	readPod := NeedsPod(first, cfg.PodEpoch)
@@ -127,12 +129,6 @@ func Run(ctx context.Context, log logr.Logger, cfg Config, t Transport) (int, er
 	m := NewMachine(cfg.ReplicatedJob)
 	d := m.Start(first, podEpoch, workersRunning)
 	last := first
-	// envEpoch is logged as given (-1: not given), to show what the
-	// kubelet passed at this start.
-	envEpoch := int32(-1)
-	if cfg.PodEpoch != nil {
-		envEpoch = *cfg.PodEpoch
-	}
 	log.Info("started", "epoch", m.Epoch(), "resumed", d.ReportEpoch == 0, "synced", first.SyncedEpoch, "deprecated", first.DeprecatedEpoch,
 		"envEpoch", envEpoch, "readPod", readPod)
 	for {

@@ -190,13 +190,10 @@ func decisionQuery(module *ast.Module, prefix string) ([]string, map[string]stri
 	defined := map[string]bool{}
 	partialSet := map[string]bool{}
 	for _, r := range module.Rules {
+		// Partial set only if every definition of the rule is one.
 		name := r.Head.Ref()[0].String()
 		isSet := r.Head.RuleKind() == ast.MultiValue && len(r.Head.Ref()) == 1
-		if !defined[name] {
-			partialSet[name] = isSet
-		} else {
-			partialSet[name] = partialSet[name] && isSet
-		}
+		partialSet[name] = isSet && (!defined[name] || partialSet[name])
 		defined[name] = true
 	}
 	var body []string
