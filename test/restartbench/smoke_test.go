@@ -114,11 +114,8 @@ func TestSmoke(t *testing.T) {
 	// epoch from its environment. The agent of the Pod whose worker
 	// failed may also read its Pod, if it starts before the epoch is
 	// deprecated; refused requests are sent again.
-	agentRequests, agentReads := 0, inPlace.Requests[ActorAgents]["get pods"]
-	for _, n := range inPlace.Requests[ActorAgents] {
-		agentRequests += n
-	}
-	refused := rejectedTotal(inPlace.Rejected)
+	agentRequests, agentReads := sum(inPlace.Requests[ActorAgents]), inPlace.Requests[ActorAgents]["get pods"]
+	refused := sum(inPlace.Rejected)
 	if float64(agentRequests) > 2*float64(inPlace.Nodes)+1+refused || agentReads > 1 {
 		t.Errorf("the agents sent %d requests (%d reads of their Pods) in an in-place restart of %d Pods with %.0f refused, want at most 2 per Pod, 1 read, and the refused again: %v",
 			agentRequests, agentReads, inPlace.Nodes, refused, inPlace.Requests[ActorAgents])

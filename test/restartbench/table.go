@@ -52,22 +52,21 @@ var ControlPlaneProcesses = []string{"kube-apiserver", "etcd"}
 // account.
 func controlPlaneCPU(cpu map[string]float64) float64 { return cpuTotal(ControlPlaneProcesses, cpu) }
 
-// total sums requests over actors and verbs.
-func total(requests map[string]map[string]int) int {
-	n := 0
-	for _, counts := range requests {
-		for _, v := range counts {
-			n += v
-		}
+// sum adds a map's values: requests by verb, rejections by priority
+// level.
+func sum[V int | float64](m map[string]V) V {
+	var n V
+	for _, v := range m {
+		n += v
 	}
 	return n
 }
 
-// rejectedTotal sums rejections over priority levels.
-func rejectedTotal(rejected map[string]float64) float64 {
-	n := 0.0
-	for _, v := range rejected {
-		n += v
+// total sums requests over actors and verbs.
+func total(requests map[string]map[string]int) int {
+	n := 0
+	for _, counts := range requests {
+		n += sum(counts)
 	}
 	return n
 }
@@ -114,16 +113,12 @@ func Summarize(results []Result) []Summary {
 		var watch, rejected, cp []float64
 		var handshakes []int
 		for _, r := range rs {
-			rejected, cp = append(rejected, rejectedTotal(r.Rejected)), append(cp, controlPlaneCPU(r.CPUSeconds))
+			rejected, cp = append(rejected, sum(r.Rejected)), append(cp, controlPlaneCPU(r.CPUSeconds))
 			handshakes = append(handshakes, r.Handshakes[ActorAgents])
 			running, detected, synced = append(running, r.WorkersRunning), append(detected, r.Detection), append(synced, r.Synced)
 			writesN = append(writesN, writes(r.Requests[ActorController]))
 			for actor, counts := range r.Requests {
-				total := 0
-				for _, v := range counts {
-					total += v
-				}
-				requests[actor] = append(requests[actor], total)
+				requests[actor] = append(requests[actor], sum(counts))
 			}
 			watch = append(watch, r.WatchEvents)
 		}
@@ -213,7 +208,7 @@ func Table(w io.Writer, report Report) {
 		sort.Slice(report.Floors, func(i, j int) bool { return report.Floors[i].Nodes < report.Floors[j].Nodes })
 		for _, f := range report.Floors {
 			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%d\t%.0f\t%d\t%.0f\t%.1f\t", f.Nodes, seconds(f.Total), seconds(f.Agents), seconds(f.StatusWrites),
-				total(f.Needed), total(f.Requests), rejectedTotal(f.Rejected), f.Handshakes, f.WatchEvents, 1000*controlPlaneCPU(f.CPUSeconds)/float64(f.Nodes))
+				total(f.Needed), total(f.Requests), sum(f.Rejected), f.Handshakes, f.WatchEvents, 1000*controlPlaneCPU(f.CPUSeconds)/float64(f.Nodes))
 			cpuCells(tw, cpuColumns, f.CPUSeconds)
 		}
 		tw.Flush()
