@@ -83,6 +83,9 @@ type Config struct {
 	NoManagerFlowSchema bool
 	Strategies          []jobset.JobSetRestartStrategy
 	Failures            []string
+	// Floors are the kinds of floor measured once per size (FloorKinds);
+	// nil measures every kind, empty none.
+	Floors []string
 	// Timeout bounds one restart, and the deletion of one namespace.
 	Timeout time.Duration
 	// ProfileDir, if set, receives a CPU profile of this process per
@@ -120,6 +123,11 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 	if !ok {
 		return report, fmt.Errorf("unknown control-plane profile %q: use %s, %s or %s", cfg.ControlPlane, ControlPlaneDefaults, ControlPlaneScale, ControlPlaneFast)
 	}
+	for _, kind := range cfg.Floors {
+		if _, err := statusWrites(kind); err != nil {
+			return report, err
+		}
+	}
 	report.ControlPlane, report.ManagerFlowSchema = cfg.ControlPlane, !cfg.NoManagerFlowSchema
 	progress := func(format string, args ...any) {
 		if cfg.Progress != nil {
@@ -140,15 +148,13 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 			return report, err
 		}
 		e.profileDir, e.apiserverProfile = cfg.ProfileDir, cfg.APIServerProfile
-		results, floor, err := e.measure(ctx, cfg, progress)
+		results, floors, err := e.measure(ctx, cfg, progress)
 		if e.auditLog != "" && err == nil {
 			err = countAudited(e.auditLog, results)
 		}
 		stop()
 		report.Results = append(report.Results, results...)
-		if floor != nil {
-			report.Floors = append(report.Floors, *floor)
-		}
+		report.Floors = append(report.Floors, floors...)
 		if err != nil {
 			return report, fmt.Errorf("at %d nodes: %w", n, err)
 		}
@@ -156,9 +162,14 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 	return report, nil
 }
 
-func (e *env) measure(ctx context.Context, cfg Config, progress func(string, ...any)) ([]Result, *Floor, error) {
+func (e *env) measure(ctx context.Context, cfg Config, progress func(string, ...any)) ([]Result, []Floor, error) {
 	var results []Result
-	var floor *Floor
+	var floors []Floor
+	kinds := cfg.Floors
+	if kinds == nil {
+		kinds = FloorKinds
+	}
+	measured := false
 	profiles := cfg.Profiles
 	if e.real {
 		profiles = []string{ProfileReal}
@@ -167,7 +178,7 @@ func (e *env) measure(ctx context.Context, cfg Config, progress func(string, ...
 		if !e.real {
 			lat, ok := Profiles[profile]
 			if !ok {
-				return results, floor, fmt.Errorf("unknown profile %q: use %s or %s", profile, ProfileZero, ProfileRealistic)
+				return results, floors, fmt.Errorf("unknown profile %q: use %s or %s", profile, ProfileZero, ProfileRealistic)
 			}
 			e.sim.SetLatency(lat)
 		}
@@ -175,23 +186,27 @@ func (e *env) measure(ctx context.Context, cfg Config, progress func(string, ...
 			rs, sample, err := e.scenario(ctx, cfg, profile, strategy, progress)
 			results = append(results, rs...)
 			if err != nil {
-				return results, floor, err
+				return results, floors, err
 			}
-			// The floor is measured once per size, with the status writes
-			// an in-place restart made, while the cluster is otherwise idle.
-			if !e.real && floor == nil && strategy == jobset.InPlaceRestart && len(rs) > 0 && sample != nil {
-				f, err := e.floor(ctx, sample, cfg.Timeout)
+			// The floors are measured once per size, on copies of the
+			// in-place JobSet's Pods, while the cluster is otherwise idle.
+			if e.real || measured || strategy != jobset.InPlaceRestart || len(rs) == 0 || sample == nil {
+				continue
+			}
+			measured = true
+			for _, kind := range kinds {
+				f, err := e.floor(ctx, kind, sample, cfg.Timeout)
 				if err != nil {
-					return results, floor, fmt.Errorf("measuring the floor: %w", err)
+					return results, floors, fmt.Errorf("measuring the %s floor: %w", kind, err)
 				}
-				floor = &f
-				progress("N=%d floor: %v (agents %v, status writes %v), %d requests for %d needed, control plane %.1f CPU-s",
-					e.nodes, f.Total.Round(time.Millisecond), f.Agents.Round(time.Millisecond), f.StatusWrites.Round(time.Millisecond),
+				floors = append(floors, f)
+				progress("N=%d %s floor (%d status writes/Pod): %v (agents %v, status writes %v), %d requests for %d needed, control plane %.1f CPU-s",
+					e.nodes, kind, f.KubeletWrites, f.Total.Round(time.Millisecond), f.Agents.Round(time.Millisecond), f.StatusWrites.Round(time.Millisecond),
 					total(f.Requests), total(f.Needed), controlPlaneCPU(f.CPUSeconds))
 			}
 		}
 	}
-	return results, floor, nil
+	return results, floors, nil
 }
 
 // scenario runs one JobSet of a strategy through every failure kind,

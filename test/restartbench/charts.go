@@ -26,7 +26,7 @@ var strategyOrder = []string{string(jobset.InPlaceRestart), string(jobset.Recrea
 //     failure until all run again, one line per strategy (its median
 //     restart);
 //   - per node profile and failure, the control plane's CPU (the API server
-//     and etcd) per Pod against N, one line per strategy and the floor.
+//     and etcd) per Pod against N, one line per strategy and per floor.
 func Charts(dir string, report Report) ([]string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
@@ -121,7 +121,7 @@ func cpuCharts(dir string, report Report) ([]string, error) {
 			}
 			line.Color, points.Color = plotutil.Color(i), plotutil.Color(i)
 			points.Shape = plotutil.Shape(i)
-			if name == "floor" {
+			if strings.HasSuffix(name, "floor") {
 				line.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
 			}
 			p.Add(line, points)
@@ -140,12 +140,20 @@ func cpuCharts(dir string, report Report) ([]string, error) {
 				return paths, err
 			}
 		}
-		var floor plotter.XYs
-		for _, f := range report.Floors {
-			floor = append(floor, plotter.XY{X: float64(f.Nodes), Y: 1000 * controlPlaneCPU(f.CPUSeconds) / float64(f.Nodes)})
-		}
-		if err := add(len(strategyOrder), "floor", floor); err != nil {
-			return paths, err
+		for i, kind := range FloorKinds {
+			var floor plotter.XYs
+			for _, f := range report.Floors {
+				if f.Kind == kind {
+					floor = append(floor, plotter.XY{X: float64(f.Nodes), Y: 1000 * controlPlaneCPU(f.CPUSeconds) / float64(f.Nodes)})
+				}
+			}
+			name := "floor"
+			if kind != FloorNeeded {
+				name = kind + " floor"
+			}
+			if err := add(len(strategyOrder)+i, name, floor); err != nil {
+				return paths, err
+			}
 		}
 		// One size makes no line against N.
 		if sizes < 2 {

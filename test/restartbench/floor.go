@@ -63,8 +63,18 @@ import (
 // An in-place restart's time and control-plane CPU as multiples of the
 // floor's say how much its protocol and the cluster's reactions add to the
 // work itself.
+//
+// The floor of kind FloorKubelet is the same, but with the status writes a
+// kubelet makes (kubeletStatusWrites, one after the other, as its status
+// manager sends them): what no agent or controller can take away, since
+// the kubelet's restart of all containers and its sidecar's startup probe
+// write them. In place as a multiple of it is what the protocol adds.
 type Floor struct {
 	Nodes int `json:"nodes"`
+	// Kind is FloorNeeded or FloorKubelet.
+	Kind string `json:"kind"`
+	// KubeletWrites is the status writes of each Pod.
+	KubeletWrites int `json:"kubeletWritesPerPod"`
 	// Needed are the requests the floor is made of, by actor and "verb
 	// resource".
 	Needed map[string]map[string]int `json:"needed"`
@@ -92,24 +102,87 @@ type Floor struct {
 // floorJobSet names the JobSet whose broadcast the floor's agents watch.
 const floorJobSet = "floor"
 
-// floorStatusWrites is how many status writes of its Pod a kubelet cannot
-// do without in an in-place restart: one that says its containers
-// restarted and are not ready, one that says they run and are ready.
-const floorStatusWrites = 2
+// The kinds of floor.
+const (
+	// FloorNeeded: the status writes a kubelet cannot do without.
+	FloorNeeded = "needed"
+	// FloorKubelet: the status writes a kubelet makes.
+	FloorKubelet = "kubelet"
+)
 
-// floorNeeded are the requests of the floor at n Pods.
-func floorNeeded(n int) map[string]map[string]int {
+// FloorKinds are the kinds of floor, in the order they are measured.
+var FloorKinds = []string{FloorNeeded, FloorKubelet}
+
+// podState is what a kubelet's status write says of a restarting Pod: its
+// phase, whether it is ready, its worker's state, and whether its agent
+// (the sidecar) is running, started and ready.
+type podState struct {
+	phase                      corev1.PodPhase
+	ready                      bool
+	worker                     string
+	agentRunning, agentStarted bool
+	agentReady                 bool
+}
+
+// Container states, as the kubelet's patches write them: the state set,
+// the others removed.
+const (
+	workerExited     = `{"terminated":{"exitCode":1,"reason":"Error"},"running":null,"waiting":null}`
+	workerRestarting = `{"waiting":{"reason":"RestartingAllContainers"},"running":null,"terminated":null}`
+	workerWaiting    = `{"waiting":{"reason":"PodInitializing"},"running":null,"terminated":null}`
+	workerRunning    = `{"running":{"startedAt":"2026-01-01T00:00:00Z"},"waiting":null,"terminated":null}`
+)
+
+// kubeletStatusWrites is the status writes a kubelet makes of a Pod that
+// restarts all its containers after a worker's exit, measured on kubelet
+// v1.36 with containerd (docs/development.md, "What the kubelet writes"):
+// the exit; every container restarting; Pending, the agent running; the
+// agent started (its startup probe, the barrier, passed: the prober's own
+// write); Running, the agent ready; the worker running and the Pod ready.
+var kubeletStatusWrites = []podState{
+	{phase: corev1.PodRunning, worker: workerExited, agentRunning: true, agentStarted: true, agentReady: true},
+	{phase: corev1.PodRunning, worker: workerRestarting},
+	{phase: corev1.PodPending, worker: workerWaiting, agentRunning: true},
+	{phase: corev1.PodPending, worker: workerWaiting, agentRunning: true, agentStarted: true},
+	{phase: corev1.PodRunning, worker: workerWaiting, agentRunning: true, agentStarted: true, agentReady: true},
+	{phase: corev1.PodRunning, ready: true, worker: workerRunning, agentRunning: true, agentStarted: true, agentReady: true},
+}
+
+// neededStatusWrites are the status writes of its Pod a kubelet cannot do
+// without in an in-place restart: one that says its containers restarted
+// and are not ready, one that says they run and are ready.
+var neededStatusWrites = []podState{kubeletStatusWrites[2], kubeletStatusWrites[5]}
+
+// statusWrites are the status writes of a floor's kind.
+func statusWrites(kind string) ([]podState, error) {
+	switch kind {
+	case FloorNeeded:
+		return neededStatusWrites, nil
+	case FloorKubelet:
+		return kubeletStatusWrites, nil
+	}
+	return nil, fmt.Errorf("unknown floor %q: use %s or %s", kind, FloorNeeded, FloorKubelet)
+}
+
+// floorNeeded are the requests of a floor at n Pods, with writes status
+// writes per Pod.
+func floorNeeded(n, writes int) map[string]map[string]int {
 	return map[string]map[string]int{
 		ActorAgents:     {"watch configmaps": n, "patch pods": n},
-		ActorKubelets:   {"patch pods/status": floorStatusWrites * n},
+		ActorKubelets:   {"patch pods/status": writes * n},
 		ActorController: {"update configmaps": 2},
 	}
 }
 
-// floor measures the Floor at the env's N, on N copies of sample, a Pod of
-// the in-place JobSet, bound to the simulated nodes that leave them alone.
-func (e *env) floor(ctx context.Context, sample *corev1.Pod, timeout time.Duration) (f Floor, err error) {
-	f = Floor{Nodes: e.nodes, Needed: floorNeeded(e.nodes)}
+// floor measures the Floor of a kind at the env's N, on N copies of
+// sample, a Pod of the in-place JobSet, bound to the simulated nodes that
+// leave them alone.
+func (e *env) floor(ctx context.Context, kind string, sample *corev1.Pod, timeout time.Duration) (f Floor, err error) {
+	writes, err := statusWrites(kind)
+	if err != nil {
+		return f, err
+	}
+	f = Floor{Nodes: e.nodes, Kind: kind, KubeletWrites: len(writes), Needed: floorNeeded(e.nodes, len(writes))}
 	if raw, err := json.Marshal(sample); err == nil {
 		f.PodBytes = len(raw)
 	}
@@ -177,6 +250,10 @@ func (e *env) floor(ctx context.Context, sample *corev1.Pod, timeout time.Durati
 		return f, err
 	}
 	worker := sample.Spec.Containers[0].Name
+	agentName := ""
+	if len(sample.Spec.InitContainers) > 0 {
+		agentName = sample.Spec.InitContainers[0].Name
+	}
 	counters := map[string]*requestCounter{ActorAgents: newRequestCounter(), ActorKubelets: newRequestCounter(), ActorController: newRequestCounter()}
 	agentCfg := rest.CopyConfig(e.admin)
 	counters[ActorAgents].wrap(agentCfg)
@@ -255,8 +332,8 @@ func (e *env) floor(ctx context.Context, sample *corev1.Pod, timeout time.Durati
 			// patches with the Pod's UID as precondition, each tried again
 			// until written (with the agents' retries).
 			node := kubelets.node(fmt.Sprintf("%s-%d", simNodePrefix, i))
-			for w := range floorStatusWrites {
-				patch := floorStatusPatch(uids[i], worker, w == floorStatusWrites-1)
+			for _, state := range writes {
+				patch := floorStatusPatch(uids[i], worker, agentName, state)
 				if err := agent.Retry(ctx, func(ctx context.Context) error {
 					_, err := node.Pods(ns.Name).Patch(ctx, names[i], types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
 					return err
@@ -294,16 +371,21 @@ func (e *env) floor(ctx context.Context, sample *corev1.Pod, timeout time.Durati
 	return f, nil
 }
 
-// floorStatusPatch is a kubelet's status write of a floor Pod: its worker
-// restarted and waiting, or running and ready.
-func floorStatusPatch(uid types.UID, worker string, ready bool) []byte {
-	state := `{"waiting":{"reason":"PodInitializing"}}`
-	if ready {
-		state = fmt.Sprintf(`{"running":{"startedAt":%q}}`, time.Now().UTC().Format(time.RFC3339))
+// floorStatusPatch is a kubelet's status write of a floor Pod in a state:
+// a strategic merge patch with the Pod's UID as precondition, as the
+// kubelet's status manager sends it.
+func floorStatusPatch(uid types.UID, worker, agentName string, s podState) []byte {
+	cond := strconv.Quote(string(map[bool]corev1.ConditionStatus{true: corev1.ConditionTrue, false: corev1.ConditionFalse}[s.ready]))
+	agentStatus := ""
+	if agentName != "" {
+		state := workerRestarting
+		if s.agentRunning {
+			state = workerRunning
+		}
+		agentStatus = fmt.Sprintf(`,"initContainerStatuses":[{"name":%q,"ready":%t,"started":%t,"state":%s}]`, agentName, s.agentReady, s.agentStarted, state)
 	}
-	cond := strconv.Quote(string(map[bool]corev1.ConditionStatus{true: corev1.ConditionTrue, false: corev1.ConditionFalse}[ready]))
-	return fmt.Appendf(nil, `{"metadata":{"uid":%q},"status":{"conditions":[{"type":"Ready","status":%s},{"type":"ContainersReady","status":%s}],"containerStatuses":[{"name":%q,"ready":%t,"state":%s}]}}`,
-		uid, cond, cond, worker, ready, state)
+	return fmt.Appendf(nil, `{"metadata":{"uid":%q},"status":{"phase":%q,"conditions":[{"type":"Ready","status":%s},{"type":"ContainersReady","status":%s}],"containerStatuses":[{"name":%q,"ready":%t,"started":%t,"state":%s}]%s}}`,
+		uid, s.phase, cond, cond, worker, s.ready, s.ready, s.worker, agentStatus)
 }
 
 // agentPolicyApplies checks that the agents' admission policy judges the

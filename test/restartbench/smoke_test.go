@@ -65,25 +65,36 @@ func TestSmoke(t *testing.T) {
 	if inPlace.CPUSeconds["kube-apiserver"] <= 0 || inPlace.CPUSeconds[ProcessBench] <= 0 {
 		t.Errorf("no CPU time accounted to the API server and this process: %v", inPlace.CPUSeconds)
 	}
-	if len(report.Floors) != 2 || report.Floors[1].Nodes != 50 || report.Floors[1].Total <= 0 {
-		t.Fatalf("no floor measured for each size: %+v", report.Floors)
+	// Both floors for each size, in order.
+	if len(report.Floors) != 4 || report.Floors[3].Nodes != 50 {
+		t.Fatalf("floors %+v: want the needed and the kubelet floor for each size", report.Floors)
 	}
-	// The floor writes copies of the JobSet's Pods, agent and all: 4
-	// requests per Pod and 2 of the controller's, every one sent at least
-	// once, each agent on a new connection.
-	f := report.Floors[1]
-	if f.PodBytes < 2000 || controlPlaneCPU(f.CPUSeconds) <= 0 {
-		t.Errorf("the floor wrote Pods of %d bytes (the JobSet's have an injected agent) with %v CPU", f.PodBytes, f.CPUSeconds)
-	}
-	if total(f.Needed) != 4*50+2 || total(f.Requests) < total(f.Needed) || f.Handshakes < 50 {
-		t.Errorf("floor: %d requests needed, %d sent, %d handshakes; want 202, at least as many, at least 50", total(f.Needed), total(f.Requests), f.Handshakes)
-	}
-	for actor, counts := range f.Needed {
-		for verb, n := range counts {
-			if got := f.Requests[actor][verb]; got < n {
-				t.Errorf("floor: %s sent %d %s, want at least %d", actor, got, verb, n)
+	// The floors write copies of the JobSet's Pods, agent and all: per
+	// Pod the agent's 2 requests and the kubelet's 2 (or, for the kubelet
+	// floor, 6) status writes, and 2 of the controller's, every one sent
+	// at least once, each agent on a new connection.
+	var f Floor
+	for _, fl := range report.Floors[2:] {
+		want := map[string]int{FloorNeeded: 4*50 + 2, FloorKubelet: 8*50 + 2}[fl.Kind]
+		if fl.Total <= 0 || fl.PodBytes < 2000 || controlPlaneCPU(fl.CPUSeconds) <= 0 {
+			t.Errorf("%s floor: %v, Pods of %d bytes (the JobSet's have an injected agent), %v CPU", fl.Kind, fl.Total, fl.PodBytes, fl.CPUSeconds)
+		}
+		if total(fl.Needed) != want || total(fl.Requests) < total(fl.Needed) || fl.Handshakes < 50 {
+			t.Errorf("%s floor: %d requests needed, %d sent, %d handshakes; want %d, at least as many, at least 50", fl.Kind, total(fl.Needed), total(fl.Requests), fl.Handshakes, want)
+		}
+		for actor, counts := range fl.Needed {
+			for verb, n := range counts {
+				if got := fl.Requests[actor][verb]; got < n {
+					t.Errorf("%s floor: %s sent %d %s, want at least %d", fl.Kind, actor, got, verb, n)
+				}
 			}
 		}
+		if fl.Kind == FloorNeeded {
+			f = fl
+		}
+	}
+	if report.Floors[2].Kind != FloorNeeded || report.Floors[3].Kind != FloorKubelet {
+		t.Errorf("floors of N = 50: %s and %s, want %s and %s", report.Floors[2].Kind, report.Floors[3].Kind, FloorNeeded, FloorKubelet)
 	}
 	if report.ControlPlane != ControlPlaneScale {
 		t.Errorf("control-plane profile %q, want the default %q", report.ControlPlane, ControlPlaneScale)

@@ -145,9 +145,9 @@ func seconds(d time.Duration) string { return fmt.Sprintf("%.2fs", d.Seconds()) 
 // API server and etcd, requests by actor, refusals, the agents' TLS
 // handshakes, watch events); then the floors.
 func Table(w io.Writer, report Report) {
-	floors := map[int]Floor{}
+	floors := map[string]Floor{}
 	for _, f := range report.Floors {
-		floors[f.Nodes] = f
+		floors[fmt.Sprint(f.Nodes, f.Kind)] = f
 	}
 	sums := Summarize(report.Results)
 	inPlace := map[string]Summary{}
@@ -160,21 +160,24 @@ func Table(w io.Writer, report Report) {
 		fmt.Fprintf(w, "control-plane profile %s, the manager's own priority level %v\n", report.ControlPlane, report.ManagerFlowSchema)
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "N\tprofile\tfailure\tstrategy\trepeats\tall running (median)\tmin..max\tdetection\tvs floor\tvs in place\tAPI server+etcd CPU\tmin..max\tvs floor\tvs in place\t")
+	fmt.Fprintln(tw, "N\tprofile\tfailure\tstrategy\trepeats\tall running (median)\tmin..max\tdetection\tvs floor\tvs kubelet floor\tvs in place\tAPI server+etcd CPU\tmin..max\tvs floor\tvs kubelet floor\tvs in place\t")
 	for _, s := range sums {
-		vsFloor, vsInPlace, cpuVsFloor, cpuVsInPlace := "", "", "", ""
+		var vsFloor, cpuVsFloor [2]string
+		vsInPlace, cpuVsInPlace := "", ""
 		if s.Strategy == string(jobset.InPlaceRestart) {
-			if f, ok := floors[s.Nodes]; ok && f.Total > 0 {
-				vsFloor = ratio(s.Median.Seconds(), f.Total.Seconds())
-				cpuVsFloor = ratio(s.ControlPlaneCPU, controlPlaneCPU(f.CPUSeconds))
+			for i, kind := range FloorKinds {
+				if f, ok := floors[fmt.Sprint(s.Nodes, kind)]; ok && f.Total > 0 {
+					vsFloor[i] = ratio(s.Median.Seconds(), f.Total.Seconds())
+					cpuVsFloor[i] = ratio(s.ControlPlaneCPU, controlPlaneCPU(f.CPUSeconds))
+				}
 			}
 		} else if ip, ok := inPlace[fmt.Sprint(s.Nodes, s.Profile, s.Failure)]; ok {
 			vsInPlace = ratio(s.Median.Seconds(), ip.Median.Seconds())
 			cpuVsInPlace = ratio(s.ControlPlaneCPU, ip.ControlPlaneCPU)
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%s\t%s..%s\t%s\t%s\t%s\t%.1fs\t%.1f..%.1f\t%s\t%s\t\n",
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%s\t%s..%s\t%s\t%s\t%s\t%s\t%.1fs\t%.1f..%.1f\t%s\t%s\t%s\t\n",
 			s.Nodes, s.Profile, s.Failure, s.Strategy, s.Repeats, seconds(s.Median), seconds(s.Min), seconds(s.Max),
-			seconds(s.Detected), vsFloor, vsInPlace, s.ControlPlaneCPU, s.ControlPlaneCPUMin, s.ControlPlaneCPUMax, cpuVsFloor, cpuVsInPlace)
+			seconds(s.Detected), vsFloor[0], vsFloor[1], vsInPlace, s.ControlPlaneCPU, s.ControlPlaneCPUMin, s.ControlPlaneCPUMax, cpuVsFloor[0], cpuVsFloor[1], cpuVsInPlace)
 	}
 	tw.Flush()
 
@@ -201,13 +204,13 @@ func Table(w io.Writer, report Report) {
 	tw.Flush()
 
 	if len(report.Floors) > 0 {
-		fmt.Fprintln(w, "\nfloor: the requests an in-place restart cannot do without, all at once (agents: watch + epoch patch; kubelets: 2 status writes; controller: 2 broadcast writes)")
+		fmt.Fprintln(w, "\nfloors: the requests an in-place restart cannot do without, all at once (agents: watch + epoch patch; controller: 2 broadcast writes; kubelets: 2 status writes per Pod, or, for the kubelet floor, the 6 a kubelet makes)")
 		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprint(tw, "N\tfloor\tagents\tstatus writes\tneeded\tsent\trefused\thandshakes\twatch events\tCPU ms/Pod\t")
+		fmt.Fprint(tw, "N\tfloor\tstatus writes/Pod\ttime\tagents\tstatus writes\tneeded\tsent\trefused\thandshakes\twatch events\tCPU ms/Pod\t")
 		cpuHeader(tw, cpuColumns)
-		sort.Slice(report.Floors, func(i, j int) bool { return report.Floors[i].Nodes < report.Floors[j].Nodes })
+		sort.SliceStable(report.Floors, func(i, j int) bool { return report.Floors[i].Nodes < report.Floors[j].Nodes })
 		for _, f := range report.Floors {
-			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%d\t%.0f\t%d\t%.0f\t%.1f\t", f.Nodes, seconds(f.Total), seconds(f.Agents), seconds(f.StatusWrites),
+			fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%s\t%s\t%d\t%d\t%.0f\t%d\t%.0f\t%.1f\t", f.Nodes, f.Kind, f.KubeletWrites, seconds(f.Total), seconds(f.Agents), seconds(f.StatusWrites),
 				total(f.Needed), total(f.Requests), sum(f.Rejected), f.Handshakes, f.WatchEvents, 1000*controlPlaneCPU(f.CPUSeconds)/float64(f.Nodes))
 			cpuCells(tw, cpuColumns, f.CPUSeconds)
 		}
