@@ -135,7 +135,7 @@ const (
 
 // kubeletStatusWrites is the status writes a kubelet makes of a Pod that
 // restarts all its containers after a worker's exit, measured on kubelet
-// v1.36 with containerd (docs/development.md, "What the kubelet writes"):
+// v1.36 with containerd (docs/development.md, "Calibrated against the real kubelet"):
 // the exit; every container restarting; Pending, the agent running; the
 // agent started (its startup probe, the barrier, passed: the prober's own
 // write); Running, the agent ready; the worker running and the Pod ready.
