@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -123,9 +124,12 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 	if !ok {
 		return report, fmt.Errorf("unknown control-plane profile %q: use %s, %s or %s", cfg.ControlPlane, ControlPlaneDefaults, ControlPlaneScale, ControlPlaneFast)
 	}
-	for _, kind := range cfg.Floors {
+	for i, kind := range cfg.Floors {
 		if _, err := statusWrites(kind); err != nil {
 			return report, err
+		}
+		if slices.Contains(cfg.Floors[:i], kind) {
+			return report, fmt.Errorf("floor %q named twice", kind)
 		}
 	}
 	report.ControlPlane, report.ManagerFlowSchema = cfg.ControlPlane, !cfg.NoManagerFlowSchema
@@ -201,7 +205,7 @@ func (e *env) measure(ctx context.Context, cfg Config, progress func(string, ...
 				}
 				floors = append(floors, f)
 				progress("N=%d %s floor (%d status writes/Pod): %v (agents %v, status writes %v), %d requests for %d needed, control plane %.1f CPU-s",
-					e.nodes, kind, f.KubeletWrites, f.Total.Round(time.Millisecond), f.Agents.Round(time.Millisecond), f.StatusWrites.Round(time.Millisecond),
+					e.nodes, kind, f.StatusWritesPerPod, f.Total.Round(time.Millisecond), f.Agents.Round(time.Millisecond), f.StatusWrites.Round(time.Millisecond),
 					total(f.Requests), total(f.Needed), controlPlaneCPU(f.CPUSeconds))
 			}
 		}

@@ -110,7 +110,7 @@ func cpuCharts(dir string, report Report) ([]string, error) {
 		p.X.Scale, p.X.Tick.Marker = plot.LogScale{}, plot.LogTicks{Prec: -1}
 		p.Legend.Top = true
 		sizes := 0
-		add := func(i int, name string, xys plotter.XYs) error {
+		add := func(i int, name string, floor bool, xys plotter.XYs) error {
 			if len(xys) == 0 {
 				return nil
 			}
@@ -121,7 +121,7 @@ func cpuCharts(dir string, report Report) ([]string, error) {
 			}
 			line.Color, points.Color = plotutil.Color(i), plotutil.Color(i)
 			points.Shape = plotutil.Shape(i)
-			if strings.HasSuffix(name, "floor") {
+			if floor {
 				line.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
 			}
 			p.Add(line, points)
@@ -136,7 +136,7 @@ func cpuCharts(dir string, report Report) ([]string, error) {
 					xys = append(xys, plotter.XY{X: float64(s.Nodes), Y: 1000 * s.ControlPlaneCPU / float64(s.Nodes)})
 				}
 			}
-			if err := add(i, strategy, xys); err != nil {
+			if err := add(i, strategy, false, xys); err != nil {
 				return paths, err
 			}
 		}
@@ -151,7 +151,7 @@ func cpuCharts(dir string, report Report) ([]string, error) {
 			if kind != FloorNeeded {
 				name = kind + " floor"
 			}
-			if err := add(len(strategyOrder)+i, name, floor); err != nil {
+			if err := add(len(strategyOrder)+i, name, true, floor); err != nil {
 				return paths, err
 			}
 		}

@@ -65,16 +65,19 @@ import (
 // work itself.
 //
 // The floor of kind FloorKubelet is the same, but with the status writes a
-// kubelet makes (kubeletStatusWrites, one after the other, as its status
-// manager sends them): what no agent or controller can take away, since
-// the kubelet's restart of all containers and its sidecar's startup probe
-// write them. In place as a multiple of it is what the protocol adds.
+// kubelet makes (kubeletRestart, one after the other, as its status
+// manager sends them) instead of the two it needs: those the kubelet's
+// restart of all containers and the agent's startup probe bring about,
+// whatever the agents and the controller do. In place as a multiple of it
+// is what the restart adds to its own least requests and the kubelet's
+// writes: ordering, retries, the JobSet's status writes and Events, the
+// controller's watch events.
 type Floor struct {
 	Nodes int `json:"nodes"`
 	// Kind is FloorNeeded or FloorKubelet.
 	Kind string `json:"kind"`
-	// KubeletWrites is the status writes of each Pod.
-	KubeletWrites int `json:"kubeletWritesPerPod"`
+	// StatusWritesPerPod is the number of status writes of each Pod.
+	StatusWritesPerPod int `json:"statusWritesPerPod"`
 	// Needed are the requests the floor is made of, by actor and "verb
 	// resource".
 	Needed map[string]map[string]int `json:"needed"`
@@ -88,7 +91,7 @@ type Floor struct {
 	Handshakes  int     `json:"handshakes"`
 	WatchEvents float64 `json:"watchEvents"`
 	// Agents: until every agent's epoch patch returned; StatusWrites: every
-	// kubelet's second status write; Total: every agent has seen, on its
+	// kubelet's last status write; Total: every agent has seen, on its
 	// watch, the controller's second broadcast write, made after both.
 	Agents       time.Duration `json:"agentsNanos"`
 	StatusWrites time.Duration `json:"statusWritesNanos"`
@@ -113,57 +116,6 @@ const (
 // FloorKinds are the kinds of floor, in the order they are measured.
 var FloorKinds = []string{FloorNeeded, FloorKubelet}
 
-// podState is what a kubelet's status write says of a restarting Pod: its
-// phase, whether it is ready, its worker's state, and whether its agent
-// (the sidecar) is running, started and ready.
-type podState struct {
-	phase                      corev1.PodPhase
-	ready                      bool
-	worker                     string
-	agentRunning, agentStarted bool
-	agentReady                 bool
-}
-
-// Container states, as the kubelet's patches write them: the state set,
-// the others removed.
-const (
-	workerExited     = `{"terminated":{"exitCode":1,"reason":"Error"},"running":null,"waiting":null}`
-	workerRestarting = `{"waiting":{"reason":"RestartingAllContainers"},"running":null,"terminated":null}`
-	workerWaiting    = `{"waiting":{"reason":"PodInitializing"},"running":null,"terminated":null}`
-	workerRunning    = `{"running":{"startedAt":"2026-01-01T00:00:00Z"},"waiting":null,"terminated":null}`
-)
-
-// kubeletStatusWrites is the status writes a kubelet makes of a Pod that
-// restarts all its containers after a worker's exit, measured on kubelet
-// v1.36 with containerd (docs/development.md, "Calibrated against the real kubelet"):
-// the exit; every container restarting; Pending, the agent running; the
-// agent started (its startup probe, the barrier, passed: the prober's own
-// write); Running, the agent ready; the worker running and the Pod ready.
-var kubeletStatusWrites = []podState{
-	{phase: corev1.PodRunning, worker: workerExited, agentRunning: true, agentStarted: true, agentReady: true},
-	{phase: corev1.PodRunning, worker: workerRestarting},
-	{phase: corev1.PodPending, worker: workerWaiting, agentRunning: true},
-	{phase: corev1.PodPending, worker: workerWaiting, agentRunning: true, agentStarted: true},
-	{phase: corev1.PodRunning, worker: workerWaiting, agentRunning: true, agentStarted: true, agentReady: true},
-	{phase: corev1.PodRunning, ready: true, worker: workerRunning, agentRunning: true, agentStarted: true, agentReady: true},
-}
-
-// neededStatusWrites are the status writes of its Pod a kubelet cannot do
-// without in an in-place restart: one that says its containers restarted
-// and are not ready, one that says they run and are ready.
-var neededStatusWrites = []podState{kubeletStatusWrites[2], kubeletStatusWrites[5]}
-
-// statusWrites are the status writes of a floor's kind.
-func statusWrites(kind string) ([]podState, error) {
-	switch kind {
-	case FloorNeeded:
-		return neededStatusWrites, nil
-	case FloorKubelet:
-		return kubeletStatusWrites, nil
-	}
-	return nil, fmt.Errorf("unknown floor %q: use %s or %s", kind, FloorNeeded, FloorKubelet)
-}
-
 // floorNeeded are the requests of a floor at n Pods, with writes status
 // writes per Pod.
 func floorNeeded(n, writes int) map[string]map[string]int {
@@ -178,11 +130,17 @@ func floorNeeded(n, writes int) map[string]map[string]int {
 // sample, a Pod of the in-place JobSet, bound to the simulated nodes that
 // leave them alone.
 func (e *env) floor(ctx context.Context, kind string, sample *corev1.Pod, timeout time.Duration) (f Floor, err error) {
-	writes, err := statusWrites(kind)
+	steps, err := statusWrites(kind)
 	if err != nil {
 		return f, err
 	}
-	f = Floor{Nodes: e.nodes, Kind: kind, KubeletWrites: len(writes), Needed: floorNeeded(e.nodes, len(writes))}
+	// One Pod's writes serve every copy: the Pods differ only in their
+	// UIDs, which the writes name as their precondition.
+	writes, err := restartPatches(sample, steps, time.Now())
+	if err != nil {
+		return f, err
+	}
+	f = Floor{Nodes: e.nodes, Kind: kind, StatusWritesPerPod: len(writes), Needed: floorNeeded(e.nodes, len(writes))}
 	if raw, err := json.Marshal(sample); err == nil {
 		f.PodBytes = len(raw)
 	}
@@ -249,11 +207,6 @@ func (e *env) floor(ctx context.Context, kind string, sample *corev1.Pod, timeou
 	if err := e.agentPolicyApplies(ctx, ns.Name, names[0], uids[0], tokens[0]); err != nil {
 		return f, err
 	}
-	worker := sample.Spec.Containers[0].Name
-	agentName := ""
-	if len(sample.Spec.InitContainers) > 0 {
-		agentName = sample.Spec.InitContainers[0].Name
-	}
 	counters := map[string]*requestCounter{ActorAgents: newRequestCounter(), ActorKubelets: newRequestCounter(), ActorController: newRequestCounter()}
 	agentCfg := rest.CopyConfig(e.admin)
 	counters[ActorAgents].wrap(agentCfg)
@@ -288,7 +241,7 @@ func (e *env) floor(ctx context.Context, kind string, sample *corev1.Pod, timeou
 		return f, err
 	}
 	// The controller writes the next epoch synced once every agent's
-	// patch and every kubelet's second write returned; the floor ends when
+	// patch and every kubelet's last write returned; the floor ends when
 	// every agent has seen it through the watch it opened.
 	var patched, written sync.WaitGroup
 	patched.Add(e.nodes)
@@ -299,8 +252,9 @@ func (e *env) floor(ctx context.Context, kind string, sample *corev1.Pod, timeou
 	if err := broadcast(ctx, protocol.Broadcast{DeprecatedEpoch: int32(epoch - 1), SyncedEpoch: int32(epoch - 1)}); err != nil {
 		return f, err
 	}
-	// Canceled by the first failure, which ends the others.
-	work, cancel := context.WithCancel(ctx)
+	// Canceled by the first failure, which ends the others, and bounded as
+	// a restart is.
+	work, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	fail := func(err error) {
 		if err != nil {
@@ -332,12 +286,12 @@ func (e *env) floor(ctx context.Context, kind string, sample *corev1.Pod, timeou
 			// patches with the Pod's UID as precondition, each tried again
 			// until written (with the agents' retries).
 			node := kubelets.node(fmt.Sprintf("%s-%d", simNodePrefix, i))
-			for _, state := range writes {
-				patch := floorStatusPatch(uids[i], worker, agentName, state)
+			for _, write := range writes {
+				patch := write.forPod(uids[i])
 				if err := agent.Retry(ctx, func(ctx context.Context) error {
 					_, err := node.Pods(ns.Name).Patch(ctx, names[i], types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
 					return err
-				}, nil); err != nil {
+				}, refusedForGood); err != nil {
 					return err
 				}
 			}
@@ -369,23 +323,6 @@ func (e *env) floor(ctx context.Context, kind string, sample *corev1.Pod, timeou
 	}
 	f.WatchEvents, f.Rejected = apiAfter.since(apiBefore)
 	return f, nil
-}
-
-// floorStatusPatch is a kubelet's status write of a floor Pod in a state:
-// a strategic merge patch with the Pod's UID as precondition, as the
-// kubelet's status manager sends it.
-func floorStatusPatch(uid types.UID, worker, agentName string, s podState) []byte {
-	cond := strconv.Quote(string(map[bool]corev1.ConditionStatus{true: corev1.ConditionTrue, false: corev1.ConditionFalse}[s.ready]))
-	agentStatus := ""
-	if agentName != "" {
-		state := workerRestarting
-		if s.agentRunning {
-			state = workerRunning
-		}
-		agentStatus = fmt.Sprintf(`,"initContainerStatuses":[{"name":%q,"ready":%t,"started":%t,"state":%s}]`, agentName, s.agentReady, s.agentStarted, state)
-	}
-	return fmt.Appendf(nil, `{"metadata":{"uid":%q},"status":{"phase":%q,"conditions":[{"type":"Ready","status":%s},{"type":"ContainersReady","status":%s}],"containerStatuses":[{"name":%q,"ready":%t,"started":%t,"state":%s}]%s}}`,
-		uid, s.phase, cond, cond, worker, s.ready, s.ready, s.worker, agentStatus)
 }
 
 // agentPolicyApplies checks that the agents' admission policy judges the
@@ -460,7 +397,7 @@ func agentWork(ctx context.Context, base *rest.Config, token, namespace, pod str
 		return ctx.Err()
 	}
 	// Retried as the agent retries its report.
-	if err := agent.Retry(ctx, func(ctx context.Context) error { return t.ReportEpoch(ctx, epoch) }, nil); err != nil {
+	if err := agent.Retry(ctx, func(ctx context.Context) error { return t.ReportEpoch(ctx, epoch) }, refusedForGood); err != nil {
 		return err
 	}
 	patched()

@@ -93,8 +93,10 @@ func TestChartsWriteSVG(t *testing.T) {
 		result(10, string(jobset.InPlaceRestart), time.Second), result(10, string(jobset.Recreate), 2*time.Second),
 		result(50, string(jobset.InPlaceRestart), 2*time.Second), result(50, string(jobset.Recreate), 4*time.Second),
 	}, Floors: []Floor{
-		{Nodes: 10, CPUSeconds: map[string]float64{"kube-apiserver": 0.05}},
-		{Nodes: 50, CPUSeconds: map[string]float64{"kube-apiserver": 0.25}},
+		{Nodes: 10, Kind: FloorNeeded, CPUSeconds: map[string]float64{"kube-apiserver": 0.05}},
+		{Nodes: 10, Kind: FloorKubelet, CPUSeconds: map[string]float64{"kube-apiserver": 0.15}},
+		{Nodes: 50, Kind: FloorNeeded, CPUSeconds: map[string]float64{"kube-apiserver": 0.25}},
+		{Nodes: 50, Kind: FloorKubelet, CPUSeconds: map[string]float64{"kube-apiserver": 0.75}},
 	}}
 	dir := t.TempDir()
 	paths, err := Charts(dir, report)
@@ -115,6 +117,10 @@ func TestChartsWriteSVG(t *testing.T) {
 		}
 		if !strings.Contains(string(raw), "<svg") || !strings.Contains(string(raw), "InPlaceRestart") {
 			t.Errorf("%s is not an SVG with a legend naming the strategies", p)
+		}
+		// The CPU chart draws both floors.
+		if strings.HasPrefix(filepath.Base(p), "restart-cpu-") && (!strings.Contains(string(raw), ">floor<") || !strings.Contains(string(raw), ">kubelet floor<")) {
+			t.Errorf("%s has no line for each floor", p)
 		}
 	}
 }

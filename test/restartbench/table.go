@@ -145,9 +145,13 @@ func seconds(d time.Duration) string { return fmt.Sprintf("%.2fs", d.Seconds()) 
 // API server and etcd, requests by actor, refusals, the agents' TLS
 // handshakes, watch events); then the floors.
 func Table(w io.Writer, report Report) {
-	floors := map[string]Floor{}
+	type floorKey struct {
+		nodes int
+		kind  string
+	}
+	floors := map[floorKey]Floor{}
 	for _, f := range report.Floors {
-		floors[fmt.Sprint(f.Nodes, f.Kind)] = f
+		floors[floorKey{f.Nodes, f.Kind}] = f
 	}
 	sums := Summarize(report.Results)
 	inPlace := map[string]Summary{}
@@ -166,7 +170,7 @@ func Table(w io.Writer, report Report) {
 		vsInPlace, cpuVsInPlace := "", ""
 		if s.Strategy == string(jobset.InPlaceRestart) {
 			for i, kind := range FloorKinds {
-				if f, ok := floors[fmt.Sprint(s.Nodes, kind)]; ok && f.Total > 0 {
+				if f, ok := floors[floorKey{s.Nodes, kind}]; ok && f.Total > 0 {
 					vsFloor[i] = ratio(s.Median.Seconds(), f.Total.Seconds())
 					cpuVsFloor[i] = ratio(s.ControlPlaneCPU, controlPlaneCPU(f.CPUSeconds))
 				}
@@ -204,13 +208,13 @@ func Table(w io.Writer, report Report) {
 	tw.Flush()
 
 	if len(report.Floors) > 0 {
-		fmt.Fprintln(w, "\nfloors: the requests an in-place restart cannot do without, all at once (agents: watch + epoch patch; controller: 2 broadcast writes; kubelets: 2 status writes per Pod, or, for the kubelet floor, the 6 a kubelet makes)")
+		fmt.Fprintln(w, "\nfloors: an in-place restart's requests, all at once (agents: watch + epoch patch; controller: 2 broadcast writes; kubelets: the 2 status writes per Pod they need (needed) or the 6 they make (kubelet))")
 		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprint(tw, "N\tfloor\tstatus writes/Pod\ttime\tagents\tstatus writes\tneeded\tsent\trefused\thandshakes\twatch events\tCPU ms/Pod\t")
+		fmt.Fprint(tw, "N\tfloor\twrites/Pod\ttime\tagents done\twrites done\tneeded\tsent\trefused\thandshakes\twatch events\tCPU ms/Pod\t")
 		cpuHeader(tw, cpuColumns)
 		sort.SliceStable(report.Floors, func(i, j int) bool { return report.Floors[i].Nodes < report.Floors[j].Nodes })
 		for _, f := range report.Floors {
-			fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%s\t%s\t%d\t%d\t%.0f\t%d\t%.0f\t%.1f\t", f.Nodes, f.Kind, f.KubeletWrites, seconds(f.Total), seconds(f.Agents), seconds(f.StatusWrites),
+			fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%s\t%s\t%d\t%d\t%.0f\t%d\t%.0f\t%.1f\t", f.Nodes, f.Kind, f.StatusWritesPerPod, seconds(f.Total), seconds(f.Agents), seconds(f.StatusWrites),
 				total(f.Needed), total(f.Requests), sum(f.Rejected), f.Handshakes, f.WatchEvents, 1000*controlPlaneCPU(f.CPUSeconds)/float64(f.Nodes))
 			cpuCells(tw, cpuColumns, f.CPUSeconds)
 		}

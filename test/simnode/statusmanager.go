@@ -124,21 +124,7 @@ func (r *podRunner) writeStatus(ctx context.Context, s corev1.PodStatus) error {
 			}
 		}
 	}
-	oldJSON, err := json.Marshal(map[string]any{"metadata": map[string]any{"uid": r.uid}, "status": base})
-	if err != nil {
-		return err
-	}
-	newJSON, err := json.Marshal(map[string]any{"metadata": map[string]any{"uid": r.uid}, "status": s})
-	if err != nil {
-		return err
-	}
-	patch, err := strategicpatch.CreateTwoWayMergePatch(oldJSON, newJSON, corev1.Pod{})
-	if err != nil {
-		return err
-	}
-	// The UID makes the patch fail on a Pod of the same name that replaced
-	// this one.
-	patch, err = addUIDPrecondition(patch, r.uid)
+	patch, err := StatusPatch(r.uid, base, &s)
 	if err != nil {
 		return err
 	}
@@ -167,6 +153,26 @@ func workerExitCode(s corev1.PodStatus) int32 {
 		}
 	}
 	return 0
+}
+
+// StatusPatch is a status write of a Pod from old to new as the kubelet's
+// status manager sends it: a strategic merge patch of the difference, with
+// the Pod's UID as a precondition, which makes it fail on a Pod of the
+// same name that replaced this one.
+func StatusPatch(uid types.UID, old, new *corev1.PodStatus) ([]byte, error) {
+	oldJSON, err := json.Marshal(map[string]any{"metadata": map[string]any{"uid": uid}, "status": old})
+	if err != nil {
+		return nil, err
+	}
+	newJSON, err := json.Marshal(map[string]any{"metadata": map[string]any{"uid": uid}, "status": new})
+	if err != nil {
+		return nil, err
+	}
+	patch, err := strategicpatch.CreateTwoWayMergePatch(oldJSON, newJSON, corev1.Pod{})
+	if err != nil {
+		return nil, err
+	}
+	return addUIDPrecondition(patch, uid)
 }
 
 func addUIDPrecondition(patch []byte, uid types.UID) ([]byte, error) {
