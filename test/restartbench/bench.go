@@ -188,10 +188,12 @@ func (e *env) measure(ctx context.Context, cfg Config, progress func(string, ...
 		}
 		for s, strategy := range cfg.Strategies {
 			floorsNext := !e.real && !measured && strategy == jobset.InPlaceRestart && len(kinds) > 0
-			// The last JobSet of a size is left to the cluster's end:
-			// deleting N Pods and Jobs takes the controllers minutes at N =
-			// 5,000, and nothing is measured after it.
-			last := p == len(profiles)-1 && s == len(cfg.Strategies)-1 && !floorsNext
+			// The last JobSet of a size on simulated nodes is left to the
+			// cluster's end: deleting N Pods and Jobs takes the
+			// controllers minutes at N = 5,000, and nothing is measured
+			// after it. Real nodes' containers are stopped by their
+			// deletion.
+			last := !e.real && p == len(profiles)-1 && s == len(cfg.Strategies)-1 && !floorsNext
 			rs, sample, err := e.scenario(ctx, cfg, profile, strategy, !last, progress)
 			results = append(results, rs...)
 			if err != nil {
