@@ -191,8 +191,9 @@ func (e *env) measure(ctx context.Context, cfg Config, progress func(string, ...
 			// The last JobSet of a size on simulated nodes is left to the
 			// cluster's end: deleting N Pods and Jobs takes the
 			// controllers minutes at N = 5,000, and nothing is measured
-			// after it. Real nodes' containers are stopped by their
-			// deletion.
+			// after it. On real nodes the JobSet is deleted: its Pods'
+			// containers then stop while their kubelets run, and not only
+			// when the cluster's end kills the nodes.
 			last := !e.real && p == len(profiles)-1 && s == len(cfg.Strategies)-1 && !floorsNext
 			rs, sample, err := e.scenario(ctx, cfg, profile, strategy, !last, progress)
 			results = append(results, rs...)

@@ -284,7 +284,8 @@ func (e *env) floor(ctx context.Context, kind string, sample *corev1.Pod, timeou
 		fail(parallel(work, e.nodes, e.nodes, func(ctx context.Context, i int) error {
 			// As the kubelet's status manager writes them: strategic merge
 			// patches with the Pod's UID as precondition, each tried again
-			// until written (with the agents' retries).
+			// after a refusal (with the agents' retries); one the API
+			// server rejects for good fails the floor.
 			node := kubelets.node(fmt.Sprintf("%s-%d", simNodePrefix, i))
 			for _, write := range writes {
 				patch := write.forPod(uids[i])
@@ -396,7 +397,8 @@ func agentWork(ctx context.Context, base *rest.Config, token, namespace, pod str
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	// Retried as the agent retries its report.
+	// Retried as the agent retries its report after a refusal; rejected
+	// for good (where the agent would read its Pod), it fails the floor.
 	if err := agent.Retry(ctx, func(ctx context.Context) error { return t.ReportEpoch(ctx, epoch) }, refusedForGood); err != nil {
 		return err
 	}

@@ -94,12 +94,17 @@ func (p restartPatch) forPod(uid types.UID) []byte {
 // restartPatches are the status writes, one per step, of a copy of sample
 // (a Pod of the in-place JobSet, ready) restarting all its containers at
 // the time at: each the strategic merge patch of the change from the
-// status before it, as the kubelet's status manager sends it (the whole
-// status of a changed container, since the container lists are atomic).
+// status before it, as the kubelet's status manager sends it (a changed
+// container list whole: the lists are atomic).
 func restartPatches(sample *corev1.Pod, steps []restartStep, at time.Time) ([]restartPatch, error) {
 	agent := slices.IndexFunc(sample.Spec.InitContainers, isAgent)
 	if agent < 0 {
 		return nil, fmt.Errorf("pod %s has no agent: an init container that always restarts and restarts all containers on an exit code", sample.Name)
+	}
+	// The kubelet runs other init containers again too, with writes of
+	// their own that kubeletRestart does not have.
+	if len(sample.Spec.InitContainers) > 1 {
+		return nil, fmt.Errorf("pod %s has init containers besides its agent: the floors imitate the writes of a Pod with the agent alone", sample.Name)
 	}
 	agentName := sample.Spec.InitContainers[agent].Name
 	prev := sample.Status.DeepCopy()
@@ -171,7 +176,7 @@ func setContainer(cs *corev1.ContainerStatus, step containerStep, restarted bool
 	if restarted {
 		cs.RestartCount++
 		cs.LastTerminationState = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
-			ExitCode: 137, Reason: simnode.ReasonRestartingAllContainers, StartedAt: at, FinishedAt: at,
+			ExitCode: 137, Reason: simnode.ReasonRestartingAllContainers, Message: simnode.MessageRestartingAllContainers, StartedAt: at, FinishedAt: at,
 		}}
 	}
 	cs.Ready, cs.Started = step == ready, new(step >= started)
@@ -190,5 +195,6 @@ func setContainer(cs *corev1.ContainerStatus, step containerStep, restarted bool
 // refusedForGood reports the errors that trying a write again will not
 // mend: the floor fails on them instead of trying forever.
 func refusedForGood(err error) bool {
-	return apierrors.IsInvalid(err) || apierrors.IsForbidden(err) || apierrors.IsConflict(err) || apierrors.IsNotFound(err) || apierrors.IsBadRequest(err)
+	return apierrors.IsInvalid(err) || apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err) ||
+		apierrors.IsConflict(err) || apierrors.IsNotFound(err) || apierrors.IsBadRequest(err)
 }

@@ -14,7 +14,7 @@ const (
 	ConditionAllContainersRestarting corev1.PodConditionType = "AllContainersRestarting"
 
 	ReasonRestartingAllContainers  = "RestartingAllContainers"
-	messageRestartingAllContainers = "The container is removed because RestartAllContainers in place"
+	MessageRestartingAllContainers = "The container is removed because RestartAllContainers in place"
 )
 
 // status is the simulated kubelet's model of a Pod's status.
@@ -116,7 +116,7 @@ func (s *status) restartAll(restarts map[string]int32, lastTerm map[string]corev
 		restarts[name]++
 		cs.RestartCount = restarts[name]
 		cs.LastTerminationState = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
-			ExitCode: 137, Reason: ReasonRestartingAllContainers, Message: messageRestartingAllContainers, StartedAt: now, FinishedAt: now,
+			ExitCode: 137, Reason: ReasonRestartingAllContainers, Message: MessageRestartingAllContainers, StartedAt: now, FinishedAt: now,
 		}}
 		lastTerm[name] = cs.LastTerminationState
 		cs.State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: ReasonRestartingAllContainers}}

@@ -32,7 +32,7 @@ func main() {
 	noFlowSchema := flag.Bool("no-manager-flow-schema", false, "leave out the manager's FlowSchema and priority level (config/manager/flowcontrol.yaml): its requests then share the agents' priority level")
 	strategies := flag.String("strategies", "InPlaceRestart,Recreate,BlockingRecreate", "restart strategies")
 	failures := flag.String("failures", "exit,delete", "failure kinds: exit (a worker exits 1), delete (a Pod is deleted)")
-	floors := flag.String("floors", strings.Join(restartbench.FloorKinds, ","), "floors measured once per size: needed (the status writes a kubelet cannot do without: 2 per Pod), kubelet (the status writes a kubelet makes: 6 per Pod, about 3 times the needed floor's time); empty for none")
+	floors := flag.String("floors", strings.Join(restartbench.FloorKinds, ","), "floors measured once per size: needed (the status writes a kubelet cannot do without: 2 per Pod), kubelet (the status writes a kubelet makes: 6 per Pod, and longer to measure); empty for none")
 	timeout := flag.Duration("timeout", 15*time.Minute, "bound on one restart, and on deleting one scenario's namespace")
 	out := flag.String("out", ".local/bench/restart.json", "JSON results")
 	profileDir := flag.String("cpuprofile", "", "directory for a CPU profile of inplace-manager, the simulated nodes and the agents per restart (label \"actor\" tells them apart)")
