@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -57,6 +58,42 @@ type Config struct {
 	// older manager, or one configured as upstream JobSet's. With it, an
 	// agent restarted in place with its Pod needs no read of the Pod.
 	PodEpoch *int32
+}
+
+// ConfigFromEnv is the agent's configuration from the environment the
+// mutating webhook injects (lookup is os.LookupEnv, or a simulated
+// kubelet's): the replicated job, the barrier's port (Listen is
+// ":<port>"), the restart exit code, and, optional for agents injected by
+// older managers, the probes' hold and the Pod's epoch.
+func ConfigFromEnv(lookup func(string) (string, bool)) (Config, error) {
+	var missing []string
+	env := func(name string) string {
+		v, _ := lookup(name)
+		if v == "" {
+			missing = append(missing, name)
+		}
+		return v
+	}
+	cfg := Config{ReplicatedJob: env(protocol.EnvReplicatedJobName), Listen: ":" + env(protocol.EnvBarrierPort)}
+	code := env(protocol.EnvRestartExitCode)
+	if len(missing) > 0 {
+		return cfg, fmt.Errorf("environment variables %s are not set; the mutating webhook sets them", strings.Join(missing, ", "))
+	}
+	var err error
+	if cfg.RestartExitCode, err = strconv.Atoi(code); err != nil {
+		return cfg, fmt.Errorf("%s: %w", protocol.EnvRestartExitCode, err)
+	}
+	// Optional: agents injected by older managers do not hold probes.
+	if v, _ := lookup(protocol.EnvBarrierHold); v != "" {
+		millis, err := strconv.Atoi(v)
+		if err != nil || millis < 0 {
+			return cfg, fmt.Errorf("%s=%q: want a number of milliseconds", protocol.EnvBarrierHold, v)
+		}
+		cfg.BarrierHold = time.Duration(millis) * time.Millisecond
+	}
+	// Optional as well: without it the agent reads its Pod when it starts.
+	cfg.PodEpoch = EpochFromEnv(lookup(protocol.EnvPodEpoch))
+	return cfg, nil
 }
 
 // EpochFromEnv reads the epoch the Downward API gave in
@@ -110,11 +147,9 @@ func Run(ctx context.Context, log logr.Logger, cfg Config, t Transport) (int, er
 		return 0, nil
 	case first = <-updates:
 	}
-	// envEpoch is the epoch as given (-1: not given), logged to show what
-	// the kubelet passed at this start; podEpoch starts from it.
-	podEpoch, envEpoch := int32(0), int32(-1)
+	var podEpoch int32
 	if cfg.PodEpoch != nil {
-		podEpoch, envEpoch = *cfg.PodEpoch, *cfg.PodEpoch
+		podEpoch = *cfg.PodEpoch
 	}
 	var workersRunning bool
 	readPod := NeedsPod(first, cfg.PodEpoch)
@@ -130,7 +165,7 @@ func Run(ctx context.Context, log logr.Logger, cfg Config, t Transport) (int, er
 	d := m.Start(first, podEpoch, workersRunning)
 	last := first
 	log.Info("started", "epoch", m.Epoch(), "resumed", d.ReportEpoch == 0, "synced", first.SyncedEpoch, "deprecated", first.DeprecatedEpoch,
-		"envEpoch", envEpoch, "readPod", readPod)
+		"envEpoch", cfg.PodEpoch, "readPod", readPod)
 	for {
 		if d.ReportEpoch != 0 {
 			ahead, err := report(ctx, log, t, d.ReportEpoch)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -154,6 +155,63 @@ func TestEpochFromEnv(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			if diff := cmp.Diff(tc.want, EpochFromEnv(tc.value, tc.set)); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestConfigFromEnv: the injected environment configures the agent, the
+// optional variables of newer managers included; what is missing or wrong
+// is named.
+func TestConfigFromEnv(t *testing.T) {
+	full := map[string]string{
+		protocol.EnvReplicatedJobName: "workers", protocol.EnvBarrierPort: "8095", protocol.EnvRestartExitCode: "88",
+		protocol.EnvBarrierHold: "900", protocol.EnvPodEpoch: "3",
+	}
+	without := func(drop ...string) map[string]string {
+		env := map[string]string{}
+		for k, v := range full {
+			env[k] = v
+		}
+		for _, k := range drop {
+			delete(env, k)
+		}
+		return env
+	}
+	with := func(k, v string) map[string]string {
+		env := without()
+		env[k] = v
+		return env
+	}
+	cases := map[string]struct {
+		env     map[string]string
+		want    Config
+		wantErr string
+	}{
+		"everything": {env: full, want: Config{ReplicatedJob: "workers", Listen: ":8095", RestartExitCode: 88, BarrierHold: 900 * time.Millisecond, PodEpoch: ptr.To[int32](3)}},
+		"an older manager's: no hold, no epoch": {env: without(protocol.EnvBarrierHold, protocol.EnvPodEpoch),
+			want: Config{ReplicatedJob: "workers", Listen: ":8095", RestartExitCode: 88}},
+		"missing":                {env: without(protocol.EnvReplicatedJobName, protocol.EnvRestartExitCode), wantErr: protocol.EnvReplicatedJobName + ", " + protocol.EnvRestartExitCode + " are not set"},
+		"a code that is not one": {env: with(protocol.EnvRestartExitCode, "x"), wantErr: protocol.EnvRestartExitCode},
+		"a negative hold":        {env: with(protocol.EnvBarrierHold, "-1"), wantErr: protocol.EnvBarrierHold + `="-1"`},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got, err := ConfigFromEnv(func(k string) (string, bool) {
+				v, ok := tc.env[k]
+				return v, ok
+			})
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("error %v, want one naming %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
 		})

@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/go-logr/logr"
 	"k8s.io/client-go/dynamic"
@@ -80,6 +79,10 @@ func clientConfig() (*rest.Config, error) {
 
 // injected configures the agent as the mutating webhook injects it.
 func injected(log logr.Logger, restCfg *rest.Config) (agent.Config, agent.Transport, error) {
+	cfg, err := agent.ConfigFromEnv(os.LookupEnv)
+	if err != nil {
+		return cfg, nil, err
+	}
 	var missing []string
 	env := func(name string) string {
 		v := os.Getenv(name)
@@ -88,8 +91,6 @@ func injected(log logr.Logger, restCfg *rest.Config) (agent.Config, agent.Transp
 		}
 		return v
 	}
-	cfg := agent.Config{ReplicatedJob: env(protocol.EnvReplicatedJobName), Listen: ":" + env(protocol.EnvBarrierPort)}
-	code := env(protocol.EnvRestartExitCode)
 	t := &agent.KubeTransport{
 		Client:    kubernetes.NewForConfigOrDie(agent.ClientConfig(restCfg)),
 		Namespace: env(protocol.EnvNamespace),
@@ -100,20 +101,6 @@ func injected(log logr.Logger, restCfg *rest.Config) (agent.Config, agent.Transp
 	if len(missing) > 0 {
 		return cfg, nil, fmt.Errorf("environment variables %s are not set; the mutating webhook sets them", strings.Join(missing, ", "))
 	}
-	var err error
-	if cfg.RestartExitCode, err = strconv.Atoi(code); err != nil {
-		return cfg, nil, fmt.Errorf("%s: %w", protocol.EnvRestartExitCode, err)
-	}
-	// Optional: agents injected by older managers do not hold probes.
-	if v := os.Getenv(protocol.EnvBarrierHold); v != "" {
-		millis, err := strconv.Atoi(v)
-		if err != nil || millis < 0 {
-			return cfg, nil, fmt.Errorf("%s=%q: want a number of milliseconds", protocol.EnvBarrierHold, v)
-		}
-		cfg.BarrierHold = time.Duration(millis) * time.Millisecond
-	}
-	// Optional as well: without it the agent reads its Pod when it starts.
-	cfg.PodEpoch = agent.EpochFromEnv(os.LookupEnv(protocol.EnvPodEpoch))
 	return cfg, t, nil
 }
 

@@ -24,7 +24,6 @@ import (
 
 	"github.com/inplace-dev/inplace/agent"
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
-	"github.com/inplace-dev/inplace/api/protocol"
 )
 
 // podRunner runs one Pod, in incarnations: an in-place restart of every
@@ -468,16 +467,14 @@ func (r *podRunner) agentConfig(c *corev1.Container) (agent.Config, error) {
 	if err != nil {
 		return agent.Config{}, err
 	}
-	code, _ := strconv.Atoi(env[protocol.EnvRestartExitCode])
-	hold, _ := strconv.Atoi(env[protocol.EnvBarrierHold])
-	epoch, set := env[protocol.EnvPodEpoch]
-	return agent.Config{
-		ReplicatedJob:   env[protocol.EnvReplicatedJobName],
-		RestartExitCode: code,
-		Listen:          r.ip + ":" + env[protocol.EnvBarrierPort],
-		BarrierHold:     time.Duration(hold) * time.Millisecond,
-		PodEpoch:        agent.EpochFromEnv(epoch, set),
-	}, nil
+	cfg, err := agent.ConfigFromEnv(func(name string) (string, bool) {
+		v, ok := env[name]
+		return v, ok
+	})
+	// The agent listens on its port of the Pod's address in the simulated
+	// Pod network.
+	cfg.Listen = r.ip + cfg.Listen
+	return cfg, err
 }
 
 // runAgent runs the real agent for the Pod until it exits.
