@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/inplace-dev/inplace/test/simnode"
+	"github.com/inplace-dev/inplace/webhook/inject"
 )
 
 // containerStep is a container's state in one status write of a restart of
@@ -97,7 +98,7 @@ func (p restartPatch) forPod(uid types.UID) []byte {
 // status before it, as the kubelet's status manager sends it (a changed
 // container list whole: the lists are atomic).
 func restartPatches(sample *corev1.Pod, steps []restartStep, at time.Time) ([]restartPatch, error) {
-	agent := slices.IndexFunc(sample.Spec.InitContainers, isAgent)
+	agent := slices.IndexFunc(sample.Spec.InitContainers, inject.RestartsPod)
 	if agent < 0 {
 		return nil, fmt.Errorf("pod %s has no agent: an init container that always restarts and restarts all containers on an exit code", sample.Name)
 	}
@@ -119,15 +120,6 @@ func restartPatches(sample *corev1.Pod, steps []restartStep, at time.Time) ([]re
 		prev = next
 	}
 	return patches, nil
-}
-
-// isAgent reports whether an init container is an in-place restart agent:
-// a sidecar with a rule that restarts all containers.
-func isAgent(c corev1.Container) bool {
-	return c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways &&
-		slices.ContainsFunc(c.RestartPolicyRules, func(r corev1.ContainerRestartRule) bool {
-			return r.Action == corev1.ContainerRestartRuleActionRestartAllContainers
-		})
 }
 
 // restartStatus is the status of a step: from before, the Pod's ready

@@ -155,16 +155,23 @@ func HasAgent(pod *corev1.PodSpec, name string) bool {
 		if c.Name == name || upstreamAgent(c) {
 			return true
 		}
-		if ptr.Deref(c.RestartPolicy, "") == corev1.ContainerRestartPolicyAlways &&
-			slices.ContainsFunc(c.RestartPolicyRules, func(r corev1.ContainerRestartRule) bool {
-				return r.Action == corev1.ContainerRestartRuleActionRestartAllContainers
-			}) {
+		if RestartsPod(c) {
 			return true
 		}
 	}
 	return slices.ContainsFunc(pod.Containers, func(c corev1.Container) bool {
 		return upstreamAgent(c) && len(c.RestartPolicyRules) > 0
 	})
+}
+
+// RestartsPod reports whether an init container is a sidecar that
+// restarts all of its Pod's containers on an exit code: an agent, ours or
+// one the user wrote.
+func RestartsPod(c corev1.Container) bool {
+	return ptr.Deref(c.RestartPolicy, "") == corev1.ContainerRestartPolicyAlways &&
+		slices.ContainsFunc(c.RestartPolicyRules, func(r corev1.ContainerRestartRule) bool {
+			return r.Action == corev1.ContainerRestartRuleActionRestartAllContainers
+		})
 }
 
 // upstreamAgent reports whether c is upstream JobSet's agent.
