@@ -1,6 +1,7 @@
 package restartbench
 
 import (
+	"cmp"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -114,7 +115,7 @@ func cpuCharts(dir string, report Report) ([]string, error) {
 			if len(xys) == 0 {
 				return nil
 			}
-			slices.SortFunc(xys, func(a, b plotter.XY) int { return cmpFloat(a.X, b.X) })
+			slices.SortFunc(xys, func(a, b plotter.XY) int { return cmp.Compare(a.X, b.X) })
 			line, points, err := plotter.NewLinePoints(xys)
 			if err != nil {
 				return err
@@ -175,7 +176,7 @@ func medianRestart(rs []Result) (Result, bool) {
 	if len(rs) == 0 {
 		return Result{}, false
 	}
-	return median(rs, func(a, b Result) int { return cmpDuration(a.WorkersRunning, b.WorkersRunning) }), true
+	return median(rs, func(a, b Result) int { return cmp.Compare(a.WorkersRunning, b.WorkersRunning) }), true
 }
 
 func failureName(failure string) string {

@@ -1,6 +1,7 @@
 package restartbench
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -145,7 +146,7 @@ func thin(series []RunningAt, maxPoints int) []RunningAt {
 		out = append(out, series[j*(len(series)-1)/(maxPoints-2)])
 	}
 	out = append(out, series[lowest], series[len(series)-1])
-	slices.SortStableFunc(out, func(a, b RunningAt) int { return cmpDuration(a.At, b.At) })
+	slices.SortStableFunc(out, func(a, b RunningAt) int { return cmp.Compare(a.At, b.At) })
 	return slices.Compact(out)
 }
 

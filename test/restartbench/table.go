@@ -1,6 +1,7 @@
 package restartbench
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"slices"
@@ -77,18 +78,6 @@ func median[T any](xs []T, less func(a, b T) int) T {
 	return s[len(s)/2]
 }
 
-func cmpDuration(a, b time.Duration) int { return int(a - b) }
-
-func cmpFloat(a, b float64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
-
 // Summarize groups results by size, profile, failure and strategy.
 func Summarize(results []Result) []Summary {
 	type key struct {
@@ -123,14 +112,14 @@ func Summarize(results []Result) []Summary {
 			watch = append(watch, r.WatchEvents)
 		}
 		s := Summary{Nodes: k.n, Profile: k.profile, Failure: k.failure, Strategy: k.strategy, Repeats: len(rs),
-			Median: median(running, cmpDuration), Min: slices.Min(running), Max: slices.Max(running),
-			Detected: median(detected, cmpDuration), Synced: median(synced, cmpDuration),
-			ControllerWrites: median(writesN, func(a, b int) int { return a - b }),
-			Requests:         map[string]int{}, WatchEvents: median(watch, cmpFloat),
-			Rejected: median(rejected, cmpFloat), Handshakes: median(handshakes, func(a, b int) int { return a - b }),
-			ControlPlaneCPU: median(cp, cmpFloat), ControlPlaneCPUMin: slices.Min(cp), ControlPlaneCPUMax: slices.Max(cp)}
+			Median: median(running, cmp.Compare), Min: slices.Min(running), Max: slices.Max(running),
+			Detected: median(detected, cmp.Compare), Synced: median(synced, cmp.Compare),
+			ControllerWrites: median(writesN, cmp.Compare),
+			Requests:         map[string]int{}, WatchEvents: median(watch, cmp.Compare),
+			Rejected: median(rejected, cmp.Compare), Handshakes: median(handshakes, cmp.Compare),
+			ControlPlaneCPU: median(cp, cmp.Compare), ControlPlaneCPUMin: slices.Min(cp), ControlPlaneCPUMax: slices.Max(cp)}
 		for actor, v := range requests {
-			s.Requests[actor] = median(v, func(a, b int) int { return a - b })
+			s.Requests[actor] = median(v, cmp.Compare)
 		}
 		out = append(out, s)
 	}
