@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"golang.org/x/sync/errgroup"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -240,48 +241,28 @@ func (e *env) floor(ctx context.Context, kind string, sample *corev1.Pod, timeou
 	if err != nil {
 		return f, err
 	}
-	// The controller writes the next epoch synced once every agent's
-	// patch and every kubelet's last write returned; the floor ends when
-	// every agent has seen it through the watch it opened.
-	var patched, written sync.WaitGroup
+	// Bounded as a restart is; the first failure cancels the rest.
+	timed, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	g, work := errgroup.WithContext(timed)
+	var patched sync.WaitGroup
 	patched.Add(e.nodes)
-	written.Add(1)
-	errs := make(chan error, 3)
 	cpuBefore := e.cpu.snapshot()
 	start := time.Now()
 	if err := broadcast(ctx, protocol.Broadcast{DeprecatedEpoch: int32(epoch - 1), SyncedEpoch: int32(epoch - 1)}); err != nil {
 		return f, err
 	}
-	// Canceled by the first failure, which ends the others, and bounded as
-	// a restart is.
-	work, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	fail := func(err error) {
-		if err != nil {
-			errs <- err
-			cancel()
-		}
-	}
-	agentsDone := make(chan struct{})
-	go func() {
-		defer close(agentsDone)
-		fail(parallel(work, e.nodes, e.nodes, func(ctx context.Context, i int) error {
+	g.Go(func() error {
+		return parallel(work, e.nodes, e.nodes, func(ctx context.Context, i int) error {
+			// A failed agent counts as patched: the floor fails anyway.
 			var once sync.Once
-			done := func() {
-				once.Do(func() {
-					patched.Done()
-				})
-			}
-			// A failed agent counts as done: the floor fails anyway.
+			done := func() { once.Do(patched.Done) }
 			defer done()
-			return agentWork(ctx, agentCfg, tokens[i], ns.Name, names[i], int32(epoch), func() {
-				done()
-			})
-		}))
-	}()
-	go func() {
-		defer written.Done()
-		fail(parallel(work, e.nodes, e.nodes, func(ctx context.Context, i int) error {
+			return agentWork(ctx, agentCfg, tokens[i], ns.Name, names[i], int32(epoch), done)
+		})
+	})
+	g.Go(func() error {
+		if err := parallel(work, e.nodes, e.nodes, func(ctx context.Context, i int) error {
 			// As the kubelet's status manager writes them: strategic merge
 			// patches with the Pod's UID as precondition, each tried again
 			// after a refusal (with the agents' retries); one the API
@@ -297,18 +278,19 @@ func (e *env) floor(ctx context.Context, kind string, sample *corev1.Pod, timeou
 				}
 			}
 			return nil
-		}))
+		}); err != nil {
+			return err
+		}
 		f.StatusWrites = time.Since(start)
-	}()
+		// The controller writes the next epoch synced once every agent's
+		// patch and every kubelet's last write returned; the floor ends
+		// when every agent has seen it through the watch it opened.
+		patched.Wait()
+		return broadcast(work, protocol.Broadcast{DeprecatedEpoch: int32(epoch - 1), SyncedEpoch: int32(epoch)})
+	})
 	patched.Wait()
 	f.Agents = time.Since(start)
-	written.Wait()
-	if work.Err() == nil {
-		fail(broadcast(work, protocol.Broadcast{DeprecatedEpoch: int32(epoch - 1), SyncedEpoch: int32(epoch)}))
-	}
-	<-agentsDone
-	close(errs)
-	if err, failed := <-errs; failed {
+	if err := g.Wait(); err != nil {
 		return f, err
 	}
 	f.Total = time.Since(start)
