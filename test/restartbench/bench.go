@@ -246,7 +246,9 @@ func (e *env) scenario(ctx context.Context, cfg Config, profile string, strategy
 	if e.real {
 		realWorkers(js)
 	}
-	jw, err := e.watchJobSet(ctx, js)
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	defer stopWatch()
+	jw, err := e.watchJobSet(watchCtx, js)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -11,8 +11,11 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -184,32 +187,50 @@ type statusAt struct {
 	status jobset.JobSetStatus
 }
 
+// watchJobSet records the JobSet's status until ctx ends. An informer, not
+// one watch: the API server ends watches (after 30 to 60 minutes, or when a
+// watcher falls behind under load), and a status left stale by a watch
+// that ended would hold the benchmark's waits until they time out.
 func (e *env) watchJobSet(ctx context.Context, js *jobset.JobSet) (*jobSetWatch, error) {
-	w, err := e.client.Watch(ctx, &jobset.JobSetList{}, client.InNamespace(js.Namespace))
-	if err != nil {
-		return nil, err
-	}
 	jw := &jobSetWatch{}
-	// The goroutine keeps its own copy of the name: the caller's JobSet is
-	// written by its create.
-	name := js.Name
-	go func() {
-		defer w.Stop()
-		for ev := range w.ResultChan() {
-			if ev.Type != watch.Added && ev.Type != watch.Modified {
-				continue
-			}
-			got, ok := ev.Object.(*jobset.JobSet)
-			if !ok || got.Name != name {
-				continue
-			}
-			now := time.Now()
-			jw.mu.Lock()
-			jw.latest = got.Status
-			jw.changes = append(jw.changes, statusAt{now, got.Status})
-			jw.mu.Unlock()
+	// The informer keeps its own copies of the name and namespace: the
+	// caller's JobSet is written by its create.
+	name, namespace := js.Name, js.Namespace
+	only := func(opts *metav1.ListOptions) *client.ListOptions {
+		opts.FieldSelector = fields.OneTermEqualSelector("metadata.name", name).String()
+		return &client.ListOptions{Namespace: namespace, Raw: opts}
+	}
+	lw := &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			list := &jobset.JobSetList{}
+			return list, e.client.List(ctx, list, only(&opts))
+		},
+		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+			return e.client.Watch(ctx, &jobset.JobSetList{}, only(&opts))
+		},
+	}
+	record := func(obj any) {
+		got, ok := obj.(*jobset.JobSet)
+		if !ok || got.Name != name {
+			return
 		}
-	}()
+		now := time.Now()
+		jw.mu.Lock()
+		jw.latest = got.Status
+		jw.changes = append(jw.changes, statusAt{now, got.Status})
+		jw.mu.Unlock()
+	}
+	_, informer := cache.NewInformerWithOptions(cache.InformerOptions{
+		ListerWatcher: lw, ObjectType: &jobset.JobSet{},
+		Handler: cache.ResourceEventHandlerFuncs{
+			AddFunc:    record,
+			UpdateFunc: func(_, obj any) { record(obj) },
+		},
+	})
+	go informer.RunWithContext(ctx)
+	if !cache.WaitForCacheSync(ctx.Done(), informer.HasSynced) {
+		return nil, fmt.Errorf("watching JobSet %s/%s: %w", namespace, name, ctx.Err())
+	}
 	return jw, nil
 }
 
@@ -237,9 +258,13 @@ func (jw *jobSetWatch) status() jobset.JobSetStatus {
 // poll weighed on the API server (55 MB at N = 5,000) while the JobSet was
 // starting.
 func (e *env) steady(ctx context.Context, js *jobset.JobSet, jw *jobSetWatch, timeout time.Duration) error {
-	return wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+	// What the last poll found missing, for the error of a timeout: without
+	// it, a JobSet that did not become steady says nothing of why.
+	var missing string
+	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
 		st := jw.status()
 		if js.Spec.FailurePolicy.RestartStrategy == jobset.InPlaceRestart && (st.SyncedEpoch == 0 || st.SyncedEpoch <= st.DeprecatedEpoch) {
+			missing = fmt.Sprintf("the JobSet's status has syncedEpoch %d, deprecatedEpoch %d", st.SyncedEpoch, st.DeprecatedEpoch)
 			return false, nil
 		}
 		ready := 0
@@ -247,27 +272,46 @@ func (e *env) steady(ctx context.Context, js *jobset.JobSet, jw *jobSetWatch, ti
 			ready += int(rj.Ready)
 		}
 		if ready < e.nodes {
+			missing = fmt.Sprintf("the JobSet's status counts %d of %d Jobs ready", ready, e.nodes)
 			return false, nil
 		}
 		var pods corev1.PodList
 		if err := e.client.List(ctx, &pods, client.InNamespace(js.Namespace), &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: "0"}}); err != nil {
+			missing = fmt.Sprintf("listing the Pods: %v", err)
 			return false, nil
 		}
 		if len(pods.Items) != e.nodes {
+			missing = fmt.Sprintf("%d Pods, want %d", len(pods.Items), e.nodes)
 			return false, nil
 		}
 		for _, p := range pods.Items {
-			if p.Status.Phase != corev1.PodRunning || p.DeletionTimestamp != nil {
+			if notRunning := podNotRunning(&p); notRunning != "" {
+				missing = fmt.Sprintf("Pod %s %s", p.Name, notRunning)
 				return false, nil
-			}
-			for _, cs := range p.Status.ContainerStatuses {
-				if cs.State.Running == nil {
-					return false, nil
-				}
 			}
 		}
 		return true, nil
 	})
+	if err != nil && missing != "" {
+		return fmt.Errorf("%w; last seen: %s", err, missing)
+	}
+	return err
+}
+
+// podNotRunning says why a Pod is not running its workers, empty if it is.
+func podNotRunning(p *corev1.Pod) string {
+	switch {
+	case p.DeletionTimestamp != nil:
+		return "is being deleted"
+	case p.Status.Phase != corev1.PodRunning:
+		return fmt.Sprintf("is %s", cmp.Or(p.Status.Phase, "without a phase"))
+	}
+	for _, cs := range p.Status.ContainerStatuses {
+		if cs.State.Running == nil {
+			return fmt.Sprintf("has container %s not running", cs.Name)
+		}
+	}
+	return ""
 }
 
 // restart injects one failure and measures the recovery.
