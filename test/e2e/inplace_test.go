@@ -202,7 +202,7 @@ func expectBarriersInOrder(namespace string, epoch int32, order ...string) {
 func annotate(pod corev1.Pod, key, value string) {
 	GinkgoHelper()
 	patch := client.MergeFrom(pod.DeepCopy())
-	pod.Annotations[key] = value
+	metav1.SetMetaDataAnnotation(&pod.ObjectMeta, key, value)
 	Expect(k8sClient.Patch(ctx, &pod, patch)).To(Succeed())
 }
 

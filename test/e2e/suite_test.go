@@ -36,6 +36,7 @@ var (
 	// recorder holds what the simulated nodes saw, for the timing
 	// assertions of the protocol.
 	recorder = &simnode.Recorder{}
+	sim      *simnode.Sim
 )
 
 func TestE2E(t *testing.T) {
@@ -53,7 +54,8 @@ var _ = BeforeSuite(func() {
 	// Agents run as their Pods, under the admission policy that limits
 	// them to their own epoch annotation.
 	Expect(deploy.ApplyKustomization(ctx, k8sClient, deploy.AgentPolicy)).To(Succeed())
-	_, err := simnode.Start(ctx, simnode.Options{
+	var err error
+	sim, err = simnode.Start(ctx, simnode.Options{
 		Client:         kubernetes.NewForConfigOrDie(cfg),
 		Nodes:          8,
 		Prefix:         "sim",

@@ -407,7 +407,12 @@ func (r *podRunner) handle(ctx context.Context, st *status, e exit, agents map[s
 				stop()
 				delete(agents, name)
 			}
-			spend(ctx, r.sim.latency().ContainerStop)
+			// Only running containers take time to stop: a Pod without
+			// sidecars has none left, and its node removes its sandbox
+			// and reports it terminal at once.
+			if st.anyRunning(sidecars) {
+				spend(ctx, r.sim.latency().ContainerStop)
+			}
 			// The sidecars' end and the sandbox's removal are a write of
 			// their own before the terminal phase.
 			st.stopSidecars(sidecars)

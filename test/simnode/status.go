@@ -161,6 +161,16 @@ func (s *status) mainTerminated() bool {
 	return true
 }
 
+// anyRunning reports whether any of the named containers runs.
+func (s *status) anyRunning(names []string) bool {
+	for _, n := range names {
+		if cs := s.byName[n]; cs != nil && cs.State.Running != nil {
+			return true
+		}
+	}
+	return false
+}
+
 // stopSidecars marks every running init container (a sidecar) stopped, as
 // the kubelet stops them with SIGTERM once the main containers are done.
 func (s *status) stopSidecars(names []string) {
