@@ -390,11 +390,10 @@ func (r *podRunner) handle(ctx context.Context, st *status, e exit, agents map[s
 		return false, nil
 	default:
 		if st.mainTerminated() {
-			// As the kubelet: a running sidecar keeps the Pod Running (its
-			// phase computation counts a running restartable init
-			// container), so the workers' exit is reported with the phase
-			// Running; the sidecars are then stopped, and only then is the
-			// phase terminal.
+			// As the kubelet (v1.36, measured): the workers' exit is
+			// reported with the phase Running (a running sidecar keeps the
+			// Pod Running; without one, the phase turns terminal only once
+			// the Pod worker has stopped the Pod).
 			r.status.publish(st)
 			r.status.flush(ctx)
 			var sidecars []string
@@ -407,18 +406,18 @@ func (r *podRunner) handle(ctx context.Context, st *status, e exit, agents map[s
 				stop()
 				delete(agents, name)
 			}
-			// Only running containers take time to stop: a Pod without
-			// sidecars has none left, and its node removes its sandbox
-			// and reports it terminal at once.
-			if st.anyRunning(sidecars) {
-				spend(ctx, r.sim.latency().ContainerStop)
-			}
-			// The sidecars' end and the sandbox's removal are a write of
-			// their own before the terminal phase.
-			st.stopSidecars(sidecars)
 			st.sandboxReady = false
-			r.status.publish(st)
-			r.status.flush(ctx)
+			if st.anyRunning(sidecars) {
+				// Running sidecars take their time to stop; their end and
+				// the sandbox's removal are a write of their own before
+				// the terminal phase.
+				spend(ctx, r.sim.latency().ContainerStop)
+				st.stopSidecars(sidecars)
+				r.status.publish(st)
+				r.status.flush(ctx)
+			}
+			// Without one, nothing is left to stop: the sandbox's removal
+			// comes with the terminal phase, in the same write.
 		}
 		st.finish()
 		r.status.publish(st)

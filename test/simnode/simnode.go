@@ -110,8 +110,14 @@ func Start(ctx context.Context, opts Options) (*Sim, error) {
 // Wait waits until every Pod runner has stopped (after ctx ended).
 func (s *Sim) Wait() { s.wg.Wait() }
 
-// SetLatency changes the node-side latency from now on.
-func (s *Sim) SetLatency(l Latency) { s.lat.Store(&l) }
+// SetLatency changes the node-side latency from now on and returns the
+// latency it replaces.
+func (s *Sim) SetLatency(l Latency) (previous Latency) {
+	if old := s.lat.Swap(&l); old != nil {
+		return *old
+	}
+	return Latency{}
+}
 
 func (s *Sim) latency() Latency { return *s.lat.Load() }
 

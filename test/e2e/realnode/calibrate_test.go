@@ -14,9 +14,11 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"github.com/inplace-dev/inplace/test/images"
 	"github.com/inplace-dev/inplace/test/simnode"
 )
 
@@ -190,9 +192,41 @@ func calibrate(kind string, nodeSelector map[string]string, exit func(corev1.Pod
 	return out
 }
 
+// calibrateLone runs a Pod without sidecars, as a Recreate JobSet's Pods
+// are, until its worker exits 1 and its end is reported: what the Job
+// controller reads before it counts the failure.
+func calibrateLone(kind string, nodeSelector map[string]string, exit func(corev1.Pod, int)) shape {
+	GinkgoHelper()
+	ns := specNamespace()
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "lone-" + kind, Namespace: ns.Name},
+		Spec: corev1.PodSpec{
+			RestartPolicy:                 corev1.RestartPolicyNever,
+			NodeSelector:                  nodeSelector,
+			TerminationGracePeriodSeconds: ptr.To[int64](5),
+			Containers:                    []corev1.Container{{Name: "worker", Image: images.Worker}},
+		},
+	}
+	Expect(k8sClient.Create(ctx, pod)).To(Succeed())
+	Eventually(func(g Gomega) {
+		g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(pod), pod)).To(Succeed())
+		g.Expect(pod.Status.ContainerStatuses).To(ConsistOf(HaveField("Ready", true)))
+	}).WithTimeout(timeout).Should(Succeed())
+	log := recordStatuses(ns.Name)
+	exit(*pod, 1)
+	Eventually(func(g Gomega) {
+		v := log.lastSeen(pod.Name)
+		g.Expect(v.Phase).To(Equal(corev1.PodFailed))
+		g.Expect(v.Conditions).To(ContainSubstring("PodReadyToStartContainers=False"))
+	}).WithTimeout(timeout).Should(Succeed())
+	return log.shape(pod.Name)
+}
+
 var _ = Describe("the simulated node, calibrated against the real kubelet", func() {
-	It("shows the same sequence of Pod states (phase, conditions, container states and last states) as the real kubelet for a worker exit, an agent exit and a success", func() {
-		real := calibrate("real", map[string]string{corev1.LabelHostname: fw.Cluster.NodeNames()[0]}, exitWorker)
+	It("shows the same sequence of Pod states (phase, conditions, container states and last states) as the real kubelet for a worker exit, an agent exit, a success, and a Pod without sidecars failing", func() {
+		realNode := map[string]string{corev1.LabelHostname: fw.Cluster.NodeNames()[0]}
+		real := calibrate("real", realNode, exitWorker)
+		realLone := calibrateLone("real", realNode, exitWorker)
 
 		simCtx, stopSim := context.WithCancel(ctx)
 		sim, err := simnode.Start(simCtx, simnode.Options{
@@ -205,14 +239,22 @@ var _ = Describe("the simulated node, calibrated against the real kubelet", func
 			sim.Wait()
 			Expect(clientset.CoreV1().Nodes().Delete(ctx, "calibration-0", metav1.DeleteOptions{})).To(Succeed())
 		})
-		simulated := calibrate("sim", map[string]string{simnode.NodeLabel: "true"}, func(p corev1.Pod, code int) {
+		simExit := func(p corev1.Pod, code int) {
 			patch := client.RawPatch(types.MergePatchType, fmt.Appendf(nil, `{"metadata":{"annotations":{%q:"%d"}}}`, simnode.ExitCodeAnnotation, code))
 			Expect(k8sClient.Patch(ctx, &p, patch)).To(Succeed())
-		})
+		}
+		simNode := map[string]string{simnode.NodeLabel: "true"}
+		simulated := calibrate("sim", simNode, simExit)
+		simLone := calibrateLone("sim", simNode, simExit)
 		for _, c := range []struct {
 			name      string
 			real, sim shape
-		}{{"a worker's exit", real.WorkerExit, simulated.WorkerExit}, {"an agent's exit", real.AgentExit, simulated.AgentExit}, {"a success", real.Success, simulated.Success}} {
+		}{
+			{"a worker's exit", real.WorkerExit, simulated.WorkerExit},
+			{"an agent's exit", real.AgentExit, simulated.AgentExit},
+			{"a success", real.Success, simulated.Success},
+			{"a Pod without sidecars whose worker exits 1", realLone, simLone},
+		} {
 			GinkgoWriter.Printf("%s, real kubelet: %s%s, simulated: %s", c.name, c.real, c.name, c.sim)
 			Expect(mergedFrom(c.real.States, c.sim.States)).To(BeTrue(), "%s: the simulated node's states differ from the real kubelet's\nreal: %s\nsimulated: %s", c.name, c.real, c.sim)
 			// Some status writes of the real kubelet change nothing a
@@ -231,5 +273,10 @@ var _ = Describe("the simulated node, calibrated against the real kubelet", func
 					"worker[running last=terminated(137,RestartingAllContainers) restarts=1 ready=true started=true]"))
 		}
 		Expect(simulated.WorkerExit.States[0].Containers).To(ContainSubstring("worker[terminated(1,Error)"), "the worker's own exit code, in the first write only")
+		// A Pod without sidecars: its worker's exit, then the terminal
+		// phase with the sandbox's end in one write; the Job controller
+		// counts the failure from the second.
+		Expect(simLone.States).To(HaveLen(2), "a Pod without sidecars: %s", simLone)
+		Expect(simLone.States[1].Phase).To(Equal(corev1.PodFailed))
 	})
 })
