@@ -246,12 +246,11 @@ func (e *env) scenario(ctx context.Context, cfg Config, profile string, strategy
 	if e.real {
 		realWorkers(js)
 	}
-	watchCtx, stopWatch := context.WithCancel(ctx)
-	defer stopWatch()
-	jw, err := e.watchJobSet(watchCtx, js)
+	jw, err := e.watchJobSet(ctx, js)
 	if err != nil {
 		return nil, nil, err
 	}
+	defer jw.stop()
 	if err := e.client.Create(ctx, js); err != nil {
 		return nil, nil, err
 	}

@@ -175,11 +175,15 @@ func realWorkers(js *jobset.JobSet) {
 }
 
 // jobSetWatch records when the JobSet's status changed as a restart
-// progresses.
+// progresses. A change is timed when the informer delivers it: should the
+// API server end the watch during a restart, the time to watch again is in
+// the times measured from it, which it can only lengthen.
 type jobSetWatch struct {
 	mu      sync.Mutex
 	latest  jobset.JobSetStatus
 	changes []statusAt
+	// stop ends the informer and returns once it has.
+	stop func()
 }
 
 type statusAt struct {
@@ -187,28 +191,39 @@ type statusAt struct {
 	status jobset.JobSetStatus
 }
 
-// watchJobSet records the JobSet's status until ctx ends. An informer, not
-// one watch: the API server ends watches (after 30 to 60 minutes, or when a
-// watcher falls behind under load), and a status left stale by a watch
-// that ended would hold the benchmark's waits until they time out.
+// jobSetSyncTimeout bounds the first list of the JobSet: an informer whose
+// list fails (the API not served, access refused) tries again forever.
+const jobSetSyncTimeout = 2 * time.Minute
+
+// watchJobSet records the JobSet's status until its stop is called.
 func (e *env) watchJobSet(ctx context.Context, js *jobset.JobSet) (*jobSetWatch, error) {
-	jw := &jobSetWatch{}
-	// The informer keeps its own copies of the name and namespace: the
+	// The closures keep their own copies of the name and namespace: the
 	// caller's JobSet is written by its create.
 	name, namespace := js.Name, js.Namespace
-	only := func(opts *metav1.ListOptions) *client.ListOptions {
+	only := func(opts metav1.ListOptions) *client.ListOptions {
 		opts.FieldSelector = fields.OneTermEqualSelector("metadata.name", name).String()
-		return &client.ListOptions{Namespace: namespace, Raw: opts}
+		// controller-runtime writes its own limit and continue token over
+		// Raw's: the reflector's are passed as its own.
+		return &client.ListOptions{Namespace: namespace, Limit: opts.Limit, Continue: opts.Continue, Raw: &opts}
 	}
-	lw := &cache.ListWatch{
+	return followJobSet(ctx, &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
 			list := &jobset.JobSetList{}
-			return list, e.client.List(ctx, list, only(&opts))
+			return list, e.client.List(ctx, list, only(opts))
 		},
 		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-			return e.client.Watch(ctx, &jobset.JobSetList{}, only(&opts))
+			return e.client.Watch(ctx, &jobset.JobSetList{}, only(opts))
 		},
-	}
+	}, name)
+}
+
+// followJobSet records the status of the JobSet named name that lw lists
+// and watches, until the returned watch's stop. An informer, not one
+// watch: the API server ends watches (after 30 to 60 minutes, when it
+// restarts, or when a watcher falls behind), and a status left stale by a
+// watch that ended would hold the benchmark's waits until they time out.
+func followJobSet(ctx context.Context, lw cache.ListerWatcher, name string) (*jobSetWatch, error) {
+	jw := &jobSetWatch{}
 	record := func(obj any) {
 		got, ok := obj.(*jobset.JobSet)
 		if !ok || got.Name != name {
@@ -227,9 +242,21 @@ func (e *env) watchJobSet(ctx context.Context, js *jobset.JobSet) (*jobSetWatch,
 			UpdateFunc: func(_, obj any) { record(obj) },
 		},
 	})
-	go informer.RunWithContext(ctx)
-	if !cache.WaitForCacheSync(ctx.Done(), informer.HasSynced) {
-		return nil, fmt.Errorf("watching JobSet %s/%s: %w", namespace, name, ctx.Err())
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		informer.RunWithContext(runCtx)
+	}()
+	jw.stop = func() {
+		cancel()
+		<-done
+	}
+	syncCtx, cancelSync := context.WithTimeout(runCtx, jobSetSyncTimeout)
+	defer cancelSync()
+	if !cache.WaitForCacheSync(syncCtx.Done(), informer.HasSynced) {
+		jw.stop()
+		return nil, fmt.Errorf("listing JobSet %s: not listed after %v", name, jobSetSyncTimeout)
 	}
 	return jw, nil
 }
@@ -277,18 +304,20 @@ func (e *env) steady(ctx context.Context, js *jobset.JobSet, jw *jobSetWatch, ti
 		}
 		var pods corev1.PodList
 		if err := e.client.List(ctx, &pods, client.InNamespace(js.Namespace), &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: "0"}}); err != nil {
-			missing = fmt.Sprintf("listing the Pods: %v", err)
+			// A list cut short by the wait's own deadline says nothing
+			// new: what the poll before found stays the reason.
+			if ctx.Err() == nil {
+				missing = fmt.Sprintf("listing the Pods: %v", err)
+			}
 			return false, nil
 		}
 		if len(pods.Items) != e.nodes {
 			missing = fmt.Sprintf("%d Pods, want %d", len(pods.Items), e.nodes)
 			return false, nil
 		}
-		for _, p := range pods.Items {
-			if notRunning := podNotRunning(&p); notRunning != "" {
-				missing = fmt.Sprintf("Pod %s %s", p.Name, notRunning)
-				return false, nil
-			}
+		if n, first := notRunning(pods.Items); n > 0 {
+			missing = fmt.Sprintf("%d of %d Pods not running their workers (Pod %s)", n, len(pods.Items), first)
+			return false, nil
 		}
 		return true, nil
 	})
@@ -298,13 +327,29 @@ func (e *env) steady(ctx context.Context, js *jobset.JobSet, jw *jobSetWatch, ti
 	return err
 }
 
+// notRunning counts the Pods that do not run their workers and says of the
+// first why.
+func notRunning(pods []corev1.Pod) (n int, first string) {
+	for i := range pods {
+		why := podNotRunning(&pods[i])
+		if why == "" {
+			continue
+		}
+		if n == 0 {
+			first = pods[i].Name + " " + why
+		}
+		n++
+	}
+	return n, first
+}
+
 // podNotRunning says why a Pod is not running its workers, empty if it is.
 func podNotRunning(p *corev1.Pod) string {
 	switch {
 	case p.DeletionTimestamp != nil:
 		return "is being deleted"
 	case p.Status.Phase != corev1.PodRunning:
-		return fmt.Sprintf("is %s", cmp.Or(p.Status.Phase, "without a phase"))
+		return fmt.Sprintf("is %s", cmp.Or(string(p.Status.Phase), "without a phase"))
 	}
 	for _, cs := range p.Status.ContainerStatuses {
 		if cs.State.Running == nil {
