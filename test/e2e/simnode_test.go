@@ -16,12 +16,13 @@ import (
 // The simulated nodes' latency decides what the restart benchmark measures
 // of a Recreate against an in-place restart; the spec holds it to what a
 // node spends.
-var _ = Describe("the simulated node", func() {
+var _ = Describe("the simulated node", Serial, func() {
 	It("spends the time containers take to stop only on a Pod that has some left running when its workers exit", func() {
 		ns := fw.NewNamespace(ctx, k8sClient)
 		// Longer than any report of a Pod's end takes here.
 		const stop = 20 * time.Second
-		DeferCleanup(sim.SetLatency, sim.SetLatency(simnode.Latency{ContainerStop: stop}))
+		previous := sim.SetLatency(simnode.Latency{ContainerStop: stop})
+		DeferCleanup(func() { sim.SetLatency(previous) })
 
 		lone := failingPod("lone", ns.Name)
 		withSidecar := failingPod("with-sidecar", ns.Name)
@@ -36,6 +37,8 @@ var _ = Describe("the simulated node", func() {
 		annotate(*withSidecar, simnode.ExitCodeAnnotation, "1")
 		// Nothing left to stop: reported failed without the stop time.
 		Eventually(phaseOf(lone)).WithTimeout(stop).Should(Equal(corev1.PodFailed))
+		Expect(time.Since(exited)).To(BeNumerically("<", stop), "the Pod without sidecars waited for a stop")
+		Expect(phaseOf(withSidecar)(Default)).To(Equal(corev1.PodRunning), "the Pod with a running sidecar did not wait for it to stop")
 		// Its sidecar still running: failed only once it has stopped.
 		Eventually(phaseOf(withSidecar)).WithTimeout(stop + timeout).Should(Equal(corev1.PodFailed))
 		Expect(time.Since(exited)).To(BeNumerically(">=", stop), "the Pod with a running sidecar failed before the sidecar could stop")

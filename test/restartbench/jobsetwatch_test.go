@@ -2,6 +2,7 @@ package restartbench
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -25,9 +26,19 @@ func (l *endingWatches) List(metav1.ListOptions) (runtime.Object, error) {
 	return &jobset.JobSetList{ListMeta: metav1.ListMeta{ResourceVersion: l.listed.ResourceVersion}, Items: []jobset.JobSet{*l.listed}}, nil
 }
 
-func (l *endingWatches) Watch(metav1.ListOptions) (watch.Interface, error) { return <-l.watches, nil }
+// Watch hands out the next watch; a watch asked for beyond them is an
+// error, not a wait that would hang the test.
+func (l *endingWatches) Watch(metav1.ListOptions) (watch.Interface, error) {
+	select {
+	case w := <-l.watches:
+		return w, nil
+	default:
+		return nil, errors.New("no more watches")
+	}
+}
 
-// IsWatchListSemanticsUnSupported: the reflector lists, then watches.
+// IsWatchListSemanticsUnSupported: the reflector lists, then watches, as
+// it does for the benchmark's follower.
 func (l *endingWatches) IsWatchListSemanticsUnSupported() bool { return true }
 
 func jobSetAt(version string, restarts int32) *jobset.JobSet {
@@ -48,7 +59,7 @@ func TestFollowJobSetWatchesAgain(t *testing.T) {
 	lw := &endingWatches{listed: jobSetAt("1", 0), watches: make(chan *watch.FakeWatcher, 2)}
 	lw.watches <- first
 	lw.watches <- second
-	jw, err := followJobSet(ctx, lw, "train")
+	jw, err := followJobSet(ctx, lw, "bench", "train")
 	if err != nil {
 		t.Fatal(err)
 	}

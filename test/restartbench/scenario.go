@@ -206,7 +206,7 @@ func (e *env) watchJobSet(ctx context.Context, js *jobset.JobSet) (*jobSetWatch,
 		// Raw's: the reflector's are passed as its own.
 		return &client.ListOptions{Namespace: namespace, Limit: opts.Limit, Continue: opts.Continue, Raw: &opts}
 	}
-	return followJobSet(ctx, &cache.ListWatch{
+	return followJobSet(ctx, listThenWatch{&cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
 			list := &jobset.JobSetList{}
 			return list, e.client.List(ctx, list, only(opts))
@@ -214,15 +214,22 @@ func (e *env) watchJobSet(ctx context.Context, js *jobset.JobSet) (*jobSetWatch,
 		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 			return e.client.Watch(ctx, &jobset.JobSetList{}, only(opts))
 		},
-	}, name)
+	}}, namespace, name)
 }
+
+// listThenWatch has the reflector list and then watch, rather than stream
+// the list through a watch: one JobSet is a small list, and the follower
+// is tested on this path.
+type listThenWatch struct{ *cache.ListWatch }
+
+func (listThenWatch) IsWatchListSemanticsUnSupported() bool { return true }
 
 // followJobSet records the status of the JobSet named name that lw lists
 // and watches, until the returned watch's stop. An informer, not one
 // watch: the API server ends watches (after 30 to 60 minutes, when it
 // restarts, or when a watcher falls behind), and a status left stale by a
 // watch that ended would hold the benchmark's waits until they time out.
-func followJobSet(ctx context.Context, lw cache.ListerWatcher, name string) (*jobSetWatch, error) {
+func followJobSet(ctx context.Context, lw cache.ListerWatcher, namespace, name string) (*jobSetWatch, error) {
 	jw := &jobSetWatch{}
 	record := func(obj any) {
 		got, ok := obj.(*jobset.JobSet)
@@ -256,7 +263,7 @@ func followJobSet(ctx context.Context, lw cache.ListerWatcher, name string) (*jo
 	defer cancelSync()
 	if !cache.WaitForCacheSync(syncCtx.Done(), informer.HasSynced) {
 		jw.stop()
-		return nil, fmt.Errorf("listing JobSet %s: not listed after %v", name, jobSetSyncTimeout)
+		return nil, fmt.Errorf("listing JobSet %s/%s: %w", namespace, name, context.Cause(syncCtx))
 	}
 	return jw, nil
 }
