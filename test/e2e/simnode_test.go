@@ -43,6 +43,9 @@ var _ = Describe("the simulated node", Serial, func() {
 		Eventually(phaseOf(withSidecar)).WithTimeout(stop + timeout).Should(Equal(corev1.PodFailed))
 		Expect(time.Since(exited)).To(BeNumerically(">=", stop), "the Pod with a running sidecar failed before the sidecar could stop")
 		Expect(lone.Status.ContainerStatuses).To(ConsistOf(HaveField("State.Terminated.ExitCode", int32(1))))
+		// The sandbox's end reported, as the real kubelet reports it.
+		Expect(lone.Status.Conditions).To(ContainElement(And(
+			HaveField("Type", corev1.PodReadyToStartContainers), HaveField("Status", corev1.ConditionFalse))))
 	})
 })
 

@@ -6,16 +6,11 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -61,6 +56,11 @@ type Result struct {
 	Synced time.Duration `json:"syncedNanos,omitempty"`
 	// WorkersRunning: every worker running again.
 	WorkersRunning time.Duration `json:"workersRunningNanos"`
+	// FollowerCalls: the lists and watches the benchmark's own follower
+	// of the JobSet made meanwhile, beyond none (an ended watch, watched
+	// again). Detection and Synced are timed from what it delivers, so
+	// each such call can only have lengthened them.
+	FollowerCalls int64 `json:"jobSetFollowerCalls,omitempty"`
 	// Requests by actor and "verb resource", from the failure until every
 	// worker ran again.
 	Requests map[string]map[string]int `json:"requests"`
@@ -174,118 +174,6 @@ func realWorkers(js *jobset.JobSet) {
 	}
 }
 
-// jobSetWatch records when the JobSet's status changed as a restart
-// progresses. A change is timed when the informer delivers it: should the
-// API server end the watch during a restart, the time to watch again is in
-// the times measured from it, which it can only lengthen.
-type jobSetWatch struct {
-	mu      sync.Mutex
-	latest  jobset.JobSetStatus
-	changes []statusAt
-	// stop ends the informer and returns once it has.
-	stop func()
-}
-
-type statusAt struct {
-	at     time.Time
-	status jobset.JobSetStatus
-}
-
-// jobSetSyncTimeout bounds the first list of the JobSet: an informer whose
-// list fails (the API not served, access refused) tries again forever.
-const jobSetSyncTimeout = 2 * time.Minute
-
-// watchJobSet records the JobSet's status until its stop is called.
-func (e *env) watchJobSet(ctx context.Context, js *jobset.JobSet) (*jobSetWatch, error) {
-	// The closures keep their own copies of the name and namespace: the
-	// caller's JobSet is written by its create.
-	name, namespace := js.Name, js.Namespace
-	only := func(opts metav1.ListOptions) *client.ListOptions {
-		opts.FieldSelector = fields.OneTermEqualSelector("metadata.name", name).String()
-		// controller-runtime writes its own limit and continue token over
-		// Raw's: the reflector's are passed as its own.
-		return &client.ListOptions{Namespace: namespace, Limit: opts.Limit, Continue: opts.Continue, Raw: &opts}
-	}
-	return followJobSet(ctx, listThenWatch{&cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-			list := &jobset.JobSetList{}
-			return list, e.client.List(ctx, list, only(opts))
-		},
-		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-			return e.client.Watch(ctx, &jobset.JobSetList{}, only(opts))
-		},
-	}}, namespace, name)
-}
-
-// listThenWatch has the reflector list and then watch, rather than stream
-// the list through a watch: one JobSet is a small list, and the follower
-// is tested on this path.
-type listThenWatch struct{ *cache.ListWatch }
-
-func (listThenWatch) IsWatchListSemanticsUnSupported() bool { return true }
-
-// followJobSet records the status of the JobSet named name that lw lists
-// and watches, until the returned watch's stop. An informer, not one
-// watch: the API server ends watches (after 30 to 60 minutes, when it
-// restarts, or when a watcher falls behind), and a status left stale by a
-// watch that ended would hold the benchmark's waits until they time out.
-func followJobSet(ctx context.Context, lw cache.ListerWatcher, namespace, name string) (*jobSetWatch, error) {
-	jw := &jobSetWatch{}
-	record := func(obj any) {
-		got, ok := obj.(*jobset.JobSet)
-		if !ok || got.Name != name {
-			return
-		}
-		now := time.Now()
-		jw.mu.Lock()
-		jw.latest = got.Status
-		jw.changes = append(jw.changes, statusAt{now, got.Status})
-		jw.mu.Unlock()
-	}
-	_, informer := cache.NewInformerWithOptions(cache.InformerOptions{
-		ListerWatcher: lw, ObjectType: &jobset.JobSet{},
-		Handler: cache.ResourceEventHandlerFuncs{
-			AddFunc:    record,
-			UpdateFunc: func(_, obj any) { record(obj) },
-		},
-	})
-	runCtx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		informer.RunWithContext(runCtx)
-	}()
-	jw.stop = func() {
-		cancel()
-		<-done
-	}
-	syncCtx, cancelSync := context.WithTimeout(runCtx, jobSetSyncTimeout)
-	defer cancelSync()
-	if !cache.WaitForCacheSync(syncCtx.Done(), informer.HasSynced) {
-		jw.stop()
-		return nil, fmt.Errorf("listing JobSet %s/%s: %w", namespace, name, context.Cause(syncCtx))
-	}
-	return jw, nil
-}
-
-// first returns when the status first met cond after t0.
-func (jw *jobSetWatch) first(t0 time.Time, cond func(jobset.JobSetStatus) bool) time.Time {
-	jw.mu.Lock()
-	defer jw.mu.Unlock()
-	for _, c := range jw.changes {
-		if !c.at.Before(t0) && cond(c.status) {
-			return c.at
-		}
-	}
-	return time.Time{}
-}
-
-func (jw *jobSetWatch) status() jobset.JobSetStatus {
-	jw.mu.Lock()
-	defer jw.mu.Unlock()
-	return jw.latest
-}
-
 // steady waits until the JobSet's N Pods all run their workers and, under
 // InPlaceRestart, sit at the synced epoch. It lists the Pods only once the
 // JobSet's status counts every Job ready: a list of N Pods of 11 KB every
@@ -385,7 +273,7 @@ func (e *env) restart(ctx context.Context, js *jobset.JobSet, jw *jobSetWatch, f
 		return r, fmt.Errorf("%d Pods of job index %d in %s, want 1", len(pods.Items), index, js.Namespace)
 	}
 	victim := pods.Items[0]
-	before := jw.status()
+	before, callsBefore := jw.status(), jw.calls()
 	requestsBefore, handshakesBefore := e.snapshot(), e.handshakes()
 	apiBefore, err := e.apiServerCounters(ctx)
 	if err != nil {
@@ -497,8 +385,8 @@ func (e *env) restart(ctx context.Context, js *jobset.JobSet, jw *jobSetWatch, f
 		}
 	}
 
-	// The JobSet's own progress, from its watch (it may trail the workers
-	// by a watch event: wait for it briefly).
+	// The JobSet's own progress, from its informer (it may trail the
+	// workers by a watch event: wait for it briefly).
 	_ = wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
 		return jw.status().Restarts > before.Restarts, nil
 	})
@@ -536,6 +424,10 @@ func (e *env) restart(ctx context.Context, js *jobset.JobSet, jw *jobSetWatch, f
 		r.AgentsRestarted = since(t0, latest(agents, e.nodes))
 		r.EpochsReported = since(t0, latest(reported, e.nodes))
 		r.EpochsWritten = since(t0, latest(written, e.nodes))
+	}
+	if r.FollowerCalls = jw.calls() - callsBefore; r.FollowerCalls > 0 {
+		e.log.Info("the JobSet's follower listed or watched again during the restart; its detection and sync times may be late by as much",
+			"strategy", r.Strategy, "calls", r.FollowerCalls)
 	}
 	return r, nil
 }

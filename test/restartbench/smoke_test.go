@@ -18,7 +18,7 @@ import (
 // 2.6–3.0 s), less than a loaded machine's noise under the race detector;
 // with a node's real latencies, which a Recreate pays for every new Pod
 // and an in-place restart only in part, by about 1.4× (4.4 s against
-// 6.3 s: the margin the assertion leaves).
+// 6.3 s: the headroom of the check that in place is faster).
 func TestSmoke(t *testing.T) {
 	if testing.Short() {
 		t.Skip("needs the local cluster")

@@ -20,8 +20,10 @@ type Latency struct {
 	// the main containers).
 	ContainerStart time.Duration
 	// ContainerStop: stopping a Pod's running containers, for an in-place
-	// restart of all of them or a deletion: the workers' handling of
-	// SIGTERM, bounded in a real node by the termination grace period.
+	// restart of all of them, a deletion, or the sidecars still running
+	// once the workers of a Pod that does not restart have exited: the
+	// containers' handling of SIGTERM, bounded by the grace period, as in
+	// a real node.
 	ContainerStop time.Duration
 }
 

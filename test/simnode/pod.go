@@ -370,7 +370,7 @@ func (r *podRunner) handle(ctx context.Context, st *status, e exit, agents map[s
 			stop()
 		}
 		// The other containers take their time to stop.
-		spend(ctx, r.sim.latency().ContainerStop)
+		spend(ctx, r.stopTime(spec.TerminationGracePeriodSeconds))
 		r.record(WorkersStopped, 0)
 		st.restartingAll = false
 		st.restartAll(r.restarts, r.lastTerm)
@@ -411,7 +411,7 @@ func (r *podRunner) handle(ctx context.Context, st *status, e exit, agents map[s
 				// Running sidecars take their time to stop; their end and
 				// the sandbox's removal are a write of their own before
 				// the terminal phase.
-				spend(ctx, r.sim.latency().ContainerStop)
+				spend(ctx, r.stopTime(spec.TerminationGracePeriodSeconds))
 				st.stopSidecars(sidecars)
 				r.status.publish(st)
 				r.status.flush(ctx)
@@ -515,6 +515,17 @@ func (r *podRunner) runAgent(ctx context.Context, c corev1.Container) int {
 	return exitCode
 }
 
+// stopTime is how long stopping running containers takes: the node's
+// ContainerStop, cut short by the grace period, after which the kubelet
+// kills what still runs.
+func (r *podRunner) stopTime(grace *int64) time.Duration {
+	stop := r.sim.latency().ContainerStop
+	if grace != nil && time.Duration(*grace)*time.Second < stop {
+		stop = time.Duration(*grace) * time.Second
+	}
+	return stop
+}
+
 func (r *podRunner) deleting() bool { return r.pod().DeletionTimestamp != nil }
 
 // finishDeletion stops the containers, reports the Pod terminal (the Job
@@ -523,11 +534,7 @@ func (r *podRunner) deleting() bool { return r.pod().DeletionTimestamp != nil }
 func (r *podRunner) finishDeletion(ctx context.Context) {
 	r.status.close()
 	if pod := r.pod(); pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed {
-		stop := r.sim.latency().ContainerStop
-		if grace := pod.DeletionGracePeriodSeconds; grace != nil && time.Duration(*grace)*time.Second < stop {
-			stop = time.Duration(*grace) * time.Second
-		}
-		spend(ctx, stop)
+		spend(ctx, r.stopTime(pod.DeletionGracePeriodSeconds))
 		r.record(WorkersStopped, 0)
 		st := newStatus(pod, r.ip, r.restarts, r.lastTerm, &r.initialized)
 		st.sandboxReady = false
