@@ -35,8 +35,9 @@ var Profiles = map[string]simnode.Latency{
 // Control-plane profiles: the client rate limits of kube-controller-manager
 // (whose Job controller creates a Recreate's new Pods and whose garbage
 // collector deletes the old ones) and of kube-scheduler (which binds every
-// new Pod), and the Job controller's workers. An in-place restart needs
-// neither component; a Recreate waits on both.
+// new Pod), and the Job controller's workers. An in-place restart does not
+// wait on either (the Job controller only updates its Jobs' ready counts);
+// a Recreate waits on both.
 const (
 	// ControlPlaneDefaults: the components' own defaults, what a cluster
 	// that does not tune them runs: controller manager 20 requests per
@@ -268,6 +269,9 @@ func (e *env) scenario(ctx context.Context, cfg Config, profile string, strategy
 			progress("N=%d %-9s %-16s %-6s #%d: workers running after %v (exit written %v, failure seen %v, detection %v, %s busy before), controller writes %d, rejected by priority level %v",
 				e.nodes, profile, strategy, failure, repeat, r.WorkersRunning.Round(time.Millisecond),
 				r.ExitWritten.Round(time.Millisecond), r.FailureSeen.Round(time.Millisecond), r.Detection.Round(time.Millisecond), cores(r.LoadBefore), writes(r.Requests[ActorController]), r.Rejected)
+			if r.FollowerCalls > 0 {
+				progress("  the benchmark's JobSet follower listed or watched %d times before the restart was counted and synced: those times may be late by the time it took", r.FollowerCalls)
+			}
 			if err := e.steady(ctx, js, jw, cfg.Timeout); err != nil {
 				return results, nil, fmt.Errorf("%s: not steady again after a %s: %w", strategy, failure, err)
 			}

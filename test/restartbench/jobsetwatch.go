@@ -20,8 +20,8 @@ import (
 // jobSetWatch records when the JobSet's status changed as a restart
 // progresses. A change is timed when the informer delivers it: should the
 // API server end the watch during a restart, the time to watch again is in
-// the times measured from it, which it can only lengthen; calls counts
-// the lists and watches, so that a restart can tell.
+// the times measured from it, which it can only lengthen; the times of its
+// lists and watches are kept, so that a restart can tell.
 type jobSetWatch struct {
 	mu      sync.Mutex
 	latest  jobset.JobSetStatus
@@ -72,19 +72,41 @@ func (e *env) watchJobSet(ctx context.Context, js *jobset.JobSet) (*jobSetWatch,
 // on this path.
 type countingListWatch struct {
 	lw      cache.ListerWatcherWithContext
-	calls   atomic.Int64
 	lastErr atomic.Pointer[error]
+
+	mu sync.Mutex
+	// at is when each list and watch began: a handful per restart.
+	at []time.Time
+}
+
+func (c *countingListWatch) called() {
+	c.mu.Lock()
+	c.at = append(c.at, time.Now())
+	c.mu.Unlock()
+}
+
+// between counts the lists and watches begun from from to to.
+func (c *countingListWatch) between(from, to time.Time) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for _, t := range c.at {
+		if !t.Before(from) && !t.After(to) {
+			n++
+		}
+	}
+	return n
 }
 
 func (c *countingListWatch) ListWithContext(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-	c.calls.Add(1)
+	c.called()
 	obj, err := c.lw.ListWithContext(ctx, opts)
 	c.keep(ctx, err)
 	return obj, err
 }
 
 func (c *countingListWatch) WatchWithContext(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-	c.calls.Add(1)
+	c.called()
 	w, err := c.lw.WatchWithContext(ctx, opts)
 	c.keep(ctx, err)
 	return w, err
@@ -118,6 +140,8 @@ func (c *countingListWatch) keep(ctx context.Context, err error) {
 // would hold the benchmark's waits until they time out.
 func followJobSet(ctx context.Context, lw cache.ListerWatcher, namespace, name string) (*jobSetWatch, error) {
 	jw := &jobSetWatch{lw: &countingListWatch{lw: cache.ToListerWatcherWithContext(lw)}, done: make(chan struct{})}
+	// The field selector of lw lists only the JobSet named name: every
+	// object delivered is it.
 	record := func(obj any) {
 		got, ok := obj.(*jobset.JobSet)
 		if !ok {
@@ -160,8 +184,9 @@ func (jw *jobSetWatch) stop() {
 	<-jw.done
 }
 
-// calls is how many lists and watches the informer has made so far.
-func (jw *jobSetWatch) calls() int64 { return jw.lw.calls.Load() }
+// callsBetween is how many lists and watches the informer began from
+// from to to.
+func (jw *jobSetWatch) callsBetween(from, to time.Time) int { return jw.lw.between(from, to) }
 
 // first returns when the status first met cond after t0.
 func (jw *jobSetWatch) first(t0 time.Time, cond func(jobset.JobSetStatus) bool) time.Time {

@@ -101,8 +101,11 @@ func TestFollowJobSetWatchesAgain(t *testing.T) {
 	if lists != 1 || !slices.Equal(watchedFrom, []string{"1", "2"}) {
 		t.Errorf("%d lists, watches from resource versions %q; want 1 list, watches from \"1\" then \"2\"", lists, watchedFrom)
 	}
-	if got := jw.calls(); got != 3 {
+	if got := jw.callsBetween(time.Time{}, time.Now()); got != 3 {
 		t.Errorf("the follower counted %d lists and watches, want 3", got)
+	}
+	if got := jw.callsBetween(time.Now(), time.Now().Add(time.Hour)); got != 0 {
+		t.Errorf("the follower counted %d lists and watches after they were made, want 0", got)
 	}
 }
 

@@ -57,10 +57,11 @@ type Result struct {
 	// WorkersRunning: every worker running again.
 	WorkersRunning time.Duration `json:"workersRunningNanos"`
 	// FollowerCalls: the lists and watches the benchmark's own follower
-	// of the JobSet made meanwhile, beyond none (an ended watch, watched
-	// again). Detection and Synced are timed from what it delivers, so
-	// each such call can only have lengthened them.
-	FollowerCalls int64 `json:"jobSetFollowerCalls,omitempty"`
+	// of the JobSet began from the failure until the last moment timed
+	// from what it delivers (Detection; Synced), normally none. One (an
+	// ended watch, watched again) may have made those late by the time it
+	// took.
+	FollowerCalls int `json:"jobSetFollowerCalls,omitempty"`
 	// Requests by actor and "verb resource", from the failure until every
 	// worker ran again.
 	Requests map[string]map[string]int `json:"requests"`
@@ -273,7 +274,7 @@ func (e *env) restart(ctx context.Context, js *jobset.JobSet, jw *jobSetWatch, f
 		return r, fmt.Errorf("%d Pods of job index %d in %s, want 1", len(pods.Items), index, js.Namespace)
 	}
 	victim := pods.Items[0]
-	before, callsBefore := jw.status(), jw.calls()
+	before := jw.status()
 	requestsBefore, handshakesBefore := e.snapshot(), e.handshakes()
 	apiBefore, err := e.apiServerCounters(ctx)
 	if err != nil {
@@ -425,10 +426,16 @@ func (e *env) restart(ctx context.Context, js *jobset.JobSet, jw *jobSetWatch, f
 		r.EpochsReported = since(t0, latest(reported, e.nodes))
 		r.EpochsWritten = since(t0, latest(written, e.nodes))
 	}
-	if r.FollowerCalls = jw.calls() - callsBefore; r.FollowerCalls > 0 {
-		e.log.Info("the JobSet's follower listed or watched again during the restart; its detection and sync times may be late by as much",
-			"strategy", r.Strategy, "calls", r.FollowerCalls)
+	// Up to the last moment timed from the follower, or to now if one
+	// never came.
+	lastTimed := detected
+	if r.Synced > 0 {
+		lastTimed = t0.Add(r.Synced)
 	}
+	if lastTimed.IsZero() || (r.Strategy == string(jobset.InPlaceRestart) && r.Synced == 0) {
+		lastTimed = time.Now()
+	}
+	r.FollowerCalls = jw.callsBetween(injected, lastTimed)
 	return r, nil
 }
 

@@ -515,13 +515,17 @@ func (r *podRunner) runAgent(ctx context.Context, c corev1.Container) int {
 	return exitCode
 }
 
+// minimumGracePeriod is the least grace period the kubelet gives a
+// container it stops, whatever the Pod asks.
+const minimumGracePeriod = 2 * time.Second
+
 // stopTime is how long stopping running containers takes: the node's
-// ContainerStop, cut short by the grace period, after which the kubelet
-// kills what still runs.
+// ContainerStop, cut short by the grace period (at least
+// minimumGracePeriod), after which the kubelet kills what still runs.
 func (r *podRunner) stopTime(grace *int64) time.Duration {
 	stop := r.sim.latency().ContainerStop
-	if grace != nil && time.Duration(*grace)*time.Second < stop {
-		stop = time.Duration(*grace) * time.Second
+	if grace != nil {
+		stop = min(stop, max(time.Duration(*grace)*time.Second, minimumGracePeriod))
 	}
 	return stop
 }
