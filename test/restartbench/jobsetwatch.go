@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -63,29 +62,40 @@ func (e *env) watchJobSet(ctx context.Context, js *jobset.JobSet) (*jobSetWatch,
 	}, namespace, name)
 }
 
-// countingListWatch counts the lists and watches of lw and keeps the last
-// error of either: the reflector tries a failed call again on its own and
-// reports why only to its log, which the benchmark does not print.
+// countingListWatch records when each list and watch of lw began, and
+// keeps the last failure of either: the reflector tries a failed call
+// again on its own and reports why only to its log, which the benchmark
+// does not print.
 //
 // It has the reflector list and then watch, rather than stream the list
 // through a watch: one JobSet is a small list, and the follower is tested
 // on this path.
 type countingListWatch struct {
-	lw      cache.ListerWatcherWithContext
-	lastErr atomic.Pointer[error]
+	lw cache.ListerWatcherWithContext
 
 	mu sync.Mutex
-	// at is when each list and watch began: a handful per restart.
+	// at is when each call began: a handful per restart.
 	at []time.Time
+	// lastErr is the last call's failure, unless its context had ended,
+	// which says nothing of why.
+	lastErr error
 }
 
-func (c *countingListWatch) called() {
+// call records a call of lw beginning, and returns what records its end.
+func (c *countingListWatch) call(ctx context.Context) func(error) {
 	c.mu.Lock()
 	c.at = append(c.at, time.Now())
 	c.mu.Unlock()
+	return func(err error) {
+		if err != nil && ctx.Err() == nil {
+			c.mu.Lock()
+			c.lastErr = err
+			c.mu.Unlock()
+		}
+	}
 }
 
-// between counts the lists and watches begun from from to to.
+// between counts the calls begun from from to to.
 func (c *countingListWatch) between(from, to time.Time) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -98,17 +108,23 @@ func (c *countingListWatch) between(from, to time.Time) int {
 	return n
 }
 
+func (c *countingListWatch) failure() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.lastErr
+}
+
 func (c *countingListWatch) ListWithContext(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-	c.called()
+	done := c.call(ctx)
 	obj, err := c.lw.ListWithContext(ctx, opts)
-	c.keep(ctx, err)
+	done(err)
 	return obj, err
 }
 
 func (c *countingListWatch) WatchWithContext(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-	c.called()
+	done := c.call(ctx)
 	w, err := c.lw.WatchWithContext(ctx, opts)
-	c.keep(ctx, err)
+	done(err)
 	return w, err
 }
 
@@ -123,14 +139,6 @@ func (c *countingListWatch) Watch(opts metav1.ListOptions) (watch.Interface, err
 }
 
 func (*countingListWatch) IsWatchListSemanticsUnSupported() bool { return true }
-
-// keep keeps err unless ctx ended, which says nothing of why the calls
-// before it failed.
-func (c *countingListWatch) keep(ctx context.Context, err error) {
-	if err != nil && ctx.Err() == nil {
-		c.lastErr.Store(&err)
-	}
-}
 
 // followJobSet records the status of the JobSet named name that lw lists
 // and watches, until the returned watch's stop. An informer, not one
@@ -170,8 +178,8 @@ func followJobSet(ctx context.Context, lw cache.ListerWatcher, namespace, name s
 	defer cancelSync()
 	if !cache.WaitForCacheSync(syncCtx.Done(), informer.HasSynced) {
 		jw.stop()
-		if last := jw.lw.lastErr.Load(); last != nil {
-			return nil, fmt.Errorf("listing JobSet %s/%s: %w; the last list or watch failed: %w", namespace, name, context.Cause(syncCtx), *last)
+		if last := jw.lw.failure(); last != nil {
+			return nil, fmt.Errorf("listing JobSet %s/%s: %w; the last list or watch failed: %w", namespace, name, context.Cause(syncCtx), last)
 		}
 		return nil, fmt.Errorf("listing JobSet %s/%s: %w", namespace, name, context.Cause(syncCtx))
 	}

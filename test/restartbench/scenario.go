@@ -392,6 +392,9 @@ func (e *env) restart(ctx context.Context, js *jobset.JobSet, jw *jobSetWatch, f
 		return jw.status().Restarts > before.Restarts, nil
 	})
 	detected := jw.first(injected, func(s jobset.JobSetStatus) bool { return s.Restarts > before.Restarts })
+	// The last moment timed from the follower: the restart counted, or
+	// for an in-place restart synced.
+	lastTimed := detected
 	r.ExitWritten, r.FailureSeen, r.Detection = since(t0, exitWritten), since(t0, fw.at()), since(t0, detected)
 	// With the manager's reconciles in the same log (-log), what happened
 	// between these three moments can be read off it.
@@ -402,7 +405,8 @@ func (e *env) restart(ctx context.Context, js *jobset.JobSet, jw *jobSetWatch, f
 		_ = wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
 			return jw.status().SyncedEpoch >= newEpoch, nil
 		})
-		r.Synced = since(t0, jw.first(injected, func(s jobset.JobSetStatus) bool { return s.SyncedEpoch >= newEpoch }))
+		lastTimed = jw.first(injected, func(s jobset.JobSetStatus) bool { return s.SyncedEpoch >= newEpoch })
+		r.Synced = since(t0, lastTimed)
 		agents, reported, written := map[string]time.Time{}, map[string]time.Time{}, map[string]time.Time{}
 		events, _ := e.recorder.EventsSince(js.Namespace, restartFrom)
 		for _, ev := range events {
@@ -426,13 +430,7 @@ func (e *env) restart(ctx context.Context, js *jobset.JobSet, jw *jobSetWatch, f
 		r.EpochsReported = since(t0, latest(reported, e.nodes))
 		r.EpochsWritten = since(t0, latest(written, e.nodes))
 	}
-	// Up to the last moment timed from the follower, or to now if one
-	// never came.
-	lastTimed := detected
-	if r.Synced > 0 {
-		lastTimed = t0.Add(r.Synced)
-	}
-	if lastTimed.IsZero() || (r.Strategy == string(jobset.InPlaceRestart) && r.Synced == 0) {
+	if lastTimed.IsZero() { // never came: every call may have delayed it
 		lastTimed = time.Now()
 	}
 	r.FollowerCalls = jw.callsBetween(injected, lastTimed)
