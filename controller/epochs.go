@@ -43,7 +43,10 @@ type podEpoch struct {
 	fatal bool
 	// workerExited names a worker container that terminated, if any.
 	workerExited string
-	ready        bool
+	// finished: the Pod succeeded, its workers done. It cannot restart in
+	// place: its agent is gone with it.
+	finished bool
+	ready    bool
 	// invalidEpoch is an epoch annotation the controller cannot use (the
 	// Pod then counts as not reported): not a positive number, or, once
 	// the JobSet is known (observePodIn), beyond syncedEpoch + 1.
@@ -153,6 +156,7 @@ func observePod(pod *corev1.Pod) podEpoch {
 		name:          pod.Name,
 		replicatedJob: pod.Labels[jobset.ReplicatedJobNameKey],
 		gone:          pod.DeletionTimestamp != nil || pod.Status.Phase == corev1.PodFailed,
+		finished:      pod.Status.Phase == corev1.PodSucceeded,
 	}
 	if raw, ok := pod.Annotations[jobset.EpochKey]; ok {
 		p.epochKey, p.rawEpoch = jobset.EpochKey, raw
@@ -263,6 +267,9 @@ func decideEpochs(js *jobset.JobSet, pods []podGroup) epochDecision {
 	}
 	inRestart := d.deprecated >= d.synced && d.synced > 0
 	expected := expectedPods(js)
+	if d.synced > 0 && !inRestart {
+		pods = invalidAsSynced(pods, d.synced)
+	}
 
 	alive := make([]podGroup, 0, len(pods))
 	aliveN := 0
@@ -327,17 +334,42 @@ func decideEpochs(js *jobset.JobSet, pods []podGroup) epochDecision {
 	return d
 }
 
-// lostMember says why the synced group can no longer run, or "". A Pod
-// gone says so first, then a worker's exit, then an agent at a newer
-// epoch, then a Pod missing.
+// invalidAsSynced takes the Pods of a synced group whose epoch annotation
+// is unusable (not a number, or beyond what an agent reports) as still at
+// the synced epoch. Only an agent moves a Pod's epoch, and an agent reports
+// syncedEpoch + 1 at most: anything else was written by something else
+// that holds the Pod's token (its worker, say), and must not cost the
+// JobSet a restart it did not need (InvalidEpoch says what was seen).
+// The Pod's failure is still seen by its phase and containers.
+func invalidAsSynced(pods []podGroup, synced int32) []podGroup {
+	if !slices.ContainsFunc(pods, func(p podGroup) bool { return p.invalidEpoch != "" }) {
+		return pods
+	}
+	out := slices.Clone(pods)
+	for i := range out {
+		if out[i].invalidEpoch != "" {
+			out[i].epoch = synced
+		}
+	}
+	return out
+}
+
+// lostMember says why the synced group can no longer run, or "": a
+// worker's exit, an agent at a newer epoch, a Pod gone, a Pod missing, in
+// that order. A Pod of the synced epoch that failed or is being deleted is
+// lost only while the group is short of it: one that had reported the
+// epoch and failed before the group synced was replaced (the sync counted
+// only live Pods), and it is no member of the group.
 func lostMember(pods []podGroup, synced int32, expected int) string {
 	atSynced := 0
-	var exited, moved *podGroup
+	var gone, exited, moved *podGroup
 	for i := range pods {
 		p := &pods[i]
 		switch {
 		case p.epoch == synced && p.gone:
-			return fmt.Sprintf("Pod %s of epoch %d failed or is being deleted", p.first(), synced)
+			if gone == nil {
+				gone = p
+			}
 		case p.epoch == synced && p.workerExited != "":
 			if exited == nil {
 				exited = p
@@ -355,6 +387,8 @@ func lostMember(pods []podGroup, synced int32, expected int) string {
 		return fmt.Sprintf("container %s of Pod %s exited", exited.workerExited, exited.first())
 	case moved != nil:
 		return fmt.Sprintf("the agent of Pod %s moved to epoch %d", moved.first(), moved.epoch)
+	case atSynced < expected && gone != nil:
+		return fmt.Sprintf("Pod %s of epoch %d failed or is being deleted", gone.first(), synced)
 	case atSynced < expected:
 		return fmt.Sprintf("%d of %d Pods of epoch %d remain", atSynced, expected, synced)
 	}
@@ -362,29 +396,63 @@ func lostMember(pods []podGroup, synced int32, expected int) string {
 }
 
 // openBarriers returns the replicated jobs whose barriers may lift at the
-// synced epoch: all of them, or under startupPolicyOrder InOrder each once
-// every Pod of the previous one is ready, on the first start and after
-// every in-place restart alike.
+// synced epoch: all of them (nil), or, under a startup order, those whose
+// turn has come, on the first start and after every in-place restart
+// alike. Every Job of an InPlaceRestart JobSet is created at once (every
+// Pod must report an epoch before any barrier lifts), so the barriers are
+// what keeps the order:
+//
+//   - startupPolicyOrder InOrder: each replicated job once every Pod of the
+//     previous one is ready at the synced epoch;
+//   - dependsOn: once every Pod of each dependency is ready (status Ready:
+//     ready or finished) or finished (status Complete) at the synced epoch.
+//     A dependency that must complete cannot run again in place: once it
+//     finished, a restart recreates the Jobs (finishedMember), which runs
+//     it again first.
 func openBarriers(js *jobset.JobSet, alive []podGroup, synced int32) []string {
-	if js.Spec.StartupPolicy == nil || js.Spec.StartupPolicy.StartupPolicyOrder != jobset.InOrder {
+	inOrder := js.Spec.StartupPolicy != nil && js.Spec.StartupPolicy.StartupPolicyOrder == jobset.InOrder
+	ordered := inOrder || slices.ContainsFunc(js.Spec.ReplicatedJobs, func(rj jobset.ReplicatedJob) bool { return len(rj.DependsOn) > 0 })
+	if !ordered {
 		return nil
+	}
+	ready, finished := map[string]int{}, map[string]int{}
+	for _, p := range alive {
+		switch {
+		case p.epoch != synced:
+		case p.finished:
+			finished[p.replicatedJob] += p.n()
+		case p.ready:
+			ready[p.replicatedJob] += p.n()
+		}
+	}
+	want := func(name string) int {
+		for _, rj := range js.Spec.ReplicatedJobs {
+			if rj.Name == name {
+				return int(rj.Replicas) * int(podsPerJob(rj))
+			}
+		}
+		return 0
 	}
 	open := []string{}
 	for i, rj := range js.Spec.ReplicatedJobs {
-		if i > 0 {
-			prev := js.Spec.ReplicatedJobs[i-1]
-			want := int(prev.Replicas) * int(ptr.Deref(prev.Template.Spec.Parallelism, 1))
-			ready := 0
-			for _, p := range alive {
-				if p.replicatedJob == prev.Name && p.epoch == synced && p.ready {
-					ready += p.n()
-				}
-			}
-			if ready < want {
+		if inOrder && i > 0 {
+			prev := js.Spec.ReplicatedJobs[i-1].Name
+			if ready[prev]+finished[prev] < want(prev) {
 				break
 			}
 		}
-		open = append(open, rj.Name)
+		met := true
+		for _, d := range rj.DependsOn {
+			switch d.Status {
+			case jobset.DependencyComplete:
+				met = met && finished[d.Name] >= want(d.Name)
+			default:
+				met = met && ready[d.Name]+finished[d.Name] >= want(d.Name)
+			}
+		}
+		if met {
+			open = append(open, rj.Name)
+		}
 	}
 	return open
 }

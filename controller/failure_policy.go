@@ -127,6 +127,15 @@ func applyFailure(js *jobset.JobSet, status *jobset.JobSetStatus, o failureOutco
 			// Should it be, nothing is decided.
 			return nil
 		}
+		if inPlaceActive(js) && status.SyncedEpoch > status.DeprecatedEpoch {
+			// The rest of the group restarts in place around the recreated
+			// Job, as part of this restart: it is counted here, once, and
+			// the synced group's loss must not count it again as an
+			// in-place restart.
+			status.DeprecatedEpoch = status.SyncedEpoch
+			setCondition(status, jobset.JobSetRestarting, metav1.ConditionTrue, ReasonInPlaceRestart,
+				fmt.Sprintf("job %s is recreated by its failure policy and the other Pods restart in place; epoch %d deprecated", o.job.Name, status.DeprecatedEpoch), now)
+		}
 		if counted {
 			return []event{{corev1.EventTypeWarning, ReasonRestartJobAction, withJob(MessageRestartJobAction)}}
 		}

@@ -528,6 +528,7 @@ func comparePodEpochs(a, b podEpoch) int {
 		bools(a.gone, b.gone),
 		bools(a.fatal, b.fatal),
 		cmp.Compare(a.workerExited, b.workerExited),
+		bools(a.finished, b.finished),
 		bools(a.ready, b.ready),
 		cmp.Compare(a.rawEpoch, b.rawEpoch),
 		cmp.Compare(a.invalidEpoch, b.invalidEpoch),

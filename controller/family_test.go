@@ -335,7 +335,7 @@ type planSummary struct {
 
 func summaryOf(p plan) planSummary {
 	return planSummary{
-		Status: p.status, Create: names(p.createJobs), Delete: names(p.deleteJobs), Suspend: names(p.suspendJobs), Resume: names(p.resumeJobs),
+		Status: p.status, Create: names(p.createJobs), Delete: names(p.deleteJobs), Suspend: names(p.suspendJobs), Resume: updatedNames(p.resumeJobs),
 		Events: p.events, Warnings: p.warnings, DeleteJobSet: p.deleteJobSet, RequeueAfter: p.requeueAfter, Broadcast: p.broadcast,
 	}
 }

@@ -121,3 +121,11 @@ func copyObserved(o observed) observed {
 	c.claims = maps.Clone(o.claims)
 	return c
 }
+
+func updatedNames(updates []jobUpdate) []string {
+	var out []string
+	for _, u := range updates {
+		out = append(out, u.cached.Name)
+	}
+	return out
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"maps"
+	"slices"
 	"strconv"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -153,4 +154,54 @@ func merged(base, overlay map[string]string) map[string]string {
 	maps.Copy(out, base)
 	maps.Copy(out, overlay)
 	return out
+}
+
+// jobUpdate is a Job as the cache holds it and as it must become.
+type jobUpdate struct {
+	cached, want *batchv1.Job
+}
+
+// resumedJob returns the cached Job unsuspended, its Pod template's
+// labels, annotations, nodeSelector, tolerations and schedulingGates taken
+// from the JobSet's template as it is now. Those are what a queueing
+// controller (Kueue) writes when it admits a suspended JobSet to a flavor,
+// often in the very update that resumes it, and what the Job API lets
+// change while a Job is suspended and not started: the Jobs were built
+// from the template as it was, and their Pods must start with the
+// template as it is. The labels the Job API added itself (its name and
+// controller UID, which its selector matches) are kept. js must be
+// defaulted.
+func resumedJob(js *jobset.JobSet, cached *batchv1.Job) *batchv1.Job {
+	job := cached.DeepCopy() // the cache's object is read-only
+	job.Spec.Suspend = ptr.To(false)
+	rjIdx := slices.IndexFunc(js.Spec.ReplicatedJobs, func(rj jobset.ReplicatedJob) bool {
+		return rj.Name == cached.Labels[jobset.ReplicatedJobNameKey]
+	})
+	index, err := strconv.Atoi(cached.Labels[jobset.JobIndexKey])
+	if rjIdx < 0 || err != nil || index < 0 {
+		// Not a Job of the current attempt (isCurrentAttempt would not
+		// have let it here): resumed as it is.
+		return job
+	}
+	built := buildJob(js, rjIdx, index, false).Spec.Template
+	labels := maps.Clone(built.Labels)
+	for k, v := range cached.Spec.Template.Labels {
+		if jobAPILabels[k] {
+			labels[k] = v
+		}
+	}
+	pod := &job.Spec.Template
+	pod.Labels, pod.Annotations = labels, built.Annotations
+	pod.Spec.NodeSelector = built.Spec.NodeSelector
+	pod.Spec.Tolerations = built.Spec.Tolerations
+	pod.Spec.SchedulingGates = built.Spec.SchedulingGates
+	return job
+}
+
+// jobAPILabels are the Pod template labels the Job API sets itself.
+var jobAPILabels = map[string]bool{
+	batchv1.ControllerUidLabel: true,
+	batchv1.JobNameLabel:       true,
+	"controller-uid":           true, // the legacy names, still set
+	"job-name":                 true,
 }

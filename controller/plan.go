@@ -54,7 +54,10 @@ type plan struct {
 	createJobs  []*batchv1.Job
 	deleteJobs  []*batchv1.Job
 	suspendJobs []*batchv1.Job
-	resumeJobs  []*batchv1.Job
+	// resumeJobs are the Jobs to unsuspend, each with what it must become:
+	// the Pod template's scheduling directives changed while it was
+	// suspended go on with the resume, in one write.
+	resumeJobs []jobUpdate
 	// scaleJobs are Jobs whose parallelism and completions must become
 	// their replicated job's (elastic replicated jobs, scaling.go).
 	scaleJobs []jobScale
@@ -150,7 +153,10 @@ func decideSteps(js *jobset.JobSet, obs observed, now metav1.Time, inPlaceTimeou
 	if !suspended {
 		updateStartupConditions(js, &p.status, now)
 	}
-	if inPlace(js) && c.total(func(r *rjCounts) int32 { return r.failing }) == 0 {
+	switch {
+	case inPlaceActive(js) && suspended:
+		p.suspendEpochs(js, obs.broadcast, now)
+	case inPlace(js) && c.total(func(r *rjCounts) int32 { return r.failing }) == 0:
 		// A Job the Job controller is failing (FailureTarget) deletes its
 		// Pods before it is marked Failed: the failure policy decides, not
 		// an in-place restart.
@@ -226,6 +232,18 @@ func (p *plan) reconcileEpochs(js *jobset.JobSet, fam *family, broadcast map[str
 				fmt.Sprintf("%s (in place, after %d restarts: %s)", MessageReachedMaxRestarts, maxRestarts, d.why), now)...)
 			return
 		}
+		if who := finishedMember(pods); who != "" {
+			// A member whose Pod succeeded has no agent left to restart:
+			// waiting for it would only end at the timeout. The Jobs are
+			// recreated at once instead, one restart counted.
+			p.status.Restarts++
+			p.status.RestartsCountTowardsMax++
+			p.status.DeprecatedEpoch = p.status.SyncedEpoch
+			msg := fmt.Sprintf("%s, and Pod %s has finished, which cannot restart in place: recreating every Job (restart %d)", d.why, who, p.status.Restarts)
+			setCondition(&p.status, jobset.JobSetRestarting, metav1.ConditionTrue, ReasonInPlaceRestartImpossible, msg, now)
+			p.events = append(p.events, event{corev1.EventTypeWarning, ReasonInPlaceRestartImpossible, msg})
+			return
+		}
 		p.status.Restarts++
 		p.status.InPlaceRestarts++
 		p.status.RestartsCountTowardsMax++
@@ -247,6 +265,43 @@ func (p *plan) reconcileEpochs(js *jobset.JobSet, fam *family, broadcast map[str
 	if !maps.Equal(want, broadcast) {
 		p.broadcast = want
 	}
+}
+
+// suspendEpochs ends the group of a suspended JobSet, which is no failure:
+// a suspension (Kueue's admission and preemption lever) stops every Pod
+// with its Job, and nothing of the group survives to restart. The synced
+// epoch is over without a restart counted: deprecatedEpoch catches up with
+// it, so that the Pods started on resume report a fresh epoch and wait
+// behind the barrier until all of them have, as on a first start. An
+// in-place restart under way ends here too: nothing is left to converge,
+// and no timeout may recreate the Jobs of a JobSet that is not running.
+func (p *plan) suspendEpochs(js *jobset.JobSet, broadcast map[string]string, now metav1.Time) {
+	p.status.DeprecatedEpoch = max(p.status.DeprecatedEpoch, p.status.SyncedEpoch)
+	if c := meta.FindStatusCondition(p.status.Conditions, string(jobset.JobSetRestarting)); c != nil && c.Status == metav1.ConditionTrue && inPlaceReason(c.Reason) {
+		msg := fmt.Sprintf("the JobSet was suspended during an in-place restart of epoch %d: its Pods stop, and start a fresh epoch when it is resumed", p.status.SyncedEpoch)
+		setCondition(&p.status, jobset.JobSetRestarting, metav1.ConditionFalse, ReasonInPlaceRestartSuspended, msg, now)
+		p.events = append(p.events, event{corev1.EventTypeNormal, ReasonInPlaceRestartSuspended, msg})
+	}
+	want := protocol.EncodeBroadcast(protocol.Broadcast{DeprecatedEpoch: p.status.DeprecatedEpoch, SyncedEpoch: p.status.SyncedEpoch})
+	if !maps.Equal(want, broadcast) {
+		p.broadcast = want
+	}
+}
+
+// inPlaceReason reports whether a Restarting condition's reason is that of
+// an in-place restart, which its timeout bounds.
+func inPlaceReason(reason string) bool {
+	return reason == ReasonInPlaceRestart || reason == ReasonInPlaceScale
+}
+
+// finishedMember names a Pod of the group that succeeded, or "".
+func finishedMember(pods []podGroup) string {
+	for _, g := range pods {
+		if g.finished {
+			return g.first()
+		}
+	}
+	return ""
 }
 
 // crashLoop bounds the one wait nothing else bounds: a group that has not
@@ -284,9 +339,11 @@ func (p *plan) suspendOrResume(js *jobset.JobSet, c children, suspended bool, al
 			return kind == current && !j.failed && !j.complete && !j.suspended
 		})
 	case !suspended && c.total(func(r *rjCounts) int32 { return r.suspended }) > 0:
-		p.resumeJobs = c.list(func(j *jobFacts, kind jobKind) bool {
+		for _, job := range c.list(func(j *jobFacts, kind jobKind) bool {
 			return kind == current && !j.failed && !j.complete && j.suspended && allowed[index[j.rj]]
-		})
+		}) {
+			p.resumeJobs = append(p.resumeJobs, jobUpdate{cached: job, want: resumedJob(js, job)})
+		}
 	}
 
 	if suspended && !conditionTrue(&p.status, jobset.JobSetSuspended) {
@@ -350,7 +407,7 @@ func allStarted(js *jobset.JobSet, statuses []jobset.ReplicatedJobStatus) bool {
 // counted when it began; the fallback does not count again.
 func (p *plan) fallBackIfStuck(now metav1.Time, timeout time.Duration) bool {
 	c := meta.FindStatusCondition(p.status.Conditions, string(jobset.JobSetRestarting))
-	if c == nil || c.Status != metav1.ConditionTrue || (c.Reason != ReasonInPlaceRestart && c.Reason != ReasonInPlaceScale) {
+	if c == nil || c.Status != metav1.ConditionTrue || !inPlaceReason(c.Reason) {
 		return false
 	}
 	deadline := c.LastTransitionTime.Add(timeout)

@@ -312,7 +312,7 @@ func TestDecideSuspendAndResumeInOrder(t *testing.T) {
 	js.Spec.Suspend = ptr.To(false)
 	driver, workers := buildJob(js, 0, 0, true), buildJob(js, 1, 0, true)
 	p = decidePure(t, js, observed{jobs: jobList(driver, workers), serviceExists: true}, at(1), time.Minute)
-	if diff := cmp.Diff([]string{"js-driver-0"}, names(p.resumeJobs)); diff != "" {
+	if diff := cmp.Diff([]string{"js-driver-0"}, updatedNames(p.resumeJobs)); diff != "" {
 		t.Errorf("first resume (-want +got):\n%s", diff)
 	}
 	if c := findCondition(&p.status, jobset.JobSetSuspended); c.Status != "False" || c.Reason != ReasonResumed {
@@ -323,7 +323,7 @@ func TestDecideSuspendAndResumeInOrder(t *testing.T) {
 	driver.Spec.Suspend = ptr.To(false)
 	readyJob(driver)
 	p = decidePure(t, js, observed{jobs: jobList(driver, workers), serviceExists: true}, at(2), time.Minute)
-	if diff := cmp.Diff([]string{"js-workers-0"}, names(p.resumeJobs)); diff != "" {
+	if diff := cmp.Diff([]string{"js-workers-0"}, updatedNames(p.resumeJobs)); diff != "" {
 		t.Errorf("second resume (-want +got):\n%s", diff)
 	}
 }

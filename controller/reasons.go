@@ -50,6 +50,13 @@ const (
 	// ReasonInPlaceScale: the group restarts in place at a new size after
 	// its replicated jobs were scaled; not counted towards maxRestarts.
 	ReasonInPlaceScale = "InPlaceRestartForScale"
+	// ReasonInPlaceRestartSuspended: the JobSet was suspended (preempted)
+	// during an in-place restart, which ends without a recreation.
+	ReasonInPlaceRestartSuspended = "InPlaceRestartSuspended"
+	// ReasonInPlaceRestartImpossible: a restart began while a member of
+	// the group had finished, which cannot restart in place; the Jobs are
+	// recreated.
+	ReasonInPlaceRestartImpossible = "InPlaceRestartImpossible"
 
 	// Events without a condition.
 	ReasonInvalidEpoch              = "InvalidEpoch"

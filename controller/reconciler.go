@@ -315,18 +315,26 @@ func (r *Reconciler) act(ctx context.Context, js *jobset.JobSet, p *plan) error 
 		return fmt.Errorf("creating jobs: %w", err)
 	}
 
-	setSuspend := func(suspend bool) func(context.Context, *batchv1.Job) error {
-		return func(ctx context.Context, cached *batchv1.Job) error {
-			patch := client.MergeFrom(cached)
-			job := cached.DeepCopy() // the cache's object is read-only
-			job.Spec.Suspend = ptr.To(suspend)
-			return ignore(r.client.Patch(ctx, job, patch), apierrors.IsNotFound)
-		}
-	}
-	if err := r.forEach(ctx, p.suspendJobs, setSuspend(true)); err != nil {
+	if err := r.forEach(ctx, p.suspendJobs, func(ctx context.Context, cached *batchv1.Job) error {
+		patch := client.MergeFrom(cached)
+		job := cached.DeepCopy() // the cache's object is read-only
+		job.Spec.Suspend = ptr.To(true)
+		return ignore(r.client.Patch(ctx, job, patch), apierrors.IsNotFound)
+	}); err != nil {
 		return fmt.Errorf("suspending jobs: %w", err)
 	}
-	if err := r.forEach(ctx, p.resumeJobs, setSuspend(false)); err != nil {
+	resumed := make(map[*batchv1.Job]*batchv1.Job, len(p.resumeJobs))
+	cached := make([]*batchv1.Job, 0, len(p.resumeJobs))
+	for _, u := range p.resumeJobs {
+		resumed[u.cached] = u.want
+		cached = append(cached, u.cached)
+	}
+	if err := r.forEach(ctx, cached, func(ctx context.Context, cached *batchv1.Job) error {
+		// One write: the Job API accepts the template's changes only while
+		// the Job is suspended, and its Pods must start with them.
+		err := r.client.Patch(ctx, resumed[cached], client.MergeFrom(cached))
+		return ignore(err, apierrors.IsNotFound)
+	}); err != nil {
 		return fmt.Errorf("resuming jobs: %w", err)
 	}
 	return r.scale(ctx, js, p.scaleJobs)

@@ -1,0 +1,273 @@
+package controller
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
+)
+
+// These tests walk an InPlaceRestart JobSet through the transitions of its
+// restart path that real clusters exercise: a suspension and a resume
+// (Kueue's preemption), a RestartJob, a Pod that finished, an epoch nobody
+// broadcast, a Pod replaced before the sync.
+
+// syncedPods are the four Pods of inPlaceJobSet at epoch.
+func syncedPods(epoch string) []corev1.Pod {
+	return []corev1.Pod{epochPod("a", "driver", epoch, false), epochPod("b", "driver", epoch, false),
+		epochPod("c", "workers", epoch, false), epochPod("d", "workers", epoch, false)}
+}
+
+func TestSuspendIsNoRestart(t *testing.T) {
+	js := inPlaceJobSet(0, 1)
+	js.Spec.FailurePolicy.MaxRestarts = 0
+	jobs := jobList(readyJob(jobOf(js, "driver", 0)), readyJob(jobOf(js, "workers", 0)))
+
+	// Suspended: the Jobs are suspended and their Pods go away.
+	js.Spec.Suspend = ptr.To(true)
+	p := decidePure(t, js, observed{jobs: jobs, pods: syncedPods("1"), serviceExists: true}, at(0), time.Minute)
+	if diff := cmp.Diff([]string{"js-driver-0", "js-workers-0"}, names(p.suspendJobs)); diff != "" {
+		t.Errorf("suspended Jobs (-want +got):\n%s", diff)
+	}
+	js.Status = p.status
+	for _, pods := range [][]corev1.Pod{nil, {epochPod("a", "driver", "1", true)}} {
+		p = decidePure(t, js, observed{jobs: jobs, pods: pods, serviceExists: true, broadcast: p.broadcast}, at(1), time.Minute)
+		if p.status.Restarts != 0 || p.status.RestartsCountTowardsMax != 0 || finished(&p.status) {
+			t.Fatalf("a suspension with %d Pods left counted a restart or ended the JobSet: %+v", len(pods), p.status)
+		}
+		if p.status.DeprecatedEpoch != 1 || p.status.SyncedEpoch != 1 {
+			t.Errorf("epochs %d/%d, want 1/1: the group is over without a restart", p.status.DeprecatedEpoch, p.status.SyncedEpoch)
+		}
+	}
+	if c := findCondition(&p.status, jobset.JobSetSuspended); c == nil || c.Status != metav1.ConditionTrue {
+		t.Errorf("suspended condition %+v", c)
+	}
+
+	// Resumed: the new Pods report the next epoch and sync without a
+	// restart; a later failure is the first restart, and with maxRestarts
+	// 0 it fails the JobSet.
+	js.Status = p.status
+	js.Spec.Suspend = ptr.To(false)
+	p = decidePure(t, js, observed{jobs: jobs, pods: syncedPods("2"), serviceExists: true, broadcast: p.broadcast}, at(2), time.Minute)
+	if p.status.SyncedEpoch != 2 || p.status.Restarts != 0 {
+		t.Fatalf("after the resume: synced %d restarts %d, want 2 and 0", p.status.SyncedEpoch, p.status.Restarts)
+	}
+	js.Status = p.status
+	pods := syncedPods("2")
+	pods[2] = epochPod("c", "workers", "2", true)
+	p = decidePure(t, js, observed{jobs: jobs, pods: pods, serviceExists: true, broadcast: p.broadcast}, at(3), time.Minute)
+	if c := findCondition(&p.status, jobset.JobSetFailed); c == nil || c.Reason != ReasonReachedMaxRestarts {
+		t.Errorf("a failure after the resume with maxRestarts 0: failed condition %+v", c)
+	}
+}
+
+func TestSuspendEndsAnInPlaceRestartWithoutItsTimeout(t *testing.T) {
+	js := inPlaceJobSet(0, 1)
+	jobs := jobList(readyJob(jobOf(js, "driver", 0)), readyJob(jobOf(js, "workers", 0)))
+	pods := syncedPods("1")
+	pods[3] = epochPod("d", "workers", "1", true)
+	p := decidePure(t, js, observed{jobs: jobs, pods: pods, serviceExists: true}, at(0), time.Minute)
+	if c := findCondition(&p.status, jobset.JobSetRestarting); c == nil || c.Reason != ReasonInPlaceRestart {
+		t.Fatalf("restarting condition %+v", c)
+	}
+
+	// Preempted in the middle of the restart, and left suspended past the
+	// in-place timeout: no recreation, no second restart.
+	js.Status = p.status
+	js.Spec.Suspend = ptr.To(true)
+	p = decidePure(t, js, observed{jobs: jobs, serviceExists: true, broadcast: p.broadcast}, at(1), time.Minute)
+	c := findCondition(&p.status, jobset.JobSetRestarting)
+	if c == nil || c.Status != metav1.ConditionFalse || c.Reason != ReasonInPlaceRestartSuspended {
+		t.Errorf("restarting condition after the suspension %+v", c)
+	}
+	js.Status = p.status
+	p = decidePure(t, js, observed{jobs: jobs, serviceExists: true, broadcast: p.broadcast}, at(600), time.Minute)
+	if p.status.Restarts != 1 || p.status.InPlaceRestarts != 1 || len(p.deleteJobs) != 0 {
+		t.Errorf("suspended past the timeout: restarts %d (in place %d), delete %v; want the one restart and no recreation",
+			p.status.Restarts, p.status.InPlaceRestarts, names(p.deleteJobs))
+	}
+}
+
+func TestResumeCarriesTheTemplateChangedWhileSuspended(t *testing.T) {
+	js := inPlaceJobSet(0, 0)
+	js.Spec.Suspend = ptr.To(true)
+	cached := buildJob(js, 1, 0, true)
+	// The Job API's own labels, which its selector matches.
+	cached.Spec.Template.Labels[batchv1.JobNameLabel] = cached.Name
+	cached.Spec.Template.Labels[batchv1.ControllerUidLabel] = "job-uid"
+	cached.Spec.Template.Labels["old-flavor"] = "a"
+	cached.Spec.Template.Spec.NodeSelector = map[string]string{"old-flavor": "a"}
+
+	// What Kueue writes when it admits the JobSet to a flavor, in the
+	// update that resumes it.
+	js.Spec.Suspend = ptr.To(false)
+	tpl := &js.Spec.ReplicatedJobs[1].Template.Spec.Template
+	tpl.Labels = map[string]string{"kueue.x-k8s.io/podset": "workers"}
+	tpl.Annotations = map[string]string{"kueue.x-k8s.io/workload": "w"}
+	tpl.Spec.NodeSelector = map[string]string{"cloud.google.com/gke-nodepool": "tpu"}
+	tpl.Spec.Tolerations = []corev1.Toleration{{Key: "tpu", Operator: corev1.TolerationOpExists}}
+	tpl.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: "kueue.x-k8s.io/topology"}}
+
+	p := decidePure(t, js, observed{jobs: jobList(buildJob(js, 0, 0, true), cached), serviceExists: true}, at(0), time.Minute)
+	var got *batchv1.Job
+	for _, u := range p.resumeJobs {
+		if u.cached.Name == cached.Name {
+			got = u.want
+		}
+	}
+	if got == nil {
+		t.Fatalf("resumed %v, want %s among them", updatedNames(p.resumeJobs), cached.Name)
+	}
+	pod := got.Spec.Template
+	if ptr.Deref(got.Spec.Suspend, true) {
+		t.Errorf("the Job stays suspended")
+	}
+	for k, v := range map[string]string{"kueue.x-k8s.io/podset": "workers", batchv1.JobNameLabel: cached.Name, batchv1.ControllerUidLabel: "job-uid", jobset.JobSetNameKey: "js"} {
+		if pod.Labels[k] != v {
+			t.Errorf("label %s = %q, want %q (labels %v)", k, pod.Labels[k], v, pod.Labels)
+		}
+	}
+	if _, ok := pod.Labels["old-flavor"]; ok {
+		t.Errorf("a label the template no longer has is kept: %v", pod.Labels)
+	}
+	if pod.Annotations["kueue.x-k8s.io/workload"] != "w" {
+		t.Errorf("annotations %v", pod.Annotations)
+	}
+	if diff := cmp.Diff(tpl.Spec.NodeSelector, pod.Spec.NodeSelector); diff != "" {
+		t.Errorf("nodeSelector (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(tpl.Spec.Tolerations, pod.Spec.Tolerations); diff != "" {
+		t.Errorf("tolerations (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(tpl.Spec.SchedulingGates, pod.Spec.SchedulingGates); diff != "" {
+		t.Errorf("schedulingGates (-want +got):\n%s", diff)
+	}
+	if cached.Spec.Template.Spec.NodeSelector["old-flavor"] != "a" {
+		t.Errorf("resumedJob changed the cache's Job")
+	}
+}
+
+func TestEpochNobodyBroadcastCostsNoRestart(t *testing.T) {
+	js := inPlaceJobSet(0, 1)
+	jobs := jobList(readyJob(jobOf(js, "driver", 0)), readyJob(jobOf(js, "workers", 0)))
+	for _, raw := range []string{"999999", "3", "-1", "x"} {
+		pods := syncedPods("1")
+		pods[1] = epochPod("b", "driver", raw, false)
+		p := decidePure(t, js, observed{jobs: jobs, pods: pods, serviceExists: true}, at(0), time.Minute)
+		if p.status.Restarts != 0 || p.status.DeprecatedEpoch != 0 {
+			t.Errorf("epoch %q on one Pod: restarts %d, deprecated %d; want nothing", raw, p.status.Restarts, p.status.DeprecatedEpoch)
+		}
+		if !hasEvent(p.warnings, ReasonInvalidEpoch, "Pod b") {
+			t.Errorf("epoch %q: warnings %v, want %s naming Pod b", raw, p.warnings, ReasonInvalidEpoch)
+		}
+		// Its worker's failure is still seen.
+		pods[1].Status.ContainerStatuses = epochPod("b", "driver", raw, true).Status.ContainerStatuses
+		p = decidePure(t, js, observed{jobs: jobs, pods: pods, serviceExists: true}, at(0), time.Minute)
+		if p.status.InPlaceRestarts != 1 {
+			t.Errorf("epoch %q and a worker exit: in-place restarts %d, want 1", raw, p.status.InPlaceRestarts)
+		}
+	}
+}
+
+func TestPodReplacedBeforeTheSyncIsNoMember(t *testing.T) {
+	// During a restart, Pod d reported epoch 2 and then failed; its Job
+	// replaced it with e, which reported 2 too, and the group synced.
+	js := inPlaceJobSet(1, 2)
+	jobs := jobList(readyJob(jobOf(js, "driver", 0)), readyJob(jobOf(js, "workers", 0)))
+	failed := epochPod("d", "workers", "2", true)
+	failed.Status.Phase = corev1.PodFailed
+	pods := append(syncedPods("2")[:3], failed, epochPod("e", "workers", "2", false))
+	p := decidePure(t, js, observed{jobs: jobs, pods: pods, serviceExists: true}, at(0), time.Minute)
+	if p.status.Restarts != 0 || p.status.DeprecatedEpoch != 1 {
+		t.Errorf("restarts %d, deprecated %d: the replaced Pod started a restart", p.status.Restarts, p.status.DeprecatedEpoch)
+	}
+	// Without its replacement the group is short, and restarts.
+	p = decidePure(t, js, observed{jobs: jobs, pods: pods[:4], serviceExists: true}, at(0), time.Minute)
+	if c := findCondition(&p.status, jobset.JobSetRestarting); p.status.InPlaceRestarts != 1 || c == nil || !strings.Contains(c.Message, "Pod d of epoch 2 failed") {
+		t.Errorf("a member gone: in-place restarts %d, condition %+v", p.status.InPlaceRestarts, c)
+	}
+}
+
+func TestFinishedMemberMakesTheRestartARecreation(t *testing.T) {
+	js := inPlaceJobSet(0, 1)
+	jobs := jobList(readyJob(jobOf(js, "driver", 0)), readyJob(jobOf(js, "workers", 0)))
+	pods := syncedPods("1")
+	pods[0].Status.Phase = corev1.PodSucceeded
+	p := decidePure(t, js, observed{jobs: jobs, pods: pods, serviceExists: true}, at(0), time.Minute)
+	if p.status.Restarts != 0 {
+		t.Fatalf("a finished Pod alone restarted the group: %+v", p.status)
+	}
+	pods[3] = epochPod("d", "workers", "1", true)
+	p = decidePure(t, js, observed{jobs: jobs, pods: pods, serviceExists: true}, at(1), time.Minute)
+	if p.status.Restarts != 1 || p.status.InPlaceRestarts != 0 || p.status.RestartsCountTowardsMax != 1 {
+		t.Errorf("restarts %d, in place %d, counted %d; want one recreation counted once", p.status.Restarts, p.status.InPlaceRestarts, p.status.RestartsCountTowardsMax)
+	}
+	if c := findCondition(&p.status, jobset.JobSetRestarting); c == nil || c.Reason != ReasonInPlaceRestartImpossible || !strings.Contains(c.Message, "Pod a has finished") {
+		t.Errorf("restarting condition %+v", c)
+	}
+	js.Status = p.status
+	p = decidePure(t, js, observed{jobs: jobs, pods: pods, serviceExists: true}, at(2), time.Minute)
+	if len(p.deleteJobs) != 2 {
+		t.Errorf("the Jobs are not recreated: delete %v", names(p.deleteJobs))
+	}
+}
+
+func TestRestartJobInPlaceIsCountedOnce(t *testing.T) {
+	js := inPlaceJobSet(0, 1)
+	js.Spec.FailurePolicy.Rules = []jobset.FailurePolicyRule{{Name: "job", Action: jobset.RestartJob}}
+	driver := readyJob(jobOf(js, "driver", 0))
+	workers := failedJob(jobOf(js, "workers", 0), batchv1.JobReasonPodFailurePolicy, "exit 5", at(0))
+	p := decidePure(t, js, observed{jobs: jobList(driver, workers), pods: syncedPods("1")[:2], serviceExists: true}, at(0), time.Minute)
+	if got := countedRestarts(&p.status); got != 1 {
+		t.Fatalf("counted restarts %d after the RestartJob, want 1", got)
+	}
+
+	// The failed Job is recreated; the driver's Pods lost their group.
+	js.Status = p.status
+	p = decidePure(t, js, observed{jobs: jobList(driver), pods: syncedPods("1")[:2], serviceExists: true, broadcast: p.broadcast}, at(1), time.Minute)
+	if got := countedRestarts(&p.status); got != 1 || p.status.InPlaceRestarts != 0 {
+		t.Errorf("counted restarts %d (in place %d) once the group saw its loss, want 1 (0)", got, p.status.InPlaceRestarts)
+	}
+	if p.status.DeprecatedEpoch != 1 || p.broadcast["deprecatedEpoch"] != "1" {
+		t.Errorf("deprecated %d, broadcast %v: the other Pods must restart in place", p.status.DeprecatedEpoch, p.broadcast)
+	}
+}
+
+func TestDependsOnOrdersTheBarriers(t *testing.T) {
+	js := inPlaceJobSet(0, 1)
+	js.Spec.ReplicatedJobs[1].DependsOn = []jobset.DependsOn{{Name: "driver", Status: jobset.DependencyReady}}
+	p := pods(1, 1, 1, 1)
+	p[0].ready = false
+	if diff := cmp.Diff([]string{"driver"}, decideEpochs(js, groupsOf(p)).openReplicatedJobs); diff != "" {
+		t.Errorf("driver not ready: open barriers (-want +got):\n%s", diff)
+	}
+	p[0].ready = true
+	if diff := cmp.Diff([]string{"driver", "workers"}, decideEpochs(js, groupsOf(p)).openReplicatedJobs); diff != "" {
+		t.Errorf("driver ready: open barriers (-want +got):\n%s", diff)
+	}
+
+	js.Spec.ReplicatedJobs[1].DependsOn[0].Status = jobset.DependencyComplete
+	if diff := cmp.Diff([]string{"driver"}, decideEpochs(js, groupsOf(p)).openReplicatedJobs); diff != "" {
+		t.Errorf("driver ready, not complete: open barriers (-want +got):\n%s", diff)
+	}
+	p[0].finished, p[1].finished = true, true
+	if diff := cmp.Diff([]string{"driver", "workers"}, decideEpochs(js, groupsOf(p)).openReplicatedJobs); diff != "" {
+		t.Errorf("driver complete: open barriers (-want +got):\n%s", diff)
+	}
+}
+
+func hasEvent(events []event, reason, part string) bool {
+	for _, e := range events {
+		if e.reason == reason && strings.Contains(e.message, part) {
+			return true
+		}
+	}
+	return false
+}
