@@ -106,7 +106,7 @@ docker-build-agent: ## Build the inplace-agent image as $(IMG_AGENT).
 # `make test` runs all of them in one go test invocation, so that the
 # packages share the two cores as go test schedules them.
 INTEGRATION_PKGS = ./test/integration/... ./test/cluster/...
-E2E_PKGS = ./test/e2e ./test/restartbench/...
+E2E_PKGS = ./test/e2e ./perf/restartbench/...
 REALNODE_PKGS = ./test/e2e/realnode/... ./test/e2e/install/...
 
 .PHONY: test
@@ -136,7 +136,7 @@ bench: bench-admission bench-restart ## Run every benchmark; results in .local/b
 
 .PHONY: bench-admission
 bench-admission: cluster-binaries ## Admission: handler latency, policy cost, creates through the apiserver.
-	go run ./test/bench/admission -out $(LOCAL)/bench/admission.json
+	go run ./perf/bench/admission -out $(LOCAL)/bench/admission.json
 
 .PHONY: bench-restart
 # REAL_NODES=K runs the Pods on K real nodes (root), BENCH_NODES Pods in all.
@@ -149,7 +149,7 @@ BENCH_REPEATS ?= 5
 BENCH_CONTROL_PLANE ?= scale
 BENCH_OUT ?= $(LOCAL)/bench/restart.json
 bench-restart: cluster-binaries $(if $(REAL_NODES),node-deps) ## Restarts at scale: in place vs Recreate vs BlockingRecreate, the floor, API cost, charts (BENCH_NODES, BENCH_REPEATS, BENCH_CONTROL_PLANE; REAL_NODES=K on real kubelets).
-	go run ./test/bench/restart -nodes $(BENCH_NODES) -repeats $(BENCH_REPEATS) -control-plane $(BENCH_CONTROL_PLANE) -real-nodes $(or $(REAL_NODES),0) -out $(BENCH_OUT)
+	go run ./perf/bench/restart -nodes $(BENCH_NODES) -repeats $(BENCH_REPEATS) -control-plane $(BENCH_CONTROL_PLANE) -real-nodes $(or $(REAL_NODES),0) -out $(BENCH_OUT)
 
 ##@ Local cluster
 

@@ -16,12 +16,22 @@ const module = "github.com/inplace-dev/inplace"
 
 // topLevel is the layout of the design card (cmd, webhook, policies,
 // controller, agent, config, test and the build files) plus the
-// conventional api/, hack/, docs/, examples/ and charts/.
+// conventional api/, hack/, docs/, examples/ and charts/, and perf/ for the
+// benchmarks.
 var topLevel = []string{
 	".ci", ".dockerignore", ".gitignore", ".golangci.yml",
 	"Dockerfile", "Makefile", "README.md",
 	"agent", "api", "charts", "cmd", "config", "controller", "docs", "examples",
-	"go.mod", "go.sum", "hack", "policies", "test", "webhook",
+	"go.mod", "go.sum", "hack", "perf", "policies", "test", "webhook",
+}
+
+// notProduct are the trees outside the product: test/ holds the product's
+// tests, perf/ the benchmark programs and their lab. Product code never
+// imports them, and test/ never imports perf/.
+var notProduct = []string{"test/", "perf/"}
+
+func isProduct(name string) bool {
+	return !slices.ContainsFunc(notProduct, func(p string) bool { return strings.HasPrefix(name, p) })
 }
 
 // stdlibOnly marks the packages that may import the standard library alone.
@@ -145,11 +155,18 @@ func TestImportRules(t *testing.T) {
 			t.Errorf("%s: no doc.go saying what the package owns and what it must never import", name)
 		}
 		if strings.HasPrefix(name, "test/") {
+			for _, dep := range slices.Concat(p.Deps, p.TestImports, p.XTestImports) {
+				if strings.HasPrefix(rel(dep), "perf/") {
+					t.Errorf("%s imports %s: test/ holds the product's tests only, and never imports the benchmarks", name, rel(dep))
+				}
+			}
+		}
+		if !isProduct(name) {
 			continue
 		}
 		for _, dep := range p.Deps {
-			if strings.HasPrefix(rel(dep), "test/") {
-				t.Errorf("%s depends on %s: product code never imports test code", name, rel(dep))
+			if !isProduct(rel(dep)) {
+				t.Errorf("%s depends on %s: product code never imports test or benchmark code", name, rel(dep))
 			}
 		}
 		if !strings.Contains(string(design), "`"+name+"`") {

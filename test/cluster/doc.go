@@ -12,5 +12,5 @@
 // left by a killed process are swept at the next start.
 //
 // Test code: it may import any package of the module, and no package outside
-// test/ may import it.
+// test/ and perf/ (the benchmarks) may import it.
 package cluster

@@ -4,5 +4,5 @@
 // identity it gets here, so config/rbac is proven to be enough.
 //
 // Test code: it may import any package of the module, and no package outside
-// test/ may import it.
+// test/ and perf/ (the benchmarks) may import it.
 package deploy

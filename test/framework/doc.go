@@ -11,5 +11,5 @@
 //	AfterSuite(func() { fw.Teardown() })
 //
 // Test code: it may import any package of the module, and no package outside
-// test/ may import it.
+// test/ and perf/ (the benchmarks) may import it.
 package framework

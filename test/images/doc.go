@@ -6,5 +6,5 @@
 // names as config/ uses.
 //
 // Test code: it may import any package of the module, and no package outside
-// test/ may import it.
+// test/ and perf/ (the benchmarks) may import it.
 package images

@@ -28,5 +28,5 @@
 // simulator's client instead of a token bound to its Pod; deletion is finished at once (no grace period).
 //
 // Test code: it may import any package of the module, and no package outside
-// test/ may import it.
+// test/ and perf/ (the benchmarks) may import it.
 package simnode

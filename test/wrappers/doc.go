@@ -10,5 +10,5 @@
 // itself; Clone copies a builder before diverging.
 //
 // Test code: it may import any package of the module, and no package outside
-// test/ may import it.
+// test/ and perf/ (the benchmarks) may import it.
 package wrappers

@@ -6,9 +6,9 @@
 // deletion, measures the machine's floor for the API work an in-place
 // restart needs, and counts the requests each actor sends.
 //
-// `make bench-restart` runs it (test/bench/restart); a small configuration
+// `make bench-restart` runs it (perf/bench/restart); a small configuration
 // runs in `make test` as a smoke test.
 //
-// Test code: it may import any package of the module, and no package outside
-// test/ may import it.
+// Benchmark code: it may import any package of the module, test/'s harness
+// included, and no package outside perf/ may import it.
 package restartbench

@@ -19,8 +19,8 @@ import (
 	"k8s.io/klog/v2"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
-	"github.com/inplace-dev/inplace/test/bench/stats"
-	"github.com/inplace-dev/inplace/test/restartbench"
+	"github.com/inplace-dev/inplace/perf/bench/stats"
+	"github.com/inplace-dev/inplace/perf/restartbench"
 )
 
 func main() {

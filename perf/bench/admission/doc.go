@@ -4,6 +4,6 @@
 // over TLS, with concurrent clients (server-side dry-run). It prints a
 // table and writes JSON.
 //
-// Test code: it may import any package of the module, and no package outside
-// test/ may import it.
+// Benchmark code: it may import any package of the module, test/'s harness
+// included, and no package outside perf/ may import it.
 package main
