@@ -41,6 +41,12 @@ type podEpoch struct {
 	// turns into a Job failure; the failure policy, not an in-place
 	// restart, decides what follows.
 	fatal bool
+	// ignored: the Pod failed or is being deleted for a reason its Job's
+	// podFailurePolicy ignores (action Ignore, say on DisruptionTarget):
+	// the group restarts without it, and the restart does not count
+	// towards maxRestarts, as the Job does not count the Pod's failure
+	// towards its backoffLimit.
+	ignored bool
 	// workerExited names a worker container that terminated, if any.
 	workerExited string
 	// finished: the Pod succeeded, its workers done. It cannot restart in
@@ -72,6 +78,9 @@ type epochDecision struct {
 	// scaleBegan: this decision starts an in-place restart of the group at
 	// a new size (scaling.go), which does not count towards maxRestarts.
 	scaleBegan bool
+	// uncounted: the restart began for a loss the Job's podFailurePolicy
+	// ignores, and does not count towards maxRestarts.
+	uncounted bool
 	// why the restart began, for the condition and the Event.
 	why string
 	// openReplicatedJobs may lift their barrier; nil means all.
@@ -90,9 +99,10 @@ type epochDecision struct {
 func observePodIn(js *jobset.JobSet, pod *corev1.Pod) podEpoch {
 	p := boundEpoch(js, observePod(pod))
 	failed := pod.Status.Phase == corev1.PodFailed
-	// Only a failed Pod, or one with an exited worker, can fail its Job:
-	// every other Pod of a reconcile costs nothing more here.
-	if !failed && p.workerExited == "" {
+	// Only a failed Pod, one being deleted or one with an exited worker
+	// can fail its Job: every other Pod of a reconcile costs nothing more
+	// here.
+	if !failed && !p.gone && p.workerExited == "" {
 		return p
 	}
 	pfp := podFailurePolicy(js, p.replicatedJob)
@@ -113,6 +123,7 @@ func observePodIn(js *jobset.JobSet, pod *corev1.Pod) podEpoch {
 	}
 	action, matched := podfailure.MatchPod(pfp, judged)
 	p.fatal = matched && action == batchv1.PodFailurePolicyActionFailJob
+	p.ignored = matched && p.gone && action == batchv1.PodFailurePolicyActionIgnore
 	return p
 }
 
@@ -143,6 +154,26 @@ func podFailurePolicy(js *jobset.JobSet, replicatedJob string) *batchv1.PodFailu
 		}
 	}
 	return nil
+}
+
+// stuckFatal reports whether a fatal Pod (a worker exited with a code its
+// Job's podFailurePolicy makes FailJob) will not fail by itself: it is not
+// failed or being deleted, and another of its regular containers has not
+// terminated. The kubelet fails a Pod whose restartPolicy is Never only
+// once every regular container has terminated, so with a second worker
+// still running (waiting on its dead peer, as distributed workers do) the
+// Pod, its Job and the JobSet would wait forever.
+func stuckFatal(pod *corev1.Pod) bool {
+	if pod.Status.Phase == corev1.PodFailed || pod.DeletionTimestamp != nil {
+		return false
+	}
+	terminated := 0
+	for _, s := range pod.Status.ContainerStatuses {
+		if s.State.Terminated != nil && s.State.Terminated.Reason != restartingAllContainers {
+			terminated++
+		}
+	}
+	return terminated < len(pod.Spec.Containers)
 }
 
 // restartingAllContainers is the reason the kubelet gives a container it
@@ -315,9 +346,9 @@ func decideEpochs(js *jobset.JobSet, pods []podGroup) epochDecision {
 
 	// Fast detection: a member of the synced group failed or left.
 	if d.synced > 0 && !inRestart {
-		if why := lostMember(pods, d.synced, expected); why != "" {
+		if why, ignored := lostMember(pods, d.synced, expected); why != "" {
 			d.deprecated = max(d.synced, maxEpoch-1)
-			d.restartBegan, d.why = true, why
+			d.restartBegan, d.why, d.uncounted = true, why, ignored
 			d.openReplicatedJobs = openBarriers(js, alive, d.synced)
 			return d
 		}
@@ -360,14 +391,17 @@ func invalidAsSynced(pods []podGroup, synced int32) []podGroup {
 // lost only while the group is short of it: one that had reported the
 // epoch and failed before the group synced was replaced (the sync counted
 // only live Pods), and it is no member of the group.
-func lostMember(pods []podGroup, synced int32, expected int) string {
+//
+// ignored reports that the loss is a Pod gone for a reason its Job's
+// podFailurePolicy ignores.
+func lostMember(pods []podGroup, synced int32, expected int) (why string, ignored bool) {
 	atSynced := 0
 	var gone, exited, moved *podGroup
 	for i := range pods {
 		p := &pods[i]
 		switch {
 		case p.epoch == synced && p.gone:
-			if gone == nil {
+			if gone == nil || (gone.ignored && !p.ignored) {
 				gone = p
 			}
 		case p.epoch == synced && p.workerExited != "":
@@ -384,15 +418,17 @@ func lostMember(pods []podGroup, synced int32, expected int) string {
 	}
 	switch {
 	case exited != nil:
-		return fmt.Sprintf("container %s of Pod %s exited", exited.workerExited, exited.first())
+		return fmt.Sprintf("container %s of Pod %s exited", exited.workerExited, exited.first()), false
 	case moved != nil:
-		return fmt.Sprintf("the agent of Pod %s moved to epoch %d", moved.first(), moved.epoch)
+		return fmt.Sprintf("the agent of Pod %s moved to epoch %d", moved.first(), moved.epoch), false
+	case atSynced < expected && gone != nil && gone.ignored:
+		return fmt.Sprintf("Pod %s of epoch %d failed or is being deleted for a reason its Job's podFailurePolicy ignores", gone.first(), synced), true
 	case atSynced < expected && gone != nil:
-		return fmt.Sprintf("Pod %s of epoch %d failed or is being deleted", gone.first(), synced)
+		return fmt.Sprintf("Pod %s of epoch %d failed or is being deleted", gone.first(), synced), false
 	case atSynced < expected:
-		return fmt.Sprintf("%d of %d Pods of epoch %d remain", atSynced, expected, synced)
+		return fmt.Sprintf("%d of %d Pods of epoch %d remain", atSynced, expected, synced), false
 	}
-	return ""
+	return "", false
 }
 
 // openBarriers returns the replicated jobs whose barriers may lift at the

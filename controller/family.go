@@ -391,15 +391,16 @@ type podFacts struct {
 // synced group in one), which is what decide walks.
 type podClass struct {
 	podEpoch
-	// suspect: the Pod failed or a worker exited, which a podFailurePolicy
-	// may turn into its Job's failure (observePodIn).
+	// suspect: the Pod failed, is being deleted or a worker exited, which
+	// a podFailurePolicy may turn into its Job's failure or ignore
+	// (observePodIn).
 	suspect bool
 }
 
 func podClassOf(pod *corev1.Pod) podClass {
 	p := observePod(pod)
 	p.name = ""
-	return podClass{podEpoch: p, suspect: pod.Status.Phase == corev1.PodFailed || p.workerExited != ""}
+	return podClass{podEpoch: p, suspect: p.gone || p.workerExited != ""}
 }
 
 // podAttempt holds the Pods of one restart attempt by class.
@@ -456,9 +457,15 @@ func (f *family) podsNotOf(attempt string) int {
 }
 
 // podGroup is Pods of one class: their shared facts and their names.
+// fatal is set when any of them is fatal, ignored when every one is
+// ignored.
 type podGroup struct {
 	podEpoch
 	names map[string]struct{}
+	// stuck are the group's Pods whose worker exited with a code that
+	// fails their Job while other containers of theirs still run: such a
+	// Pod does not fail by itself (see stuckFatal).
+	stuck []*corev1.Pod
 }
 
 func (g podGroup) n() int { return len(g.names) }
@@ -498,12 +505,19 @@ func (f *family) podGroups(js *jobset.JobSet, attempt string) []podGroup {
 	for class, names := range a.classes {
 		g := podGroup{podEpoch: boundEpoch(js, class.podEpoch), names: names}
 		if class.suspect && podFailurePolicy(js, class.replicatedJob) != nil {
+			g.ignored = true
 			for name := range names {
-				if observePodIn(js, f.pods[name].pod).fatal {
+				pod := f.pods[name].pod
+				judged := observePodIn(js, pod)
+				g.ignored = g.ignored && judged.ignored
+				if judged.fatal {
 					g.fatal = true
-					break
+					if stuckFatal(pod) {
+						g.stuck = append(g.stuck, pod)
+					}
 				}
 			}
+			slices.SortFunc(g.stuck, func(a, b *corev1.Pod) int { return cmp.Compare(a.Name, b.Name) })
 		}
 		out = append(out, g)
 	}
@@ -527,6 +541,7 @@ func comparePodEpochs(a, b podEpoch) int {
 		cmp.Compare(a.epoch, b.epoch),
 		bools(a.gone, b.gone),
 		bools(a.fatal, b.fatal),
+		bools(a.ignored, b.ignored),
 		cmp.Compare(a.workerExited, b.workerExited),
 		bools(a.finished, b.finished),
 		bools(a.ready, b.ready),

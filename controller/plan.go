@@ -65,6 +65,10 @@ type plan struct {
 	// createPVCs are the claims of spec.volumeClaimPolicies that do not
 	// exist yet; they are created before any Job, whose Pods mount them.
 	createPVCs []*corev1.PersistentVolumeClaim
+	// deletePods are Pods that must fail and cannot by themselves (a fatal
+	// exit while other containers run, stuckFatal): deleted, they fail,
+	// and their Job's podFailurePolicy decides.
+	deletePods []*corev1.Pod
 	// broadcast, if set, is the data the broadcast ConfigMap must hold.
 	broadcast    map[string]string
 	deleteJobSet bool
@@ -211,6 +215,14 @@ func (p *plan) reconcileEpochs(js *jobset.JobSet, fam *family, broadcast map[str
 				name, g.invalidEpoch, g.epochKey, g.invalidWhy)})
 		}
 	}
+	for _, g := range pods {
+		for _, pod := range g.stuck {
+			p.deletePods = append(p.deletePods, pod)
+			p.warnings = append(p.warnings, event{corev1.EventTypeWarning, ReasonFatalExitPodDeleted, fmt.Sprintf(
+				"container %s of Pod %s exited with a code its Job's podFailurePolicy makes FailJob while its other containers still run: deleting the Pod so that it fails, and its Job with it",
+				g.workerExited, pod.Name)})
+		}
+	}
 	if msg := crashLoop(js, &p.status, pods); msg != "" && !slices.ContainsFunc(pods, func(p podGroup) bool { return p.fatal }) {
 		p.events = append(p.events, failJobSet(&p.status, ReasonReachedMaxRestarts, msg, now)...)
 		return
@@ -227,7 +239,7 @@ func (p *plan) reconcileEpochs(js *jobset.JobSet, fam *family, broadcast map[str
 
 	if d.restartBegan {
 		maxRestarts := js.Spec.FailurePolicy.MaxRestarts
-		if countedRestarts(&p.status) >= maxRestarts {
+		if !d.uncounted && countedRestarts(&p.status) >= maxRestarts {
 			p.events = append(p.events, failJobSet(&p.status, ReasonReachedMaxRestarts,
 				fmt.Sprintf("%s (in place, after %d restarts: %s)", MessageReachedMaxRestarts, maxRestarts, d.why), now)...)
 			return
@@ -237,7 +249,9 @@ func (p *plan) reconcileEpochs(js *jobset.JobSet, fam *family, broadcast map[str
 			// waiting for it would only end at the timeout. The Jobs are
 			// recreated at once instead, one restart counted.
 			p.status.Restarts++
-			p.status.RestartsCountTowardsMax++
+			if !d.uncounted {
+				p.status.RestartsCountTowardsMax++
+			}
 			p.status.DeprecatedEpoch = p.status.SyncedEpoch
 			msg := fmt.Sprintf("%s, and Pod %s has finished, which cannot restart in place: recreating every Job (restart %d)", d.why, who, p.status.Restarts)
 			setCondition(&p.status, jobset.JobSetRestarting, metav1.ConditionTrue, ReasonInPlaceRestartImpossible, msg, now)
@@ -246,8 +260,12 @@ func (p *plan) reconcileEpochs(js *jobset.JobSet, fam *family, broadcast map[str
 		}
 		p.status.Restarts++
 		p.status.InPlaceRestarts++
-		p.status.RestartsCountTowardsMax++
 		msg := fmt.Sprintf("in-place restart %d: %s; epoch %d deprecated", p.status.InPlaceRestarts, d.why, d.deprecated)
+		if d.uncounted {
+			msg += " (not counted towards maxRestarts)"
+		} else {
+			p.status.RestartsCountTowardsMax++
+		}
 		setCondition(&p.status, jobset.JobSetRestarting, metav1.ConditionTrue, ReasonInPlaceRestart, msg, now)
 		p.events = append(p.events, event{corev1.EventTypeWarning, ReasonInPlaceRestart, msg})
 	}

@@ -60,6 +60,7 @@ const (
 
 	// Events without a condition.
 	ReasonInvalidEpoch              = "InvalidEpoch"
+	ReasonFatalExitPodDeleted       = "FatalExitPodDeleted"
 	ReasonInvalidInPlaceRestartJobs = "InvalidInPlaceRestartJobs"
 	ReasonJobCreationFailed         = "JobCreationFailed"
 	ReasonReplicatedJobScaled       = "ReplicatedJobScaled"

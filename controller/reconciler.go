@@ -99,7 +99,8 @@ type Reconciler struct {
 // Child Jobs block their JobSet's deletion; with OwnerReferencesPermissionEnforcement that needs update on the finalizers subresource.
 // +kubebuilder:rbac:groups=jobset.x-k8s.io,resources=jobsets/finalizers,verbs=update
 // +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;patch
+// A Pod whose worker's exit fails its Job while its other containers run is deleted (stuckFatal).
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;patch;delete
 // +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=roles;rolebindings,verbs=get;list;watch;create;update;delete
 // +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create
 // +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;list;watch;create
@@ -254,6 +255,16 @@ func (r *Reconciler) act(ctx context.Context, js *jobset.JobSet, p *plan) error 
 		return ignore(err, apierrors.IsNotFound, apierrors.IsConflict)
 	}); err != nil {
 		return fmt.Errorf("deleting jobs: %w", err)
+	}
+
+	for _, pod := range p.deletePods {
+		// Not graceful to the Job: the Pod is already lost to its group.
+		// The precondition keeps a decision on a stale cache from deleting
+		// the Pod's replacement.
+		err := r.client.Delete(ctx, pod, client.Preconditions{UID: &pod.UID})
+		if err := ignore(err, apierrors.IsNotFound, apierrors.IsConflict); err != nil {
+			return fmt.Errorf("deleting pod %s: %w", pod.Name, err)
+		}
 	}
 
 	if p.deleteJobSet {

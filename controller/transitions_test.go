@@ -271,3 +271,76 @@ func hasEvent(events []event, reason, part string) bool {
 	}
 	return false
 }
+
+func TestFatalExitWithAnotherWorkerRunningDeletesThePod(t *testing.T) {
+	js := inPlaceJobSet(0, 1)
+	js.Spec.ReplicatedJobs[1].Template.Spec.PodFailurePolicy = &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{{
+		Action:      batchv1.PodFailurePolicyActionFailJob,
+		OnExitCodes: &batchv1.PodFailurePolicyOnExitCodesRequirement{Operator: batchv1.PodFailurePolicyOnExitCodesOpIn, Values: []int32{5}},
+	}}}
+	jobs := jobList(readyJob(jobOf(js, "driver", 0)), readyJob(jobOf(js, "workers", 0)))
+	pods := syncedPods("1")
+	two := func(codes ...int32) corev1.Pod {
+		p := epochPod("d", "workers", "1", false)
+		p.UID = "uid-d"
+		p.Status.Phase = corev1.PodRunning
+		p.Spec.Containers = []corev1.Container{{Name: "trainer"}, {Name: "sampler"}}
+		for i, name := range []string{"trainer", "sampler"} {
+			s := corev1.ContainerStatus{Name: name, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}
+			if i < len(codes) {
+				s.State = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: codes[i]}}
+			}
+			p.Status.ContainerStatuses = append(p.Status.ContainerStatuses, s)
+		}
+		return p
+	}
+
+	pods[3] = two(5)
+	p := decidePure(t, js, observed{jobs: jobs, pods: pods, serviceExists: true}, at(0), time.Minute)
+	if len(p.deletePods) != 1 || p.deletePods[0].Name != "d" || p.deletePods[0].UID != "uid-d" {
+		t.Errorf("delete pods %v, want Pod d", p.deletePods)
+	}
+	if p.status.Restarts != 0 || !hasEvent(p.warnings, ReasonFatalExitPodDeleted, "container trainer of Pod d") {
+		t.Errorf("restarts %d, warnings %v: want no restart and a %s", p.status.Restarts, p.warnings, ReasonFatalExitPodDeleted)
+	}
+
+	// Every worker exited: the kubelet fails the Pod itself.
+	pods[3] = two(5, 0)
+	if p = decidePure(t, js, observed{jobs: jobs, pods: pods, serviceExists: true}, at(0), time.Minute); len(p.deletePods) != 0 {
+		t.Errorf("delete pods %v, want none: the Pod fails by itself", p.deletePods)
+	}
+	// An exit that does not fail the Job restarts the group in place.
+	pods[3] = two(1)
+	if p = decidePure(t, js, observed{jobs: jobs, pods: pods, serviceExists: true}, at(0), time.Minute); len(p.deletePods) != 0 || p.status.InPlaceRestarts != 1 {
+		t.Errorf("exit 1: delete pods %v, in-place restarts %d; want none and 1", p.deletePods, p.status.InPlaceRestarts)
+	}
+}
+
+func TestLossThePodFailurePolicyIgnoresIsNotCounted(t *testing.T) {
+	js := inPlaceJobSet(0, 1)
+	js.Spec.FailurePolicy.MaxRestarts = 0
+	js.Spec.ReplicatedJobs[1].Template.Spec.PodFailurePolicy = &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{{
+		Action:          batchv1.PodFailurePolicyActionIgnore,
+		OnPodConditions: []batchv1.PodFailurePolicyOnPodConditionsPattern{{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue}},
+	}}}
+	jobs := jobList(readyJob(jobOf(js, "driver", 0)), readyJob(jobOf(js, "workers", 0)))
+	pods := syncedPods("1")
+	// Evicted: being deleted, with the condition the eviction sets.
+	pods[3].DeletionTimestamp = ptr.To(at(0))
+	pods[3].Status.Conditions = []corev1.PodCondition{{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue}}
+	p := decidePure(t, js, observed{jobs: jobs, pods: pods, serviceExists: true}, at(0), time.Minute)
+	if p.status.InPlaceRestarts != 1 || p.status.RestartsCountTowardsMax != 0 || finished(&p.status) {
+		t.Errorf("in-place restarts %d, counted %d, terminal %q; want 1 restart not counted", p.status.InPlaceRestarts, p.status.RestartsCountTowardsMax, p.status.TerminalState)
+	}
+	if c := findCondition(&p.status, jobset.JobSetRestarting); c == nil || !strings.Contains(c.Message, "not counted towards maxRestarts") {
+		t.Errorf("restarting condition %+v", c)
+	}
+
+	// The same loss without the condition is counted, and with
+	// maxRestarts 0 fails the JobSet.
+	pods[3].Status.Conditions = nil
+	p = decidePure(t, js, observed{jobs: jobs, pods: pods, serviceExists: true}, at(0), time.Minute)
+	if c := findCondition(&p.status, jobset.JobSetFailed); c == nil || c.Reason != ReasonReachedMaxRestarts {
+		t.Errorf("a deletion the policy does not ignore: failed condition %+v", c)
+	}
+}
