@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"time"
 
@@ -187,10 +188,10 @@ func annotate(ctx context.Context, c kubernetes.Interface, namespace, pod, key, 
 // restart of a large JobSet every agent asks at once, and a busy API
 // server's refusal (429) or timeout must not fail the agent. A Pod that is
 // gone or a read that is forbidden is final.
-func (k *KubeTransport) Self(ctx context.Context) (int32, bool, error) {
+func (k *KubeTransport) Self(ctx context.Context) (int32, Workers, error) {
 	pod, err := readPod(ctx, k.Log, k.Client, k.Namespace, k.Pod)
 	if err != nil {
-		return 0, false, err
+		return 0, WorkersStopped, err
 	}
 	return PodState(pod)
 }
@@ -286,27 +287,71 @@ func (d *retryDelay) after(err error) time.Duration {
 	return delay
 }
 
-// PodState returns the epoch a Pod carries and whether its worker
-// containers all run.
-func PodState(pod *corev1.Pod) (int32, bool, error) {
+// PodState returns the epoch a Pod carries and what its workers do.
+func PodState(pod *corev1.Pod) (int32, Workers, error) {
 	return podState(pod, jobset.EpochKey, 0)
 }
 
 // podState returns the epoch a Pod carries on the annotation key (the
 // annotation's number plus offset: upstream JobSet's attempts count from
-// 0) and whether its worker containers all run.
-func podState(pod *corev1.Pod, key string, offset int32) (int32, bool, error) {
+// 0) and what its workers do (workersOf).
+func podState(pod *corev1.Pod, key string, offset int32) (int32, Workers, error) {
 	var epoch int32
 	if v, ok := pod.Annotations[key]; ok {
 		n, err := strconv.ParseInt(v, 10, 32)
 		if err != nil || n < 0 || n+int64(offset) > math.MaxInt32 {
-			return 0, false, fmt.Errorf("pod annotation %s is %q: want a non-negative int32", key, v)
+			return 0, WorkersStopped, fmt.Errorf("pod annotation %s is %q: want a non-negative int32", key, v)
 		}
 		epoch = int32(n) + offset
 	}
+	return epoch, workersOf(pod), nil
+}
+
+// workersOf tells what the Pod's workers (its regular containers) do, for
+// an agent that starts: all running; none run since the agent's previous
+// run started (WorkersWaiting: the agent, an init container whose
+// environment carries the restart exit code, restarted alone before they
+// started); otherwise stopped.
+//
+// Waiting is judged by time: no worker's last termination is later than
+// the start of the agent's previous run. A worker that ran behind that run's
+// barrier started after it, and ended after it too. The API's times are
+// whole seconds, so an end in the same second counts as before: a worker
+// cannot start before the group synced and the barrier lifted, which takes
+// the agent's previous run more than its first moments. A whole-Pod
+// restart in place (its agent exiting with the restart code, or a worker's
+// exit) ends the workers after that run started: stopped.
+func workersOf(pod *corev1.Pod) Workers {
 	running := len(pod.Status.ContainerStatuses) > 0
 	for _, s := range pod.Status.ContainerStatuses {
 		running = running && s.State.Running != nil
 	}
-	return epoch, running, nil
+	if running {
+		return WorkersRunning
+	}
+	var previousRun *metav1.Time
+	for _, c := range pod.Spec.InitContainers {
+		if !slices.ContainsFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == protocol.EnvRestartExitCode }) {
+			continue
+		}
+		for _, s := range pod.Status.InitContainerStatuses {
+			if t := s.LastTerminationState.Terminated; s.Name == c.Name && t != nil && !t.StartedAt.IsZero() {
+				previousRun = &t.StartedAt
+			}
+		}
+	}
+	if previousRun == nil {
+		return WorkersStopped
+	}
+	for _, s := range pod.Status.ContainerStatuses {
+		if s.State.Running != nil {
+			return WorkersStopped
+		}
+		for _, t := range []*corev1.ContainerStateTerminated{s.State.Terminated, s.LastTerminationState.Terminated} {
+			if t != nil && t.FinishedAt.After(previousRun.Time) {
+				return WorkersStopped
+			}
+		}
+	}
+	return WorkersWaiting
 }

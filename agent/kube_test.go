@@ -281,3 +281,47 @@ func TestRetryGoesOnPastTheCap(t *testing.T) {
 		t.Errorf("retry gave %v after %d calls, want success at the 20th (the cap is reached at the 3rd)", err, calls)
 	}
 }
+
+func TestWorkersOf(t *testing.T) {
+	t0 := metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 10, 0, time.UTC))
+	sec := func(d int) metav1.Time { return metav1.NewTime(t0.Add(time.Duration(d) * time.Second)) }
+	agent := corev1.Container{Name: "inplace-agent", Env: []corev1.EnvVar{{Name: protocol.EnvRestartExitCode, Value: "88"}}}
+	running := corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: sec(0)}}
+	waiting := corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "PodInitializing"}}
+	ended := func(at int) corev1.ContainerState {
+		return corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, StartedAt: sec(at - 1), FinishedAt: sec(at)}}
+	}
+	pod := func(previousAgentRun *int, workers ...corev1.ContainerStatus) *corev1.Pod {
+		p := &corev1.Pod{Spec: corev1.PodSpec{InitContainers: []corev1.Container{agent}}}
+		s := corev1.ContainerStatus{Name: agent.Name, State: running}
+		if previousAgentRun != nil {
+			s.LastTerminationState = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 2, StartedAt: sec(*previousAgentRun)}}
+		}
+		p.Status.InitContainerStatuses = []corev1.ContainerStatus{s}
+		p.Status.ContainerStatuses = workers
+		return p
+	}
+	worker := func(state, last corev1.ContainerState) corev1.ContainerStatus {
+		return corev1.ContainerStatus{Name: "trainer", State: state, LastTerminationState: last}
+	}
+	five := 5
+	for name, tc := range map[string]struct {
+		pod  *corev1.Pod
+		want Workers
+	}{
+		"every worker runs":                                                     {pod: pod(nil, worker(running, corev1.ContainerState{})), want: WorkersRunning},
+		"the agent's first run, workers not started":                            {pod: pod(nil, worker(waiting, corev1.ContainerState{})), want: WorkersStopped},
+		"the agent restarted alone, workers never started":                      {pod: pod(&five, worker(waiting, corev1.ContainerState{})), want: WorkersWaiting},
+		"the agent restarted alone, workers last ended before its previous run": {pod: pod(&five, worker(waiting, ended(3))), want: WorkersWaiting},
+		"a worker ended in the second the previous run started":                 {pod: pod(&five, worker(waiting, ended(5))), want: WorkersWaiting},
+		"a worker ended during the previous run (the Pod restarted in place)":   {pod: pod(&five, worker(waiting, ended(7))), want: WorkersStopped},
+		"a worker exited during the previous run and is not restarted yet":      {pod: pod(&five, worker(ended(7), corev1.ContainerState{})), want: WorkersStopped},
+		"one worker runs, another does not":                                     {pod: pod(&five, worker(running, corev1.ContainerState{}), worker(waiting, corev1.ContainerState{})), want: WorkersStopped},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if got := workersOf(tc.pod); got != tc.want {
+				t.Errorf("workersOf = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

@@ -30,19 +30,36 @@ func (m *Machine) Epoch() int32 { return m.epoch }
 // Lifted reports whether the barrier is lifted.
 func (m *Machine) Lifted() bool { return m.lifted }
 
+// Workers is what an agent that starts finds of its Pod's workers.
+type Workers int
+
+const (
+	// WorkersStopped: a worker ran since the agent's previous run started
+	// and does not run now (it exited, or the whole Pod was restarted in
+	// place), or the agent has no previous run: the epoch the Pod carries
+	// is over for this Pod.
+	WorkersStopped Workers = iota
+	// WorkersRunning: every worker runs; only the agent restarted.
+	WorkersRunning
+	// WorkersWaiting: no worker has run since the agent's previous run
+	// started: the agent restarted alone before its workers started, behind
+	// a barrier it had not lifted yet.
+	WorkersWaiting
+)
+
 // Start chooses the epoch from the first broadcast. podEpoch is the epoch
-// the Pod already carries (0 if none) and workersRunning whether its worker
-// containers run: when they do and that epoch is not deprecated, only the
-// agent restarted, and it resumes the epoch instead of forcing a group
-// restart.
-func (m *Machine) Start(b protocol.Broadcast, podEpoch int32, workersRunning bool) Decision {
+// the Pod already carries (0 if none) and workers what its worker
+// containers do: when only the agent restarted (they run, or they have not
+// started since its previous run did) and that epoch is not deprecated, it
+// resumes the epoch instead of forcing a group restart.
+func (m *Machine) Start(b protocol.Broadcast, podEpoch int32, workers Workers) Decision {
 	if b.Disabled {
 		return m.Observe(b)
 	}
-	if podEpoch > b.DeprecatedEpoch && workersRunning {
+	if podEpoch > b.DeprecatedEpoch && workers != WorkersStopped {
 		m.epoch = podEpoch
 		d := m.Observe(b)
-		if podEpoch == b.SyncedEpoch {
+		if podEpoch == b.SyncedEpoch && workers == WorkersRunning {
 			// The workers already run behind a lifted barrier.
 			m.lifted, d.LiftBarrier = true, true
 		}

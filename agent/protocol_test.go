@@ -14,11 +14,11 @@ func TestMachine(t *testing.T) {
 		want Decision
 	}
 	cases := map[string]struct {
-		podEpoch       int32
-		workersRunning bool
-		first          protocol.Broadcast
-		wantStart      Decision
-		steps          []step
+		podEpoch  int32
+		workers   Workers
+		first     protocol.Broadcast
+		wantStart Decision
+		steps     []step
 	}{
 		"in-place restarts off: lift at once, never report nor restart, nor when they are turned on again": {
 			first:     protocol.Broadcast{SyncedEpoch: 2, DeprecatedEpoch: 2, Disabled: true},
@@ -59,13 +59,31 @@ func TestMachine(t *testing.T) {
 			wantStart: Decision{ReportEpoch: 5},
 		},
 		"only the agent crashed, workers run: resume without a group restart": {
-			podEpoch: 4, workersRunning: true,
+			podEpoch: 4, workers: WorkersRunning,
 			first:     protocol.Broadcast{SyncedEpoch: 4, DeprecatedEpoch: 3},
 			wantStart: Decision{LiftBarrier: true},
 			steps:     []step{{protocol.Broadcast{SyncedEpoch: 4, DeprecatedEpoch: 3}, Decision{}}},
 		},
+		"only the agent crashed, after the sync and before it lifted its barrier: resume, then lift": {
+			podEpoch: 4, workers: WorkersWaiting,
+			first:     protocol.Broadcast{SyncedEpoch: 4, DeprecatedEpoch: 3},
+			wantStart: Decision{LiftBarrier: true},
+			steps:     []step{{protocol.Broadcast{SyncedEpoch: 4, DeprecatedEpoch: 3}, Decision{}}},
+		},
+		"only the agent crashed, before the sync: resume, and lift with the sync": {
+			podEpoch: 5, workers: WorkersWaiting,
+			first:     protocol.Broadcast{SyncedEpoch: 4, DeprecatedEpoch: 4},
+			wantStart: Decision{},
+			steps:     []step{{protocol.Broadcast{SyncedEpoch: 5, DeprecatedEpoch: 4}, Decision{LiftBarrier: true}}},
+		},
+		"only the agent crashed before its barrier, and InOrder holds it: resume, wait for the turn": {
+			podEpoch: 4, workers: WorkersWaiting,
+			first:     protocol.Broadcast{SyncedEpoch: 4, DeprecatedEpoch: 3, OpenReplicatedJobs: []string{"driver"}},
+			wantStart: Decision{},
+			steps:     []step{{protocol.Broadcast{SyncedEpoch: 4, DeprecatedEpoch: 3, OpenReplicatedJobs: []string{"driver", "workers"}}, Decision{LiftBarrier: true}}},
+		},
 		"the agent crashed while its epoch was being deprecated: restart": {
-			podEpoch: 4, workersRunning: true,
+			podEpoch: 4, workers: WorkersRunning,
 			first:     protocol.Broadcast{SyncedEpoch: 4, DeprecatedEpoch: 4},
 			wantStart: Decision{ReportEpoch: 5},
 		},
@@ -98,7 +116,7 @@ func TestMachine(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			m := NewMachine("workers")
-			if diff := cmp.Diff(tc.wantStart, m.Start(tc.first, tc.podEpoch, tc.workersRunning)); diff != "" {
+			if diff := cmp.Diff(tc.wantStart, m.Start(tc.first, tc.podEpoch, tc.workers)); diff != "" {
 				t.Fatalf("Start (-want +got):\n%s", diff)
 			}
 			for i, s := range tc.steps {

@@ -30,7 +30,7 @@ type Transport interface {
 	// worker containers are running. The agent asks only when what it was
 	// started with does not settle its start (NeedsPod), or when its report
 	// was refused.
-	Self(ctx context.Context) (epoch int32, workersRunning bool, err error)
+	Self(ctx context.Context) (epoch int32, workers Workers, err error)
 }
 
 // Config is the agent's configuration, from its environment.
@@ -151,18 +151,18 @@ func Run(ctx context.Context, log logr.Logger, cfg Config, t Transport) (int, er
 	if cfg.PodEpoch != nil {
 		podEpoch = *cfg.PodEpoch
 	}
-	var workersRunning bool
+	var workers Workers
 	readPod := NeedsPod(first, cfg.PodEpoch)
 	if readPod {
-		read, running, err := t.Self(ctx)
+		read, w, err := t.Self(ctx)
 		if err != nil {
 			return 1, fmt.Errorf("reading its own Pod: %w", err)
 		}
 		// Both are lower bounds of the epoch the Pod carries now.
-		podEpoch, workersRunning = max(podEpoch, read), running
+		podEpoch, workers = max(podEpoch, read), w
 	}
 	m := NewMachine(cfg.ReplicatedJob)
-	d := m.Start(first, podEpoch, workersRunning)
+	d := m.Start(first, podEpoch, workers)
 	last := first
 	log.Info("started", "epoch", m.Epoch(), "resumed", d.ReportEpoch == 0, "synced", first.SyncedEpoch, "deprecated", first.DeprecatedEpoch,
 		"envEpoch", cfg.PodEpoch, "readPod", readPod)
@@ -179,7 +179,7 @@ func Run(ctx context.Context, log logr.Logger, cfg Config, t Transport) (int, er
 				// Nothing was lifted yet, since nothing is before the
 				// report.
 				m = NewMachine(cfg.ReplicatedJob)
-				d = m.Start(last, ahead.epoch, ahead.workersRunning)
+				d = m.Start(last, ahead.epoch, ahead.workers)
 				log.Info("the Pod carries a later epoch: started again from it", "podEpoch", ahead.epoch, "epoch", m.Epoch(), "resumed", d.ReportEpoch == 0)
 				continue
 			}
@@ -222,8 +222,8 @@ func FinalExitCode(ctx context.Context, code, restartCode int) int {
 
 // podFacts is what the agent read of its Pod.
 type podFacts struct {
-	epoch          int32
-	workersRunning bool
+	epoch   int32
+	workers Workers
 }
 
 // ErrReportRefused marks a report the API server refused as it stands
@@ -252,10 +252,10 @@ func report(ctx context.Context, log logr.Logger, t Transport, epoch int32) (*po
 		if !checked && errors.Is(err, ErrReportRefused) {
 			// Checked once the read succeeds: a read refused too (the
 			// grants not made yet) is tried again with the next refusal.
-			read, running, rerr := t.Self(ctx)
+			read, w, rerr := t.Self(ctx)
 			checked = rerr == nil
 			if rerr == nil && read > epoch {
-				ahead = &podFacts{read, running}
+				ahead = &podFacts{read, w}
 				return errPodAhead
 			}
 		}

@@ -23,11 +23,11 @@ import (
 type podTransport struct {
 	broadcasts []protocol.Broadcast
 
-	mu             sync.Mutex
-	epoch          int32
-	workersRunning bool
-	reads          int
-	reports        []int32
+	mu      sync.Mutex
+	epoch   int32
+	workers Workers
+	reads   int
+	reports []int32
 }
 
 func (p *podTransport) Broadcasts(context.Context) (<-chan protocol.Broadcast, error) {
@@ -50,11 +50,11 @@ func (p *podTransport) ReportEpoch(_ context.Context, epoch int32) error {
 	return nil
 }
 
-func (p *podTransport) Self(context.Context) (int32, bool, error) {
+func (p *podTransport) Self(context.Context) (int32, Workers, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.reads++
-	return p.epoch, p.workersRunning, nil
+	return p.epoch, p.workers, nil
 }
 
 // TestRunReadsItsPodOnlyWhenItMust: an agent restarted with its Pod knows
@@ -66,10 +66,10 @@ func TestRunReadsItsPodOnlyWhenItMust(t *testing.T) {
 	deprecateAll := protocol.Broadcast{SyncedEpoch: 100, DeprecatedEpoch: 100}
 	cases := map[string]struct {
 		// setup
-		envEpoch       *int32
-		podEpoch       int32
-		workersRunning bool
-		first          protocol.Broadcast
+		envEpoch *int32
+		podEpoch int32
+		workers  Workers
+		first    protocol.Broadcast
 		// want
 		reads   int
 		reports []int32
@@ -85,7 +85,7 @@ func TestRunReadsItsPodOnlyWhenItMust(t *testing.T) {
 			reports: []int32{3},
 		},
 		"restarted alone, its workers running at the synced epoch: read, resume, no report": {
-			envEpoch: ptr.To[int32](2), podEpoch: 2, workersRunning: true,
+			envEpoch: ptr.To[int32](2), podEpoch: 2, workers: WorkersRunning,
 			first: protocol.Broadcast{SyncedEpoch: 2, DeprecatedEpoch: 1},
 			reads: 1,
 		},
@@ -113,7 +113,7 @@ func TestRunReadsItsPodOnlyWhenItMust(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			p := &podTransport{broadcasts: []protocol.Broadcast{tc.first, deprecateAll}, epoch: tc.podEpoch, workersRunning: tc.workersRunning}
+			p := &podTransport{broadcasts: []protocol.Broadcast{tc.first, deprecateAll}, epoch: tc.podEpoch, workers: tc.workers}
 			l, err := net.Listen("tcp", "127.0.0.1:0")
 			if err != nil {
 				t.Fatal(err)

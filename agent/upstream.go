@@ -90,14 +90,14 @@ func (u *UpstreamTransport) ReportEpoch(ctx context.Context, epoch int32) error 
 // workers run. Upstream's agent never reads its Pod, and the Role upstream
 // documents grants only patch: without get, the agent starts as upstream's
 // does, at a new attempt.
-func (u *UpstreamTransport) Self(ctx context.Context) (int32, bool, error) {
+func (u *UpstreamTransport) Self(ctx context.Context) (int32, Workers, error) {
 	pod, err := readPod(ctx, u.Log, u.Client, u.Namespace, u.Pod)
 	if apierrors.IsForbidden(err) {
 		u.Log.Info("may not read its own Pod: starting at a new attempt", "error", err.Error())
-		return 0, false, nil
+		return 0, WorkersStopped, nil
 	}
 	if err != nil {
-		return 0, false, err
+		return 0, WorkersStopped, err
 	}
 	return podState(pod, jobset.InPlaceRestartAttemptKey, 1)
 }
