@@ -66,6 +66,10 @@ type podEpoch struct {
 	rawEpoch string
 	// agentRestarts counts the restarts of the Pod's agent container.
 	agentRestarts int32
+	// agentCrashLooping: the agent waits in CrashLoopBackOff while a worker
+	// of its Pod runs. It cannot see a deprecated epoch, so its Pod cannot
+	// restart in place.
+	agentCrashLooping bool
 }
 
 // epochDecision is the outcome for the status and the broadcast.
@@ -176,6 +180,10 @@ func stuckFatal(pod *corev1.Pod) bool {
 	return terminated < len(pod.Spec.Containers)
 }
 
+// crashLoopBackOff is the reason the kubelet gives a container it waits to
+// start again after it exited too often.
+const crashLoopBackOff = "CrashLoopBackOff"
+
 // restartingAllContainers is the reason the kubelet gives a container it
 // stopped to restart every container of its Pod in place: not an exit of
 // the container's own.
@@ -209,9 +217,12 @@ func observePod(pod *corev1.Pod) podEpoch {
 		for _, s := range pod.Status.InitContainerStatuses {
 			if s.Name == agent {
 				p.agentRestarts = s.RestartCount
+				p.agentCrashLooping = s.State.Waiting != nil && s.State.Waiting.Reason == crashLoopBackOff
 			}
 		}
 	}
+	workerRunning := slices.ContainsFunc(pod.Status.ContainerStatuses, func(s corev1.ContainerStatus) bool { return s.State.Running != nil })
+	p.agentCrashLooping = p.agentCrashLooping && workerRunning
 	for _, s := range pod.Status.ContainerStatuses {
 		if s.State.Terminated != nil && s.State.Terminated.ExitCode != 0 {
 			p.workerExited = s.Name

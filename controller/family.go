@@ -466,6 +466,9 @@ type podGroup struct {
 	// fails their Job while other containers of theirs still run: such a
 	// Pod does not fail by itself (see stuckFatal).
 	stuck []*corev1.Pod
+	// pods are the group's Pods, given only for a group whose agents
+	// crash-loop (agentCrashLooping), which a restart may have to delete.
+	pods []*corev1.Pod
 }
 
 func (g podGroup) n() int { return len(g.names) }
@@ -519,6 +522,12 @@ func (f *family) podGroups(js *jobset.JobSet, attempt string) []podGroup {
 			}
 			slices.SortFunc(g.stuck, func(a, b *corev1.Pod) int { return cmp.Compare(a.Name, b.Name) })
 		}
+		if class.agentCrashLooping {
+			for name := range names {
+				g.pods = append(g.pods, f.pods[name].pod)
+			}
+			slices.SortFunc(g.pods, func(a, b *corev1.Pod) int { return cmp.Compare(a.Name, b.Name) })
+		}
 		out = append(out, g)
 	}
 	slices.SortFunc(out, func(a, b podGroup) int { return comparePodEpochs(a.podEpoch, b.podEpoch) })
@@ -550,6 +559,7 @@ func comparePodEpochs(a, b podEpoch) int {
 		cmp.Compare(a.invalidWhy, b.invalidWhy),
 		cmp.Compare(a.epochKey, b.epochKey),
 		cmp.Compare(a.agentRestarts, b.agentRestarts),
+		bools(a.agentCrashLooping, b.agentCrashLooping),
 		cmp.Compare(a.name, b.name),
 	)
 }

@@ -278,6 +278,9 @@ func (p *plan) reconcileEpochs(js *jobset.JobSet, fam *family, broadcast map[str
 	if p.fallBackIfStuck(now, timeout) {
 		return
 	}
+	if d.deprecated >= d.synced && d.synced > 0 {
+		p.stopEscapedWorkers(pods, d.deprecated)
+	}
 
 	want := protocol.EncodeBroadcast(protocol.Broadcast{DeprecatedEpoch: d.deprecated, SyncedEpoch: d.synced, OpenReplicatedJobs: d.openReplicatedJobs})
 	if !maps.Equal(want, broadcast) {
@@ -310,6 +313,26 @@ func (p *plan) suspendEpochs(js *jobset.JobSet, broadcast map[string]string, now
 // an in-place restart, which its timeout bounds.
 func inPlaceReason(reason string) bool {
 	return reason == ReasonInPlaceRestart || reason == ReasonInPlaceScale
+}
+
+// stopEscapedWorkers deletes, during an in-place restart, the Pods of a
+// deprecated epoch whose agent crash-loops while their workers run: an
+// agent in CrashLoopBackOff cannot see the deprecation, so its workers
+// would go on at the old epoch, beside a group that moved on, until the
+// in-place timeout. Deleted, the Pod stops its workers and its Job
+// replaces it with a Pod that joins the new epoch.
+func (p *plan) stopEscapedWorkers(pods []podGroup, deprecated int32) {
+	for _, g := range pods {
+		if !g.agentCrashLooping || g.gone || g.epoch > deprecated {
+			continue
+		}
+		for _, pod := range g.pods {
+			p.deletePods = append(p.deletePods, pod)
+			p.warnings = append(p.warnings, event{corev1.EventTypeWarning, ReasonAgentCrashLoopPodDeleted, fmt.Sprintf(
+				"the agent of Pod %s is in CrashLoopBackOff while its workers run at epoch %d, which is deprecated: deleting the Pod so that its workers stop; its Job replaces it",
+				pod.Name, g.epoch)})
+		}
+	}
 }
 
 // finishedMember names a Pod of the group that succeeded, or "".

@@ -61,6 +61,7 @@ const (
 	// Events without a condition.
 	ReasonInvalidEpoch              = "InvalidEpoch"
 	ReasonFatalExitPodDeleted       = "FatalExitPodDeleted"
+	ReasonAgentCrashLoopPodDeleted  = "AgentCrashLoopPodDeleted"
 	ReasonInvalidInPlaceRestartJobs = "InvalidInPlaceRestartJobs"
 	ReasonJobCreationFailed         = "JobCreationFailed"
 	ReasonReplicatedJobScaled       = "ReplicatedJobScaled"

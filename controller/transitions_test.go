@@ -9,9 +9,11 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
+	"github.com/inplace-dev/inplace/api/protocol"
 )
 
 // These tests walk an InPlaceRestart JobSet through the transitions of its
@@ -342,5 +344,45 @@ func TestLossThePodFailurePolicyIgnoresIsNotCounted(t *testing.T) {
 	p = decidePure(t, js, observed{jobs: jobs, pods: pods, serviceExists: true}, at(0), time.Minute)
 	if c := findCondition(&p.status, jobset.JobSetFailed); c == nil || c.Reason != ReasonReachedMaxRestarts {
 		t.Errorf("a deletion the policy does not ignore: failed condition %+v", c)
+	}
+}
+
+func TestCrashLoopingAgentsPodIsDeletedDuringARestart(t *testing.T) {
+	crashLooping := func(name, epoch string) corev1.Pod {
+		p := epochPod(name, "workers", epoch, false)
+		p.UID = types.UID("uid-" + name)
+		p.Spec.InitContainers = []corev1.Container{{Name: "inplace-agent", Env: []corev1.EnvVar{{Name: protocol.EnvRestartExitCode, Value: "88"}}}}
+		p.Status.InitContainerStatuses = []corev1.ContainerStatus{{Name: "inplace-agent", RestartCount: 2,
+			State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}}}}
+		p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "trainer", State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}
+		return p
+	}
+	jobsOf := func(js *jobset.JobSet) []batchv1.Job {
+		return jobList(readyJob(jobOf(js, "driver", 0)), readyJob(jobOf(js, "workers", 0)))
+	}
+
+	// Synced, no restart: an agent that crash-loops beside running workers
+	// costs nothing (it resumes when it comes back).
+	js := inPlaceJobSet(0, 1)
+	pods := syncedPods("1")
+	pods[3] = crashLooping("d", "1")
+	p := decidePure(t, js, observed{jobs: jobsOf(js), pods: pods, serviceExists: true}, at(0), time.Minute)
+	if len(p.deletePods) != 0 || p.status.Restarts != 0 {
+		t.Errorf("no restart under way: delete %v, restarts %d; want nothing", p.deletePods, p.status.Restarts)
+	}
+
+	// A restart under way: the others moved to epoch 2, Pod d's workers
+	// still run at 1.
+	js = inPlaceJobSet(1, 1)
+	pods = syncedPods("2")
+	pods[3] = crashLooping("d", "1")
+	p = decidePure(t, js, observed{jobs: jobsOf(js), pods: pods, serviceExists: true}, at(0), time.Minute)
+	if len(p.deletePods) != 1 || p.deletePods[0].Name != "d" || !hasEvent(p.warnings, ReasonAgentCrashLoopPodDeleted, "Pod d") {
+		t.Errorf("delete %v, warnings %v: want Pod d deleted with %s", p.deletePods, p.warnings, ReasonAgentCrashLoopPodDeleted)
+	}
+	// Its agent running again: it restarts the Pod itself.
+	pods[3].Status.InitContainerStatuses[0].State = corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}
+	if p = decidePure(t, js, observed{jobs: jobsOf(js), pods: pods, serviceExists: true}, at(0), time.Minute); len(p.deletePods) != 0 {
+		t.Errorf("agent running: delete %v, want none", p.deletePods)
 	}
 }
