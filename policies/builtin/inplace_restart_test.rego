@@ -104,3 +104,126 @@ test_default_service_account_warned if {
 	contains(msg, "serviceAccountName: the Pods run as the namespace's default service account")
 	contains(msg, "give the JobSet a service account of its own")
 }
+
+# A worker's own restart rules against the podFailurePolicy's FailJob codes.
+
+with_pod_failure_policy(container, pfp_rules) := jobset(job_with_pod(
+	{"podFailurePolicy": {"rules": pfp_rules}},
+	{"initContainers": [agent], "containers": [container]},
+))
+
+worker_with(rules) := object.union(worker, {"restartPolicyRules": rules})
+
+restart_all(exit_codes) := {"action": "RestartAllContainers", "exitCodes": exit_codes}
+
+fail_job(operator, values) := {"action": "FailJob", "onExitCodes": {"containerName": "worker", "operator": operator, "values": values}}
+
+test_worker_rule_in_overlapping_fail_job_codes_denied if {
+	doc := with_pod_failure_policy(worker_with([restart_all({"operator": "In", "values": [1, 2, 3]})]), [fail_job("In", [3])])
+	some msg in inplace_restart.deny with input as doc
+	contains(msg, "spec.replicatedJobs[0].template.spec.template.spec.containers[0].restartPolicyRules[0] (RestartAllContainers) restarts the Pod in place when container worker exits with exit codes [3], which spec.replicatedJobs[0].template.spec.podFailurePolicy sends to FailJob")
+	contains(msg, "exitCodes {operator: NotIn, values: [0, 3]}")
+	contains(msg, "remove the container's restartPolicyRules to have the webhook inject that rule")
+}
+
+test_worker_rule_not_in_covering_fail_job_codes_denied if {
+	any_container := {"action": "FailJob", "onExitCodes": {"operator": "In", "values": [4, 3]}}
+	some msg in inplace_restart.deny with input as with_pod_failure_policy(worker, [any_container])
+	contains(msg, "when container worker exits with exit codes [3, 4], which")
+	contains(msg, "exitCodes {operator: NotIn, values: [0, 3, 4]}")
+}
+
+test_worker_rule_without_exit_codes_denied if {
+	doc := with_pod_failure_policy(worker_with([{"action": "Restart"}]), [fail_job("In", [3])])
+	some msg in inplace_restart.deny with input as doc
+	contains(msg, "restartPolicyRules[0] (Restart) restarts the container in place when container worker exits with exit codes [3],")
+}
+
+test_later_worker_rule_named_denied if {
+	rules := [restart_all({"operator": "In", "values": [1]}), restart_all({"operator": "NotIn", "values": [0]})]
+	msgs := inplace_restart.deny with input as with_pod_failure_policy(worker_with(rules), [fail_job("In", [3])])
+	count(msgs) == 1
+	some msg in msgs
+	contains(msg, "restartPolicyRules[1]")
+}
+
+test_worker_rule_disjoint_codes_allowed if {
+	disjoint := worker_with([restart_all({"operator": "In", "values": [1, 2]})])
+	count(inplace_restart.deny) == 0 with input as with_pod_failure_policy(disjoint, [fail_job("In", [3])])
+	excluded := worker_with([restart_all({"operator": "NotIn", "values": [0, 3, 4]})])
+	count(inplace_restart.deny) == 0 with input as with_pod_failure_policy(excluded, [fail_job("In", [3, 4])])
+}
+
+test_fail_job_for_another_container_allowed if {
+	other := {"action": "FailJob", "onExitCodes": {"containerName": "sidecar", "operator": "In", "values": [3]}}
+	count(inplace_restart.deny) == 0 with input as with_pod_failure_policy(worker, [other])
+}
+
+test_code_an_earlier_rule_decides_allowed if {
+	ignore := {"action": "Ignore", "onExitCodes": {"containerName": "worker", "operator": "In", "values": [3]}}
+	count(inplace_restart.deny) == 0 with input as with_pod_failure_policy(worker, [ignore, fail_job("In", [3])])
+	some msg in inplace_restart.deny with input as with_pod_failure_policy(worker, [fail_job("In", [3]), ignore])
+	contains(msg, "exit codes [3]")
+}
+
+test_fail_job_on_pod_conditions_only_allowed if {
+	disruption := {"action": "FailJob", "onPodConditions": [{"type": "DisruptionTarget"}]}
+	count(inplace_restart.deny) == 0 with input as with_pod_failure_policy(worker, [disruption])
+}
+
+test_worker_rule_not_in_against_fail_job_not_in_denied if {
+	some msg in inplace_restart.deny with input as with_pod_failure_policy(worker, [fail_job("NotIn", [143])])
+	contains(msg, "restarts the Pod in place when container worker exits with any exit code the podFailurePolicy does not name, which")
+	contains(msg, "restart only on the exit codes the podFailurePolicy does not fail the Job on, as the webhook's own rule does: exitCodes {operator: In, values: [143]}, or remove")
+
+	ignore := {"action": "Ignore", "onExitCodes": {"containerName": "worker", "operator": "In", "values": [137]}}
+	pfp_rules := [ignore, fail_job("In", [3]), fail_job("NotIn", [137, 143])]
+	some mixed in inplace_restart.deny with input as with_pod_failure_policy(worker, pfp_rules)
+	contains(mixed, "exits with exit codes [3] or any exit code the podFailurePolicy does not name, which")
+	contains(mixed, "exitCodes {operator: In, values: [137, 143]}")
+}
+
+test_worker_rule_in_within_fail_job_not_in_allowed if {
+	inside := worker_with([restart_all({"operator": "In", "values": [0, 143]})])
+	count(inplace_restart.deny) == 0 with input as with_pod_failure_policy(inside, [fail_job("NotIn", [143])])
+}
+
+test_worker_rule_in_beyond_fail_job_not_in_denied if {
+	outside := worker_with([restart_all({"operator": "In", "values": [1, 143]})])
+	some msg in inplace_restart.deny with input as with_pod_failure_policy(outside, [fail_job("NotIn", [143])])
+	contains(msg, "exits with exit codes [1], which")
+}
+
+test_fail_job_on_every_code_names_removing_the_rule if {
+	some msg in inplace_restart.deny with input as with_pod_failure_policy(worker, [fail_job("NotIn", [0])])
+	contains(msg, "remove the rule and keep the container's restartPolicy Never: the podFailurePolicy fails the Job on every non-zero exit code")
+}
+
+test_hiding_rule_opted_out_names_no_injection if {
+	doc := with_annotations(with_pod_failure_policy(worker, [fail_job("In", [3])]), {"inplace.dev/inject": "false"})
+	some msg in inplace_restart.deny with input as doc
+	contains(msg, "exitCodes {operator: NotIn, values: [0, 3]})")
+	not contains(msg, "webhook inject")
+}
+
+test_hiding_rule_without_in_place_restart_allowed if {
+	recreate := json.remove(with_pod_failure_policy(worker, [fail_job("In", [3])]), ["object/spec/failurePolicy"])
+	count(inplace_restart.deny) == 0 with input as recreate
+	disabled := with_annotations(with_pod_failure_policy(worker, [fail_job("In", [3])]), {"jobset.sigs.k8s.io/disable-in-place-restart": ""})
+	count(inplace_restart.deny) == 0 with input as disabled
+}
+
+# The rules the webhook injects (webhook/inject/testdata/*.injected.yaml).
+test_injected_worker_rules_allowed if {
+	# story2-without-agent: FailJob on 3 and 4.
+	story2 := worker_with([restart_all({"operator": "NotIn", "values": [0, 3, 4]})])
+	count(inplace_restart.deny) == 0 with input as with_pod_failure_policy(story2, [fail_job("In", [3, 4])])
+
+	# podfailurepolicy-notin: 137 ignored first, FailJob on all but 143 and 137.
+	notin := worker_with([restart_all({"operator": "In", "values": [137, 143]})])
+	ignore := {"action": "Ignore", "onExitCodes": {"containerName": "worker", "operator": "In", "values": [137]}}
+	count(inplace_restart.deny) == 0 with input as with_pod_failure_policy(notin, [ignore, fail_job("NotIn", [143, 137])])
+
+	# minimal: no podFailurePolicy.
+	count(inplace_restart.deny) == 0 with input as jobset(job({}))
+}
