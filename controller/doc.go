@@ -17,6 +17,7 @@
 //	success_policy.go    All / Any over target replicated Jobs
 //	startup_policy.go    InOrder and dependsOn gating and their conditions
 //	ttl.go               ttlSecondsAfterFinished
+//	restartstate.go      the restart path's states and the table of transitions decide may make
 //	epochs.go            the epoch protocol: which epoch is synced or deprecated, which barriers open
 //	enqueue.go, signals.go  which child events are reconciled at once and which are batched
 //	status_write.go      when a status write of counters alone may wait

@@ -103,6 +103,11 @@ func decidePure(t *testing.T, js *jobset.JobSet, obs observed, now metav1.Time, 
 	if diff := cmp.Diff(obsBefore, obs, cmp.AllowUnexported(observed{})); diff != "" {
 		t.Errorf("decide changed what was observed (-before +after):\n%s", diff)
 	}
+	// Every decision of every test moves the JobSet along the table of
+	// transitions, or not at all.
+	if from, to := restartStateOf(js, &js.Status), restartStateOf(js, &p.status); !allowedTransition(from, to) {
+		t.Errorf("decide moved the JobSet from %s to %s, which is not in the table of transitions", from, to)
+	}
 	return p
 }
 

@@ -217,6 +217,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			return ctrl.Result{}, err
 		}
 		r.metrics.written(effective, before, p.status, now)
+		if from, to := restartStateOf(effective, &before), restartStateOf(effective, &p.status); from != to {
+			logger.Info("restart state changed", "from", from, "to", to)
+		}
 		// A decision's Event follows the status write that carries it, at
 		// once: a decision that was not written (held back, or decided
 		// again on a status not yet updated) says nothing, and one that was
