@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"math"
 	"slices"
 	"strconv"
 	"time"
@@ -298,11 +297,11 @@ func PodState(pod *corev1.Pod) (int32, Workers, error) {
 func podState(pod *corev1.Pod, key string, offset int32) (int32, Workers, error) {
 	var epoch int32
 	if v, ok := pod.Annotations[key]; ok {
-		n, err := strconv.ParseInt(v, 10, 32)
-		if err != nil || n < 0 || n+int64(offset) > math.MaxInt32 {
+		n, err := protocol.ParseEpoch(v, offset == 1)
+		if err != nil {
 			return 0, WorkersStopped, fmt.Errorf("pod annotation %s is %q: want a non-negative int32", key, v)
 		}
-		epoch = int32(n) + offset
+		epoch = n
 	}
 	return epoch, workersOf(pod), nil
 }

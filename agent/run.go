@@ -108,11 +108,10 @@ func EpochFromEnv(value string, set bool) *int32 {
 	if value == "" {
 		return new(int32)
 	}
-	n, err := strconv.ParseInt(value, 10, 32)
-	if err != nil || n < 0 {
+	epoch, err := protocol.ParseEpoch(value, false)
+	if err != nil {
 		return nil
 	}
-	epoch := int32(n)
 	return &epoch
 }
 

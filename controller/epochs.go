@@ -2,9 +2,7 @@ package controller
 
 import (
 	"fmt"
-	"math"
 	"slices"
-	"strconv"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -199,16 +197,16 @@ func observePod(pod *corev1.Pod) podEpoch {
 	}
 	if raw, ok := pod.Annotations[jobset.EpochKey]; ok {
 		p.epochKey, p.rawEpoch = jobset.EpochKey, raw
-		if v, err := strconv.ParseInt(raw, 10, 32); err == nil && v > 0 {
-			p.epoch = int32(v)
+		if v, err := protocol.ParseEpoch(raw, false); err == nil && v > 0 {
+			p.epoch = v
 		} else {
 			p.invalidEpoch, p.invalidWhy = raw, "which is not a positive number"
 		}
 	} else if raw, ok := pod.Annotations[jobset.InPlaceRestartAttemptKey]; ok {
 		// An agent written for upstream JobSet: its attempts count from 0.
 		p.epochKey, p.rawEpoch = jobset.InPlaceRestartAttemptKey, raw
-		if v, err := strconv.ParseInt(raw, 10, 32); err == nil && v >= 0 && v < math.MaxInt32 {
-			p.epoch = int32(v) + 1
+		if v, err := protocol.ParseEpoch(raw, true); err == nil {
+			p.epoch = v
 		} else {
 			p.invalidEpoch, p.invalidWhy = raw, "which is not a non-negative number"
 		}

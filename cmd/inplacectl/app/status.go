@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"strconv"
 	"text/tabwriter"
 	"time"
 
@@ -169,7 +168,7 @@ func writeStatus(out io.Writer, in statusInputs) {
 				continue
 			}
 			total++
-			if e, err := strconv.Atoi(p.Annotations[jobset.EpochKey]); err == nil && int32(e) == js.Status.SyncedEpoch {
+			if e, err := protocol.ParseEpoch(p.Annotations[jobset.EpochKey], false); err == nil && e == js.Status.SyncedEpoch {
 				atSynced++
 			}
 			if podReady(p) {
