@@ -9,12 +9,53 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
 )
+
+// AgentRBACControllerName names the agents' grants controller in logs and
+// metrics.
+const AgentRBACControllerName = "agent-rbac"
+
+// agentRBACReconciler keeps the agents' Role and RoleBinding of each
+// namespace in line with its InPlaceRestart JobSets. It is apart from the
+// JobSet controller: the grants are the namespace's, shared by its JobSets,
+// so one request per namespace (named after the Role) serves them all, and
+// a JobSet's reconcile, on the restart path, sends no RBAC request.
+type agentRBACReconciler struct {
+	client client.Client
+}
+
+// setupAgentRBAC registers the agents' grants controller with mgr.
+func setupAgentRBAC(mgr ctrl.Manager) error {
+	r := &agentRBACReconciler{client: mgr.GetClient()}
+	toNamespace := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+		return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: o.GetNamespace(), Name: AgentRoleName}}}
+	})
+	agentRole := predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetName() == AgentRoleName })
+	return ctrl.NewControllerManagedBy(mgr).
+		Named(AgentRBACControllerName).
+		For(&rbacv1.Role{}, builder.WithPredicates(agentRole)).
+		Watches(&rbacv1.RoleBinding{}, toNamespace, builder.WithPredicates(agentRole)).
+		// What the grants depend on: which JobSets exist, their restart
+		// strategy, the annotation that turns in-place restarts off, the
+		// Pods' service accounts. Status updates change none of it.
+		Watches(&jobset.JobSet{}, toNamespace, builder.WithPredicates(predicate.Or(
+			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
+		Complete(r)
+}
+
+// Reconcile syncs the agents' grants of the request's namespace.
+func (r *agentRBACReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	return ctrl.Result{}, syncAgentRBAC(ctx, r.client, req.Namespace)
+}
 
 // syncAgentRBAC makes the agents' Role and RoleBinding of namespace grant
 // what its InPlaceRestart JobSets need (agentGrants, over the JobSets the
@@ -28,20 +69,20 @@ import (
 // again. A Role or RoleBinding deleted while the cache still shows it is
 // put back by the reconcile its deletion triggers (the controller watches
 // both).
-func (r *Reconciler) syncAgentRBAC(ctx context.Context, namespace string) error {
+func syncAgentRBAC(ctx context.Context, c client.Client, namespace string) error {
 	var jobSets jobset.JobSetList
-	if err := r.client.List(ctx, &jobSets, client.InNamespace(namespace), client.UnsafeDisableDeepCopy); err != nil {
+	if err := c.List(ctx, &jobSets, client.InNamespace(namespace), client.UnsafeDisableDeepCopy); err != nil {
 		return err
 	}
 	broadcasts, subjects := agentGrants(jobSets.Items)
 	key := client.ObjectKey{Namespace: namespace, Name: AgentRoleName}
 	var role rbacv1.Role
-	roleErr := r.client.Get(ctx, key, &role)
+	roleErr := c.Get(ctx, key, &role)
 	if client.IgnoreNotFound(roleErr) != nil {
 		return roleErr
 	}
 	var rb rbacv1.RoleBinding
-	rbErr := r.client.Get(ctx, key, &rb)
+	rbErr := c.Get(ctx, key, &rb)
 	if client.IgnoreNotFound(rbErr) != nil {
 		return rbErr
 	}
@@ -51,12 +92,12 @@ func (r *Reconciler) syncAgentRBAC(ctx context.Context, namespace string) error 
 		// deletion that failed is tried again by the next reconcile.
 		if rbErr == nil {
 			log.FromContext(ctx).Info("no InPlaceRestart JobSet left in the namespace: deleting the agents' RoleBinding and Role")
-			if err := r.client.Delete(ctx, &rb, client.Preconditions{UID: &rb.UID, ResourceVersion: &rb.ResourceVersion}); client.IgnoreNotFound(err) != nil {
+			if err := c.Delete(ctx, &rb, client.Preconditions{UID: &rb.UID, ResourceVersion: &rb.ResourceVersion}); client.IgnoreNotFound(err) != nil {
 				return err
 			}
 		}
 		if roleErr == nil {
-			if err := r.client.Delete(ctx, &role, client.Preconditions{UID: &role.UID, ResourceVersion: &role.ResourceVersion}); client.IgnoreNotFound(err) != nil {
+			if err := c.Delete(ctx, &role, client.Preconditions{UID: &role.UID, ResourceVersion: &role.ResourceVersion}); client.IgnoreNotFound(err) != nil {
 				return err
 			}
 		}
@@ -66,12 +107,12 @@ func (r *Reconciler) syncAgentRBAC(ctx context.Context, namespace string) error 
 	rules := agentRules(broadcasts)
 	switch {
 	case apierrors.IsNotFound(roleErr):
-		if err := r.client.Create(ctx, agentRole(namespace, broadcasts)); err != nil && !apierrors.IsAlreadyExists(err) {
+		if err := c.Create(ctx, agentRole(namespace, broadcasts)); err != nil && !apierrors.IsAlreadyExists(err) {
 			return err
 		}
 	case !equality.Semantic.DeepEqual(role.Rules, rules):
 		role.Rules = rules
-		if err := r.client.Update(ctx, &role); client.IgnoreNotFound(err) != nil {
+		if err := c.Update(ctx, &role); client.IgnoreNotFound(err) != nil {
 			return err
 		}
 	}
@@ -82,10 +123,10 @@ func (r *Reconciler) syncAgentRBAC(ctx context.Context, namespace string) error 
 			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: AgentRoleName},
 			Subjects:   subjects,
 		}
-		return ignore(r.client.Create(ctx, &rb), apierrors.IsAlreadyExists)
+		return ignore(c.Create(ctx, &rb), apierrors.IsAlreadyExists)
 	case !sameSubjects(rb.Subjects, subjects):
 		rb.Subjects = subjects
-		return client.IgnoreNotFound(r.client.Update(ctx, &rb))
+		return client.IgnoreNotFound(c.Update(ctx, &rb))
 	}
 	return nil
 }
@@ -100,30 +141,4 @@ func sameSubjects(a, b []rbacv1.Subject) bool {
 	slices.SortFunc(a, order)
 	slices.SortFunc(b, order)
 	return slices.Equal(a, b)
-}
-
-// inPlaceJobSetsOf maps the agents' Role or RoleBinding to the
-// InPlaceRestart JobSets of its namespace, whose reconciles keep it as they
-// need it. With none (the last was deleted while no manager ran, say) it
-// maps to a request under the Role's own name: its reconcile finds no such
-// JobSet and syncs the namespace's grants, which deletes them.
-func (r *Reconciler) inPlaceJobSetsOf(ctx context.Context, o client.Object) []reconcile.Request {
-	if o.GetName() != AgentRoleName {
-		return nil
-	}
-	var jobSets jobset.JobSetList
-	if err := r.client.List(ctx, &jobSets, client.InNamespace(o.GetNamespace()), client.UnsafeDisableDeepCopy); err != nil {
-		log.FromContext(ctx).Error(err, "listing the JobSets whose agents' grants changed", "namespace", o.GetNamespace())
-		return nil
-	}
-	var out []reconcile.Request
-	for i := range jobSets.Items {
-		if inPlace(&jobSets.Items[i]) {
-			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&jobSets.Items[i])})
-		}
-	}
-	if len(out) == 0 {
-		out = append(out, reconcile.Request{NamespacedName: client.ObjectKey{Namespace: o.GetNamespace(), Name: AgentRoleName}})
-	}
-	return out
 }

@@ -23,6 +23,7 @@
 //	status_write.go      when a status write of counters alone may wait
 //	expectations.go      Jobs created but not yet seen in the cache, so they are not created twice
 //	agent_rbac.go        the agents' Role and RoleBinding in a JobSet's namespace
+//	agent_rbac_sync.go   their controller, one request per namespace, apart from the JobSet controller
 //	metrics.go           restart counts, durations and epochs, on the registry Setup is given
 //	reasons.go           condition reasons and messages
 //

@@ -13,7 +13,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -23,7 +22,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -115,16 +113,15 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	if err != nil {
 		return err
 	}
+	if err := setupAgentRBAC(mgr); err != nil {
+		return err
+	}
 	r := &Reconciler{client: mgr.GetClient(), apiReader: mgr.GetAPIReader(), recorder: mgr.GetEventRecorder(ControllerName), opts: opts, metrics: metrics, expectations: newJobExpectations(), children: newChildIndex()}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		For(&jobset.JobSet{}).
 		Owns(&corev1.Service{}).
 		Owns(&corev1.ConfigMap{}).
-		// The agents' grants, shared by the namespace's InPlaceRestart
-		// JobSets: any change or deletion is reconciled by them all.
-		Watches(&rbacv1.Role{}, handler.EnqueueRequestsFromMapFunc(r.inPlaceJobSetsOf)).
-		Watches(&rbacv1.RoleBinding{}, handler.EnqueueRequestsFromMapFunc(r.inPlaceJobSetsOf)).
 		// A claim deleted with whenDeleted Delete comes back at once.
 		Owns(&corev1.PersistentVolumeClaim{}).
 		// Jobs and Pods change many times per JobSet change: their handlers
@@ -157,11 +154,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if apierrors.IsNotFound(err) {
 			r.metrics.gone(req.NamespacedName)
 			r.expectations.forget(req.NamespacedName)
-			// A deleted JobSet's service accounts and broadcast leave the
-			// agents' grants, unless another JobSet of the namespace needs
-			// them: the agents' admission policy restricts every service
-			// account the RoleBinding names.
-			return ctrl.Result{}, r.syncAgentRBAC(ctx, req.Namespace)
+			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, err
 	}
@@ -276,12 +269,6 @@ func (r *Reconciler) act(ctx context.Context, js *jobset.JobSet, p *plan) error 
 		err := r.client.Delete(ctx, js, client.PropagationPolicy(metav1.DeletePropagationForeground),
 			client.Preconditions{UID: &js.UID})
 		return ignore(err, apierrors.IsNotFound)
-	}
-
-	if inPlace(js) {
-		if err := r.syncAgentRBAC(ctx, js.Namespace); err != nil {
-			return fmt.Errorf("agent RBAC: %w", err)
-		}
 	}
 
 	if p.service != nil {
