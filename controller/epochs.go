@@ -320,6 +320,12 @@ func decideEpochs(js *jobset.JobSet, pods []podGroup) epochDecision {
 		}
 		alive = append(alive, p)
 		aliveN += p.n()
+		if p.finished && p.epoch <= d.deprecated {
+			// Done in an earlier epoch (a Job that completed before a
+			// suspension, say, which a resume does not start again): a
+			// member that reports no more, and holds no sync back.
+			continue
+		}
 		if p.epoch == 0 {
 			allReported = false
 			continue
@@ -409,6 +415,9 @@ func lostMember(pods []podGroup, synced int32, expected int) (why string, ignore
 	for i := range pods {
 		p := &pods[i]
 		switch {
+		case p.finished && !p.gone:
+			// Done, at this epoch or an earlier one: present.
+			atSynced += p.n()
 		case p.epoch == synced && p.gone:
 			if gone == nil || (gone.ignored && !p.ignored) {
 				gone = p
@@ -463,9 +472,11 @@ func openBarriers(js *jobset.JobSet, alive []podGroup, synced int32) []string {
 	ready, finished := map[string]int{}, map[string]int{}
 	for _, p := range alive {
 		switch {
-		case p.epoch != synced:
 		case p.finished:
+			// Done at this epoch or an earlier one (a dependency that
+			// completed before a suspension is not run again on resume).
 			finished[p.replicatedJob] += p.n()
+		case p.epoch != synced:
 		case p.ready:
 			ready[p.replicatedJob] += p.n()
 		}

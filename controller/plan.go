@@ -65,10 +65,11 @@ type plan struct {
 	// createPVCs are the claims of spec.volumeClaimPolicies that do not
 	// exist yet; they are created before any Job, whose Pods mount them.
 	createPVCs []*corev1.PersistentVolumeClaim
-	// deletePods are Pods that must fail and cannot by themselves (a fatal
-	// exit while other containers run, stuckFatal): deleted, they fail,
-	// and their Job's podFailurePolicy decides.
-	deletePods []*corev1.Pod
+	// deletePods are Pods that must stop and cannot by themselves: a fatal
+	// exit while other containers run (stuckFatal), workers that escaped a
+	// restart (stopEscapedWorkers). Each Event is recorded once the Pod's
+	// deletion succeeded.
+	deletePods []podDeletion
 	// broadcast, if set, is the data the broadcast ConfigMap must hold.
 	broadcast    map[string]string
 	deleteJobSet bool
@@ -217,10 +218,9 @@ func (p *plan) reconcileEpochs(js *jobset.JobSet, fam *family, broadcast map[str
 	}
 	for _, g := range pods {
 		for _, pod := range g.stuck {
-			p.deletePods = append(p.deletePods, pod)
-			p.warnings = append(p.warnings, event{corev1.EventTypeWarning, ReasonFatalExitPodDeleted, fmt.Sprintf(
-				"container %s of Pod %s exited with a code its Job's podFailurePolicy makes FailJob while its other containers still run: deleting the Pod so that it fails, and its Job with it",
-				g.workerExited, pod.Name)})
+			p.deletePods = append(p.deletePods, podDeletion{pod, event{corev1.EventTypeWarning, ReasonFatalExitPodDeleted, fmt.Sprintf(
+				"container %s of Pod %s exited with a code its Job's podFailurePolicy makes FailJob while its other containers still run: deleted the Pod so that it fails, and its Job with it",
+				g.workerExited, pod.Name)}})
 		}
 	}
 	if msg := crashLoop(js, &p.status, pods); msg != "" && !slices.ContainsFunc(pods, func(p podGroup) bool { return p.fatal }) {
@@ -278,7 +278,7 @@ func (p *plan) reconcileEpochs(js *jobset.JobSet, fam *family, broadcast map[str
 	if p.fallBackIfStuck(now, timeout) {
 		return
 	}
-	if d.deprecated >= d.synced && d.synced > 0 {
+	if c := meta.FindStatusCondition(p.status.Conditions, string(jobset.JobSetRestarting)); c != nil && c.Status == metav1.ConditionTrue && inPlaceReason(c.Reason) {
 		p.stopEscapedWorkers(pods, d.deprecated)
 	}
 
@@ -315,6 +315,12 @@ func inPlaceReason(reason string) bool {
 	return reason == ReasonInPlaceRestart || reason == ReasonInPlaceScale
 }
 
+// podDeletion is a Pod to delete and the Event that says why.
+type podDeletion struct {
+	pod *corev1.Pod
+	why event
+}
+
 // stopEscapedWorkers deletes, during an in-place restart, the Pods of a
 // deprecated epoch whose agent crash-loops while their workers run: an
 // agent in CrashLoopBackOff cannot see the deprecation, so its workers
@@ -323,14 +329,13 @@ func inPlaceReason(reason string) bool {
 // replaces it with a Pod that joins the new epoch.
 func (p *plan) stopEscapedWorkers(pods []podGroup, deprecated int32) {
 	for _, g := range pods {
-		if !g.agentCrashLooping || g.gone || g.epoch > deprecated {
+		if !g.agentCrashLooping || g.gone || g.epoch == 0 || g.epoch > deprecated {
 			continue
 		}
 		for _, pod := range g.pods {
-			p.deletePods = append(p.deletePods, pod)
-			p.warnings = append(p.warnings, event{corev1.EventTypeWarning, ReasonAgentCrashLoopPodDeleted, fmt.Sprintf(
-				"the agent of Pod %s is in CrashLoopBackOff while its workers run at epoch %d, which is deprecated: deleting the Pod so that its workers stop; its Job replaces it",
-				pod.Name, g.epoch)})
+			p.deletePods = append(p.deletePods, podDeletion{pod, event{corev1.EventTypeWarning, ReasonAgentCrashLoopPodDeleted, fmt.Sprintf(
+				"the agent of Pod %s was in CrashLoopBackOff while its workers ran at epoch %d, which is deprecated: deleted the Pod so that its workers stop; its Job replaces it",
+				pod.Name, g.epoch)}})
 		}
 	}
 }
@@ -359,6 +364,11 @@ func crashLoop(js *jobset.JobSet, status *jobset.JobSetStatus, pods []podGroup) 
 	}
 	maxRestarts := js.Spec.FailurePolicy.MaxRestarts
 	for _, pod := range pods {
+		if pod.gone || pod.finished || (pod.epoch > 0 && pod.epoch <= status.DeprecatedEpoch) {
+			// Not of the group that is to sync: Pods of a group that was
+			// suspended or restarted, whose agents' restarts are theirs.
+			continue
+		}
 		if pod.agentRestarts > maxRestarts {
 			return fmt.Sprintf("%s: the agent of Pod %s restarted %d times before the group first synced, more than maxRestarts (%d)",
 				MessageReachedMaxRestarts, pod.first(), pod.agentRestarts, maxRestarts)

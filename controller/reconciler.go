@@ -253,13 +253,17 @@ func (r *Reconciler) act(ctx context.Context, js *jobset.JobSet, p *plan) error 
 		return fmt.Errorf("deleting jobs: %w", err)
 	}
 
-	for _, pod := range p.deletePods {
-		// Not graceful to the Job: the Pod is already lost to its group.
-		// The precondition keeps a decision on a stale cache from deleting
-		// the Pod's replacement.
-		err := r.client.Delete(ctx, pod, client.Preconditions{UID: &pod.UID})
+	for _, d := range p.deletePods {
+		// The preconditions keep a decision taken on a stale cache from
+		// deleting the Pod's replacement, or the Pod as it is now (restarted
+		// in place since, under the same UID): a conflict says the Pod
+		// changed, and its change brings the next reconcile.
+		err := r.client.Delete(ctx, d.pod, client.Preconditions{UID: &d.pod.UID, ResourceVersion: &d.pod.ResourceVersion})
+		if err == nil {
+			r.recorder.Eventf(js, d.pod, d.why.eventType, d.why.reason, "Delete", "%s", d.why.message)
+		}
 		if err := ignore(err, apierrors.IsNotFound, apierrors.IsConflict); err != nil {
-			return fmt.Errorf("deleting pod %s: %w", pod.Name, err)
+			return fmt.Errorf("deleting pod %s: %w", d.pod.Name, err)
 		}
 	}
 

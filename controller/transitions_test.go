@@ -299,11 +299,11 @@ func TestFatalExitWithAnotherWorkerRunningDeletesThePod(t *testing.T) {
 
 	pods[3] = two(5)
 	p := decidePure(t, js, observed{jobs: jobs, pods: pods, serviceExists: true}, at(0), time.Minute)
-	if len(p.deletePods) != 1 || p.deletePods[0].Name != "d" || p.deletePods[0].UID != "uid-d" {
-		t.Errorf("delete pods %v, want Pod d", p.deletePods)
+	if len(p.deletePods) != 1 || p.deletePods[0].pod.Name != "d" || p.deletePods[0].pod.UID != "uid-d" {
+		t.Fatalf("delete pods %v, want Pod d", p.deletePods)
 	}
-	if p.status.Restarts != 0 || !hasEvent(p.warnings, ReasonFatalExitPodDeleted, "container trainer of Pod d") {
-		t.Errorf("restarts %d, warnings %v: want no restart and a %s", p.status.Restarts, p.warnings, ReasonFatalExitPodDeleted)
+	if why := p.deletePods[0].why; p.status.Restarts != 0 || why.reason != ReasonFatalExitPodDeleted || !strings.Contains(why.message, "container trainer of Pod d") {
+		t.Errorf("restarts %d, deletion's Event %+v: want no restart and a %s", p.status.Restarts, why, ReasonFatalExitPodDeleted)
 	}
 
 	// Every worker exited: the kubelet fails the Pod itself.
@@ -374,15 +374,77 @@ func TestCrashLoopingAgentsPodIsDeletedDuringARestart(t *testing.T) {
 	// A restart under way: the others moved to epoch 2, Pod d's workers
 	// still run at 1.
 	js = inPlaceJobSet(1, 1)
+	setCondition(&js.Status, jobset.JobSetRestarting, metav1.ConditionTrue, ReasonInPlaceRestart, "a worker exited", at(0))
 	pods = syncedPods("2")
 	pods[3] = crashLooping("d", "1")
 	p = decidePure(t, js, observed{jobs: jobsOf(js), pods: pods, serviceExists: true}, at(0), time.Minute)
-	if len(p.deletePods) != 1 || p.deletePods[0].Name != "d" || !hasEvent(p.warnings, ReasonAgentCrashLoopPodDeleted, "Pod d") {
-		t.Errorf("delete %v, warnings %v: want Pod d deleted with %s", p.deletePods, p.warnings, ReasonAgentCrashLoopPodDeleted)
+	if len(p.deletePods) != 1 || p.deletePods[0].pod.Name != "d" || p.deletePods[0].why.reason != ReasonAgentCrashLoopPodDeleted {
+		t.Errorf("delete %v: want Pod d deleted with %s", p.deletePods, ReasonAgentCrashLoopPodDeleted)
 	}
+	// The same Pods while the group starts after a resume or a
+	// recreation, with no in-place restart under way: nothing is deleted.
+	js.Status.Conditions = nil
+	if p = decidePure(t, js, observed{jobs: jobsOf(js), pods: pods, serviceExists: true}, at(0), time.Minute); len(p.deletePods) != 0 {
+		t.Errorf("no in-place restart: delete %v, want none", p.deletePods)
+	}
+	setCondition(&js.Status, jobset.JobSetRestarting, metav1.ConditionTrue, ReasonInPlaceRestart, "a worker exited", at(0))
 	// Its agent running again: it restarts the Pod itself.
 	pods[3].Status.InitContainerStatuses[0].State = corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}
 	if p = decidePure(t, js, observed{jobs: jobsOf(js), pods: pods, serviceExists: true}, at(0), time.Minute); len(p.deletePods) != 0 {
 		t.Errorf("agent running: delete %v, want none", p.deletePods)
+	}
+}
+
+func TestResumeWithAFinishedDependency(t *testing.T) {
+	// The driver completed at epoch 1 (the workers depend on it), then the
+	// JobSet was suspended and resumed: its Job is complete and not started
+	// again, its Pods stay Succeeded at epoch 1.
+	js := inPlaceJobSet(1, 1)
+	js.Spec.ReplicatedJobs[1].DependsOn = []jobset.DependsOn{{Name: "driver", Status: jobset.DependencyComplete}}
+	jobs := jobList(succeededJob(jobOf(js, "driver", 0)), readyJob(jobOf(js, "workers", 0)))
+	pods := syncedPods("2")
+	for i := range 2 {
+		pods[i] = epochPod(pods[i].Name, "driver", "1", false)
+		pods[i].Status.Phase = corev1.PodSucceeded
+	}
+	p := decidePure(t, js, observed{jobs: jobs, pods: pods, serviceExists: true}, at(0), time.Minute)
+	if p.status.SyncedEpoch != 2 || p.status.Restarts != 0 {
+		t.Fatalf("synced %d, restarts %d: want the resumed workers synced at 2 beside the finished driver", p.status.SyncedEpoch, p.status.Restarts)
+	}
+	if p.broadcast["openReplicatedJobs"] == "" || !strings.Contains(p.broadcast["openReplicatedJobs"], "workers") {
+		t.Errorf("broadcast %v: the workers' barrier must open, their dependency having completed", p.broadcast)
+	}
+	js.Status = p.status
+	p = decidePure(t, js, observed{jobs: jobs, pods: pods, serviceExists: true, broadcast: p.broadcast}, at(1), time.Minute)
+	if p.status.Restarts != 0 || p.status.DeprecatedEpoch != 1 {
+		t.Errorf("restarts %d, deprecated %d: the finished driver is no lost member", p.status.Restarts, p.status.DeprecatedEpoch)
+	}
+}
+
+func TestCrashLoopCountsOnlyTheGroupToSync(t *testing.T) {
+	// Resumed after a suspension (deprecated == synced == 1): a Pod of the
+	// suspended group, still terminating, whose agent restarted often,
+	// is not of the group that is to sync.
+	js := inPlaceJobSet(1, 1)
+	js.Spec.FailurePolicy.MaxRestarts = 1
+	jobs := jobList(readyJob(jobOf(js, "driver", 0)), readyJob(jobOf(js, "workers", 0)))
+	agent := func(p corev1.Pod, restarts int32) corev1.Pod {
+		p.Spec.InitContainers = []corev1.Container{{Name: "inplace-agent", Env: []corev1.EnvVar{{Name: protocol.EnvRestartExitCode, Value: "88"}}}}
+		p.Status.InitContainerStatuses = []corev1.ContainerStatus{{Name: "inplace-agent", RestartCount: restarts}}
+		return p
+	}
+	old := agent(epochPod("old", "workers", "1", false), 5)
+	old.DeletionTimestamp = ptr.To(at(0))
+	pods := append(syncedPods("2")[:3], old)
+	p := decidePure(t, js, observed{jobs: jobs, pods: pods, serviceExists: true}, at(0), time.Minute)
+	if finished(&p.status) {
+		t.Fatalf("an old Pod's agent restarts failed the resumed JobSet: %+v", findCondition(&p.status, jobset.JobSetFailed))
+	}
+	// A Pod of the group to sync whose agent crash-loops still fails it.
+	pods = append(pods, agent(epochPod("new", "workers", "", false), 2))
+	pods[len(pods)-1].Annotations = nil
+	p = decidePure(t, js, observed{jobs: jobs, pods: pods, serviceExists: true}, at(0), time.Minute)
+	if c := findCondition(&p.status, jobset.JobSetFailed); c == nil || !strings.Contains(c.Message, "Pod new") {
+		t.Errorf("a new Pod's agent crash-looping: failed condition %+v", c)
 	}
 }
