@@ -161,16 +161,18 @@ type jobUpdate struct {
 	cached, want *batchv1.Job
 }
 
-// resumedJob returns the cached Job unsuspended, its Pod template's
-// labels, annotations, nodeSelector, tolerations and schedulingGates taken
-// from the JobSet's template as it is now. Those are what a queueing
-// controller (Kueue) writes when it admits a suspended JobSet to a flavor,
-// often in the very update that resumes it, and what the Job API lets
-// change while a Job is suspended and not started: the Jobs were built
-// from the template as it was, and their Pods must start with the
-// template as it is. The labels the Job API added itself (its name and
-// controller UID, which its selector matches) are kept. js must be
-// defaulted.
+// resumedJob returns the cached Job unsuspended, with what its Pod
+// template gained from the JobSet's template as it is now: the labels and
+// annotations merged over the Job's (as upstream JobSet does: the Job API,
+// other webhooks and policy engines add their own, which are kept), the
+// nodeSelector, tolerations and schedulingGates replaced. Those are what a
+// queueing controller (Kueue) writes when it admits a suspended JobSet to a
+// flavor, often in the very update that resumes it, and what the Job API
+// lets change while a Job is suspended: the Jobs were built from the
+// template as it was, and their Pods must start with the template as it
+// is. The scheduling directives are replaced, not merged, so that a
+// flavor's node selector left from an earlier admission never keeps a Pod
+// off the nodes of the next. js must be defaulted.
 func resumedJob(js *jobset.JobSet, cached *batchv1.Job) *batchv1.Job {
 	job := cached.DeepCopy() // the cache's object is read-only
 	job.Spec.Suspend = ptr.To(false)
@@ -184,24 +186,11 @@ func resumedJob(js *jobset.JobSet, cached *batchv1.Job) *batchv1.Job {
 		return job
 	}
 	built := buildJob(js, rjIdx, index, false).Spec.Template
-	labels := maps.Clone(built.Labels)
-	for k, v := range cached.Spec.Template.Labels {
-		if jobAPILabels[k] {
-			labels[k] = v
-		}
-	}
 	pod := &job.Spec.Template
-	pod.Labels, pod.Annotations = labels, built.Annotations
+	pod.Labels = merged(pod.Labels, built.Labels)
+	pod.Annotations = merged(pod.Annotations, built.Annotations)
 	pod.Spec.NodeSelector = built.Spec.NodeSelector
 	pod.Spec.Tolerations = built.Spec.Tolerations
 	pod.Spec.SchedulingGates = built.Spec.SchedulingGates
 	return job
-}
-
-// jobAPILabels are the Pod template labels the Job API sets itself.
-var jobAPILabels = map[string]bool{
-	batchv1.ControllerUidLabel: true,
-	batchv1.JobNameLabel:       true,
-	"controller-uid":           true, // the legacy names, still set
-	"job-name":                 true,
 }

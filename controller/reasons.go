@@ -64,6 +64,7 @@ const (
 	ReasonAgentCrashLoopPodDeleted  = "AgentCrashLoopPodDeleted"
 	ReasonInvalidInPlaceRestartJobs = "InvalidInPlaceRestartJobs"
 	ReasonJobCreationFailed         = "JobCreationFailed"
+	ReasonJobResumeFailed           = "JobResumeFailed"
 	ReasonReplicatedJobScaled       = "ReplicatedJobScaled"
 	ReasonServiceCreationFailed     = "HeadlessServiceCreationFailed"
 	ReasonPVCCreationFailed         = "PVCCreationFailed"

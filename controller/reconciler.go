@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -97,6 +98,8 @@ type Reconciler struct {
 // Child Jobs block their JobSet's deletion; with OwnerReferencesPermissionEnforcement that needs update on the finalizers subresource.
 // +kubebuilder:rbac:groups=jobset.x-k8s.io,resources=jobsets/finalizers,verbs=update
 // +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create;update;patch;delete
+// A resumed Job's start time is cleared so that its template may take what changed while it was suspended.
+// +kubebuilder:rbac:groups=batch,resources=jobs/status,verbs=patch
 // A Pod whose worker's exit fails its Job while its other containers run is deleted (stuckFatal).
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;patch;delete
 // +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=roles;rolebindings,verbs=get;list;watch;create;update;delete
@@ -335,9 +338,25 @@ func (r *Reconciler) act(ctx context.Context, js *jobset.JobSet, p *plan) error 
 		cached = append(cached, u.cached)
 	}
 	if err := r.forEach(ctx, cached, func(ctx context.Context, cached *batchv1.Job) error {
+		want := resumed[cached]
+		if cached.Status.StartTime != nil && !equality.Semantic.DeepEqual(cached.Spec.Template, want.Spec.Template) {
+			// The Job API takes a suspended Job's template changes only
+			// once it has no start time (unless its
+			// MutableSchedulingDirectivesForSuspendedJobs gate is on, beta
+			// since 1.36), and clearing it is allowed while suspended. A
+			// Job suspended after it ran may still carry one.
+			cleared := cached.DeepCopy()
+			cleared.Status.StartTime = nil
+			if err := r.client.Status().Patch(ctx, cleared, client.MergeFrom(cached)); err != nil {
+				return ignore(err, apierrors.IsNotFound)
+			}
+		}
 		// One write: the Job API accepts the template's changes only while
 		// the Job is suspended, and its Pods must start with them.
-		err := r.client.Patch(ctx, resumed[cached], client.MergeFrom(cached))
+		err := r.client.Patch(ctx, want, client.MergeFrom(cached))
+		if apierrors.IsInvalid(err) {
+			r.recorder.Eventf(js, cached, corev1.EventTypeWarning, ReasonJobResumeFailed, "Resume", "job %s: %v", cached.Name, err)
+		}
 		return ignore(err, apierrors.IsNotFound)
 	}); err != nil {
 		return fmt.Errorf("resuming jobs: %w", err)
