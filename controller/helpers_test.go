@@ -1,8 +1,12 @@
 package controller
 
 import (
+	"flag"
+	"fmt"
 	"maps"
+	"os"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -104,9 +108,17 @@ func decidePure(t *testing.T, js *jobset.JobSet, obs observed, now metav1.Time, 
 		t.Errorf("decide changed what was observed (-before +after):\n%s", diff)
 	}
 	// Every decision of every test moves the JobSet along the table of
-	// transitions, or not at all.
-	if from, to := restartStateOf(js, &js.Status), restartStateOf(js, &p.status); !allowedTransition(from, to) {
+	// transitions, or not at all, and counts a restart only on a row that
+	// says it may.
+	from, to := restartStateOf(js, &js.Status), restartStateOf(js, &p.status)
+	if !allowedTransition(from, to) {
 		t.Errorf("decide moved the JobSet from %s to %s, which is not in the table of transitions", from, to)
+	}
+	if from != to {
+		seenTransitions.Store(transition{from: from, to: to}.key(), true)
+		if !mayCount(from, to) && countedRestarts(&p.status) > countedRestarts(&js.Status) {
+			t.Errorf("decide counted a restart moving from %s to %s, a row that counts none", from, to)
+		}
 	}
 	return p
 }
@@ -133,4 +145,34 @@ func updatedNames(updates []jobUpdate) []string {
 		out = append(out, u.cached.Name)
 	}
 	return out
+}
+
+// seenTransitions are the rows of the table the tests' decisions took.
+var seenTransitions sync.Map
+
+func (t transition) key() string { return fmt.Sprintf("%s -> %s", t.from, t.to) }
+
+// TestMain runs the tests and, when every test ran, fails if a row of the
+// table of transitions was never taken: each row says what the controller
+// does, and a test must show it.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if code == 0 {
+		if f := flagValue("test.run"); f == "" {
+			for _, t := range transitions {
+				if _, ok := seenTransitions.Load(t.key()); !ok {
+					fmt.Fprintf(os.Stderr, "no test takes the transition %s (%s)\n", t.key(), t.on)
+					code = 1
+				}
+			}
+		}
+	}
+	os.Exit(code)
+}
+
+func flagValue(name string) string {
+	if f := flag.Lookup(name); f != nil {
+		return f.Value.String()
+	}
+	return ""
 }

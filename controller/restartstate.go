@@ -61,9 +61,10 @@ type transition struct {
 	from, to restartState
 	// on is what makes it, where decide sees it.
 	on string
-	// counted: the move counts a restart towards maxRestarts (unless the
-	// failure policy's action ignores maxRestarts, or the Job's
-	// podFailurePolicy ignores the loss).
+	// counted: the move may count a restart towards maxRestarts (it does
+	// not when the failure policy's action ignores maxRestarts, for a
+	// scale, or when the Job's podFailurePolicy ignores the loss). A move
+	// whose row says false never counts one; the tests check both.
 	counted bool
 }
 
@@ -114,6 +115,17 @@ func allowedTransition(from, to restartState) bool {
 	for _, t := range transitions {
 		if t.from == from && t.to == to {
 			return true
+		}
+	}
+	return false
+}
+
+// mayCount reports whether a move may count a restart towards
+// maxRestarts.
+func mayCount(from, to restartState) bool {
+	for _, t := range transitions {
+		if t.from == from && t.to == to {
+			return t.counted
 		}
 	}
 	return false

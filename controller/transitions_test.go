@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -449,5 +450,95 @@ func TestCrashLoopCountsOnlyTheGroupToSync(t *testing.T) {
 	p = decidePure(t, js, observed{jobs: jobs, pods: pods, serviceExists: true}, at(0), time.Minute)
 	if c := findCondition(&p.status, jobset.JobSetFailed); c == nil || !strings.Contains(c.Message, "Pod new") {
 		t.Errorf("a new Pod's agent crash-looping: failed condition %+v", c)
+	}
+}
+
+// TestEveryTransition takes the rows of the table of transitions that the
+// stories above do not: from each state, a failure the policy restarts or
+// fails, the success policy, a suspension and a resume.
+func TestEveryTransition(t *testing.T) {
+	type state func() *jobset.JobSet
+	starting := func() *jobset.JobSet { return inPlaceJobSet(0, 0) }
+	restarting := func() *jobset.JobSet {
+		js := inPlaceJobSet(1, 1)
+		js.Status.Restarts, js.Status.InPlaceRestarts, js.Status.RestartsCountTowardsMax = 1, 1, 1
+		setCondition(&js.Status, jobset.JobSetRestarting, metav1.ConditionTrue, ReasonInPlaceRestart, "a worker exited", at(0))
+		return js
+	}
+	recreating := func() *jobset.JobSet {
+		js := inPlaceJobSet(1, 1)
+		js.Status.Restarts, js.Status.RestartsCountTowardsMax = 1, 1
+		setCondition(&js.Status, jobset.JobSetRestarting, metav1.ConditionTrue, ReasonRestartDefaultPolicy, "restart attempt 1", at(0))
+		return js
+	}
+	suspended := func(under state) state {
+		return func() *jobset.JobSet {
+			js := under()
+			js.Spec.Suspend = ptr.To(true)
+			setCondition(&js.Status, jobset.JobSetSuspended, metav1.ConditionTrue, ReasonSuspended, MessageSuspended, at(0))
+			return js
+		}
+	}
+	type event func(js *jobset.JobSet) observed
+	jobsWith := func(js *jobset.JobSet, edit func(driver, workers *batchv1.Job)) []batchv1.Job {
+		driver, workers := readyJob(jobOf(js, "driver", 0)), readyJob(jobOf(js, "workers", 0))
+		driver.Spec.Suspend, workers.Spec.Suspend = js.Spec.Suspend, js.Spec.Suspend
+		edit(driver, workers)
+		return jobList(driver, workers)
+	}
+	jobFails := func(js *jobset.JobSet) observed {
+		return observed{serviceExists: true, jobs: jobsWith(js, func(_, w *batchv1.Job) { failedJob(w, batchv1.JobReasonBackoffLimitExceeded, "", at(1)) })}
+	}
+	jobFailsForGood := func(js *jobset.JobSet) observed {
+		js.Spec.FailurePolicy.Rules = []jobset.FailurePolicyRule{{Name: "fatal", Action: jobset.FailJobSet}}
+		return jobFails(js)
+	}
+	allSucceed := func(js *jobset.JobSet) observed {
+		return observed{serviceExists: true, jobs: jobsWith(js, func(d, w *batchv1.Job) { succeededJob(d); succeededJob(w) })}
+	}
+	suspend := func(js *jobset.JobSet) observed {
+		js.Spec.Suspend = ptr.To(true)
+		return observed{serviceExists: true, jobs: jobsWith(js, func(_, _ *batchv1.Job) {})}
+	}
+	resume := func(js *jobset.JobSet) observed {
+		js.Spec.Suspend = ptr.To(false)
+		return observed{serviceExists: true, jobs: jobsWith(js, func(d, w *batchv1.Job) { d.Spec.Suspend, w.Spec.Suspend = ptr.To(true), ptr.To(true) })}
+	}
+	syncAt := func(epoch string) event {
+		return func(js *jobset.JobSet) observed {
+			pods := syncedPods(epoch)
+			for i := range pods {
+				pods[i].Labels[jobset.RestartsKey] = strconv.Itoa(int(recreateAttempt(&js.Status)))
+			}
+			return observed{serviceExists: true, jobs: jobsWith(js, func(_, _ *batchv1.Job) {}), pods: pods}
+		}
+	}
+	for name, tc := range map[string]struct {
+		from state
+		on   event
+		want restartState
+	}{
+		"Starting, a Job fails":                  {from: starting, on: jobFails, want: stateRecreating},
+		"Starting, suspended":                    {from: starting, on: suspend, want: stateSuspended},
+		"Starting, every Job succeeds":           {from: starting, on: allSucceed, want: stateCompleted},
+		"Restarting, a Job fails for good":       {from: restarting, on: jobFailsForGood, want: stateFailed},
+		"Restarting, every Job succeeds":         {from: restarting, on: allSucceed, want: stateCompleted},
+		"Recreating, the new Pods sync":          {from: recreating, on: syncAt("2"), want: stateRunning},
+		"Recreating, a new Job fails for good":   {from: recreating, on: jobFailsForGood, want: stateFailed},
+		"Recreating, suspended":                  {from: recreating, on: suspend, want: stateSuspended},
+		"Recreating, every Job succeeds":         {from: recreating, on: allSucceed, want: stateCompleted},
+		"Suspended, resumed":                     {from: suspended(starting), on: resume, want: stateStarting},
+		"Suspended during a recreation, resumed": {from: suspended(recreating), on: resume, want: stateRecreating},
+		"Suspended, a Job had failed for good":   {from: suspended(starting), on: jobFailsForGood, want: stateFailed},
+		"Suspended, every Job had succeeded":     {from: suspended(starting), on: allSucceed, want: stateCompleted},
+	} {
+		t.Run(name, func(t *testing.T) {
+			js := tc.from()
+			obs := tc.on(js)
+			p := decidePure(t, js, obs, at(2), time.Minute)
+			if got := restartStateOf(js, &p.status); got != tc.want {
+				t.Errorf("state %s, want %s (status %+v)", got, tc.want, p.status)
+			}
+		})
 	}
 }
