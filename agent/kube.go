@@ -306,14 +306,22 @@ func podState(pod *corev1.Pod, key string, offset int32) (int32, Workers, error)
 	return epoch, workersOf(pod), nil
 }
 
+// restartingAllContainers is the reason the kubelet gives the containers it
+// stopped to restart every container of their Pod in place.
+const restartingAllContainers = "RestartingAllContainers"
+
 // workersOf tells what the Pod's workers (its regular containers) do, for
 // an agent that starts: all running; none run since the agent's previous
 // run started (WorkersWaiting: the agent, an init container whose
 // environment carries the restart exit code, restarted alone before they
 // started); otherwise stopped.
 //
-// Waiting is judged by time: no worker's last termination is later than
-// the start of the agent's previous run. A worker that ran behind that run's
+// An agent whose previous run the kubelet ended to restart every container
+// of the Pod (reason RestartingAllContainers) did not restart alone:
+// stopped. Otherwise waiting is judged by time: no worker's last
+// termination is later than the start of the agent's previous run, and
+// none lacks its time (then nothing is known, and stopped is the safe
+// answer: a new epoch, as before agents could resume). A worker that ran behind that run's
 // barrier started after it, and ended after it too. The API's times are
 // whole seconds, so an end in the same second counts as before: a worker
 // cannot start before the group synced and the barrier lifted, which takes
@@ -334,7 +342,14 @@ func workersOf(pod *corev1.Pod) Workers {
 			continue
 		}
 		for _, s := range pod.Status.InitContainerStatuses {
-			if t := s.LastTerminationState.Terminated; s.Name == c.Name && t != nil && !t.StartedAt.IsZero() {
+			t := s.LastTerminationState.Terminated
+			if s.Name != c.Name || t == nil {
+				continue
+			}
+			if t.Reason == restartingAllContainers {
+				return WorkersStopped
+			}
+			if !t.StartedAt.IsZero() {
 				previousRun = &t.StartedAt
 			}
 		}
@@ -347,7 +362,7 @@ func workersOf(pod *corev1.Pod) Workers {
 			return WorkersStopped
 		}
 		for _, t := range []*corev1.ContainerStateTerminated{s.State.Terminated, s.LastTerminationState.Terminated} {
-			if t != nil && t.FinishedAt.After(previousRun.Time) {
+			if t != nil && (t.FinishedAt.IsZero() || t.FinishedAt.After(previousRun.Time)) {
 				return WorkersStopped
 			}
 		}

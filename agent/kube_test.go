@@ -316,7 +316,13 @@ func TestWorkersOf(t *testing.T) {
 		"a worker ended in the second the previous run started":                 {pod: pod(&five, worker(waiting, ended(5))), want: WorkersWaiting},
 		"a worker ended during the previous run (the Pod restarted in place)":   {pod: pod(&five, worker(waiting, ended(7))), want: WorkersStopped},
 		"a worker exited during the previous run and is not restarted yet":      {pod: pod(&five, worker(ended(7), corev1.ContainerState{})), want: WorkersStopped},
-		"one worker runs, another does not":                                     {pod: pod(&five, worker(running, corev1.ContainerState{}), worker(waiting, corev1.ContainerState{})), want: WorkersStopped},
+		"the agent's previous run was ended by a restart of the whole Pod": {pod: func() *corev1.Pod {
+			p := pod(&five, worker(waiting, ended(5)))
+			p.Status.InitContainerStatuses[0].LastTerminationState.Terminated.Reason = "RestartingAllContainers"
+			return p
+		}(), want: WorkersStopped},
+		"a worker's last end has no time":   {pod: pod(&five, worker(waiting, corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 137}})), want: WorkersStopped},
+		"one worker runs, another does not": {pod: pod(&five, worker(running, corev1.ContainerState{}), worker(waiting, corev1.ContainerState{})), want: WorkersStopped},
 	} {
 		t.Run(name, func(t *testing.T) {
 			if got := workersOf(tc.pod); got != tc.want {
