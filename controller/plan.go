@@ -278,7 +278,7 @@ func (p *plan) reconcileEpochs(js *jobset.JobSet, fam *family, broadcast map[str
 	if p.fallBackIfStuck(now, timeout) {
 		return
 	}
-	if c := meta.FindStatusCondition(p.status.Conditions, string(jobset.JobSetRestarting)); c != nil && c.Status == metav1.ConditionTrue && inPlaceReason(c.Reason) {
+	if restartStateOf(js, &p.status) == stateRestarting {
 		p.stopEscapedWorkers(pods, d.deprecated)
 	}
 
@@ -298,7 +298,7 @@ func (p *plan) reconcileEpochs(js *jobset.JobSet, fam *family, broadcast map[str
 // and no timeout may recreate the Jobs of a JobSet that is not running.
 func (p *plan) suspendEpochs(js *jobset.JobSet, broadcast map[string]string, now metav1.Time) {
 	p.status.DeprecatedEpoch = max(p.status.DeprecatedEpoch, p.status.SyncedEpoch)
-	if c := meta.FindStatusCondition(p.status.Conditions, string(jobset.JobSetRestarting)); c != nil && c.Status == metav1.ConditionTrue && inPlaceReason(c.Reason) {
+	if restartingInPlace(&p.status) {
 		msg := fmt.Sprintf("the JobSet was suspended during an in-place restart of epoch %d: its Pods stop, and start a fresh epoch when it is resumed", p.status.SyncedEpoch)
 		setCondition(&p.status, jobset.JobSetRestarting, metav1.ConditionFalse, ReasonInPlaceRestartSuspended, msg, now)
 		p.events = append(p.events, event{corev1.EventTypeNormal, ReasonInPlaceRestartSuspended, msg})
@@ -359,7 +359,7 @@ func finishedMember(pods []podGroup) string {
 // the group synced, an agent that crashes alone resumes its epoch and
 // costs nothing. It returns the reason, or "".
 func crashLoop(js *jobset.JobSet, status *jobset.JobSetStatus, pods []podGroup) string {
-	if status.SyncedEpoch > status.DeprecatedEpoch || conditionTrue(status, jobset.JobSetRestarting) {
+	if restartStateOf(js, status) != stateStarting {
 		return ""
 	}
 	maxRestarts := js.Spec.FailurePolicy.MaxRestarts
@@ -457,10 +457,10 @@ func allStarted(js *jobset.JobSet, statuses []jobset.ReplicatedJobStatus) bool {
 // short-term in-place restart KEP's inplace-timeout does. The restart was
 // counted when it began; the fallback does not count again.
 func (p *plan) fallBackIfStuck(now metav1.Time, timeout time.Duration) bool {
-	c := meta.FindStatusCondition(p.status.Conditions, string(jobset.JobSetRestarting))
-	if c == nil || c.Status != metav1.ConditionTrue || !inPlaceReason(c.Reason) {
+	if !restartingInPlace(&p.status) {
 		return false
 	}
+	c := meta.FindStatusCondition(p.status.Conditions, string(jobset.JobSetRestarting))
 	deadline := c.LastTransitionTime.Add(timeout)
 	if now.Time.Before(deadline) {
 		p.requeueAfter = deadline.Sub(now.Time)

@@ -44,16 +44,23 @@ func restartStateOf(js *jobset.JobSet, status *jobset.JobSetStatus) restartState
 	case conditionTrue(status, jobset.JobSetSuspended):
 		return stateSuspended
 	}
-	if c := meta.FindStatusCondition(status.Conditions, string(jobset.JobSetRestarting)); c != nil && c.Status == metav1.ConditionTrue {
-		if inPlaceReason(c.Reason) {
-			return stateRestarting
-		}
+	if restartingInPlace(status) {
+		return stateRestarting
+	}
+	if conditionTrue(status, jobset.JobSetRestarting) {
 		return stateRecreating
 	}
 	if inPlaceActive(js) && status.SyncedEpoch <= status.DeprecatedEpoch {
 		return stateStarting
 	}
 	return stateRunning
+}
+
+// restartingInPlace reports whether an in-place restart is under way:
+// Restarting is True with an in-place reason, whose timeout bounds it.
+func restartingInPlace(status *jobset.JobSetStatus) bool {
+	c := meta.FindStatusCondition(status.Conditions, string(jobset.JobSetRestarting))
+	return c != nil && c.Status == metav1.ConditionTrue && inPlaceReason(c.Reason)
 }
 
 // transition is one move of a JobSet along its restart path.
