@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	jobsetv1alpha2 "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
@@ -45,4 +46,18 @@ func ExpectJobSetCondition(ctx context.Context, c client.Client, js *jobsetv1alp
 		g.Expect(cond.Reason).To(gomega.Equal(reason))
 	}).WithTimeout(timeout).Should(gomega.Succeed())
 	return got
+}
+
+// UpdateJobSet changes a JobSet as a controller (Kueue, say) does: read,
+// change, write, and again on a conflict.
+func UpdateJobSet(ctx context.Context, c client.Client, js *jobsetv1alpha2.JobSet, change func(*jobsetv1alpha2.JobSet)) {
+	ginkgo.GinkgoHelper()
+	gomega.Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		var got jobsetv1alpha2.JobSet
+		if err := c.Get(ctx, client.ObjectKeyFromObject(js), &got); err != nil {
+			return err
+		}
+		change(&got)
+		return c.Update(ctx, &got)
+	})).To(gomega.Succeed())
 }

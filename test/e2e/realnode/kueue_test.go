@@ -6,11 +6,10 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
+	"github.com/inplace-dev/inplace/test/util"
 )
 
 // Kueue's protocol on real kubelets, played from its documented behaviour
@@ -23,14 +22,7 @@ var _ = Describe("in-place restart on real kubelets, under Kueue", func() {
 
 	update := func(js *jobset.JobSet, change func(*jobset.JobSet)) {
 		GinkgoHelper()
-		Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
-			var got jobset.JobSet
-			if err := k8sClient.Get(ctx, client.ObjectKeyFromObject(js), &got); err != nil {
-				return err
-			}
-			change(&got)
-			return k8sClient.Update(ctx, &got)
-		})).To(Succeed())
+		util.UpdateJobSet(ctx, k8sClient, js, change)
 	}
 	// Every real node carries both labels: each flavor admits anywhere, and
 	// the Pods show which one they were started with.

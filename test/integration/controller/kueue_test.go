@@ -6,7 +6,6 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"time"
@@ -53,14 +52,7 @@ var _ = Describe("a JobSet queued by Kueue", func() {
 	// on a conflict.
 	update := func(js *jobset.JobSet, change func(*jobset.JobSet)) {
 		GinkgoHelper()
-		Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
-			var got jobset.JobSet
-			if err := k8sClient.Get(ctx, client.ObjectKeyFromObject(js), &got); err != nil {
-				return err
-			}
-			change(&got)
-			return k8sClient.Update(ctx, &got)
-		})).To(Succeed())
+		util.UpdateJobSet(ctx, k8sClient, js, change)
 	}
 	admit := func(js *jobset.JobSet, f flavor) {
 		GinkgoHelper()
