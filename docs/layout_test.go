@@ -20,7 +20,7 @@ const module = "github.com/inplace-dev/inplace"
 // benchmarks.
 var topLevel = []string{
 	".ci", ".dockerignore", ".gitignore", ".golangci.yml",
-	"Dockerfile", "Makefile", "README.md",
+	"Dockerfile", "LICENSE", "Makefile", "README.md",
 	"agent", "api", "charts", "cmd", "config", "controller", "docs", "examples",
 	"go.mod", "go.sum", "hack", "perf", "policies", "test", "webhook",
 }
