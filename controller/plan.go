@@ -9,7 +9,6 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -248,14 +247,8 @@ func (p *plan) reconcileEpochs(js *jobset.JobSet, fam *family, broadcast map[str
 			// A member whose Pod succeeded has no agent left to restart:
 			// waiting for it would only end at the timeout. The Jobs are
 			// recreated at once instead, one restart counted.
-			p.status.Restarts++
-			if !d.uncounted {
-				p.status.RestartsCountTowardsMax++
-			}
-			p.status.DeprecatedEpoch = p.status.SyncedEpoch
-			msg := fmt.Sprintf("%s, and Pod %s has finished, which cannot restart in place: recreating every Job (restart %d)", d.why, who, p.status.Restarts)
-			setCondition(&p.status, jobset.JobSetRestarting, metav1.ConditionTrue, ReasonInPlaceRestartImpossible, msg, now)
-			p.events = append(p.events, event{corev1.EventTypeWarning, ReasonInPlaceRestartImpossible, msg})
+			p.recreate(ReasonInPlaceRestartImpossible, fmt.Sprintf("%s, and Pod %s has finished, which cannot restart in place: recreating every Job (restart %d)",
+				d.why, who, p.status.Restarts+1), !d.uncounted, now)
 			return
 		}
 		p.status.Restarts++
@@ -298,7 +291,7 @@ func (p *plan) reconcileEpochs(js *jobset.JobSet, fam *family, broadcast map[str
 // and no timeout may recreate the Jobs of a JobSet that is not running.
 func (p *plan) suspendEpochs(js *jobset.JobSet, broadcast map[string]string, now metav1.Time) {
 	p.status.DeprecatedEpoch = max(p.status.DeprecatedEpoch, p.status.SyncedEpoch)
-	if restartingInPlace(&p.status) {
+	if inPlaceRestartCondition(&p.status) != nil {
 		msg := fmt.Sprintf("the JobSet was suspended during an in-place restart of epoch %d: its Pods stop, and start a fresh epoch when it is resumed", p.status.SyncedEpoch)
 		setCondition(&p.status, jobset.JobSetRestarting, metav1.ConditionFalse, ReasonInPlaceRestartSuspended, msg, now)
 		p.events = append(p.events, event{corev1.EventTypeNormal, ReasonInPlaceRestartSuspended, msg})
@@ -457,19 +450,31 @@ func allStarted(js *jobset.JobSet, statuses []jobset.ReplicatedJobStatus) bool {
 // short-term in-place restart KEP's inplace-timeout does. The restart was
 // counted when it began; the fallback does not count again.
 func (p *plan) fallBackIfStuck(now metav1.Time, timeout time.Duration) bool {
-	if !restartingInPlace(&p.status) {
+	c := inPlaceRestartCondition(&p.status)
+	if c == nil {
 		return false
 	}
-	c := meta.FindStatusCondition(p.status.Conditions, string(jobset.JobSetRestarting))
 	deadline := c.LastTransitionTime.Add(timeout)
 	if now.Time.Before(deadline) {
 		p.requeueAfter = deadline.Sub(now.Time)
 		return false
 	}
-	p.status.Restarts++ // a recreation: the Jobs' restart attempt moves on
-	p.status.DeprecatedEpoch = p.status.SyncedEpoch
-	msg := fmt.Sprintf("the in-place restart did not converge within %s (epoch %d never synced): recreating every Job", timeout, p.status.SyncedEpoch+1)
-	setCondition(&p.status, jobset.JobSetRestarting, metav1.ConditionTrue, ReasonInPlaceRestartTimedOut, msg, now)
-	p.events = append(p.events, event{corev1.EventTypeWarning, ReasonInPlaceRestartTimedOut, msg})
+	p.recreate(ReasonInPlaceRestartTimedOut, fmt.Sprintf("the in-place restart did not converge within %s (epoch %d never synced): recreating every Job",
+		timeout, p.status.SyncedEpoch+1), false, now)
 	return true
+}
+
+// recreate gives up the in-place path for this restart: the restart
+// attempt moves on, so the next reconcile replaces every Job, and the
+// Pods of the new Jobs start a fresh epoch. counted says whether it counts
+// towards maxRestarts: not when the in-place restart it ends was counted
+// already.
+func (p *plan) recreate(reason, msg string, counted bool, now metav1.Time) {
+	p.status.Restarts++
+	if counted {
+		p.status.RestartsCountTowardsMax++
+	}
+	p.status.DeprecatedEpoch = p.status.SyncedEpoch
+	setCondition(&p.status, jobset.JobSetRestarting, metav1.ConditionTrue, reason, msg, now)
+	p.events = append(p.events, event{corev1.EventTypeWarning, reason, msg})
 }

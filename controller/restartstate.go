@@ -8,9 +8,9 @@ import (
 )
 
 // restartState is where a JobSet stands on its restart path. It is a
-// function of the JobSet's status (and whether it restarts in place) alone, so that a reconcile, a
-// log line and a test all name it the same way; decide moves a JobSet
-// only along the transitions below.
+// function of the JobSet's status (and whether it restarts in place)
+// alone, so that a reconcile, a log line and a test all name it the same
+// way; decide moves a JobSet only along the transitions below.
 type restartState string
 
 const (
@@ -32,8 +32,8 @@ const (
 	stateCompleted restartState = "Completed"
 )
 
-// restartStateOf computes a JobSet's state from its spec and a status: the
-// terminal state first, then a suspension, then a restart under way, then
+// restartStateOf computes a JobSet's state from a status: the terminal
+// state first, then a suspension, then a restart under way, then
 // the epochs.
 func restartStateOf(js *jobset.JobSet, status *jobset.JobSetStatus) restartState {
 	switch {
@@ -44,7 +44,7 @@ func restartStateOf(js *jobset.JobSet, status *jobset.JobSetStatus) restartState
 	case conditionTrue(status, jobset.JobSetSuspended):
 		return stateSuspended
 	}
-	if restartingInPlace(status) {
+	if inPlaceRestartCondition(status) != nil {
 		return stateRestarting
 	}
 	if conditionTrue(status, jobset.JobSetRestarting) {
@@ -56,11 +56,15 @@ func restartStateOf(js *jobset.JobSet, status *jobset.JobSetStatus) restartState
 	return stateRunning
 }
 
-// restartingInPlace reports whether an in-place restart is under way:
-// Restarting is True with an in-place reason, whose timeout bounds it.
-func restartingInPlace(status *jobset.JobSetStatus) bool {
+// inPlaceRestartCondition returns the Restarting condition of an in-place
+// restart under way (True, with an in-place reason, whose timeout bounds
+// it), or nil.
+func inPlaceRestartCondition(status *jobset.JobSetStatus) *metav1.Condition {
 	c := meta.FindStatusCondition(status.Conditions, string(jobset.JobSetRestarting))
-	return c != nil && c.Status == metav1.ConditionTrue && inPlaceReason(c.Reason)
+	if c == nil || c.Status != metav1.ConditionTrue || !inPlaceReason(c.Reason) {
+		return nil
+	}
+	return c
 }
 
 // transition is one move of a JobSet along its restart path.
@@ -113,27 +117,13 @@ var transitions = []transition{
 	{stateSuspended, stateCompleted, "the success policy is met", false},
 }
 
-// allowedTransition reports whether decide may move a JobSet from one
-// state to another.
-func allowedTransition(from, to restartState) bool {
-	if from == to {
-		return true
-	}
+// transitionOf returns the row of the table that moves a JobSet from one
+// state to another, if there is one.
+func transitionOf(from, to restartState) (transition, bool) {
 	for _, t := range transitions {
 		if t.from == from && t.to == to {
-			return true
+			return t, true
 		}
 	}
-	return false
-}
-
-// mayCount reports whether a move may count a restart towards
-// maxRestarts.
-func mayCount(from, to restartState) bool {
-	for _, t := range transitions {
-		if t.from == from && t.to == to {
-			return t.counted
-		}
-	}
-	return false
+	return transition{}, false
 }
