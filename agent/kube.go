@@ -288,16 +288,16 @@ func (d *retryDelay) after(err error) time.Duration {
 
 // PodState returns the epoch a Pod carries and what its workers do.
 func PodState(pod *corev1.Pod) (int32, Workers, error) {
-	return podState(pod, jobset.EpochKey, 0)
+	return podState(pod, jobset.EpochKey, false)
 }
 
-// podState returns the epoch a Pod carries on the annotation key (the
-// annotation's number plus offset: upstream JobSet's attempts count from
-// 0) and what its workers do (workersOf).
-func podState(pod *corev1.Pod, key string, offset int32) (int32, Workers, error) {
+// podState returns the epoch a Pod carries on the annotation key (fromZero
+// for upstream JobSet's attempts, which count from 0) and what its workers
+// do (workersOf).
+func podState(pod *corev1.Pod, key string, fromZero bool) (int32, Workers, error) {
 	var epoch int32
 	if v, ok := pod.Annotations[key]; ok {
-		n, err := protocol.ParseEpoch(v, offset == 1)
+		n, err := protocol.ParseEpoch(v, fromZero)
 		if err != nil {
 			return 0, WorkersStopped, fmt.Errorf("pod annotation %s is %q: want a non-negative int32", key, v)
 		}
@@ -305,10 +305,6 @@ func podState(pod *corev1.Pod, key string, offset int32) (int32, Workers, error)
 	}
 	return epoch, workersOf(pod), nil
 }
-
-// restartingAllContainers is the reason the kubelet gives the containers it
-// stopped to restart every container of their Pod in place.
-const restartingAllContainers = "RestartingAllContainers"
 
 // workersOf tells what the Pod's workers (its regular containers) do, for
 // an agent that starts: all running; none run since the agent's previous
@@ -321,13 +317,12 @@ const restartingAllContainers = "RestartingAllContainers"
 // stopped. Otherwise waiting is judged by time: no worker's last
 // termination is later than the start of the agent's previous run, and
 // none lacks its time (then nothing is known, and stopped is the safe
-// answer: a new epoch, as before agents could resume). A worker that ran behind that run's
-// barrier started after it, and ended after it too. The API's times are
-// whole seconds, so an end in the same second counts as before: a worker
-// cannot start before the group synced and the barrier lifted, which takes
-// the agent's previous run more than its first moments. A whole-Pod
-// restart in place (its agent exiting with the restart code, or a worker's
-// exit) ends the workers after that run started: stopped.
+// answer: a new epoch, as before agents could resume). A worker that ran
+// behind that run's barrier started after it, and ended after it too. The
+// API's times are whole seconds, so an end in the same second counts as
+// before: a worker cannot start before the group synced and the barrier
+// lifted, which takes the agent's previous run more than its first
+// moments.
 func workersOf(pod *corev1.Pod) Workers {
 	running := len(pod.Status.ContainerStatuses) > 0
 	for _, s := range pod.Status.ContainerStatuses {
@@ -346,7 +341,7 @@ func workersOf(pod *corev1.Pod) Workers {
 			if s.Name != c.Name || t == nil {
 				continue
 			}
-			if t.Reason == restartingAllContainers {
+			if t.Reason == protocol.ReasonRestartingAllContainers {
 				return WorkersStopped
 			}
 			if !t.StartedAt.IsZero() {

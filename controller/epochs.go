@@ -118,7 +118,7 @@ func observePodIn(js *jobset.JobSet, pod *corev1.Pod) podEpoch {
 		// restart of all containers) and its conditions.
 		judged = &corev1.Pod{Status: corev1.PodStatus{Conditions: pod.Status.Conditions}}
 		for _, s := range pod.Status.ContainerStatuses {
-			if t := s.State.Terminated; t != nil && t.Reason != restartingAllContainers {
+			if t := s.State.Terminated; t != nil && t.Reason != protocol.ReasonRestartingAllContainers {
 				judged.Status.ContainerStatuses = append(judged.Status.ContainerStatuses, s)
 			}
 		}
@@ -171,7 +171,7 @@ func stuckFatal(pod *corev1.Pod) bool {
 	}
 	terminated := 0
 	for _, s := range pod.Status.ContainerStatuses {
-		if s.State.Terminated != nil && s.State.Terminated.Reason != restartingAllContainers {
+		if s.State.Terminated != nil && s.State.Terminated.Reason != protocol.ReasonRestartingAllContainers {
 			terminated++
 		}
 	}
@@ -181,11 +181,6 @@ func stuckFatal(pod *corev1.Pod) bool {
 // crashLoopBackOff is the reason the kubelet gives a container it waits to
 // start again after it exited too often.
 const crashLoopBackOff = "CrashLoopBackOff"
-
-// restartingAllContainers is the reason the kubelet gives a container it
-// stopped to restart every container of its Pod in place: not an exit of
-// the container's own.
-const restartingAllContainers = "RestartingAllContainers"
 
 // observePod extracts the epoch facts of a Pod.
 func observePod(pod *corev1.Pod) podEpoch {
@@ -215,12 +210,13 @@ func observePod(pod *corev1.Pod) podEpoch {
 		for _, s := range pod.Status.InitContainerStatuses {
 			if s.Name == agent {
 				p.agentRestarts = s.RestartCount
-				p.agentCrashLooping = s.State.Waiting != nil && s.State.Waiting.Reason == crashLoopBackOff
+				// The workers are looked at only for an agent in back-off:
+				// this runs on every event of every Pod.
+				p.agentCrashLooping = s.State.Waiting != nil && s.State.Waiting.Reason == crashLoopBackOff &&
+					slices.ContainsFunc(pod.Status.ContainerStatuses, func(s corev1.ContainerStatus) bool { return s.State.Running != nil })
 			}
 		}
 	}
-	workerRunning := slices.ContainsFunc(pod.Status.ContainerStatuses, func(s corev1.ContainerStatus) bool { return s.State.Running != nil })
-	p.agentCrashLooping = p.agentCrashLooping && workerRunning
 	for _, s := range pod.Status.ContainerStatuses {
 		if s.State.Terminated != nil && s.State.Terminated.ExitCode != 0 {
 			p.workerExited = s.Name

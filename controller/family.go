@@ -520,19 +520,23 @@ func (f *family) podGroups(js *jobset.JobSet, attempt string) []podGroup {
 					}
 				}
 			}
-			slices.SortFunc(g.stuck, func(a, b *corev1.Pod) int { return cmp.Compare(a.Name, b.Name) })
+			slices.SortFunc(g.stuck, byName)
 		}
 		if class.agentCrashLooping {
 			for name := range names {
 				g.pods = append(g.pods, f.pods[name].pod)
 			}
-			slices.SortFunc(g.pods, func(a, b *corev1.Pod) int { return cmp.Compare(a.Name, b.Name) })
+			slices.SortFunc(g.pods, byName)
 		}
 		out = append(out, g)
 	}
 	slices.SortFunc(out, func(a, b podGroup) int { return comparePodEpochs(a.podEpoch, b.podEpoch) })
 	return out
 }
+
+// byName orders Pods by name, so that what is done to a group's Pods does
+// not depend on map order.
+func byName(a, b *corev1.Pod) int { return cmp.Compare(a.Name, b.Name) }
 
 // comparePodEpochs orders podEpochs by every field.
 func comparePodEpochs(a, b podEpoch) int {

@@ -26,3 +26,10 @@ func ParseEpoch(value string, fromZero bool) (int32, error) {
 }
 
 var errNotEpoch = errors.New("not a non-negative 32-bit number")
+
+// ReasonRestartingAllContainers is the reason the kubelet gives the
+// containers it stopped to restart every container of their Pod in place
+// (RestartAllContainers): not an exit of their own. The controller reads it
+// to tell a worker's exit from the restart, and an agent to tell a restart
+// of its whole Pod from a crash of its own.
+const ReasonRestartingAllContainers = "RestartingAllContainers"

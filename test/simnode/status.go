@@ -6,6 +6,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+
+	"github.com/inplace-dev/inplace/api/protocol"
 )
 
 // Conditions and reasons the real kubelet reports around an in-place
@@ -13,7 +15,7 @@ import (
 const (
 	ConditionAllContainersRestarting corev1.PodConditionType = "AllContainersRestarting"
 
-	ReasonRestartingAllContainers  = "RestartingAllContainers"
+	ReasonRestartingAllContainers  = protocol.ReasonRestartingAllContainers
 	MessageRestartingAllContainers = "The container is removed because RestartAllContainers in place"
 )
 
