@@ -331,37 +331,37 @@ func (r *Reconciler) act(ctx context.Context, js *jobset.JobSet, p *plan) error 
 	}); err != nil {
 		return fmt.Errorf("suspending jobs: %w", err)
 	}
-	resumed := make(map[*batchv1.Job]*batchv1.Job, len(p.resumeJobs))
-	cached := make([]*batchv1.Job, 0, len(p.resumeJobs))
-	for _, u := range p.resumeJobs {
-		resumed[u.cached] = u.want
-		cached = append(cached, u.cached)
-	}
-	if err := r.forEach(ctx, cached, func(ctx context.Context, cached *batchv1.Job) error {
-		want := resumed[cached]
-		if cached.Status.StartTime != nil && !equality.Semantic.DeepEqual(cached.Spec.Template, want.Spec.Template) {
-			// The Job API takes a suspended Job's template changes only
-			// once it has no start time (unless its
-			// MutableSchedulingDirectivesForSuspendedJobs gate is on, beta
-			// since 1.36), and clearing it is allowed while suspended. A
-			// Job suspended after it ran may still carry one.
-			cleared := cached.DeepCopy()
-			cleared.Status.StartTime = nil
-			if err := r.client.Status().Patch(ctx, cleared, client.MergeFrom(cached)); err != nil {
-				return ignore(err, apierrors.IsNotFound)
-			}
-		}
-		// One write: the Job API accepts the template's changes only while
-		// the Job is suspended, and its Pods must start with them.
-		err := r.client.Patch(ctx, want, client.MergeFrom(cached))
-		if apierrors.IsInvalid(err) {
-			r.recorder.Eventf(js, cached, corev1.EventTypeWarning, ReasonJobResumeFailed, "Resume", "job %s: %v", cached.Name, err)
-		}
-		return ignore(err, apierrors.IsNotFound)
+	if err := inParallel(ctx, r.opts.ChildParallelism, p.resumeJobs, func(u jobUpdate) string { return u.cached.Name }, func(ctx context.Context, u jobUpdate) error {
+		return r.resume(ctx, js, u)
 	}); err != nil {
 		return fmt.Errorf("resuming jobs: %w", err)
 	}
 	return r.scale(ctx, js, p.scaleJobs)
+}
+
+// resume unsuspends a Job with what its Pod template gained while it was
+// suspended (resumedJob).
+func (r *Reconciler) resume(ctx context.Context, js *jobset.JobSet, u jobUpdate) error {
+	cached, want := u.cached, u.want
+	if cached.Status.StartTime != nil && !equality.Semantic.DeepEqual(cached.Spec.Template, want.Spec.Template) {
+		// The Job API takes a suspended Job's template changes only
+		// once it has no start time (unless its
+		// MutableSchedulingDirectivesForSuspendedJobs gate is on, beta
+		// since 1.36), and clearing it is allowed while suspended. A
+		// Job suspended after it ran may still carry one.
+		cleared := cached.DeepCopy()
+		cleared.Status.StartTime = nil
+		if err := r.client.Status().Patch(ctx, cleared, client.MergeFrom(cached)); err != nil {
+			return ignore(err, apierrors.IsNotFound)
+		}
+	}
+	// One write: the Job API accepts the template's changes only while
+	// the Job is suspended, and its Pods must start with them.
+	err := r.client.Patch(ctx, want, client.MergeFrom(cached))
+	if apierrors.IsInvalid(err) {
+		r.recorder.Eventf(js, cached, corev1.EventTypeWarning, ReasonJobResumeFailed, "Resume", "job %s: %v", cached.Name, err)
+	}
+	return ignore(err, apierrors.IsNotFound)
 }
 
 // scale patches the Jobs' parallelism and completions to their replicated
@@ -370,18 +370,12 @@ func (r *Reconciler) act(ctx context.Context, js *jobset.JobSet, p *plan) error 
 // already scaled by an earlier reconcile) fails with a conflict and says
 // nothing, and the Job's update brings the next reconcile.
 func (r *Reconciler) scale(ctx context.Context, js *jobset.JobSet, scales []jobScale) error {
-	byJob := map[*batchv1.Job]jobScale{}
-	jobs := make([]*batchv1.Job, 0, len(scales))
-	for _, s := range scales {
-		byJob[s.job] = s
-		jobs = append(jobs, s.job)
-	}
 	var (
 		mu   sync.Mutex
 		done []jobScale
 	)
-	err := r.forEach(ctx, jobs, func(ctx context.Context, cached *batchv1.Job) error {
-		s := byJob[cached]
+	err := inParallel(ctx, r.opts.ChildParallelism, scales, func(s jobScale) string { return s.job.Name }, func(ctx context.Context, s jobScale) error {
+		cached := s.job
 		patch := client.MergeFromWithOptions(cached, client.MergeFromWithOptimisticLock{})
 		job := cached.DeepCopy() // the cache's object is read-only
 		job.Spec.Parallelism = ptr.To(s.to)
@@ -407,22 +401,28 @@ func (r *Reconciler) scale(ctx context.Context, js *jobset.JobSet, scales []jobS
 // forEach runs fn on every Job with at most ChildParallelism at once and
 // returns every error.
 func (r *Reconciler) forEach(ctx context.Context, jobs []*batchv1.Job, fn func(context.Context, *batchv1.Job) error) error {
-	if len(jobs) == 0 {
+	return inParallel(ctx, r.opts.ChildParallelism, jobs, func(j *batchv1.Job) string { return j.Name }, fn)
+}
+
+// inParallel runs fn on every item with at most limit at once and returns
+// every error, each prefixed with its item's name.
+func inParallel[T any](ctx context.Context, limit int, items []T, name func(T) string, fn func(context.Context, T) error) error {
+	if len(items) == 0 {
 		return nil
 	}
 	var (
 		mu   sync.Mutex
 		errs []error
 		wg   sync.WaitGroup
-		sem  = make(chan struct{}, r.opts.ChildParallelism)
+		sem  = make(chan struct{}, limit)
 	)
-	for _, job := range jobs {
+	for _, item := range items {
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			if err := fn(ctx, job); err != nil {
+			if err := fn(ctx, item); err != nil {
 				mu.Lock()
-				errs = append(errs, fmt.Errorf("%s: %w", job.Name, err))
+				errs = append(errs, fmt.Errorf("%s: %w", name(item), err))
 				mu.Unlock()
 			}
 		})
