@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -278,10 +277,7 @@ func TestInPlaceRestartFallsBackToRecreateAfterTimeout(t *testing.T) {
 // long as the agent sidecar does), so no in-place restart is decided for it.
 func TestFatalExitOnARunningPodStartsNoRestart(t *testing.T) {
 	js := inPlaceJobSet(0, 1)
-	js.Spec.ReplicatedJobs[1].Template.Spec.PodFailurePolicy = &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{{
-		Action:      batchv1.PodFailurePolicyActionFailJob,
-		OnExitCodes: &batchv1.PodFailurePolicyOnExitCodesRequirement{Operator: batchv1.PodFailurePolicyOnExitCodesOpIn, Values: []int32{3}},
-	}}}
+	js.Spec.ReplicatedJobs[1].Template.Spec.PodFailurePolicy = failJobOn(3)
 	pod := func(name, rj string, exit int32, reason string) *corev1.Pod {
 		p := &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{jobset.ReplicatedJobNameKey: rj}, Annotations: map[string]string{jobset.EpochKey: "1"}},

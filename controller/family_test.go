@@ -144,10 +144,7 @@ func (w *randomWorld) jobSet(uid types.UID) *jobset.JobSet {
 		js.Spec.FailurePolicy = &jobset.FailurePolicy{RestartStrategy: jobset.InPlaceRestart, MaxRestarts: 1}
 		js.Status.SyncedEpoch = int32(w.r.IntN(3))
 		js.Status.DeprecatedEpoch = int32(w.r.IntN(int(js.Status.SyncedEpoch) + 1))
-		js.Spec.ReplicatedJobs[0].Template.Spec.PodFailurePolicy = &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{{
-			Action:      batchv1.PodFailurePolicyActionFailJob,
-			OnExitCodes: &batchv1.PodFailurePolicyOnExitCodesRequirement{Operator: batchv1.PodFailurePolicyOnExitCodesOpIn, Values: []int32{2}},
-		}}}
+		js.Spec.ReplicatedJobs[0].Template.Spec.PodFailurePolicy = failJobOn(2)
 	case 1:
 		js.Spec.FailurePolicy = &jobset.FailurePolicy{RestartStrategy: jobset.BlockingRecreate}
 	}

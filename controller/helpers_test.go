@@ -61,6 +61,15 @@ func failedJob(job *batchv1.Job, reason, message string, when metav1.Time) *batc
 	return job
 }
 
+// failJobOn is a podFailurePolicy that fails the Job when a container
+// exits with one of codes.
+func failJobOn(codes ...int32) *batchv1.PodFailurePolicy {
+	return &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{{
+		Action:      batchv1.PodFailurePolicyActionFailJob,
+		OnExitCodes: &batchv1.PodFailurePolicyOnExitCodesRequirement{Operator: batchv1.PodFailurePolicyOnExitCodesOpIn, Values: codes},
+	}}}
+}
+
 func succeededJob(job *batchv1.Job) *batchv1.Job {
 	job.Status.Conditions = append(job.Status.Conditions, batchv1.JobCondition{Type: batchv1.JobComplete, Status: corev1.ConditionTrue})
 	job.Status.Succeeded = *job.Spec.Completions

@@ -280,10 +280,7 @@ func hasEvent(events []event, reason, part string) bool {
 
 func TestFatalExitWithAnotherWorkerRunningDeletesThePod(t *testing.T) {
 	js := inPlaceJobSet(0, 1)
-	js.Spec.ReplicatedJobs[1].Template.Spec.PodFailurePolicy = &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{{
-		Action:      batchv1.PodFailurePolicyActionFailJob,
-		OnExitCodes: &batchv1.PodFailurePolicyOnExitCodesRequirement{Operator: batchv1.PodFailurePolicyOnExitCodesOpIn, Values: []int32{5}},
-	}}}
+	js.Spec.ReplicatedJobs[1].Template.Spec.PodFailurePolicy = failJobOn(5)
 	jobs := jobList(readyJob(jobOf(js, "driver", 0)), readyJob(jobOf(js, "workers", 0)))
 	pods := syncedPods("1")
 	two := func(codes ...int32) corev1.Pod {

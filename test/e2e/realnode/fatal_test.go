@@ -3,9 +3,7 @@ package realnode
 import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
@@ -20,15 +18,7 @@ var _ = Describe("in-place restart on real kubelets, a fatal exit beside a runni
 	// with a second worker still running, the fatal exit alone would leave
 	// the Pod Running, its Job and the JobSet waiting for good.
 	It("fails the JobSet by its failure policy, without an in-place restart", func() {
-		fatal := &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{{
-			Action: batchv1.PodFailurePolicyActionFailJob,
-			OnExitCodes: &batchv1.PodFailurePolicyOnExitCodesRequirement{
-				ContainerName: ptr.To("worker"), Operator: batchv1.PodFailurePolicyOnExitCodesOpIn, Values: []int32{3},
-			},
-		}}}
-		js := workerJobSet("fatal-two", ns.Name, fatal, jobset.FailurePolicyRule{
-			Name: "fatal", Action: jobset.FailJobSet, OnJobFailureReasons: []string{batchv1.JobReasonPodFailurePolicy},
-		})
+		js := fatalExitJobSet("fatal-two", ns.Name)
 		pod := &js.Spec.ReplicatedJobs[0].Template.Spec.Template.Spec
 		sampler := *pod.Containers[0].DeepCopy()
 		sampler.Name = "sampler"

@@ -27,6 +27,21 @@ func workerJobSet(name, ns string, pfp *batchv1.PodFailurePolicy, rules ...jobse
 	return util.WorkerJobSet(name, ns, nodes, pfp, rules...)
 }
 
+// fatalExitJobSet is Story 2's JobSet: the worker's exit code 3 fails its
+// Job (podFailurePolicy FailJob), and that failure fails the JobSet
+// (failure policy FailJobSet).
+func fatalExitJobSet(name, ns string) *jobset.JobSet {
+	fatal := &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{{
+		Action: batchv1.PodFailurePolicyActionFailJob,
+		OnExitCodes: &batchv1.PodFailurePolicyOnExitCodesRequirement{
+			ContainerName: ptr.To("worker"), Operator: batchv1.PodFailurePolicyOnExitCodesOpIn, Values: []int32{3},
+		},
+	}}}
+	return workerJobSet(name, ns, fatal, jobset.FailurePolicyRule{
+		Name: "fatal", Action: jobset.FailJobSet, OnJobFailureReasons: []string{batchv1.JobReasonPodFailurePolicy},
+	})
+}
+
 func podsOf(js *jobset.JobSet) []corev1.Pod { return util.JobSetPods(ctx, k8sClient, js) }
 
 func getJobSet(js *jobset.JobSet) *jobset.JobSet { return util.GetJobSet(ctx, k8sClient, js) }
@@ -213,15 +228,7 @@ var _ = Describe("in-place restart on real kubelets", func() {
 	})
 
 	It("Story 2: a fatal exit code fails the JobSet, and no Pod restarts in place", func() {
-		fatal := &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{{
-			Action: batchv1.PodFailurePolicyActionFailJob,
-			OnExitCodes: &batchv1.PodFailurePolicyOnExitCodesRequirement{
-				ContainerName: ptr.To("worker"), Operator: batchv1.PodFailurePolicyOnExitCodesOpIn, Values: []int32{3},
-			},
-		}}}
-		js := workerJobSet("story2", ns.Name, fatal, jobset.FailurePolicyRule{
-			Name: "fatal", Action: jobset.FailJobSet, OnJobFailureReasons: []string{batchv1.JobReasonPodFailurePolicy},
-		})
+		js := fatalExitJobSet("story2", ns.Name)
 		Expect(k8sClient.Create(ctx, js)).To(Succeed())
 		expectRunning(js, 1)
 		var names []string
