@@ -53,7 +53,7 @@ type podEpoch struct {
 	ready    bool
 	// invalidEpoch is an epoch annotation the controller cannot use (the
 	// Pod then counts as not reported): not a positive number, or, once
-	// the JobSet is known (observePodIn), beyond syncedEpoch + 1.
+	// the JobSet is known (boundEpoch), beyond syncedEpoch + 1.
 	invalidEpoch string
 	// invalidWhy says why invalidEpoch cannot be used.
 	invalidWhy string
@@ -89,30 +89,19 @@ type epochDecision struct {
 	openReplicatedJobs []string
 }
 
-// observePodIn extracts the epoch facts of a Pod of js, including whether
-// its failure fails its Job under the Job's podFailurePolicy, judged as the
-// Job controller judges a failed Pod (podfailure.MatchPod). A Pod that is
-// not Failed yet is judged by its workers' own exits so far: with the agent
-// sidecar still running, the kubelet keeps such a Pod Running (a running
-// restartable init container counts as running) until it has stopped the
-// sidecar, and an in-place restart decided in that window would restart the
-// Pod and defeat the FailJob. Only regular containers count there, never
-// the agent.
-func observePodIn(js *jobset.JobSet, pod *corev1.Pod) podEpoch {
-	p := boundEpoch(js, observePod(pod))
-	failed := pod.Status.Phase == corev1.PodFailed
-	// Only a failed Pod, one being deleted or one with an exited worker
-	// can fail its Job: every other Pod of a reconcile costs nothing more
-	// here.
-	if !failed && !p.gone && p.workerExited == "" {
-		return p
-	}
-	pfp := podFailurePolicy(js, p.replicatedJob)
-	if pfp == nil {
-		return p
-	}
+// judgePod says what the Job controller will make of a suspect Pod (failed,
+// being deleted, or with an exited worker) under its Job's podFailurePolicy
+// pfp, as it judges a failed Pod (podfailure.MatchPod): fatal if it fails
+// the Job, ignored if the Pod is gone for a reason the policy ignores. A
+// Pod that is not Failed yet is judged by its workers' own exits so far:
+// with the agent sidecar still running, the kubelet keeps such a Pod
+// Running (a running restartable init container counts as running) until
+// it has stopped the sidecar, and an in-place restart decided in that
+// window would restart the Pod and defeat the FailJob. Only regular
+// containers count there, never the agent.
+func judgePod(pfp *batchv1.PodFailurePolicy, pod *corev1.Pod, gone bool) (fatal, ignored bool) {
 	judged := pod
-	if !failed {
+	if pod.Status.Phase != corev1.PodFailed {
 		// Judged as the Job controller will judge it once it fails: by the
 		// workers' own exits so far (not the agent's, not a stop for a
 		// restart of all containers) and its conditions.
@@ -124,9 +113,7 @@ func observePodIn(js *jobset.JobSet, pod *corev1.Pod) podEpoch {
 		}
 	}
 	action, matched := podfailure.MatchPod(pfp, judged)
-	p.fatal = matched && action == batchv1.PodFailurePolicyActionFailJob
-	p.ignored = matched && p.gone && action == batchv1.PodFailurePolicyActionIgnore
-	return p
+	return matched && action == batchv1.PodFailurePolicyActionFailJob, matched && gone && action == batchv1.PodFailurePolicyActionIgnore
 }
 
 // boundEpoch takes an epoch beyond what an agent of js reports as not

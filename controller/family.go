@@ -393,7 +393,7 @@ type podClass struct {
 	podEpoch
 	// suspect: the Pod failed, is being deleted or a worker exited, which
 	// a podFailurePolicy may turn into its Job's failure or ignore
-	// (observePodIn).
+	// (judgePod).
 	suspect bool
 }
 
@@ -497,7 +497,7 @@ func (g podGroup) sortedNames() []string {
 
 // podGroups returns the Pods of attempt as seen by js: their epochs
 // bounded by its syncedEpoch and judged by its podFailurePolicies
-// (observePodIn), in a fixed order. Only the Pods of a suspect class are
+// (judgePod), in a fixed order. Only the Pods of a suspect class are
 // judged one by one.
 func (f *family) podGroups(js *jobset.JobSet, attempt string) []podGroup {
 	a := f.attempts[attempt]
@@ -507,13 +507,13 @@ func (f *family) podGroups(js *jobset.JobSet, attempt string) []podGroup {
 	out := make([]podGroup, 0, len(a.classes))
 	for class, names := range a.classes {
 		g := podGroup{podEpoch: boundEpoch(js, class.podEpoch), names: names}
-		if class.suspect && podFailurePolicy(js, class.replicatedJob) != nil {
+		if pfp := podFailurePolicy(js, class.replicatedJob); class.suspect && pfp != nil {
 			g.ignored = true
 			for name := range names {
 				pod := f.pods[name].pod
-				judged := observePodIn(js, pod)
-				g.ignored = g.ignored && judged.ignored
-				if judged.fatal {
+				fatal, ignored := judgePod(pfp, pod, class.gone)
+				g.ignored = g.ignored && ignored
+				if fatal {
 					g.fatal = true
 					if stuckFatal(pod) {
 						g.stuck = append(g.stuck, pod)

@@ -186,3 +186,15 @@ func flagValue(name string) string {
 	}
 	return ""
 }
+
+// observePodIn is what podGroups finds of one Pod of js: its epoch facts,
+// bounded by js's status, and for a suspect Pod what its Job's
+// podFailurePolicy makes of it.
+func observePodIn(js *jobset.JobSet, pod *corev1.Pod) podEpoch {
+	c := podClassOf(pod)
+	p := boundEpoch(js, observePod(pod))
+	if pfp := podFailurePolicy(js, p.replicatedJob); c.suspect && pfp != nil {
+		p.fatal, p.ignored = judgePod(pfp, pod, p.gone)
+	}
+	return p
+}
