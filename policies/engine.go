@@ -34,9 +34,6 @@ const (
 // builtinPackage is the package prefix of the built-in policies.
 const builtinPackage = "inplace.builtin"
 
-// unsafeBuiltins reach outside the process; no policy may call them.
-var unsafeBuiltins = []string{"http.send", "net.lookup_ip_addr", "opa.runtime"}
-
 // Input is one admission request or audit item.
 type Input struct {
 	Operation string
@@ -150,6 +147,9 @@ func newEngine(builtins map[string]string) (*Engine, error) {
 		if want := "data." + builtinPackage + "." + name; module.Package.Path.String() != want {
 			return nil, fmt.Errorf("built-in policy %s: package %s, want %s", file, module.Package.Path, strings.TrimPrefix(want, "data."))
 		}
+		if err := checkSandbox(module); err != nil {
+			return nil, fmt.Errorf("built-in policy %s: %w", name, err)
+		}
 		files[file] = src
 		modules[name] = module
 	}
@@ -246,6 +246,9 @@ func Compile(name, source string, action EnforcementAction, match func(Input) bo
 	if strings.HasPrefix(module.Package.Path.String(), "data."+builtinPackage) {
 		return nil, fmt.Errorf("%s: package %s is reserved for built-in policies", file, module.Package.Path)
 	}
+	if err := checkSandbox(module); err != nil {
+		return nil, err
+	}
 	body, bindings := decisionQuery(module, "")
 	q, err := prepare(map[string]string{file: source}, strings.Join(body, "; "))
 	if err != nil {
@@ -260,20 +263,13 @@ func Compile(name, source string, action EnforcementAction, match func(Input) bo
 	return p, nil
 }
 
-// prepare compiles modules strictly, without unsafe builtins, and prepares
-// the query once.
+// prepare compiles modules with the sandbox's compiler (see sandbox.go)
+// and prepares the query once.
 func prepare(modules map[string]string, query string) (rego.PreparedEvalQuery, error) {
-	caps := ast.CapabilitiesForThisVersion()
-	kept := caps.Builtins[:0]
-	for _, b := range caps.Builtins {
-		if !slices.Contains(unsafeBuiltins, b.Name) {
-			kept = append(kept, b)
-		}
-	}
-	caps.Builtins = kept
 	opts := []func(*rego.Rego){
 		rego.Query(query),
-		rego.Capabilities(caps),
+		rego.Compiler(newCompiler()),
+		rego.Capabilities(sandboxCapabilities()),
 		rego.Strict(true),
 		rego.SetRegoVersion(ast.RegoV1),
 	}

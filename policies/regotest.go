@@ -19,7 +19,8 @@ type TestResult struct {
 }
 
 // RunRegoTests runs the test rules (test_*) of every .rego file in fsys,
-// with the policies they test, as `opa test` would.
+// with the policies they test, as `opa test` would, but compiled as the
+// manager compiles policies: strict and sandboxed.
 func RunRegoTests(ctx context.Context, fsys fs.FS) ([]TestResult, error) {
 	modules := map[string]*ast.Module{}
 	err := fs.WalkDir(fsys, ".", func(path string, d fs.DirEntry, err error) error {
@@ -34,6 +35,9 @@ func RunRegoTests(ctx context.Context, fsys fs.FS) ([]TestResult, error) {
 		if err != nil {
 			return err
 		}
+		if err := checkSandbox(m); err != nil {
+			return err
+		}
 		modules[path] = m
 		return nil
 	})
@@ -43,7 +47,10 @@ func RunRegoTests(ctx context.Context, fsys fs.FS) ([]TestResult, error) {
 	if len(modules) == 0 {
 		return nil, fmt.Errorf("no .rego files")
 	}
+	// The production compiler: a test passes only where the policy would
+	// compile and run in the manager.
 	ch, err := tester.NewRunner().
+		SetCompiler(newCompiler()).
 		SetDefaultRegoVersion(ast.RegoV1).
 		RaiseBuiltinErrors(true).
 		SetModules(modules).
