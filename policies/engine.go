@@ -102,6 +102,8 @@ type Engine struct {
 	mu    sync.Mutex // serializes writers of admin
 	// metrics are nil until RegisterMetrics.
 	metrics *metrics
+	limits  Limits
+	health  healthBook
 }
 
 // NewEngine compiles the built-in policies, less the disabled ones.
@@ -132,7 +134,7 @@ func NewEngine(disabled []string) (*Engine, error) {
 // newEngine prepares a query per built-in module (named by its package's
 // last part, as its file), each compiled with all of them.
 func newEngine(builtins map[string]string) (*Engine, error) {
-	e := &Engine{}
+	e := &Engine{limits: DefaultLimits()}
 	e.admin.Store(&[]*Policy{})
 	files := map[string]string{}
 	modules := map[string]*ast.Module{}
@@ -298,6 +300,8 @@ func (e *Engine) SetPolicy(p *Policy) {
 	next = append(next, p)
 	sort.Slice(next, func(i, j int) bool { return next[i].Name < next[j].Name })
 	e.admin.Store(&next)
+	// A new version is judged on its own evaluations.
+	e.health.forget(p.Name)
 }
 
 // RemovePolicy removes the admin policy of that name, if any.
@@ -312,6 +316,12 @@ func (e *Engine) RemovePolicy(name string) {
 		}
 	}
 	e.admin.Store(&next)
+	e.health.forget(name)
+}
+
+// Has reports whether an admin policy of that name is in force.
+func (e *Engine) Has(name string) bool {
+	return slices.ContainsFunc(*e.admin.Load(), func(p *Policy) bool { return p.Name == name })
 }
 
 // HasAdminPolicies reports whether any admin policy is in force.
@@ -343,6 +353,11 @@ func (e *Engine) evaluate(ctx context.Context, in Input, builtins bool) (Decisio
 	if err != nil {
 		return d, err
 	}
+	// Every policy of this request shares one deadline; each has its own
+	// within it (Policy.eval). A policy reached after the total deadline
+	// fails at once, as one that timed out.
+	ctx, cancel := context.WithTimeout(ctx, e.limits.TotalTimeout)
+	defer cancel()
 	var errs []error
 	if builtins {
 		errs = e.evalBuiltins(ctx, base, &d)
@@ -351,7 +366,9 @@ func (e *Engine) evaluate(ctx context.Context, in Input, builtins bool) (Decisio
 		if p.Match != nil && !p.Match(in) {
 			continue
 		}
-		if err := p.eval(ctx, base, &d, e.metrics); err != nil {
+		err := p.eval(ctx, base, &d, e.limits.PolicyTimeout, e.metrics)
+		e.health.observe(p.Name, err)
+		if err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -366,7 +383,9 @@ func (e *Engine) evalBuiltins(ctx context.Context, base *ast.Term, d *Decision) 
 		return nil
 	}
 	start := time.Now()
-	rs, err := e.allBuiltins.Eval(ctx, rego.EvalParsedInput(base.Value))
+	// The built-ins are the project's own code: only the request's limit,
+	// already on ctx, bounds them.
+	rs, err := evalBounded(ctx, e.allBuiltins, base.Value, e.limits.TotalTimeout)
 	e.metrics.observeEvaluation("builtin", time.Since(start))
 	if err == nil {
 		for _, p := range e.builtins {
@@ -376,11 +395,31 @@ func (e *Engine) evalBuiltins(ctx context.Context, base *ast.Term, d *Decision) 
 	}
 	var errs []error
 	for _, p := range e.builtins {
-		if err := p.eval(ctx, base, d, e.metrics); err != nil {
+		if err := p.eval(ctx, base, d, e.limits.TotalTimeout, e.metrics); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	return errs
+}
+
+// evalBounded evaluates a prepared query within timeout, and turns a panic
+// inside OPA or a builtin into an error: one policy must not take the
+// manager, and the restarts it runs, down with it.
+func evalBounded(ctx context.Context, q rego.PreparedEvalQuery, input ast.Value, timeout time.Duration) (rs rego.ResultSet, err error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	defer func() {
+		if r := recover(); r != nil {
+			rs, err = nil, fmt.Errorf("%w: %v", errPanicked, r)
+		}
+	}()
+	rs, err = q.Eval(ctx, rego.EvalParsedInput(input))
+	if err != nil && ctx.Err() != nil {
+		// OPA reports a cancelled evaluation in its own words; say which
+		// limit it hit, and keep the context's error for errors.Is.
+		return nil, fmt.Errorf("evaluation exceeded its time limit (%v per policy, or the request's total): %w", timeout, ctx.Err())
+	}
+	return rs, err
 }
 
 func baseInput(in Input) (*ast.Term, error) {
@@ -402,7 +441,7 @@ func baseInput(in Input) (*ast.Term, error) {
 // counts as a violation of the policy, with the policy's enforcement action:
 // a Deny policy that cannot decide does not let a JobSet through silently,
 // and a Warn or DryRun policy that cannot decide never blocks one.
-func (p *Policy) eval(ctx context.Context, base *ast.Term, d *Decision, m *metrics) error {
+func (p *Policy) eval(ctx context.Context, base *ast.Term, d *Decision, timeout time.Duration, m *metrics) error {
 	input := base.Value
 	if p.params != nil {
 		obj := base.Value.(ast.Object).Copy()
@@ -410,9 +449,10 @@ func (p *Policy) eval(ctx context.Context, base *ast.Term, d *Decision, m *metri
 		input = obj
 	}
 	start := time.Now()
-	rs, err := p.query.Eval(ctx, rego.EvalParsedInput(input))
+	rs, err := evalBounded(ctx, p.query, input, timeout)
 	m.observeEvaluation(p.Name, time.Since(start))
 	if err != nil {
+		m.countFailure(p.Name, kindOf(err))
 		// The policy's own enforcement action: an admin's Warn or DryRun
 		// policy that cannot decide warns or records, it never blocks.
 		p.record(d, p.Action, fmt.Sprintf("evaluation failed: %v", err), m)
@@ -432,14 +472,14 @@ func (p *Policy) collect(rs rego.ResultSet, d *Decision, m *metrics) {
 	for rule, v := range p.bindings {
 		doc[rule] = rs[0].Bindings[v]
 	}
-	for _, msg := range messages(doc["deny"]) {
+	for _, msg := range bounded(messages(doc["deny"])) {
 		p.record(d, p.Action, msg, m)
 	}
 	warnAction := Warn
 	if p.Action == DryRun {
 		warnAction = DryRun
 	}
-	for _, msg := range messages(doc["warn"]) {
+	for _, msg := range bounded(messages(doc["warn"])) {
 		p.record(d, warnAction, msg, m)
 	}
 	ops, _ := doc["patch"].([]any)

@@ -14,6 +14,7 @@ import (
 type metrics struct {
 	evaluationSeconds *prometheus.HistogramVec
 	decisionsTotal    *prometheus.CounterVec
+	failuresTotal     *prometheus.CounterVec
 }
 
 // RegisterMetrics makes the engine count its evaluations and decisions on
@@ -27,14 +28,18 @@ func (e *Engine) RegisterMetrics(reg prometheus.Registerer) error {
 		evaluationSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "inplace_policy_evaluation_seconds",
 			Help:    "Time to evaluate one policy on one JobSet.",
-			Buckets: []float64{10e-6, 25e-6, 50e-6, 100e-6, 250e-6, 500e-6, 1e-3, 5e-3, 25e-3},
+			Buckets: []float64{10e-6, 25e-6, 50e-6, 100e-6, 250e-6, 500e-6, 1e-3, 5e-3, 25e-3, 100e-3, 1},
 		}, []string{"policy"}),
 		decisionsTotal: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "inplace_policy_violations_total",
 			Help: "Policy messages produced, by policy and by what they did (Deny, Warn, DryRun).",
 		}, []string{"policy", "action"}),
+		failuresTotal: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "inplace_policy_evaluation_failures_total",
+			Help: "Policy evaluations that failed, by policy and by why (timeout, panic, error).",
+		}, []string{"policy", "reason"}),
 	}
-	for _, c := range []prometheus.Collector{m.evaluationSeconds, m.decisionsTotal} {
+	for _, c := range []prometheus.Collector{m.evaluationSeconds, m.decisionsTotal, m.failuresTotal} {
 		if err := reg.Register(c); err != nil {
 			return fmt.Errorf("registering the policy engine's metrics: %w", err)
 		}
@@ -52,5 +57,11 @@ func (m *metrics) observeEvaluation(policy string, d time.Duration) {
 func (m *metrics) countDecision(policy string, action EnforcementAction) {
 	if m != nil {
 		m.decisionsTotal.WithLabelValues(policy, string(action)).Inc()
+	}
+}
+
+func (m *metrics) countFailure(policy string, kind failureKind) {
+	if m != nil {
+		m.failuresTotal.WithLabelValues(policy, string(kind)).Inc()
 	}
 }

@@ -16,7 +16,10 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	policyv1alpha1 "github.com/inplace-dev/inplace/api/policy/v1alpha1"
 	"github.com/inplace-dev/inplace/policies"
@@ -37,9 +40,21 @@ type Reconciler struct {
 // Setup registers the reconciler on every replica.
 func Setup(mgr ctrl.Manager, engine *policies.Engine, metrics *Metrics) error {
 	r := &Reconciler{client: mgr.GetClient(), engine: engine, recorder: mgr.GetEventRecorder("inplace-policy"), metrics: metrics}
+	// A policy that starts or stops failing its evaluations is reconciled
+	// so that its Ready condition says so. The engine calls this on the
+	// admission path: it must not block, and a change dropped when the
+	// queue is full is seen at the policy's next reconcile.
+	healthChanges := make(chan event.TypedGenericEvent[*policyv1alpha1.JobSetPolicy], 256)
+	engine.OnHealthChange(func(name string) {
+		select {
+		case healthChanges <- event.TypedGenericEvent[*policyv1alpha1.JobSetPolicy]{Object: &policyv1alpha1.JobSetPolicy{ObjectMeta: metav1.ObjectMeta{Name: name}}}:
+		default:
+		}
+	})
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("jobsetpolicy").
 		For(&policyv1alpha1.JobSetPolicy{}).
+		WatchesRawSource(source.Channel(healthChanges, &handler.TypedEnqueueRequestForObject[*policyv1alpha1.JobSetPolicy]{})).
 		WithOptions(controller.Options{NeedLeaderElection: ptr.To(false)}).
 		Complete(r)
 }
@@ -88,14 +103,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		})
 		r.metrics.countCompileError(p.Name)
 	} else {
-		r.engine.SetPolicy(compiled)
+		if inForce := status.InForce; inForce == nil || status.InForceGeneration != p.Generation || !equality.Semantic.DeepEqual(inForce, &p.Spec) || !r.engine.Has(p.Name) {
+			// A new version; a reconcile for a health change leaves the
+			// compiled one, and what the engine knows of it, in place.
+			r.engine.SetPolicy(compiled)
+		}
 		status.Errors = nil
 		status.InForce, status.InForceGeneration = p.Spec.DeepCopy(), p.Generation
-		meta.SetStatusCondition(&status.Conditions, metav1.Condition{
-			Type: policyv1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: policyv1alpha1.ReasonCompiled,
-			Message:            fmt.Sprintf("in force with enforcementAction %s", action(&p.Spec)),
-			ObservedGeneration: p.Generation,
-		})
+		meta.SetStatusCondition(&status.Conditions, r.readyCondition(&p))
 	}
 	if equality.Semantic.DeepEqual(&p.Status, status) {
 		return ctrl.Result{}, nil
@@ -107,7 +122,35 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if len(status.Errors) > 0 {
 		r.recorder.Eventf(&p, nil, corev1.EventTypeWarning, policyv1alpha1.ReasonCompileError, "Compile", "%s", strings.Join(status.Errors, "; "))
 	}
+	if c := meta.FindStatusCondition(status.Conditions, policyv1alpha1.ConditionReady); c != nil && c.Reason == policyv1alpha1.ReasonEvaluationFailing {
+		r.recorder.Eventf(&p, nil, corev1.EventTypeWarning, policyv1alpha1.ReasonEvaluationFailing, "Evaluate", "%s", c.Message)
+	}
 	return ctrl.Result{}, nil
+}
+
+// readyCondition is the Ready condition of a policy that compiled: True,
+// unless its evaluations on this replica keep failing. A replica that has
+// not evaluated the policy yet has nothing to say about its health and
+// keeps what another replica wrote of this generation.
+func (r *Reconciler) readyCondition(p *policyv1alpha1.JobSetPolicy) metav1.Condition {
+	h := r.engine.Health(p.Name)
+	if h.Failing {
+		return metav1.Condition{
+			Type: policyv1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: policyv1alpha1.ReasonEvaluationFailing,
+			Message: fmt.Sprintf("in force with enforcementAction %s, but its last evaluations failed (%s): %s; a Deny policy that cannot decide denies, so fix or remove it",
+				action(&p.Spec), h.Reason, h.Message),
+			ObservedGeneration: p.Generation,
+		}
+	}
+	if cur := meta.FindStatusCondition(p.Status.Conditions, policyv1alpha1.ConditionReady); cur != nil && !h.Evaluated &&
+		cur.Reason == policyv1alpha1.ReasonEvaluationFailing && cur.ObservedGeneration == p.Generation {
+		return *cur
+	}
+	return metav1.Condition{
+		Type: policyv1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: policyv1alpha1.ReasonCompiled,
+		Message:            fmt.Sprintf("in force with enforcementAction %s", action(&p.Spec)),
+		ObservedGeneration: p.Generation,
+	}
 }
 
 // namespaceLabels returns a lookup of namespace labels from the cache, for

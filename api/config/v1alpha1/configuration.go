@@ -92,6 +92,13 @@ type Policies struct {
 	// AuditInterval is how often existing JobSets are evaluated against the
 	// JobSetPolicies. Default 60s; 0s disables the audit.
 	AuditInterval *metav1.Duration `json:"auditInterval,omitempty"`
+	// EvaluationTimeout bounds one policy on one JobSet; a policy that
+	// exceeds it has failed, and a Deny policy that failed denies.
+	// Default 1s.
+	EvaluationTimeout *metav1.Duration `json:"evaluationTimeout,omitempty"`
+	// RequestTimeout bounds every policy on one JobSet together, within
+	// the webhook's own timeout of 10s. Default 5s.
+	RequestTimeout *metav1.Duration `json:"requestTimeout,omitempty"`
 }
 
 // LeaderElection configures leader election.
@@ -169,6 +176,11 @@ func Load(path string) (*Configuration, error) {
 		}
 	}
 	SetDefaults(cfg)
+	for field, d := range map[string]*metav1.Duration{"policies.evaluationTimeout": cfg.Policies.EvaluationTimeout, "policies.requestTimeout": cfg.Policies.RequestTimeout} {
+		if d.Duration <= 0 {
+			return nil, fmt.Errorf("configuration %s: %s is %v: set a positive duration (the default is the field's, in docs/reference.md) or leave it out", path, field, d.Duration)
+		}
+	}
 	return cfg, nil
 }
 
@@ -254,5 +266,11 @@ func SetDefaults(cfg *Configuration) {
 	}
 	if cfg.Policies.AuditInterval == nil {
 		cfg.Policies.AuditInterval = &metav1.Duration{Duration: 60 * time.Second}
+	}
+	if cfg.Policies.EvaluationTimeout == nil {
+		cfg.Policies.EvaluationTimeout = &metav1.Duration{Duration: time.Second}
+	}
+	if cfg.Policies.RequestTimeout == nil {
+		cfg.Policies.RequestTimeout = &metav1.Duration{Duration: 5 * time.Second}
 	}
 }

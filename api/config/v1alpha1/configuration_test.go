@@ -32,6 +32,16 @@ func TestLoad(t *testing.T) {
 				return c.Controller.MaxConcurrentReconciles == 20 && c.Controller.ChildParallelism == 50
 			},
 		},
+		"policy timeouts": {
+			file: "apiVersion: config.inplace.dev/v1alpha1\nkind: Configuration\npolicies:\n  evaluationTimeout: 1s\n",
+			check: func(c *Configuration) bool {
+				return c.Policies.EvaluationTimeout.Duration == time.Second && c.Policies.RequestTimeout.Duration == 5*time.Second
+			},
+		},
+		"a zero policy timeout is an error": {
+			file:    "apiVersion: config.inplace.dev/v1alpha1\nkind: Configuration\npolicies:\n  requestTimeout: 0s\n",
+			wantErr: "policies.requestTimeout is 0s: set a positive duration",
+		},
 		"unknown field is an error": {
 			file:    "apiVersion: config.inplace.dev/v1alpha1\nkind: Configuration\ncontroler: {}\n",
 			wantErr: `unknown field "controler"`,

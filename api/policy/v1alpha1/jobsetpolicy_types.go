@@ -154,4 +154,8 @@ const (
 	ConditionReady     = "Ready"
 	ReasonCompiled     = "Compiled"
 	ReasonCompileError = "CompileError"
+	// ReasonEvaluationFailing: the policy compiled, but its last
+	// evaluations on a replica all failed (timed out, panicked or erred).
+	// It stays in force: a Deny policy that cannot decide denies.
+	ReasonEvaluationFailing = "EvaluationFailing"
 )

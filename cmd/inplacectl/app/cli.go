@@ -96,6 +96,7 @@ func render(ctx context.Context, args []string, out io.Writer) (int, error) {
 	if err != nil {
 		return 1, err
 	}
+	engine.SetLimits(policies.Limits{PolicyTimeout: cfg.Policies.EvaluationTimeout.Duration, TotalTimeout: cfg.Policies.RequestTimeout.Duration})
 	admitter, err := offline.NewAdmitter(cfg.Agent, engine)
 	if err != nil {
 		return 1, err

@@ -106,6 +106,7 @@ func Setup(mgr ctrl.Manager, cfg *configv1alpha1.Configuration, reg prometheus.R
 	if err != nil {
 		return err
 	}
+	engine.SetLimits(policies.Limits{PolicyTimeout: cfg.Policies.EvaluationTimeout.Duration, TotalTimeout: cfg.Policies.RequestTimeout.Duration})
 	if err := engine.RegisterMetrics(reg); err != nil {
 		return err
 	}
