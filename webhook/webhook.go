@@ -3,6 +3,7 @@ package webhook
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -14,6 +15,7 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -53,7 +55,17 @@ type Options struct {
 	// controller-runtime's registry, which the manager's metrics endpoint
 	// serves.
 	Metrics prometheus.Registerer
+	// Ready reports whether the admins' policies are loaded; until then
+	// both webhooks refuse every request, so that nothing is admitted
+	// unguarded while a replica starts. Nil is always ready.
+	Ready func() bool
 }
+
+// errNotReady is the answer of a replica still loading the policies. The
+// webhooks fail closed: the client sees it and tries again.
+var errNotReady = errors.New("inplace-manager is still loading the JobSetPolicies and admits nothing until they are in force; retry in a few seconds")
+
+func (o *Options) ready() bool { return o.Ready == nil || o.Ready() }
 
 // Setup registers both webhooks on the manager's webhook server.
 func Setup(mgr ctrl.Manager, opts Options) error {
@@ -93,6 +105,9 @@ func (m *Mutator) Handle(ctx context.Context, req admission.Request) admission.R
 }
 
 func (m *Mutator) handle(ctx context.Context, req admission.Request) admission.Response {
+	if !m.opts.ready() {
+		return admission.Errored(http.StatusServiceUnavailable, errNotReady)
+	}
 	js, err := decode(req.Object.Raw)
 	if err != nil {
 		return admission.Errored(http.StatusBadRequest, err)
@@ -109,7 +124,11 @@ func (m *Mutator) handle(ctx context.Context, req admission.Request) admission.R
 		}
 		return admission.PatchResponseFromRaw(req.Object.Raw, raw)
 	}
-	result, decisions, err := Mutate(ctx, js, m.opts.Agent, m.opts.Engine, newInput(req, nil, nil, namespaceLabels(ctx, m.opts.Reader, req.Namespace)))
+	nsLabels, err := m.opts.namespaceLabels(ctx, req.Namespace)
+	if err != nil {
+		return admission.Errored(http.StatusInternalServerError, err)
+	}
+	result, decisions, err := Mutate(ctx, js, m.opts.Agent, m.opts.Engine, newInput(req, nil, nil, nsLabels))
 	if err != nil {
 		return admission.Denied(err.Error())
 	}
@@ -210,6 +229,9 @@ func (v *Validator) Handle(ctx context.Context, req admission.Request) admission
 }
 
 func (v *Validator) handle(ctx context.Context, req admission.Request) admission.Response {
+	if !v.opts.ready() {
+		return admission.Errored(http.StatusServiceUnavailable, errNotReady)
+	}
 	obj, err := toMap(req.Object.Raw)
 	if err != nil {
 		return admission.Errored(http.StatusBadRequest, err)
@@ -220,7 +242,11 @@ func (v *Validator) handle(ctx context.Context, req admission.Request) admission
 			return admission.Errored(http.StatusBadRequest, err)
 		}
 	}
-	d, err := v.opts.Engine.Evaluate(ctx, newInput(req, obj, old, namespaceLabels(ctx, v.opts.Reader, req.Namespace)))
+	nsLabels, err := v.opts.namespaceLabels(ctx, req.Namespace)
+	if err != nil {
+		return admission.Errored(http.StatusInternalServerError, err)
+	}
+	d, err := v.opts.Engine.Evaluate(ctx, newInput(req, obj, old, nsLabels))
 	if err != nil {
 		log.FromContext(ctx).Error(err, "evaluating policies", "jobset", req.Name)
 	}
@@ -260,15 +286,27 @@ func hasClaimPolicies(obj map[string]any) bool {
 	return len(ps) > 0
 }
 
-func namespaceLabels(ctx context.Context, r client.Reader, ns string) map[string]string {
-	if r == nil || ns == "" {
-		return nil
+// namespaceLabels returns the labels of the request's namespace, for the
+// policies' namespace selectors. A namespace created a moment ago may not
+// be in the cache yet: it is then read from the apiserver. A lookup that
+// fails refuses the request: without the labels, a policy selected by
+// them would be skipped and the JobSet admitted unguarded.
+func (o *Options) namespaceLabels(ctx context.Context, ns string) (map[string]string, error) {
+	if o.Reader == nil || ns == "" || o.Engine == nil || !o.Engine.HasAdminPolicies() {
+		return nil, nil
 	}
 	var n corev1.Namespace
-	if err := r.Get(ctx, client.ObjectKey{Name: ns}, &n); err != nil {
-		return nil
+	err := o.Reader.Get(ctx, client.ObjectKey{Name: ns}, &n)
+	if apierrors.IsNotFound(err) && o.APIReader != nil {
+		err = o.APIReader.Get(ctx, client.ObjectKey{Name: ns}, &n)
 	}
-	return n.Labels
+	if err != nil {
+		return nil, fmt.Errorf("reading namespace %s for the policies' namespace selectors: %w; the request is refused rather than admitted unguarded", ns, err)
+	}
+	if n.Labels == nil {
+		return map[string]string{}, nil
+	}
+	return n.Labels, nil
 }
 
 func newInput(req admission.Request, obj, old map[string]any, nsLabels map[string]string) policies.Input {

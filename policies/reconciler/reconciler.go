@@ -31,6 +31,8 @@ type Reconciler struct {
 	engine   *policies.Engine
 	recorder events.EventRecorder
 	metrics  *Metrics
+	// tracker learns of each policy loaded; nil tracks nothing.
+	tracker *ReadyTracker
 }
 
 // +kubebuilder:rbac:groups=policy.inplace.dev,resources=jobsetpolicies,verbs=get;list;watch
@@ -38,8 +40,9 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
 
 // Setup registers the reconciler on every replica.
-func Setup(mgr ctrl.Manager, engine *policies.Engine, metrics *Metrics) error {
-	r := &Reconciler{client: mgr.GetClient(), engine: engine, recorder: mgr.GetEventRecorder("inplace-policy"), metrics: metrics}
+// tracker, if not nil, learns of each policy loaded.
+func Setup(mgr ctrl.Manager, engine *policies.Engine, metrics *Metrics, tracker *ReadyTracker) error {
+	r := &Reconciler{client: mgr.GetClient(), engine: engine, recorder: mgr.GetEventRecorder("inplace-policy"), metrics: metrics, tracker: tracker}
 	// A policy that starts or stops failing its evaluations is reconciled
 	// so that its Ready condition says so. The engine calls this on the
 	// admission path: it must not block, and a change dropped when the
@@ -65,14 +68,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.client.Get(ctx, req.NamespacedName, &p); err != nil {
 		if client.IgnoreNotFound(err) == nil {
 			r.engine.RemovePolicy(req.Name)
+			r.tracker.Observed(req.Name)
 			log.FromContext(ctx).Info("policy removed")
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if p.DeletionTimestamp != nil {
 		r.engine.RemovePolicy(p.Name)
+		r.tracker.Observed(p.Name)
 		return ctrl.Result{}, nil
 	}
+	// Whatever follows, the engine holds what of this policy is in force.
+	defer r.tracker.Observed(p.Name)
 
 	status := p.Status.DeepCopy()
 	status.ObservedGeneration = p.Generation

@@ -114,7 +114,16 @@ func Setup(mgr ctrl.Manager, cfg *configv1alpha1.Configuration, reg prometheus.R
 	if err != nil {
 		return err
 	}
-	if err := reconciler.Setup(mgr, engine, policyMetrics); err != nil {
+	// Not ready, and admitting nothing, until every JobSetPolicy that
+	// exists is loaded.
+	tracker := &reconciler.ReadyTracker{Reader: mgr.GetClient()}
+	if err := mgr.Add(tracker); err != nil {
+		return err
+	}
+	if err := mgr.AddReadyzCheck("policies", tracker.Check); err != nil {
+		return err
+	}
+	if err := reconciler.Setup(mgr, engine, policyMetrics, tracker); err != nil {
 		return fmt.Errorf("setting up the policy controller: %w", err)
 	}
 	if d := cfg.Policies.AuditInterval.Duration; d > 0 {
@@ -129,6 +138,7 @@ func Setup(mgr ctrl.Manager, cfg *configv1alpha1.Configuration, reg prometheus.R
 		APIReader: mgr.GetAPIReader(),
 		Recorder:  mgr.GetEventRecorder("inplace-admission"),
 		Metrics:   reg,
+		Ready:     tracker.Ready,
 	}); err != nil {
 		return fmt.Errorf("setting up the webhooks: %w", err)
 	}

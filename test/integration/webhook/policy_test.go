@@ -76,7 +76,7 @@ func startPolicyReplica() *policies.Engine {
 	Expect(err).NotTo(HaveOccurred())
 	metrics, err := policyreconciler.NewMetrics(prometheus.NewRegistry())
 	Expect(err).NotTo(HaveOccurred())
-	Expect(policyreconciler.Setup(mgr, engine, metrics)).To(Succeed())
+	Expect(policyreconciler.Setup(mgr, engine, metrics, nil)).To(Succeed())
 	replicaCtx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {
