@@ -252,6 +252,10 @@ func Compile(name, source string, action EnforcementAction, match func(Input) bo
 		return nil, err
 	}
 	body, bindings := decisionQuery(module, "")
+	if len(bindings) == 0 {
+		// It would compile, report Ready and enforce nothing.
+		return nil, fmt.Errorf("%s: package %s defines no deny, warn or patch rule, so the policy would enforce nothing: add one, e.g. `deny contains msg if { ... }`", file, strings.TrimPrefix(module.Package.Path.String(), "data."))
+	}
 	q, err := prepare(map[string]string{file: source}, strings.Join(body, "; "))
 	if err != nil {
 		return nil, err

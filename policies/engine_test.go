@@ -210,6 +210,10 @@ func TestCompileErrors(t *testing.T) {
 			src:  "package p\n\ndeny contains \"x\" if {\n\tunused := 1\n\ttrue\n}\n",
 			want: "bad.rego:4",
 		},
+		"no decision rule": {
+			src:  "package p\n\nviolation contains {\"msg\": \"x\"} if true\n",
+			want: "bad.rego: package p defines no deny, warn or patch rule, so the policy would enforce nothing",
+		},
 		"reserved package": {
 			src:  "package inplace.builtin.mine\n\ndeny contains \"x\" if true\n",
 			want: "reserved",

@@ -14,8 +14,9 @@ import (
 // NoneOnDryRun; the mutating webhook has none and says None.
 func TestShippedWebhooksDeclareTheirSideEffects(t *testing.T) {
 	want := map[string]admissionregistrationv1.SideEffectClass{
-		"inplace-mutating-webhook":   admissionregistrationv1.SideEffectClassNone,
-		"inplace-validating-webhook": admissionregistrationv1.SideEffectClassNoneOnDryRun,
+		"mjobset.inplace.dev":       admissionregistrationv1.SideEffectClassNone,
+		"vjobset.inplace.dev":       admissionregistrationv1.SideEffectClassNoneOnDryRun,
+		"vjobsetpolicy.inplace.dev": admissionregistrationv1.SideEffectClassNone,
 	}
 	data, err := os.ReadFile("../config/webhook/manifests.yaml")
 	if err != nil {
@@ -35,9 +36,9 @@ func TestShippedWebhooksDeclareTheirSideEffects(t *testing.T) {
 			break
 		}
 		for _, w := range cfg.Webhooks {
-			seen[cfg.Metadata.Name] = true
-			if w.SideEffects == nil || *w.SideEffects != want[cfg.Metadata.Name] {
-				t.Errorf("%s %s: sideEffects %v, want %s", cfg.Kind, w.Name, w.SideEffects, want[cfg.Metadata.Name])
+			seen[w.Name] = true
+			if w.SideEffects == nil || *w.SideEffects != want[w.Name] {
+				t.Errorf("%s %s: sideEffects %v, want %s", cfg.Kind, w.Name, w.SideEffects, want[w.Name])
 			}
 		}
 	}

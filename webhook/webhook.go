@@ -80,6 +80,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	srv := mgr.GetWebhookServer()
 	srv.Register(MutatePath, &admission.Webhook{Handler: &Mutator{opts: opts, metrics: metrics}})
 	srv.Register(ValidatePath, &admission.Webhook{Handler: &Validator{opts: opts, metrics: metrics}})
+	srv.Register(ValidatePolicyPath, &admission.Webhook{Handler: &PolicyValidator{metrics: metrics}})
 	return nil
 }
 

@@ -50,7 +50,12 @@ var _ = Describe("The policy sandbox", func() {
 	}
 
 	It("refuses a builtin that reads files, naming it, and keeps the policy out of force", func() {
-		p := expectReady(createPolicy("schema-ref", schemaRefRego), metav1.ConditionFalse)
+		refused := &policyv1alpha1.JobSetPolicy{ObjectMeta: metav1.ObjectMeta{Name: "schema-ref"}, Spec: policyv1alpha1.JobSetPolicySpec{Rego: schemaRefRego}}
+		Expect(k8sClient.Create(ctx, refused)).To(MatchError(ContainSubstring(
+			"spec.rego: the policy would not be in force: schema-ref.rego:4: json.match_schema is not allowed in a policy")))
+		// Stored past the webhook, it is refused by the controller.
+		var p *policyv1alpha1.JobSetPolicy
+		withoutPolicyWebhook(func() { p = expectReady(createPolicy("schema-ref", schemaRefRego), metav1.ConditionFalse) })
 		c := meta.FindStatusCondition(p.Status.Conditions, policyv1alpha1.ConditionReady)
 		Expect(c.Reason).To(Equal(policyv1alpha1.ReasonCompileError))
 		Expect(p.Status.Errors).To(ContainElement(ContainSubstring("schema-ref.rego:4: json.match_schema is not allowed in a policy: it resolves a schema's $ref to any URL or file")))
