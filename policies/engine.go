@@ -2,6 +2,7 @@ package policies
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -65,9 +66,12 @@ type Decision struct {
 	Patches []Patch
 }
 
-// Patch is one RFC 6902 operation and the policy it came from.
+// Patch is one RFC 6902 operation, the policy it came from and that
+// policy's enforcement action (Deny or Warn: a DryRun policy's patches are
+// recorded as DryRun violations, never applied).
 type Patch struct {
 	Policy string
+	Action EnforcementAction
 	Op     map[string]any
 }
 
@@ -488,9 +492,18 @@ func (p *Policy) collect(rs rego.ResultSet, d *Decision, m *metrics) {
 	}
 	ops, _ := doc["patch"].([]any)
 	for _, op := range ops {
-		if m, ok := op.(map[string]any); ok {
-			d.Patches = append(d.Patches, Patch{Policy: p.Name, Op: m})
+		m, ok := op.(map[string]any)
+		if !ok {
+			continue
 		}
+		if p.Action == DryRun {
+			// What it would have patched, recorded; the object is left
+			// alone.
+			raw, _ := json.Marshal(m)
+			p.record(d, DryRun, "would patch: "+string(raw), nil)
+			continue
+		}
+		d.Patches = append(d.Patches, Patch{Policy: p.Name, Action: p.Action, Op: m})
 	}
 }
 

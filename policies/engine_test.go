@@ -149,7 +149,8 @@ func TestAdminPolicies(t *testing.T) {
 		{Deny, 5, 1, 0, 0},
 		{Deny, 10, 0, 0, 0},
 		{Warn, 5, 0, 1, 0},
-		{DryRun, 5, 0, 0, 1},
+		// A DryRun policy's patch is recorded as what it would patch.
+		{DryRun, 5, 0, 0, 2},
 	} {
 		p, err := Compile("max-restarts", maxRestartsPolicy, tc.action, nil, map[string]any{"limit": tc.limit})
 		if err != nil {
@@ -163,7 +164,12 @@ func TestAdminPolicies(t *testing.T) {
 		if len(d.Denied) != tc.wantDeny || len(d.Warned) != tc.wantWarn || len(d.DryRun) != tc.wantDry {
 			t.Errorf("%s limit %d: denied %v warned %v dry-run %v", tc.action, tc.limit, d.Denied, d.Warned, d.DryRun)
 		}
-		if len(d.Patches) != 1 || d.Patches[0].Op["path"] != "/metadata/labels/team" {
+		switch {
+		case tc.action == DryRun:
+			if len(d.Patches) != 0 || !strings.Contains(d.DryRun[len(d.DryRun)-1].Message, `would patch: {"op":"add","path":"/metadata/labels/team"`) {
+				t.Errorf("DryRun: patches %v, dry-run %v: want none applied, and recorded", d.Patches, d.DryRun)
+			}
+		case len(d.Patches) != 1 || d.Patches[0].Op["path"] != "/metadata/labels/team" || d.Patches[0].Action != tc.action:
 			t.Errorf("patches %v", d.Patches)
 		}
 	}

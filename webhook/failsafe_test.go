@@ -2,13 +2,16 @@ package webhook
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
 
+	admissionv1 "k8s.io/api/admission/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	configv1alpha1 "github.com/inplace-dev/inplace/api/config/v1alpha1"
 	"github.com/inplace-dev/inplace/policies"
 )
 
@@ -73,4 +76,116 @@ func TestNamespaceLookupThatFailsRefuses(t *testing.T) {
 	if resp := NewValidator(opts).Handle(context.Background(), request(jobSetJSON)); !resp.Allowed {
 		t.Errorf("no admin policy, failing reader: refused: %+v", resp.Result)
 	}
+}
+
+// An update is denied for what it brings, not for what the stored JobSet
+// already had.
+func TestUpdatesRatchet(t *testing.T) {
+	engine := engineWith(t, "package guard\n\ndeny contains sprintf(\"tier %s is closed\", [t]) if {\n\tt := input.object.metadata.labels.tier\n\tt != \"open\"\n}\n")
+	v := NewValidator(Options{Engine: engine})
+	withLabels := func(labels string) []byte {
+		return []byte(strings.Replace(string(jobSetJSON), `"namespace":"ns"`, `"namespace":"ns","labels":{`+labels+`}`, 1))
+	}
+	cases := map[string]struct {
+		old, new    string
+		allowed     bool
+		wantWarning string
+	}{
+		"a new violation":                  {old: `"tier":"open"`, new: `"tier":"gold"`, allowed: false},
+		"the same violation, untouched":    {old: `"tier":"gold"`, new: `"tier":"gold","team":"ml"`, allowed: true, wantWarning: "already violates this"},
+		"another value is a new violation": {old: `"tier":"gold"`, new: `"tier":"silver"`, allowed: false},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			req := request(withLabels(tc.new))
+			req.Operation = admissionv1.Update
+			req.OldObject.Raw = withLabels(tc.old)
+			resp := v.Handle(context.Background(), req)
+			if resp.Allowed != tc.allowed {
+				t.Fatalf("allowed %v, want %v: %+v", resp.Allowed, tc.allowed, resp.Result)
+			}
+			if tc.wantWarning != "" && !strings.Contains(strings.Join(resp.Warnings, "\n"), tc.wantWarning) {
+				t.Errorf("warnings %q, want one containing %q", resp.Warnings, tc.wantWarning)
+			}
+		})
+	}
+}
+
+func compiled(t *testing.T, name, src string, action policies.EnforcementAction) *policies.Policy {
+	t.Helper()
+	p, err := policies.Compile(name, src, action, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// Patch rules: a DryRun policy's are recorded, not applied; a Warn
+// policy's that cannot apply are skipped; a Deny policy's that cannot
+// apply refuse; and they apply to updates too.
+func TestPatchRulesHonourTheEnforcementAction(t *testing.T) {
+	const labelTeam = "package p\n\npatch contains {\"op\": \"add\", \"path\": \"/metadata/labels/team\", \"value\": \"ml\"} if not input.object.metadata.labels.team\n"
+	const broken = "package p\n\npatch contains {\"op\": \"replace\", \"path\": \"/spec/nothing/there\", \"value\": 1} if true\n"
+	labels := func(raw []byte) map[string]any {
+		t.Helper()
+		var obj map[string]any
+		if err := json.Unmarshal(raw, &obj); err != nil {
+			t.Fatal(err)
+		}
+		l, _ := obj["metadata"].(map[string]any)["labels"].(map[string]any)
+		return l
+	}
+	cases := map[string]struct {
+		policy      *policies.Policy
+		wantErr     string
+		wantTeamSet bool
+	}{
+		"Deny applies":          {policy: compiled(t, "team", labelTeam, policies.Deny), wantTeamSet: true},
+		"Warn applies":          {policy: compiled(t, "team", labelTeam, policies.Warn), wantTeamSet: true},
+		"DryRun leaves it be":   {policy: compiled(t, "team", labelTeam, policies.DryRun)},
+		"a broken Warn skipped": {policy: compiled(t, "broken", broken, policies.Warn)},
+		"a broken Deny refuses": {policy: compiled(t, "broken", broken, policies.Deny), wantErr: "applying the patch rules of broken"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			engine := engineWith(t, "")
+			engine.SetPolicy(tc.policy)
+			js, err := decode(jobSetJSON)
+			if err != nil {
+				t.Fatal(err)
+			}
+			raw, _, err := Mutate(context.Background(), js, configv1alpha1.Agent{}, engine, policies.Input{Operation: "CREATE"})
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("error %v, want one containing %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := labels(raw)["team"] == "ml"; got != tc.wantTeamSet {
+				t.Errorf("team label set %v, want %v", got, tc.wantTeamSet)
+			}
+		})
+	}
+
+	t.Run("on an update", func(t *testing.T) {
+		engine := engineWith(t, "")
+		engine.SetPolicy(compiled(t, "team", labelTeam, policies.Deny))
+		req := request(jobSetJSON)
+		req.Operation = admissionv1.Update
+		req.OldObject.Raw = jobSetJSON
+		resp := NewMutator(Options{Engine: engine}).Handle(context.Background(), req)
+		if !resp.Allowed {
+			t.Fatalf("refused: %+v", resp.Result)
+		}
+		found := false
+		for _, op := range resp.Patches {
+			found = found || strings.HasPrefix(op.Path, "/metadata/labels")
+		}
+		if !found {
+			t.Errorf("patches %v, want the team label", resp.Patches)
+		}
+	})
 }

@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"slices"
-	"strings"
 	"time"
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
@@ -118,10 +116,19 @@ func (m *Mutator) handle(ctx context.Context, req admission.Request) admission.R
 		if err != nil {
 			return admission.Errored(http.StatusBadRequest, err)
 		}
-		Restore(js, old)
-		raw, err := json.Marshal(js)
+		nsLabels, err := m.opts.namespaceLabels(ctx, req.Namespace)
 		if err != nil {
 			return admission.Errored(http.StatusInternalServerError, err)
+		}
+		oldMap, err := toMap(req.OldObject.Raw)
+		if err != nil {
+			return admission.Errored(http.StatusBadRequest, err)
+		}
+		// The patch rules apply to updates too (input.operation says
+		// which), to the JobSet as restored.
+		raw, err := untilStable(ctx, js, m.opts.Engine, newInput(req, nil, oldMap, nsLabels), func(js *jobset.JobSet) { Restore(js, old) })
+		if err != nil {
+			return admission.Denied(err.Error())
 		}
 		return admission.PatchResponseFromRaw(req.Object.Raw, raw)
 	}
@@ -145,34 +152,51 @@ func (m *Mutator) handle(ctx context.Context, req admission.Request) admission.R
 // `inplacectl render`.
 func Mutate(ctx context.Context, js *jobset.JobSet, agent configv1alpha1.Agent, engine *policies.Engine, in policies.Input) ([]byte, []inject.Decision, error) {
 	var decisions []inject.Decision
-	for pass := 0; pass < maxMutationPasses; pass++ {
+	raw, err := untilStable(ctx, js, engine, in, func(js *jobset.JobSet) {
 		jobset.Default(js)
 		decisions = append(decisions, inject.Inject(js, agent)...)
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return raw, decisions, nil
+}
+
+// untilStable prepares js (defaults and injection on a create, the
+// restoration of what an update left out), then applies the patch rules of
+// the engine's admin policies, again until the object stops changing.
+func untilStable(ctx context.Context, js *jobset.JobSet, engine *policies.Engine, in policies.Input, prepare func(*jobset.JobSet)) ([]byte, error) {
+	for pass := 0; pass < maxMutationPasses; pass++ {
+		prepare(js)
 		raw, err := json.Marshal(js)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
-		// Defaults and injection are idempotent (a tested property): only
-		// policy patches can call for another pass.
+		// Preparing is idempotent (a tested property): only policy patches
+		// can call for another pass.
 		if engine == nil || !engine.HasAdminPolicies() {
-			return raw, decisions, nil
+			return raw, nil
 		}
 		patched, err := applyPolicyPatches(ctx, engine, in, raw)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		next, err := decode(patched)
 		if err != nil {
-			return nil, nil, fmt.Errorf("a policy patch produced an invalid JobSet: %w", err)
+			return nil, fmt.Errorf("a policy patch produced an invalid JobSet: %w", err)
 		}
 		if equality.Semantic.DeepEqual(js, next) {
-			return patched, decisions, nil
+			return patched, nil
 		}
 		js = next
 	}
-	return nil, nil, fmt.Errorf("mutation does not converge: the patch rules of the policies keep changing the JobSet after %d passes; fix the policies so that a patched JobSet needs no further patch", maxMutationPasses)
+	return nil, fmt.Errorf("mutation does not converge: the patch rules of the policies keep changing the JobSet after %d passes; fix the policies so that a patched JobSet needs no further patch", maxMutationPasses)
 }
 
+// applyPolicyPatches applies each policy's patch operations, policy by
+// policy. A policy whose operations cannot apply refuses the JobSet if it
+// is a Deny policy; a Warn policy's are skipped, logged, and the JobSet
+// goes on without them: Warn never blocks.
 func applyPolicyPatches(ctx context.Context, engine *policies.Engine, in policies.Input, raw []byte) ([]byte, error) {
 	var obj map[string]any
 	if err := json.Unmarshal(raw, &obj); err != nil {
@@ -183,11 +207,29 @@ func applyPolicyPatches(ctx context.Context, engine *policies.Engine, in policie
 	if err != nil {
 		log.FromContext(ctx).Error(err, "evaluating patch rules")
 	}
-	if len(d.Patches) == 0 {
-		return raw, nil
+	for i := 0; i < len(d.Patches); {
+		j := i
+		for j < len(d.Patches) && d.Patches[j].Policy == d.Patches[i].Policy {
+			j++
+		}
+		out, err := applyPatch(d.Patches[i:j], raw)
+		switch {
+		case err == nil:
+			raw = out
+		case d.Patches[i].Action == policies.Deny:
+			return nil, err
+		default:
+			log.FromContext(ctx).Error(err, "skipping the patch rules of a Warn policy", "policy", d.Patches[i].Policy)
+		}
+		i = j
 	}
-	ops := make([]map[string]any, 0, len(d.Patches))
-	for _, p := range d.Patches {
+	return raw, nil
+}
+
+// applyPatch applies one policy's operations to raw.
+func applyPatch(ps []policies.Patch, raw []byte) ([]byte, error) {
+	ops := make([]map[string]any, 0, len(ps))
+	for _, p := range ps {
 		ops = append(ops, p.Op)
 	}
 	opsJSON, err := json.Marshal(ops)
@@ -196,23 +238,13 @@ func applyPolicyPatches(ctx context.Context, engine *policies.Engine, in policie
 	}
 	patch, err := jsonpatch.DecodePatch(opsJSON)
 	if err != nil {
-		return nil, fmt.Errorf("policy %s: invalid patch: %w", d.Patches[0].Policy, err)
+		return nil, fmt.Errorf("policy %s: invalid patch: %w", ps[0].Policy, err)
 	}
 	out, err := patch.ApplyWithOptions(raw, &jsonpatch.ApplyOptions{EnsurePathExistsOnAdd: true, AllowMissingPathOnRemove: true})
 	if err != nil {
-		return nil, fmt.Errorf("applying the patch rules of %s: %w", patchPolicies(d.Patches), err)
+		return nil, fmt.Errorf("applying the patch rules of %s: %w", ps[0].Policy, err)
 	}
 	return out, nil
-}
-
-func patchPolicies(ps []policies.Patch) string {
-	var names []string
-	for _, p := range ps {
-		if !slices.Contains(names, p.Policy) {
-			names = append(names, p.Policy)
-		}
-	}
-	return strings.Join(names, ", ")
 }
 
 // Validator is the validating webhook.
@@ -251,6 +283,10 @@ func (v *Validator) handle(ctx context.Context, req admission.Request) admission
 	if err != nil {
 		log.FromContext(ctx).Error(err, "evaluating policies", "jobset", req.Name)
 	}
+	var ratcheted []string
+	if req.Operation == admissionv1.Update && len(d.Denied) > 0 {
+		d.Denied, ratcheted = v.ratchet(ctx, req, old, nsLabels, d.Denied)
+	}
 	if req.Operation == admissionv1.Create && v.opts.APIReader != nil && hasClaimPolicies(obj) {
 		js, err := decode(req.Object.Raw)
 		if err != nil {
@@ -262,7 +298,7 @@ func (v *Validator) handle(ctx context.Context, req admission.Request) admission
 		}
 		d.Denied = append(d.Denied, claims...)
 	}
-	warnings := messagesOf(d.Warned)
+	warnings := append(messagesOf(d.Warned), ratcheted...)
 	if len(d.DryRun) > 0 && (req.DryRun == nil || !*req.DryRun) && v.opts.Recorder != nil {
 		js, _ := decode(req.Object.Raw)
 		if js != nil {
@@ -279,6 +315,40 @@ func (v *Validator) handle(ctx context.Context, req admission.Request) admission
 		return resp.WithWarnings(warnings...)
 	}
 	return admission.Allowed("").WithWarnings(warnings...)
+}
+
+// ratchet lets an update through the violations the stored JobSet had
+// already, as the apiserver's validation ratcheting does for a CRD's
+// schema: a policy created after a JobSet, or made stricter, must not
+// block the updates that do not touch what it denies, such as Kueue's
+// unsuspend or a finalizer's removal. A violation is the same when the
+// same policy says the same of the stored JobSet, evaluated as an update
+// that changes nothing; one that names a changed value is new, and
+// denies. A JobSet being deleted is never blocked: only its finalizers
+// may still change. What is let through comes back as a warning.
+func (v *Validator) ratchet(ctx context.Context, req admission.Request, old map[string]any, nsLabels map[string]string, denied []policies.Violation) (still []policies.Violation, warnings []string) {
+	if meta, _ := old["metadata"].(map[string]any); meta["deletionTimestamp"] != nil {
+		for _, viol := range denied {
+			warnings = append(warnings, "not enforced on a JobSet being deleted: "+viol.String())
+		}
+		return nil, warnings
+	}
+	before, err := v.opts.Engine.Evaluate(ctx, newInput(req, old, old, nsLabels))
+	if err != nil {
+		log.FromContext(ctx).Error(err, "evaluating policies on the stored JobSet", "jobset", req.Name)
+	}
+	existing := map[policies.Violation]bool{}
+	for _, viol := range before.Denied {
+		existing[viol] = true
+	}
+	for _, viol := range denied {
+		if existing[viol] {
+			warnings = append(warnings, "the stored JobSet already violates this, and the update does not change it: "+viol.String())
+			continue
+		}
+		still = append(still, viol)
+	}
+	return still, warnings
 }
 
 func hasClaimPolicies(obj map[string]any) bool {

@@ -3,13 +3,18 @@ package webhook
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
 	policyv1alpha1 "github.com/inplace-dev/inplace/api/policy/v1alpha1"
 )
 
@@ -103,5 +108,52 @@ var _ = Describe("Admission that fails safe", Ordered, func() {
 			}
 		}
 		Expect(admitted).To(BeEmpty(), "admitted in namespaces the policy selects: %s", strings.Join(admitted, ", "))
+	})
+})
+
+var _ = Describe("Updates under a policy made after the JobSet", func() {
+	It("let through what the stored JobSet already violated, and deny what is new", func() {
+		ns := fw.NewNamespace(ctx, k8sClient)
+		js := withMaxRestarts("old", ns.Name, 7)
+		js.Spec.Suspend = ptr.To(true)
+		js.Finalizers = []string{"example.com/hold"}
+		Expect(k8sClient.Create(ctx, js)).To(Succeed())
+
+		policy := &policyv1alpha1.JobSetPolicy{
+			ObjectMeta: metav1.ObjectMeta{Name: "max-restarts-later"},
+			Spec: policyv1alpha1.JobSetPolicySpec{Rego: maxRestartsRego, Parameters: params(map[string]int{"limit": 2}),
+				Match: &policyv1alpha1.Match{NamespaceSelector: &metav1.LabelSelector{
+					MatchLabels: map[string]string{"kubernetes.io/metadata.name": ns.Name}}}},
+		}
+		Expect(k8sClient.Create(ctx, policy)).To(Succeed())
+		DeferCleanup(func() { Expect(client.IgnoreNotFound(k8sClient.Delete(ctx, policy))).To(Succeed()) })
+		expectReady(policy, metav1.ConditionTrue)
+		Expect(k8sClient.Create(ctx, withMaxRestarts("new", ns.Name, 7), client.DryRunAll)).To(MatchError(ContainSubstring("above this cluster's limit of 2")))
+
+		update := func(edit func(*jobset.JobSet)) error {
+			return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+				var cur jobset.JobSet
+				Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(js), &cur)).To(Succeed())
+				edit(&cur)
+				return k8sClient.Update(ctx, &cur)
+			})
+		}
+		// Kueue's unsuspend, with the labels it adds: through, with a warning.
+		warnings := &recordingWarnings{}
+		Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			var cur jobset.JobSet
+			Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(js), &cur)).To(Succeed())
+			cur.Spec.Suspend = ptr.To(false)
+			cur.Labels = map[string]string{"kueue.x-k8s.io/queue-name": "q"}
+			return clientWithWarnings(warnings).Update(ctx, &cur)
+		})).To(Succeed())
+		Expect(warnings.messages()).To(ContainElement(ContainSubstring("already violates this, and the update does not change it: max-restarts-later: spec.failurePolicy.maxRestarts is 7")))
+
+		// Deleted: the finalizer's removal goes through.
+		Expect(k8sClient.Delete(ctx, js)).To(Succeed())
+		Expect(update(func(cur *jobset.JobSet) { cur.Finalizers = nil })).To(Succeed())
+		Eventually(func() bool {
+			return apierrors.IsNotFound(k8sClient.Get(ctx, client.ObjectKeyFromObject(js), &jobset.JobSet{}))
+		}).WithTimeout(10 * time.Second).Should(BeTrue())
 	})
 })
