@@ -11,6 +11,7 @@
 //	family.go            a JobSet's Jobs and Pods as compact records and running totals
 //	plan.go              decide: the whole plan of one reconcile, without I/O
 //	children.go          which Jobs belong to the current restart attempt
+//	attempt.go           the attempt and index labels, the Jobs' names, the status that decides the current attempt
 //	jobs.go, service.go  the desired Jobs and Service
 //	status.go            replicatedJobsStatus and condition helpers
 //	failure_policy.go    rule matching and the restart or failure it causes
@@ -18,6 +19,7 @@
 //	startup_policy.go    InOrder and dependsOn gating and their conditions
 //	ttl.go               ttlSecondsAfterFinished
 //	restartstate.go      the restart path's states and the table of transitions decide may make
+//	pods.go              what the epoch protocol reads of one Pod, bounded and judged as of its JobSet
 //	epochs.go            the epoch protocol: which epoch is synced or deprecated, which barriers open
 //	enqueue.go, signals.go  which child events are reconciled at once and which are batched
 //	status_write.go      when a status write of counters alone may wait

@@ -4,13 +4,9 @@ import (
 	"fmt"
 	"slices"
 
-	batchv1 "k8s.io/api/batch/v1"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
 
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
-	"github.com/inplace-dev/inplace/api/protocol"
-	"github.com/inplace-dev/inplace/controller/podfailure"
 )
 
 // This file decides the epochs of an InPlaceRestart JobSet from its Pods,
@@ -26,49 +22,6 @@ import (
 // deleted, or one of its agents moves to a new epoch, instead of waiting for
 // the failed Pod's agent to come back and report (deprecatedEpoch =
 // syncedEpoch).
-
-// podEpoch is what the epoch decision needs of one Pod.
-type podEpoch struct {
-	name          string
-	replicatedJob string
-	// epoch reported by the Pod's agent; 0 before it reported.
-	epoch int32
-	// gone: the Pod failed or is being deleted.
-	gone bool
-	// fatal: the Pod failed with an exit code its Job's podFailurePolicy
-	// turns into a Job failure; the failure policy, not an in-place
-	// restart, decides what follows.
-	fatal bool
-	// ignored: the Pod failed or is being deleted for a reason its Job's
-	// podFailurePolicy ignores (action Ignore, say on DisruptionTarget):
-	// the group restarts without it, and the restart does not count
-	// towards maxRestarts, as the Job does not count the Pod's failure
-	// towards its backoffLimit.
-	ignored bool
-	// workerExited names a worker container that terminated, if any.
-	workerExited string
-	// finished: the Pod succeeded, its workers done. It cannot restart in
-	// place: its agent is gone with it.
-	finished bool
-	ready    bool
-	// invalidEpoch is an epoch annotation the controller cannot use (the
-	// Pod then counts as not reported): not a positive number, or, once
-	// the JobSet is known (boundEpoch), beyond syncedEpoch + 1.
-	invalidEpoch string
-	// invalidWhy says why invalidEpoch cannot be used.
-	invalidWhy string
-	// epochKey is the annotation the epoch was read from: EpochKey, or
-	// upstream JobSet's InPlaceRestartAttemptKey.
-	epochKey string
-	// rawEpoch is the annotation's value as written.
-	rawEpoch string
-	// agentRestarts counts the restarts of the Pod's agent container.
-	agentRestarts int32
-	// agentCrashLooping: the agent waits in CrashLoopBackOff while a worker
-	// of its Pod runs. It cannot see a deprecated epoch, so its Pod cannot
-	// restart in place.
-	agentCrashLooping bool
-}
 
 // epochDecision is the outcome for the status and the broadcast.
 type epochDecision struct {
@@ -87,158 +40,6 @@ type epochDecision struct {
 	why string
 	// openReplicatedJobs may lift their barrier; nil means all.
 	openReplicatedJobs []string
-}
-
-// judgePod says what the Job controller will make of a suspect Pod (failed,
-// being deleted, or with an exited worker) under its Job's podFailurePolicy
-// pfp, as it judges a failed Pod (podfailure.MatchPod): fatal if it fails
-// the Job, ignored if the Pod is gone for a reason the policy ignores. A
-// Pod that is not Failed yet is judged by its workers' own exits so far:
-// with the agent sidecar still running, the kubelet keeps such a Pod
-// Running (a running restartable init container counts as running) until
-// it has stopped the sidecar, and an in-place restart decided in that
-// window would restart the Pod and defeat the FailJob. Only regular
-// containers count there, never the agent.
-func judgePod(pfp *batchv1.PodFailurePolicy, pod *corev1.Pod, gone bool) (fatal, ignored bool) {
-	judged := pod
-	if pod.Status.Phase != corev1.PodFailed {
-		// Judged as the Job controller will judge it once it fails: by the
-		// workers' own exits so far (not the agent's, not a stop for a
-		// restart of all containers) and its conditions.
-		judged = &corev1.Pod{Status: corev1.PodStatus{Conditions: pod.Status.Conditions}}
-		for _, s := range pod.Status.ContainerStatuses {
-			if t := s.State.Terminated; t != nil && t.Reason != protocol.ReasonRestartingAllContainers {
-				judged.Status.ContainerStatuses = append(judged.Status.ContainerStatuses, s)
-			}
-		}
-	}
-	action, matched := podfailure.MatchPod(pfp, judged)
-	return matched && action == batchv1.PodFailurePolicyActionFailJob, matched && gone && action == batchv1.PodFailurePolicyActionIgnore
-}
-
-// boundEpoch takes an epoch beyond what an agent of js reports as not
-// reported. An agent reports syncedEpoch + 1 at most: it starts at the
-// broadcast's syncedEpoch + 1, and the broadcast follows the status, whose
-// syncedEpoch never decreases. A higher epoch was written by something
-// else (a worker shares its Pod's token, which may patch the annotation):
-// taken as reported, it would deprecate every epoch below it, the agents'
-// next one included, restart after restart. The agents' admission policy
-// cannot refuse it, as the bound lives in the JobSet's status.
-func boundEpoch(js *jobset.JobSet, p podEpoch) podEpoch {
-	if bound := int64(js.Status.SyncedEpoch) + 1; int64(p.epoch) > bound {
-		p.invalidEpoch = p.rawEpoch
-		p.invalidWhy = fmt.Sprintf("which is beyond syncedEpoch + 1 (%d), the most an agent reports", bound)
-		if p.epochKey == jobset.InPlaceRestartAttemptKey {
-			p.invalidWhy = fmt.Sprintf("which is beyond currentInPlaceRestartAttempt + 1 (%d), the most an agent reports", bound-1)
-		}
-		p.epoch = 0
-	}
-	return p
-}
-
-func podFailurePolicy(js *jobset.JobSet, replicatedJob string) *batchv1.PodFailurePolicy {
-	for _, rj := range js.Spec.ReplicatedJobs {
-		if rj.Name == replicatedJob {
-			return rj.Template.Spec.PodFailurePolicy
-		}
-	}
-	return nil
-}
-
-// stuckFatal reports whether a fatal Pod (a worker exited with a code its
-// Job's podFailurePolicy makes FailJob) will not fail by itself: it is not
-// failed or being deleted, and another of its regular containers has not
-// terminated. The kubelet fails a Pod whose restartPolicy is Never only
-// once every regular container has terminated, so with a second worker
-// still running (waiting on its dead peer, as distributed workers do) the
-// Pod, its Job and the JobSet would wait forever.
-func stuckFatal(pod *corev1.Pod) bool {
-	if pod.Status.Phase == corev1.PodFailed || pod.DeletionTimestamp != nil {
-		return false
-	}
-	terminated := 0
-	for _, s := range pod.Status.ContainerStatuses {
-		if s.State.Terminated != nil && s.State.Terminated.Reason != protocol.ReasonRestartingAllContainers {
-			terminated++
-		}
-	}
-	return terminated < len(pod.Spec.Containers)
-}
-
-// crashLoopBackOff is the reason the kubelet gives a container it waits to
-// start again after it exited too often.
-const crashLoopBackOff = "CrashLoopBackOff"
-
-// observePod extracts the epoch facts of a Pod.
-func observePod(pod *corev1.Pod) podEpoch {
-	p := podEpoch{
-		name:          pod.Name,
-		replicatedJob: pod.Labels[jobset.ReplicatedJobNameKey],
-		gone:          pod.DeletionTimestamp != nil || pod.Status.Phase == corev1.PodFailed,
-		finished:      pod.Status.Phase == corev1.PodSucceeded,
-	}
-	if raw, ok := pod.Annotations[jobset.EpochKey]; ok {
-		p.epochKey, p.rawEpoch = jobset.EpochKey, raw
-		if v, err := protocol.ParseEpoch(raw, false); err == nil && v > 0 {
-			p.epoch = v
-		} else {
-			p.invalidEpoch, p.invalidWhy = raw, "which is not a positive number"
-		}
-	} else if raw, ok := pod.Annotations[jobset.InPlaceRestartAttemptKey]; ok {
-		// An agent written for upstream JobSet: its attempts count from 0.
-		p.epochKey, p.rawEpoch = jobset.InPlaceRestartAttemptKey, raw
-		if v, err := protocol.ParseEpoch(raw, true); err == nil {
-			p.epoch = v
-		} else {
-			p.invalidEpoch, p.invalidWhy = raw, "which is not a non-negative number"
-		}
-	}
-	if agent := agentContainerName(pod); agent != "" {
-		for _, s := range pod.Status.InitContainerStatuses {
-			if s.Name == agent {
-				p.agentRestarts = s.RestartCount
-				// The workers are looked at only for an agent in back-off:
-				// this runs on every event of every Pod.
-				p.agentCrashLooping = s.State.Waiting != nil && s.State.Waiting.Reason == crashLoopBackOff &&
-					slices.ContainsFunc(pod.Status.ContainerStatuses, func(s corev1.ContainerStatus) bool { return s.State.Running != nil })
-			}
-		}
-	}
-	for _, s := range pod.Status.ContainerStatuses {
-		if s.State.Terminated != nil && s.State.Terminated.ExitCode != 0 {
-			p.workerExited = s.Name
-		}
-	}
-	for _, c := range pod.Status.Conditions {
-		if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
-			p.ready = true
-		}
-	}
-	return p
-}
-
-// agentContainerName is the name of the Pod's agent: the sidecar whose
-// environment carries the restart exit code (the webhook injects it under
-// a name the configuration may change), or upstream JobSet's agent.
-func agentContainerName(pod *corev1.Pod) string {
-	for _, c := range pod.Spec.InitContainers {
-		names := func(yield func(string) bool) {
-			for _, e := range c.Env {
-				if !yield(e.Name) {
-					return
-				}
-			}
-		}
-		for name := range names {
-			if name == protocol.EnvRestartExitCode {
-				return c.Name
-			}
-		}
-		if protocol.IsUpstreamAgent(c.Name, names) {
-			return c.Name
-		}
-	}
-	return ""
 }
 
 // expectedPods is the number of Pods that must report an epoch: every Job

@@ -1,18 +1,12 @@
 package controller
 
 import (
-	"errors"
-	"fmt"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
 	batchv1 "k8s.io/api/batch/v1"
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 )
@@ -57,18 +51,6 @@ func TestJobCreationsUntilSeen(t *testing.T) {
 	}
 }
 
-func TestDecideDoesNotCreateAJobTheCacheHasNotShownYet(t *testing.T) {
-	js := testJobSet("driver", 1, "workers", 2)
-	first := decidePure(t, js, observed{}, at(0), time.Minute)
-	js.Status = first.status
-	// The cache shows only the driver's Job; the workers' were created.
-	p := decidePure(t, js, observed{jobs: jobList(first.createJobs[0]), serviceExists: true,
-		creating: map[string]bool{"js-workers-0": true, "js-workers-1": true}}, at(1), time.Minute)
-	if len(p.createJobs) != 0 {
-		t.Errorf("created again: %v", names(p.createJobs))
-	}
-}
-
 func TestNamespaceTerminatingOnlyForThatJobSet(t *testing.T) {
 	key := types.NamespacedName{Namespace: "ns", Name: "js"}
 	e := newJobExpectations()
@@ -87,20 +69,6 @@ func TestNamespaceTerminatingOnlyForThatJobSet(t *testing.T) {
 	e.forget(key)
 	if e.inTerminatingNamespace(key, "js-uid") {
 		t.Error("forgotten JobSet: terminating")
-	}
-}
-
-func TestNamespaceTerminatingError(t *testing.T) {
-	refused := apierrors.NewForbidden(schema.GroupResource{Group: "batch", Resource: "jobs"}, "js-w-0",
-		errors.New("unable to create new content in namespace ns because it is being terminated"))
-	refused.ErrStatus.Details.Causes = append(refused.ErrStatus.Details.Causes,
-		metav1.StatusCause{Type: corev1.NamespaceTerminatingCause, Message: "namespace ns is being terminated", Field: "metadata.namespace"})
-	if !namespaceTerminating(fmt.Errorf("creating jobs: %w", errors.Join(fmt.Errorf("js-w-0: %w", refused)))) {
-		t.Error("a wrapped refusal of a terminating namespace: not recognised")
-	}
-	other := apierrors.NewForbidden(schema.GroupResource{Group: "batch", Resource: "jobs"}, "js-w-0", errors.New("quota exceeded"))
-	if namespaceTerminating(other) || namespaceTerminating(nil) {
-		t.Error("another refusal: taken for a terminating namespace")
 	}
 }
 
@@ -137,24 +105,6 @@ func TestJobDeletionsUntilShown(t *testing.T) {
 	e.deleted(key, "js-uid", &b, t0)
 	if got := e.undeleted(key, "js-uid", cachedIn(b), t0.Add(expectationTimeout+time.Second)); len(got) != 0 {
 		t.Errorf("after expectationTimeout: undeleted %v", got)
-	}
-}
-
-func TestDecideDoesNotDeleteAgainAJobWhoseDeletionTheCacheHasNotShownYet(t *testing.T) {
-	js := testJobSet("workers", 2)
-	js.Spec.FailurePolicy = &jobset.FailurePolicy{MaxRestarts: 3}
-	old0, old1 := jobOf(js, "workers", 0), failedJob(jobOf(js, "workers", 1), "BackoffLimitExceeded", "", at(0))
-	old0.UID, old1.UID = "uid-0", "uid-1"
-	p := decidePure(t, js, observed{jobs: jobList(old0, old1), serviceExists: true}, at(1), time.Minute)
-	js.Status = p.status
-
-	obs := observed{jobs: jobList(old0, old1), serviceExists: true, deleting: map[types.UID]bool{old0.UID: true}}
-	p = decidePure(t, js, obs, at(2), time.Minute)
-	if diff := cmp.Diff([]string{old1.Name}, names(p.deleteJobs)); diff != "" {
-		t.Errorf("deleted (-want +got):\n%s", diff)
-	}
-	if len(p.createJobs) != 0 {
-		t.Errorf("created %v under a name a Job being deleted holds", names(p.createJobs))
 	}
 }
 

@@ -188,15 +188,6 @@ func restartJob(js *jobset.JobSet, status *jobset.JobSetStatus, job *batchv1.Job
 	return nil
 }
 
-func replicasOf(js *jobset.JobSet, rjName string) int {
-	for _, rj := range js.Spec.ReplicatedJobs {
-		if rj.Name == rjName {
-			return int(rj.Replicas)
-		}
-	}
-	return 0
-}
-
 // grown returns counters extended with zeros to at least n entries.
 func grown(counters []int32, n int) []int32 {
 	if len(counters) >= n {

@@ -15,16 +15,6 @@ import (
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
 )
 
-// JobRestartAttemptKey is a Job and Pod label and annotation holding how many
-// times this Job was recreated alone (status.replicatedJobsStatus[].jobRestarts
-// of its index) when it was created. A Job whose value is older is deleted.
-const JobRestartAttemptKey = "jobset.sigs.k8s.io/job-restart-attempt"
-
-// JobName is the name of the Job at index of a replicated Job.
-func JobName(jobSetName, replicatedJob string, index int) string {
-	return fmt.Sprintf("%s-%s-%d", jobSetName, replicatedJob, index)
-}
-
 // jobKey identifies a Job in label selectors, where its name may not fit.
 func jobKey(namespace, name string) string {
 	sum := sha1.Sum([]byte(namespace + "/" + name))
@@ -129,23 +119,6 @@ func buildJob(js *jobset.JobSet, rjIdx, index int, suspend bool) *batchv1.Job {
 	addClaimVolumes(js, &pod.Spec)
 	job.Spec.Suspend = ptr.To(suspend)
 	return job
-}
-
-// recreateAttempt is the attempt the current Jobs belong to: restarts that
-// recreated the Jobs, in-place restarts excluded. It is the value of the
-// restart-attempt label.
-func recreateAttempt(status *jobset.JobSetStatus) int32 {
-	return status.Restarts - status.InPlaceRestarts
-}
-
-// jobRestarts is how many times the Job at index was recreated alone.
-func jobRestarts(js *jobset.JobSet, replicatedJob string, index int) int32 {
-	for _, s := range js.Status.ReplicatedJobsStatus {
-		if s.Name == replicatedJob && index < len(s.JobRestarts) {
-			return s.JobRestarts[index]
-		}
-	}
-	return 0
 }
 
 // merged returns base overlaid with overlay, leaving both untouched.

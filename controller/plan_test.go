@@ -10,7 +10,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
@@ -369,27 +369,6 @@ func TestDecideDoesNotChangeItsInput(t *testing.T) {
 	}
 }
 
-// The cache holds only the ConfigMaps the controller owns (the broadcast
-// objects, labelled with their JobSet's name), not every ConfigMap of the
-// cluster.
-func TestCacheSelectsConfigMapsByLabel(t *testing.T) {
-	var sel labels.Selector
-	for obj, by := range CacheOptions().ByObject {
-		if _, ok := obj.(*corev1.ConfigMap); ok {
-			sel = by.Label
-		}
-	}
-	if sel == nil {
-		t.Fatal("the cache has no label selector for ConfigMaps: it would hold every ConfigMap of the cluster")
-	}
-	if !sel.Matches(labels.Set{jobset.JobSetNameKey: "train"}) {
-		t.Errorf("selector %q does not select a broadcast ConfigMap", sel)
-	}
-	if sel.Matches(labels.Set{"app": "other"}) {
-		t.Errorf("selector %q selects a ConfigMap that is not ours", sel)
-	}
-}
-
 // An InPlaceRestart JobSet with in-place restarts off has no barriers to
 // hold an InOrder startup: its Jobs are created in order, as any other
 // JobSet's.
@@ -401,5 +380,35 @@ func TestDecideStartupInOrderWithInPlaceRestartsOff(t *testing.T) {
 	p := decidePure(t, js, observed{serviceExists: true}, at(0), time.Minute)
 	if diff := cmp.Diff([]string{"js-queue-0"}, names(p.createJobs)); diff != "" {
 		t.Errorf("first wave (-want +got):\n%s", diff)
+	}
+}
+
+func TestDecideDoesNotCreateAJobTheCacheHasNotShownYet(t *testing.T) {
+	js := testJobSet("driver", 1, "workers", 2)
+	first := decidePure(t, js, observed{}, at(0), time.Minute)
+	js.Status = first.status
+	// The cache shows only the driver's Job; the workers' were created.
+	p := decidePure(t, js, observed{jobs: jobList(first.createJobs[0]), serviceExists: true,
+		creating: map[string]bool{"js-workers-0": true, "js-workers-1": true}}, at(1), time.Minute)
+	if len(p.createJobs) != 0 {
+		t.Errorf("created again: %v", names(p.createJobs))
+	}
+}
+
+func TestDecideDoesNotDeleteAgainAJobWhoseDeletionTheCacheHasNotShownYet(t *testing.T) {
+	js := testJobSet("workers", 2)
+	js.Spec.FailurePolicy = &jobset.FailurePolicy{MaxRestarts: 3}
+	old0, old1 := jobOf(js, "workers", 0), failedJob(jobOf(js, "workers", 1), "BackoffLimitExceeded", "", at(0))
+	old0.UID, old1.UID = "uid-0", "uid-1"
+	p := decidePure(t, js, observed{jobs: jobList(old0, old1), serviceExists: true}, at(1), time.Minute)
+	js.Status = p.status
+
+	obs := observed{jobs: jobList(old0, old1), serviceExists: true, deleting: map[types.UID]bool{old0.UID: true}}
+	p = decidePure(t, js, obs, at(2), time.Minute)
+	if diff := cmp.Diff([]string{old1.Name}, names(p.deleteJobs)); diff != "" {
+		t.Errorf("deleted (-want +got):\n%s", diff)
+	}
+	if len(p.createJobs) != 0 {
+		t.Errorf("created %v under a name a Job being deleted holds", names(p.createJobs))
 	}
 }

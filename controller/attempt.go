@@ -1,0 +1,49 @@
+package controller
+
+import (
+	"fmt"
+
+	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
+)
+
+// This file says which attempt a JobSet's Jobs belong to: the labels that
+// carry it, the names of the Jobs, and what of the JobSet's status decides
+// which Jobs are current (isCurrentAttempt, jobView).
+
+// JobRestartAttemptKey is a Job and Pod label and annotation holding how many
+// times this Job was recreated alone (status.replicatedJobsStatus[].jobRestarts
+// of its index) when it was created. A Job whose value is older is deleted.
+const JobRestartAttemptKey = "jobset.sigs.k8s.io/job-restart-attempt"
+
+// JobName is the name of the Job at index of a replicated Job.
+func JobName(jobSetName, replicatedJob string, index int) string {
+	return fmt.Sprintf("%s-%s-%d", jobSetName, replicatedJob, index)
+}
+
+// recreateAttempt is the attempt the current Jobs belong to: restarts that
+// recreated the Jobs, in-place restarts excluded. It is the value of the
+// restart-attempt label.
+func recreateAttempt(status *jobset.JobSetStatus) int32 {
+	return status.Restarts - status.InPlaceRestarts
+}
+
+// jobRestarts is how many times the Job at index was recreated alone.
+func jobRestarts(js *jobset.JobSet, replicatedJob string, index int) int32 {
+	for _, s := range js.Status.ReplicatedJobsStatus {
+		if s.Name == replicatedJob && index < len(s.JobRestarts) {
+			return s.JobRestarts[index]
+		}
+	}
+	return 0
+}
+
+// replicasOf is the replicas of the named replicated job; 0 if the JobSet
+// has none of that name.
+func replicasOf(js *jobset.JobSet, rjName string) int {
+	for _, rj := range js.Spec.ReplicatedJobs {
+		if rj.Name == rjName {
+			return int(rj.Replicas)
+		}
+	}
+	return 0
+}

@@ -1,0 +1,51 @@
+package controller
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
+)
+
+func TestObservePod(t *testing.T) {
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "p", Labels: map[string]string{jobset.ReplicatedJobNameKey: "workers"},
+			Annotations: map[string]string{jobset.EpochKey: "4"}},
+		Status: corev1.PodStatus{
+			Phase:      corev1.PodRunning,
+			Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}},
+			ContainerStatuses: []corev1.ContainerStatus{
+				{Name: "trainer", State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1}}},
+			},
+		},
+	}
+	got := observePod(pod)
+	want := podEpoch{name: "p", replicatedJob: "workers", epoch: 4, epochKey: jobset.EpochKey, rawEpoch: "4", workerExited: "trainer", ready: true}
+	if diff := cmp.Diff(want, got, cmp.AllowUnexported(podEpoch{})); diff != "" {
+		t.Errorf("observePod (-want +got):\n%s", diff)
+	}
+}
+
+// An agent written for upstream JobSet reports its attempt, counted from 0,
+// on upstream's annotation; ours wins when a Pod carries both.
+func TestObservePodUpstreamAttempt(t *testing.T) {
+	for _, tc := range []struct {
+		annotations map[string]string
+		epoch       int32
+		invalid     string
+	}{
+		{map[string]string{jobset.InPlaceRestartAttemptKey: "0"}, 1, ""},
+		{map[string]string{jobset.InPlaceRestartAttemptKey: "3"}, 4, ""},
+		{map[string]string{jobset.InPlaceRestartAttemptKey: "-1"}, 0, "-1"},
+		{map[string]string{jobset.InPlaceRestartAttemptKey: "2147483647"}, 0, "2147483647"},
+		{map[string]string{jobset.InPlaceRestartAttemptKey: "3", jobset.EpochKey: "2"}, 2, ""},
+	} {
+		got := observePod(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Annotations: tc.annotations}})
+		if got.epoch != tc.epoch || got.invalidEpoch != tc.invalid {
+			t.Errorf("%v: epoch %d invalid %q, want %d %q", tc.annotations, got.epoch, got.invalidEpoch, tc.epoch, tc.invalid)
+		}
+	}
+}
