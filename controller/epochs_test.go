@@ -15,14 +15,6 @@ import (
 	"github.com/inplace-dev/inplace/api/protocol"
 )
 
-// inPlaceJobSet has two replicated jobs of one Job with two Pods each.
-func inPlaceJobSet(deprecated, synced int32) *jobset.JobSet {
-	js := testJobSet("driver", 1, "workers", 1)
-	js.Spec.FailurePolicy = &jobset.FailurePolicy{RestartStrategy: jobset.InPlaceRestart, MaxRestarts: 3}
-	js.Status.DeprecatedEpoch, js.Status.SyncedEpoch = deprecated, synced
-	return js
-}
-
 func pods(epochs ...int32) []podEpoch {
 	var out []podEpoch
 	for i, e := range epochs {

@@ -15,34 +15,24 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
+	"github.com/inplace-dev/inplace/controller/internal/testutil"
 )
 
+// The builders the tests share with those of other packages
+// (controller/internal/testutil), under the names these tests use.
 var (
-	t0             = metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	ignoreCondTime = cmpopts.IgnoreFields(metav1.Condition{}, "LastTransitionTime")
+	t0            = testutil.T0
+	testJobSet    = testutil.JobSet
+	inPlaceJobSet = testutil.InPlaceJobSet
+	failJobOn     = testutil.FailJobOn
+	names         = testutil.Names
 )
+
+var ignoreCondTime = cmpopts.IgnoreFields(metav1.Condition{}, "LastTransitionTime")
 
 func at(seconds int) metav1.Time { return metav1.NewTime(t0.Add(time.Duration(seconds) * time.Second)) }
-
-// testJobSet is a defaulted JobSet with replicated Jobs given as
-// name:replicas pairs.
-func testJobSet(rjs ...any) *jobset.JobSet {
-	js := &jobset.JobSet{ObjectMeta: metav1.ObjectMeta{Name: "js", Namespace: "ns", UID: "uid-1"}}
-	for i := 0; i < len(rjs); i += 2 {
-		js.Spec.ReplicatedJobs = append(js.Spec.ReplicatedJobs, jobset.ReplicatedJob{
-			Name: rjs[i].(string), Replicas: int32(rjs[i+1].(int)),
-			Template: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{
-				Parallelism: ptr.To[int32](2), Completions: ptr.To[int32](2),
-				Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c"}}}},
-			}},
-		})
-	}
-	jobset.Default(js)
-	return js
-}
 
 // jobOf builds the current-attempt Job at index of replicated Job rj.
 func jobOf(js *jobset.JobSet, rj string, index int) *batchv1.Job {
@@ -59,15 +49,6 @@ func failedJob(job *batchv1.Job, reason, message string, when metav1.Time) *batc
 		Type: batchv1.JobFailed, Status: corev1.ConditionTrue, Reason: reason, Message: message, LastTransitionTime: when,
 	})
 	return job
-}
-
-// failJobOn is a podFailurePolicy that fails the Job when a container
-// exits with one of codes.
-func failJobOn(codes ...int32) *batchv1.PodFailurePolicy {
-	return &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{{
-		Action:      batchv1.PodFailurePolicyActionFailJob,
-		OnExitCodes: &batchv1.PodFailurePolicyOnExitCodesRequirement{Operator: batchv1.PodFailurePolicyOnExitCodesOpIn, Values: codes},
-	}}}
 }
 
 func succeededJob(job *batchv1.Job) *batchv1.Job {
@@ -91,14 +72,6 @@ func jobList(jobs ...*batchv1.Job) []batchv1.Job {
 	out := make([]batchv1.Job, len(jobs))
 	for i, j := range jobs {
 		out[i] = *j
-	}
-	return out
-}
-
-func names(jobs []*batchv1.Job) []string {
-	var out []string
-	for _, j := range jobs {
-		out = append(out, j.Name)
 	}
 	return out
 }
