@@ -80,7 +80,7 @@ func agentGrants(jobSets []jobset.JobSet) ([]string, []rbacv1.Subject) {
 	var subjects []rbacv1.Subject
 	for i := range jobSets {
 		js := &jobSets[i]
-		if js.DeletionTimestamp != nil || !inPlaceActive(js) {
+		if js.DeletionTimestamp != nil || !InPlaceActive(js) {
 			continue
 		}
 		broadcasts = append(broadcasts, protocol.BroadcastName(js.Name))

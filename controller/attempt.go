@@ -8,7 +8,7 @@ import (
 
 // This file says which attempt a JobSet's Jobs belong to: the labels that
 // carry it, the names of the Jobs, and what of the JobSet's status decides
-// which Jobs are current (isCurrentAttempt, jobView).
+// which Jobs are current (isCurrentAttempt, JobView).
 
 // JobRestartAttemptKey is a Job and Pod label and annotation holding how many
 // times this Job was recreated alone (status.replicatedJobsStatus[].jobRestarts
@@ -20,15 +20,15 @@ func JobName(jobSetName, replicatedJob string, index int) string {
 	return fmt.Sprintf("%s-%s-%d", jobSetName, replicatedJob, index)
 }
 
-// recreateAttempt is the attempt the current Jobs belong to: restarts that
+// RecreateAttempt is the attempt the current Jobs belong to: restarts that
 // recreated the Jobs, in-place restarts excluded. It is the value of the
 // restart-attempt label.
-func recreateAttempt(status *jobset.JobSetStatus) int32 {
+func RecreateAttempt(status *jobset.JobSetStatus) int32 {
 	return status.Restarts - status.InPlaceRestarts
 }
 
-// jobRestarts is how many times the Job at index was recreated alone.
-func jobRestarts(js *jobset.JobSet, replicatedJob string, index int) int32 {
+// JobRestarts is how many times the Job at index was recreated alone.
+func JobRestarts(js *jobset.JobSet, replicatedJob string, index int) int32 {
 	for _, s := range js.Status.ReplicatedJobsStatus {
 		if s.Name == replicatedJob && index < len(s.JobRestarts) {
 			return s.JobRestarts[index]
@@ -37,9 +37,9 @@ func jobRestarts(js *jobset.JobSet, replicatedJob string, index int) int32 {
 	return 0
 }
 
-// replicasOf is the replicas of the named replicated job; 0 if the JobSet
+// ReplicasOf is the replicas of the named replicated job; 0 if the JobSet
 // has none of that name.
-func replicasOf(js *jobset.JobSet, rjName string) int {
+func ReplicasOf(js *jobset.JobSet, rjName string) int {
 	for _, rj := range js.Spec.ReplicatedJobs {
 		if rj.Name == rjName {
 			return int(rj.Replicas)

@@ -73,10 +73,10 @@ func newBenchWorld(tb testing.TB, n int) *benchWorld {
 
 	// Settle the status and the broadcast: the state observed again must
 	// decide nothing.
-	p := decide(js, w.observed(), t0, time.Minute)
-	js.Status, w.broadcast = p.status, p.broadcast
-	if p := decide(js, w.observed(), t0, time.Minute); len(p.createJobs)+len(p.deleteJobs)+len(p.events) != 0 || p.broadcast != nil || needsWrite(js.Status, p.status) {
-		tb.Fatalf("the bench world is not steady: %d creations, %d deletions, %d events, broadcast %v", len(p.createJobs), len(p.deleteJobs), len(p.events), p.broadcast)
+	p := Decide(js, w.observed(), t0, time.Minute)
+	js.Status, w.broadcast = p.Status, p.Broadcast
+	if p := Decide(js, w.observed(), t0, time.Minute); len(p.CreateJobs)+len(p.DeleteJobs)+len(p.Events) != 0 || p.Broadcast != nil || NeedsWrite(js.Status, p.Status) {
+		tb.Fatalf("the bench world is not steady: %d creations, %d deletions, %d events, broadcast %v", len(p.CreateJobs), len(p.DeleteJobs), len(p.Events), p.Broadcast)
 	}
 	return w
 }
@@ -85,13 +85,13 @@ func newBenchWorld(tb testing.TB, n int) *benchWorld {
 // value, in one slice each (controller-runtime's List with
 // UnsafeDisableDeepCopy copies each cached object's struct, not its
 // contents, into the list).
-func (w *benchWorld) observed() observed {
-	obs := observed{jobs: make([]batchv1.Job, len(w.jobs)), pods: make([]corev1.Pod, len(w.pods)), serviceExists: true, broadcast: w.broadcast}
+func (w *benchWorld) observed() Observed {
+	obs := Observed{Jobs: make([]batchv1.Job, len(w.jobs)), Pods: make([]corev1.Pod, len(w.pods)), ServiceExists: true, Broadcast: w.broadcast}
 	for i, j := range w.jobs {
-		obs.jobs[i] = *j
+		obs.Jobs[i] = *j
 	}
 	for i, p := range w.pods {
-		obs.pods[i] = *p
+		obs.Pods[i] = *p
 	}
 	return obs
 }
@@ -107,23 +107,23 @@ func exitWorker(pod *corev1.Pod) *corev1.Pod {
 
 // index is the child index fed with the world's objects, as the informers'
 // handlers feed it.
-func (w *benchWorld) index() *childIndex {
-	x := newChildIndex()
+func (w *benchWorld) index() *ChildIndex {
+	x := NewChildIndex()
 	for _, j := range w.jobs {
-		x.jobEvent(j, false)
+		x.JobEvent(j, false)
 	}
 	for _, p := range w.pods {
-		x.podEvent(p, false)
+		x.PodEvent(p, false)
 	}
 	return x
 }
 
 // reconcile reads and decides as Reconcile does: the JobSet's family from
 // the index, under the JobSet's view, then decide.
-func (w *benchWorld) reconcile(x *childIndex) plan {
-	fam, release := x.lock(w.js.Namespace, w.js.UID, viewOf(w.js))
+func (w *benchWorld) reconcile(x *ChildIndex) Plan {
+	fam, release := x.Lock(w.js.Namespace, w.js.UID, ViewOf(w.js))
 	defer release()
-	return decide(w.js, observed{fam: fam, serviceExists: true, broadcast: w.broadcast}, t0, time.Minute)
+	return Decide(w.js, Observed{Family: fam, ServiceExists: true, Broadcast: w.broadcast}, t0, time.Minute)
 }
 
 // BenchmarkReconcileSteady measures what a reconcile of an unchanged
@@ -134,7 +134,7 @@ func BenchmarkReconcileSteady(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		p := w.reconcile(x)
-		if needsWrite(w.js.Status, p.status) || len(p.createJobs)+len(p.deleteJobs) != 0 || p.broadcast != nil {
+		if NeedsWrite(w.js.Status, p.Status) || len(p.CreateJobs)+len(p.DeleteJobs) != 0 || p.Broadcast != nil {
 			b.Fatal("a steady JobSet's reconcile acts")
 		}
 	}
@@ -150,12 +150,12 @@ func BenchmarkReconcileWorkerExit(b *testing.B) {
 	exited := exitWorker(running)
 	b.ReportAllocs()
 	for b.Loop() {
-		x.podEvent(exited, false)
+		x.PodEvent(exited, false)
 		p := w.reconcile(x)
-		if p.status.InPlaceRestarts != w.js.Status.InPlaceRestarts+1 {
+		if p.Status.InPlaceRestarts != w.js.Status.InPlaceRestarts+1 {
 			b.Fatal("the worker's exit was not counted as a restart")
 		}
-		x.podEvent(running, false)
+		x.PodEvent(running, false)
 	}
 }
 
@@ -165,7 +165,7 @@ func BenchmarkReconcileFullScan(b *testing.B) {
 	w := newBenchWorld(b, 5000)
 	b.ReportAllocs()
 	for b.Loop() {
-		decide(w.js, w.observed(), t0, time.Minute)
+		Decide(w.js, w.observed(), t0, time.Minute)
 	}
 }
 
@@ -178,9 +178,9 @@ func BenchmarkPodEvent(b *testing.B) {
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
 		if i%2 == 0 {
-			x.podEvent(exited, false)
+			x.PodEvent(exited, false)
 		} else {
-			x.podEvent(running, false)
+			x.PodEvent(running, false)
 		}
 	}
 }
@@ -192,10 +192,10 @@ func BenchmarkRecount(b *testing.B) {
 	x := w.index()
 	restarted := w.js.DeepCopy()
 	restarted.Status.Restarts++
-	views := []*jobView{viewOf(w.js), viewOf(restarted)}
+	views := []*JobView{ViewOf(w.js), ViewOf(restarted)}
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
-		_, release := x.lock(w.js.Namespace, w.js.UID, views[i%2])
+		_, release := x.Lock(w.js.Namespace, w.js.UID, views[i%2])
 		release()
 	}
 }

@@ -11,13 +11,13 @@ import (
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
 )
 
-// childIndex holds the family of every JobSet whose children the cache
+// ChildIndex holds the family of every JobSet whose children the cache
 // holds, by namespace and JobSet UID (a JobSet recreated under the same
 // name never sees its predecessor's children, and an object of another
 // namespace that names the JobSet is not its child): Jobs by the UID of
 // their controlling JobSet, Pods by their jobset-uid label.
 //
-// The Jobs' and Pods' event handlers feed it (jobEvent, podEvent) before
+// The Jobs' and Pods' event handlers feed it (JobEvent, PodEvent) before
 // they enqueue the JobSet, on the informers' goroutines: a reconcile that
 // an event enqueues always sees that event's object. controller-runtime
 // starts the workers once the handlers have seen every object the
@@ -32,7 +32,7 @@ import (
 // one object and by a reconcile from observe to the end of decide. Only a
 // handler that emptied a family takes mu while holding the family's lock,
 // to drop it; nothing waits for a family's lock while holding mu.
-type childIndex struct {
+type ChildIndex struct {
 	mu       sync.Mutex
 	families map[familyKey]*lockedFamily
 	// owners says in which family each Job and Pod is counted.
@@ -47,7 +47,7 @@ type familyKey struct {
 
 type lockedFamily struct {
 	mu sync.Mutex
-	*family
+	*Family
 	// dropped: the family emptied and left the index; a handler that
 	// finds it so looks the family up again.
 	dropped bool
@@ -58,32 +58,33 @@ type childKey struct {
 	namespace, name string
 }
 
-func newChildIndex() *childIndex {
-	return &childIndex{families: map[familyKey]*lockedFamily{}, owners: map[childKey]familyKey{}}
+// NewChildIndex returns an empty index.
+func NewChildIndex() *ChildIndex {
+	return &ChildIndex{families: map[familyKey]*lockedFamily{}, owners: map[childKey]familyKey{}}
 }
 
-// jobEvent records a Job's creation, update or deletion (gone).
-func (x *childIndex) jobEvent(job *batchv1.Job, gone bool) {
+// JobEvent records a Job's creation, update or deletion (gone).
+func (x *ChildIndex) JobEvent(job *batchv1.Job, gone bool) {
 	var owner familyKey
 	if !gone {
 		owner = familyKey{job.Namespace, jobOwnerUID(job)}
 	}
-	x.update(childKey{namespace: job.Namespace, name: job.Name}, owner, func(f *family) { f.setJob(job) }, func(f *family) { f.deleteJob(job.Name) })
+	x.update(childKey{namespace: job.Namespace, name: job.Name}, owner, func(f *Family) { f.setJob(job) }, func(f *Family) { f.deleteJob(job.Name) })
 }
 
-// podEvent records a Pod's creation, update or deletion (gone).
-func (x *childIndex) podEvent(pod *corev1.Pod, gone bool) {
+// PodEvent records a Pod's creation, update or deletion (gone).
+func (x *ChildIndex) PodEvent(pod *corev1.Pod, gone bool) {
 	var owner familyKey
 	if !gone {
 		owner = familyKey{pod.Namespace, types.UID(pod.Labels[jobset.JobSetUIDKey])}
 	}
-	x.update(childKey{pod: true, namespace: pod.Namespace, name: pod.Name}, owner, func(f *family) { f.setPod(pod) }, func(f *family) { f.deletePod(pod.Name) })
+	x.update(childKey{pod: true, namespace: pod.Namespace, name: pod.Name}, owner, func(f *Family) { f.setPod(pod) }, func(f *Family) { f.deletePod(pod.Name) })
 }
 
 // update moves an object's contribution: out of the family it was counted
 // in, if that is not owner's, and into owner's (none when owner has no
 // UID).
-func (x *childIndex) update(key childKey, owner familyKey, set, unset func(*family)) {
+func (x *ChildIndex) update(key childKey, owner familyKey, set, unset func(*Family)) {
 	x.mu.Lock()
 	was, counted := x.owners[key]
 	if owner.uid == "" {
@@ -102,7 +103,7 @@ func (x *childIndex) update(key childKey, owner familyKey, set, unset func(*fami
 
 // with runs fn on the family of uid under its lock, creating the family if
 // create is set, and drops the family if fn left it empty.
-func (x *childIndex) with(key familyKey, create bool, fn func(*family)) {
+func (x *ChildIndex) with(key familyKey, create bool, fn func(*Family)) {
 	for {
 		x.mu.Lock()
 		f := x.families[key]
@@ -111,7 +112,7 @@ func (x *childIndex) with(key familyKey, create bool, fn func(*family)) {
 				x.mu.Unlock()
 				return
 			}
-			f = &lockedFamily{family: newFamily()}
+			f = &lockedFamily{Family: newFamily()}
 			x.families[key] = f
 		}
 		x.mu.Unlock()
@@ -121,7 +122,7 @@ func (x *childIndex) with(key familyKey, create bool, fn func(*family)) {
 			f.mu.Unlock()
 			continue
 		}
-		fn(f.family)
+		fn(f.Family)
 		if f.empty() {
 			x.mu.Lock()
 			if x.families[key] == f {
@@ -135,11 +136,11 @@ func (x *childIndex) with(key familyKey, create bool, fn func(*family)) {
 	}
 }
 
-// lock returns the family of the JobSet of UID uid in namespace, locked
+// Lock returns the family of the JobSet of UID uid in namespace, locked
 // and counted under view, and the function that unlocks it. A JobSet
 // without children gets an empty family of its own: the index keeps only
 // families with children.
-func (x *childIndex) lock(namespace string, uid types.UID, view *jobView) (*family, func()) {
+func (x *ChildIndex) Lock(namespace string, uid types.UID, view *JobView) (*Family, func()) {
 	x.mu.Lock()
 	f := x.families[familyKey{namespace, uid}]
 	x.mu.Unlock()
@@ -150,7 +151,7 @@ func (x *childIndex) lock(namespace string, uid types.UID, view *jobView) (*fami
 	}
 	f.mu.Lock()
 	f.setView(view)
-	return f.family, f.mu.Unlock
+	return f.Family, f.mu.Unlock
 }
 
 // jobOwnerUID is the UID of the JobSet that controls a Job; empty for any

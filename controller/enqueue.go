@@ -49,7 +49,7 @@ const (
 // jobSetState is what the handlers read of a JobSet, from the cache, to
 // say how urgent a change of its children is.
 type jobSetState struct {
-	// inPlace: the JobSet restarts in place (inPlaceActive).
+	// inPlace: the JobSet restarts in place (InPlaceActive).
 	inPlace bool
 	// restarting: an in-place restart is under way.
 	restarting bool
@@ -71,7 +71,7 @@ type jobSetState struct {
 //
 // record, if set, is told of every creation, update and deletion (gone)
 // before the JobSet is enqueued, so that the reconcile the event brings
-// finds it recorded (childIndex).
+// finds it recorded (ChildIndex).
 func batched[T client.Object](period time.Duration, owner func(client.Object) (types.NamespacedName, bool), classify func(old, cur T) signal, state func(types.NamespacedName) jobSetState, record func(obj T, gone bool)) handler.EventHandler {
 	if record == nil {
 		record = func(T, bool) {}

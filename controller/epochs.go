@@ -80,9 +80,9 @@ func unevenJobs(js *jobset.JobSet) []string {
 // decideEpochs computes the next epochs from the current status and the
 // Pods of the current attempt, by group: a synced group of any size is a
 // handful of groups, and what decides is how many Pods of each there are.
-func decideEpochs(js *jobset.JobSet, pods []podGroup) epochDecision {
+func decideEpochs(js *jobset.JobSet, pods []PodGroup) epochDecision {
 	d := epochDecision{deprecated: js.Status.DeprecatedEpoch, synced: js.Status.SyncedEpoch, syncedPods: js.Status.SyncedPods}
-	if slices.ContainsFunc(pods, func(p podGroup) bool { return p.fatal }) {
+	if slices.ContainsFunc(pods, func(p PodGroup) bool { return p.Fatal }) {
 		// That Pod's Job is about to fail, and its Job controller to delete
 		// the Job's other Pods: the failure policy decides, not an in-place
 		// restart. Nothing changes until then.
@@ -95,29 +95,29 @@ func decideEpochs(js *jobset.JobSet, pods []podGroup) epochDecision {
 		pods = invalidAsSynced(pods, d.synced)
 	}
 
-	alive := make([]podGroup, 0, len(pods))
+	alive := make([]PodGroup, 0, len(pods))
 	aliveN := 0
 	maxEpoch, allEqual, allReported := int32(0), true, true
 	for _, p := range pods {
-		if p.gone {
+		if p.Gone {
 			continue
 		}
 		alive = append(alive, p)
-		aliveN += p.n()
-		if p.finished && p.epoch <= d.deprecated {
+		aliveN += p.N()
+		if p.Finished && p.Epoch <= d.deprecated {
 			// Done in an earlier epoch (a Job that completed before a
 			// suspension, say, which a resume does not start again): a
 			// member that reports no more, and holds no sync back.
 			continue
 		}
-		if p.epoch == 0 {
+		if p.Epoch == 0 {
 			allReported = false
 			continue
 		}
-		if maxEpoch != 0 && p.epoch != maxEpoch {
+		if maxEpoch != 0 && p.Epoch != maxEpoch {
 			allEqual = false
 		}
-		maxEpoch = max(maxEpoch, p.epoch)
+		maxEpoch = max(maxEpoch, p.Epoch)
 	}
 
 	// Sync: every expected Pod at one epoch newer than the synced one.
@@ -171,14 +171,14 @@ func decideEpochs(js *jobset.JobSet, pods []podGroup) epochDecision {
 // that holds the Pod's token (its worker, say), and must not cost the
 // JobSet a restart it did not need (InvalidEpoch says what was seen).
 // The Pod's failure is still seen by its phase and containers.
-func invalidAsSynced(pods []podGroup, synced int32) []podGroup {
-	if !slices.ContainsFunc(pods, func(p podGroup) bool { return p.invalidEpoch != "" }) {
+func invalidAsSynced(pods []PodGroup, synced int32) []PodGroup {
+	if !slices.ContainsFunc(pods, func(p PodGroup) bool { return p.InvalidEpoch != "" }) {
 		return pods
 	}
 	out := slices.Clone(pods)
 	for i := range out {
-		if out[i].invalidEpoch != "" {
-			out[i].epoch = synced
+		if out[i].InvalidEpoch != "" {
+			out[i].Epoch = synced
 		}
 	}
 	return out
@@ -193,40 +193,40 @@ func invalidAsSynced(pods []podGroup, synced int32) []podGroup {
 //
 // ignored reports that the loss is a Pod gone for a reason its Job's
 // podFailurePolicy ignores.
-func lostMember(pods []podGroup, synced int32, expected int) (why string, ignored bool) {
+func lostMember(pods []PodGroup, synced int32, expected int) (why string, ignored bool) {
 	atSynced := 0
-	var gone, exited, moved *podGroup
+	var gone, exited, moved *PodGroup
 	for i := range pods {
 		p := &pods[i]
 		switch {
-		case p.finished && !p.gone:
+		case p.Finished && !p.Gone:
 			// Done, at this epoch or an earlier one: present.
-			atSynced += p.n()
-		case p.epoch == synced && p.gone:
-			if gone == nil || (gone.ignored && !p.ignored) {
+			atSynced += p.N()
+		case p.Epoch == synced && p.Gone:
+			if gone == nil || (gone.Ignored && !p.Ignored) {
 				gone = p
 			}
-		case p.epoch == synced && p.workerExited != "":
+		case p.Epoch == synced && p.WorkerExited != "":
 			if exited == nil {
 				exited = p
 			}
-		case p.epoch > synced && !p.gone:
+		case p.Epoch > synced && !p.Gone:
 			if moved == nil {
 				moved = p
 			}
-		case p.epoch == synced:
-			atSynced += p.n()
+		case p.Epoch == synced:
+			atSynced += p.N()
 		}
 	}
 	switch {
 	case exited != nil:
-		return fmt.Sprintf("container %s of Pod %s exited", exited.workerExited, exited.first()), false
+		return fmt.Sprintf("container %s of Pod %s exited", exited.WorkerExited, exited.First()), false
 	case moved != nil:
-		return fmt.Sprintf("the agent of Pod %s moved to epoch %d", moved.first(), moved.epoch), false
-	case atSynced < expected && gone != nil && gone.ignored:
-		return fmt.Sprintf("Pod %s of epoch %d failed or is being deleted for a reason its Job's podFailurePolicy ignores", gone.first(), synced), true
+		return fmt.Sprintf("the agent of Pod %s moved to epoch %d", moved.First(), moved.Epoch), false
+	case atSynced < expected && gone != nil && gone.Ignored:
+		return fmt.Sprintf("Pod %s of epoch %d failed or is being deleted for a reason its Job's podFailurePolicy ignores", gone.First(), synced), true
 	case atSynced < expected && gone != nil:
-		return fmt.Sprintf("Pod %s of epoch %d failed or is being deleted", gone.first(), synced), false
+		return fmt.Sprintf("Pod %s of epoch %d failed or is being deleted", gone.First(), synced), false
 	case atSynced < expected:
 		return fmt.Sprintf("%d of %d Pods of epoch %d remain", atSynced, expected, synced), false
 	}
@@ -247,7 +247,7 @@ func lostMember(pods []podGroup, synced int32, expected int) (why string, ignore
 //     A dependency that must complete cannot run again in place: once it
 //     finished, a restart recreates the Jobs (finishedMember), which runs
 //     it again first.
-func openBarriers(js *jobset.JobSet, alive []podGroup, synced int32) []string {
+func openBarriers(js *jobset.JobSet, alive []PodGroup, synced int32) []string {
 	inOrder := js.Spec.StartupPolicy != nil && js.Spec.StartupPolicy.StartupPolicyOrder == jobset.InOrder
 	ordered := inOrder || slices.ContainsFunc(js.Spec.ReplicatedJobs, func(rj jobset.ReplicatedJob) bool { return len(rj.DependsOn) > 0 })
 	if !ordered {
@@ -256,13 +256,13 @@ func openBarriers(js *jobset.JobSet, alive []podGroup, synced int32) []string {
 	ready, finished := map[string]int{}, map[string]int{}
 	for _, p := range alive {
 		switch {
-		case p.finished:
+		case p.Finished:
 			// Done at this epoch or an earlier one (a dependency that
 			// completed before a suspension is not run again on resume).
-			finished[p.replicatedJob] += p.n()
-		case p.epoch != synced:
-		case p.ready:
-			ready[p.replicatedJob] += p.n()
+			finished[p.ReplicatedJob] += p.N()
+		case p.Epoch != synced:
+		case p.Ready:
+			ready[p.ReplicatedJob] += p.N()
 		}
 	}
 	want := func(name string) int {

@@ -15,23 +15,23 @@ import (
 	"github.com/inplace-dev/inplace/api/protocol"
 )
 
-func pods(epochs ...int32) []podEpoch {
-	var out []podEpoch
+func pods(epochs ...int32) []PodEpoch {
+	var out []PodEpoch
 	for i, e := range epochs {
 		rj := "driver"
 		if i >= 2 {
 			rj = "workers"
 		}
-		out = append(out, podEpoch{name: "p" + string(rune('0'+i)), replicatedJob: rj, epoch: e, ready: true})
+		out = append(out, PodEpoch{Name: "p" + string(rune('0'+i)), ReplicatedJob: rj, Epoch: e, Ready: true})
 	}
 	return out
 }
 
 // groupsOf makes each Pod a group of its own.
-func groupsOf(pods []podEpoch) []podGroup {
-	out := make([]podGroup, 0, len(pods))
+func groupsOf(pods []PodEpoch) []PodGroup {
+	out := make([]PodGroup, 0, len(pods))
 	for _, p := range pods {
-		out = append(out, podGroup{podEpoch: p, names: map[string]struct{}{p.name: {}}})
+		out = append(out, PodGroup{PodEpoch: p, Names: map[string]struct{}{p.Name: {}}})
 	}
 	return out
 }
@@ -39,8 +39,8 @@ func groupsOf(pods []podEpoch) []podGroup {
 func TestDecideEpochs(t *testing.T) {
 	cases := map[string]struct {
 		deprecated, synced int32
-		pods               []podEpoch
-		edit               func([]podEpoch)
+		pods               []PodEpoch
+		edit               func([]PodEpoch)
 		wantDeprecated     int32
 		wantSynced         int32
 		wantRestart        string // substring of why; "" for no restart
@@ -56,17 +56,17 @@ func TestDecideEpochs(t *testing.T) {
 		},
 		"a worker exits: the synced epoch is deprecated at once": {
 			synced: 1, pods: pods(1, 1, 1, 1),
-			edit:           func(p []podEpoch) { p[2].workerExited = "trainer" },
+			edit:           func(p []PodEpoch) { p[2].WorkerExited = "trainer" },
 			wantDeprecated: 1, wantSynced: 1, wantRestart: "container trainer of Pod p2 exited",
 		},
 		"a Pod is deleted: deprecated at once": {
 			synced: 1, pods: pods(1, 1, 1, 1),
-			edit:           func(p []podEpoch) { p[0].gone = true },
+			edit:           func(p []PodEpoch) { p[0].Gone = true },
 			wantDeprecated: 1, wantSynced: 1, wantRestart: "Pod p0 of epoch 1 failed or is being deleted",
 		},
 		"a Pod failed with an exit code that fails its Job: no restart, the failure policy decides": {
 			synced: 1, pods: pods(1, 1, 1, 1),
-			edit:           func(p []podEpoch) { p[1].gone, p[1].fatal = true, true },
+			edit:           func(p []PodEpoch) { p[1].Gone, p[1].Fatal = true, true },
 			wantDeprecated: 0, wantSynced: 1,
 		},
 		"a Pod is gone and not yet replaced: deprecated": {
@@ -113,11 +113,11 @@ func TestOpenBarriersInOrder(t *testing.T) {
 	js := inPlaceJobSet(0, 1)
 	js.Spec.StartupPolicy.StartupPolicyOrder = jobset.InOrder
 	p := pods(1, 1, 1, 1)
-	p[1].ready = false
+	p[1].Ready = false
 	if diff := cmp.Diff([]string{"driver"}, decideEpochs(js, groupsOf(p)).openReplicatedJobs); diff != "" {
 		t.Errorf("driver not all ready: open barriers (-want +got):\n%s", diff)
 	}
-	p[1].ready = true
+	p[1].Ready = true
 	if diff := cmp.Diff([]string{"driver", "workers"}, decideEpochs(js, groupsOf(p)).openReplicatedJobs); diff != "" {
 		t.Errorf("driver ready: open barriers (-want +got):\n%s", diff)
 	}
@@ -157,41 +157,41 @@ func TestDecideInPlaceRestartCountsAndBroadcasts(t *testing.T) {
 	jobs := jobList(readyJob(jobOf(js, "driver", 0)), readyJob(jobOf(js, "workers", 0)))
 	pods := []corev1.Pod{epochPod("a", "driver", "1", false), epochPod("b", "driver", "1", false), epochPod("c", "workers", "1", true), epochPod("d", "workers", "1", false)}
 
-	p := decidePure(t, js, observed{jobs: jobs, pods: pods, serviceExists: true}, at(0), time.Minute)
-	if p.status.Restarts != 1 || p.status.InPlaceRestarts != 1 || p.status.RestartsCountTowardsMax != 1 || p.status.DeprecatedEpoch != 1 {
-		t.Fatalf("status after a worker exit: %+v", p.status)
+	p := decidePure(t, js, Observed{Jobs: jobs, Pods: pods, ServiceExists: true}, at(0), time.Minute)
+	if p.Status.Restarts != 1 || p.Status.InPlaceRestarts != 1 || p.Status.RestartsCountTowardsMax != 1 || p.Status.DeprecatedEpoch != 1 {
+		t.Fatalf("status after a worker exit: %+v", p.Status)
 	}
-	if len(p.createJobs)+len(p.deleteJobs) != 0 {
-		t.Errorf("an in-place restart touched Jobs: create %v delete %v", names(p.createJobs), names(p.deleteJobs))
+	if len(p.CreateJobs)+len(p.DeleteJobs) != 0 {
+		t.Errorf("an in-place restart touched Jobs: create %v delete %v", names(p.CreateJobs), names(p.DeleteJobs))
 	}
-	if p.broadcast["deprecatedEpoch"] != "1" || p.broadcast["syncedEpoch"] != "1" {
-		t.Errorf("broadcast %v", p.broadcast)
+	if p.Broadcast["deprecatedEpoch"] != "1" || p.Broadcast["syncedEpoch"] != "1" {
+		t.Errorf("broadcast %v", p.Broadcast)
 	}
-	if c := findCondition(&p.status, jobset.JobSetRestarting); c == nil || c.Reason != ReasonInPlaceRestart || !strings.Contains(c.Message, "container trainer of Pod c exited") {
+	if c := findCondition(&p.Status, jobset.JobSetRestarting); c == nil || c.Reason != ReasonInPlaceRestart || !strings.Contains(c.Message, "container trainer of Pod c exited") {
 		t.Errorf("restarting condition %+v", c)
 	}
 
 	// Every agent restarted into epoch 2: synced, restart over, the Jobs'
 	// attempt unchanged.
-	js.Status = p.status
+	js.Status = p.Status
 	pods = []corev1.Pod{epochPod("a", "driver", "2", false), epochPod("b", "driver", "2", false), epochPod("c", "workers", "2", false), epochPod("d", "workers", "2", false)}
-	p = decidePure(t, js, observed{jobs: jobs, pods: pods, serviceExists: true, broadcast: p.broadcast}, at(1), time.Minute)
-	if p.status.SyncedEpoch != 2 || len(p.createJobs)+len(p.deleteJobs) != 0 {
-		t.Errorf("after the restart: synced %d, create %v delete %v", p.status.SyncedEpoch, names(p.createJobs), names(p.deleteJobs))
+	p = decidePure(t, js, Observed{Jobs: jobs, Pods: pods, ServiceExists: true, Broadcast: p.Broadcast}, at(1), time.Minute)
+	if p.Status.SyncedEpoch != 2 || len(p.CreateJobs)+len(p.DeleteJobs) != 0 {
+		t.Errorf("after the restart: synced %d, create %v delete %v", p.Status.SyncedEpoch, names(p.CreateJobs), names(p.DeleteJobs))
 	}
-	if c := findCondition(&p.status, jobset.JobSetRestarting); c.Status != "False" || c.Reason != ReasonInPlaceRestartDone {
+	if c := findCondition(&p.Status, jobset.JobSetRestarting); c.Status != "False" || c.Reason != ReasonInPlaceRestartDone {
 		t.Errorf("restarting condition after sync %+v", c)
 	}
 
 	// maxRestarts 1 is used: the next failure fails the JobSet.
-	js.Status = p.status
+	js.Status = p.Status
 	pods[3] = epochPod("d", "workers", "2", true)
-	p = decidePure(t, js, observed{jobs: jobs, pods: pods, serviceExists: true, broadcast: p.broadcast}, at(2), time.Minute)
-	if c := findCondition(&p.status, jobset.JobSetFailed); c == nil || c.Reason != ReasonReachedMaxRestarts {
+	p = decidePure(t, js, Observed{Jobs: jobs, Pods: pods, ServiceExists: true, Broadcast: p.Broadcast}, at(2), time.Minute)
+	if c := findCondition(&p.Status, jobset.JobSetFailed); c == nil || c.Reason != ReasonReachedMaxRestarts {
 		t.Errorf("after maxRestarts: failed condition %+v", c)
 	}
-	if p.status.InPlaceRestarts != 1 {
-		t.Errorf("in-place restarts %d, want exactly 1", p.status.InPlaceRestarts)
+	if p.Status.InPlaceRestarts != 1 {
+		t.Errorf("in-place restarts %d, want exactly 1", p.Status.InPlaceRestarts)
 	}
 }
 
@@ -199,28 +199,28 @@ func TestInPlaceRestartFallsBackToRecreateAfterTimeout(t *testing.T) {
 	js := inPlaceJobSet(0, 1)
 	jobs := jobList(readyJob(jobOf(js, "driver", 0)), readyJob(jobOf(js, "workers", 0)))
 	pods := []corev1.Pod{epochPod("a", "driver", "1", false), epochPod("b", "driver", "1", false), epochPod("c", "workers", "1", true), epochPod("d", "workers", "1", false)}
-	p := decidePure(t, js, observed{jobs: jobs, pods: pods, serviceExists: true}, at(0), time.Minute)
-	js.Status = p.status
+	p := decidePure(t, js, Observed{Jobs: jobs, Pods: pods, ServiceExists: true}, at(0), time.Minute)
+	js.Status = p.Status
 
 	// The restart hangs: one Pod never comes back.
 	stuck := []corev1.Pod{epochPod("a", "driver", "2", false), epochPod("b", "driver", "2", false), epochPod("d", "workers", "2", false)}
-	p = decidePure(t, js, observed{jobs: jobs, pods: stuck, serviceExists: true, broadcast: p.broadcast}, at(30), time.Minute)
-	if p.status.Restarts != 1 || p.requeueAfter != 30*time.Second {
-		t.Fatalf("before the timeout: restarts %d, requeue %s", p.status.Restarts, p.requeueAfter)
+	p = decidePure(t, js, Observed{Jobs: jobs, Pods: stuck, ServiceExists: true, Broadcast: p.Broadcast}, at(30), time.Minute)
+	if p.Status.Restarts != 1 || p.RequeueAfter != 30*time.Second {
+		t.Fatalf("before the timeout: restarts %d, requeue %s", p.Status.Restarts, p.RequeueAfter)
 	}
-	p = decidePure(t, js, observed{jobs: jobs, pods: stuck, serviceExists: true, broadcast: p.broadcast}, at(61), time.Minute)
-	if p.status.Restarts != 2 || p.status.InPlaceRestarts != 1 || p.status.RestartsCountTowardsMax != 1 {
-		t.Errorf("after the timeout: restarts %d, in place %d, counted %d; want a recreation not counted again", p.status.Restarts, p.status.InPlaceRestarts, p.status.RestartsCountTowardsMax)
+	p = decidePure(t, js, Observed{Jobs: jobs, Pods: stuck, ServiceExists: true, Broadcast: p.Broadcast}, at(61), time.Minute)
+	if p.Status.Restarts != 2 || p.Status.InPlaceRestarts != 1 || p.Status.RestartsCountTowardsMax != 1 {
+		t.Errorf("after the timeout: restarts %d, in place %d, counted %d; want a recreation not counted again", p.Status.Restarts, p.Status.InPlaceRestarts, p.Status.RestartsCountTowardsMax)
 	}
-	if c := findCondition(&p.status, jobset.JobSetRestarting); c.Reason != ReasonInPlaceRestartTimedOut || !strings.Contains(c.Message, "recreating every Job") {
+	if c := findCondition(&p.Status, jobset.JobSetRestarting); c.Reason != ReasonInPlaceRestartTimedOut || !strings.Contains(c.Message, "recreating every Job") {
 		t.Errorf("condition %+v", c)
 	}
 
 	// The next reconcile recreates the Jobs.
-	js.Status = p.status
-	p = decidePure(t, js, observed{jobs: jobs, pods: stuck, serviceExists: true}, at(62), time.Minute)
-	if len(p.deleteJobs) != 2 {
-		t.Errorf("the fallback does not recreate the Jobs: delete %v", names(p.deleteJobs))
+	js.Status = p.Status
+	p = decidePure(t, js, Observed{Jobs: jobs, Pods: stuck, ServiceExists: true}, at(62), time.Minute)
+	if len(p.DeleteJobs) != 2 {
+		t.Errorf("the fallback does not recreate the Jobs: delete %v", names(p.DeleteJobs))
 	}
 }
 
@@ -256,10 +256,10 @@ func TestFatalExitOnARunningPodStartsNoRestart(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			victim := observePodIn(js, pod("w0", "workers", tc.exit, tc.reason))
-			if victim.fatal != tc.wantFatal {
-				t.Errorf("fatal = %v, want %v", victim.fatal, tc.wantFatal)
+			if victim.Fatal != tc.wantFatal {
+				t.Errorf("fatal = %v, want %v", victim.Fatal, tc.wantFatal)
 			}
-			d := decideEpochs(js, groupsOf([]podEpoch{observePodIn(js, pod("d0", "driver", 0, "")), victim}))
+			d := decideEpochs(js, groupsOf([]PodEpoch{observePodIn(js, pod("d0", "driver", 0, "")), victim}))
 			if d.deprecated != tc.wantDeprecated || d.restartBegan != (tc.wantDeprecated > 0) {
 				t.Errorf("deprecated %d (restart began %v), want %d", d.deprecated, d.restartBegan, tc.wantDeprecated)
 			}
@@ -272,13 +272,13 @@ func TestInvalidEpochIsReportedAndBlocksTheSync(t *testing.T) {
 	jobs := jobList(readyJob(jobOf(js, "driver", 0)), readyJob(jobOf(js, "workers", 0)))
 	pods := []corev1.Pod{epochPod("a", "driver", "1", false), epochPod("b", "driver", "1", false), epochPod("c", "workers", "1", false), epochPod("d", "workers", "one", false)}
 
-	p := decidePure(t, js, observed{jobs: jobs, pods: pods, serviceExists: true}, at(0), time.Minute)
-	if p.status.SyncedEpoch != 0 {
-		t.Errorf("synced epoch %d with a Pod whose epoch is not a number", p.status.SyncedEpoch)
+	p := decidePure(t, js, Observed{Jobs: jobs, Pods: pods, ServiceExists: true}, at(0), time.Minute)
+	if p.Status.SyncedEpoch != 0 {
+		t.Errorf("synced epoch %d with a Pod whose epoch is not a number", p.Status.SyncedEpoch)
 	}
-	if len(p.warnings) != 1 || p.warnings[0].reason != ReasonInvalidEpoch ||
-		!strings.Contains(p.warnings[0].message, "Pod d") || !strings.Contains(p.warnings[0].message, `"one"`) {
-		t.Errorf("warnings %+v, want one %s naming Pod d and its value", p.warnings, ReasonInvalidEpoch)
+	if len(p.Warnings) != 1 || p.Warnings[0].Reason != ReasonInvalidEpoch ||
+		!strings.Contains(p.Warnings[0].Message, "Pod d") || !strings.Contains(p.Warnings[0].Message, `"one"`) {
+		t.Errorf("warnings %+v, want one %s naming Pod d and its value", p.Warnings, ReasonInvalidEpoch)
 	}
 }
 
@@ -307,14 +307,14 @@ func TestEpochBeyondSyncedPlusOneIsInvalid(t *testing.T) {
 				}
 				ps = append(ps, epochPod(string(rune('a'+i)), rj, e, false))
 			}
-			p := decidePure(t, js, observed{jobs: jobs, pods: ps, serviceExists: true}, at(0), time.Minute)
-			if p.status.SyncedEpoch != tc.wantSynced {
-				t.Errorf("synced epoch %d, want %d", p.status.SyncedEpoch, tc.wantSynced)
+			p := decidePure(t, js, Observed{Jobs: jobs, Pods: ps, ServiceExists: true}, at(0), time.Minute)
+			if p.Status.SyncedEpoch != tc.wantSynced {
+				t.Errorf("synced epoch %d, want %d", p.Status.SyncedEpoch, tc.wantSynced)
 			}
 			var warned []string
-			for _, w := range p.warnings {
-				if w.reason == ReasonInvalidEpoch {
-					warned = append(warned, w.message)
+			for _, w := range p.Warnings {
+				if w.Reason == ReasonInvalidEpoch {
+					warned = append(warned, w.Message)
 				}
 			}
 			if !tc.wantWarning {
@@ -353,18 +353,18 @@ func TestAgentCrashLoopBeforeTheFirstSyncFailsTheJobSet(t *testing.T) {
 	}
 
 	// As many restarts as maxRestarts allows: the agent may still come up.
-	p := decidePure(t, js, observed{jobs: jobs, pods: looping(2, 0, ""), serviceExists: true}, at(0), time.Minute)
-	if p.status.TerminalState != "" {
-		t.Fatalf("failed at maxRestarts restarts of the agent: %+v", findCondition(&p.status, jobset.JobSetFailed))
+	p := decidePure(t, js, Observed{Jobs: jobs, Pods: looping(2, 0, ""), ServiceExists: true}, at(0), time.Minute)
+	if p.Status.TerminalState != "" {
+		t.Fatalf("failed at maxRestarts restarts of the agent: %+v", findCondition(&p.Status, jobset.JobSetFailed))
 	}
 	// Another sidecar's restarts are not the agent's.
-	p = decidePure(t, js, observed{jobs: jobs, pods: looping(0, 30, ""), serviceExists: true}, at(0), time.Minute)
-	if p.status.TerminalState != "" {
-		t.Fatalf("failed for another sidecar's restarts: %+v", findCondition(&p.status, jobset.JobSetFailed))
+	p = decidePure(t, js, Observed{Jobs: jobs, Pods: looping(0, 30, ""), ServiceExists: true}, at(0), time.Minute)
+	if p.Status.TerminalState != "" {
+		t.Fatalf("failed for another sidecar's restarts: %+v", findCondition(&p.Status, jobset.JobSetFailed))
 	}
 	// One more, before the group ever synced: a crash loop.
-	p = decidePure(t, js, observed{jobs: jobs, pods: looping(3, 0, ""), serviceExists: true}, at(0), time.Minute)
-	c := findCondition(&p.status, jobset.JobSetFailed)
+	p = decidePure(t, js, Observed{Jobs: jobs, Pods: looping(3, 0, ""), ServiceExists: true}, at(0), time.Minute)
+	c := findCondition(&p.Status, jobset.JobSetFailed)
 	if c == nil || c.Reason != ReasonReachedMaxRestarts || !strings.Contains(c.Message, "the agent of Pod d restarted 3 times") {
 		t.Errorf("failed condition %+v, want %s naming the Pod", c, ReasonReachedMaxRestarts)
 	}
@@ -373,9 +373,9 @@ func TestAgentCrashLoopBeforeTheFirstSyncFailsTheJobSet(t *testing.T) {
 	for _, maxRestarts := range []int32{0, math.MaxInt32} {
 		synced := inPlaceJobSet(0, 1)
 		synced.Spec.FailurePolicy.MaxRestarts = maxRestarts
-		p = decidePure(t, synced, observed{jobs: jobs, pods: looping(5, 0, "1"), serviceExists: true}, at(0), time.Minute)
-		if p.status.TerminalState != "" {
-			t.Errorf("maxRestarts %d: an agent crash after the sync failed the JobSet: %+v", maxRestarts, findCondition(&p.status, jobset.JobSetFailed))
+		p = decidePure(t, synced, Observed{Jobs: jobs, Pods: looping(5, 0, "1"), ServiceExists: true}, at(0), time.Minute)
+		if p.Status.TerminalState != "" {
+			t.Errorf("maxRestarts %d: an agent crash after the sync failed the JobSet: %+v", maxRestarts, findCondition(&p.Status, jobset.JobSetFailed))
 		}
 	}
 }
@@ -388,15 +388,15 @@ func TestDecideInPlaceDisabled(t *testing.T) {
 	js.Annotations = map[string]string{jobset.DisableInPlaceRestartKey: ""}
 	jobs := jobList(readyJob(jobOf(js, "driver", 0)), readyJob(jobOf(js, "workers", 0)))
 	pods := []corev1.Pod{epochPod("a", "driver", "1", false), epochPod("b", "driver", "1", false), epochPod("c", "workers", "1", true), epochPod("d", "workers", "1", false)}
-	p := decidePure(t, js, observed{jobs: jobs, pods: pods, serviceExists: true}, at(0), time.Minute)
-	if p.status.Restarts != 0 || p.status.InPlaceRestarts != 0 || p.status.DeprecatedEpoch != 0 || p.status.SyncedEpoch != 1 {
+	p := decidePure(t, js, Observed{Jobs: jobs, Pods: pods, ServiceExists: true}, at(0), time.Minute)
+	if p.Status.Restarts != 0 || p.Status.InPlaceRestarts != 0 || p.Status.DeprecatedEpoch != 0 || p.Status.SyncedEpoch != 1 {
 		t.Errorf("status after a worker exit: restarts %d in place %d deprecated %d synced %d, want 0 0 0 1",
-			p.status.Restarts, p.status.InPlaceRestarts, p.status.DeprecatedEpoch, p.status.SyncedEpoch)
+			p.Status.Restarts, p.Status.InPlaceRestarts, p.Status.DeprecatedEpoch, p.Status.SyncedEpoch)
 	}
-	if p.broadcast[protocol.KeyDisabled] != "true" || p.broadcast[protocol.KeySyncedEpoch] != "1" {
-		t.Errorf("broadcast %v, want the epochs as they are and disabled", p.broadcast)
+	if p.Broadcast[protocol.KeyDisabled] != "true" || p.Broadcast[protocol.KeySyncedEpoch] != "1" {
+		t.Errorf("broadcast %v, want the epochs as they are and disabled", p.Broadcast)
 	}
-	if c := findCondition(&p.status, jobset.JobSetRestarting); c != nil {
+	if c := findCondition(&p.Status, jobset.JobSetRestarting); c != nil {
 		t.Errorf("restarting condition %+v", c)
 	}
 }

@@ -14,14 +14,14 @@ import (
 // refused request), the Job to delete again.
 const expectationTimeout = time.Minute
 
-// jobExpectations remembers, per JobSet, the Jobs this controller created
+// JobExpectations remembers, per JobSet, the Jobs this controller created
 // or deleted that its cache does not show as such yet, as the Kubernetes Job
 // controller's expectations do for Pods. Without them a reconcile that runs
 // before the cache has caught up with the previous one's writes sends them
 // again: a Recreate of 5,000 Jobs sent 7,503 creations, a third of them
 // refused as existing, each a full trip through admission; and every Job of
 // an earlier attempt would be deleted again until its deletion shows.
-type jobExpectations struct {
+type JobExpectations struct {
 	mu      sync.Mutex
 	pending map[types.NamespacedName]map[string]expectation
 	// deleting holds, by UID, the Jobs deleted whose deletion the cache
@@ -47,27 +47,28 @@ type expectation struct {
 	at    time.Time
 }
 
-func newJobExpectations() *jobExpectations {
-	return &jobExpectations{
+// NewJobExpectations returns expectations that await nothing.
+func NewJobExpectations() *JobExpectations {
+	return &JobExpectations{
 		pending:     map[types.NamespacedName]map[string]expectation{},
 		deleting:    map[types.NamespacedName]map[types.UID]expectation{},
 		terminating: map[types.NamespacedName]types.UID{},
 	}
 }
 
-// created records a Job created at now for the JobSet of UID owner.
-func (e *jobExpectations) created(key types.NamespacedName, owner types.UID, job *batchv1.Job, now time.Time) {
+// Created records a Job created at now for the JobSet of UID owner.
+func (e *JobExpectations) Created(key types.NamespacedName, owner types.UID, job *batchv1.Job, now time.Time) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	expect(e.pending, key, job.Name, expectation{uid: job.UID, name: job.Name, owner: owner, at: now})
 }
 
-// unseen returns the names of the Jobs created for the JobSet of UID owner
+// Unseen returns the names of the Jobs created for the JobSet of UID owner
 // that the cache, read through cached (a Job by name, nil if none), does
 // not hold yet, and forgets the others, those older than
 // expectationTimeout and those of another JobSet of the name. It costs
 // O(expectations), not O(Jobs).
-func (e *jobExpectations) unseen(key types.NamespacedName, owner types.UID, cached func(name string) *batchv1.Job, now time.Time) map[string]bool {
+func (e *JobExpectations) Unseen(key types.NamespacedName, owner types.UID, cached func(name string) *batchv1.Job, now time.Time) map[string]bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if len(e.pending[key]) == 0 {
@@ -79,9 +80,9 @@ func (e *jobExpectations) unseen(key types.NamespacedName, owner types.UID, cach
 	})
 }
 
-// markTerminatingNamespace records that the namespace of the JobSet of UID
+// MarkTerminatingNamespace records that the namespace of the JobSet of UID
 // owner refused a creation because it is being deleted.
-func (e *jobExpectations) markTerminatingNamespace(key types.NamespacedName, owner types.UID) {
+func (e *JobExpectations) MarkTerminatingNamespace(key types.NamespacedName, owner types.UID) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.terminating[key] = owner
@@ -89,28 +90,28 @@ func (e *jobExpectations) markTerminatingNamespace(key types.NamespacedName, own
 	delete(e.deleting, key)
 }
 
-// inTerminatingNamespace reports whether the JobSet of UID owner is in a
+// InTerminatingNamespace reports whether the JobSet of UID owner is in a
 // namespace that refused a creation because it is being deleted.
-func (e *jobExpectations) inTerminatingNamespace(key types.NamespacedName, owner types.UID) bool {
+func (e *JobExpectations) InTerminatingNamespace(key types.NamespacedName, owner types.UID) bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	uid, ok := e.terminating[key]
 	return ok && uid == owner
 }
 
-// deleted records a Job of the JobSet of UID owner deleted at now.
-func (e *jobExpectations) deleted(key types.NamespacedName, owner types.UID, job *batchv1.Job, now time.Time) {
+// Deleted records a Job of the JobSet of UID owner deleted at now.
+func (e *JobExpectations) Deleted(key types.NamespacedName, owner types.UID, job *batchv1.Job, now time.Time) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	expect(e.deleting, key, job.UID, expectation{uid: job.UID, name: job.Name, owner: owner, at: now})
 }
 
-// undeleted returns the UIDs of the Jobs deleted for the JobSet of UID
+// Undeleted returns the UIDs of the Jobs deleted for the JobSet of UID
 // owner that the cache, read through cached, still shows without a
 // deletionTimestamp: their deletion is under way and is not sent again. It
 // forgets the others, those older than expectationTimeout and those of
 // another JobSet of the name.
-func (e *jobExpectations) undeleted(key types.NamespacedName, owner types.UID, cached func(name string) *batchv1.Job, now time.Time) map[types.UID]bool {
+func (e *JobExpectations) Undeleted(key types.NamespacedName, owner types.UID, cached func(name string) *batchv1.Job, now time.Time) map[types.UID]bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if len(e.deleting[key]) == 0 {
@@ -150,7 +151,8 @@ func remaining[K comparable](all map[types.NamespacedName]map[K]expectation, key
 	return out
 }
 
-func (e *jobExpectations) forget(key types.NamespacedName) {
+// Forget drops everything recorded for the JobSet key, once it is gone.
+func (e *JobExpectations) Forget(key types.NamespacedName) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	delete(e.pending, key)

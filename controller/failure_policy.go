@@ -55,7 +55,7 @@ func earliestFailure(failed []*batchv1.Job, match func(*batchv1.Job) bool) *batc
 	var best *batchv1.Job
 	var bestTime metav1.Time
 	for _, job := range failed {
-		c := jobCondition(job, batchv1.JobFailed)
+		c := JobCondition(job, batchv1.JobFailed)
 		if c == nil || !match(job) {
 			continue
 		}
@@ -70,7 +70,7 @@ func earliestFailure(failed []*batchv1.Job, match func(*batchv1.Job) bool) *batc
 // ruleMatches reports whether a failed Job meets every requirement of rule:
 // its failure reason, its failure message and its replicated Job.
 func ruleMatches(rule jobset.FailurePolicyRule, job *batchv1.Job) bool {
-	c := jobCondition(job, batchv1.JobFailed)
+	c := JobCondition(job, batchv1.JobFailed)
 	if c == nil {
 		return false
 	}
@@ -93,7 +93,7 @@ func ruleMatches(rule jobset.FailurePolicyRule, job *batchv1.Job) bool {
 
 // applyFailure runs the decided action on the desired status and returns the
 // Events that describe it.
-func applyFailure(js *jobset.JobSet, status *jobset.JobSetStatus, o failureOutcome, now metav1.Time) []event {
+func applyFailure(js *jobset.JobSet, status *jobset.JobSetStatus, o failureOutcome, now metav1.Time) []Event {
 	maxRestarts := int32(0)
 	if js.Spec.FailurePolicy != nil {
 		maxRestarts = js.Spec.FailurePolicy.MaxRestarts
@@ -114,11 +114,11 @@ func applyFailure(js *jobset.JobSet, status *jobset.JobSetStatus, o failureOutco
 	switch o.action {
 	case jobset.RestartJobSet:
 		status.RestartsCountTowardsMax++
-		restartJobSet(status, o, now, inPlaceActive(js))
-		return []event{{corev1.EventTypeWarning, ReasonRestartJobSetAction, withJob(MessageRestartJobSetAction)}}
+		restartJobSet(status, o, now, InPlaceActive(js))
+		return []Event{{corev1.EventTypeWarning, ReasonRestartJobSetAction, withJob(MessageRestartJobSetAction)}}
 	case jobset.RestartJobSetAndIgnoreMaxRestarts:
-		restartJobSet(status, o, now, inPlaceActive(js))
-		return []event{{corev1.EventTypeWarning, ReasonRestartJobSetIgnoreMax, withJob(MessageRestartJobSetIgnoreMax)}}
+		restartJobSet(status, o, now, InPlaceActive(js))
+		return []Event{{corev1.EventTypeWarning, ReasonRestartJobSetIgnoreMax, withJob(MessageRestartJobSetIgnoreMax)}}
 	case jobset.RestartJob, jobset.RestartJobAndIgnoreMaxRestarts:
 		counted := o.action == jobset.RestartJob
 		if restartJob(js, status, o.job, counted) != nil {
@@ -127,7 +127,7 @@ func applyFailure(js *jobset.JobSet, status *jobset.JobSetStatus, o failureOutco
 			// Should it be, nothing is decided.
 			return nil
 		}
-		if inPlaceActive(js) && status.SyncedEpoch > status.DeprecatedEpoch {
+		if InPlaceActive(js) && status.SyncedEpoch > status.DeprecatedEpoch {
 			// The rest of the group restarts in place around the recreated
 			// Job, as part of this restart: it is counted here, once, and
 			// the synced group's loss must not count it again as an
@@ -137,9 +137,9 @@ func applyFailure(js *jobset.JobSet, status *jobset.JobSetStatus, o failureOutco
 				fmt.Sprintf("job %s is recreated by its failure policy and the other Pods restart in place; epoch %d deprecated", o.job.Name, status.DeprecatedEpoch), now)
 		}
 		if counted {
-			return []event{{corev1.EventTypeWarning, ReasonRestartJobAction, withJob(MessageRestartJobAction)}}
+			return []Event{{corev1.EventTypeWarning, ReasonRestartJobAction, withJob(MessageRestartJobAction)}}
 		}
-		return []event{{corev1.EventTypeWarning, ReasonRestartJobIgnoreMax, withJob(MessageRestartJobIgnoreMax)}}
+		return []Event{{corev1.EventTypeWarning, ReasonRestartJobIgnoreMax, withJob(MessageRestartJobIgnoreMax)}}
 	}
 	// An action the schema does not allow; fail rather than loop.
 	return failJobSet(status, ReasonFailedJobs, withJob(fmt.Sprintf("unknown failure policy action %q", o.action)), now)
@@ -168,7 +168,7 @@ func restartJobSet(status *jobset.JobSetStatus, o failureOutcome, now metav1.Tim
 // which makes that Job alone outdated, deleted and created again.
 func restartJob(js *jobset.JobSet, status *jobset.JobSetStatus, job *batchv1.Job, counted bool) error {
 	rjName := job.Labels[jobset.ReplicatedJobNameKey]
-	replicas := replicasOf(js, rjName)
+	replicas := ReplicasOf(js, rjName)
 	index, err := strconv.Atoi(job.Labels[jobset.JobIndexKey])
 	if err != nil || index < 0 || index >= replicas {
 		return fmt.Errorf("its label %s is %q, not an index of replicated job %q (%d replicas)", jobset.JobIndexKey, job.Labels[jobset.JobIndexKey], rjName, replicas)
@@ -197,11 +197,11 @@ func grown(counters []int32, n int) []int32 {
 }
 
 // failJobSet marks the JobSet failed for good.
-func failJobSet(status *jobset.JobSetStatus, reason, message string, now metav1.Time) []event {
+func failJobSet(status *jobset.JobSetStatus, reason, message string, now metav1.Time) []Event {
 	status.TerminalState = jobset.TerminalStateFailed
 	setCondition(status, jobset.JobSetFailed, metav1.ConditionTrue, reason, message, now)
 	endTransientConditions(status, now)
-	return []event{{corev1.EventTypeWarning, reason, message}}
+	return []Event{{corev1.EventTypeWarning, reason, message}}
 }
 
 // patterns memoizes the compiled onJobFailureMessagePatterns: a JobSet's

@@ -226,7 +226,7 @@ func TestApplyFailure(t *testing.T) {
 			if diff := cmp.Diff(tc.want, *status, ignoreCondTime); diff != "" {
 				t.Errorf("status (-want +got):\n%s", diff)
 			}
-			if len(events) != 1 || events[0].reason != tc.wantEvent {
+			if len(events) != 1 || events[0].Reason != tc.wantEvent {
 				t.Errorf("events = %+v, want one with reason %s", events, tc.wantEvent)
 			}
 		})

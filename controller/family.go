@@ -23,7 +23,7 @@ import (
 // one added) and a reconcile with nothing to do O(replicated jobs).
 //
 // Each Job and Pod is held as a compact record of the facts decide reads
-// (jobFacts, podFacts), extracted once per event, with the cache's object
+// (JobFacts, podFacts), extracted once per event, with the cache's object
 // beside it for the rare decision that acts on it. Invariants:
 //
 //   - jobs and pods hold exactly the Jobs controlled by the JobSet's UID
@@ -42,15 +42,15 @@ import (
 // no allocation per Job. recount does the same from scratch and is what
 // the tests compare the running totals against.
 //
-// A family is not safe for concurrent use: childIndex locks it.
-type family struct {
-	jobs  map[string]*jobFacts
-	byUID map[types.UID]*jobFacts
+// A family is not safe for concurrent use: ChildIndex locks it.
+type Family struct {
+	jobs  map[string]*JobFacts
+	byUID map[types.UID]*JobFacts
 	pods  map[string]*podFacts
 
-	view *jobView
+	view *JobView
 	// rjs counts the Jobs of the current attempt by replicated job.
-	rjs map[string]*rjCounts
+	rjs map[string]*JobCounts
 	// previous and terminating count the Jobs of earlier attempts and
 	// those being deleted.
 	previous, terminating int32
@@ -59,19 +59,19 @@ type family struct {
 	attempts map[string]*podAttempt
 }
 
-func newFamily() *family {
-	return &family{
-		jobs:     map[string]*jobFacts{},
-		byUID:    map[types.UID]*jobFacts{},
+func newFamily() *Family {
+	return &Family{
+		jobs:     map[string]*JobFacts{},
+		byUID:    map[types.UID]*JobFacts{},
 		pods:     map[string]*podFacts{},
-		rjs:      map[string]*rjCounts{},
+		rjs:      map[string]*JobCounts{},
 		attempts: map[string]*podAttempt{},
 	}
 }
 
-// familyOf builds the family of js from whole lists of its children, as a
+// FamilyOf builds the family of js from whole lists of its children, as a
 // full read of the cache would.
-func familyOf(js *jobset.JobSet, jobs []batchv1.Job, pods []corev1.Pod) *family {
+func FamilyOf(js *jobset.JobSet, jobs []batchv1.Job, pods []corev1.Pod) *Family {
 	f := newFamily()
 	for i := range jobs {
 		f.setJob(&jobs[i])
@@ -79,63 +79,66 @@ func familyOf(js *jobset.JobSet, jobs []batchv1.Job, pods []corev1.Pod) *family 
 	for i := range pods {
 		f.setPod(&pods[i])
 	}
-	f.setView(viewOf(js))
+	f.setView(ViewOf(js))
 	return f
 }
 
-func (f *family) empty() bool { return len(f.jobs) == 0 && len(f.pods) == 0 }
+func (f *Family) empty() bool { return len(f.jobs) == 0 && len(f.pods) == 0 }
 
-// jobKind is where a Job stands under a view.
-type jobKind uint8
+// JobKind is where a Job stands under a view.
+type JobKind uint8
 
 const (
 	// uncounted: no view yet.
-	uncounted jobKind = iota
-	current
-	previous
-	terminating
+	uncounted JobKind = iota
+	// Current: of the current attempt, not being deleted.
+	Current
+	// Previous: of an earlier attempt, not yet being deleted.
+	Previous
+	// Terminating: being deleted.
+	Terminating
 )
 
-// jobFacts is what decide reads of a Job.
-type jobFacts struct {
-	job *batchv1.Job
-	rj  string
+// JobFacts is what decide reads of a Job.
+type JobFacts struct {
+	job           *batchv1.Job
+	ReplicatedJob string
 	// index is the job-index label; -1 when it is not a number.
 	index int
 	// attempt and jobAttempt are the restart-attempt and
 	// job-restart-attempt labels; -1 when not written as a number is.
 	attempt, jobAttempt int32
 	deleting            bool
-	failed, complete    bool
+	Failed, Complete    bool
 	// failing: the Job controller is failing it (FailureTarget).
 	failing bool
-	// suspended, running (some Pod active) and ready as
+	// Suspended, running (some Pod active) and ready as
 	// replicatedJobsStatus counts them.
-	suspended, running, ready bool
+	Suspended, running, ready bool
 	// size is the Job's parallelism and completions, -1 for unset.
 	size [2]int32
-	kind jobKind
+	kind JobKind
 }
 
-func jobFactsOf(job *batchv1.Job) *jobFacts {
+func jobFactsOf(job *batchv1.Job) *JobFacts {
 	index, err := strconv.Atoi(job.Labels[jobset.JobIndexKey])
 	if err != nil || index < 0 {
 		index = -1
 	}
-	return &jobFacts{
-		job:        job,
-		rj:         job.Labels[jobset.ReplicatedJobNameKey],
-		index:      index,
-		attempt:    canonicalInt(job.Labels[jobset.RestartsKey]),
-		jobAttempt: canonicalInt(job.Labels[JobRestartAttemptKey]),
-		deleting:   job.DeletionTimestamp != nil,
-		failed:     jobFinished(job, batchv1.JobFailed),
-		complete:   jobFinished(job, batchv1.JobComplete),
-		failing:    jobFinished(job, batchv1.JobFailureTarget),
-		suspended:  ptr.Deref(job.Spec.Suspend, false),
-		running:    job.Status.Active > 0,
-		ready:      jobReady(job),
-		size:       [2]int32{ptr.Deref(job.Spec.Parallelism, -1), ptr.Deref(job.Spec.Completions, -1)},
+	return &JobFacts{
+		job:           job,
+		ReplicatedJob: job.Labels[jobset.ReplicatedJobNameKey],
+		index:         index,
+		attempt:       canonicalInt(job.Labels[jobset.RestartsKey]),
+		jobAttempt:    canonicalInt(job.Labels[JobRestartAttemptKey]),
+		deleting:      job.DeletionTimestamp != nil,
+		Failed:        JobFinished(job, batchv1.JobFailed),
+		Complete:      JobFinished(job, batchv1.JobComplete),
+		failing:       JobFinished(job, batchv1.JobFailureTarget),
+		Suspended:     ptr.Deref(job.Spec.Suspend, false),
+		running:       job.Status.Active > 0,
+		ready:         JobReady(job),
+		size:          [2]int32{ptr.Deref(job.Spec.Parallelism, -1), ptr.Deref(job.Spec.Completions, -1)},
 	}
 }
 
@@ -160,21 +163,23 @@ func canonicalInt(s string) int32 {
 	return int32(v)
 }
 
-// jobView is what of a JobSet decides which of its Jobs are of the current
+// JobView is what of a JobSet decides which of its Jobs are of the current
 // attempt (isCurrentAttempt).
-type jobView struct {
+type JobView struct {
 	name    string
 	attempt int32
 	// replicas and jobRestarts by replicated job; the first of a name
-	// wins, as replicasOf and jobRestarts read them.
+	// wins, as ReplicasOf and JobRestarts read them.
 	replicas    map[string]int
 	jobRestarts map[string][]int32
 }
 
-func viewOf(js *jobset.JobSet) *jobView {
-	v := &jobView{
+// ViewOf is the view of js: what of it decides which of its Jobs are of
+// the current attempt.
+func ViewOf(js *jobset.JobSet) *JobView {
+	v := &JobView{
 		name:        js.Name,
-		attempt:     recreateAttempt(&js.Status),
+		attempt:     RecreateAttempt(&js.Status),
 		replicas:    make(map[string]int, len(js.Spec.ReplicatedJobs)),
 		jobRestarts: make(map[string][]int32, len(js.Status.ReplicatedJobsStatus)),
 	}
@@ -191,7 +196,7 @@ func viewOf(js *jobset.JobSet) *jobView {
 	return v
 }
 
-func (v *jobView) equal(o *jobView) bool {
+func (v *JobView) equal(o *JobView) bool {
 	if v == nil || o == nil {
 		return v == o
 	}
@@ -211,33 +216,33 @@ func (v *jobView) equal(o *jobView) bool {
 	return true
 }
 
-func (v *jobView) kindOf(j *jobFacts) jobKind {
+func (v *JobView) kindOf(j *JobFacts) JobKind {
 	if v == nil {
 		return uncounted
 	}
 	if j.deleting {
-		return terminating
+		return Terminating
 	}
 	if j.attempt != v.attempt || j.attempt < 0 {
-		return previous
+		return Previous
 	}
-	replicas, ok := v.replicas[j.rj]
+	replicas, ok := v.replicas[j.ReplicatedJob]
 	if !ok || j.index < 0 || j.index >= replicas {
-		return previous
+		return Previous
 	}
 	var want int32
-	if rs := v.jobRestarts[j.rj]; j.index < len(rs) {
+	if rs := v.jobRestarts[j.ReplicatedJob]; j.index < len(rs) {
 		want = rs[j.index]
 	}
 	if j.jobAttempt != want {
-		return previous
+		return Previous
 	}
-	return current
+	return Current
 }
 
 // named reports whether the Job is named as JobName names the Job at its
 // index, without building the name.
-func (v *jobView) named(j *jobFacts) bool {
+func (v *JobView) named(j *JobFacts) bool {
 	name, ok := strings.CutPrefix(j.job.Name, v.name)
 	if !ok {
 		return false
@@ -245,7 +250,7 @@ func (v *jobView) named(j *jobFacts) bool {
 	if name, ok = strings.CutPrefix(name, "-"); !ok {
 		return false
 	}
-	if name, ok = strings.CutPrefix(name, j.rj); !ok {
+	if name, ok = strings.CutPrefix(name, j.ReplicatedJob); !ok {
 		return false
 	}
 	if name, ok = strings.CutPrefix(name, "-"); !ok {
@@ -254,30 +259,30 @@ func (v *jobView) named(j *jobFacts) bool {
 	return j.index >= 0 && int(canonicalInt(name)) == j.index
 }
 
-// rjCounts are the Jobs of the current attempt of one replicated job.
-type rjCounts struct {
-	failed, succeeded int32
-	// unfinished Jobs, and of them the suspended, running, ready and
+// JobCounts are the Jobs of the current attempt of one replicated job.
+type JobCounts struct {
+	Failed, Succeeded int32
+	// Unfinished Jobs, and of them the suspended, running, ready and
 	// failing ones.
-	unfinished, suspended, running, ready, failing int32
-	// named counts the Jobs named after their index: when it equals the
+	Unfinished, Suspended, Running, Ready, Failing int32
+	// Named counts the Jobs named after their index: when it equals the
 	// replicas, no Job of the replicated job is missing.
-	named int32
-	// sizes counts the unfinished Jobs by parallelism and completions.
-	sizes map[[2]int32]int32
+	Named int32
+	// Sizes counts the unfinished Jobs by parallelism and completions.
+	Sizes map[[2]int32]int32
 }
 
-func (c *rjCounts) clone() *rjCounts {
+func (c *JobCounts) clone() *JobCounts {
 	out := *c
-	out.sizes = make(map[[2]int32]int32, len(c.sizes))
-	for k, v := range c.sizes {
-		out.sizes[k] = v
+	out.Sizes = make(map[[2]int32]int32, len(c.Sizes))
+	for k, v := range c.Sizes {
+		out.Sizes[k] = v
 	}
 	return &out
 }
 
 // setView counts the Jobs under v, recounting them if the view changed.
-func (f *family) setView(v *jobView) {
+func (f *Family) setView(v *JobView) {
 	if f.view.equal(v) {
 		return
 	}
@@ -286,12 +291,12 @@ func (f *family) setView(v *jobView) {
 }
 
 // recount computes the Jobs' totals from scratch under the family's view.
-func (f *family) recount() {
+func (f *Family) recount() {
 	clear(f.rjs)
 	f.previous, f.terminating = 0, 0
 	if f.view != nil {
 		for name := range f.view.replicas {
-			f.rjs[name] = &rjCounts{sizes: map[[2]int32]int32{}}
+			f.rjs[name] = &JobCounts{Sizes: map[[2]int32]int32{}}
 		}
 	}
 	for _, j := range f.jobs {
@@ -302,54 +307,54 @@ func (f *family) recount() {
 
 // countJob adds (sign 1) or takes away (sign -1) a Job's contribution of
 // kind to rjs and the family's totals.
-func (f *family) countJob(rjs map[string]*rjCounts, j *jobFacts, kind jobKind, sign int32) {
+func (f *Family) countJob(rjs map[string]*JobCounts, j *JobFacts, kind JobKind, sign int32) {
 	switch kind {
-	case previous:
+	case Previous:
 		f.previous += sign
 		return
-	case terminating:
+	case Terminating:
 		f.terminating += sign
 		return
-	case current:
+	case Current:
 	default:
 		return
 	}
-	c := rjs[j.rj]
+	c := rjs[j.ReplicatedJob]
 	if c == nil {
 		return // unreachable: a current Job's replicated job is in the view
 	}
 	if f.view.named(j) {
-		c.named += sign
+		c.Named += sign
 	}
 	switch {
-	case j.failed:
-		c.failed += sign
+	case j.Failed:
+		c.Failed += sign
 		return
-	case j.complete:
-		c.succeeded += sign
+	case j.Complete:
+		c.Succeeded += sign
 		return
 	}
-	c.unfinished += sign
-	if j.suspended {
-		c.suspended += sign
+	c.Unfinished += sign
+	if j.Suspended {
+		c.Suspended += sign
 	} else if j.running {
-		c.running += sign
+		c.Running += sign
 	}
 	if j.ready {
-		c.ready += sign
+		c.Ready += sign
 	}
 	if j.failing {
-		c.failing += sign
+		c.Failing += sign
 	}
-	if n := c.sizes[j.size] + sign; n != 0 {
-		c.sizes[j.size] = n
+	if n := c.Sizes[j.size] + sign; n != 0 {
+		c.Sizes[j.size] = n
 	} else {
-		delete(c.sizes, j.size)
+		delete(c.Sizes, j.size)
 	}
 }
 
 // setJob records a Job's creation or update.
-func (f *family) setJob(job *batchv1.Job) {
+func (f *Family) setJob(job *batchv1.Job) {
 	f.deleteJob(job.Name)
 	j := jobFactsOf(job)
 	j.kind = f.view.kindOf(j)
@@ -359,7 +364,7 @@ func (f *family) setJob(job *batchv1.Job) {
 }
 
 // deleteJob forgets a Job.
-func (f *family) deleteJob(name string) {
+func (f *Family) deleteJob(name string) {
 	j, ok := f.jobs[name]
 	if !ok {
 		return
@@ -371,8 +376,8 @@ func (f *family) deleteJob(name string) {
 	}
 }
 
-// job returns the Job of that name, nil if there is none.
-func (f *family) job(name string) *batchv1.Job {
+// Job returns the Job of that name, nil if there is none.
+func (f *Family) Job(name string) *batchv1.Job {
 	if j := f.jobs[name]; j != nil {
 		return j.job
 	}
@@ -390,7 +395,7 @@ type podFacts struct {
 // alike, and a JobSet's Pods fall in a handful of classes (every Pod of a
 // synced group in one), which is what decide walks.
 type podClass struct {
-	podEpoch
+	PodEpoch
 	// suspect: the Pod failed, is being deleted or a worker exited, which
 	// a podFailurePolicy may turn into its Job's failure or ignore
 	// (judgePod).
@@ -398,9 +403,9 @@ type podClass struct {
 }
 
 func podClassOf(pod *corev1.Pod) podClass {
-	p := observePod(pod)
-	p.name = ""
-	return podClass{podEpoch: p, suspect: p.gone || p.workerExited != ""}
+	p := ObservePod(pod)
+	p.Name = ""
+	return podClass{PodEpoch: p, suspect: p.Gone || p.WorkerExited != ""}
 }
 
 // podAttempt holds the Pods of one restart attempt by class.
@@ -410,7 +415,7 @@ type podAttempt struct {
 }
 
 // setPod records a Pod's creation or update.
-func (f *family) setPod(pod *corev1.Pod) {
+func (f *Family) setPod(pod *corev1.Pod) {
 	f.deletePod(pod.Name)
 	p := &podFacts{pod: pod, attempt: pod.Labels[jobset.RestartsKey], class: podClassOf(pod)}
 	f.pods[pod.Name] = p
@@ -429,7 +434,7 @@ func (f *family) setPod(pod *corev1.Pod) {
 }
 
 // deletePod forgets a Pod.
-func (f *family) deletePod(name string) {
+func (f *Family) deletePod(name string) {
 	p, ok := f.pods[name]
 	if !ok {
 		return
@@ -447,8 +452,8 @@ func (f *family) deletePod(name string) {
 	}
 }
 
-// podsNotOf counts the Pods of any restart attempt but attempt.
-func (f *family) podsNotOf(attempt string) int {
+// PodsNotOf counts the Pods of any restart attempt but attempt.
+func (f *Family) PodsNotOf(attempt string) int {
 	n := len(f.pods)
 	if a := f.attempts[attempt]; a != nil {
 		n -= a.n
@@ -456,28 +461,29 @@ func (f *family) podsNotOf(attempt string) int {
 	return n
 }
 
-// podGroup is Pods of one class: their shared facts and their names.
+// PodGroup is Pods of one class: their shared facts and their names.
 // fatal is set when any of them is fatal, ignored when every one is
 // ignored.
-type podGroup struct {
-	podEpoch
-	names map[string]struct{}
-	// stuck are the group's Pods whose worker exited with a code that
+type PodGroup struct {
+	PodEpoch
+	Names map[string]struct{}
+	// Stuck are the group's Pods whose worker exited with a code that
 	// fails their Job while other containers of theirs still run: such a
 	// Pod does not fail by itself (see stuckFatal).
-	stuck []*corev1.Pod
-	// pods are the group's Pods, given only for a group whose agents
-	// crash-loop (agentCrashLooping), which a restart may have to delete.
-	pods []*corev1.Pod
+	Stuck []*corev1.Pod
+	// Pods are the group's Pods, given only for a group whose agents
+	// crash-loop (AgentCrashLooping), which a restart may have to delete.
+	Pods []*corev1.Pod
 }
 
-func (g podGroup) n() int { return len(g.names) }
+// N is the number of Pods in the group.
+func (g PodGroup) N() int { return len(g.Names) }
 
-// first is the smallest name of the group, for messages: a group names the
+// First is the smallest name of the group, for messages: a group names the
 // same Pod whatever order its Pods came in.
-func (g podGroup) first() string {
+func (g PodGroup) First() string {
 	first := ""
-	for name := range g.names {
+	for name := range g.Names {
 		if first == "" || name < first {
 			first = name
 		}
@@ -485,52 +491,52 @@ func (g podGroup) first() string {
 	return first
 }
 
-// sortedNames lists the group's names in order.
-func (g podGroup) sortedNames() []string {
-	out := make([]string, 0, len(g.names))
-	for name := range g.names {
+// SortedNames lists the group's names in order.
+func (g PodGroup) SortedNames() []string {
+	out := make([]string, 0, len(g.Names))
+	for name := range g.Names {
 		out = append(out, name)
 	}
 	slices.Sort(out)
 	return out
 }
 
-// podGroups returns the Pods of attempt as seen by js: their epochs
+// PodGroups returns the Pods of attempt as seen by js: their epochs
 // bounded by its syncedEpoch and judged by its podFailurePolicies
 // (judgePod), in a fixed order. Only the Pods of a suspect class are
 // judged one by one.
-func (f *family) podGroups(js *jobset.JobSet, attempt string) []podGroup {
+func (f *Family) PodGroups(js *jobset.JobSet, attempt string) []PodGroup {
 	a := f.attempts[attempt]
 	if a == nil {
 		return nil
 	}
-	out := make([]podGroup, 0, len(a.classes))
+	out := make([]PodGroup, 0, len(a.classes))
 	for class, names := range a.classes {
-		g := podGroup{podEpoch: boundEpoch(js, class.podEpoch), names: names}
-		if pfp := podFailurePolicy(js, class.replicatedJob); class.suspect && pfp != nil {
-			g.ignored = true
+		g := PodGroup{PodEpoch: boundEpoch(js, class.PodEpoch), Names: names}
+		if pfp := podFailurePolicy(js, class.ReplicatedJob); class.suspect && pfp != nil {
+			g.Ignored = true
 			for name := range names {
 				pod := f.pods[name].pod
-				fatal, ignored := judgePod(pfp, pod, class.gone)
-				g.ignored = g.ignored && ignored
+				fatal, ignored := judgePod(pfp, pod, class.Gone)
+				g.Ignored = g.Ignored && ignored
 				if fatal {
-					g.fatal = true
+					g.Fatal = true
 					if stuckFatal(pod) {
-						g.stuck = append(g.stuck, pod)
+						g.Stuck = append(g.Stuck, pod)
 					}
 				}
 			}
-			slices.SortFunc(g.stuck, byName)
+			slices.SortFunc(g.Stuck, byName)
 		}
-		if class.agentCrashLooping {
+		if class.AgentCrashLooping {
 			for name := range names {
-				g.pods = append(g.pods, f.pods[name].pod)
+				g.Pods = append(g.Pods, f.pods[name].pod)
 			}
-			slices.SortFunc(g.pods, byName)
+			slices.SortFunc(g.Pods, byName)
 		}
 		out = append(out, g)
 	}
-	slices.SortFunc(out, func(a, b podGroup) int { return comparePodEpochs(a.podEpoch, b.podEpoch) })
+	slices.SortFunc(out, func(a, b PodGroup) int { return comparePodEpochs(a.PodEpoch, b.PodEpoch) })
 	return out
 }
 
@@ -539,7 +545,7 @@ func (f *family) podGroups(js *jobset.JobSet, attempt string) []podGroup {
 func byName(a, b *corev1.Pod) int { return cmp.Compare(a.Name, b.Name) }
 
 // comparePodEpochs orders podEpochs by every field.
-func comparePodEpochs(a, b podEpoch) int {
+func comparePodEpochs(a, b PodEpoch) int {
 	bools := func(x, y bool) int {
 		switch {
 		case x == y:
@@ -550,20 +556,20 @@ func comparePodEpochs(a, b podEpoch) int {
 		return -1
 	}
 	return cmp.Or(
-		cmp.Compare(a.replicatedJob, b.replicatedJob),
-		cmp.Compare(a.epoch, b.epoch),
-		bools(a.gone, b.gone),
-		bools(a.fatal, b.fatal),
-		bools(a.ignored, b.ignored),
-		cmp.Compare(a.workerExited, b.workerExited),
-		bools(a.finished, b.finished),
-		bools(a.ready, b.ready),
-		cmp.Compare(a.rawEpoch, b.rawEpoch),
-		cmp.Compare(a.invalidEpoch, b.invalidEpoch),
-		cmp.Compare(a.invalidWhy, b.invalidWhy),
-		cmp.Compare(a.epochKey, b.epochKey),
-		cmp.Compare(a.agentRestarts, b.agentRestarts),
-		bools(a.agentCrashLooping, b.agentCrashLooping),
-		cmp.Compare(a.name, b.name),
+		cmp.Compare(a.ReplicatedJob, b.ReplicatedJob),
+		cmp.Compare(a.Epoch, b.Epoch),
+		bools(a.Gone, b.Gone),
+		bools(a.Fatal, b.Fatal),
+		bools(a.Ignored, b.Ignored),
+		cmp.Compare(a.WorkerExited, b.WorkerExited),
+		bools(a.Finished, b.Finished),
+		bools(a.Ready, b.Ready),
+		cmp.Compare(a.RawEpoch, b.RawEpoch),
+		cmp.Compare(a.InvalidEpoch, b.InvalidEpoch),
+		cmp.Compare(a.InvalidWhy, b.InvalidWhy),
+		cmp.Compare(a.EpochKey, b.EpochKey),
+		cmp.Compare(a.AgentRestarts, b.AgentRestarts),
+		bools(a.AgentCrashLooping, b.AgentCrashLooping),
+		cmp.Compare(a.Name, b.Name),
 	)
 }

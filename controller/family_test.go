@@ -23,15 +23,15 @@ import (
 
 // counted is a family's totals in a comparable form.
 type counted struct {
-	RJs                   map[string]rjCounts
+	RJs                   map[string]JobCounts
 	Previous, Terminating int32
 	// Pods by attempt, class and name.
 	Pods map[string]map[string][]string
 }
 
 // countedOf reads the running totals of a family.
-func countedOf(f *family) counted {
-	c := counted{RJs: map[string]rjCounts{}, Previous: f.previous, Terminating: f.terminating, Pods: map[string]map[string][]string{}}
+func countedOf(f *Family) counted {
+	c := counted{RJs: map[string]JobCounts{}, Previous: f.previous, Terminating: f.terminating, Pods: map[string]map[string][]string{}}
 	for name, r := range f.rjs {
 		c.RJs[name] = *r
 	}
@@ -42,8 +42,8 @@ func countedOf(f *family) counted {
 		c.Pods[attempt] = map[string][]string{}
 		n := 0
 		for class, names := range a.classes {
-			g := podGroup{names: names}
-			c.Pods[attempt][fmt.Sprintf("%+v", class)] = g.sortedNames()
+			g := PodGroup{Names: names}
+			c.Pods[attempt][fmt.Sprintf("%+v", class)] = g.SortedNames()
 			n += len(names)
 		}
 		if n != a.n {
@@ -58,9 +58,9 @@ func countedOf(f *family) counted {
 // totals: isCurrentAttempt for the Jobs, the restart-attempt label for the
 // Pods.
 func countedFromScratch(js *jobset.JobSet, jobs map[string]*batchv1.Job, pods map[string]*corev1.Pod) counted {
-	c := counted{RJs: map[string]rjCounts{}, Pods: map[string]map[string][]string{}}
+	c := counted{RJs: map[string]JobCounts{}, Pods: map[string]map[string][]string{}}
 	for _, rj := range js.Spec.ReplicatedJobs {
-		c.RJs[rj.Name] = rjCounts{sizes: map[[2]int32]int32{}}
+		c.RJs[rj.Name] = JobCounts{Sizes: map[[2]int32]int32{}}
 	}
 	for _, job := range jobs {
 		switch {
@@ -75,27 +75,27 @@ func countedFromScratch(js *jobset.JobSet, jobs map[string]*batchv1.Job, pods ma
 		r := c.RJs[rj]
 		index, _ := strconv.Atoi(job.Labels[jobset.JobIndexKey])
 		if job.Name == JobName(js.Name, rj, index) {
-			r.named++
+			r.Named++
 		}
 		switch {
-		case jobFinished(job, batchv1.JobFailed):
-			r.failed++
-		case jobFinished(job, batchv1.JobComplete):
-			r.succeeded++
+		case JobFinished(job, batchv1.JobFailed):
+			r.Failed++
+		case JobFinished(job, batchv1.JobComplete):
+			r.Succeeded++
 		default:
-			r.unfinished++
+			r.Unfinished++
 			if ptr.Deref(job.Spec.Suspend, false) {
-				r.suspended++
+				r.Suspended++
 			} else if job.Status.Active > 0 {
-				r.running++
+				r.Running++
 			}
-			if jobReady(job) {
-				r.ready++
+			if JobReady(job) {
+				r.Ready++
 			}
-			if jobFinished(job, batchv1.JobFailureTarget) {
-				r.failing++
+			if JobFinished(job, batchv1.JobFailureTarget) {
+				r.Failing++
 			}
-			r.sizes[[2]int32{ptr.Deref(job.Spec.Parallelism, -1), ptr.Deref(job.Spec.Completions, -1)}]++
+			r.Sizes[[2]int32{ptr.Deref(job.Spec.Parallelism, -1), ptr.Deref(job.Spec.Completions, -1)}]++
 		}
 		c.RJs[rj] = r
 	}
@@ -241,7 +241,7 @@ func TestChildIndexEqualsAFullScan(t *testing.T) {
 	}
 	for seed := range seeds {
 		w := &randomWorld{r: rand.New(rand.NewPCG(seed, 22)), uids: []types.UID{"uid-1", "uid-2"}}
-		x := newChildIndex()
+		x := NewChildIndex()
 		jobs := map[string]*batchv1.Job{}
 		pods := map[string]*corev1.Pod{}
 		views := map[types.UID]*jobset.JobSet{}
@@ -253,7 +253,7 @@ func TestChildIndexEqualsAFullScan(t *testing.T) {
 			case op < 4:
 				job := w.job()
 				jobs[keyOf(job)] = job
-				x.jobEvent(job, false)
+				x.JobEvent(job, false)
 			case op < 5:
 				job := w.job()
 				if old, ok := jobs[keyOf(job)]; ok {
@@ -263,12 +263,12 @@ func TestChildIndexEqualsAFullScan(t *testing.T) {
 					if w.r.IntN(2) == 0 {
 						old = job
 					}
-					x.jobEvent(old, true)
+					x.JobEvent(old, true)
 				}
 			case op < 8:
 				pod := w.pod()
 				pods[keyOf(pod)] = pod
-				x.podEvent(pod, false)
+				x.PodEvent(pod, false)
 			case op < 9:
 				pod := w.pod()
 				if old, ok := pods[keyOf(pod)]; ok {
@@ -276,7 +276,7 @@ func TestChildIndexEqualsAFullScan(t *testing.T) {
 					if w.r.IntN(2) == 0 {
 						old = pod
 					}
-					x.podEvent(old, true)
+					x.PodEvent(old, true)
 				}
 			default:
 				uid := w.uids[w.r.IntN(len(w.uids))]
@@ -303,16 +303,16 @@ func TestChildIndexEqualsAFullScan(t *testing.T) {
 					}
 				}
 				want := countedFromScratch(js, ownJobs, ownPods)
-				fam, release := x.lock("ns", uid, viewOf(js))
+				fam, release := x.Lock("ns", uid, ViewOf(js))
 				got := countedOf(fam)
-				if diff := cmp.Diff(want, got, cmp.AllowUnexported(rjCounts{})); diff != "" {
+				if diff := cmp.Diff(want, got, cmp.AllowUnexported(JobCounts{})); diff != "" {
 					release()
 					t.Fatalf("seed %d step %d, JobSet %s: running totals differ from a full scan (-scan +index):\n%s", seed, step, uid, diff)
 				}
-				viaIndex := decide(js, observed{fam: fam}, t0, time.Minute)
+				viaIndex := Decide(js, Observed{Family: fam}, t0, time.Minute)
 				release()
-				viaLists := decide(js, observed{jobs: jobList, pods: podList}, t0, time.Minute)
-				if diff := cmp.Diff(summaryOf(viaLists), summaryOf(viaIndex), cmp.AllowUnexported(event{})); diff != "" {
+				viaLists := Decide(js, Observed{Jobs: jobList, Pods: podList}, t0, time.Minute)
+				if diff := cmp.Diff(summaryOf(viaLists), summaryOf(viaIndex), cmp.AllowUnexported(Event{})); diff != "" {
 					t.Fatalf("seed %d step %d, JobSet %s: decisions differ (-lists +index):\n%s", seed, step, uid, diff)
 				}
 			}
@@ -324,36 +324,36 @@ func TestChildIndexEqualsAFullScan(t *testing.T) {
 type planSummary struct {
 	Status                          jobset.JobSetStatus
 	Create, Delete, Suspend, Resume []string
-	Events, Warnings                []event
+	Events, Warnings                []Event
 	DeleteJobSet                    bool
 	RequeueAfter                    time.Duration
 	Broadcast                       map[string]string
 }
 
-func summaryOf(p plan) planSummary {
+func summaryOf(p Plan) planSummary {
 	return planSummary{
-		Status: p.status, Create: names(p.createJobs), Delete: names(p.deleteJobs), Suspend: names(p.suspendJobs), Resume: updatedNames(p.resumeJobs),
-		Events: p.events, Warnings: p.warnings, DeleteJobSet: p.deleteJobSet, RequeueAfter: p.requeueAfter, Broadcast: p.broadcast,
+		Status: p.Status, Create: names(p.CreateJobs), Delete: names(p.DeleteJobs), Suspend: names(p.SuspendJobs), Resume: updatedNames(p.ResumeJobs),
+		Events: p.Events, Warnings: p.Warnings, DeleteJobSet: p.DeleteJobSet, RequeueAfter: p.RequeueAfter, Broadcast: p.Broadcast,
 	}
 }
 
 // A family that emptied leaves the index; the next event makes a new one.
 func TestChildIndexDropsEmptyFamilies(t *testing.T) {
-	x := newChildIndex()
+	x := NewChildIndex()
 	js := testJobSet("a", 1)
 	job := jobOf(js, "a", 0)
-	x.jobEvent(job, false)
+	x.JobEvent(job, false)
 	if len(x.families) != 1 {
 		t.Fatalf("families %d after a Job, want 1", len(x.families))
 	}
-	x.jobEvent(job, true)
+	x.JobEvent(job, true)
 	if len(x.families) != 0 || len(x.owners) != 0 {
 		t.Errorf("families %d, owners %d after the Job's deletion, want none", len(x.families), len(x.owners))
 	}
-	x.jobEvent(job, false)
-	fam, release := x.lock(js.Namespace, js.UID, viewOf(js))
+	x.JobEvent(job, false)
+	fam, release := x.Lock(js.Namespace, js.UID, ViewOf(js))
 	defer release()
-	if got := fam.rjs["a"].unfinished; got != 1 {
+	if got := fam.rjs["a"].Unfinished; got != 1 {
 		t.Errorf("the Job created again: %d unfinished, want 1", got)
 	}
 }
@@ -383,14 +383,14 @@ func TestChildIndexConcurrentEventsAndReconciles(t *testing.T) {
 		pods = append(pods, w.pod())
 	}
 	views := map[types.UID]*jobset.JobSet{"uid-1": w.jobSet("uid-1"), "uid-2": w.jobSet("uid-2")}
-	x := newChildIndex()
+	x := NewChildIndex()
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		for i := 0; i < 200; i++ {
 			for _, uid := range w.uids {
-				fam, release := x.lock("ns", uid, viewOf(views[uid]))
-				decide(views[uid], observed{fam: fam}, t0, time.Minute)
+				fam, release := x.Lock("ns", uid, ViewOf(views[uid]))
+				Decide(views[uid], Observed{Family: fam}, t0, time.Minute)
 				release()
 			}
 		}
@@ -399,12 +399,12 @@ func TestChildIndexConcurrentEventsAndReconciles(t *testing.T) {
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		for _, job := range jobs {
-			x.jobEvent(job, false)
+			x.JobEvent(job, false)
 		}
 	})
 	wg.Go(func() {
 		for _, pod := range pods {
-			x.podEvent(pod, false)
+			x.PodEvent(pod, false)
 		}
 	})
 	wg.Wait()
@@ -427,10 +427,10 @@ func TestChildIndexConcurrentEventsAndReconciles(t *testing.T) {
 				ownPods[pod.Name] = pod
 			}
 		}
-		fam, release := x.lock("ns", uid, viewOf(views[uid]))
+		fam, release := x.Lock("ns", uid, ViewOf(views[uid]))
 		got := countedOf(fam)
 		release()
-		if diff := cmp.Diff(countedFromScratch(views[uid], ownJobs, ownPods), got, cmp.AllowUnexported(rjCounts{})); diff != "" {
+		if diff := cmp.Diff(countedFromScratch(views[uid], ownJobs, ownPods), got, cmp.AllowUnexported(JobCounts{})); diff != "" {
 			t.Errorf("JobSet %s: running totals differ from a full scan (-scan +index):\n%s", uid, diff)
 		}
 	}

@@ -78,54 +78,54 @@ func jobList(jobs ...*batchv1.Job) []batchv1.Job {
 
 // decidePure calls decide and fails the test if decide changed its inputs:
 // the decision step must be a function of what it is given.
-func decidePure(t *testing.T, js *jobset.JobSet, obs observed, now metav1.Time, inPlaceTimeout time.Duration) plan {
+func decidePure(t *testing.T, js *jobset.JobSet, obs Observed, now metav1.Time, inPlaceTimeout time.Duration) Plan {
 	t.Helper()
 	jsBefore := js.DeepCopy()
 	obsBefore := copyObserved(obs)
-	p := decide(js, obs, now, inPlaceTimeout)
+	p := Decide(js, obs, now, inPlaceTimeout)
 	if diff := cmp.Diff(jsBefore, js); diff != "" {
 		t.Errorf("decide changed the JobSet it was given (-before +after):\n%s", diff)
 	}
-	if diff := cmp.Diff(obsBefore, obs, cmp.AllowUnexported(observed{})); diff != "" {
+	if diff := cmp.Diff(obsBefore, obs, cmp.AllowUnexported(Observed{})); diff != "" {
 		t.Errorf("decide changed what was observed (-before +after):\n%s", diff)
 	}
 	// Every decision of every test moves the JobSet along the table of
 	// transitions, or not at all, and counts a restart only on a row that
 	// says it may.
-	if from, to := restartStateOf(js, &js.Status), restartStateOf(js, &p.status); from != to {
+	if from, to := RestartStateOf(js, &js.Status), RestartStateOf(js, &p.Status); from != to {
 		row, ok := transitionOf(from, to)
 		if !ok {
 			t.Errorf("decide moved the JobSet from %s to %s, which is not in the table of transitions", from, to)
 			return p
 		}
 		seenTransitions.Store(row.key(), true)
-		if !row.counted && countedRestarts(&p.status) > countedRestarts(&js.Status) {
+		if !row.counted && countedRestarts(&p.Status) > countedRestarts(&js.Status) {
 			t.Errorf("decide counted a restart moving from %s to %s, a row that counts none", from, to)
 		}
 	}
 	return p
 }
 
-func copyObserved(o observed) observed {
+func copyObserved(o Observed) Observed {
 	c := o
-	c.jobs = nil
-	for i := range o.jobs {
-		c.jobs = append(c.jobs, *o.jobs[i].DeepCopy())
+	c.Jobs = nil
+	for i := range o.Jobs {
+		c.Jobs = append(c.Jobs, *o.Jobs[i].DeepCopy())
 	}
-	c.pods = nil
-	for i := range o.pods {
-		c.pods = append(c.pods, *o.pods[i].DeepCopy())
+	c.Pods = nil
+	for i := range o.Pods {
+		c.Pods = append(c.Pods, *o.Pods[i].DeepCopy())
 	}
-	c.broadcast = maps.Clone(o.broadcast)
-	c.creating = maps.Clone(o.creating)
-	c.claims = maps.Clone(o.claims)
+	c.Broadcast = maps.Clone(o.Broadcast)
+	c.Creating = maps.Clone(o.Creating)
+	c.Claims = maps.Clone(o.Claims)
 	return c
 }
 
-func updatedNames(updates []jobUpdate) []string {
+func updatedNames(updates []JobUpdate) []string {
 	var out []string
 	for _, u := range updates {
-		out = append(out, u.cached.Name)
+		out = append(out, u.Cached.Name)
 	}
 	return out
 }
@@ -160,14 +160,14 @@ func flagValue(name string) string {
 	return ""
 }
 
-// observePodIn is what podGroups finds of one Pod of js: its epoch facts,
+// observePodIn is what PodGroups finds of one Pod of js: its epoch facts,
 // bounded by js's status, and for a suspect Pod what its Job's
 // podFailurePolicy makes of it.
-func observePodIn(js *jobset.JobSet, pod *corev1.Pod) podEpoch {
+func observePodIn(js *jobset.JobSet, pod *corev1.Pod) PodEpoch {
 	c := podClassOf(pod)
-	p := boundEpoch(js, observePod(pod))
-	if pfp := podFailurePolicy(js, p.replicatedJob); c.suspect && pfp != nil {
-		p.fatal, p.ignored = judgePod(pfp, pod, p.gone)
+	p := boundEpoch(js, ObservePod(pod))
+	if pfp := podFailurePolicy(js, p.ReplicatedJob); c.suspect && pfp != nil {
+		p.Fatal, p.Ignored = judgePod(pfp, pod, p.Gone)
 	}
 	return p
 }

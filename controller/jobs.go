@@ -21,22 +21,24 @@ func jobKey(namespace, name string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// subdomain is the name of the headless Service and the Pods' subdomain.
-func subdomain(js *jobset.JobSet) string {
+// Subdomain is the name of the headless Service and the Pods' subdomain.
+func Subdomain(js *jobset.JobSet) string {
 	if js.Spec.Network != nil && js.Spec.Network.Subdomain != "" {
 		return js.Spec.Network.Subdomain
 	}
 	return js.Name
 }
 
-func dnsHostnamesEnabled(js *jobset.JobSet) bool {
+// DNSHostnamesEnabled reports whether the JobSet's Pods get DNS hostnames,
+// which the headless Service gives them (the default).
+func DNSHostnamesEnabled(js *jobset.JobSet) bool {
 	return js.Spec.Network == nil || ptr.Deref(js.Spec.Network.EnableDNSHostnames, true)
 }
 
 // coordinatorEndpoint is the stable DNS name of the coordinator Pod.
 func coordinatorEndpoint(js *jobset.JobSet) string {
 	c := js.Spec.Coordinator
-	return fmt.Sprintf("%s-%d.%s", JobName(js.Name, c.ReplicatedJob, c.JobIndex), c.PodIndex, subdomain(js))
+	return fmt.Sprintf("%s-%d.%s", JobName(js.Name, c.ReplicatedJob, c.JobIndex), c.PodIndex, Subdomain(js))
 }
 
 // jobLayout is where a Job sits in its JobSet: the indexes and counts that
@@ -87,8 +89,8 @@ func buildJob(js *jobset.JobSet, rjIdx, index int, suspend bool) *batchv1.Job {
 		jobset.JobIndexKey:              strconv.Itoa(index),
 		jobset.JobGlobalIndexKey:        strconv.Itoa(layout.globalIndex),
 		jobset.JobKey:                   jobKey(js.Namespace, name),
-		jobset.RestartsKey:              strconv.Itoa(int(recreateAttempt(&js.Status))),
-		JobRestartAttemptKey:            strconv.Itoa(int(jobRestarts(js, rj.Name, index))),
+		jobset.RestartsKey:              strconv.Itoa(int(RecreateAttempt(&js.Status))),
+		JobRestartAttemptKey:            strconv.Itoa(int(JobRestarts(js, rj.Name, index))),
 		jobset.GroupNameKey:             rj.GroupName,
 		jobset.GroupReplicasKey:         strconv.Itoa(layout.groupReplicas),
 		jobset.JobGroupIndexKey:         strconv.Itoa(layout.groupIndex),
@@ -110,11 +112,11 @@ func buildJob(js *jobset.JobSet, rjIdx, index int, suspend bool) *batchv1.Job {
 	pod := &job.Spec.Template
 	pod.Labels = merged(pod.Labels, meta)
 	pod.Annotations = merged(pod.Annotations, meta)
-	if dnsHostnamesEnabled(js) {
+	if DNSHostnamesEnabled(js) {
 		// With a subdomain, the Job controller names each Pod of an Indexed
 		// Job <job>-<index>, so <job>-<index>.<subdomain> resolves through
 		// the headless Service.
-		pod.Spec.Subdomain = subdomain(js)
+		pod.Spec.Subdomain = Subdomain(js)
 	}
 	addClaimVolumes(js, &pod.Spec)
 	job.Spec.Suspend = ptr.To(suspend)
@@ -129,9 +131,9 @@ func merged(base, overlay map[string]string) map[string]string {
 	return out
 }
 
-// jobUpdate is a Job as the cache holds it and as it must become.
-type jobUpdate struct {
-	cached, want *batchv1.Job
+// JobUpdate is a Job as the cache holds it and as it must become.
+type JobUpdate struct {
+	Cached, Want *batchv1.Job
 }
 
 // resumedJob returns the cached Job unsuspended, with what its Pod

@@ -107,7 +107,7 @@ func (m *restartMetrics) written(js *jobset.JobSet, before, after jobset.JobSetS
 
 // epochs publishes a JobSet's epochs.
 func (m *restartMetrics) epochs(js *jobset.JobSet) {
-	if !inPlace(js) {
+	if !InPlace(js) {
 		return
 	}
 	m.epochGauge.WithLabelValues(js.Namespace, js.Name, "synced").Set(float64(js.Status.SyncedEpoch))

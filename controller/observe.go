@@ -46,50 +46,50 @@ func CacheOptions() cache.Options {
 // cache. The family stays locked until release is called, after decide:
 // the Jobs it holds are the cache's own objects, read-only (whatever
 // changes one copies it first, see act).
-func (r *Reconciler) observe(ctx context.Context, js *jobset.JobSet) (obs observed, release func(), err error) {
-	if inPlace(js) {
+func (r *Reconciler) observe(ctx context.Context, js *jobset.JobSet) (obs Observed, release func(), err error) {
+	if InPlace(js) {
 		var cm corev1.ConfigMap
 		err := r.client.Get(ctx, types.NamespacedName{Namespace: js.Namespace, Name: protocol.BroadcastName(js.Name)}, &cm)
 		if client.IgnoreNotFound(err) != nil {
 			return obs, nil, fmt.Errorf("getting the broadcast: %w", err)
 		}
 		if err == nil {
-			obs.broadcast = cm.Data
-			if obs.broadcast == nil {
-				obs.broadcast = map[string]string{}
+			obs.Broadcast = cm.Data
+			if obs.Broadcast == nil {
+				obs.Broadcast = map[string]string{}
 			}
 		}
 	}
 
-	if dnsHostnamesEnabled(js) {
-		err := r.client.Get(ctx, types.NamespacedName{Namespace: js.Namespace, Name: subdomain(js)}, &corev1.Service{})
+	if DNSHostnamesEnabled(js) {
+		err := r.client.Get(ctx, types.NamespacedName{Namespace: js.Namespace, Name: Subdomain(js)}, &corev1.Service{})
 		if client.IgnoreNotFound(err) != nil {
 			return obs, nil, fmt.Errorf("getting headless service: %w", err)
 		}
-		obs.serviceExists = err == nil
+		obs.ServiceExists = err == nil
 	}
 
 	// From the cache: a reconcile that finds every claim sends no request.
 	// A claim the cache cannot show (one made by hand without the
 	// jobset-name label) is created again and refused as AlreadyExists.
-	for _, t := range claimTemplates(js) {
-		name := ClaimName(t.template.Name, js.Name)
+	for _, t := range ClaimTemplates(js) {
+		name := ClaimName(t.Template.Name, js.Name)
 		err := r.client.Get(ctx, types.NamespacedName{Namespace: js.Namespace, Name: name}, &corev1.PersistentVolumeClaim{})
 		if client.IgnoreNotFound(err) != nil {
 			return obs, nil, fmt.Errorf("getting volume claim %s: %w", name, err)
 		}
 		if err == nil {
-			if obs.claims == nil {
-				obs.claims = map[string]bool{}
+			if obs.Claims == nil {
+				obs.Claims = map[string]bool{}
 			}
-			obs.claims[name] = true
+			obs.Claims[name] = true
 		}
 	}
 	// Last, so that the family's lock is held for decide alone.
 	now := r.opts.Clock.Now()
-	obs.fam, release = r.children.lock(js.Namespace, js.UID, viewOf(js))
+	obs.Family, release = r.children.Lock(js.Namespace, js.UID, ViewOf(js))
 	key := client.ObjectKeyFromObject(js)
-	obs.creating = r.expectations.unseen(key, js.UID, obs.fam.job, now)
-	obs.deleting = r.expectations.undeleted(key, js.UID, obs.fam.job, now)
+	obs.Creating = r.expectations.Unseen(key, js.UID, obs.Family.Job, now)
+	obs.Deleting = r.expectations.Undeleted(key, js.UID, obs.Family.Job, now)
 	return obs, release, nil
 }

@@ -17,71 +17,71 @@ import (
 	"github.com/inplace-dev/inplace/api/protocol"
 )
 
-// observed is what the reconciler read about a JobSet's children.
-type observed struct {
-	// fam is the JobSet's Jobs and Pods, counted under its view
+// Observed is what the reconciler read about a JobSet's children.
+type Observed struct {
+	// Family is the JobSet's Jobs and Pods, counted under its view
 	// (family.setView); decide reads them and does not change them.
-	fam *family
-	// jobs and pods are whole lists of the JobSet's children, read when
+	Family *Family
+	// Jobs and Pods are whole lists of the JobSet's children, read when
 	// fam is nil (the tests build the world they decide on this way).
-	jobs []batchv1.Job
-	pods []corev1.Pod
-	// serviceExists reports whether the headless Service exists.
-	serviceExists bool
-	// claims holds the names of the JobSet's volume claims that exist.
-	claims map[string]bool
-	// broadcast is the data of the broadcast ConfigMap of an InPlaceRestart
+	Jobs []batchv1.Job
+	Pods []corev1.Pod
+	// ServiceExists reports whether the headless Service exists.
+	ServiceExists bool
+	// Claims holds the names of the JobSet's volume claims that exist.
+	Claims map[string]bool
+	// Broadcast is the data of the broadcast ConfigMap of an InPlaceRestart
 	// JobSet; nil if it does not exist.
-	broadcast map[string]string
-	// creating names the Jobs created by an earlier reconcile that jobs,
+	Broadcast map[string]string
+	// Creating names the Jobs created by an earlier reconcile that jobs,
 	// read from the cache, does not show yet: they are not created again.
-	creating map[string]bool
-	// deleting holds the UIDs of the Jobs deleted by an earlier reconcile
+	Creating map[string]bool
+	// Deleting holds the UIDs of the Jobs deleted by an earlier reconcile
 	// that jobs still shows as not being deleted: they are not deleted
 	// again.
-	deleting map[types.UID]bool
+	Deleting map[types.UID]bool
 }
 
-// event is an Event to record on the JobSet once the status is written.
-type event struct {
-	eventType, reason, message string
+// Event is an Event to record on the JobSet once the status is written.
+type Event struct {
+	Type, Reason, Message string
 }
 
-// plan is everything one reconcile does, decided by decide without I/O.
-type plan struct {
-	status      jobset.JobSetStatus
-	createJobs  []*batchv1.Job
-	deleteJobs  []*batchv1.Job
-	suspendJobs []*batchv1.Job
-	// resumeJobs are the Jobs to unsuspend, each with what it must become:
+// Plan is everything one reconcile does, decided by decide without I/O.
+type Plan struct {
+	Status      jobset.JobSetStatus
+	CreateJobs  []*batchv1.Job
+	DeleteJobs  []*batchv1.Job
+	SuspendJobs []*batchv1.Job
+	// ResumeJobs are the Jobs to unsuspend, each with what it must become:
 	// the Pod template's scheduling directives changed while it was
 	// suspended go on with the resume, in one write.
-	resumeJobs []jobUpdate
-	// scaleJobs are Jobs whose parallelism and completions must become
+	ResumeJobs []JobUpdate
+	// ScaleJobs are Jobs whose parallelism and completions must become
 	// their replicated job's (elastic replicated jobs, scaling.go).
-	scaleJobs []jobScale
-	service   *corev1.Service
-	// createPVCs are the claims of spec.volumeClaimPolicies that do not
+	ScaleJobs []JobScale
+	Service   *corev1.Service
+	// CreatePVCs are the claims of spec.volumeClaimPolicies that do not
 	// exist yet; they are created before any Job, whose Pods mount them.
-	createPVCs []*corev1.PersistentVolumeClaim
-	// deletePods are Pods that must stop and cannot by themselves: a fatal
+	CreatePVCs []*corev1.PersistentVolumeClaim
+	// DeletePods are Pods that must stop and cannot by themselves: a fatal
 	// exit while other containers run (stuckFatal), workers that escaped a
 	// restart (stopEscapedWorkers). Each Event is recorded once the Pod's
 	// deletion succeeded.
-	deletePods []podDeletion
-	// broadcast, if set, is the data the broadcast ConfigMap must hold.
-	broadcast    map[string]string
-	deleteJobSet bool
-	requeueAfter time.Duration
-	// events are the decisions' Events, recorded once the status that
+	DeletePods []PodDeletion
+	// Broadcast, if set, is the data the broadcast ConfigMap must hold.
+	Broadcast    map[string]string
+	DeleteJobSet bool
+	RequeueAfter time.Duration
+	// Events are the decisions' Events, recorded once the status that
 	// carries them is written.
-	events []event
-	// warnings are Events about what was observed (bad input), recorded on
+	Events []Event
+	// Warnings are Events about what was observed (bad input), recorded on
 	// every reconcile that observes it.
-	warnings []event
+	Warnings []Event
 }
 
-// decide computes the plan for a defaulted JobSet from what was observed.
+// Decide computes the plan for a defaulted JobSet from what was observed.
 // The order of the steps matters:
 //
 //	finished? ── yes ─▶ delete active Jobs, honour TTL
@@ -93,55 +93,55 @@ type plan struct {
 //	   │ no
 //	headless Service, volume claims, suspend/resume, scale, create missing
 //	Jobs in startup order
-func decide(js *jobset.JobSet, obs observed, now metav1.Time, inPlaceTimeout time.Duration) plan {
+func Decide(js *jobset.JobSet, obs Observed, now metav1.Time, inPlaceTimeout time.Duration) Plan {
 	p := decideSteps(js, obs, now, inPlaceTimeout)
-	inStepWithEpochs(&p.status)
+	inStepWithEpochs(&p.Status)
 	return p
 }
 
-func decideSteps(js *jobset.JobSet, obs observed, now metav1.Time, inPlaceTimeout time.Duration) plan {
-	p := plan{status: *js.Status.DeepCopy()}
-	fam := obs.fam
+func decideSteps(js *jobset.JobSet, obs Observed, now metav1.Time, inPlaceTimeout time.Duration) Plan {
+	p := Plan{Status: *js.Status.DeepCopy()}
+	fam := obs.Family
 	if fam == nil {
-		fam = familyOf(js, obs.jobs, obs.pods)
+		fam = FamilyOf(js, obs.Jobs, obs.Pods)
 	}
-	c := classifyJobs(fam, obs.deleting, obs.creating)
+	c := ClassifyJobs(fam, obs.Deleting, obs.Creating)
 
-	if finished(&p.status) {
-		p.deleteJobs = append(p.deleteJobs, c.active()...)
-		p.deleteJobs = append(p.deleteJobs, c.previousJobs()...)
-		p.deleteJobSet, p.requeueAfter = ttlDecision(js, now.Time)
+	if finished(&p.Status) {
+		p.DeleteJobs = append(p.DeleteJobs, c.Active()...)
+		p.DeleteJobs = append(p.DeleteJobs, c.PreviousJobs()...)
+		p.DeleteJobSet, p.RequeueAfter = ttlDecision(js, now.Time)
 		return p
 	}
 
-	p.deleteJobs = c.previousJobs()
+	p.DeleteJobs = c.PreviousJobs()
 	// From the plan's deep copy, not js.Status: the counters are the
 	// plan's to change.
-	p.status.ReplicatedJobsStatus = replicatedJobsStatus(js, p.status.ReplicatedJobsStatus, c)
+	p.Status.ReplicatedJobsStatus = replicatedJobsStatus(js, p.Status.ReplicatedJobsStatus, c)
 
-	if failed := c.failed(); len(failed) > 0 {
-		p.events = applyFailure(js, &p.status, decideFailure(js, failed), now)
+	if failed := c.Failed(); len(failed) > 0 {
+		p.Events = applyFailure(js, &p.Status, decideFailure(js, failed), now)
 		return p
 	}
 
-	if successPolicyMet(js, p.status.ReplicatedJobsStatus) {
-		p.status.TerminalState = jobset.TerminalStateCompleted
-		setCondition(&p.status, jobset.JobSetCompleted, metav1.ConditionTrue, ReasonAllJobsCompleted, MessageAllJobsCompleted, now)
-		endTransientConditions(&p.status, now)
-		p.events = append(p.events, event{corev1.EventTypeNormal, ReasonAllJobsCompleted, MessageAllJobsCompleted})
+	if successPolicyMet(js, p.Status.ReplicatedJobsStatus) {
+		p.Status.TerminalState = jobset.TerminalStateCompleted
+		setCondition(&p.Status, jobset.JobSetCompleted, metav1.ConditionTrue, ReasonAllJobsCompleted, MessageAllJobsCompleted, now)
+		endTransientConditions(&p.Status, now)
+		p.Events = append(p.Events, Event{corev1.EventTypeNormal, ReasonAllJobsCompleted, MessageAllJobsCompleted})
 		return p
 	}
 
-	if dnsHostnamesEnabled(js) && !obs.serviceExists {
-		p.service = buildService(js)
+	if DNSHostnamesEnabled(js) && !obs.ServiceExists {
+		p.Service = buildService(js)
 	}
 	// Suspended or not: the claims exist before the Jobs, which are created
 	// suspended while the JobSet is.
-	p.createPVCs = missingClaims(js, obs.claims)
+	p.CreatePVCs = missingClaims(js, obs.Claims)
 
 	suspended := ptr.Deref(js.Spec.Suspend, false)
-	allowed := startupGate(js, p.status.ReplicatedJobsStatus)
-	if inPlaceActive(js) {
+	allowed := startupGate(js, p.Status.ReplicatedJobsStatus)
+	if InPlaceActive(js) {
 		// Every Pod must report an epoch before any barrier lifts, so every
 		// Job is created at once; the barriers then lift in startup order.
 		for i := range allowed {
@@ -149,97 +149,99 @@ func decideSteps(js *jobset.JobSet, obs observed, now metav1.Time, inPlaceTimeou
 		}
 	}
 	p.suspendOrResume(js, c, suspended, allowed, now)
-	p.scaleJobs = jobsToScale(js, c)
+	p.ScaleJobs = jobsToScale(js, c)
 	if !blockedByPreviousAttempt(js, c) {
-		p.createJobs = missingJobs(js, c, suspended, allowed)
+		p.CreateJobs = missingJobs(js, c, suspended, allowed)
 	}
 
 	if !suspended {
-		updateStartupConditions(js, &p.status, now)
+		updateStartupConditions(js, &p.Status, now)
 	}
 	switch {
-	case inPlaceActive(js) && suspended:
-		p.suspendEpochs(js, obs.broadcast, now)
-	case inPlace(js) && c.total(func(r *rjCounts) int32 { return r.failing }) == 0:
+	case InPlaceActive(js) && suspended:
+		p.suspendEpochs(js, obs.Broadcast, now)
+	case InPlace(js) && c.Total(func(r *JobCounts) int32 { return r.Failing }) == 0:
 		// A Job the Job controller is failing (FailureTarget) deletes its
 		// Pods before it is marked Failed: the failure policy decides, not
 		// an in-place restart.
-		p.reconcileEpochs(js, fam, obs.broadcast, now, inPlaceTimeout)
+		p.reconcileEpochs(js, fam, obs.Broadcast, now, inPlaceTimeout)
 	}
-	if !inPlaceActive(js) && conditionTrue(&p.status, jobset.JobSetRestarting) && allStarted(js, p.status.ReplicatedJobsStatus) {
-		setCondition(&p.status, jobset.JobSetRestarting, metav1.ConditionFalse, ReasonRestartJobsReady, MessageRestartJobsReady, now)
+	if !InPlaceActive(js) && conditionTrue(&p.Status, jobset.JobSetRestarting) && allStarted(js, p.Status.ReplicatedJobsStatus) {
+		setCondition(&p.Status, jobset.JobSetRestarting, metav1.ConditionFalse, ReasonRestartJobsReady, MessageRestartJobsReady, now)
 	}
 	return p
 }
 
-func inPlace(js *jobset.JobSet) bool {
+// InPlace reports whether the JobSet's restart strategy is InPlaceRestart,
+// whether or not in-place restarts are disabled (InPlaceActive).
+func InPlace(js *jobset.JobSet) bool {
 	return js.Spec.FailurePolicy != nil && js.Spec.FailurePolicy.RestartStrategy == jobset.InPlaceRestart
 }
 
-// inPlaceActive reports whether the JobSet restarts in place: InPlaceRestart
+// InPlaceActive reports whether the JobSet restarts in place: InPlaceRestart
 // without upstream JobSet's disable-in-place-restart annotation. A JobSet
 // with it still has its broadcast (its agents stand aside), but no agents'
 // grants, no epochs decided, and the startup order of any other JobSet.
-func inPlaceActive(js *jobset.JobSet) bool {
+func InPlaceActive(js *jobset.JobSet) bool {
 	_, disabled := js.Annotations[jobset.DisableInPlaceRestartKey]
-	return inPlace(js) && !disabled
+	return InPlace(js) && !disabled
 }
 
 // reconcileEpochs runs the in-place restart protocol: the epochs from the
 // Pods of the current attempt, the restart they may start, counted against
 // maxRestarts, and the broadcast the agents watch.
-func (p *plan) reconcileEpochs(js *jobset.JobSet, fam *family, broadcast map[string]string, now metav1.Time, timeout time.Duration) {
-	if !inPlaceActive(js) {
+func (p *Plan) reconcileEpochs(js *jobset.JobSet, fam *Family, broadcast map[string]string, now metav1.Time, timeout time.Duration) {
+	if !InPlaceActive(js) {
 		// In-place restarts are off: the agents lift their barriers at
 		// once and never report, so the epochs stay where they are, no
 		// restart is decided or counted here and none times out; a Pod
 		// that fails is replaced by its Job, as without InPlaceRestart.
 		want := protocol.EncodeBroadcast(protocol.Broadcast{DeprecatedEpoch: js.Status.DeprecatedEpoch, SyncedEpoch: js.Status.SyncedEpoch, Disabled: true})
 		if !maps.Equal(want, broadcast) {
-			p.broadcast = want
+			p.Broadcast = want
 		}
 		return
 	}
-	pods := fam.podGroups(js, strconv.Itoa(int(recreateAttempt(&js.Status))))
+	pods := fam.PodGroups(js, strconv.Itoa(int(RecreateAttempt(&js.Status))))
 	for _, uneven := range unevenJobs(js) {
-		p.warnings = append(p.warnings, event{corev1.EventTypeWarning, ReasonInvalidInPlaceRestartJobs, fmt.Sprintf(
+		p.Warnings = append(p.Warnings, Event{corev1.EventTypeWarning, ReasonInvalidInPlaceRestartJobs, fmt.Sprintf(
 			"InPlaceRestart needs completions == parallelism in every Job: %s; the group is expected to have %d Pods", uneven, expectedPods(js))})
 	}
 	for _, g := range pods {
-		if g.invalidEpoch == "" {
+		if g.InvalidEpoch == "" {
 			continue
 		}
-		for _, name := range g.sortedNames() {
-			p.warnings = append(p.warnings, event{corev1.EventTypeWarning, ReasonInvalidEpoch, fmt.Sprintf(
+		for _, name := range g.SortedNames() {
+			p.Warnings = append(p.Warnings, Event{corev1.EventTypeWarning, ReasonInvalidEpoch, fmt.Sprintf(
 				"Pod %s reports epoch %q on annotation %s, %s: it counts as not reported, and the group cannot sync until its agent writes a valid one",
-				name, g.invalidEpoch, g.epochKey, g.invalidWhy)})
+				name, g.InvalidEpoch, g.EpochKey, g.InvalidWhy)})
 		}
 	}
 	for _, g := range pods {
-		for _, pod := range g.stuck {
-			p.deletePods = append(p.deletePods, podDeletion{pod, event{corev1.EventTypeWarning, ReasonFatalExitPodDeleted, fmt.Sprintf(
+		for _, pod := range g.Stuck {
+			p.DeletePods = append(p.DeletePods, PodDeletion{pod, Event{corev1.EventTypeWarning, ReasonFatalExitPodDeleted, fmt.Sprintf(
 				"container %s of Pod %s exited with a code its Job's podFailurePolicy makes FailJob while its other containers still run: deleted the Pod so that it fails, and its Job with it",
-				g.workerExited, pod.Name)}})
+				g.WorkerExited, pod.Name)}})
 		}
 	}
-	if msg := crashLoop(js, &p.status, pods); msg != "" && !slices.ContainsFunc(pods, func(p podGroup) bool { return p.fatal }) {
-		p.events = append(p.events, failJobSet(&p.status, ReasonReachedMaxRestarts, msg, now)...)
+	if msg := crashLoop(js, &p.Status, pods); msg != "" && !slices.ContainsFunc(pods, func(p PodGroup) bool { return p.Fatal }) {
+		p.Events = append(p.Events, failJobSet(&p.Status, ReasonReachedMaxRestarts, msg, now)...)
 		return
 	}
 	d := decideEpochs(js, pods)
-	p.status.DeprecatedEpoch, p.status.SyncedEpoch, p.status.SyncedPods = d.deprecated, d.synced, d.syncedPods
+	p.Status.DeprecatedEpoch, p.Status.SyncedEpoch, p.Status.SyncedPods = d.deprecated, d.synced, d.syncedPods
 
 	if d.scaleBegan {
 		// Not a restart for the counters: nothing failed.
 		msg := fmt.Sprintf("in-place restart for a scale: %s; epoch %d deprecated, the group syncs again at its new size (not counted towards maxRestarts)", d.why, d.deprecated)
-		setCondition(&p.status, jobset.JobSetRestarting, metav1.ConditionTrue, ReasonInPlaceScale, msg, now)
-		p.events = append(p.events, event{corev1.EventTypeNormal, ReasonInPlaceScale, msg})
+		setCondition(&p.Status, jobset.JobSetRestarting, metav1.ConditionTrue, ReasonInPlaceScale, msg, now)
+		p.Events = append(p.Events, Event{corev1.EventTypeNormal, ReasonInPlaceScale, msg})
 	}
 
 	if d.restartBegan {
 		maxRestarts := js.Spec.FailurePolicy.MaxRestarts
-		if !d.uncounted && countedRestarts(&p.status) >= maxRestarts {
-			p.events = append(p.events, failJobSet(&p.status, ReasonReachedMaxRestarts,
+		if !d.uncounted && countedRestarts(&p.Status) >= maxRestarts {
+			p.Events = append(p.Events, failJobSet(&p.Status, ReasonReachedMaxRestarts,
 				fmt.Sprintf("%s (in place, after %d restarts: %s)", MessageReachedMaxRestarts, maxRestarts, d.why), now)...)
 			return
 		}
@@ -248,36 +250,36 @@ func (p *plan) reconcileEpochs(js *jobset.JobSet, fam *family, broadcast map[str
 			// waiting for it would only end at the timeout. The Jobs are
 			// recreated at once instead, one restart counted.
 			p.recreate(ReasonInPlaceRestartImpossible, fmt.Sprintf("%s, and Pod %s has finished, which cannot restart in place: recreating every Job (restart %d)",
-				d.why, who, p.status.Restarts+1), !d.uncounted, now)
+				d.why, who, p.Status.Restarts+1), !d.uncounted, now)
 			return
 		}
-		p.status.Restarts++
-		p.status.InPlaceRestarts++
-		msg := fmt.Sprintf("in-place restart %d: %s; epoch %d deprecated", p.status.InPlaceRestarts, d.why, d.deprecated)
+		p.Status.Restarts++
+		p.Status.InPlaceRestarts++
+		msg := fmt.Sprintf("in-place restart %d: %s; epoch %d deprecated", p.Status.InPlaceRestarts, d.why, d.deprecated)
 		if d.uncounted {
 			msg += " (not counted towards maxRestarts)"
 		} else {
-			p.status.RestartsCountTowardsMax++
+			p.Status.RestartsCountTowardsMax++
 		}
-		setCondition(&p.status, jobset.JobSetRestarting, metav1.ConditionTrue, ReasonInPlaceRestart, msg, now)
-		p.events = append(p.events, event{corev1.EventTypeWarning, ReasonInPlaceRestart, msg})
+		setCondition(&p.Status, jobset.JobSetRestarting, metav1.ConditionTrue, ReasonInPlaceRestart, msg, now)
+		p.Events = append(p.Events, Event{corev1.EventTypeWarning, ReasonInPlaceRestart, msg})
 	}
-	if conditionTrue(&p.status, jobset.JobSetRestarting) && d.synced > d.deprecated {
+	if conditionTrue(&p.Status, jobset.JobSetRestarting) && d.synced > d.deprecated {
 		msg := fmt.Sprintf("every Pod restarted in place and synced at epoch %d (%d Pods)", d.synced, d.syncedPods)
-		setCondition(&p.status, jobset.JobSetRestarting, metav1.ConditionFalse, ReasonInPlaceRestartDone, msg, now)
-		p.events = append(p.events, event{corev1.EventTypeNormal, ReasonInPlaceRestartDone, msg})
+		setCondition(&p.Status, jobset.JobSetRestarting, metav1.ConditionFalse, ReasonInPlaceRestartDone, msg, now)
+		p.Events = append(p.Events, Event{corev1.EventTypeNormal, ReasonInPlaceRestartDone, msg})
 	}
 
 	if p.fallBackIfStuck(now, timeout) {
 		return
 	}
-	if restartStateOf(js, &p.status) == stateRestarting {
+	if RestartStateOf(js, &p.Status) == stateRestarting {
 		p.stopEscapedWorkers(pods, d.deprecated)
 	}
 
 	want := protocol.EncodeBroadcast(protocol.Broadcast{DeprecatedEpoch: d.deprecated, SyncedEpoch: d.synced, OpenReplicatedJobs: d.openReplicatedJobs})
 	if !maps.Equal(want, broadcast) {
-		p.broadcast = want
+		p.Broadcast = want
 	}
 }
 
@@ -289,16 +291,16 @@ func (p *plan) reconcileEpochs(js *jobset.JobSet, fam *family, broadcast map[str
 // behind the barrier until all of them have, as on a first start. An
 // in-place restart under way ends here too: nothing is left to converge,
 // and no timeout may recreate the Jobs of a JobSet that is not running.
-func (p *plan) suspendEpochs(js *jobset.JobSet, broadcast map[string]string, now metav1.Time) {
-	p.status.DeprecatedEpoch = max(p.status.DeprecatedEpoch, p.status.SyncedEpoch)
-	if inPlaceRestartCondition(&p.status) != nil {
-		msg := fmt.Sprintf("the JobSet was suspended during an in-place restart of epoch %d: its Pods stop, and start a fresh epoch when it is resumed", p.status.SyncedEpoch)
-		setCondition(&p.status, jobset.JobSetRestarting, metav1.ConditionFalse, ReasonInPlaceRestartSuspended, msg, now)
-		p.events = append(p.events, event{corev1.EventTypeNormal, ReasonInPlaceRestartSuspended, msg})
+func (p *Plan) suspendEpochs(js *jobset.JobSet, broadcast map[string]string, now metav1.Time) {
+	p.Status.DeprecatedEpoch = max(p.Status.DeprecatedEpoch, p.Status.SyncedEpoch)
+	if inPlaceRestartCondition(&p.Status) != nil {
+		msg := fmt.Sprintf("the JobSet was suspended during an in-place restart of epoch %d: its Pods stop, and start a fresh epoch when it is resumed", p.Status.SyncedEpoch)
+		setCondition(&p.Status, jobset.JobSetRestarting, metav1.ConditionFalse, ReasonInPlaceRestartSuspended, msg, now)
+		p.Events = append(p.Events, Event{corev1.EventTypeNormal, ReasonInPlaceRestartSuspended, msg})
 	}
-	want := protocol.EncodeBroadcast(protocol.Broadcast{DeprecatedEpoch: p.status.DeprecatedEpoch, SyncedEpoch: p.status.SyncedEpoch})
+	want := protocol.EncodeBroadcast(protocol.Broadcast{DeprecatedEpoch: p.Status.DeprecatedEpoch, SyncedEpoch: p.Status.SyncedEpoch})
 	if !maps.Equal(want, broadcast) {
-		p.broadcast = want
+		p.Broadcast = want
 	}
 }
 
@@ -308,10 +310,10 @@ func inPlaceReason(reason string) bool {
 	return reason == ReasonInPlaceRestart || reason == ReasonInPlaceScale
 }
 
-// podDeletion is a Pod to delete and the Event that says why.
-type podDeletion struct {
-	pod *corev1.Pod
-	why event
+// PodDeletion is a Pod to delete and the Event that says why.
+type PodDeletion struct {
+	Pod *corev1.Pod
+	Why Event
 }
 
 // stopEscapedWorkers deletes, during an in-place restart, the Pods of a
@@ -320,24 +322,24 @@ type podDeletion struct {
 // would go on at the old epoch, beside a group that moved on, until the
 // in-place timeout. Deleted, the Pod stops its workers and its Job
 // replaces it with a Pod that joins the new epoch.
-func (p *plan) stopEscapedWorkers(pods []podGroup, deprecated int32) {
+func (p *Plan) stopEscapedWorkers(pods []PodGroup, deprecated int32) {
 	for _, g := range pods {
-		if !g.agentCrashLooping || g.gone || g.epoch == 0 || g.epoch > deprecated {
+		if !g.AgentCrashLooping || g.Gone || g.Epoch == 0 || g.Epoch > deprecated {
 			continue
 		}
-		for _, pod := range g.pods {
-			p.deletePods = append(p.deletePods, podDeletion{pod, event{corev1.EventTypeWarning, ReasonAgentCrashLoopPodDeleted, fmt.Sprintf(
+		for _, pod := range g.Pods {
+			p.DeletePods = append(p.DeletePods, PodDeletion{pod, Event{corev1.EventTypeWarning, ReasonAgentCrashLoopPodDeleted, fmt.Sprintf(
 				"the agent of Pod %s was in CrashLoopBackOff while its workers ran at epoch %d, which is deprecated: deleted the Pod so that its workers stop; its Job replaces it",
-				pod.Name, g.epoch)}})
+				pod.Name, g.Epoch)}})
 		}
 	}
 }
 
 // finishedMember names a Pod of the group that succeeded, or "".
-func finishedMember(pods []podGroup) string {
+func finishedMember(pods []PodGroup) string {
 	for _, g := range pods {
-		if g.finished {
-			return g.first()
+		if g.Finished {
+			return g.First()
 		}
 	}
 	return ""
@@ -351,20 +353,20 @@ func finishedMember(pods []podGroup) string {
 // than maxRestarts times, the JobSet fails with ReachedMaxRestarts. After
 // the group synced, an agent that crashes alone resumes its epoch and
 // costs nothing. It returns the reason, or "".
-func crashLoop(js *jobset.JobSet, status *jobset.JobSetStatus, pods []podGroup) string {
-	if restartStateOf(js, status) != stateStarting {
+func crashLoop(js *jobset.JobSet, status *jobset.JobSetStatus, pods []PodGroup) string {
+	if RestartStateOf(js, status) != stateStarting {
 		return ""
 	}
 	maxRestarts := js.Spec.FailurePolicy.MaxRestarts
 	for _, pod := range pods {
-		if pod.gone || pod.finished || (pod.epoch > 0 && pod.epoch <= status.DeprecatedEpoch) {
+		if pod.Gone || pod.Finished || (pod.Epoch > 0 && pod.Epoch <= status.DeprecatedEpoch) {
 			// Not of the group that is to sync: Pods of a group that was
 			// suspended or restarted, whose agents' restarts are theirs.
 			continue
 		}
-		if pod.agentRestarts > maxRestarts {
+		if pod.AgentRestarts > maxRestarts {
 			return fmt.Sprintf("%s: the agent of Pod %s restarted %d times before the group first synced, more than maxRestarts (%d)",
-				MessageReachedMaxRestarts, pod.first(), pod.agentRestarts, maxRestarts)
+				MessageReachedMaxRestarts, pod.First(), pod.AgentRestarts, maxRestarts)
 		}
 	}
 	return ""
@@ -372,60 +374,60 @@ func crashLoop(js *jobset.JobSet, status *jobset.JobSetStatus, pods []podGroup) 
 
 // suspendOrResume brings spec.suspend of every current Job in line with the
 // JobSet's: all suspended at once, resumed in startup order.
-func (p *plan) suspendOrResume(js *jobset.JobSet, c children, suspended bool, allowed []bool, now metav1.Time) {
+func (p *Plan) suspendOrResume(js *jobset.JobSet, c Children, suspended bool, allowed []bool, now metav1.Time) {
 	index := make(map[string]int, len(js.Spec.ReplicatedJobs))
 	for i, rj := range js.Spec.ReplicatedJobs {
 		index[rj.Name] = i
 	}
 	switch {
-	case suspended && c.total(func(r *rjCounts) int32 { return r.unfinished - r.suspended }) > 0:
-		p.suspendJobs = c.list(func(j *jobFacts, kind jobKind) bool {
-			return kind == current && !j.failed && !j.complete && !j.suspended
+	case suspended && c.Total(func(r *JobCounts) int32 { return r.Unfinished - r.Suspended }) > 0:
+		p.SuspendJobs = c.List(func(j *JobFacts, kind JobKind) bool {
+			return kind == Current && !j.Failed && !j.Complete && !j.Suspended
 		})
-	case !suspended && c.total(func(r *rjCounts) int32 { return r.suspended }) > 0:
-		for _, job := range c.list(func(j *jobFacts, kind jobKind) bool {
-			return kind == current && !j.failed && !j.complete && j.suspended && allowed[index[j.rj]]
+	case !suspended && c.Total(func(r *JobCounts) int32 { return r.Suspended }) > 0:
+		for _, job := range c.List(func(j *JobFacts, kind JobKind) bool {
+			return kind == Current && !j.Failed && !j.Complete && j.Suspended && allowed[index[j.ReplicatedJob]]
 		}) {
-			p.resumeJobs = append(p.resumeJobs, jobUpdate{cached: job, want: resumedJob(js, job)})
+			p.ResumeJobs = append(p.ResumeJobs, JobUpdate{Cached: job, Want: resumedJob(js, job)})
 		}
 	}
 
-	if suspended && !conditionTrue(&p.status, jobset.JobSetSuspended) {
-		setCondition(&p.status, jobset.JobSetSuspended, metav1.ConditionTrue, ReasonSuspended, MessageSuspended, now)
-		resetStartup(&p.status, now)
-		p.events = append(p.events, event{corev1.EventTypeNormal, ReasonSuspended, MessageSuspended})
+	if suspended && !conditionTrue(&p.Status, jobset.JobSetSuspended) {
+		setCondition(&p.Status, jobset.JobSetSuspended, metav1.ConditionTrue, ReasonSuspended, MessageSuspended, now)
+		resetStartup(&p.Status, now)
+		p.Events = append(p.Events, Event{corev1.EventTypeNormal, ReasonSuspended, MessageSuspended})
 	}
-	if !suspended && conditionTrue(&p.status, jobset.JobSetSuspended) {
-		setCondition(&p.status, jobset.JobSetSuspended, metav1.ConditionFalse, ReasonResumed, MessageResumed, now)
-		p.events = append(p.events, event{corev1.EventTypeNormal, ReasonResumed, MessageResumed})
+	if !suspended && conditionTrue(&p.Status, jobset.JobSetSuspended) {
+		setCondition(&p.Status, jobset.JobSetSuspended, metav1.ConditionFalse, ReasonResumed, MessageResumed, now)
+		p.Events = append(p.Events, Event{corev1.EventTypeNormal, ReasonResumed, MessageResumed})
 	}
 }
 
 // blockedByPreviousAttempt reports whether BlockingRecreate must wait: no Job
 // of a new attempt is created while any Job or Pod of an earlier one exists.
-func blockedByPreviousAttempt(js *jobset.JobSet, c children) bool {
+func blockedByPreviousAttempt(js *jobset.JobSet, c Children) bool {
 	if js.Spec.FailurePolicy == nil || js.Spec.FailurePolicy.RestartStrategy != jobset.BlockingRecreate {
 		return false
 	}
-	return c.previous > 0 || c.terminating > 0 || c.fam.podsNotOf(strconv.Itoa(int(recreateAttempt(&js.Status)))) > 0
+	return c.Previous > 0 || c.Terminating > 0 || c.Family.PodsNotOf(strconv.Itoa(int(RecreateAttempt(&js.Status)))) > 0
 }
 
 // missingJobs returns the Jobs of the current attempt that do not exist yet
 // and whose replicated Job may start. While suspended every Job is created,
 // suspended, so that resuming needs no creation.
-func missingJobs(js *jobset.JobSet, c children, suspended bool, allowed []bool) []*batchv1.Job {
+func missingJobs(js *jobset.JobSet, c Children, suspended bool, allowed []bool) []*batchv1.Job {
 	var out []*batchv1.Job
 	for i, rj := range js.Spec.ReplicatedJobs {
 		if !suspended && !allowed[i] {
 			continue
 		}
-		if c.counts(rj.Name).named >= rj.Replicas {
+		if c.Counts(rj.Name).Named >= rj.Replicas {
 			// Every index has its Job: no name to build.
 			continue
 		}
 		for index := range int(rj.Replicas) {
 			name := JobName(js.Name, rj.Name, index)
-			if c.taken(name) {
+			if c.Taken(name) {
 				continue
 			}
 			out = append(out, buildJob(js, i, index, suspended))
@@ -449,18 +451,18 @@ func allStarted(js *jobset.JobSet, statuses []jobset.ReplicatedJobStatus) bool {
 // converged within the timeout (a Pod that cannot come back, say), as the
 // short-term in-place restart KEP's inplace-timeout does. The restart was
 // counted when it began; the fallback does not count again.
-func (p *plan) fallBackIfStuck(now metav1.Time, timeout time.Duration) bool {
-	c := inPlaceRestartCondition(&p.status)
+func (p *Plan) fallBackIfStuck(now metav1.Time, timeout time.Duration) bool {
+	c := inPlaceRestartCondition(&p.Status)
 	if c == nil {
 		return false
 	}
 	deadline := c.LastTransitionTime.Add(timeout)
 	if now.Time.Before(deadline) {
-		p.requeueAfter = deadline.Sub(now.Time)
+		p.RequeueAfter = deadline.Sub(now.Time)
 		return false
 	}
 	p.recreate(ReasonInPlaceRestartTimedOut, fmt.Sprintf("the in-place restart did not converge within %s (epoch %d never synced): recreating every Job",
-		timeout, p.status.SyncedEpoch+1), false, now)
+		timeout, p.Status.SyncedEpoch+1), false, now)
 	return true
 }
 
@@ -469,12 +471,12 @@ func (p *plan) fallBackIfStuck(now metav1.Time, timeout time.Duration) bool {
 // Pods of the new Jobs start a fresh epoch. counted says whether it counts
 // towards maxRestarts: not when the in-place restart it ends was counted
 // already.
-func (p *plan) recreate(reason, msg string, counted bool, now metav1.Time) {
-	p.status.Restarts++
+func (p *Plan) recreate(reason, msg string, counted bool, now metav1.Time) {
+	p.Status.Restarts++
 	if counted {
-		p.status.RestartsCountTowardsMax++
+		p.Status.RestartsCountTowardsMax++
 	}
-	p.status.DeprecatedEpoch = p.status.SyncedEpoch
-	setCondition(&p.status, jobset.JobSetRestarting, metav1.ConditionTrue, reason, msg, now)
-	p.events = append(p.events, event{corev1.EventTypeWarning, reason, msg})
+	p.Status.DeprecatedEpoch = p.Status.SyncedEpoch
+	setCondition(&p.Status, jobset.JobSetRestarting, metav1.ConditionTrue, reason, msg, now)
+	p.Events = append(p.Events, Event{corev1.EventTypeWarning, reason, msg})
 }

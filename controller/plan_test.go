@@ -18,21 +18,21 @@ import (
 
 func TestDecideCreatesEveryJobAndTheServiceOnce(t *testing.T) {
 	js := testJobSet("driver", 1, "workers", 2)
-	p := decidePure(t, js, observed{}, at(0), time.Minute)
-	if diff := cmp.Diff([]string{"js-driver-0", "js-workers-0", "js-workers-1"}, names(p.createJobs)); diff != "" {
+	p := decidePure(t, js, Observed{}, at(0), time.Minute)
+	if diff := cmp.Diff([]string{"js-driver-0", "js-workers-0", "js-workers-1"}, names(p.CreateJobs)); diff != "" {
 		t.Errorf("created jobs (-want +got):\n%s", diff)
 	}
-	if p.service == nil || p.service.Name != "js" || p.service.Spec.ClusterIP != corev1.ClusterIPNone {
-		t.Errorf("want headless service js, got %+v", p.service)
+	if p.Service == nil || p.Service.Name != "js" || p.Service.Spec.ClusterIP != corev1.ClusterIPNone {
+		t.Errorf("want headless service js, got %+v", p.Service)
 	}
 
 	// The same state observed again: nothing to do, status unchanged.
-	js.Status = p.status
-	again := decidePure(t, js, observed{jobs: jobList(p.createJobs...), serviceExists: true}, at(1), time.Minute)
-	if len(again.createJobs)+len(again.deleteJobs)+len(again.suspendJobs)+len(again.resumeJobs) != 0 || again.service != nil {
+	js.Status = p.Status
+	again := decidePure(t, js, Observed{Jobs: jobList(p.CreateJobs...), ServiceExists: true}, at(1), time.Minute)
+	if len(again.CreateJobs)+len(again.DeleteJobs)+len(again.SuspendJobs)+len(again.ResumeJobs) != 0 || again.Service != nil {
 		t.Errorf("second decide acts: %+v", again)
 	}
-	if diff := cmp.Diff(js.Status, again.status); diff != "" {
+	if diff := cmp.Diff(js.Status, again.Status); diff != "" {
 		t.Errorf("second decide changes status (-want +got):\n%s", diff)
 	}
 }
@@ -80,39 +80,39 @@ func TestDecideStartupInOrder(t *testing.T) {
 	js := testJobSet("queue", 1, "driver", 2, "workers", 1)
 	js.Spec.StartupPolicy.StartupPolicyOrder = jobset.InOrder
 
-	p := decidePure(t, js, observed{serviceExists: true}, at(0), time.Minute)
-	if diff := cmp.Diff([]string{"js-queue-0"}, names(p.createJobs)); diff != "" {
+	p := decidePure(t, js, Observed{ServiceExists: true}, at(0), time.Minute)
+	if diff := cmp.Diff([]string{"js-queue-0"}, names(p.CreateJobs)); diff != "" {
 		t.Errorf("first wave (-want +got):\n%s", diff)
 	}
-	if c := findCondition(&p.status, jobset.JobSetStartupPolicyInProgress); c == nil || c.Status != "True" || c.Message != "replicated job queue is starting" {
+	if c := findCondition(&p.Status, jobset.JobSetStartupPolicyInProgress); c == nil || c.Status != "True" || c.Message != "replicated job queue is starting" {
 		t.Errorf("in-progress condition %+v", c)
 	}
 
-	js.Status = p.status
+	js.Status = p.Status
 	queue := readyJob(jobOf(js, "queue", 0))
-	p = decidePure(t, js, observed{jobs: jobList(queue), serviceExists: true}, at(1), time.Minute)
-	if diff := cmp.Diff([]string{"js-driver-0", "js-driver-1"}, names(p.createJobs)); diff != "" {
+	p = decidePure(t, js, Observed{Jobs: jobList(queue), ServiceExists: true}, at(1), time.Minute)
+	if diff := cmp.Diff([]string{"js-driver-0", "js-driver-1"}, names(p.CreateJobs)); diff != "" {
 		t.Errorf("second wave (-want +got):\n%s", diff)
 	}
 
-	js.Status = p.status
+	js.Status = p.Status
 	d0, d1 := readyJob(jobOf(js, "driver", 0)), jobOf(js, "driver", 1)
-	p = decidePure(t, js, observed{jobs: jobList(queue, d0, d1), serviceExists: true}, at(2), time.Minute)
-	if len(p.createJobs) != 0 {
-		t.Errorf("workers created before every driver is ready: %v", names(p.createJobs))
+	p = decidePure(t, js, Observed{Jobs: jobList(queue, d0, d1), ServiceExists: true}, at(2), time.Minute)
+	if len(p.CreateJobs) != 0 {
+		t.Errorf("workers created before every driver is ready: %v", names(p.CreateJobs))
 	}
-	if c := findCondition(&p.status, jobset.JobSetStartupPolicyInProgress); c.Message != "replicated job driver is starting" {
+	if c := findCondition(&p.Status, jobset.JobSetStartupPolicyInProgress); c.Message != "replicated job driver is starting" {
 		t.Errorf("in-progress message %q", c.Message)
 	}
 
 	readyJob(d1)
 	workers := readyJob(jobOf(js, "workers", 0))
-	js.Status = p.status
-	p = decidePure(t, js, observed{jobs: jobList(queue, d0, d1, workers), serviceExists: true}, at(3), time.Minute)
-	if c := findCondition(&p.status, jobset.JobSetStartupPolicyCompleted); c == nil || c.Status != "True" || c.Reason != ReasonInOrderCompleted {
+	js.Status = p.Status
+	p = decidePure(t, js, Observed{Jobs: jobList(queue, d0, d1, workers), ServiceExists: true}, at(3), time.Minute)
+	if c := findCondition(&p.Status, jobset.JobSetStartupPolicyCompleted); c == nil || c.Status != "True" || c.Reason != ReasonInOrderCompleted {
 		t.Errorf("completed condition %+v", c)
 	}
-	if c := findCondition(&p.status, jobset.JobSetStartupPolicyInProgress); c.Status != "False" {
+	if c := findCondition(&p.Status, jobset.JobSetStartupPolicyInProgress); c.Status != "False" {
 		t.Errorf("in-progress condition still %s", c.Status)
 	}
 }
@@ -189,26 +189,26 @@ func TestDecideRestartDeletesPreviousAttemptAndRecreates(t *testing.T) {
 	js.Spec.FailurePolicy = &jobset.FailurePolicy{MaxRestarts: 3}
 	old0, old1 := jobOf(js, "workers", 0), failedJob(jobOf(js, "workers", 1), "BackoffLimitExceeded", "", at(0))
 
-	p := decidePure(t, js, observed{jobs: jobList(old0, old1), serviceExists: true}, at(1), time.Minute)
-	if p.status.Restarts != 1 || len(p.createJobs) != 0 {
-		t.Fatalf("want restart recorded without creating, got restarts=%d creates=%v", p.status.Restarts, names(p.createJobs))
+	p := decidePure(t, js, Observed{Jobs: jobList(old0, old1), ServiceExists: true}, at(1), time.Minute)
+	if p.Status.Restarts != 1 || len(p.CreateJobs) != 0 {
+		t.Fatalf("want restart recorded without creating, got restarts=%d creates=%v", p.Status.Restarts, names(p.CreateJobs))
 	}
 
-	js.Status = p.status
-	p = decidePure(t, js, observed{jobs: jobList(old0, old1), serviceExists: true}, at(2), time.Minute)
-	if diff := cmp.Diff([]string{"js-workers-0", "js-workers-1"}, names(p.deleteJobs)); diff != "" {
+	js.Status = p.Status
+	p = decidePure(t, js, Observed{Jobs: jobList(old0, old1), ServiceExists: true}, at(2), time.Minute)
+	if diff := cmp.Diff([]string{"js-workers-0", "js-workers-1"}, names(p.DeleteJobs)); diff != "" {
 		t.Errorf("deleted (-want +got):\n%s", diff)
 	}
-	if len(p.createJobs) != 0 {
-		t.Errorf("created %v under names the old Jobs still hold", names(p.createJobs))
+	if len(p.CreateJobs) != 0 {
+		t.Errorf("created %v under names the old Jobs still hold", names(p.CreateJobs))
 	}
 	terminating := old0.DeepCopy()
 	terminating.DeletionTimestamp = ptr.To(at(2))
-	p = decidePure(t, js, observed{jobs: jobList(terminating), serviceExists: true}, at(3), time.Minute)
-	if diff := cmp.Diff([]string{"js-workers-1"}, names(p.createJobs)); diff != "" {
+	p = decidePure(t, js, Observed{Jobs: jobList(terminating), ServiceExists: true}, at(3), time.Minute)
+	if diff := cmp.Diff([]string{"js-workers-1"}, names(p.CreateJobs)); diff != "" {
 		t.Errorf("Recreate creates each Job once its predecessor is gone (-want +got):\n%s", diff)
 	}
-	for _, j := range p.createJobs {
+	for _, j := range p.CreateJobs {
 		if j.Labels[jobset.RestartsKey] != "1" {
 			t.Errorf("new job %s has restart attempt %s", j.Name, j.Labels[jobset.RestartsKey])
 		}
@@ -223,14 +223,14 @@ func TestDecideBlockingRecreateWaitsForEveryJobAndPod(t *testing.T) {
 	terminating.DeletionTimestamp = ptr.To(at(0))
 	oldPod := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Labels: map[string]string{jobset.RestartsKey: "0"}}}
 
-	if p := decidePure(t, js, observed{jobs: jobList(terminating), serviceExists: true}, at(1), time.Minute); len(p.createJobs) != 0 {
-		t.Errorf("created %v while a Job of the previous attempt exists", names(p.createJobs))
+	if p := decidePure(t, js, Observed{Jobs: jobList(terminating), ServiceExists: true}, at(1), time.Minute); len(p.CreateJobs) != 0 {
+		t.Errorf("created %v while a Job of the previous attempt exists", names(p.CreateJobs))
 	}
-	if p := decidePure(t, js, observed{pods: []corev1.Pod{oldPod}, serviceExists: true}, at(1), time.Minute); len(p.createJobs) != 0 {
-		t.Errorf("created %v while a Pod of the previous attempt exists", names(p.createJobs))
+	if p := decidePure(t, js, Observed{Pods: []corev1.Pod{oldPod}, ServiceExists: true}, at(1), time.Minute); len(p.CreateJobs) != 0 {
+		t.Errorf("created %v while a Pod of the previous attempt exists", names(p.CreateJobs))
 	}
-	if p := decidePure(t, js, observed{serviceExists: true}, at(1), time.Minute); len(p.createJobs) != 2 {
-		t.Errorf("created %v once everything is gone, want 2 jobs", names(p.createJobs))
+	if p := decidePure(t, js, Observed{ServiceExists: true}, at(1), time.Minute); len(p.CreateJobs) != 2 {
+		t.Errorf("created %v once everything is gone, want 2 jobs", names(p.CreateJobs))
 	}
 }
 
@@ -239,13 +239,13 @@ func TestDecideRestartJobReplacesOnlyThatJob(t *testing.T) {
 	js.Spec.FailurePolicy = &jobset.FailurePolicy{MaxRestarts: 2, Rules: []jobset.FailurePolicyRule{{Name: "one", Action: jobset.RestartJob}}}
 	jobs := []*batchv1.Job{jobOf(js, "workers", 0), failedJob(jobOf(js, "workers", 1), "BackoffLimitExceeded", "", at(0)), jobOf(js, "workers", 2)}
 
-	p := decidePure(t, js, observed{jobs: jobList(jobs...), serviceExists: true}, at(1), time.Minute)
-	js.Status = p.status
-	p = decidePure(t, js, observed{jobs: jobList(jobs...), serviceExists: true}, at(2), time.Minute)
-	if diff := cmp.Diff([]string{"js-workers-1"}, names(p.deleteJobs)); diff != "" {
+	p := decidePure(t, js, Observed{Jobs: jobList(jobs...), ServiceExists: true}, at(1), time.Minute)
+	js.Status = p.Status
+	p = decidePure(t, js, Observed{Jobs: jobList(jobs...), ServiceExists: true}, at(2), time.Minute)
+	if diff := cmp.Diff([]string{"js-workers-1"}, names(p.DeleteJobs)); diff != "" {
 		t.Errorf("deleted (-want +got):\n%s", diff)
 	}
-	if p.status.Restarts != 0 {
+	if p.Status.Restarts != 0 {
 		t.Errorf("a Job restart counted as a JobSet restart")
 	}
 	replacement := jobOf(js, "workers", 1)
@@ -264,20 +264,20 @@ func TestDecideDeletesAFailedJobWithAnIndexOutOfRange(t *testing.T) {
 	jobs := []*batchv1.Job{jobOf(js, "workers", 0), bad, jobOf(js, "workers", 2)}
 
 	// It used to index past the restart counters and crash the reconcile.
-	p := decidePure(t, js, observed{jobs: jobList(jobs...), serviceExists: true}, at(1), time.Minute)
-	if len(p.events) != 0 {
-		t.Errorf("decision Events %+v for a Job that is none of the JobSet's", p.events)
+	p := decidePure(t, js, Observed{Jobs: jobList(jobs...), ServiceExists: true}, at(1), time.Minute)
+	if len(p.Events) != 0 {
+		t.Errorf("decision Events %+v for a Job that is none of the JobSet's", p.Events)
 	}
-	for _, rs := range p.status.ReplicatedJobsStatus {
+	for _, rs := range p.Status.ReplicatedJobsStatus {
 		if len(rs.JobRestarts) != 0 {
 			t.Errorf("job restarts %v after a Job with no valid index failed", rs.JobRestarts)
 		}
 	}
-	if diff := cmp.Diff([]string{bad.Name}, names(p.deleteJobs)); diff != "" {
+	if diff := cmp.Diff([]string{bad.Name}, names(p.DeleteJobs)); diff != "" {
 		t.Errorf("deleted (-want +got):\n%s", diff)
 	}
 	// restartJob itself refuses it, should it ever be asked.
-	if err := restartJob(js, &p.status, bad, true); err == nil || !strings.Contains(err.Error(), `"7"`) {
+	if err := restartJob(js, &p.Status, bad, true); err == nil || !strings.Contains(err.Error(), `"7"`) {
 		t.Errorf("restartJob of index 7 of 3 replicas: %v", err)
 	}
 }
@@ -286,9 +286,9 @@ func TestDecideWarnsOfInPlaceJobsWithCompletionsOtherThanParallelism(t *testing.
 	js := inPlaceJobSet(0, 0)
 	js.Spec.ReplicatedJobs[1].Template.Spec.Parallelism = ptr.To[int32](2)
 	js.Spec.ReplicatedJobs[1].Template.Spec.Completions = ptr.To[int32](1)
-	p := decidePure(t, js, observed{jobs: jobList(readyJob(jobOf(js, "driver", 0)), readyJob(jobOf(js, "workers", 0))), serviceExists: true}, at(0), time.Minute)
-	if len(p.warnings) != 1 || p.warnings[0].reason != ReasonInvalidInPlaceRestartJobs || !strings.Contains(p.warnings[0].message, "replicated job workers: completions 1, parallelism 2") {
-		t.Errorf("warnings %+v", p.warnings)
+	p := decidePure(t, js, Observed{Jobs: jobList(readyJob(jobOf(js, "driver", 0)), readyJob(jobOf(js, "workers", 0))), ServiceExists: true}, at(0), time.Minute)
+	if len(p.Warnings) != 1 || p.Warnings[0].Reason != ReasonInvalidInPlaceRestartJobs || !strings.Contains(p.Warnings[0].Message, "replicated job workers: completions 1, parallelism 2") {
+		t.Errorf("warnings %+v", p.Warnings)
 	}
 	if got := expectedPods(js); got != 2+1 {
 		t.Errorf("expected Pods %d, want 3: a Job runs min(parallelism, completions) Pods", got)
@@ -300,30 +300,30 @@ func TestDecideSuspendAndResumeInOrder(t *testing.T) {
 	js.Spec.StartupPolicy.StartupPolicyOrder = jobset.InOrder
 	js.Spec.Suspend = ptr.To(true)
 
-	p := decidePure(t, js, observed{serviceExists: true}, at(0), time.Minute)
-	if len(p.createJobs) != 2 || !*p.createJobs[0].Spec.Suspend || !*p.createJobs[1].Spec.Suspend {
-		t.Fatalf("while suspended every Job is created suspended, got %v", names(p.createJobs))
+	p := decidePure(t, js, Observed{ServiceExists: true}, at(0), time.Minute)
+	if len(p.CreateJobs) != 2 || !*p.CreateJobs[0].Spec.Suspend || !*p.CreateJobs[1].Spec.Suspend {
+		t.Fatalf("while suspended every Job is created suspended, got %v", names(p.CreateJobs))
 	}
-	if c := findCondition(&p.status, jobset.JobSetSuspended); c == nil || c.Status != "True" {
+	if c := findCondition(&p.Status, jobset.JobSetSuspended); c == nil || c.Status != "True" {
 		t.Errorf("suspended condition %+v", c)
 	}
 
-	js.Status = p.status
+	js.Status = p.Status
 	js.Spec.Suspend = ptr.To(false)
 	driver, workers := buildJob(js, 0, 0, true), buildJob(js, 1, 0, true)
-	p = decidePure(t, js, observed{jobs: jobList(driver, workers), serviceExists: true}, at(1), time.Minute)
-	if diff := cmp.Diff([]string{"js-driver-0"}, updatedNames(p.resumeJobs)); diff != "" {
+	p = decidePure(t, js, Observed{Jobs: jobList(driver, workers), ServiceExists: true}, at(1), time.Minute)
+	if diff := cmp.Diff([]string{"js-driver-0"}, updatedNames(p.ResumeJobs)); diff != "" {
 		t.Errorf("first resume (-want +got):\n%s", diff)
 	}
-	if c := findCondition(&p.status, jobset.JobSetSuspended); c.Status != "False" || c.Reason != ReasonResumed {
+	if c := findCondition(&p.Status, jobset.JobSetSuspended); c.Status != "False" || c.Reason != ReasonResumed {
 		t.Errorf("suspended condition after resume %+v", c)
 	}
 
-	js.Status = p.status
+	js.Status = p.Status
 	driver.Spec.Suspend = ptr.To(false)
 	readyJob(driver)
-	p = decidePure(t, js, observed{jobs: jobList(driver, workers), serviceExists: true}, at(2), time.Minute)
-	if diff := cmp.Diff([]string{"js-workers-0"}, updatedNames(p.resumeJobs)); diff != "" {
+	p = decidePure(t, js, Observed{Jobs: jobList(driver, workers), ServiceExists: true}, at(2), time.Minute)
+	if diff := cmp.Diff([]string{"js-workers-0"}, updatedNames(p.ResumeJobs)); diff != "" {
 		t.Errorf("second resume (-want +got):\n%s", diff)
 	}
 }
@@ -334,21 +334,21 @@ func TestDecideFinished(t *testing.T) {
 	done := succeededJob(jobOf(js, "workers", 0))
 	running := jobOf(js, "workers", 1)
 
-	p := decidePure(t, js, observed{jobs: jobList(done, succeededJob(jobOf(js, "workers", 1)))}, at(0), time.Minute)
-	if p.status.TerminalState != jobset.TerminalStateCompleted {
-		t.Fatalf("terminal state %q", p.status.TerminalState)
+	p := decidePure(t, js, Observed{Jobs: jobList(done, succeededJob(jobOf(js, "workers", 1)))}, at(0), time.Minute)
+	if p.Status.TerminalState != jobset.TerminalStateCompleted {
+		t.Fatalf("terminal state %q", p.Status.TerminalState)
 	}
-	js.Status = p.status
+	js.Status = p.Status
 	js.Status.Conditions[0].LastTransitionTime = at(0)
 
-	p = decidePure(t, js, observed{jobs: jobList(done, running)}, at(30), time.Minute)
-	if diff := cmp.Diff([]string{"js-workers-1"}, names(p.deleteJobs)); diff != "" {
+	p = decidePure(t, js, Observed{Jobs: jobList(done, running)}, at(30), time.Minute)
+	if diff := cmp.Diff([]string{"js-workers-1"}, names(p.DeleteJobs)); diff != "" {
 		t.Errorf("a finished JobSet deletes its active Jobs (-want +got):\n%s", diff)
 	}
-	if p.deleteJobSet || p.requeueAfter != 30*time.Second {
-		t.Errorf("before expiry: delete=%v requeue=%s", p.deleteJobSet, p.requeueAfter)
+	if p.DeleteJobSet || p.RequeueAfter != 30*time.Second {
+		t.Errorf("before expiry: delete=%v requeue=%s", p.DeleteJobSet, p.RequeueAfter)
 	}
-	if p = decidePure(t, js, observed{}, at(60), time.Minute); !p.deleteJobSet {
+	if p = decidePure(t, js, Observed{}, at(60), time.Minute); !p.DeleteJobSet {
 		t.Errorf("at expiry the JobSet is not deleted")
 	}
 }
@@ -362,9 +362,9 @@ func TestDecideDoesNotChangeItsInput(t *testing.T) {
 		{Name: "workers", JobRestarts: []int32{0, 0, 0}, JobRestartsCountTowardsMax: []int32{0, 0, 0}},
 	}
 	jobs := jobList(jobOf(js, "workers", 0), jobOf(js, "workers", 1), failedJob(jobOf(js, "workers", 2), "BackoffLimitExceeded", "", at(0)))
-	p := decidePure(t, js, observed{jobs: jobs, serviceExists: true}, at(1), time.Minute)
+	p := decidePure(t, js, Observed{Jobs: jobs, ServiceExists: true}, at(1), time.Minute)
 	want := []jobset.ReplicatedJobStatus{{Name: "workers", JobRestarts: []int32{0, 0, 1}, JobRestartsCountTowardsMax: []int32{0, 0, 1}}}
-	if diff := cmp.Diff(want, p.status.ReplicatedJobsStatus, cmpopts.IgnoreFields(jobset.ReplicatedJobStatus{}, "Ready", "Active", "Failed", "Succeeded", "Suspended")); diff != "" {
+	if diff := cmp.Diff(want, p.Status.ReplicatedJobsStatus, cmpopts.IgnoreFields(jobset.ReplicatedJobStatus{}, "Ready", "Active", "Failed", "Succeeded", "Suspended")); diff != "" {
 		t.Errorf("planned replicated job status (-want +got):\n%s", diff)
 	}
 }
@@ -377,21 +377,21 @@ func TestDecideStartupInOrderWithInPlaceRestartsOff(t *testing.T) {
 	js.Spec.StartupPolicy.StartupPolicyOrder = jobset.InOrder
 	js.Spec.FailurePolicy = &jobset.FailurePolicy{RestartStrategy: jobset.InPlaceRestart}
 	js.Annotations = map[string]string{jobset.DisableInPlaceRestartKey: "true"}
-	p := decidePure(t, js, observed{serviceExists: true}, at(0), time.Minute)
-	if diff := cmp.Diff([]string{"js-queue-0"}, names(p.createJobs)); diff != "" {
+	p := decidePure(t, js, Observed{ServiceExists: true}, at(0), time.Minute)
+	if diff := cmp.Diff([]string{"js-queue-0"}, names(p.CreateJobs)); diff != "" {
 		t.Errorf("first wave (-want +got):\n%s", diff)
 	}
 }
 
 func TestDecideDoesNotCreateAJobTheCacheHasNotShownYet(t *testing.T) {
 	js := testJobSet("driver", 1, "workers", 2)
-	first := decidePure(t, js, observed{}, at(0), time.Minute)
-	js.Status = first.status
+	first := decidePure(t, js, Observed{}, at(0), time.Minute)
+	js.Status = first.Status
 	// The cache shows only the driver's Job; the workers' were created.
-	p := decidePure(t, js, observed{jobs: jobList(first.createJobs[0]), serviceExists: true,
-		creating: map[string]bool{"js-workers-0": true, "js-workers-1": true}}, at(1), time.Minute)
-	if len(p.createJobs) != 0 {
-		t.Errorf("created again: %v", names(p.createJobs))
+	p := decidePure(t, js, Observed{Jobs: jobList(first.CreateJobs[0]), ServiceExists: true,
+		Creating: map[string]bool{"js-workers-0": true, "js-workers-1": true}}, at(1), time.Minute)
+	if len(p.CreateJobs) != 0 {
+		t.Errorf("created again: %v", names(p.CreateJobs))
 	}
 }
 
@@ -400,15 +400,15 @@ func TestDecideDoesNotDeleteAgainAJobWhoseDeletionTheCacheHasNotShownYet(t *test
 	js.Spec.FailurePolicy = &jobset.FailurePolicy{MaxRestarts: 3}
 	old0, old1 := jobOf(js, "workers", 0), failedJob(jobOf(js, "workers", 1), "BackoffLimitExceeded", "", at(0))
 	old0.UID, old1.UID = "uid-0", "uid-1"
-	p := decidePure(t, js, observed{jobs: jobList(old0, old1), serviceExists: true}, at(1), time.Minute)
-	js.Status = p.status
+	p := decidePure(t, js, Observed{Jobs: jobList(old0, old1), ServiceExists: true}, at(1), time.Minute)
+	js.Status = p.Status
 
-	obs := observed{jobs: jobList(old0, old1), serviceExists: true, deleting: map[types.UID]bool{old0.UID: true}}
+	obs := Observed{Jobs: jobList(old0, old1), ServiceExists: true, Deleting: map[types.UID]bool{old0.UID: true}}
 	p = decidePure(t, js, obs, at(2), time.Minute)
-	if diff := cmp.Diff([]string{old1.Name}, names(p.deleteJobs)); diff != "" {
+	if diff := cmp.Diff([]string{old1.Name}, names(p.DeleteJobs)); diff != "" {
 		t.Errorf("deleted (-want +got):\n%s", diff)
 	}
-	if len(p.createJobs) != 0 {
-		t.Errorf("created %v under a name a Job being deleted holds", names(p.createJobs))
+	if len(p.CreateJobs) != 0 {
+		t.Errorf("created %v under a name a Job being deleted holds", names(p.CreateJobs))
 	}
 }

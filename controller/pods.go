@@ -12,55 +12,55 @@ import (
 	"github.com/inplace-dev/inplace/controller/podfailure"
 )
 
-// This file observes what the epoch protocol needs of one Pod (podEpoch):
+// This file observes what the epoch protocol needs of one Pod (PodEpoch):
 // the epoch its agent reported, whether it is gone, finished or ready,
 // whether a worker exited, and whether its agent crash-loops; then, given
 // the JobSet, the epoch bounded by its status (boundEpoch) and the Pod
 // judged by its Job's podFailurePolicy (judgePod). The family records every
-// Pod this way (podClassOf, podGroups), and the Pods' event handler compares
+// Pod this way (podClassOf, PodGroups), and the Pods' event handler compares
 // two observations (podSignal).
 
-// podEpoch is what the epoch decision needs of one Pod.
-type podEpoch struct {
-	name          string
-	replicatedJob string
-	// epoch reported by the Pod's agent; 0 before it reported.
-	epoch int32
-	// gone: the Pod failed or is being deleted.
-	gone bool
-	// fatal: the Pod failed with an exit code its Job's podFailurePolicy
+// PodEpoch is what the epoch decision needs of one Pod.
+type PodEpoch struct {
+	Name          string
+	ReplicatedJob string
+	// Epoch reported by the Pod's agent; 0 before it reported.
+	Epoch int32
+	// Gone: the Pod failed or is being deleted.
+	Gone bool
+	// Fatal: the Pod failed with an exit code its Job's podFailurePolicy
 	// turns into a Job failure; the failure policy, not an in-place
 	// restart, decides what follows.
-	fatal bool
-	// ignored: the Pod failed or is being deleted for a reason its Job's
+	Fatal bool
+	// Ignored: the Pod failed or is being deleted for a reason its Job's
 	// podFailurePolicy ignores (action Ignore, say on DisruptionTarget):
 	// the group restarts without it, and the restart does not count
 	// towards maxRestarts, as the Job does not count the Pod's failure
 	// towards its backoffLimit.
-	ignored bool
-	// workerExited names a worker container that terminated, if any.
-	workerExited string
-	// finished: the Pod succeeded, its workers done. It cannot restart in
+	Ignored bool
+	// WorkerExited names a worker container that terminated, if any.
+	WorkerExited string
+	// Finished: the Pod succeeded, its workers done. It cannot restart in
 	// place: its agent is gone with it.
-	finished bool
-	ready    bool
-	// invalidEpoch is an epoch annotation the controller cannot use (the
+	Finished bool
+	Ready    bool
+	// InvalidEpoch is an epoch annotation the controller cannot use (the
 	// Pod then counts as not reported): not a positive number, or, once
 	// the JobSet is known (boundEpoch), beyond syncedEpoch + 1.
-	invalidEpoch string
-	// invalidWhy says why invalidEpoch cannot be used.
-	invalidWhy string
-	// epochKey is the annotation the epoch was read from: EpochKey, or
+	InvalidEpoch string
+	// InvalidWhy says why InvalidEpoch cannot be used.
+	InvalidWhy string
+	// EpochKey is the annotation the epoch was read from: jobset.EpochKey, or
 	// upstream JobSet's InPlaceRestartAttemptKey.
-	epochKey string
-	// rawEpoch is the annotation's value as written.
-	rawEpoch string
-	// agentRestarts counts the restarts of the Pod's agent container.
-	agentRestarts int32
-	// agentCrashLooping: the agent waits in CrashLoopBackOff while a worker
+	EpochKey string
+	// RawEpoch is the annotation's value as written.
+	RawEpoch string
+	// AgentRestarts counts the restarts of the Pod's agent container.
+	AgentRestarts int32
+	// AgentCrashLooping: the agent waits in CrashLoopBackOff while a worker
 	// of its Pod runs. It cannot see a deprecated epoch, so its Pod cannot
 	// restart in place.
-	agentCrashLooping bool
+	AgentCrashLooping bool
 }
 
 // judgePod says what the Job controller will make of a suspect Pod (failed,
@@ -98,14 +98,14 @@ func judgePod(pfp *batchv1.PodFailurePolicy, pod *corev1.Pod, gone bool) (fatal,
 // taken as reported, it would deprecate every epoch below it, the agents'
 // next one included, restart after restart. The agents' admission policy
 // cannot refuse it, as the bound lives in the JobSet's status.
-func boundEpoch(js *jobset.JobSet, p podEpoch) podEpoch {
-	if bound := int64(js.Status.SyncedEpoch) + 1; int64(p.epoch) > bound {
-		p.invalidEpoch = p.rawEpoch
-		p.invalidWhy = fmt.Sprintf("which is beyond syncedEpoch + 1 (%d), the most an agent reports", bound)
-		if p.epochKey == jobset.InPlaceRestartAttemptKey {
-			p.invalidWhy = fmt.Sprintf("which is beyond currentInPlaceRestartAttempt + 1 (%d), the most an agent reports", bound-1)
+func boundEpoch(js *jobset.JobSet, p PodEpoch) PodEpoch {
+	if bound := int64(js.Status.SyncedEpoch) + 1; int64(p.Epoch) > bound {
+		p.InvalidEpoch = p.RawEpoch
+		p.InvalidWhy = fmt.Sprintf("which is beyond syncedEpoch + 1 (%d), the most an agent reports", bound)
+		if p.EpochKey == jobset.InPlaceRestartAttemptKey {
+			p.InvalidWhy = fmt.Sprintf("which is beyond currentInPlaceRestartAttempt + 1 (%d), the most an agent reports", bound-1)
 		}
-		p.epoch = 0
+		p.Epoch = 0
 	}
 	return p
 }
@@ -143,49 +143,49 @@ func stuckFatal(pod *corev1.Pod) bool {
 // start again after it exited too often.
 const crashLoopBackOff = "CrashLoopBackOff"
 
-// observePod extracts the epoch facts of a Pod.
-func observePod(pod *corev1.Pod) podEpoch {
-	p := podEpoch{
-		name:          pod.Name,
-		replicatedJob: pod.Labels[jobset.ReplicatedJobNameKey],
-		gone:          pod.DeletionTimestamp != nil || pod.Status.Phase == corev1.PodFailed,
-		finished:      pod.Status.Phase == corev1.PodSucceeded,
+// ObservePod extracts the epoch facts of a Pod.
+func ObservePod(pod *corev1.Pod) PodEpoch {
+	p := PodEpoch{
+		Name:          pod.Name,
+		ReplicatedJob: pod.Labels[jobset.ReplicatedJobNameKey],
+		Gone:          pod.DeletionTimestamp != nil || pod.Status.Phase == corev1.PodFailed,
+		Finished:      pod.Status.Phase == corev1.PodSucceeded,
 	}
 	if raw, ok := pod.Annotations[jobset.EpochKey]; ok {
-		p.epochKey, p.rawEpoch = jobset.EpochKey, raw
+		p.EpochKey, p.RawEpoch = jobset.EpochKey, raw
 		if v, err := protocol.ParseEpoch(raw, false); err == nil && v > 0 {
-			p.epoch = v
+			p.Epoch = v
 		} else {
-			p.invalidEpoch, p.invalidWhy = raw, "which is not a positive number"
+			p.InvalidEpoch, p.InvalidWhy = raw, "which is not a positive number"
 		}
 	} else if raw, ok := pod.Annotations[jobset.InPlaceRestartAttemptKey]; ok {
 		// An agent written for upstream JobSet: its attempts count from 0.
-		p.epochKey, p.rawEpoch = jobset.InPlaceRestartAttemptKey, raw
+		p.EpochKey, p.RawEpoch = jobset.InPlaceRestartAttemptKey, raw
 		if v, err := protocol.ParseEpoch(raw, true); err == nil {
-			p.epoch = v
+			p.Epoch = v
 		} else {
-			p.invalidEpoch, p.invalidWhy = raw, "which is not a non-negative number"
+			p.InvalidEpoch, p.InvalidWhy = raw, "which is not a non-negative number"
 		}
 	}
 	if agent := agentContainerName(pod); agent != "" {
 		for _, s := range pod.Status.InitContainerStatuses {
 			if s.Name == agent {
-				p.agentRestarts = s.RestartCount
+				p.AgentRestarts = s.RestartCount
 				// The workers are looked at only for an agent in back-off:
 				// this runs on every event of every Pod.
-				p.agentCrashLooping = s.State.Waiting != nil && s.State.Waiting.Reason == crashLoopBackOff &&
+				p.AgentCrashLooping = s.State.Waiting != nil && s.State.Waiting.Reason == crashLoopBackOff &&
 					slices.ContainsFunc(pod.Status.ContainerStatuses, func(s corev1.ContainerStatus) bool { return s.State.Running != nil })
 			}
 		}
 	}
 	for _, s := range pod.Status.ContainerStatuses {
 		if s.State.Terminated != nil && s.State.Terminated.ExitCode != 0 {
-			p.workerExited = s.Name
+			p.WorkerExited = s.Name
 		}
 	}
 	for _, c := range pod.Status.Conditions {
 		if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
-			p.ready = true
+			p.Ready = true
 		}
 	}
 	return p

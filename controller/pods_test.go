@@ -22,9 +22,9 @@ func TestObservePod(t *testing.T) {
 			},
 		},
 	}
-	got := observePod(pod)
-	want := podEpoch{name: "p", replicatedJob: "workers", epoch: 4, epochKey: jobset.EpochKey, rawEpoch: "4", workerExited: "trainer", ready: true}
-	if diff := cmp.Diff(want, got, cmp.AllowUnexported(podEpoch{})); diff != "" {
+	got := ObservePod(pod)
+	want := PodEpoch{Name: "p", ReplicatedJob: "workers", Epoch: 4, EpochKey: jobset.EpochKey, RawEpoch: "4", WorkerExited: "trainer", Ready: true}
+	if diff := cmp.Diff(want, got, cmp.AllowUnexported(PodEpoch{})); diff != "" {
 		t.Errorf("observePod (-want +got):\n%s", diff)
 	}
 }
@@ -43,9 +43,9 @@ func TestObservePodUpstreamAttempt(t *testing.T) {
 		{map[string]string{jobset.InPlaceRestartAttemptKey: "2147483647"}, 0, "2147483647"},
 		{map[string]string{jobset.InPlaceRestartAttemptKey: "3", jobset.EpochKey: "2"}, 2, ""},
 	} {
-		got := observePod(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Annotations: tc.annotations}})
-		if got.epoch != tc.epoch || got.invalidEpoch != tc.invalid {
-			t.Errorf("%v: epoch %d invalid %q, want %d %q", tc.annotations, got.epoch, got.invalidEpoch, tc.epoch, tc.invalid)
+		got := ObservePod(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Annotations: tc.annotations}})
+		if got.Epoch != tc.epoch || got.InvalidEpoch != tc.invalid {
+			t.Errorf("%v: epoch %d invalid %q, want %d %q", tc.annotations, got.Epoch, got.InvalidEpoch, tc.epoch, tc.invalid)
 		}
 	}
 }

@@ -88,9 +88,9 @@ type Reconciler struct {
 	metrics   *restartMetrics
 	// expectations are the Jobs created or deleted whose creation or
 	// deletion the cache does not show yet.
-	expectations *jobExpectations
+	expectations *JobExpectations
 	// children counts every JobSet's Jobs and Pods as their events come.
-	children *childIndex
+	children *ChildIndex
 }
 
 // +kubebuilder:rbac:groups=jobset.x-k8s.io,resources=jobsets,verbs=get;list;watch;update;patch;delete
@@ -119,7 +119,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	if err := setupAgentRBAC(mgr); err != nil {
 		return err
 	}
-	r := &Reconciler{client: mgr.GetClient(), apiReader: mgr.GetAPIReader(), recorder: mgr.GetEventRecorder(ControllerName), opts: opts, metrics: metrics, expectations: newJobExpectations(), children: newChildIndex()}
+	r := &Reconciler{client: mgr.GetClient(), apiReader: mgr.GetAPIReader(), recorder: mgr.GetEventRecorder(ControllerName), opts: opts, metrics: metrics, expectations: NewJobExpectations(), children: NewChildIndex()}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		For(&jobset.JobSet{}).
@@ -129,10 +129,10 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		Owns(&corev1.PersistentVolumeClaim{}).
 		// Jobs and Pods change many times per JobSet change: their handlers
 		// reconcile failures at once and batch the rest.
-		Watches(&batchv1.Job{}, batched(opts.UpdateBatchPeriod, jobSetOfJob, jobSignal, r.jobSetState, r.children.jobEvent)).
+		Watches(&batchv1.Job{}, batched(opts.UpdateBatchPeriod, jobSetOfJob, jobSignal, r.jobSetState, r.children.JobEvent)).
 		// Pods matter to BlockingRecreate, which waits for the Pods of the
 		// previous attempt to disappear, and to the epoch protocol.
-		Watches(&corev1.Pod{}, batched(opts.UpdateBatchPeriod, jobSetOfPod, podSignal, r.jobSetState, r.children.podEvent)).
+		Watches(&corev1.Pod{}, batched(opts.UpdateBatchPeriod, jobSetOfPod, podSignal, r.jobSetState, r.children.PodEvent)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles}).
 		Complete(r)
 }
@@ -145,8 +145,8 @@ func (r *Reconciler) jobSetState(key types.NamespacedName) jobSetState {
 	if err := r.client.Get(context.Background(), key, &js, client.UnsafeDisableDeepCopy); err != nil {
 		return jobSetState{}
 	}
-	active := inPlaceActive(&js)
-	return jobSetState{inPlace: active, restarting: active && inPlaceRestarting(js.Status)}
+	active := InPlaceActive(&js)
+	return jobSetState{inPlace: active, restarting: active && InPlaceRestarting(js.Status)}
 }
 
 // Reconcile brings one JobSet's children and status in line with its spec:
@@ -156,7 +156,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.client.Get(ctx, req.NamespacedName, &js); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.metrics.gone(req.NamespacedName)
-			r.expectations.forget(req.NamespacedName)
+			r.expectations.Forget(req.NamespacedName)
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, err
@@ -168,7 +168,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if m := ptr.Deref(js.Spec.ManagedBy, jobset.JobSetControllerName); m != jobset.JobSetControllerName {
 		return ctrl.Result{}, nil
 	}
-	if r.expectations.inTerminatingNamespace(req.NamespacedName, js.UID) {
+	if r.expectations.InTerminatingNamespace(req.NamespacedName, js.UID) {
 		// The namespace controller deletes the JobSet with the rest.
 		return ctrl.Result{}, nil
 	}
@@ -182,95 +182,95 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	now := r.opts.Clock.Now()
-	p := func() plan {
+	p := func() Plan {
 		// Unlocked however decide returns: the JobSet's event handlers
 		// wait on the lock. The plan's Jobs are the cache's objects, not
 		// the family's: they outlive it.
 		defer release()
-		return decide(effective, obs, metav1.NewTime(now), r.opts.InPlaceRestartTimeout)
+		return Decide(effective, obs, metav1.NewTime(now), r.opts.InPlaceRestartTimeout)
 	}()
 
 	if err := r.act(ctx, &js, &p); err != nil {
 		if namespaceTerminating(err) {
 			// Nothing this reconcile decided can be carried out: no status
 			// write that says otherwise.
-			r.expectations.markTerminatingNamespace(req.NamespacedName, js.UID)
+			r.expectations.MarkTerminatingNamespace(req.NamespacedName, js.UID)
 			logger.Info("namespace is being deleted: nothing more is created for this JobSet")
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, err
 	}
-	if p.deleteJobSet {
+	if p.DeleteJobSet {
 		return ctrl.Result{}, nil
 	}
-	if needsWrite(js.Status, p.status) {
+	if NeedsWrite(js.Status, p.Status) {
 		before := js.Status
-		js.Status = p.status
+		js.Status = p.Status
 		// Update, not patch: the write carries the resourceVersion that was
 		// read, so a decision taken on a stale JobSet (a restart counted
 		// twice, say) fails with a conflict instead of landing.
 		if err := r.client.Status().Update(ctx, &js); err != nil {
 			return ctrl.Result{}, err
 		}
-		r.metrics.written(effective, before, p.status, now)
-		if from, to := restartStateOf(effective, &before), restartStateOf(effective, &p.status); from != to {
+		r.metrics.written(effective, before, p.Status, now)
+		if from, to := RestartStateOf(effective, &before), RestartStateOf(effective, &p.Status); from != to {
 			logger.Info("restart state changed", "from", from, "to", to)
 		}
 		// A decision's Event follows the status write that carries it, at
 		// once: a decision that was not written (held back, or decided
 		// again on a status not yet updated) says nothing, and one that was
 		// is said even if what follows fails.
-		for _, e := range p.events {
-			r.recorder.Eventf(&js, nil, e.eventType, e.reason, e.reason, "%s", e.message)
+		for _, e := range p.Events {
+			r.recorder.Eventf(&js, nil, e.Type, e.Reason, e.Reason, "%s", e.Message)
 		}
 	}
 	r.metrics.epochs(&js)
 	// The broadcast mirrors the status, which stays the truth: it is written
 	// after the status, and rewritten by the next reconcile if this fails.
-	if p.broadcast != nil {
-		if err := r.writeBroadcast(ctx, &js, p.broadcast); err != nil {
+	if p.Broadcast != nil {
+		if err := r.writeBroadcast(ctx, &js, p.Broadcast); err != nil {
 			return ctrl.Result{}, fmt.Errorf("writing the broadcast: %w", err)
 		}
 	}
-	for _, e := range p.warnings {
-		r.recorder.Eventf(&js, nil, e.eventType, e.reason, e.reason, "%s", e.message)
+	for _, e := range p.Warnings {
+		r.recorder.Eventf(&js, nil, e.Type, e.Reason, e.Reason, "%s", e.Message)
 	}
-	return ctrl.Result{RequeueAfter: p.requeueAfter}, nil
+	return ctrl.Result{RequeueAfter: p.RequeueAfter}, nil
 }
 
 // act performs the plan's changes to children, in an order that is safe to
 // repeat: every create uses a fixed name and tolerates AlreadyExists, every
 // delete tolerates NotFound.
-func (r *Reconciler) act(ctx context.Context, js *jobset.JobSet, p *plan) error {
+func (r *Reconciler) act(ctx context.Context, js *jobset.JobSet, p *Plan) error {
 	logger := log.FromContext(ctx)
-	if err := r.forEach(ctx, p.deleteJobs, func(ctx context.Context, job *batchv1.Job) error {
+	if err := r.forEach(ctx, p.DeleteJobs, func(ctx context.Context, job *batchv1.Job) error {
 		// Foreground: the Job stays, and keeps its name taken, until its Pods
 		// are gone, so that a recreated Job never overlaps the old Pods.
 		err := r.client.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationForeground),
 			client.Preconditions{UID: &job.UID})
 		if err == nil {
-			r.expectations.deleted(client.ObjectKeyFromObject(js), js.UID, job, r.opts.Clock.Now())
+			r.expectations.Deleted(client.ObjectKeyFromObject(js), js.UID, job, r.opts.Clock.Now())
 		}
 		return ignore(err, apierrors.IsNotFound, apierrors.IsConflict)
 	}); err != nil {
 		return fmt.Errorf("deleting jobs: %w", err)
 	}
 
-	for _, d := range p.deletePods {
+	for _, d := range p.DeletePods {
 		// The preconditions keep a decision taken on a stale cache from
 		// deleting the Pod's replacement, or the Pod as it is now (restarted
 		// in place since, under the same UID): a conflict says the Pod
 		// changed, and its change brings the next reconcile.
-		err := r.client.Delete(ctx, d.pod, client.Preconditions{UID: &d.pod.UID, ResourceVersion: &d.pod.ResourceVersion})
+		err := r.client.Delete(ctx, d.Pod, client.Preconditions{UID: &d.Pod.UID, ResourceVersion: &d.Pod.ResourceVersion})
 		if err == nil {
-			r.recorder.Eventf(js, d.pod, d.why.eventType, d.why.reason, "Delete", "%s", d.why.message)
+			r.recorder.Eventf(js, d.Pod, d.Why.Type, d.Why.Reason, "Delete", "%s", d.Why.Message)
 		}
 		if err := ignore(err, apierrors.IsNotFound, apierrors.IsConflict); err != nil {
-			return fmt.Errorf("deleting pod %s: %w", d.pod.Name, err)
+			return fmt.Errorf("deleting pod %s: %w", d.Pod.Name, err)
 		}
 	}
 
-	if p.deleteJobSet {
+	if p.DeleteJobSet {
 		logger.Info("deleting finished JobSet: ttlSecondsAfterFinished expired")
 		r.recorder.Eventf(js, nil, corev1.EventTypeNormal, ReasonTTLExpired, "Delete", "ttlSecondsAfterFinished expired")
 		err := r.client.Delete(ctx, js, client.PropagationPolicy(metav1.DeletePropagationForeground),
@@ -278,8 +278,8 @@ func (r *Reconciler) act(ctx context.Context, js *jobset.JobSet, p *plan) error 
 		return ignore(err, apierrors.IsNotFound)
 	}
 
-	if p.service != nil {
-		if err := r.client.Create(ctx, p.service); err != nil && !apierrors.IsAlreadyExists(err) {
+	if p.Service != nil {
+		if err := r.client.Create(ctx, p.Service); err != nil && !apierrors.IsAlreadyExists(err) {
 			if namespaceTerminating(err) {
 				return err
 			}
@@ -290,7 +290,7 @@ func (r *Reconciler) act(ctx context.Context, js *jobset.JobSet, p *plan) error 
 
 	// Before the Jobs: a Pod whose claim does not exist yet cannot start.
 	// A failed creation stops this pass before any Job is created.
-	for _, pvc := range p.createPVCs {
+	for _, pvc := range p.CreatePVCs {
 		if err := r.client.Create(ctx, pvc); err != nil && !apierrors.IsAlreadyExists(err) {
 			if namespaceTerminating(err) {
 				return err
@@ -303,14 +303,14 @@ func (r *Reconciler) act(ctx context.Context, js *jobset.JobSet, p *plan) error 
 	// The first creation refused by a namespace being deleted stops the
 	// others not sent yet; Reconcile records the refusal.
 	var refused atomic.Bool
-	if err := r.forEach(ctx, p.createJobs, func(ctx context.Context, job *batchv1.Job) error {
+	if err := r.forEach(ctx, p.CreateJobs, func(ctx context.Context, job *batchv1.Job) error {
 		if refused.Load() {
 			return nil
 		}
 		err := r.client.Create(ctx, job)
 		switch {
 		case err == nil:
-			r.expectations.created(client.ObjectKeyFromObject(js), js.UID, job, r.opts.Clock.Now())
+			r.expectations.Created(client.ObjectKeyFromObject(js), js.UID, job, r.opts.Clock.Now())
 		case namespaceTerminating(err):
 			refused.Store(true)
 			return err
@@ -323,7 +323,7 @@ func (r *Reconciler) act(ctx context.Context, js *jobset.JobSet, p *plan) error 
 		return fmt.Errorf("creating jobs: %w", err)
 	}
 
-	if err := r.forEach(ctx, p.suspendJobs, func(ctx context.Context, cached *batchv1.Job) error {
+	if err := r.forEach(ctx, p.SuspendJobs, func(ctx context.Context, cached *batchv1.Job) error {
 		patch := client.MergeFrom(cached)
 		job := cached.DeepCopy() // the cache's object is read-only
 		job.Spec.Suspend = ptr.To(true)
@@ -331,18 +331,18 @@ func (r *Reconciler) act(ctx context.Context, js *jobset.JobSet, p *plan) error 
 	}); err != nil {
 		return fmt.Errorf("suspending jobs: %w", err)
 	}
-	if err := inParallel(ctx, r.opts.ChildParallelism, p.resumeJobs, func(u jobUpdate) string { return u.cached.Name }, func(ctx context.Context, u jobUpdate) error {
+	if err := inParallel(ctx, r.opts.ChildParallelism, p.ResumeJobs, func(u JobUpdate) string { return u.Cached.Name }, func(ctx context.Context, u JobUpdate) error {
 		return r.resume(ctx, js, u)
 	}); err != nil {
 		return fmt.Errorf("resuming jobs: %w", err)
 	}
-	return r.scale(ctx, js, p.scaleJobs)
+	return r.scale(ctx, js, p.ScaleJobs)
 }
 
 // resume unsuspends a Job with what its Pod template gained while it was
 // suspended (resumedJob).
-func (r *Reconciler) resume(ctx context.Context, js *jobset.JobSet, u jobUpdate) error {
-	cached, want := u.cached, u.want
+func (r *Reconciler) resume(ctx context.Context, js *jobset.JobSet, u JobUpdate) error {
+	cached, want := u.Cached, u.Want
 	if cached.Status.StartTime != nil && !equality.Semantic.DeepEqual(cached.Spec.Template, want.Spec.Template) {
 		// The Job API takes a suspended Job's template changes only
 		// once it has no start time (unless its
@@ -369,17 +369,17 @@ func (r *Reconciler) resume(ctx context.Context, js *jobset.JobSet, u jobUpdate)
 // the resourceVersion read: a decision taken on a stale cache (the Job
 // already scaled by an earlier reconcile) fails with a conflict and says
 // nothing, and the Job's update brings the next reconcile.
-func (r *Reconciler) scale(ctx context.Context, js *jobset.JobSet, scales []jobScale) error {
+func (r *Reconciler) scale(ctx context.Context, js *jobset.JobSet, scales []JobScale) error {
 	var (
 		mu   sync.Mutex
-		done []jobScale
+		done []JobScale
 	)
-	err := inParallel(ctx, r.opts.ChildParallelism, scales, func(s jobScale) string { return s.job.Name }, func(ctx context.Context, s jobScale) error {
-		cached := s.job
+	err := inParallel(ctx, r.opts.ChildParallelism, scales, func(s JobScale) string { return s.Job.Name }, func(ctx context.Context, s JobScale) error {
+		cached := s.Job
 		patch := client.MergeFromWithOptions(cached, client.MergeFromWithOptimisticLock{})
 		job := cached.DeepCopy() // the cache's object is read-only
-		job.Spec.Parallelism = ptr.To(s.to)
-		job.Spec.Completions = ptr.To(s.to)
+		job.Spec.Parallelism = ptr.To(s.To)
+		job.Spec.Completions = ptr.To(s.To)
 		err := r.client.Patch(ctx, job, patch)
 		if err == nil {
 			mu.Lock()
@@ -388,9 +388,9 @@ func (r *Reconciler) scale(ctx context.Context, js *jobset.JobSet, scales []jobS
 		}
 		return ignore(err, apierrors.IsNotFound, apierrors.IsConflict)
 	})
-	slices.SortFunc(done, func(a, b jobScale) int { return strings.Compare(a.job.Name, b.job.Name) })
-	for _, e := range scaledEvents(done) {
-		r.recorder.Eventf(js, nil, e.eventType, e.reason, "Scale", "%s", e.message)
+	slices.SortFunc(done, func(a, b JobScale) int { return strings.Compare(a.Job.Name, b.Job.Name) })
+	for _, e := range ScaledEvents(done) {
+		r.recorder.Eventf(js, nil, e.Type, e.Reason, "Scale", "%s", e.Message)
 	}
 	if err != nil {
 		return fmt.Errorf("scaling jobs: %w", err)

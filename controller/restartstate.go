@@ -7,35 +7,35 @@ import (
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
 )
 
-// restartState is where a JobSet stands on its restart path. It is a
+// RestartState is where a JobSet stands on its restart path. It is a
 // function of the JobSet's status (and whether it restarts in place)
 // alone, so that a reconcile, a log line and a test all name it the same
 // way; decide moves a JobSet only along the transitions below.
-type restartState string
+type RestartState string
 
 const (
 	// stateStarting: an InPlaceRestart JobSet whose Pods have not synced
 	// an epoch yet (its first start, after a recreation or a resume): every
 	// Pod must report before any barrier lifts.
-	stateStarting restartState = "Starting"
+	stateStarting RestartState = "Starting"
 	// stateRunning: the group is synced (InPlaceRestart), or the Jobs run.
-	stateRunning restartState = "Running"
+	stateRunning RestartState = "Running"
 	// stateRestarting: an in-place restart is under way, counted when it
 	// began (Restarting with an in-place reason).
-	stateRestarting restartState = "Restarting"
+	stateRestarting RestartState = "Restarting"
 	// stateRecreating: the Jobs of an earlier attempt are being replaced
 	// (Restarting with any other reason).
-	stateRecreating restartState = "Recreating"
+	stateRecreating RestartState = "Recreating"
 	// stateSuspended: the JobSet is suspended; its Jobs have no Pods.
-	stateSuspended restartState = "Suspended"
-	stateFailed    restartState = "Failed"
-	stateCompleted restartState = "Completed"
+	stateSuspended RestartState = "Suspended"
+	stateFailed    RestartState = "Failed"
+	stateCompleted RestartState = "Completed"
 )
 
-// restartStateOf computes a JobSet's state from a status: the terminal
+// RestartStateOf computes a JobSet's state from a status: the terminal
 // state first, then a suspension, then a restart under way, then
 // the epochs.
-func restartStateOf(js *jobset.JobSet, status *jobset.JobSetStatus) restartState {
+func RestartStateOf(js *jobset.JobSet, status *jobset.JobSetStatus) RestartState {
 	switch {
 	case status.TerminalState == jobset.TerminalStateFailed:
 		return stateFailed
@@ -50,7 +50,7 @@ func restartStateOf(js *jobset.JobSet, status *jobset.JobSetStatus) restartState
 	if conditionTrue(status, jobset.JobSetRestarting) {
 		return stateRecreating
 	}
-	if inPlaceActive(js) && status.SyncedEpoch <= status.DeprecatedEpoch {
+	if InPlaceActive(js) && status.SyncedEpoch <= status.DeprecatedEpoch {
 		return stateStarting
 	}
 	return stateRunning
@@ -69,7 +69,7 @@ func inPlaceRestartCondition(status *jobset.JobSetStatus) *metav1.Condition {
 
 // transition is one move of a JobSet along its restart path.
 type transition struct {
-	from, to restartState
+	from, to RestartState
 	// on is what makes it, where decide sees it.
 	on string
 	// counted: the move may count a restart towards maxRestarts (it does
@@ -119,7 +119,7 @@ var transitions = []transition{
 
 // transitionOf returns the row of the table that moves a JobSet from one
 // state to another, if there is one.
-func transitionOf(from, to restartState) (transition, bool) {
+func transitionOf(from, to RestartState) (transition, bool) {
 	for _, t := range transitions {
 		if t.from == from && t.to == to {
 			return t, true

@@ -19,12 +19,12 @@ import (
 // controller starts the Pods of the new indexes or deletes those of the
 // dropped ones. Jobs created later take the template as it is.
 
-// jobScale is one Job to patch to a replicated job's size.
-type jobScale struct {
-	job           *batchv1.Job
+// JobScale is one Job to patch to a replicated job's size.
+type JobScale struct {
+	Job           *batchv1.Job
 	replicatedJob string
 	// from is the Job's parallelism, to the template's.
-	from, to int32
+	from, To int32
 }
 
 // jobsToScale returns the active Jobs of the current attempt, suspended
@@ -32,7 +32,7 @@ type jobScale struct {
 // replicated job's template, when the template is Indexed with both equal
 // (what the update rule admits, and what the Job API lets change). Finished Jobs and those of earlier attempts are left
 // alone: nothing runs there to scale, or they are deleted anyway.
-func jobsToScale(js *jobset.JobSet, c children) []jobScale {
+func jobsToScale(js *jobset.JobSet, c Children) []JobScale {
 	templates := make(map[string]*batchv1.JobSpec, len(js.Spec.ReplicatedJobs))
 	for i := range js.Spec.ReplicatedJobs {
 		templates[js.Spec.ReplicatedJobs[i].Name] = &js.Spec.ReplicatedJobs[i].Template.Spec
@@ -45,16 +45,16 @@ func jobsToScale(js *jobset.JobSet, c children) []jobScale {
 	// are the Jobs walked.
 	off := false
 	for name, t := range templates {
-		counts := c.counts(name)
-		if scalable(t) && counts.unfinished > counts.sizes[[2]int32{*t.Parallelism, *t.Completions}] {
+		counts := c.Counts(name)
+		if scalable(t) && counts.Unfinished > counts.Sizes[[2]int32{*t.Parallelism, *t.Completions}] {
 			off = true
 		}
 	}
 	if !off {
 		return nil
 	}
-	var out []jobScale
-	for _, job := range c.active() {
+	var out []JobScale
+	for _, job := range c.Active() {
 		rj := job.Labels[jobset.ReplicatedJobNameKey]
 		t, ok := templates[rj]
 		if !ok || !scalable(t) {
@@ -63,14 +63,14 @@ func jobsToScale(js *jobset.JobSet, c children) []jobScale {
 		if ptr.Equal(job.Spec.Parallelism, t.Parallelism) && ptr.Equal(job.Spec.Completions, t.Completions) {
 			continue
 		}
-		out = append(out, jobScale{job: job, replicatedJob: rj, from: ptr.Deref(job.Spec.Parallelism, 1), to: *t.Parallelism})
+		out = append(out, JobScale{Job: job, replicatedJob: rj, from: ptr.Deref(job.Spec.Parallelism, 1), To: *t.Parallelism})
 	}
 	return out
 }
 
-// scaledEvents says, per replicated job and size change, which Jobs were
+// ScaledEvents says, per replicated job and size change, which Jobs were
 // scaled: one Event per decision carried out.
-func scaledEvents(done []jobScale) []event {
+func ScaledEvents(done []JobScale) []Event {
 	type key struct {
 		rj       string
 		from, to int32
@@ -78,15 +78,15 @@ func scaledEvents(done []jobScale) []event {
 	var order []key
 	jobs := map[key][]string{}
 	for _, s := range done {
-		k := key{s.replicatedJob, s.from, s.to}
+		k := key{s.replicatedJob, s.from, s.To}
 		if _, ok := jobs[k]; !ok {
 			order = append(order, k)
 		}
-		jobs[k] = append(jobs[k], s.job.Name)
+		jobs[k] = append(jobs[k], s.Job.Name)
 	}
-	out := make([]event, 0, len(order))
+	out := make([]Event, 0, len(order))
 	for _, k := range order {
-		out = append(out, event{corev1.EventTypeNormal, ReasonReplicatedJobScaled, fmt.Sprintf(
+		out = append(out, Event{corev1.EventTypeNormal, ReasonReplicatedJobScaled, fmt.Sprintf(
 			"replicated job %s scaled from %d to %d Pods per Job (parallelism and completions of Jobs %s)",
 			k.rj, k.from, k.to, strings.Join(jobs[k], ", "))})
 	}

@@ -67,10 +67,10 @@ func TestJobsToScale(t *testing.T) {
 			js := testJobSet("driver", 1, "workers", 3)
 			before := js.DeepCopy()
 			tc.edit(js)
-			c := classifyJobs(familyOf(js, jobList(tc.jobs(before)...), nil), nil, nil)
+			c := ClassifyJobs(FamilyOf(js, jobList(tc.jobs(before)...), nil), nil, nil)
 			var got []string
 			for _, s := range jobsToScale(js, c) {
-				got = append(got, fmt.Sprintf("%s %d→%d", s.job.Name, s.from, s.to))
+				got = append(got, fmt.Sprintf("%s %d→%d", s.Job.Name, s.from, s.To))
 			}
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("Jobs to scale (-want +got):\n%s", diff)
@@ -81,16 +81,16 @@ func TestJobsToScale(t *testing.T) {
 
 func TestScaledEventsOnePerReplicatedJobAndSize(t *testing.T) {
 	job := func(name string) *batchv1.Job { return &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: name}} }
-	got := scaledEvents([]jobScale{
-		{job: job("js-w-0"), replicatedJob: "w", from: 2, to: 4},
-		{job: job("js-w-1"), replicatedJob: "w", from: 2, to: 4},
-		{job: job("js-d-0"), replicatedJob: "d", from: 1, to: 3},
+	got := ScaledEvents([]JobScale{
+		{Job: job("js-w-0"), replicatedJob: "w", from: 2, To: 4},
+		{Job: job("js-w-1"), replicatedJob: "w", from: 2, To: 4},
+		{Job: job("js-d-0"), replicatedJob: "d", from: 1, To: 3},
 	})
-	want := []event{
+	want := []Event{
 		{corev1.EventTypeNormal, ReasonReplicatedJobScaled, "replicated job w scaled from 2 to 4 Pods per Job (parallelism and completions of Jobs js-w-0, js-w-1)"},
 		{corev1.EventTypeNormal, ReasonReplicatedJobScaled, "replicated job d scaled from 1 to 3 Pods per Job (parallelism and completions of Jobs js-d-0)"},
 	}
-	if diff := cmp.Diff(want, got, cmp.AllowUnexported(event{})); diff != "" {
+	if diff := cmp.Diff(want, got, cmp.AllowUnexported(Event{})); diff != "" {
 		t.Errorf("events (-want +got):\n%s", diff)
 	}
 }
@@ -109,67 +109,67 @@ func TestDecideInPlaceScaleRestartsTheGroupUncounted(t *testing.T) {
 	}
 
 	// First sync at 4 Pods records the group's size.
-	p := decidePure(t, js, observed{jobs: jobs, pods: podsAt("1", 2), serviceExists: true}, at(0), time.Minute)
-	if p.status.SyncedEpoch != 1 || p.status.SyncedPods != 4 {
-		t.Fatalf("first sync: epoch %d, pods %d; want 1 and 4", p.status.SyncedEpoch, p.status.SyncedPods)
+	p := decidePure(t, js, Observed{Jobs: jobs, Pods: podsAt("1", 2), ServiceExists: true}, at(0), time.Minute)
+	if p.Status.SyncedEpoch != 1 || p.Status.SyncedPods != 4 {
+		t.Fatalf("first sync: epoch %d, pods %d; want 1 and 4", p.Status.SyncedEpoch, p.Status.SyncedPods)
 	}
 
 	// workers scaled 2→4: the Job is patched and the group restarts.
-	js.Status = p.status
+	js.Status = p.Status
 	scaleTo(js, 1, 4)
-	p = decidePure(t, js, observed{jobs: jobs, pods: podsAt("1", 2), serviceExists: true, broadcast: p.broadcast}, at(1), time.Minute)
-	if len(p.scaleJobs) != 1 || p.scaleJobs[0].job.Name != "js-workers-0" || p.scaleJobs[0].to != 4 {
-		t.Errorf("scale %+v, want js-workers-0 to 4", p.scaleJobs)
+	p = decidePure(t, js, Observed{Jobs: jobs, Pods: podsAt("1", 2), ServiceExists: true, Broadcast: p.Broadcast}, at(1), time.Minute)
+	if len(p.ScaleJobs) != 1 || p.ScaleJobs[0].Job.Name != "js-workers-0" || p.ScaleJobs[0].To != 4 {
+		t.Errorf("scale %+v, want js-workers-0 to 4", p.ScaleJobs)
 	}
-	if p.status.DeprecatedEpoch != 1 || p.status.Restarts != 0 || p.status.InPlaceRestarts != 0 || p.status.RestartsCountTowardsMax != 0 {
+	if p.Status.DeprecatedEpoch != 1 || p.Status.Restarts != 0 || p.Status.InPlaceRestarts != 0 || p.Status.RestartsCountTowardsMax != 0 {
 		t.Errorf("after the scale: deprecated %d, restarts %d/%d/%d; want 1 and nothing counted",
-			p.status.DeprecatedEpoch, p.status.Restarts, p.status.InPlaceRestarts, p.status.RestartsCountTowardsMax)
+			p.Status.DeprecatedEpoch, p.Status.Restarts, p.Status.InPlaceRestarts, p.Status.RestartsCountTowardsMax)
 	}
-	c := findCondition(&p.status, jobset.JobSetRestarting)
+	c := findCondition(&p.Status, jobset.JobSetRestarting)
 	if c == nil || c.Reason != ReasonInPlaceScale || !strings.Contains(c.Message, "scaled from 4 to 6 Pods") || !strings.Contains(c.Message, "not counted towards maxRestarts") {
 		t.Errorf("restarting condition %+v", c)
 	}
-	if len(p.events) != 1 || p.events[0].reason != ReasonInPlaceScale {
-		t.Errorf("events %+v", p.events)
+	if len(p.Events) != 1 || p.Events[0].Reason != ReasonInPlaceScale {
+		t.Errorf("events %+v", p.Events)
 	}
-	if p.broadcast["deprecatedEpoch"] != "1" {
-		t.Errorf("broadcast %v", p.broadcast)
+	if p.Broadcast["deprecatedEpoch"] != "1" {
+		t.Errorf("broadcast %v", p.Broadcast)
 	}
 
 	// The new Pods' agents and the survivors report 2: synced at 6 Pods.
-	js.Status = p.status
+	js.Status = p.Status
 	scaledJobs := jobList(readyJob(jobOf(js, "driver", 0)), readyJob(jobOf(js, "workers", 0)))
-	p = decidePure(t, js, observed{jobs: scaledJobs, pods: podsAt("2", 3), serviceExists: true, broadcast: p.broadcast}, at(2), time.Minute)
-	if p.status.SyncedEpoch != 1 {
-		t.Errorf("synced %d with 5 of 6 Pods", p.status.SyncedEpoch)
+	p = decidePure(t, js, Observed{Jobs: scaledJobs, Pods: podsAt("2", 3), ServiceExists: true, Broadcast: p.Broadcast}, at(2), time.Minute)
+	if p.Status.SyncedEpoch != 1 {
+		t.Errorf("synced %d with 5 of 6 Pods", p.Status.SyncedEpoch)
 	}
-	p = decidePure(t, js, observed{jobs: scaledJobs, pods: podsAt("2", 4), serviceExists: true, broadcast: p.broadcast}, at(3), time.Minute)
-	if p.status.SyncedEpoch != 2 || p.status.SyncedPods != 6 || p.status.Restarts != 0 {
-		t.Errorf("after the scale: synced %d, pods %d, restarts %d; want 2, 6, 0", p.status.SyncedEpoch, p.status.SyncedPods, p.status.Restarts)
+	p = decidePure(t, js, Observed{Jobs: scaledJobs, Pods: podsAt("2", 4), ServiceExists: true, Broadcast: p.Broadcast}, at(3), time.Minute)
+	if p.Status.SyncedEpoch != 2 || p.Status.SyncedPods != 6 || p.Status.Restarts != 0 {
+		t.Errorf("after the scale: synced %d, pods %d, restarts %d; want 2, 6, 0", p.Status.SyncedEpoch, p.Status.SyncedPods, p.Status.Restarts)
 	}
-	if c := findCondition(&p.status, jobset.JobSetRestarting); c.Status != metav1.ConditionFalse || c.Reason != ReasonInPlaceRestartDone || !strings.Contains(c.Message, "(6 Pods)") {
+	if c := findCondition(&p.Status, jobset.JobSetRestarting); c.Status != metav1.ConditionFalse || c.Reason != ReasonInPlaceRestartDone || !strings.Contains(c.Message, "(6 Pods)") {
 		t.Errorf("restarting condition after the sync %+v", c)
 	}
-	if len(p.scaleJobs) != 0 {
-		t.Errorf("scaled again: %+v", p.scaleJobs)
+	if len(p.ScaleJobs) != 0 {
+		t.Errorf("scaled again: %+v", p.ScaleJobs)
 	}
 
 	// Scaled back 4→2: the dropped Pods are deleted by their Job; the group
 	// restarts and syncs at 4 Pods once they are gone.
-	js.Status = p.status
+	js.Status = p.Status
 	scaleTo(js, 1, 2)
-	p = decidePure(t, js, observed{jobs: scaledJobs, pods: podsAt("2", 4), serviceExists: true, broadcast: p.broadcast}, at(4), time.Minute)
-	if len(p.scaleJobs) != 1 || p.scaleJobs[0].from != 4 || p.scaleJobs[0].to != 2 || p.status.DeprecatedEpoch != 2 {
-		t.Errorf("scale down: scale %+v, deprecated %d", p.scaleJobs, p.status.DeprecatedEpoch)
+	p = decidePure(t, js, Observed{Jobs: scaledJobs, Pods: podsAt("2", 4), ServiceExists: true, Broadcast: p.Broadcast}, at(4), time.Minute)
+	if len(p.ScaleJobs) != 1 || p.ScaleJobs[0].from != 4 || p.ScaleJobs[0].To != 2 || p.Status.DeprecatedEpoch != 2 {
+		t.Errorf("scale down: scale %+v, deprecated %d", p.ScaleJobs, p.Status.DeprecatedEpoch)
 	}
-	js.Status = p.status
+	js.Status = p.Status
 	leaving := podsAt("3", 4)
 	for i := 4; i < 6; i++ {
 		leaving[i].DeletionTimestamp = &metav1.Time{Time: t0.Time}
 	}
-	p = decidePure(t, js, observed{jobs: jobs, pods: leaving, serviceExists: true, broadcast: p.broadcast}, at(5), time.Minute)
-	if p.status.SyncedEpoch != 3 || p.status.SyncedPods != 4 || p.status.RestartsCountTowardsMax != 0 {
-		t.Errorf("after the scale down: synced %d, pods %d, counted %d; want 3, 4, 0", p.status.SyncedEpoch, p.status.SyncedPods, p.status.RestartsCountTowardsMax)
+	p = decidePure(t, js, Observed{Jobs: jobs, Pods: leaving, ServiceExists: true, Broadcast: p.Broadcast}, at(5), time.Minute)
+	if p.Status.SyncedEpoch != 3 || p.Status.SyncedPods != 4 || p.Status.RestartsCountTowardsMax != 0 {
+		t.Errorf("after the scale down: synced %d, pods %d, counted %d; want 3, 4, 0", p.Status.SyncedEpoch, p.Status.SyncedPods, p.Status.RestartsCountTowardsMax)
 	}
 }
 
@@ -183,11 +183,11 @@ func TestDecideInPlaceFailureAfterAScaleIsCounted(t *testing.T) {
 	for i, rj := range []string{"driver", "driver", "workers", "workers", "workers", "workers"} {
 		pods = append(pods, epochPod(fmt.Sprintf("p%d", i), rj, "2", i == 5))
 	}
-	p := decidePure(t, js, observed{jobs: jobs, pods: pods, serviceExists: true}, at(0), time.Minute)
-	if p.status.RestartsCountTowardsMax != 1 || len(p.scaleJobs) != 0 {
-		t.Errorf("counted %d, scale %+v; want 1 and none", p.status.RestartsCountTowardsMax, p.scaleJobs)
+	p := decidePure(t, js, Observed{Jobs: jobs, Pods: pods, ServiceExists: true}, at(0), time.Minute)
+	if p.Status.RestartsCountTowardsMax != 1 || len(p.ScaleJobs) != 0 {
+		t.Errorf("counted %d, scale %+v; want 1 and none", p.Status.RestartsCountTowardsMax, p.ScaleJobs)
 	}
-	if c := findCondition(&p.status, jobset.JobSetRestarting); c == nil || c.Reason != ReasonInPlaceRestart {
+	if c := findCondition(&p.Status, jobset.JobSetRestarting); c == nil || c.Reason != ReasonInPlaceRestart {
 		t.Errorf("restarting condition %+v", c)
 	}
 }

@@ -13,7 +13,7 @@ import (
 func buildService(js *jobset.JobSet) *corev1.Service {
 	return &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{
-			Name:            subdomain(js),
+			Name:            Subdomain(js),
 			Namespace:       js.Namespace,
 			Labels:          map[string]string{jobset.JobSetNameKey: js.Name},
 			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(js, jobset.GroupVersion.WithKind(jobset.Kind))},

@@ -14,11 +14,11 @@ import (
 // any other change of what the controller reads of a Pod (its epoch
 // annotation, readiness, containers' states).
 func podSignal(old, cur *corev1.Pod) signal {
-	o, n := observePod(old), observePod(cur)
+	o, n := ObservePod(old), ObservePod(cur)
 	switch {
-	case !o.gone && n.gone,
-		o.workerExited == "" && n.workerExited != "",
-		n.agentRestarts > o.agentRestarts:
+	case !o.Gone && n.Gone,
+		o.WorkerExited == "" && n.WorkerExited != "",
+		n.AgentRestarts > o.AgentRestarts:
 		return urgent
 	case o != n,
 		old.Annotations[jobset.EpochKey] != cur.Annotations[jobset.EpochKey],
@@ -36,14 +36,14 @@ func podSignal(old, cur *corev1.Pod) signal {
 // labels or suspension.
 func jobSignal(old, cur *batchv1.Job) signal {
 	for _, t := range []batchv1.JobConditionType{batchv1.JobFailed, batchv1.JobFailureTarget, batchv1.JobComplete} {
-		if !jobFinished(old, t) && jobFinished(cur, t) {
+		if !JobFinished(old, t) && JobFinished(cur, t) {
 			return urgent
 		}
 	}
 	switch {
 	case old.DeletionTimestamp == nil && cur.DeletionTimestamp != nil:
 		return urgent
-	case jobReady(old) != jobReady(cur):
+	case JobReady(old) != JobReady(cur):
 		return readiness
 	case old.ResourceVersion == cur.ResourceVersion, // the informer's resync
 		!equality.Semantic.DeepEqual(old.Status, cur.Status),

@@ -42,7 +42,7 @@ func started(rj jobset.ReplicatedJob, s jobset.ReplicatedJobStatus) bool {
 // when every Job succeeded.
 func dependenciesMet(js *jobset.JobSet, rj jobset.ReplicatedJob, statuses []jobset.ReplicatedJobStatus) bool {
 	for _, d := range rj.DependsOn {
-		replicas := int32(replicasOf(js, d.Name))
+		replicas := int32(ReplicasOf(js, d.Name))
 		s := statusOf(statuses, d.Name)
 		switch d.Status {
 		case jobset.DependencyComplete:

@@ -13,28 +13,28 @@ import (
 // state, keeping the individual restart counters of the previous status.
 // previous must be the plan's own copy of the status read: a restart
 // decided later in the reconcile increments those counters in place.
-func replicatedJobsStatus(js *jobset.JobSet, previousStatus []jobset.ReplicatedJobStatus, c children) []jobset.ReplicatedJobStatus {
+func replicatedJobsStatus(js *jobset.JobSet, previousStatus []jobset.ReplicatedJobStatus, c Children) []jobset.ReplicatedJobStatus {
 	previous := make(map[string]jobset.ReplicatedJobStatus, len(previousStatus))
 	for _, s := range previousStatus {
 		previous[s.Name] = s
 	}
 	out := make([]jobset.ReplicatedJobStatus, len(js.Spec.ReplicatedJobs))
 	for i, rj := range js.Spec.ReplicatedJobs {
-		counts := c.counts(rj.Name)
+		counts := c.Counts(rj.Name)
 		if slices.ContainsFunc(js.Spec.ReplicatedJobs[i+1:], func(o jobset.ReplicatedJob) bool { return o.Name == rj.Name }) {
 			// A name used twice (admission refuses it): its Jobs are
 			// counted under the last.
-			counts = &rjCounts{}
+			counts = &JobCounts{}
 		}
 		out[i] = jobset.ReplicatedJobStatus{
 			Name:                       rj.Name,
 			JobRestarts:                previous[rj.Name].JobRestarts,
 			JobRestartsCountTowardsMax: previous[rj.Name].JobRestartsCountTowardsMax,
-			Ready:                      counts.ready,
-			Succeeded:                  counts.succeeded,
-			Failed:                     counts.failed,
-			Active:                     counts.running,
-			Suspended:                  counts.suspended,
+			Ready:                      counts.Ready,
+			Succeeded:                  counts.Succeeded,
+			Failed:                     counts.Failed,
+			Active:                     counts.Running,
+			Suspended:                  counts.Suspended,
 		}
 	}
 	return out

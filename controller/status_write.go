@@ -6,18 +6,18 @@ import (
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
 )
 
-// needsWrite reports whether the status decided, next, must be written over
+// NeedsWrite reports whether the status decided, next, must be written over
 // the status read, cur. A change of nothing but the replicated jobs'
 // counters during an in-place restart is not written: the counters move
 // with every Job's status, N times per restart of N Jobs, and the status
 // write that ends the restart carries them, so the writes of a restart stay
 // constant in N. (Outside a restart the event handlers' batching bounds how
 // often they are written.)
-func needsWrite(cur, next jobset.JobSetStatus) bool {
+func NeedsWrite(cur, next jobset.JobSetStatus) bool {
 	if equality.Semantic.DeepEqual(cur, next) {
 		return false
 	}
-	return !inPlaceRestarting(next) || !countersOnly(cur, next)
+	return !InPlaceRestarting(next) || !countersOnly(cur, next)
 }
 
 // countersOnly reports whether two statuses differ only in what the
@@ -39,8 +39,8 @@ func decisionsOf(statuses []jobset.ReplicatedJobStatus) []jobset.ReplicatedJobSt
 	return out
 }
 
-// inPlaceRestarting reports whether an in-place restart is under way: an
+// InPlaceRestarting reports whether an in-place restart is under way: an
 // epoch deprecated and the next not yet synced.
-func inPlaceRestarting(s jobset.JobSetStatus) bool {
+func InPlaceRestarting(s jobset.JobSetStatus) bool {
 	return s.SyncedEpoch > 0 && s.DeprecatedEpoch >= s.SyncedEpoch
 }

@@ -30,15 +30,15 @@ func TestStatusWrites(t *testing.T) {
 	restarting := jobset.JobSetStatus{SyncedEpoch: 1, DeprecatedEpoch: 1, ReplicatedJobsStatus: a.ReplicatedJobsStatus}
 	counted := restarting
 	counted.ReplicatedJobsStatus = []jobset.ReplicatedJobStatus{{Name: "w", Ready: 2}}
-	if needsWrite(restarting, counted) {
+	if NeedsWrite(restarting, counted) {
 		t.Errorf("a change of counters only during an in-place restart is written")
 	}
 	decided := restarting
 	decided.ReplicatedJobsStatus = []jobset.ReplicatedJobStatus{{Name: "w", Ready: 3, JobRestarts: []int32{1}, JobRestartsCountTowardsMax: []int32{1}}}
-	if !needsWrite(restarting, decided) {
+	if !NeedsWrite(restarting, decided) {
 		t.Errorf("a Job's restart during an in-place restart is not written")
 	}
-	if !needsWrite(a, b) || needsWrite(a, a) {
+	if !NeedsWrite(a, b) || NeedsWrite(a, a) {
 		t.Errorf("outside an in-place restart: a change is not written, or no change is")
 	}
 }
@@ -48,7 +48,7 @@ func TestInPlaceRestarting(t *testing.T) {
 		deprecated, synced int32
 		want               bool
 	}{{0, 0, false}, {0, 1, false}, {1, 1, true}, {1, 2, false}, {2, 2, true}} {
-		if got := inPlaceRestarting(jobset.JobSetStatus{DeprecatedEpoch: tc.deprecated, SyncedEpoch: tc.synced}); got != tc.want {
+		if got := InPlaceRestarting(jobset.JobSetStatus{DeprecatedEpoch: tc.deprecated, SyncedEpoch: tc.synced}); got != tc.want {
 			t.Errorf("deprecated %d synced %d: %v, want %v", tc.deprecated, tc.synced, got, tc.want)
 		}
 	}

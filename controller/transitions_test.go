@@ -35,38 +35,38 @@ func TestSuspendIsNoRestart(t *testing.T) {
 
 	// Suspended: the Jobs are suspended and their Pods go away.
 	js.Spec.Suspend = ptr.To(true)
-	p := decidePure(t, js, observed{jobs: jobs, pods: syncedPods("1"), serviceExists: true}, at(0), time.Minute)
-	if diff := cmp.Diff([]string{"js-driver-0", "js-workers-0"}, names(p.suspendJobs)); diff != "" {
+	p := decidePure(t, js, Observed{Jobs: jobs, Pods: syncedPods("1"), ServiceExists: true}, at(0), time.Minute)
+	if diff := cmp.Diff([]string{"js-driver-0", "js-workers-0"}, names(p.SuspendJobs)); diff != "" {
 		t.Errorf("suspended Jobs (-want +got):\n%s", diff)
 	}
-	js.Status = p.status
+	js.Status = p.Status
 	for _, pods := range [][]corev1.Pod{nil, {epochPod("a", "driver", "1", true)}} {
-		p = decidePure(t, js, observed{jobs: jobs, pods: pods, serviceExists: true, broadcast: p.broadcast}, at(1), time.Minute)
-		if p.status.Restarts != 0 || p.status.RestartsCountTowardsMax != 0 || finished(&p.status) {
-			t.Fatalf("a suspension with %d Pods left counted a restart or ended the JobSet: %+v", len(pods), p.status)
+		p = decidePure(t, js, Observed{Jobs: jobs, Pods: pods, ServiceExists: true, Broadcast: p.Broadcast}, at(1), time.Minute)
+		if p.Status.Restarts != 0 || p.Status.RestartsCountTowardsMax != 0 || finished(&p.Status) {
+			t.Fatalf("a suspension with %d Pods left counted a restart or ended the JobSet: %+v", len(pods), p.Status)
 		}
-		if p.status.DeprecatedEpoch != 1 || p.status.SyncedEpoch != 1 {
-			t.Errorf("epochs %d/%d, want 1/1: the group is over without a restart", p.status.DeprecatedEpoch, p.status.SyncedEpoch)
+		if p.Status.DeprecatedEpoch != 1 || p.Status.SyncedEpoch != 1 {
+			t.Errorf("epochs %d/%d, want 1/1: the group is over without a restart", p.Status.DeprecatedEpoch, p.Status.SyncedEpoch)
 		}
 	}
-	if c := findCondition(&p.status, jobset.JobSetSuspended); c == nil || c.Status != metav1.ConditionTrue {
+	if c := findCondition(&p.Status, jobset.JobSetSuspended); c == nil || c.Status != metav1.ConditionTrue {
 		t.Errorf("suspended condition %+v", c)
 	}
 
 	// Resumed: the new Pods report the next epoch and sync without a
 	// restart; a later failure is the first restart, and with maxRestarts
 	// 0 it fails the JobSet.
-	js.Status = p.status
+	js.Status = p.Status
 	js.Spec.Suspend = ptr.To(false)
-	p = decidePure(t, js, observed{jobs: jobs, pods: syncedPods("2"), serviceExists: true, broadcast: p.broadcast}, at(2), time.Minute)
-	if p.status.SyncedEpoch != 2 || p.status.Restarts != 0 {
-		t.Fatalf("after the resume: synced %d restarts %d, want 2 and 0", p.status.SyncedEpoch, p.status.Restarts)
+	p = decidePure(t, js, Observed{Jobs: jobs, Pods: syncedPods("2"), ServiceExists: true, Broadcast: p.Broadcast}, at(2), time.Minute)
+	if p.Status.SyncedEpoch != 2 || p.Status.Restarts != 0 {
+		t.Fatalf("after the resume: synced %d restarts %d, want 2 and 0", p.Status.SyncedEpoch, p.Status.Restarts)
 	}
-	js.Status = p.status
+	js.Status = p.Status
 	pods := syncedPods("2")
 	pods[2] = epochPod("c", "workers", "2", true)
-	p = decidePure(t, js, observed{jobs: jobs, pods: pods, serviceExists: true, broadcast: p.broadcast}, at(3), time.Minute)
-	if c := findCondition(&p.status, jobset.JobSetFailed); c == nil || c.Reason != ReasonReachedMaxRestarts {
+	p = decidePure(t, js, Observed{Jobs: jobs, Pods: pods, ServiceExists: true, Broadcast: p.Broadcast}, at(3), time.Minute)
+	if c := findCondition(&p.Status, jobset.JobSetFailed); c == nil || c.Reason != ReasonReachedMaxRestarts {
 		t.Errorf("a failure after the resume with maxRestarts 0: failed condition %+v", c)
 	}
 }
@@ -76,25 +76,25 @@ func TestSuspendEndsAnInPlaceRestartWithoutItsTimeout(t *testing.T) {
 	jobs := jobList(readyJob(jobOf(js, "driver", 0)), readyJob(jobOf(js, "workers", 0)))
 	pods := syncedPods("1")
 	pods[3] = epochPod("d", "workers", "1", true)
-	p := decidePure(t, js, observed{jobs: jobs, pods: pods, serviceExists: true}, at(0), time.Minute)
-	if c := findCondition(&p.status, jobset.JobSetRestarting); c == nil || c.Reason != ReasonInPlaceRestart {
+	p := decidePure(t, js, Observed{Jobs: jobs, Pods: pods, ServiceExists: true}, at(0), time.Minute)
+	if c := findCondition(&p.Status, jobset.JobSetRestarting); c == nil || c.Reason != ReasonInPlaceRestart {
 		t.Fatalf("restarting condition %+v", c)
 	}
 
 	// Preempted in the middle of the restart, and left suspended past the
 	// in-place timeout: no recreation, no second restart.
-	js.Status = p.status
+	js.Status = p.Status
 	js.Spec.Suspend = ptr.To(true)
-	p = decidePure(t, js, observed{jobs: jobs, serviceExists: true, broadcast: p.broadcast}, at(1), time.Minute)
-	c := findCondition(&p.status, jobset.JobSetRestarting)
+	p = decidePure(t, js, Observed{Jobs: jobs, ServiceExists: true, Broadcast: p.Broadcast}, at(1), time.Minute)
+	c := findCondition(&p.Status, jobset.JobSetRestarting)
 	if c == nil || c.Status != metav1.ConditionFalse || c.Reason != ReasonInPlaceRestartSuspended {
 		t.Errorf("restarting condition after the suspension %+v", c)
 	}
-	js.Status = p.status
-	p = decidePure(t, js, observed{jobs: jobs, serviceExists: true, broadcast: p.broadcast}, at(600), time.Minute)
-	if p.status.Restarts != 1 || p.status.InPlaceRestarts != 1 || len(p.deleteJobs) != 0 {
+	js.Status = p.Status
+	p = decidePure(t, js, Observed{Jobs: jobs, ServiceExists: true, Broadcast: p.Broadcast}, at(600), time.Minute)
+	if p.Status.Restarts != 1 || p.Status.InPlaceRestarts != 1 || len(p.DeleteJobs) != 0 {
 		t.Errorf("suspended past the timeout: restarts %d (in place %d), delete %v; want the one restart and no recreation",
-			p.status.Restarts, p.status.InPlaceRestarts, names(p.deleteJobs))
+			p.Status.Restarts, p.Status.InPlaceRestarts, names(p.DeleteJobs))
 	}
 }
 
@@ -118,15 +118,15 @@ func TestResumeCarriesTheTemplateChangedWhileSuspended(t *testing.T) {
 	tpl.Spec.Tolerations = []corev1.Toleration{{Key: "tpu", Operator: corev1.TolerationOpExists}}
 	tpl.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: "kueue.x-k8s.io/topology"}}
 
-	p := decidePure(t, js, observed{jobs: jobList(buildJob(js, 0, 0, true), cached), serviceExists: true}, at(0), time.Minute)
+	p := decidePure(t, js, Observed{Jobs: jobList(buildJob(js, 0, 0, true), cached), ServiceExists: true}, at(0), time.Minute)
 	var got *batchv1.Job
-	for _, u := range p.resumeJobs {
-		if u.cached.Name == cached.Name {
-			got = u.want
+	for _, u := range p.ResumeJobs {
+		if u.Cached.Name == cached.Name {
+			got = u.Want
 		}
 	}
 	if got == nil {
-		t.Fatalf("resumed %v, want %s among them", updatedNames(p.resumeJobs), cached.Name)
+		t.Fatalf("resumed %v, want %s among them", updatedNames(p.ResumeJobs), cached.Name)
 	}
 	pod := got.Spec.Template
 	if ptr.Deref(got.Spec.Suspend, true) {
@@ -166,18 +166,18 @@ func TestEpochNobodyBroadcastCostsNoRestart(t *testing.T) {
 	for _, raw := range []string{"999999", "3", "-1", "x"} {
 		pods := syncedPods("1")
 		pods[1] = epochPod("b", "driver", raw, false)
-		p := decidePure(t, js, observed{jobs: jobs, pods: pods, serviceExists: true}, at(0), time.Minute)
-		if p.status.Restarts != 0 || p.status.DeprecatedEpoch != 0 {
-			t.Errorf("epoch %q on one Pod: restarts %d, deprecated %d; want nothing", raw, p.status.Restarts, p.status.DeprecatedEpoch)
+		p := decidePure(t, js, Observed{Jobs: jobs, Pods: pods, ServiceExists: true}, at(0), time.Minute)
+		if p.Status.Restarts != 0 || p.Status.DeprecatedEpoch != 0 {
+			t.Errorf("epoch %q on one Pod: restarts %d, deprecated %d; want nothing", raw, p.Status.Restarts, p.Status.DeprecatedEpoch)
 		}
-		if !hasEvent(p.warnings, ReasonInvalidEpoch, "Pod b") {
-			t.Errorf("epoch %q: warnings %v, want %s naming Pod b", raw, p.warnings, ReasonInvalidEpoch)
+		if !hasEvent(p.Warnings, ReasonInvalidEpoch, "Pod b") {
+			t.Errorf("epoch %q: warnings %v, want %s naming Pod b", raw, p.Warnings, ReasonInvalidEpoch)
 		}
 		// Its worker's failure is still seen.
 		pods[1].Status.ContainerStatuses = epochPod("b", "driver", raw, true).Status.ContainerStatuses
-		p = decidePure(t, js, observed{jobs: jobs, pods: pods, serviceExists: true}, at(0), time.Minute)
-		if p.status.InPlaceRestarts != 1 {
-			t.Errorf("epoch %q and a worker exit: in-place restarts %d, want 1", raw, p.status.InPlaceRestarts)
+		p = decidePure(t, js, Observed{Jobs: jobs, Pods: pods, ServiceExists: true}, at(0), time.Minute)
+		if p.Status.InPlaceRestarts != 1 {
+			t.Errorf("epoch %q and a worker exit: in-place restarts %d, want 1", raw, p.Status.InPlaceRestarts)
 		}
 	}
 }
@@ -190,14 +190,14 @@ func TestPodReplacedBeforeTheSyncIsNoMember(t *testing.T) {
 	failed := epochPod("d", "workers", "2", true)
 	failed.Status.Phase = corev1.PodFailed
 	pods := append(syncedPods("2")[:3], failed, epochPod("e", "workers", "2", false))
-	p := decidePure(t, js, observed{jobs: jobs, pods: pods, serviceExists: true}, at(0), time.Minute)
-	if p.status.Restarts != 0 || p.status.DeprecatedEpoch != 1 {
-		t.Errorf("restarts %d, deprecated %d: the replaced Pod started a restart", p.status.Restarts, p.status.DeprecatedEpoch)
+	p := decidePure(t, js, Observed{Jobs: jobs, Pods: pods, ServiceExists: true}, at(0), time.Minute)
+	if p.Status.Restarts != 0 || p.Status.DeprecatedEpoch != 1 {
+		t.Errorf("restarts %d, deprecated %d: the replaced Pod started a restart", p.Status.Restarts, p.Status.DeprecatedEpoch)
 	}
 	// Without its replacement the group is short, and restarts.
-	p = decidePure(t, js, observed{jobs: jobs, pods: pods[:4], serviceExists: true}, at(0), time.Minute)
-	if c := findCondition(&p.status, jobset.JobSetRestarting); p.status.InPlaceRestarts != 1 || c == nil || !strings.Contains(c.Message, "Pod d of epoch 2 failed") {
-		t.Errorf("a member gone: in-place restarts %d, condition %+v", p.status.InPlaceRestarts, c)
+	p = decidePure(t, js, Observed{Jobs: jobs, Pods: pods[:4], ServiceExists: true}, at(0), time.Minute)
+	if c := findCondition(&p.Status, jobset.JobSetRestarting); p.Status.InPlaceRestarts != 1 || c == nil || !strings.Contains(c.Message, "Pod d of epoch 2 failed") {
+		t.Errorf("a member gone: in-place restarts %d, condition %+v", p.Status.InPlaceRestarts, c)
 	}
 }
 
@@ -206,22 +206,22 @@ func TestFinishedMemberMakesTheRestartARecreation(t *testing.T) {
 	jobs := jobList(readyJob(jobOf(js, "driver", 0)), readyJob(jobOf(js, "workers", 0)))
 	pods := syncedPods("1")
 	pods[0].Status.Phase = corev1.PodSucceeded
-	p := decidePure(t, js, observed{jobs: jobs, pods: pods, serviceExists: true}, at(0), time.Minute)
-	if p.status.Restarts != 0 {
-		t.Fatalf("a finished Pod alone restarted the group: %+v", p.status)
+	p := decidePure(t, js, Observed{Jobs: jobs, Pods: pods, ServiceExists: true}, at(0), time.Minute)
+	if p.Status.Restarts != 0 {
+		t.Fatalf("a finished Pod alone restarted the group: %+v", p.Status)
 	}
 	pods[3] = epochPod("d", "workers", "1", true)
-	p = decidePure(t, js, observed{jobs: jobs, pods: pods, serviceExists: true}, at(1), time.Minute)
-	if p.status.Restarts != 1 || p.status.InPlaceRestarts != 0 || p.status.RestartsCountTowardsMax != 1 {
-		t.Errorf("restarts %d, in place %d, counted %d; want one recreation counted once", p.status.Restarts, p.status.InPlaceRestarts, p.status.RestartsCountTowardsMax)
+	p = decidePure(t, js, Observed{Jobs: jobs, Pods: pods, ServiceExists: true}, at(1), time.Minute)
+	if p.Status.Restarts != 1 || p.Status.InPlaceRestarts != 0 || p.Status.RestartsCountTowardsMax != 1 {
+		t.Errorf("restarts %d, in place %d, counted %d; want one recreation counted once", p.Status.Restarts, p.Status.InPlaceRestarts, p.Status.RestartsCountTowardsMax)
 	}
-	if c := findCondition(&p.status, jobset.JobSetRestarting); c == nil || c.Reason != ReasonInPlaceRestartImpossible || !strings.Contains(c.Message, "Pod a has finished") {
+	if c := findCondition(&p.Status, jobset.JobSetRestarting); c == nil || c.Reason != ReasonInPlaceRestartImpossible || !strings.Contains(c.Message, "Pod a has finished") {
 		t.Errorf("restarting condition %+v", c)
 	}
-	js.Status = p.status
-	p = decidePure(t, js, observed{jobs: jobs, pods: pods, serviceExists: true}, at(2), time.Minute)
-	if len(p.deleteJobs) != 2 {
-		t.Errorf("the Jobs are not recreated: delete %v", names(p.deleteJobs))
+	js.Status = p.Status
+	p = decidePure(t, js, Observed{Jobs: jobs, Pods: pods, ServiceExists: true}, at(2), time.Minute)
+	if len(p.DeleteJobs) != 2 {
+		t.Errorf("the Jobs are not recreated: delete %v", names(p.DeleteJobs))
 	}
 }
 
@@ -230,19 +230,19 @@ func TestRestartJobInPlaceIsCountedOnce(t *testing.T) {
 	js.Spec.FailurePolicy.Rules = []jobset.FailurePolicyRule{{Name: "job", Action: jobset.RestartJob}}
 	driver := readyJob(jobOf(js, "driver", 0))
 	workers := failedJob(jobOf(js, "workers", 0), batchv1.JobReasonPodFailurePolicy, "exit 5", at(0))
-	p := decidePure(t, js, observed{jobs: jobList(driver, workers), pods: syncedPods("1")[:2], serviceExists: true}, at(0), time.Minute)
-	if got := countedRestarts(&p.status); got != 1 {
+	p := decidePure(t, js, Observed{Jobs: jobList(driver, workers), Pods: syncedPods("1")[:2], ServiceExists: true}, at(0), time.Minute)
+	if got := countedRestarts(&p.Status); got != 1 {
 		t.Fatalf("counted restarts %d after the RestartJob, want 1", got)
 	}
 
 	// The failed Job is recreated; the driver's Pods lost their group.
-	js.Status = p.status
-	p = decidePure(t, js, observed{jobs: jobList(driver), pods: syncedPods("1")[:2], serviceExists: true, broadcast: p.broadcast}, at(1), time.Minute)
-	if got := countedRestarts(&p.status); got != 1 || p.status.InPlaceRestarts != 0 {
-		t.Errorf("counted restarts %d (in place %d) once the group saw its loss, want 1 (0)", got, p.status.InPlaceRestarts)
+	js.Status = p.Status
+	p = decidePure(t, js, Observed{Jobs: jobList(driver), Pods: syncedPods("1")[:2], ServiceExists: true, Broadcast: p.Broadcast}, at(1), time.Minute)
+	if got := countedRestarts(&p.Status); got != 1 || p.Status.InPlaceRestarts != 0 {
+		t.Errorf("counted restarts %d (in place %d) once the group saw its loss, want 1 (0)", got, p.Status.InPlaceRestarts)
 	}
-	if p.status.DeprecatedEpoch != 1 || p.broadcast["deprecatedEpoch"] != "1" {
-		t.Errorf("deprecated %d, broadcast %v: the other Pods must restart in place", p.status.DeprecatedEpoch, p.broadcast)
+	if p.Status.DeprecatedEpoch != 1 || p.Broadcast["deprecatedEpoch"] != "1" {
+		t.Errorf("deprecated %d, broadcast %v: the other Pods must restart in place", p.Status.DeprecatedEpoch, p.Broadcast)
 	}
 }
 
@@ -250,11 +250,11 @@ func TestDependsOnOrdersTheBarriers(t *testing.T) {
 	js := inPlaceJobSet(0, 1)
 	js.Spec.ReplicatedJobs[1].DependsOn = []jobset.DependsOn{{Name: "driver", Status: jobset.DependencyReady}}
 	p := pods(1, 1, 1, 1)
-	p[0].ready = false
+	p[0].Ready = false
 	if diff := cmp.Diff([]string{"driver"}, decideEpochs(js, groupsOf(p)).openReplicatedJobs); diff != "" {
 		t.Errorf("driver not ready: open barriers (-want +got):\n%s", diff)
 	}
-	p[0].ready = true
+	p[0].Ready = true
 	if diff := cmp.Diff([]string{"driver", "workers"}, decideEpochs(js, groupsOf(p)).openReplicatedJobs); diff != "" {
 		t.Errorf("driver ready: open barriers (-want +got):\n%s", diff)
 	}
@@ -263,15 +263,15 @@ func TestDependsOnOrdersTheBarriers(t *testing.T) {
 	if diff := cmp.Diff([]string{"driver"}, decideEpochs(js, groupsOf(p)).openReplicatedJobs); diff != "" {
 		t.Errorf("driver ready, not complete: open barriers (-want +got):\n%s", diff)
 	}
-	p[0].finished, p[1].finished = true, true
+	p[0].Finished, p[1].Finished = true, true
 	if diff := cmp.Diff([]string{"driver", "workers"}, decideEpochs(js, groupsOf(p)).openReplicatedJobs); diff != "" {
 		t.Errorf("driver complete: open barriers (-want +got):\n%s", diff)
 	}
 }
 
-func hasEvent(events []event, reason, part string) bool {
+func hasEvent(events []Event, reason, part string) bool {
 	for _, e := range events {
-		if e.reason == reason && strings.Contains(e.message, part) {
+		if e.Reason == reason && strings.Contains(e.Message, part) {
 			return true
 		}
 	}
@@ -299,23 +299,23 @@ func TestFatalExitWithAnotherWorkerRunningDeletesThePod(t *testing.T) {
 	}
 
 	pods[3] = two(5)
-	p := decidePure(t, js, observed{jobs: jobs, pods: pods, serviceExists: true}, at(0), time.Minute)
-	if len(p.deletePods) != 1 || p.deletePods[0].pod.Name != "d" || p.deletePods[0].pod.UID != "uid-d" {
-		t.Fatalf("delete pods %v, want Pod d", p.deletePods)
+	p := decidePure(t, js, Observed{Jobs: jobs, Pods: pods, ServiceExists: true}, at(0), time.Minute)
+	if len(p.DeletePods) != 1 || p.DeletePods[0].Pod.Name != "d" || p.DeletePods[0].Pod.UID != "uid-d" {
+		t.Fatalf("delete pods %v, want Pod d", p.DeletePods)
 	}
-	if why := p.deletePods[0].why; p.status.Restarts != 0 || why.reason != ReasonFatalExitPodDeleted || !strings.Contains(why.message, "container trainer of Pod d") {
-		t.Errorf("restarts %d, deletion's Event %+v: want no restart and a %s", p.status.Restarts, why, ReasonFatalExitPodDeleted)
+	if why := p.DeletePods[0].Why; p.Status.Restarts != 0 || why.Reason != ReasonFatalExitPodDeleted || !strings.Contains(why.Message, "container trainer of Pod d") {
+		t.Errorf("restarts %d, deletion's Event %+v: want no restart and a %s", p.Status.Restarts, why, ReasonFatalExitPodDeleted)
 	}
 
 	// Every worker exited: the kubelet fails the Pod itself.
 	pods[3] = two(5, 0)
-	if p = decidePure(t, js, observed{jobs: jobs, pods: pods, serviceExists: true}, at(0), time.Minute); len(p.deletePods) != 0 {
-		t.Errorf("delete pods %v, want none: the Pod fails by itself", p.deletePods)
+	if p = decidePure(t, js, Observed{Jobs: jobs, Pods: pods, ServiceExists: true}, at(0), time.Minute); len(p.DeletePods) != 0 {
+		t.Errorf("delete pods %v, want none: the Pod fails by itself", p.DeletePods)
 	}
 	// An exit that does not fail the Job restarts the group in place.
 	pods[3] = two(1)
-	if p = decidePure(t, js, observed{jobs: jobs, pods: pods, serviceExists: true}, at(0), time.Minute); len(p.deletePods) != 0 || p.status.InPlaceRestarts != 1 {
-		t.Errorf("exit 1: delete pods %v, in-place restarts %d; want none and 1", p.deletePods, p.status.InPlaceRestarts)
+	if p = decidePure(t, js, Observed{Jobs: jobs, Pods: pods, ServiceExists: true}, at(0), time.Minute); len(p.DeletePods) != 0 || p.Status.InPlaceRestarts != 1 {
+		t.Errorf("exit 1: delete pods %v, in-place restarts %d; want none and 1", p.DeletePods, p.Status.InPlaceRestarts)
 	}
 }
 
@@ -331,19 +331,19 @@ func TestLossThePodFailurePolicyIgnoresIsNotCounted(t *testing.T) {
 	// Evicted: being deleted, with the condition the eviction sets.
 	pods[3].DeletionTimestamp = ptr.To(at(0))
 	pods[3].Status.Conditions = []corev1.PodCondition{{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue}}
-	p := decidePure(t, js, observed{jobs: jobs, pods: pods, serviceExists: true}, at(0), time.Minute)
-	if p.status.InPlaceRestarts != 1 || p.status.RestartsCountTowardsMax != 0 || finished(&p.status) {
-		t.Errorf("in-place restarts %d, counted %d, terminal %q; want 1 restart not counted", p.status.InPlaceRestarts, p.status.RestartsCountTowardsMax, p.status.TerminalState)
+	p := decidePure(t, js, Observed{Jobs: jobs, Pods: pods, ServiceExists: true}, at(0), time.Minute)
+	if p.Status.InPlaceRestarts != 1 || p.Status.RestartsCountTowardsMax != 0 || finished(&p.Status) {
+		t.Errorf("in-place restarts %d, counted %d, terminal %q; want 1 restart not counted", p.Status.InPlaceRestarts, p.Status.RestartsCountTowardsMax, p.Status.TerminalState)
 	}
-	if c := findCondition(&p.status, jobset.JobSetRestarting); c == nil || !strings.Contains(c.Message, "not counted towards maxRestarts") {
+	if c := findCondition(&p.Status, jobset.JobSetRestarting); c == nil || !strings.Contains(c.Message, "not counted towards maxRestarts") {
 		t.Errorf("restarting condition %+v", c)
 	}
 
 	// The same loss without the condition is counted, and with
 	// maxRestarts 0 fails the JobSet.
 	pods[3].Status.Conditions = nil
-	p = decidePure(t, js, observed{jobs: jobs, pods: pods, serviceExists: true}, at(0), time.Minute)
-	if c := findCondition(&p.status, jobset.JobSetFailed); c == nil || c.Reason != ReasonReachedMaxRestarts {
+	p = decidePure(t, js, Observed{Jobs: jobs, Pods: pods, ServiceExists: true}, at(0), time.Minute)
+	if c := findCondition(&p.Status, jobset.JobSetFailed); c == nil || c.Reason != ReasonReachedMaxRestarts {
 		t.Errorf("a deletion the policy does not ignore: failed condition %+v", c)
 	}
 }
@@ -367,9 +367,9 @@ func TestCrashLoopingAgentsPodIsDeletedDuringARestart(t *testing.T) {
 	js := inPlaceJobSet(0, 1)
 	pods := syncedPods("1")
 	pods[3] = crashLooping("d", "1")
-	p := decidePure(t, js, observed{jobs: jobsOf(js), pods: pods, serviceExists: true}, at(0), time.Minute)
-	if len(p.deletePods) != 0 || p.status.Restarts != 0 {
-		t.Errorf("no restart under way: delete %v, restarts %d; want nothing", p.deletePods, p.status.Restarts)
+	p := decidePure(t, js, Observed{Jobs: jobsOf(js), Pods: pods, ServiceExists: true}, at(0), time.Minute)
+	if len(p.DeletePods) != 0 || p.Status.Restarts != 0 {
+		t.Errorf("no restart under way: delete %v, restarts %d; want nothing", p.DeletePods, p.Status.Restarts)
 	}
 
 	// A restart under way: the others moved to epoch 2, Pod d's workers
@@ -378,21 +378,21 @@ func TestCrashLoopingAgentsPodIsDeletedDuringARestart(t *testing.T) {
 	setCondition(&js.Status, jobset.JobSetRestarting, metav1.ConditionTrue, ReasonInPlaceRestart, "a worker exited", at(0))
 	pods = syncedPods("2")
 	pods[3] = crashLooping("d", "1")
-	p = decidePure(t, js, observed{jobs: jobsOf(js), pods: pods, serviceExists: true}, at(0), time.Minute)
-	if len(p.deletePods) != 1 || p.deletePods[0].pod.Name != "d" || p.deletePods[0].why.reason != ReasonAgentCrashLoopPodDeleted {
-		t.Errorf("delete %v: want Pod d deleted with %s", p.deletePods, ReasonAgentCrashLoopPodDeleted)
+	p = decidePure(t, js, Observed{Jobs: jobsOf(js), Pods: pods, ServiceExists: true}, at(0), time.Minute)
+	if len(p.DeletePods) != 1 || p.DeletePods[0].Pod.Name != "d" || p.DeletePods[0].Why.Reason != ReasonAgentCrashLoopPodDeleted {
+		t.Errorf("delete %v: want Pod d deleted with %s", p.DeletePods, ReasonAgentCrashLoopPodDeleted)
 	}
 	// The same Pods while the group starts after a resume or a
 	// recreation, with no in-place restart under way: nothing is deleted.
 	js.Status.Conditions = nil
-	if p = decidePure(t, js, observed{jobs: jobsOf(js), pods: pods, serviceExists: true}, at(0), time.Minute); len(p.deletePods) != 0 {
-		t.Errorf("no in-place restart: delete %v, want none", p.deletePods)
+	if p = decidePure(t, js, Observed{Jobs: jobsOf(js), Pods: pods, ServiceExists: true}, at(0), time.Minute); len(p.DeletePods) != 0 {
+		t.Errorf("no in-place restart: delete %v, want none", p.DeletePods)
 	}
 	setCondition(&js.Status, jobset.JobSetRestarting, metav1.ConditionTrue, ReasonInPlaceRestart, "a worker exited", at(0))
 	// Its agent running again: it restarts the Pod itself.
 	pods[3].Status.InitContainerStatuses[0].State = corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}
-	if p = decidePure(t, js, observed{jobs: jobsOf(js), pods: pods, serviceExists: true}, at(0), time.Minute); len(p.deletePods) != 0 {
-		t.Errorf("agent running: delete %v, want none", p.deletePods)
+	if p = decidePure(t, js, Observed{Jobs: jobsOf(js), Pods: pods, ServiceExists: true}, at(0), time.Minute); len(p.DeletePods) != 0 {
+		t.Errorf("agent running: delete %v, want none", p.DeletePods)
 	}
 }
 
@@ -408,17 +408,17 @@ func TestResumeWithAFinishedDependency(t *testing.T) {
 		pods[i] = epochPod(pods[i].Name, "driver", "1", false)
 		pods[i].Status.Phase = corev1.PodSucceeded
 	}
-	p := decidePure(t, js, observed{jobs: jobs, pods: pods, serviceExists: true}, at(0), time.Minute)
-	if p.status.SyncedEpoch != 2 || p.status.Restarts != 0 {
-		t.Fatalf("synced %d, restarts %d: want the resumed workers synced at 2 beside the finished driver", p.status.SyncedEpoch, p.status.Restarts)
+	p := decidePure(t, js, Observed{Jobs: jobs, Pods: pods, ServiceExists: true}, at(0), time.Minute)
+	if p.Status.SyncedEpoch != 2 || p.Status.Restarts != 0 {
+		t.Fatalf("synced %d, restarts %d: want the resumed workers synced at 2 beside the finished driver", p.Status.SyncedEpoch, p.Status.Restarts)
 	}
-	if p.broadcast["openReplicatedJobs"] == "" || !strings.Contains(p.broadcast["openReplicatedJobs"], "workers") {
-		t.Errorf("broadcast %v: the workers' barrier must open, their dependency having completed", p.broadcast)
+	if p.Broadcast["openReplicatedJobs"] == "" || !strings.Contains(p.Broadcast["openReplicatedJobs"], "workers") {
+		t.Errorf("broadcast %v: the workers' barrier must open, their dependency having completed", p.Broadcast)
 	}
-	js.Status = p.status
-	p = decidePure(t, js, observed{jobs: jobs, pods: pods, serviceExists: true, broadcast: p.broadcast}, at(1), time.Minute)
-	if p.status.Restarts != 0 || p.status.DeprecatedEpoch != 1 {
-		t.Errorf("restarts %d, deprecated %d: the finished driver is no lost member", p.status.Restarts, p.status.DeprecatedEpoch)
+	js.Status = p.Status
+	p = decidePure(t, js, Observed{Jobs: jobs, Pods: pods, ServiceExists: true, Broadcast: p.Broadcast}, at(1), time.Minute)
+	if p.Status.Restarts != 0 || p.Status.DeprecatedEpoch != 1 {
+		t.Errorf("restarts %d, deprecated %d: the finished driver is no lost member", p.Status.Restarts, p.Status.DeprecatedEpoch)
 	}
 }
 
@@ -437,15 +437,15 @@ func TestCrashLoopCountsOnlyTheGroupToSync(t *testing.T) {
 	old := agent(epochPod("old", "workers", "1", false), 5)
 	old.DeletionTimestamp = ptr.To(at(0))
 	pods := append(syncedPods("2")[:3], old)
-	p := decidePure(t, js, observed{jobs: jobs, pods: pods, serviceExists: true}, at(0), time.Minute)
-	if finished(&p.status) {
-		t.Fatalf("an old Pod's agent restarts failed the resumed JobSet: %+v", findCondition(&p.status, jobset.JobSetFailed))
+	p := decidePure(t, js, Observed{Jobs: jobs, Pods: pods, ServiceExists: true}, at(0), time.Minute)
+	if finished(&p.Status) {
+		t.Fatalf("an old Pod's agent restarts failed the resumed JobSet: %+v", findCondition(&p.Status, jobset.JobSetFailed))
 	}
 	// A Pod of the group to sync whose agent crash-loops still fails it.
 	pods = append(pods, agent(epochPod("new", "workers", "", false), 2))
 	pods[len(pods)-1].Annotations = nil
-	p = decidePure(t, js, observed{jobs: jobs, pods: pods, serviceExists: true}, at(0), time.Minute)
-	if c := findCondition(&p.status, jobset.JobSetFailed); c == nil || !strings.Contains(c.Message, "Pod new") {
+	p = decidePure(t, js, Observed{Jobs: jobs, Pods: pods, ServiceExists: true}, at(0), time.Minute)
+	if c := findCondition(&p.Status, jobset.JobSetFailed); c == nil || !strings.Contains(c.Message, "Pod new") {
 		t.Errorf("a new Pod's agent crash-looping: failed condition %+v", c)
 	}
 }
@@ -476,44 +476,44 @@ func TestEveryTransition(t *testing.T) {
 			return js
 		}
 	}
-	type event func(js *jobset.JobSet) observed
+	type event func(js *jobset.JobSet) Observed
 	jobsWith := func(js *jobset.JobSet, edit func(driver, workers *batchv1.Job)) []batchv1.Job {
 		driver, workers := readyJob(jobOf(js, "driver", 0)), readyJob(jobOf(js, "workers", 0))
 		driver.Spec.Suspend, workers.Spec.Suspend = js.Spec.Suspend, js.Spec.Suspend
 		edit(driver, workers)
 		return jobList(driver, workers)
 	}
-	jobFails := func(js *jobset.JobSet) observed {
-		return observed{serviceExists: true, jobs: jobsWith(js, func(_, w *batchv1.Job) { failedJob(w, batchv1.JobReasonBackoffLimitExceeded, "", at(1)) })}
+	jobFails := func(js *jobset.JobSet) Observed {
+		return Observed{ServiceExists: true, Jobs: jobsWith(js, func(_, w *batchv1.Job) { failedJob(w, batchv1.JobReasonBackoffLimitExceeded, "", at(1)) })}
 	}
-	jobFailsForGood := func(js *jobset.JobSet) observed {
+	jobFailsForGood := func(js *jobset.JobSet) Observed {
 		js.Spec.FailurePolicy.Rules = []jobset.FailurePolicyRule{{Name: "fatal", Action: jobset.FailJobSet}}
 		return jobFails(js)
 	}
-	allSucceed := func(js *jobset.JobSet) observed {
-		return observed{serviceExists: true, jobs: jobsWith(js, func(d, w *batchv1.Job) { succeededJob(d); succeededJob(w) })}
+	allSucceed := func(js *jobset.JobSet) Observed {
+		return Observed{ServiceExists: true, Jobs: jobsWith(js, func(d, w *batchv1.Job) { succeededJob(d); succeededJob(w) })}
 	}
-	suspend := func(js *jobset.JobSet) observed {
+	suspend := func(js *jobset.JobSet) Observed {
 		js.Spec.Suspend = ptr.To(true)
-		return observed{serviceExists: true, jobs: jobsWith(js, func(_, _ *batchv1.Job) {})}
+		return Observed{ServiceExists: true, Jobs: jobsWith(js, func(_, _ *batchv1.Job) {})}
 	}
-	resume := func(js *jobset.JobSet) observed {
+	resume := func(js *jobset.JobSet) Observed {
 		js.Spec.Suspend = ptr.To(false)
-		return observed{serviceExists: true, jobs: jobsWith(js, func(d, w *batchv1.Job) { d.Spec.Suspend, w.Spec.Suspend = ptr.To(true), ptr.To(true) })}
+		return Observed{ServiceExists: true, Jobs: jobsWith(js, func(d, w *batchv1.Job) { d.Spec.Suspend, w.Spec.Suspend = ptr.To(true), ptr.To(true) })}
 	}
 	syncAt := func(epoch string) event {
-		return func(js *jobset.JobSet) observed {
+		return func(js *jobset.JobSet) Observed {
 			pods := syncedPods(epoch)
 			for i := range pods {
-				pods[i].Labels[jobset.RestartsKey] = strconv.Itoa(int(recreateAttempt(&js.Status)))
+				pods[i].Labels[jobset.RestartsKey] = strconv.Itoa(int(RecreateAttempt(&js.Status)))
 			}
-			return observed{serviceExists: true, jobs: jobsWith(js, func(_, _ *batchv1.Job) {}), pods: pods}
+			return Observed{ServiceExists: true, Jobs: jobsWith(js, func(_, _ *batchv1.Job) {}), Pods: pods}
 		}
 	}
 	for name, tc := range map[string]struct {
 		from state
 		on   event
-		want restartState
+		want RestartState
 	}{
 		"Starting, a Job fails":                  {from: starting, on: jobFails, want: stateRecreating},
 		"Starting, suspended":                    {from: starting, on: suspend, want: stateSuspended},
@@ -533,8 +533,8 @@ func TestEveryTransition(t *testing.T) {
 			js := tc.from()
 			obs := tc.on(js)
 			p := decidePure(t, js, obs, at(2), time.Minute)
-			if got := restartStateOf(js, &p.status); got != tc.want {
-				t.Errorf("state %s, want %s (status %+v)", got, tc.want, p.status)
+			if got := RestartStateOf(js, &p.Status); got != tc.want {
+				t.Errorf("state %s, want %s (status %+v)", got, tc.want, p.Status)
 			}
 		})
 	}

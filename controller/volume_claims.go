@@ -17,23 +17,25 @@ func ClaimName(template, jobSetName string) string {
 	return template + "-" + jobSetName
 }
 
-// claimTemplates returns the JobSet's claim templates in spec order, each
+// ClaimTemplates returns the JobSet's claim templates in spec order, each
 // with whether its claim goes with the JobSet (whenDeleted Delete, the
 // default) or outlives it (Retain).
-func claimTemplates(js *jobset.JobSet) []claimTemplate {
-	var out []claimTemplate
+func ClaimTemplates(js *jobset.JobSet) []ClaimTemplate {
+	var out []ClaimTemplate
 	for i := range js.Spec.VolumeClaimPolicies {
 		p := &js.Spec.VolumeClaimPolicies[i]
 		deleted := p.RetentionPolicy == nil || ptr.Deref(p.RetentionPolicy.WhenDeleted, jobset.RetentionPolicyDelete) == jobset.RetentionPolicyDelete
 		for j := range p.Templates {
-			out = append(out, claimTemplate{template: &p.Templates[j], deleteWithJobSet: deleted})
+			out = append(out, ClaimTemplate{Template: &p.Templates[j], deleteWithJobSet: deleted})
 		}
 	}
 	return out
 }
 
-type claimTemplate struct {
-	template         *corev1.PersistentVolumeClaim
+// ClaimTemplate is a claim template of spec.volumeClaimPolicies and
+// whether its claim is deleted with the JobSet.
+type ClaimTemplate struct {
+	Template         *corev1.PersistentVolumeClaim
 	deleteWithJobSet bool
 }
 
@@ -41,8 +43,8 @@ type claimTemplate struct {
 // not hold, in spec order.
 func missingClaims(js *jobset.JobSet, existing map[string]bool) []*corev1.PersistentVolumeClaim {
 	var out []*corev1.PersistentVolumeClaim
-	for _, t := range claimTemplates(js) {
-		if !existing[ClaimName(t.template.Name, js.Name)] {
+	for _, t := range ClaimTemplates(js) {
+		if !existing[ClaimName(t.Template.Name, js.Name)] {
 			out = append(out, buildClaim(js, t))
 		}
 	}
@@ -54,15 +56,15 @@ func missingClaims(js *jobset.JobSet, existing map[string]bool) []*corev1.Persis
 // annotations and spec. Only a claim deleted with the JobSet has the JobSet
 // as its controller; a retained one has no owner, so that the garbage
 // collector leaves it when the JobSet goes.
-func buildClaim(js *jobset.JobSet, t claimTemplate) *corev1.PersistentVolumeClaim {
+func buildClaim(js *jobset.JobSet, t ClaimTemplate) *corev1.PersistentVolumeClaim {
 	pvc := &corev1.PersistentVolumeClaim{
 		ObjectMeta: metav1.ObjectMeta{
-			Name:        ClaimName(t.template.Name, js.Name),
+			Name:        ClaimName(t.Template.Name, js.Name),
 			Namespace:   js.Namespace,
-			Labels:      merged(t.template.Labels, map[string]string{jobset.JobSetNameKey: js.Name}),
-			Annotations: merged(t.template.Annotations, nil),
+			Labels:      merged(t.Template.Labels, map[string]string{jobset.JobSetNameKey: js.Name}),
+			Annotations: merged(t.Template.Annotations, nil),
 		},
-		Spec: *t.template.Spec.DeepCopy(),
+		Spec: *t.Template.Spec.DeepCopy(),
 	}
 	if len(pvc.Annotations) == 0 {
 		pvc.Annotations = nil
@@ -78,8 +80,8 @@ func buildClaim(js *jobset.JobSet, t claimTemplate) *corev1.PersistentVolumeClai
 // backed by the JobSet's claim. A Pod volume of that name already there
 // (admission refuses one) is left as it is.
 func addClaimVolumes(js *jobset.JobSet, pod *corev1.PodSpec) {
-	for _, t := range claimTemplates(js) {
-		name := t.template.Name
+	for _, t := range ClaimTemplates(js) {
+		name := t.Template.Name
 		if !mounts(pod, name) || slices.ContainsFunc(pod.Volumes, func(v corev1.Volume) bool { return v.Name == name }) {
 			continue
 		}

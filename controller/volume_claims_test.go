@@ -78,12 +78,12 @@ func TestDecideCreatesMissingClaims(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			js := withClaims(testJobSet("workers", 1))
 			js.Spec.Suspend = ptr.To(tc.suspend)
-			p := decidePure(t, js, observed{serviceExists: true, claims: tc.existing}, at(0), time.Minute)
-			if diff := cmp.Diff(tc.want, p.createPVCs); diff != "" {
+			p := decidePure(t, js, Observed{ServiceExists: true, Claims: tc.existing}, at(0), time.Minute)
+			if diff := cmp.Diff(tc.want, p.CreatePVCs); diff != "" {
 				t.Errorf("claims to create (-want +got):\n%s", diff)
 			}
-			if len(p.createJobs) != 1 {
-				t.Errorf("jobs to create: %v", names(p.createJobs))
+			if len(p.CreateJobs) != 1 {
+				t.Errorf("jobs to create: %v", names(p.CreateJobs))
 			}
 		})
 	}
@@ -93,9 +93,9 @@ func TestDecideCreatesNoClaimsOnceFinished(t *testing.T) {
 	js := withClaims(testJobSet("workers", 1))
 	js.Status.TerminalState = jobset.TerminalStateCompleted
 	js.Status.Conditions = []metav1.Condition{{Type: string(jobset.JobSetCompleted), Status: metav1.ConditionTrue}}
-	p := decidePure(t, js, observed{}, at(0), time.Minute)
-	if len(p.createPVCs) != 0 {
-		t.Errorf("a finished JobSet gets claims: %v", p.createPVCs)
+	p := decidePure(t, js, Observed{}, at(0), time.Minute)
+	if len(p.CreatePVCs) != 0 {
+		t.Errorf("a finished JobSet gets claims: %v", p.CreatePVCs)
 	}
 }
 
