@@ -13,6 +13,7 @@ import (
 
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
 	"github.com/inplace-dev/inplace/api/protocol"
+	"github.com/inplace-dev/inplace/controller/state"
 )
 
 // benchWorld is an InPlaceRestart JobSet of n Jobs of one Pod each (one
@@ -107,8 +108,8 @@ func exitWorker(pod *corev1.Pod) *corev1.Pod {
 
 // index is the child index fed with the world's objects, as the informers'
 // handlers feed it.
-func (w *benchWorld) index() *ChildIndex {
-	x := NewChildIndex()
+func (w *benchWorld) index() *state.ChildIndex {
+	x := state.NewChildIndex()
 	for _, j := range w.jobs {
 		x.JobEvent(j, false)
 	}
@@ -120,8 +121,8 @@ func (w *benchWorld) index() *ChildIndex {
 
 // reconcile reads and decides as Reconcile does: the JobSet's family from
 // the index, under the JobSet's view, then decide.
-func (w *benchWorld) reconcile(x *ChildIndex) Plan {
-	fam, release := x.Lock(w.js.Namespace, w.js.UID, ViewOf(w.js))
+func (w *benchWorld) reconcile(x *state.ChildIndex) Plan {
+	fam, release := x.Lock(w.js.Namespace, w.js.UID, state.ViewOf(w.js))
 	defer release()
 	return Decide(w.js, Observed{Family: fam, ServiceExists: true, Broadcast: w.broadcast}, t0, time.Minute)
 }
@@ -192,7 +193,7 @@ func BenchmarkRecount(b *testing.B) {
 	x := w.index()
 	restarted := w.js.DeepCopy()
 	restarted.Status.Restarts++
-	views := []*JobView{ViewOf(w.js), ViewOf(restarted)}
+	views := []*state.JobView{state.ViewOf(w.js), state.ViewOf(restarted)}
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
 		_, release := x.Lock(w.js.Namespace, w.js.UID, views[i%2])

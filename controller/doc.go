@@ -7,11 +7,8 @@
 //
 //	reconciler.go        Reconcile: get → skip → observe → decide → act → status → Events
 //	observe.go           reads the JobSet's family from the child index, the rest from label-selected caches
-//	childindex.go        every JobSet's family, fed by the Jobs' and Pods' event handlers
-//	family.go            a JobSet's Jobs and Pods as compact records and running totals
+//	state/               the child index, a JobSet's family, its Jobs by attempt, the Pod observation, the expectations
 //	plan.go              decide: the whole plan of one reconcile, without I/O
-//	children.go          which Jobs belong to the current restart attempt
-//	attempt.go           the attempt and index labels, the Jobs' names, the status that decides the current attempt
 //	jobs.go, service.go  the desired Jobs and Service
 //	status.go            replicatedJobsStatus and condition helpers
 //	failure_policy.go    rule matching and the restart or failure it causes
@@ -19,11 +16,9 @@
 //	startup_policy.go    InOrder and dependsOn gating and their conditions
 //	ttl.go               ttlSecondsAfterFinished
 //	restartstate.go      the restart path's states and the table of transitions decide may make
-//	pods.go              what the epoch protocol reads of one Pod, bounded and judged as of its JobSet
 //	epochs.go            the epoch protocol: which epoch is synced or deprecated, which barriers open
 //	enqueue.go, signals.go  which child events are reconciled at once and which are batched
 //	status_write.go      when a status write of counters alone may wait
-//	expectations.go      Jobs created but not yet seen in the cache, so they are not created twice
 //	agent_rbac.go        the agents' Role and RoleBinding in a JobSet's namespace
 //	agent_rbac_sync.go   their controller, one request per namespace, apart from the JobSet controller
 //	metrics.go           restart counts, durations and epochs, on the registry Setup is given

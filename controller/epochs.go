@@ -7,6 +7,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
+	"github.com/inplace-dev/inplace/controller/state"
 )
 
 // This file decides the epochs of an InPlaceRestart JobSet from its Pods,
@@ -80,9 +81,9 @@ func unevenJobs(js *jobset.JobSet) []string {
 // decideEpochs computes the next epochs from the current status and the
 // Pods of the current attempt, by group: a synced group of any size is a
 // handful of groups, and what decides is how many Pods of each there are.
-func decideEpochs(js *jobset.JobSet, pods []PodGroup) epochDecision {
+func decideEpochs(js *jobset.JobSet, pods []state.PodGroup) epochDecision {
 	d := epochDecision{deprecated: js.Status.DeprecatedEpoch, synced: js.Status.SyncedEpoch, syncedPods: js.Status.SyncedPods}
-	if slices.ContainsFunc(pods, func(p PodGroup) bool { return p.Fatal }) {
+	if slices.ContainsFunc(pods, func(p state.PodGroup) bool { return p.Fatal }) {
 		// That Pod's Job is about to fail, and its Job controller to delete
 		// the Job's other Pods: the failure policy decides, not an in-place
 		// restart. Nothing changes until then.
@@ -95,7 +96,7 @@ func decideEpochs(js *jobset.JobSet, pods []PodGroup) epochDecision {
 		pods = invalidAsSynced(pods, d.synced)
 	}
 
-	alive := make([]PodGroup, 0, len(pods))
+	alive := make([]state.PodGroup, 0, len(pods))
 	aliveN := 0
 	maxEpoch, allEqual, allReported := int32(0), true, true
 	for _, p := range pods {
@@ -171,8 +172,8 @@ func decideEpochs(js *jobset.JobSet, pods []PodGroup) epochDecision {
 // that holds the Pod's token (its worker, say), and must not cost the
 // JobSet a restart it did not need (InvalidEpoch says what was seen).
 // The Pod's failure is still seen by its phase and containers.
-func invalidAsSynced(pods []PodGroup, synced int32) []PodGroup {
-	if !slices.ContainsFunc(pods, func(p PodGroup) bool { return p.InvalidEpoch != "" }) {
+func invalidAsSynced(pods []state.PodGroup, synced int32) []state.PodGroup {
+	if !slices.ContainsFunc(pods, func(p state.PodGroup) bool { return p.InvalidEpoch != "" }) {
 		return pods
 	}
 	out := slices.Clone(pods)
@@ -193,9 +194,9 @@ func invalidAsSynced(pods []PodGroup, synced int32) []PodGroup {
 //
 // ignored reports that the loss is a Pod gone for a reason its Job's
 // podFailurePolicy ignores.
-func lostMember(pods []PodGroup, synced int32, expected int) (why string, ignored bool) {
+func lostMember(pods []state.PodGroup, synced int32, expected int) (why string, ignored bool) {
 	atSynced := 0
-	var gone, exited, moved *PodGroup
+	var gone, exited, moved *state.PodGroup
 	for i := range pods {
 		p := &pods[i]
 		switch {
@@ -247,7 +248,7 @@ func lostMember(pods []PodGroup, synced int32, expected int) (why string, ignore
 //     A dependency that must complete cannot run again in place: once it
 //     finished, a restart recreates the Jobs (finishedMember), which runs
 //     it again first.
-func openBarriers(js *jobset.JobSet, alive []PodGroup, synced int32) []string {
+func openBarriers(js *jobset.JobSet, alive []state.PodGroup, synced int32) []string {
 	inOrder := js.Spec.StartupPolicy != nil && js.Spec.StartupPolicy.StartupPolicyOrder == jobset.InOrder
 	ordered := inOrder || slices.ContainsFunc(js.Spec.ReplicatedJobs, func(rj jobset.ReplicatedJob) bool { return len(rj.DependsOn) > 0 })
 	if !ordered {

@@ -13,25 +13,26 @@ import (
 
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
 	"github.com/inplace-dev/inplace/api/protocol"
+	"github.com/inplace-dev/inplace/controller/state"
 )
 
-func pods(epochs ...int32) []PodEpoch {
-	var out []PodEpoch
+func pods(epochs ...int32) []state.PodEpoch {
+	var out []state.PodEpoch
 	for i, e := range epochs {
 		rj := "driver"
 		if i >= 2 {
 			rj = "workers"
 		}
-		out = append(out, PodEpoch{Name: "p" + string(rune('0'+i)), ReplicatedJob: rj, Epoch: e, Ready: true})
+		out = append(out, state.PodEpoch{Name: "p" + string(rune('0'+i)), ReplicatedJob: rj, Epoch: e, Ready: true})
 	}
 	return out
 }
 
 // groupsOf makes each Pod a group of its own.
-func groupsOf(pods []PodEpoch) []PodGroup {
-	out := make([]PodGroup, 0, len(pods))
+func groupsOf(pods []state.PodEpoch) []state.PodGroup {
+	out := make([]state.PodGroup, 0, len(pods))
 	for _, p := range pods {
-		out = append(out, PodGroup{PodEpoch: p, Names: map[string]struct{}{p.Name: {}}})
+		out = append(out, state.PodGroup{PodEpoch: p, Names: map[string]struct{}{p.Name: {}}})
 	}
 	return out
 }
@@ -39,8 +40,8 @@ func groupsOf(pods []PodEpoch) []PodGroup {
 func TestDecideEpochs(t *testing.T) {
 	cases := map[string]struct {
 		deprecated, synced int32
-		pods               []PodEpoch
-		edit               func([]PodEpoch)
+		pods               []state.PodEpoch
+		edit               func([]state.PodEpoch)
 		wantDeprecated     int32
 		wantSynced         int32
 		wantRestart        string // substring of why; "" for no restart
@@ -56,17 +57,17 @@ func TestDecideEpochs(t *testing.T) {
 		},
 		"a worker exits: the synced epoch is deprecated at once": {
 			synced: 1, pods: pods(1, 1, 1, 1),
-			edit:           func(p []PodEpoch) { p[2].WorkerExited = "trainer" },
+			edit:           func(p []state.PodEpoch) { p[2].WorkerExited = "trainer" },
 			wantDeprecated: 1, wantSynced: 1, wantRestart: "container trainer of Pod p2 exited",
 		},
 		"a Pod is deleted: deprecated at once": {
 			synced: 1, pods: pods(1, 1, 1, 1),
-			edit:           func(p []PodEpoch) { p[0].Gone = true },
+			edit:           func(p []state.PodEpoch) { p[0].Gone = true },
 			wantDeprecated: 1, wantSynced: 1, wantRestart: "Pod p0 of epoch 1 failed or is being deleted",
 		},
 		"a Pod failed with an exit code that fails its Job: no restart, the failure policy decides": {
 			synced: 1, pods: pods(1, 1, 1, 1),
-			edit:           func(p []PodEpoch) { p[1].Gone, p[1].Fatal = true, true },
+			edit:           func(p []state.PodEpoch) { p[1].Gone, p[1].Fatal = true, true },
 			wantDeprecated: 0, wantSynced: 1,
 		},
 		"a Pod is gone and not yet replaced: deprecated": {
@@ -259,7 +260,7 @@ func TestFatalExitOnARunningPodStartsNoRestart(t *testing.T) {
 			if victim.Fatal != tc.wantFatal {
 				t.Errorf("fatal = %v, want %v", victim.Fatal, tc.wantFatal)
 			}
-			d := decideEpochs(js, groupsOf([]PodEpoch{observePodIn(js, pod("d0", "driver", 0, "")), victim}))
+			d := decideEpochs(js, groupsOf([]state.PodEpoch{observePodIn(js, pod("d0", "driver", 0, "")), victim}))
 			if d.deprecated != tc.wantDeprecated || d.restartBegan != (tc.wantDeprecated > 0) {
 				t.Errorf("deprecated %d (restart began %v), want %d", d.deprecated, d.restartBegan, tc.wantDeprecated)
 			}

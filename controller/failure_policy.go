@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
+	"github.com/inplace-dev/inplace/controller/state"
 )
 
 // failureOutcome is what the failure policy decided for a set of failed Jobs.
@@ -55,7 +56,7 @@ func earliestFailure(failed []*batchv1.Job, match func(*batchv1.Job) bool) *batc
 	var best *batchv1.Job
 	var bestTime metav1.Time
 	for _, job := range failed {
-		c := JobCondition(job, batchv1.JobFailed)
+		c := state.JobCondition(job, batchv1.JobFailed)
 		if c == nil || !match(job) {
 			continue
 		}
@@ -70,7 +71,7 @@ func earliestFailure(failed []*batchv1.Job, match func(*batchv1.Job) bool) *batc
 // ruleMatches reports whether a failed Job meets every requirement of rule:
 // its failure reason, its failure message and its replicated Job.
 func ruleMatches(rule jobset.FailurePolicyRule, job *batchv1.Job) bool {
-	c := JobCondition(job, batchv1.JobFailed)
+	c := state.JobCondition(job, batchv1.JobFailed)
 	if c == nil {
 		return false
 	}
@@ -168,7 +169,7 @@ func restartJobSet(status *jobset.JobSetStatus, o failureOutcome, now metav1.Tim
 // which makes that Job alone outdated, deleted and created again.
 func restartJob(js *jobset.JobSet, status *jobset.JobSetStatus, job *batchv1.Job, counted bool) error {
 	rjName := job.Labels[jobset.ReplicatedJobNameKey]
-	replicas := ReplicasOf(js, rjName)
+	replicas := state.ReplicasOf(js, rjName)
 	index, err := strconv.Atoi(job.Labels[jobset.JobIndexKey])
 	if err != nil || index < 0 || index >= replicas {
 		return fmt.Errorf("its label %s is %q, not an index of replicated job %q (%d replicas)", jobset.JobIndexKey, job.Labels[jobset.JobIndexKey], rjName, replicas)

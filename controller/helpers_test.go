@@ -18,6 +18,7 @@ import (
 
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
 	"github.com/inplace-dev/inplace/controller/internal/testutil"
+	"github.com/inplace-dev/inplace/controller/state"
 )
 
 // The builders the tests share with those of other packages
@@ -163,11 +164,9 @@ func flagValue(name string) string {
 // observePodIn is what PodGroups finds of one Pod of js: its epoch facts,
 // bounded by js's status, and for a suspect Pod what its Job's
 // podFailurePolicy makes of it.
-func observePodIn(js *jobset.JobSet, pod *corev1.Pod) PodEpoch {
-	c := podClassOf(pod)
-	p := boundEpoch(js, ObservePod(pod))
-	if pfp := podFailurePolicy(js, p.ReplicatedJob); c.suspect && pfp != nil {
-		p.Fatal, p.Ignored = judgePod(pfp, pod, p.Gone)
-	}
+func observePodIn(js *jobset.JobSet, pod *corev1.Pod) state.PodEpoch {
+	family := state.FamilyOf(js, nil, []corev1.Pod{*pod})
+	p := family.PodGroups(js, pod.Labels[jobset.RestartsKey])[0].PodEpoch
+	p.Name = pod.Name // the Pod's group has its name, its class none
 	return p
 }

@@ -13,6 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
+	"github.com/inplace-dev/inplace/controller/state"
 )
 
 // jobKey identifies a Job in label selectors, where its name may not fit.
@@ -38,7 +39,7 @@ func DNSHostnamesEnabled(js *jobset.JobSet) bool {
 // coordinatorEndpoint is the stable DNS name of the coordinator Pod.
 func coordinatorEndpoint(js *jobset.JobSet) string {
 	c := js.Spec.Coordinator
-	return fmt.Sprintf("%s-%d.%s", JobName(js.Name, c.ReplicatedJob, c.JobIndex), c.PodIndex, Subdomain(js))
+	return fmt.Sprintf("%s-%d.%s", state.JobName(js.Name, c.ReplicatedJob, c.JobIndex), c.PodIndex, Subdomain(js))
 }
 
 // jobLayout is where a Job sits in its JobSet: the indexes and counts that
@@ -77,7 +78,7 @@ func layoutOf(js *jobset.JobSet, rjIdx, index int) jobLayout {
 // restart attempt. js must be defaulted.
 func buildJob(js *jobset.JobSet, rjIdx, index int, suspend bool) *batchv1.Job {
 	rj := &js.Spec.ReplicatedJobs[rjIdx]
-	name := JobName(js.Name, rj.Name, index)
+	name := state.JobName(js.Name, rj.Name, index)
 	layout := layoutOf(js, rjIdx, index)
 
 	meta := map[string]string{
@@ -89,8 +90,8 @@ func buildJob(js *jobset.JobSet, rjIdx, index int, suspend bool) *batchv1.Job {
 		jobset.JobIndexKey:              strconv.Itoa(index),
 		jobset.JobGlobalIndexKey:        strconv.Itoa(layout.globalIndex),
 		jobset.JobKey:                   jobKey(js.Namespace, name),
-		jobset.RestartsKey:              strconv.Itoa(int(RecreateAttempt(&js.Status))),
-		JobRestartAttemptKey:            strconv.Itoa(int(JobRestarts(js, rj.Name, index))),
+		jobset.RestartsKey:              strconv.Itoa(int(state.RecreateAttempt(&js.Status))),
+		state.JobRestartAttemptKey:      strconv.Itoa(int(state.JobRestarts(js, rj.Name, index))),
 		jobset.GroupNameKey:             rj.GroupName,
 		jobset.GroupReplicasKey:         strconv.Itoa(layout.groupReplicas),
 		jobset.JobGroupIndexKey:         strconv.Itoa(layout.groupIndex),

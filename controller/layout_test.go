@@ -14,7 +14,7 @@ import (
 // reconcilers, the observe step and the event handlers. Every other file
 // decides from what it is given and must not import a client, so that the
 // decisions stay testable without one (see doc.go).
-var ioFiles = []string{"agent_rbac_sync.go", "childindex.go", "enqueue.go", "observe.go", "reconciler.go"}
+var ioFiles = []string{"agent_rbac_sync.go", "enqueue.go", "observe.go", "reconciler.go"}
 
 var clientImports = []string{"k8s.io/client-go/", "sigs.k8s.io/controller-runtime"}
 

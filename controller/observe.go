@@ -15,6 +15,7 @@ import (
 
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
 	"github.com/inplace-dev/inplace/api/protocol"
+	"github.com/inplace-dev/inplace/controller/state"
 )
 
 // CacheOptions limits the manager's caches to what the controller owns:
@@ -87,7 +88,7 @@ func (r *Reconciler) observe(ctx context.Context, js *jobset.JobSet) (obs Observ
 	}
 	// Last, so that the family's lock is held for decide alone.
 	now := r.opts.Clock.Now()
-	obs.Family, release = r.children.Lock(js.Namespace, js.UID, ViewOf(js))
+	obs.Family, release = r.children.Lock(js.Namespace, js.UID, state.ViewOf(js))
 	key := client.ObjectKeyFromObject(js)
 	obs.Creating = r.expectations.Unseen(key, js.UID, obs.Family.Job, now)
 	obs.Deleting = r.expectations.Undeleted(key, js.UID, obs.Family.Job, now)

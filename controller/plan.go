@@ -15,13 +15,14 @@ import (
 
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
 	"github.com/inplace-dev/inplace/api/protocol"
+	"github.com/inplace-dev/inplace/controller/state"
 )
 
 // Observed is what the reconciler read about a JobSet's children.
 type Observed struct {
 	// Family is the JobSet's Jobs and Pods, counted under its view
 	// (family.setView); decide reads them and does not change them.
-	Family *Family
+	Family *state.Family
 	// Jobs and Pods are whole lists of the JobSet's children, read when
 	// fam is nil (the tests build the world they decide on this way).
 	Jobs []batchv1.Job
@@ -103,9 +104,9 @@ func decideSteps(js *jobset.JobSet, obs Observed, now metav1.Time, inPlaceTimeou
 	p := Plan{Status: *js.Status.DeepCopy()}
 	fam := obs.Family
 	if fam == nil {
-		fam = FamilyOf(js, obs.Jobs, obs.Pods)
+		fam = state.FamilyOf(js, obs.Jobs, obs.Pods)
 	}
-	c := ClassifyJobs(fam, obs.Deleting, obs.Creating)
+	c := state.ClassifyJobs(fam, obs.Deleting, obs.Creating)
 
 	if finished(&p.Status) {
 		p.DeleteJobs = append(p.DeleteJobs, c.Active()...)
@@ -160,7 +161,7 @@ func decideSteps(js *jobset.JobSet, obs Observed, now metav1.Time, inPlaceTimeou
 	switch {
 	case InPlaceActive(js) && suspended:
 		p.suspendEpochs(js, obs.Broadcast, now)
-	case InPlace(js) && c.Total(func(r *JobCounts) int32 { return r.Failing }) == 0:
+	case InPlace(js) && c.Total(func(r *state.JobCounts) int32 { return r.Failing }) == 0:
 		// A Job the Job controller is failing (FailureTarget) deletes its
 		// Pods before it is marked Failed: the failure policy decides, not
 		// an in-place restart.
@@ -190,7 +191,7 @@ func InPlaceActive(js *jobset.JobSet) bool {
 // reconcileEpochs runs the in-place restart protocol: the epochs from the
 // Pods of the current attempt, the restart they may start, counted against
 // maxRestarts, and the broadcast the agents watch.
-func (p *Plan) reconcileEpochs(js *jobset.JobSet, fam *Family, broadcast map[string]string, now metav1.Time, timeout time.Duration) {
+func (p *Plan) reconcileEpochs(js *jobset.JobSet, fam *state.Family, broadcast map[string]string, now metav1.Time, timeout time.Duration) {
 	if !InPlaceActive(js) {
 		// In-place restarts are off: the agents lift their barriers at
 		// once and never report, so the epochs stay where they are, no
@@ -202,7 +203,7 @@ func (p *Plan) reconcileEpochs(js *jobset.JobSet, fam *Family, broadcast map[str
 		}
 		return
 	}
-	pods := fam.PodGroups(js, strconv.Itoa(int(RecreateAttempt(&js.Status))))
+	pods := fam.PodGroups(js, strconv.Itoa(int(state.RecreateAttempt(&js.Status))))
 	for _, uneven := range unevenJobs(js) {
 		p.Warnings = append(p.Warnings, Event{corev1.EventTypeWarning, ReasonInvalidInPlaceRestartJobs, fmt.Sprintf(
 			"InPlaceRestart needs completions == parallelism in every Job: %s; the group is expected to have %d Pods", uneven, expectedPods(js))})
@@ -224,7 +225,7 @@ func (p *Plan) reconcileEpochs(js *jobset.JobSet, fam *Family, broadcast map[str
 				g.WorkerExited, pod.Name)}})
 		}
 	}
-	if msg := crashLoop(js, &p.Status, pods); msg != "" && !slices.ContainsFunc(pods, func(p PodGroup) bool { return p.Fatal }) {
+	if msg := crashLoop(js, &p.Status, pods); msg != "" && !slices.ContainsFunc(pods, func(p state.PodGroup) bool { return p.Fatal }) {
 		p.Events = append(p.Events, failJobSet(&p.Status, ReasonReachedMaxRestarts, msg, now)...)
 		return
 	}
@@ -322,7 +323,7 @@ type PodDeletion struct {
 // would go on at the old epoch, beside a group that moved on, until the
 // in-place timeout. Deleted, the Pod stops its workers and its Job
 // replaces it with a Pod that joins the new epoch.
-func (p *Plan) stopEscapedWorkers(pods []PodGroup, deprecated int32) {
+func (p *Plan) stopEscapedWorkers(pods []state.PodGroup, deprecated int32) {
 	for _, g := range pods {
 		if !g.AgentCrashLooping || g.Gone || g.Epoch == 0 || g.Epoch > deprecated {
 			continue
@@ -336,7 +337,7 @@ func (p *Plan) stopEscapedWorkers(pods []PodGroup, deprecated int32) {
 }
 
 // finishedMember names a Pod of the group that succeeded, or "".
-func finishedMember(pods []PodGroup) string {
+func finishedMember(pods []state.PodGroup) string {
 	for _, g := range pods {
 		if g.Finished {
 			return g.First()
@@ -353,7 +354,7 @@ func finishedMember(pods []PodGroup) string {
 // than maxRestarts times, the JobSet fails with ReachedMaxRestarts. After
 // the group synced, an agent that crashes alone resumes its epoch and
 // costs nothing. It returns the reason, or "".
-func crashLoop(js *jobset.JobSet, status *jobset.JobSetStatus, pods []PodGroup) string {
+func crashLoop(js *jobset.JobSet, status *jobset.JobSetStatus, pods []state.PodGroup) string {
 	if RestartStateOf(js, status) != stateStarting {
 		return ""
 	}
@@ -374,19 +375,19 @@ func crashLoop(js *jobset.JobSet, status *jobset.JobSetStatus, pods []PodGroup) 
 
 // suspendOrResume brings spec.suspend of every current Job in line with the
 // JobSet's: all suspended at once, resumed in startup order.
-func (p *Plan) suspendOrResume(js *jobset.JobSet, c Children, suspended bool, allowed []bool, now metav1.Time) {
+func (p *Plan) suspendOrResume(js *jobset.JobSet, c state.Children, suspended bool, allowed []bool, now metav1.Time) {
 	index := make(map[string]int, len(js.Spec.ReplicatedJobs))
 	for i, rj := range js.Spec.ReplicatedJobs {
 		index[rj.Name] = i
 	}
 	switch {
-	case suspended && c.Total(func(r *JobCounts) int32 { return r.Unfinished - r.Suspended }) > 0:
-		p.SuspendJobs = c.List(func(j *JobFacts, kind JobKind) bool {
-			return kind == Current && !j.Failed && !j.Complete && !j.Suspended
+	case suspended && c.Total(func(r *state.JobCounts) int32 { return r.Unfinished - r.Suspended }) > 0:
+		p.SuspendJobs = c.List(func(j *state.JobFacts, kind state.JobKind) bool {
+			return kind == state.Current && !j.Failed && !j.Complete && !j.Suspended
 		})
-	case !suspended && c.Total(func(r *JobCounts) int32 { return r.Suspended }) > 0:
-		for _, job := range c.List(func(j *JobFacts, kind JobKind) bool {
-			return kind == Current && !j.Failed && !j.Complete && j.Suspended && allowed[index[j.ReplicatedJob]]
+	case !suspended && c.Total(func(r *state.JobCounts) int32 { return r.Suspended }) > 0:
+		for _, job := range c.List(func(j *state.JobFacts, kind state.JobKind) bool {
+			return kind == state.Current && !j.Failed && !j.Complete && j.Suspended && allowed[index[j.ReplicatedJob]]
 		}) {
 			p.ResumeJobs = append(p.ResumeJobs, JobUpdate{Cached: job, Want: resumedJob(js, job)})
 		}
@@ -405,17 +406,17 @@ func (p *Plan) suspendOrResume(js *jobset.JobSet, c Children, suspended bool, al
 
 // blockedByPreviousAttempt reports whether BlockingRecreate must wait: no Job
 // of a new attempt is created while any Job or Pod of an earlier one exists.
-func blockedByPreviousAttempt(js *jobset.JobSet, c Children) bool {
+func blockedByPreviousAttempt(js *jobset.JobSet, c state.Children) bool {
 	if js.Spec.FailurePolicy == nil || js.Spec.FailurePolicy.RestartStrategy != jobset.BlockingRecreate {
 		return false
 	}
-	return c.Previous > 0 || c.Terminating > 0 || c.Family.PodsNotOf(strconv.Itoa(int(RecreateAttempt(&js.Status)))) > 0
+	return c.Previous > 0 || c.Terminating > 0 || c.Family.PodsNotOf(strconv.Itoa(int(state.RecreateAttempt(&js.Status)))) > 0
 }
 
 // missingJobs returns the Jobs of the current attempt that do not exist yet
 // and whose replicated Job may start. While suspended every Job is created,
 // suspended, so that resuming needs no creation.
-func missingJobs(js *jobset.JobSet, c Children, suspended bool, allowed []bool) []*batchv1.Job {
+func missingJobs(js *jobset.JobSet, c state.Children, suspended bool, allowed []bool) []*batchv1.Job {
 	var out []*batchv1.Job
 	for i, rj := range js.Spec.ReplicatedJobs {
 		if !suspended && !allowed[i] {
@@ -426,7 +427,7 @@ func missingJobs(js *jobset.JobSet, c Children, suspended bool, allowed []bool) 
 			continue
 		}
 		for index := range int(rj.Replicas) {
-			name := JobName(js.Name, rj.Name, index)
+			name := state.JobName(js.Name, rj.Name, index)
 			if c.Taken(name) {
 				continue
 			}

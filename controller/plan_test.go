@@ -14,6 +14,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
+	"github.com/inplace-dev/inplace/controller/state"
 )
 
 func TestDecideCreatesEveryJobAndTheServiceOnce(t *testing.T) {
@@ -54,7 +55,7 @@ func TestBuildJobLabels(t *testing.T) {
 		jobset.JobGlobalIndexKey:        "2",
 		jobset.JobKey:                   jobKey("ns", "js-workers-1"),
 		jobset.RestartsKey:              "3",
-		JobRestartAttemptKey:            "0",
+		state.JobRestartAttemptKey:      "0",
 		jobset.GroupNameKey:             "g",
 		jobset.GroupReplicasKey:         "2",
 		jobset.JobGroupIndexKey:         "1",
@@ -249,8 +250,8 @@ func TestDecideRestartJobReplacesOnlyThatJob(t *testing.T) {
 		t.Errorf("a Job restart counted as a JobSet restart")
 	}
 	replacement := jobOf(js, "workers", 1)
-	if replacement.Labels[JobRestartAttemptKey] != "1" {
-		t.Errorf("replacement job-restart-attempt = %s, want 1", replacement.Labels[JobRestartAttemptKey])
+	if replacement.Labels[state.JobRestartAttemptKey] != "1" {
+		t.Errorf("replacement job-restart-attempt = %s, want 1", replacement.Labels[state.JobRestartAttemptKey])
 	}
 }
 

@@ -29,6 +29,7 @@ import (
 
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
 	"github.com/inplace-dev/inplace/api/protocol"
+	"github.com/inplace-dev/inplace/controller/state"
 )
 
 // ControllerName names the controller in logs, metrics and Events.
@@ -88,9 +89,9 @@ type Reconciler struct {
 	metrics   *restartMetrics
 	// expectations are the Jobs created or deleted whose creation or
 	// deletion the cache does not show yet.
-	expectations *JobExpectations
+	expectations *state.JobExpectations
 	// children counts every JobSet's Jobs and Pods as their events come.
-	children *ChildIndex
+	children *state.ChildIndex
 }
 
 // +kubebuilder:rbac:groups=jobset.x-k8s.io,resources=jobsets,verbs=get;list;watch;update;patch;delete
@@ -119,7 +120,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	if err := setupAgentRBAC(mgr); err != nil {
 		return err
 	}
-	r := &Reconciler{client: mgr.GetClient(), apiReader: mgr.GetAPIReader(), recorder: mgr.GetEventRecorder(ControllerName), opts: opts, metrics: metrics, expectations: NewJobExpectations(), children: NewChildIndex()}
+	r := &Reconciler{client: mgr.GetClient(), apiReader: mgr.GetAPIReader(), recorder: mgr.GetEventRecorder(ControllerName), opts: opts, metrics: metrics, expectations: state.NewJobExpectations(), children: state.NewChildIndex()}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		For(&jobset.JobSet{}).

@@ -9,6 +9,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
+	"github.com/inplace-dev/inplace/controller/state"
 )
 
 // This file decides the scaling of elastic replicated jobs. An update may
@@ -32,7 +33,7 @@ type JobScale struct {
 // replicated job's template, when the template is Indexed with both equal
 // (what the update rule admits, and what the Job API lets change). Finished Jobs and those of earlier attempts are left
 // alone: nothing runs there to scale, or they are deleted anyway.
-func jobsToScale(js *jobset.JobSet, c Children) []JobScale {
+func jobsToScale(js *jobset.JobSet, c state.Children) []JobScale {
 	templates := make(map[string]*batchv1.JobSpec, len(js.Spec.ReplicatedJobs))
 	for i := range js.Spec.ReplicatedJobs {
 		templates[js.Spec.ReplicatedJobs[i].Name] = &js.Spec.ReplicatedJobs[i].Template.Spec

@@ -13,6 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
+	"github.com/inplace-dev/inplace/controller/state"
 )
 
 // scaleTo sets a replicated job's parallelism and completions, as an
@@ -67,7 +68,7 @@ func TestJobsToScale(t *testing.T) {
 			js := testJobSet("driver", 1, "workers", 3)
 			before := js.DeepCopy()
 			tc.edit(js)
-			c := ClassifyJobs(FamilyOf(js, jobList(tc.jobs(before)...), nil), nil, nil)
+			c := state.ClassifyJobs(state.FamilyOf(js, jobList(tc.jobs(before)...), nil), nil, nil)
 			var got []string
 			for _, s := range jobsToScale(js, c) {
 				got = append(got, fmt.Sprintf("%s %d→%d", s.Job.Name, s.from, s.To))

@@ -6,6 +6,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
+	"github.com/inplace-dev/inplace/controller/state"
 )
 
 // podSignal classifies a Pod's update. Urgent: the Pod stops counting as a
@@ -14,7 +15,7 @@ import (
 // any other change of what the controller reads of a Pod (its epoch
 // annotation, readiness, containers' states).
 func podSignal(old, cur *corev1.Pod) signal {
-	o, n := ObservePod(old), ObservePod(cur)
+	o, n := state.ObservePod(old), state.ObservePod(cur)
 	switch {
 	case !o.Gone && n.Gone,
 		o.WorkerExited == "" && n.WorkerExited != "",
@@ -36,14 +37,14 @@ func podSignal(old, cur *corev1.Pod) signal {
 // labels or suspension.
 func jobSignal(old, cur *batchv1.Job) signal {
 	for _, t := range []batchv1.JobConditionType{batchv1.JobFailed, batchv1.JobFailureTarget, batchv1.JobComplete} {
-		if !JobFinished(old, t) && JobFinished(cur, t) {
+		if !state.JobFinished(old, t) && state.JobFinished(cur, t) {
 			return urgent
 		}
 	}
 	switch {
 	case old.DeletionTimestamp == nil && cur.DeletionTimestamp != nil:
 		return urgent
-	case JobReady(old) != JobReady(cur):
+	case state.JobReady(old) != state.JobReady(cur):
 		return readiness
 	case old.ResourceVersion == cur.ResourceVersion, // the informer's resync
 		!equality.Semantic.DeepEqual(old.Status, cur.Status),

@@ -7,13 +7,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
+	"github.com/inplace-dev/inplace/controller/state"
 )
 
 // replicatedJobsStatus counts the current Jobs of each replicated Job by
 // state, keeping the individual restart counters of the previous status.
 // previous must be the plan's own copy of the status read: a restart
 // decided later in the reconcile increments those counters in place.
-func replicatedJobsStatus(js *jobset.JobSet, previousStatus []jobset.ReplicatedJobStatus, c Children) []jobset.ReplicatedJobStatus {
+func replicatedJobsStatus(js *jobset.JobSet, previousStatus []jobset.ReplicatedJobStatus, c state.Children) []jobset.ReplicatedJobStatus {
 	previous := make(map[string]jobset.ReplicatedJobStatus, len(previousStatus))
 	for _, s := range previousStatus {
 		previous[s.Name] = s
@@ -24,7 +25,7 @@ func replicatedJobsStatus(js *jobset.JobSet, previousStatus []jobset.ReplicatedJ
 		if slices.ContainsFunc(js.Spec.ReplicatedJobs[i+1:], func(o jobset.ReplicatedJob) bool { return o.Name == rj.Name }) {
 			// A name used twice (admission refuses it): its Jobs are
 			// counted under the last.
-			counts = &JobCounts{}
+			counts = &state.JobCounts{}
 		}
 		out[i] = jobset.ReplicatedJobStatus{
 			Name:                       rj.Name,

@@ -15,6 +15,7 @@ import (
 
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
 	"github.com/inplace-dev/inplace/api/protocol"
+	"github.com/inplace-dev/inplace/controller/state"
 )
 
 // These tests walk an InPlaceRestart JobSet through the transitions of its
@@ -454,7 +455,7 @@ func TestCrashLoopCountsOnlyTheGroupToSync(t *testing.T) {
 // stories above do not: from each state, a failure the policy restarts or
 // fails, the success policy, a suspension and a resume.
 func TestEveryTransition(t *testing.T) {
-	type state func() *jobset.JobSet
+	type setup func() *jobset.JobSet
 	starting := func() *jobset.JobSet { return inPlaceJobSet(0, 0) }
 	restarting := func() *jobset.JobSet {
 		js := inPlaceJobSet(1, 1)
@@ -468,7 +469,7 @@ func TestEveryTransition(t *testing.T) {
 		setCondition(&js.Status, jobset.JobSetRestarting, metav1.ConditionTrue, ReasonRestartDefaultPolicy, "restart attempt 1", at(0))
 		return js
 	}
-	suspended := func(under state) state {
+	suspended := func(under setup) setup {
 		return func() *jobset.JobSet {
 			js := under()
 			js.Spec.Suspend = ptr.To(true)
@@ -505,13 +506,13 @@ func TestEveryTransition(t *testing.T) {
 		return func(js *jobset.JobSet) Observed {
 			pods := syncedPods(epoch)
 			for i := range pods {
-				pods[i].Labels[jobset.RestartsKey] = strconv.Itoa(int(RecreateAttempt(&js.Status)))
+				pods[i].Labels[jobset.RestartsKey] = strconv.Itoa(int(state.RecreateAttempt(&js.Status)))
 			}
 			return Observed{ServiceExists: true, Jobs: jobsWith(js, func(_, _ *batchv1.Job) {}), Pods: pods}
 		}
 	}
 	for name, tc := range map[string]struct {
-		from state
+		from setup
 		on   event
 		want RestartState
 	}{

@@ -55,6 +55,7 @@ var forbidden = map[string][]string{
 	"controller":                   {module + "/agent", module + "/webhook", module + "/policies", module + "/cmd", "github.com/open-policy-agent/"},
 	"controller/podfailure":        {module + "/", "k8s.io/client-go/", "sigs.k8s.io/controller-runtime"},
 	"controller/internal/testutil": {module + "/", "k8s.io/client-go/", "sigs.k8s.io/controller-runtime"},
+	"controller/state":             {module + "/", "k8s.io/client-go/", "sigs.k8s.io/controller-runtime"},
 	"docs":                         {module + "/"},
 	"policies":                     {module + "/", "k8s.io/client-go/", "sigs.k8s.io/controller-runtime"},
 	"policies/builtin":             {stdlibOnly},
@@ -73,6 +74,7 @@ var allowed = map[string][]string{
 	"api/jobset/v1alpha2":          {module + "/api/jobset/v1alpha2"},
 	"api/policy/v1alpha1":          {module + "/api/policy/v1alpha1"},
 	"controller/internal/testutil": {module + "/api/jobset/v1alpha2"},
+	"controller/state":             {module + "/api/jobset/v1alpha2", module + "/api/protocol", module + "/controller/podfailure"},
 	"policies":                     {module + "/policies/builtin"},
 	"webhook":                      {module + "/controller/podfailure"},
 	"webhook/inject":               {module + "/controller/podfailure"},
@@ -86,6 +88,7 @@ var allowed = map[string][]string{
 var pureTestsAvoid = map[string]string{
 	"webhook/inject":        module + "/test/",
 	"controller/podfailure": module + "/test/",
+	"controller/state":      module + "/test/",
 	"api/protocol":          module + "/test/",
 }
 

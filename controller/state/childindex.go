@@ -1,12 +1,12 @@
-package controller
+package state
 
 import (
 	"sync"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
 )
@@ -156,7 +156,7 @@ func (x *ChildIndex) Lock(namespace string, uid types.UID, view *JobView) (*Fami
 
 // jobOwnerUID is the UID of the JobSet that controls a Job; empty for any
 // other Job.
-func jobOwnerUID(o client.Object) types.UID {
+func jobOwnerUID(o metav1.Object) types.UID {
 	for _, ref := range o.GetOwnerReferences() {
 		if ref.Controller != nil && *ref.Controller && ref.Kind == jobset.Kind && ref.APIVersion == jobset.GroupVersion.String() {
 			return ref.UID

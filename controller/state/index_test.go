@@ -1,10 +1,8 @@
-package controller
+package state_test
 
 import (
 	"fmt"
-	"math"
 	"math/rand/v2"
-	"slices"
 	"strconv"
 	"sync"
 	"testing"
@@ -19,101 +17,10 @@ import (
 
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
 	"github.com/inplace-dev/inplace/api/protocol"
+	"github.com/inplace-dev/inplace/controller"
+	"github.com/inplace-dev/inplace/controller/internal/testutil"
+	"github.com/inplace-dev/inplace/controller/state"
 )
-
-// counted is a family's totals in a comparable form.
-type counted struct {
-	RJs                   map[string]JobCounts
-	Previous, Terminating int32
-	// Pods by attempt, class and name.
-	Pods map[string]map[string][]string
-}
-
-// countedOf reads the running totals of a family.
-func countedOf(f *Family) counted {
-	c := counted{RJs: map[string]JobCounts{}, Previous: f.previous, Terminating: f.terminating, Pods: map[string]map[string][]string{}}
-	for name, r := range f.rjs {
-		c.RJs[name] = *r
-	}
-	for attempt, a := range f.attempts {
-		if a.n == 0 {
-			continue
-		}
-		c.Pods[attempt] = map[string][]string{}
-		n := 0
-		for class, names := range a.classes {
-			g := PodGroup{Names: names}
-			c.Pods[attempt][fmt.Sprintf("%+v", class)] = g.SortedNames()
-			n += len(names)
-		}
-		if n != a.n {
-			c.Pods[attempt]["count"] = []string{strconv.Itoa(a.n), "≠", strconv.Itoa(n)}
-		}
-	}
-	return c
-}
-
-// countedFromScratch computes what the totals must be from the objects
-// themselves, by the definitions the controller used before it kept
-// totals: isCurrentAttempt for the Jobs, the restart-attempt label for the
-// Pods.
-func countedFromScratch(js *jobset.JobSet, jobs map[string]*batchv1.Job, pods map[string]*corev1.Pod) counted {
-	c := counted{RJs: map[string]JobCounts{}, Pods: map[string]map[string][]string{}}
-	for _, rj := range js.Spec.ReplicatedJobs {
-		c.RJs[rj.Name] = JobCounts{Sizes: map[[2]int32]int32{}}
-	}
-	for _, job := range jobs {
-		switch {
-		case job.DeletionTimestamp != nil:
-			c.Terminating++
-			continue
-		case !isCurrentAttempt(js, job):
-			c.Previous++
-			continue
-		}
-		rj := job.Labels[jobset.ReplicatedJobNameKey]
-		r := c.RJs[rj]
-		index, _ := strconv.Atoi(job.Labels[jobset.JobIndexKey])
-		if job.Name == JobName(js.Name, rj, index) {
-			r.Named++
-		}
-		switch {
-		case JobFinished(job, batchv1.JobFailed):
-			r.Failed++
-		case JobFinished(job, batchv1.JobComplete):
-			r.Succeeded++
-		default:
-			r.Unfinished++
-			if ptr.Deref(job.Spec.Suspend, false) {
-				r.Suspended++
-			} else if job.Status.Active > 0 {
-				r.Running++
-			}
-			if JobReady(job) {
-				r.Ready++
-			}
-			if JobFinished(job, batchv1.JobFailureTarget) {
-				r.Failing++
-			}
-			r.Sizes[[2]int32{ptr.Deref(job.Spec.Parallelism, -1), ptr.Deref(job.Spec.Completions, -1)}]++
-		}
-		c.RJs[rj] = r
-	}
-	for _, pod := range pods {
-		attempt := pod.Labels[jobset.RestartsKey]
-		if c.Pods[attempt] == nil {
-			c.Pods[attempt] = map[string][]string{}
-		}
-		class := fmt.Sprintf("%+v", podClassOf(pod))
-		c.Pods[attempt][class] = append(c.Pods[attempt][class], pod.Name)
-	}
-	for _, classes := range c.Pods {
-		for _, names := range classes {
-			slices.Sort(names)
-		}
-	}
-	return c
-}
 
 // randomWorld makes random Jobs, Pods and JobSet views, mostly valid and
 // sometimes not: labels that are no number, of no replicated job, of
@@ -133,7 +40,7 @@ func (w *randomWorld) namespace() string { return w.pick("ns", "ns", "ns", "ns",
 func keyOf(o metav1.Object) string { return o.GetNamespace() + "/" + o.GetName() }
 
 func (w *randomWorld) jobSet(uid types.UID) *jobset.JobSet {
-	js := testJobSet("a", 1+w.r.IntN(3), "b", 1+w.r.IntN(2))
+	js := testutil.JobSet("a", 1+w.r.IntN(3), "b", 1+w.r.IntN(2))
 	js.UID = uid
 	js.Status.Restarts = int32(w.r.IntN(2))
 	if w.r.IntN(3) == 0 {
@@ -144,7 +51,7 @@ func (w *randomWorld) jobSet(uid types.UID) *jobset.JobSet {
 		js.Spec.FailurePolicy = &jobset.FailurePolicy{RestartStrategy: jobset.InPlaceRestart, MaxRestarts: 1}
 		js.Status.SyncedEpoch = int32(w.r.IntN(3))
 		js.Status.DeprecatedEpoch = int32(w.r.IntN(int(js.Status.SyncedEpoch) + 1))
-		js.Spec.ReplicatedJobs[0].Template.Spec.PodFailurePolicy = failJobOn(2)
+		js.Spec.ReplicatedJobs[0].Template.Spec.PodFailurePolicy = testutil.FailJobOn(2)
 	case 1:
 		js.Spec.FailurePolicy = &jobset.FailurePolicy{RestartStrategy: jobset.BlockingRecreate}
 	}
@@ -168,13 +75,13 @@ func (w *randomWorld) job() *batchv1.Job {
 			jobset.ReplicatedJobNameKey: rj,
 			jobset.JobIndexKey:          index,
 			jobset.RestartsKey:          w.pick("0", "0", "1", "01"),
-			JobRestartAttemptKey:        w.pick("0", "0", "1"),
+			state.JobRestartAttemptKey:  w.pick("0", "0", "1"),
 		},
 		OwnerReferences: []metav1.OwnerReference{{APIVersion: jobset.GroupVersion.String(), Kind: jobset.Kind, Name: "js",
 			UID: w.uids[w.r.IntN(len(w.uids))], Controller: ptr.To(true)}},
 	}}
 	if w.r.IntN(6) == 0 {
-		job.DeletionTimestamp = ptr.To(t0)
+		job.DeletionTimestamp = ptr.To(testutil.T0)
 	}
 	for _, t := range []batchv1.JobConditionType{batchv1.JobFailed, batchv1.JobComplete, batchv1.JobFailureTarget} {
 		if w.r.IntN(6) == 0 {
@@ -223,7 +130,7 @@ func (w *randomWorld) pod() *corev1.Pod {
 		pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
 	}
 	if w.r.IntN(8) == 0 {
-		pod.DeletionTimestamp = ptr.To(t0)
+		pod.DeletionTimestamp = ptr.To(testutil.T0)
 	}
 	return pod
 }
@@ -241,7 +148,7 @@ func TestChildIndexEqualsAFullScan(t *testing.T) {
 	}
 	for seed := range seeds {
 		w := &randomWorld{r: rand.New(rand.NewPCG(seed, 22)), uids: []types.UID{"uid-1", "uid-2"}}
-		x := NewChildIndex()
+		x := state.NewChildIndex()
 		jobs := map[string]*batchv1.Job{}
 		pods := map[string]*corev1.Pod{}
 		views := map[types.UID]*jobset.JobSet{}
@@ -291,7 +198,7 @@ func TestChildIndexEqualsAFullScan(t *testing.T) {
 				var jobList []batchv1.Job
 				var podList []corev1.Pod
 				for _, job := range jobs {
-					if mine(job, jobOwnerUID(job)) {
+					if mine(job, state.JobOwnerUID(job)) {
 						ownJobs[job.Name] = job
 						jobList = append(jobList, *job)
 					}
@@ -302,17 +209,17 @@ func TestChildIndexEqualsAFullScan(t *testing.T) {
 						podList = append(podList, *pod)
 					}
 				}
-				want := countedFromScratch(js, ownJobs, ownPods)
-				fam, release := x.Lock("ns", uid, ViewOf(js))
-				got := countedOf(fam)
-				if diff := cmp.Diff(want, got, cmp.AllowUnexported(JobCounts{})); diff != "" {
+				want := state.CountedFromScratch(js, ownJobs, ownPods)
+				fam, release := x.Lock("ns", uid, state.ViewOf(js))
+				got := state.CountedOf(fam)
+				if diff := cmp.Diff(want, got, cmp.AllowUnexported(state.JobCounts{})); diff != "" {
 					release()
 					t.Fatalf("seed %d step %d, JobSet %s: running totals differ from a full scan (-scan +index):\n%s", seed, step, uid, diff)
 				}
-				viaIndex := Decide(js, Observed{Family: fam}, t0, time.Minute)
+				viaIndex := controller.Decide(js, controller.Observed{Family: fam}, testutil.T0, time.Minute)
 				release()
-				viaLists := Decide(js, Observed{Jobs: jobList, Pods: podList}, t0, time.Minute)
-				if diff := cmp.Diff(summaryOf(viaLists), summaryOf(viaIndex), cmp.AllowUnexported(Event{})); diff != "" {
+				viaLists := controller.Decide(js, controller.Observed{Jobs: jobList, Pods: podList}, testutil.T0, time.Minute)
+				if diff := cmp.Diff(summaryOf(viaLists), summaryOf(viaIndex), cmp.AllowUnexported(controller.Event{})); diff != "" {
 					t.Fatalf("seed %d step %d, JobSet %s: decisions differ (-lists +index):\n%s", seed, step, uid, diff)
 				}
 			}
@@ -324,50 +231,53 @@ func TestChildIndexEqualsAFullScan(t *testing.T) {
 type planSummary struct {
 	Status                          jobset.JobSetStatus
 	Create, Delete, Suspend, Resume []string
-	Events, Warnings                []Event
+	Events, Warnings                []controller.Event
 	DeleteJobSet                    bool
 	RequeueAfter                    time.Duration
 	Broadcast                       map[string]string
 }
 
-func summaryOf(p Plan) planSummary {
+func summaryOf(p controller.Plan) planSummary {
+	var resume []string
+	for _, u := range p.ResumeJobs {
+		resume = append(resume, u.Cached.Name)
+	}
 	return planSummary{
-		Status: p.Status, Create: names(p.CreateJobs), Delete: names(p.DeleteJobs), Suspend: names(p.SuspendJobs), Resume: updatedNames(p.ResumeJobs),
+		Status: p.Status, Create: testutil.Names(p.CreateJobs), Delete: testutil.Names(p.DeleteJobs), Suspend: testutil.Names(p.SuspendJobs), Resume: resume,
 		Events: p.Events, Warnings: p.Warnings, DeleteJobSet: p.DeleteJobSet, RequeueAfter: p.RequeueAfter, Broadcast: p.Broadcast,
 	}
 }
 
-// A family that emptied leaves the index; the next event makes a new one.
-func TestChildIndexDropsEmptyFamilies(t *testing.T) {
-	x := NewChildIndex()
-	js := testJobSet("a", 1)
-	job := jobOf(js, "a", 0)
-	x.JobEvent(job, false)
-	if len(x.families) != 1 {
-		t.Fatalf("families %d after a Job, want 1", len(x.families))
+// jobOf is the Job at index of replicated job rj that the first decision
+// on js creates.
+func jobOf(js *jobset.JobSet, rj string, index int) *batchv1.Job {
+	name := state.JobName(js.Name, rj, index)
+	for _, job := range controller.Decide(js, controller.Observed{}, testutil.T0, time.Minute).CreateJobs {
+		if job.Name == name {
+			return job
+		}
 	}
-	x.JobEvent(job, true)
-	if len(x.families) != 0 || len(x.owners) != 0 {
-		t.Errorf("families %d, owners %d after the Job's deletion, want none", len(x.families), len(x.owners))
-	}
-	x.JobEvent(job, false)
-	fam, release := x.Lock(js.Namespace, js.UID, ViewOf(js))
-	defer release()
-	if got := fam.rjs["a"].Unfinished; got != 1 {
-		t.Errorf("the Job created again: %d unfinished, want 1", got)
-	}
+	panic("no Job " + name)
 }
 
-func TestCanonicalInt(t *testing.T) {
-	for _, n := range []int64{0, 1, 9, 10, 99, 100, 4999, math.MaxInt32} {
-		if got := canonicalInt(strconv.FormatInt(n, 10)); int64(got) != n {
-			t.Errorf("canonicalInt(%q) = %d", strconv.FormatInt(n, 10), got)
-		}
+// A family that emptied leaves the index; the next event makes a new one.
+func TestChildIndexDropsEmptyFamilies(t *testing.T) {
+	x := state.NewChildIndex()
+	js := testutil.JobSet("a", 1)
+	job := jobOf(js, "a", 0)
+	x.JobEvent(job, false)
+	if families, _ := x.Sizes(); families != 1 {
+		t.Fatalf("families %d after a Job, want 1", families)
 	}
-	for _, s := range []string{"", "01", "00", "+1", "-1", "-0", "1x", " 1", "2147483648", "99999999999999999999"} {
-		if got := canonicalInt(s); got != -1 {
-			t.Errorf("canonicalInt(%q) = %d, want -1", s, got)
-		}
+	x.JobEvent(job, true)
+	if families, owners := x.Sizes(); families != 0 || owners != 0 {
+		t.Errorf("families %d, owners %d after the Job's deletion, want none", families, owners)
+	}
+	x.JobEvent(job, false)
+	fam, release := x.Lock(js.Namespace, js.UID, state.ViewOf(js))
+	defer release()
+	if got := state.CountedOf(fam).RJs["a"].Unfinished; got != 1 {
+		t.Errorf("the Job created again: %d unfinished, want 1", got)
 	}
 }
 
@@ -383,14 +293,14 @@ func TestChildIndexConcurrentEventsAndReconciles(t *testing.T) {
 		pods = append(pods, w.pod())
 	}
 	views := map[types.UID]*jobset.JobSet{"uid-1": w.jobSet("uid-1"), "uid-2": w.jobSet("uid-2")}
-	x := NewChildIndex()
+	x := state.NewChildIndex()
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		for i := 0; i < 200; i++ {
 			for _, uid := range w.uids {
-				fam, release := x.Lock("ns", uid, ViewOf(views[uid]))
-				Decide(views[uid], Observed{Family: fam}, t0, time.Minute)
+				fam, release := x.Lock("ns", uid, state.ViewOf(views[uid]))
+				controller.Decide(views[uid], controller.Observed{Family: fam}, testutil.T0, time.Minute)
 				release()
 			}
 		}
@@ -418,7 +328,7 @@ func TestChildIndexConcurrentEventsAndReconciles(t *testing.T) {
 	for _, uid := range w.uids {
 		ownJobs, ownPods := map[string]*batchv1.Job{}, map[string]*corev1.Pod{}
 		for _, job := range finalJobs {
-			if job.Namespace == "ns" && jobOwnerUID(job) == uid {
+			if job.Namespace == "ns" && state.JobOwnerUID(job) == uid {
 				ownJobs[job.Name] = job
 			}
 		}
@@ -427,10 +337,10 @@ func TestChildIndexConcurrentEventsAndReconciles(t *testing.T) {
 				ownPods[pod.Name] = pod
 			}
 		}
-		fam, release := x.Lock("ns", uid, ViewOf(views[uid]))
-		got := countedOf(fam)
+		fam, release := x.Lock("ns", uid, state.ViewOf(views[uid]))
+		got := state.CountedOf(fam)
 		release()
-		if diff := cmp.Diff(countedFromScratch(views[uid], ownJobs, ownPods), got, cmp.AllowUnexported(JobCounts{})); diff != "" {
+		if diff := cmp.Diff(state.CountedFromScratch(views[uid], ownJobs, ownPods), got, cmp.AllowUnexported(state.JobCounts{})); diff != "" {
 			t.Errorf("JobSet %s: running totals differ from a full scan (-scan +index):\n%s", uid, diff)
 		}
 	}
