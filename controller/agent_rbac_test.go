@@ -9,6 +9,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
+	"github.com/inplace-dev/inplace/controller/internal/testutil"
 )
 
 func TestAgentGrants(t *testing.T) {
@@ -17,13 +18,13 @@ func TestAgentGrants(t *testing.T) {
 		js.Spec.ReplicatedJobs[0].Template.Spec.Template.Spec.ServiceAccountName = serviceAccount
 		return *js
 	}
-	a := withAccount(inPlaceJobSet(0, 0), "a", "trainer")
-	b := withAccount(inPlaceJobSet(0, 0), "b", "") // the namespace's default
-	shared := withAccount(inPlaceJobSet(0, 0), "c", "trainer")
-	recreate := withAccount(testJobSet("workers", 1), "r", "other")
-	deleting := withAccount(inPlaceJobSet(0, 0), "d", "leaving")
+	a := withAccount(testutil.InPlaceJobSet(0, 0), "a", "trainer")
+	b := withAccount(testutil.InPlaceJobSet(0, 0), "b", "") // the namespace's default
+	shared := withAccount(testutil.InPlaceJobSet(0, 0), "c", "trainer")
+	recreate := withAccount(testutil.JobSet("workers", 1), "r", "other")
+	deleting := withAccount(testutil.InPlaceJobSet(0, 0), "d", "leaving")
 	deleting.DeletionTimestamp = ptr.To(metav1.Now())
-	disabled := withAccount(inPlaceJobSet(0, 0), "e", "upstream")
+	disabled := withAccount(testutil.InPlaceJobSet(0, 0), "e", "upstream")
 	disabled.Annotations = map[string]string{jobset.DisableInPlaceRestartKey: ""}
 
 	broadcasts, subjects := agentGrants([]jobset.JobSet{a, b, shared, recreate, deleting, disabled})

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
+	"github.com/inplace-dev/inplace/controller/decide"
 )
 
 // Restart kinds of inplace_jobset_restarts_total.
@@ -85,7 +86,7 @@ func (m *restartMetrics) written(js *jobset.JobSet, before, after jobset.JobSetS
 		}
 		m.restartsTotal.WithLabelValues(kind).Add(float64(recreated))
 	}
-	if reason(after, jobset.JobSetRestarting) == ReasonInPlaceRestartTimedOut && reason(before, jobset.JobSetRestarting) != ReasonInPlaceRestartTimedOut {
+	if reason(after, jobset.JobSetRestarting) == decide.ReasonInPlaceRestartTimedOut && reason(before, jobset.JobSetRestarting) != decide.ReasonInPlaceRestartTimedOut {
 		m.inPlaceFallbacksTotal.Inc()
 		m.forget(js.UID)
 	}
@@ -95,7 +96,7 @@ func (m *restartMetrics) written(js *jobset.JobSet, before, after jobset.JobSetS
 		delete(m.started, js.UID)
 		m.mu.Unlock()
 		if !ok {
-			if c := meta.FindStatusCondition(before.Conditions, string(jobset.JobSetRestarting)); c != nil && c.Reason == ReasonInPlaceRestart {
+			if c := meta.FindStatusCondition(before.Conditions, string(jobset.JobSetRestarting)); c != nil && c.Reason == decide.ReasonInPlaceRestart {
 				start, ok = c.LastTransitionTime.Time, true
 			}
 		}
@@ -107,7 +108,7 @@ func (m *restartMetrics) written(js *jobset.JobSet, before, after jobset.JobSetS
 
 // epochs publishes a JobSet's epochs.
 func (m *restartMetrics) epochs(js *jobset.JobSet) {
-	if !InPlace(js) {
+	if !decide.InPlace(js) {
 		return
 	}
 	m.epochGauge.WithLabelValues(js.Namespace, js.Name, "synced").Set(float64(js.Status.SyncedEpoch))

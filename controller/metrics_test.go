@@ -11,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
+	"github.com/inplace-dev/inplace/controller/decide"
+	ctrltestutil "github.com/inplace-dev/inplace/controller/internal/testutil"
 )
 
 func histogramCount(t *testing.T, m *restartMetrics) uint64 {
@@ -28,7 +30,7 @@ func TestRestartMetrics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	js := inPlaceJobSet(1, 1)
+	js := ctrltestutil.InPlaceJobSet(1, 1)
 	js.UID = "u1"
 	t0 := time.Unix(1000, 0)
 
@@ -68,7 +70,7 @@ func TestRestartMetrics(t *testing.T) {
 
 	// The timeout fallback is counted once.
 	timedOut := recreated
-	timedOut.Conditions = []metav1.Condition{{Type: string(jobset.JobSetRestarting), Status: metav1.ConditionTrue, Reason: ReasonInPlaceRestartTimedOut}}
+	timedOut.Conditions = []metav1.Condition{{Type: string(jobset.JobSetRestarting), Status: metav1.ConditionTrue, Reason: decide.ReasonInPlaceRestartTimedOut}}
 	m.written(js, recreated, timedOut, t0)
 	m.written(js, timedOut, timedOut, t0)
 	if got := testutil.ToFloat64(m.inPlaceFallbacksTotal); got != 1 {

@@ -15,6 +15,7 @@ import (
 
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
 	"github.com/inplace-dev/inplace/api/protocol"
+	"github.com/inplace-dev/inplace/controller/decide"
 	"github.com/inplace-dev/inplace/controller/state"
 )
 
@@ -47,8 +48,8 @@ func CacheOptions() cache.Options {
 // cache. The family stays locked until release is called, after decide:
 // the Jobs it holds are the cache's own objects, read-only (whatever
 // changes one copies it first, see act).
-func (r *Reconciler) observe(ctx context.Context, js *jobset.JobSet) (obs Observed, release func(), err error) {
-	if InPlace(js) {
+func (r *Reconciler) observe(ctx context.Context, js *jobset.JobSet) (obs decide.Observed, release func(), err error) {
+	if decide.InPlace(js) {
 		var cm corev1.ConfigMap
 		err := r.client.Get(ctx, types.NamespacedName{Namespace: js.Namespace, Name: protocol.BroadcastName(js.Name)}, &cm)
 		if client.IgnoreNotFound(err) != nil {
@@ -62,8 +63,8 @@ func (r *Reconciler) observe(ctx context.Context, js *jobset.JobSet) (obs Observ
 		}
 	}
 
-	if DNSHostnamesEnabled(js) {
-		err := r.client.Get(ctx, types.NamespacedName{Namespace: js.Namespace, Name: Subdomain(js)}, &corev1.Service{})
+	if decide.DNSHostnamesEnabled(js) {
+		err := r.client.Get(ctx, types.NamespacedName{Namespace: js.Namespace, Name: decide.Subdomain(js)}, &corev1.Service{})
 		if client.IgnoreNotFound(err) != nil {
 			return obs, nil, fmt.Errorf("getting headless service: %w", err)
 		}
@@ -73,8 +74,8 @@ func (r *Reconciler) observe(ctx context.Context, js *jobset.JobSet) (obs Observ
 	// From the cache: a reconcile that finds every claim sends no request.
 	// A claim the cache cannot show (one made by hand without the
 	// jobset-name label) is created again and refused as AlreadyExists.
-	for _, t := range ClaimTemplates(js) {
-		name := ClaimName(t.Template.Name, js.Name)
+	for _, t := range decide.ClaimTemplates(js) {
+		name := decide.ClaimName(t.Template.Name, js.Name)
 		err := r.client.Get(ctx, types.NamespacedName{Namespace: js.Namespace, Name: name}, &corev1.PersistentVolumeClaim{})
 		if client.IgnoreNotFound(err) != nil {
 			return obs, nil, fmt.Errorf("getting volume claim %s: %w", name, err)

@@ -29,6 +29,7 @@ import (
 
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
 	"github.com/inplace-dev/inplace/api/protocol"
+	"github.com/inplace-dev/inplace/controller/decide"
 	"github.com/inplace-dev/inplace/controller/state"
 )
 
@@ -146,8 +147,8 @@ func (r *Reconciler) jobSetState(key types.NamespacedName) jobSetState {
 	if err := r.client.Get(context.Background(), key, &js, client.UnsafeDisableDeepCopy); err != nil {
 		return jobSetState{}
 	}
-	active := InPlaceActive(&js)
-	return jobSetState{inPlace: active, restarting: active && InPlaceRestarting(js.Status)}
+	active := decide.InPlaceActive(&js)
+	return jobSetState{inPlace: active, restarting: active && decide.InPlaceRestarting(js.Status)}
 }
 
 // Reconcile brings one JobSet's children and status in line with its spec:
@@ -183,12 +184,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	now := r.opts.Clock.Now()
-	p := func() Plan {
+	p := func() decide.Plan {
 		// Unlocked however decide returns: the JobSet's event handlers
 		// wait on the lock. The plan's Jobs are the cache's objects, not
 		// the family's: they outlive it.
 		defer release()
-		return Decide(effective, obs, metav1.NewTime(now), r.opts.InPlaceRestartTimeout)
+		return decide.Decide(effective, obs, metav1.NewTime(now), r.opts.InPlaceRestartTimeout)
 	}()
 
 	if err := r.act(ctx, &js, &p); err != nil {
@@ -204,7 +205,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if p.DeleteJobSet {
 		return ctrl.Result{}, nil
 	}
-	if NeedsWrite(js.Status, p.Status) {
+	if decide.NeedsWrite(js.Status, p.Status) {
 		before := js.Status
 		js.Status = p.Status
 		// Update, not patch: the write carries the resourceVersion that was
@@ -214,7 +215,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			return ctrl.Result{}, err
 		}
 		r.metrics.written(effective, before, p.Status, now)
-		if from, to := RestartStateOf(effective, &before), RestartStateOf(effective, &p.Status); from != to {
+		if from, to := decide.RestartStateOf(effective, &before), decide.RestartStateOf(effective, &p.Status); from != to {
 			logger.Info("restart state changed", "from", from, "to", to)
 		}
 		// A decision's Event follows the status write that carries it, at
@@ -242,7 +243,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 // act performs the plan's changes to children, in an order that is safe to
 // repeat: every create uses a fixed name and tolerates AlreadyExists, every
 // delete tolerates NotFound.
-func (r *Reconciler) act(ctx context.Context, js *jobset.JobSet, p *Plan) error {
+func (r *Reconciler) act(ctx context.Context, js *jobset.JobSet, p *decide.Plan) error {
 	logger := log.FromContext(ctx)
 	if err := r.forEach(ctx, p.DeleteJobs, func(ctx context.Context, job *batchv1.Job) error {
 		// Foreground: the Job stays, and keeps its name taken, until its Pods
@@ -273,7 +274,7 @@ func (r *Reconciler) act(ctx context.Context, js *jobset.JobSet, p *Plan) error 
 
 	if p.DeleteJobSet {
 		logger.Info("deleting finished JobSet: ttlSecondsAfterFinished expired")
-		r.recorder.Eventf(js, nil, corev1.EventTypeNormal, ReasonTTLExpired, "Delete", "ttlSecondsAfterFinished expired")
+		r.recorder.Eventf(js, nil, corev1.EventTypeNormal, decide.ReasonTTLExpired, "Delete", "ttlSecondsAfterFinished expired")
 		err := r.client.Delete(ctx, js, client.PropagationPolicy(metav1.DeletePropagationForeground),
 			client.Preconditions{UID: &js.UID})
 		return ignore(err, apierrors.IsNotFound)
@@ -284,7 +285,7 @@ func (r *Reconciler) act(ctx context.Context, js *jobset.JobSet, p *Plan) error 
 			if namespaceTerminating(err) {
 				return err
 			}
-			r.recorder.Eventf(js, nil, corev1.EventTypeWarning, ReasonServiceCreationFailed, "Create", "%v", err)
+			r.recorder.Eventf(js, nil, corev1.EventTypeWarning, decide.ReasonServiceCreationFailed, "Create", "%v", err)
 			return fmt.Errorf("creating headless service: %w", err)
 		}
 	}
@@ -296,7 +297,7 @@ func (r *Reconciler) act(ctx context.Context, js *jobset.JobSet, p *Plan) error 
 			if namespaceTerminating(err) {
 				return err
 			}
-			r.recorder.Eventf(js, nil, corev1.EventTypeWarning, ReasonPVCCreationFailed, "Create", "volume claim %s: %v", pvc.Name, err)
+			r.recorder.Eventf(js, nil, corev1.EventTypeWarning, decide.ReasonPVCCreationFailed, "Create", "volume claim %s: %v", pvc.Name, err)
 			return fmt.Errorf("creating volume claim %s: %w", pvc.Name, err)
 		}
 	}
@@ -316,7 +317,7 @@ func (r *Reconciler) act(ctx context.Context, js *jobset.JobSet, p *Plan) error 
 			refused.Store(true)
 			return err
 		case !apierrors.IsAlreadyExists(err):
-			r.recorder.Eventf(js, nil, corev1.EventTypeWarning, ReasonJobCreationFailed, "Create", "job %s: %v", job.Name, err)
+			r.recorder.Eventf(js, nil, corev1.EventTypeWarning, decide.ReasonJobCreationFailed, "Create", "job %s: %v", job.Name, err)
 			return err
 		}
 		return nil
@@ -332,7 +333,7 @@ func (r *Reconciler) act(ctx context.Context, js *jobset.JobSet, p *Plan) error 
 	}); err != nil {
 		return fmt.Errorf("suspending jobs: %w", err)
 	}
-	if err := inParallel(ctx, r.opts.ChildParallelism, p.ResumeJobs, func(u JobUpdate) string { return u.Cached.Name }, func(ctx context.Context, u JobUpdate) error {
+	if err := inParallel(ctx, r.opts.ChildParallelism, p.ResumeJobs, func(u decide.JobUpdate) string { return u.Cached.Name }, func(ctx context.Context, u decide.JobUpdate) error {
 		return r.resume(ctx, js, u)
 	}); err != nil {
 		return fmt.Errorf("resuming jobs: %w", err)
@@ -342,7 +343,7 @@ func (r *Reconciler) act(ctx context.Context, js *jobset.JobSet, p *Plan) error 
 
 // resume unsuspends a Job with what its Pod template gained while it was
 // suspended (resumedJob).
-func (r *Reconciler) resume(ctx context.Context, js *jobset.JobSet, u JobUpdate) error {
+func (r *Reconciler) resume(ctx context.Context, js *jobset.JobSet, u decide.JobUpdate) error {
 	cached, want := u.Cached, u.Want
 	if cached.Status.StartTime != nil && !equality.Semantic.DeepEqual(cached.Spec.Template, want.Spec.Template) {
 		// The Job API takes a suspended Job's template changes only
@@ -360,7 +361,7 @@ func (r *Reconciler) resume(ctx context.Context, js *jobset.JobSet, u JobUpdate)
 	// the Job is suspended, and its Pods must start with them.
 	err := r.client.Patch(ctx, want, client.MergeFrom(cached))
 	if apierrors.IsInvalid(err) {
-		r.recorder.Eventf(js, cached, corev1.EventTypeWarning, ReasonJobResumeFailed, "Resume", "job %s: %v", cached.Name, err)
+		r.recorder.Eventf(js, cached, corev1.EventTypeWarning, decide.ReasonJobResumeFailed, "Resume", "job %s: %v", cached.Name, err)
 	}
 	return ignore(err, apierrors.IsNotFound)
 }
@@ -370,12 +371,12 @@ func (r *Reconciler) resume(ctx context.Context, js *jobset.JobSet, u JobUpdate)
 // the resourceVersion read: a decision taken on a stale cache (the Job
 // already scaled by an earlier reconcile) fails with a conflict and says
 // nothing, and the Job's update brings the next reconcile.
-func (r *Reconciler) scale(ctx context.Context, js *jobset.JobSet, scales []JobScale) error {
+func (r *Reconciler) scale(ctx context.Context, js *jobset.JobSet, scales []decide.JobScale) error {
 	var (
 		mu   sync.Mutex
-		done []JobScale
+		done []decide.JobScale
 	)
-	err := inParallel(ctx, r.opts.ChildParallelism, scales, func(s JobScale) string { return s.Job.Name }, func(ctx context.Context, s JobScale) error {
+	err := inParallel(ctx, r.opts.ChildParallelism, scales, func(s decide.JobScale) string { return s.Job.Name }, func(ctx context.Context, s decide.JobScale) error {
 		cached := s.Job
 		patch := client.MergeFromWithOptions(cached, client.MergeFromWithOptimisticLock{})
 		job := cached.DeepCopy() // the cache's object is read-only
@@ -389,8 +390,8 @@ func (r *Reconciler) scale(ctx context.Context, js *jobset.JobSet, scales []JobS
 		}
 		return ignore(err, apierrors.IsNotFound, apierrors.IsConflict)
 	})
-	slices.SortFunc(done, func(a, b JobScale) int { return strings.Compare(a.Job.Name, b.Job.Name) })
-	for _, e := range ScaledEvents(done) {
+	slices.SortFunc(done, func(a, b decide.JobScale) int { return strings.Compare(a.Job.Name, b.Job.Name) })
+	for _, e := range decide.ScaledEvents(done) {
 		r.recorder.Eventf(js, nil, e.Type, e.Reason, "Scale", "%s", e.Message)
 	}
 	if err != nil {

@@ -56,6 +56,7 @@ var forbidden = map[string][]string{
 	"controller/podfailure":        {module + "/", "k8s.io/client-go/", "sigs.k8s.io/controller-runtime"},
 	"controller/internal/testutil": {module + "/", "k8s.io/client-go/", "sigs.k8s.io/controller-runtime"},
 	"controller/state":             {module + "/", "k8s.io/client-go/", "sigs.k8s.io/controller-runtime"},
+	"controller/decide":            {module + "/", "k8s.io/client-go/", "sigs.k8s.io/controller-runtime"},
 	"docs":                         {module + "/"},
 	"policies":                     {module + "/", "k8s.io/client-go/", "sigs.k8s.io/controller-runtime"},
 	"policies/builtin":             {stdlibOnly},
@@ -75,6 +76,7 @@ var allowed = map[string][]string{
 	"api/policy/v1alpha1":          {module + "/api/policy/v1alpha1"},
 	"controller/internal/testutil": {module + "/api/jobset/v1alpha2"},
 	"controller/state":             {module + "/api/jobset/v1alpha2", module + "/api/protocol", module + "/controller/podfailure"},
+	"controller/decide":            {module + "/api/jobset/v1alpha2", module + "/api/protocol", module + "/controller/podfailure", module + "/controller/state"},
 	"policies":                     {module + "/policies/builtin"},
 	"webhook":                      {module + "/controller/podfailure"},
 	"webhook/inject":               {module + "/controller/podfailure"},
@@ -89,6 +91,7 @@ var pureTestsAvoid = map[string]string{
 	"webhook/inject":        module + "/test/",
 	"controller/podfailure": module + "/test/",
 	"controller/state":      module + "/test/",
+	"controller/decide":     module + "/test/",
 	"api/protocol":          module + "/test/",
 }
 

@@ -17,7 +17,7 @@ import (
 
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
 	"github.com/inplace-dev/inplace/api/protocol"
-	"github.com/inplace-dev/inplace/controller"
+	"github.com/inplace-dev/inplace/controller/decide"
 	"github.com/inplace-dev/inplace/controller/internal/testutil"
 	"github.com/inplace-dev/inplace/controller/state"
 )
@@ -216,10 +216,10 @@ func TestChildIndexEqualsAFullScan(t *testing.T) {
 					release()
 					t.Fatalf("seed %d step %d, JobSet %s: running totals differ from a full scan (-scan +index):\n%s", seed, step, uid, diff)
 				}
-				viaIndex := controller.Decide(js, controller.Observed{Family: fam}, testutil.T0, time.Minute)
+				viaIndex := decide.Decide(js, decide.Observed{Family: fam}, testutil.T0, time.Minute)
 				release()
-				viaLists := controller.Decide(js, controller.Observed{Jobs: jobList, Pods: podList}, testutil.T0, time.Minute)
-				if diff := cmp.Diff(summaryOf(viaLists), summaryOf(viaIndex), cmp.AllowUnexported(controller.Event{})); diff != "" {
+				viaLists := decide.Decide(js, decide.Observed{Jobs: jobList, Pods: podList}, testutil.T0, time.Minute)
+				if diff := cmp.Diff(summaryOf(viaLists), summaryOf(viaIndex), cmp.AllowUnexported(decide.Event{})); diff != "" {
 					t.Fatalf("seed %d step %d, JobSet %s: decisions differ (-lists +index):\n%s", seed, step, uid, diff)
 				}
 			}
@@ -231,13 +231,13 @@ func TestChildIndexEqualsAFullScan(t *testing.T) {
 type planSummary struct {
 	Status                          jobset.JobSetStatus
 	Create, Delete, Suspend, Resume []string
-	Events, Warnings                []controller.Event
+	Events, Warnings                []decide.Event
 	DeleteJobSet                    bool
 	RequeueAfter                    time.Duration
 	Broadcast                       map[string]string
 }
 
-func summaryOf(p controller.Plan) planSummary {
+func summaryOf(p decide.Plan) planSummary {
 	var resume []string
 	for _, u := range p.ResumeJobs {
 		resume = append(resume, u.Cached.Name)
@@ -252,7 +252,7 @@ func summaryOf(p controller.Plan) planSummary {
 // on js creates.
 func jobOf(js *jobset.JobSet, rj string, index int) *batchv1.Job {
 	name := state.JobName(js.Name, rj, index)
-	for _, job := range controller.Decide(js, controller.Observed{}, testutil.T0, time.Minute).CreateJobs {
+	for _, job := range decide.Decide(js, decide.Observed{}, testutil.T0, time.Minute).CreateJobs {
 		if job.Name == name {
 			return job
 		}
@@ -300,7 +300,7 @@ func TestChildIndexConcurrentEventsAndReconciles(t *testing.T) {
 		for i := 0; i < 200; i++ {
 			for _, uid := range w.uids {
 				fam, release := x.Lock("ns", uid, state.ViewOf(views[uid]))
-				controller.Decide(views[uid], controller.Observed{Family: fam}, testutil.T0, time.Minute)
+				decide.Decide(views[uid], decide.Observed{Family: fam}, testutil.T0, time.Minute)
 				release()
 			}
 		}

@@ -1,4 +1,4 @@
-package controller
+package decide
 
 // Condition reasons, Event reasons and messages. Reasons are the ones of
 // upstream JobSet where it has one, so that tools reading them keep working.

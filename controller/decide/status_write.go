@@ -1,4 +1,4 @@
-package controller
+package decide
 
 import (
 	"k8s.io/apimachinery/pkg/api/equality"

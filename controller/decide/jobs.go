@@ -1,4 +1,4 @@
-package controller
+package decide
 
 import (
 	"crypto/sha1" //nolint:gosec // a short label value, not a security boundary

@@ -1,0 +1,30 @@
+// Package decide is the JobSet controller's decisions: Decide takes a
+// defaulted JobSet and what the reconciler observed of its children
+// (Observed, with the family of controller/state) and returns the Plan of
+// one reconcile, without I/O: the Jobs to create, delete, suspend, resume
+// or scale, the Service and claims to create, the Pods that must be
+// deleted, the status, the broadcast and the Events.
+//
+//	plan.go              Decide: the whole plan of one reconcile
+//	restartstate.go      the restart path's states and the table of transitions Decide may make
+//	epochs.go            the epoch protocol: which epoch is synced or deprecated, which barriers open
+//	failure_policy.go    rule matching and the restart or failure it causes
+//	success_policy.go    All / Any over target replicated Jobs
+//	startup_policy.go    InOrder and dependsOn gating and their conditions
+//	jobs.go, service.go  the desired Jobs and Service, and a suspended Job resumed
+//	volume_claims.go     the claims of spec.volumeClaimPolicies
+//	scaling.go           elastic replicated jobs: which Jobs to patch to a new size
+//	status.go            replicatedJobsStatus and condition helpers
+//	status_write.go      when a status write of counters alone may wait
+//	ttl.go               ttlSecondsAfterFinished
+//	reasons.go           condition reasons and messages
+//
+// Every decision is a function of what it is given: the tests call Decide
+// on JobSets and children they build, check that it changed neither, and
+// check that every move it makes is a row of the table of transitions.
+//
+// Imports: the APIs (api/...), the protocol's wire format (api/protocol)
+// and controller/state; never client-go or controller-runtime
+// (layout_test.go and docs/layout_test.go check), and never package
+// controller, which calls it.
+package decide
