@@ -54,6 +54,7 @@ manifests: $(CONTROLLER_GEN) ## Generate CRDs into config/crd and the manager Cl
 	   config/prometheus/monitor.yaml config/manager/flowcontrol.yaml charts/inplace/files/
 	cp config/webhook/manifests.yaml charts/inplace/files/webhook.yaml
 	cp config/webhook/service.yaml charts/inplace/files/webhook_service.yaml
+	cp config/webhook/exemption-guard.yaml charts/inplace/files/
 
 .PHONY: fmt
 fmt: ## Run gofmt on the code.
