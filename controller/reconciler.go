@@ -476,6 +476,14 @@ func (r *Reconciler) writeBroadcast(ctx context.Context, js *jobset.JobSet, data
 	case err != nil:
 		return err
 	}
+	if !metav1.IsControlledBy(cm, js) {
+		// Someone else's ConfigMap under the name the agents read: writing
+		// it would destroy their data, and taking it over would let
+		// whoever made it first feed the agents.
+		r.recorder.Eventf(js, nil, corev1.EventTypeWarning, decide.ReasonBroadcastConflict, "Broadcast",
+			"ConfigMap %s exists and is not this JobSet's (no controller reference to it), so the epochs cannot be broadcast and in-place restarts cannot proceed: rename or delete the ConfigMap", cm.Name)
+		return fmt.Errorf("ConfigMap %s/%s is not this JobSet's", cm.Namespace, cm.Name)
+	}
 	cm.Data = data
 	// The cache selects ConfigMaps by this label: keep it on.
 	if cm.Labels == nil {

@@ -69,4 +69,5 @@ const (
 	ReasonServiceCreationFailed     = "HeadlessServiceCreationFailed"
 	ReasonPVCCreationFailed         = "PVCCreationFailed"
 	ReasonTTLExpired                = "TTLAfterFinishedExpired"
+	ReasonBroadcastConflict         = "BroadcastConfigMapConflict"
 )

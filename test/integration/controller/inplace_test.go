@@ -5,6 +5,7 @@ import (
 	. "github.com/onsi/gomega"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
@@ -45,6 +46,23 @@ var _ = Describe("the epoch protocol of InPlaceRestart", func() {
 		expectEpochs(js, 0, 1)
 		return pods
 	}
+
+	It("leaves a ConfigMap of the broadcast's name that is not the JobSet's alone, and says so", func() {
+		theirs := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: protocol.BroadcastName("taken"), Namespace: ns.Name},
+			Data: map[string]string{"owner": "someone else"}}
+		Expect(k8sClient.Create(ctx, theirs)).To(Succeed())
+		rj := wrappers.MakeReplicatedJob("w").Replicas(1).Parallelism(2).Obj()
+		rj.Template.Spec.BackoffLimit = nil
+		js := create(wrappers.MakeJobSet("taken", ns.Name).ReplicatedJob(rj).
+			FailurePolicy(&jobset.FailurePolicy{RestartStrategy: jobset.InPlaceRestart, MaxRestarts: 1}).Obj())
+		expectJobs(js, "0", "taken-w-0")
+		reportEpoch(js, 2, "1")
+		expectEvent(js, "BroadcastConfigMapConflict")
+		var got corev1.ConfigMap
+		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(theirs), &got)).To(Succeed())
+		Expect(got.Data).To(Equal(map[string]string{"owner": "someone else"}), "the controller wrote a ConfigMap that is not its JobSet's")
+		Expect(got.OwnerReferences).To(BeEmpty())
+	})
 
 	It("syncs, deprecates the moment a worker exits, counts exactly maxRestarts and never recreates a Job", func() {
 		rj := wrappers.MakeReplicatedJob("w").Replicas(2).Parallelism(2).Obj()
