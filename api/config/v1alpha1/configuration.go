@@ -56,7 +56,8 @@ type Agent struct {
 	// hold before the kubelet restarts the agent. Default 86400.
 	BarrierTimeoutSeconds int32 `json:"barrierTimeoutSeconds,omitempty"`
 	// Resources of the agent container. Default requests 10m CPU and 32Mi,
-	// limit 64Mi.
+	// limits 200m CPU and 64Mi: every container gets both, so that a
+	// cluster's guardrail requiring limits admits InPlaceRestart JobSets.
 	Resources *corev1.ResourceRequirements `json:"resources,omitempty"`
 }
 
@@ -249,7 +250,9 @@ func SetDefaults(cfg *Configuration) {
 	if a.Resources == nil {
 		a.Resources = &corev1.ResourceRequirements{
 			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("32Mi")},
-			Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("64Mi")},
+			// The agent idles but for a restart; 200m leaves it headroom
+			// so that throttling never delays a barrier.
+			Limits: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("200m"), corev1.ResourceMemory: resource.MustParse("64Mi")},
 		}
 	}
 	if cfg.Webhook.Port == 0 {
