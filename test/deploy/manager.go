@@ -24,7 +24,8 @@ import (
 // as its kustomization lists it.
 // Leader election and the metrics and probe endpoints are off. wrap, if
 // set, wraps the manager's transport (to count its requests). The returned
-// channel receives the manager's result when ctx ends or it fails.
+// channel receives the manager's result when ctx ends or it fails. It
+// returns once the webhooks admit.
 func RunManager(ctx context.Context, admin *rest.Config, configure func(*configv1alpha1.Configuration), wrap func(*rest.Config)) (<-chan error, error) {
 	conf, err := configv1alpha1.Load("")
 	if err != nil {
@@ -81,6 +82,11 @@ func RunManager(ctx context.Context, admin *rest.Config, configure func(*configv
 	defer cancel()
 	if !mgr.GetCache().WaitForCacheSync(syncCtx) {
 		return nil, fmt.Errorf("inplace-manager: caches did not sync")
+	}
+	if !conf.Webhook.Disabled {
+		if err := WaitForWebhooks(ctx, c, time.Minute); err != nil {
+			return nil, fmt.Errorf("inplace-manager: %w", err)
+		}
 	}
 	return done, nil
 }

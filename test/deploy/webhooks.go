@@ -6,11 +6,15 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
 	"github.com/inplace-dev/inplace/test/cluster"
 )
 
@@ -63,6 +67,33 @@ func RegisterWebhooks(ctx context.Context, c client.Client, port int) error {
 		if err := client.IgnoreAlreadyExists(c.Create(ctx, obj)); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// WaitForWebhooks waits until the apiserver reaches the manager's webhooks
+// over TLS and they admit: a server-side dry-run create of a JobSet comes
+// back defaulted. A starting manager refuses every request until its
+// JobSetPolicies are loaded, so a manager whose caches synced may not
+// admit yet.
+func WaitForWebhooks(ctx context.Context, c client.Client, timeout time.Duration) error {
+	var last error
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		js := &jobset.JobSet{}
+		js.Name, js.Namespace = "webhook-probe", "default"
+		js.Spec.ReplicatedJobs = []jobset.ReplicatedJob{{Name: "probe"}}
+		js.Spec.ReplicatedJobs[0].Template.Spec.Template.Spec.Containers = []corev1.Container{{Name: "c", Image: "probe"}}
+		if last = c.Create(ctx, js, client.DryRunAll); last != nil {
+			return false, nil
+		}
+		if js.Spec.SuccessPolicy == nil {
+			last = fmt.Errorf("the mutating webhook did not default the JobSet")
+			return false, nil
+		}
+		return true, nil
+	})
+	if err != nil {
+		return fmt.Errorf("the webhooks do not admit: %w (last: %v)", err, last)
 	}
 	return nil
 }

@@ -8,12 +8,10 @@ import (
 
 	"github.com/onsi/ginkgo/v2"
 	"github.com/onsi/gomega"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	configv1alpha1 "github.com/inplace-dev/inplace/api/config/v1alpha1"
-	jobsetv1alpha2 "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
 	"github.com/inplace-dev/inplace/test/deploy"
 )
 
@@ -47,18 +45,11 @@ func (f *Framework) registerWebhooks(cfg *rest.Config) {
 	gomega.Expect(deploy.RegisterWebhooks(context.Background(), c, f.webhookPort)).To(gomega.Succeed())
 }
 
-// waitForWebhooks waits until the apiserver reaches both webhooks over TLS:
-// a server-side dry-run create of a JobSet comes back mutated.
+// waitForWebhooks waits until the apiserver reaches both webhooks over TLS
+// and they admit.
 func (f *Framework) waitForWebhooks(cfg *rest.Config) {
 	ginkgo.GinkgoHelper()
 	c, err := client.New(cfg, client.Options{Scheme: Scheme})
 	gomega.Expect(err).NotTo(gomega.HaveOccurred())
-	gomega.Eventually(func(g gomega.Gomega) {
-		js := &jobsetv1alpha2.JobSet{}
-		js.Name, js.Namespace = "webhook-probe", "default"
-		js.Spec.ReplicatedJobs = []jobsetv1alpha2.ReplicatedJob{{Name: "probe"}}
-		js.Spec.ReplicatedJobs[0].Template.Spec.Template.Spec.Containers = []corev1.Container{{Name: "c", Image: "probe"}}
-		g.Expect(c.Create(context.Background(), js, client.DryRunAll)).To(gomega.Succeed(), "webhooks not reachable yet")
-		g.Expect(js.Spec.SuccessPolicy).NotTo(gomega.BeNil(), "the mutating webhook did not default the JobSet")
-	}).WithTimeout(30 * time.Second).WithPolling(200 * time.Millisecond).Should(gomega.Succeed())
+	gomega.Expect(deploy.WaitForWebhooks(context.Background(), c, 30*time.Second)).To(gomega.Succeed())
 }
