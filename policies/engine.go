@@ -50,6 +50,10 @@ type Input struct {
 type Violation struct {
 	Policy  string
 	Message string
+	// Inexact: the message is not the policy's own words (an evaluation
+	// that failed, a message cut, the count of the messages left out), so
+	// the same text need not mean the same violation.
+	Inexact bool
 }
 
 func (v Violation) String() string { return v.Policy + ": " + v.Message }
@@ -85,6 +89,10 @@ type Policy struct {
 	Match func(Input) bool
 	// Parameters are passed as input.parameters.
 	Parameters any
+	// Generation is the JobSetPolicy generation compiled, 0 when unknown:
+	// replacing a policy by the same generation keeps what the engine
+	// learned of its evaluations.
+	Generation int64
 
 	query rego.PreparedEvalQuery
 	// params are Parameters converted once, at Compile.
@@ -300,16 +308,21 @@ func (e *Engine) SetPolicy(p *Policy) {
 	defer e.mu.Unlock()
 	old := *e.admin.Load()
 	next := make([]*Policy, 0, len(old)+1)
+	sameVersion := false
 	for _, q := range old {
 		if q.Name != p.Name {
 			next = append(next, q)
+		} else {
+			sameVersion = p.Generation != 0 && q.Generation == p.Generation
 		}
 	}
 	next = append(next, p)
 	sort.Slice(next, func(i, j int) bool { return next[i].Name < next[j].Name })
 	e.admin.Store(&next)
-	// A new version is judged on its own evaluations.
-	e.health.forget(p.Name)
+	if !sameVersion {
+		// A new version is judged on its own evaluations.
+		e.health.forget(p.Name)
+	}
 }
 
 // RemovePolicy removes the admin policy of that name, if any.
@@ -325,11 +338,6 @@ func (e *Engine) RemovePolicy(name string) {
 	}
 	e.admin.Store(&next)
 	e.health.forget(name)
-}
-
-// Has reports whether an admin policy of that name is in force.
-func (e *Engine) Has(name string) bool {
-	return slices.ContainsFunc(*e.admin.Load(), func(p *Policy) bool { return p.Name == name })
 }
 
 // HasAdminPolicies reports whether any admin policy is in force.
@@ -374,8 +382,13 @@ func (e *Engine) evaluate(ctx context.Context, in Input, builtins bool) (Decisio
 		if p.Match != nil && !p.Match(in) {
 			continue
 		}
+		late := ctx.Err() != nil
 		err := p.eval(ctx, base, &d, e.limits.PolicyTimeout, e.metrics)
-		e.health.observe(p.Name, err)
+		if !late {
+			// A policy reached after the request's deadline failed through
+			// no fault of its own.
+			e.health.observe(p.Name, err)
+		}
 		if err != nil {
 			errs = append(errs, err)
 		}
@@ -425,7 +438,7 @@ func evalBounded(ctx context.Context, q rego.PreparedEvalQuery, input ast.Value,
 	if err != nil && ctx.Err() != nil {
 		// OPA reports a cancelled evaluation in its own words; say which
 		// limit it hit, and keep the context's error for errors.Is.
-		return nil, fmt.Errorf("evaluation exceeded its time limit (%v per policy, or the request's total): %w", timeout, ctx.Err())
+		return nil, fmt.Errorf("evaluation exceeded its time limit of %v, or the request's: %w", timeout, ctx.Err())
 	}
 	return rs, err
 }
@@ -463,7 +476,7 @@ func (p *Policy) eval(ctx context.Context, base *ast.Term, d *Decision, timeout 
 		m.countFailure(p.Name, kindOf(err))
 		// The policy's own enforcement action: an admin's Warn or DryRun
 		// policy that cannot decide warns or records, it never blocks.
-		p.record(d, p.Action, fmt.Sprintf("evaluation failed: %v", err), m)
+		p.record(d, p.Action, message{text: fmt.Sprintf("evaluation failed: %v", err), inexact: true}, m)
 		return fmt.Errorf("policy %s: %w", p.Name, err)
 	}
 	p.collect(rs, d, m)
@@ -491,24 +504,28 @@ func (p *Policy) collect(rs rego.ResultSet, d *Decision, m *metrics) {
 		p.record(d, warnAction, msg, m)
 	}
 	ops, _ := doc["patch"].([]any)
+	var wouldPatch []string
 	for _, op := range ops {
-		m, ok := op.(map[string]any)
+		o, ok := op.(map[string]any)
 		if !ok {
 			continue
 		}
 		if p.Action == DryRun {
 			// What it would have patched, recorded; the object is left
 			// alone.
-			raw, _ := json.Marshal(m)
-			p.record(d, DryRun, "would patch: "+string(raw), nil)
+			raw, _ := json.Marshal(o)
+			wouldPatch = append(wouldPatch, "would patch: "+string(raw))
 			continue
 		}
-		d.Patches = append(d.Patches, Patch{Policy: p.Name, Action: p.Action, Op: m})
+		d.Patches = append(d.Patches, Patch{Policy: p.Name, Action: p.Action, Op: o})
+	}
+	for _, msg := range bounded(wouldPatch) {
+		p.record(d, DryRun, msg, m)
 	}
 }
 
-func (p *Policy) record(d *Decision, action EnforcementAction, msg string, m *metrics) {
-	v := Violation{Policy: p.Name, Message: msg}
+func (p *Policy) record(d *Decision, action EnforcementAction, msg message, m *metrics) {
+	v := Violation{Policy: p.Name, Message: msg.text, Inexact: msg.inexact}
 	switch action {
 	case Deny:
 		d.Denied = append(d.Denied, v)

@@ -48,8 +48,16 @@ const (
 
 // unhealthyAfter is how many evaluations in a row must fail before a
 // policy is reported unhealthy: one slow request is noise, three in a row
-// is the policy.
-const unhealthyAfter = 3
+// is the policy. healthyAfter is how many in a row must succeed before it
+// is healthy again: a policy that fails on some JobSets only must not
+// flap with each request.
+const (
+	unhealthyAfter = 3
+	healthyAfter   = 10
+)
+
+// Limits returns the engine's limits.
+func (e *Engine) Limits() Limits { return e.limits }
 
 // SetLimits sets the engine's limits; a zero field keeps its default.
 // Call it before the engine is used.
@@ -92,7 +100,8 @@ func kindOf(err error) failureKind {
 type Health struct {
 	// Evaluated: this process has evaluated the policy's current version.
 	Evaluated bool
-	// Failing: the last unhealthyAfter evaluations or more all failed.
+	// Failing: unhealthyAfter evaluations in a row failed, and fewer than
+	// healthyAfter in a row succeeded since.
 	Failing bool
 	// Reason is the kind of the last failure (timeout, panic, error) and
 	// Message its error, when Failing.
@@ -110,9 +119,12 @@ type healthBook struct {
 }
 
 type policyHealth struct {
-	failures int
-	last     failureKind
-	message  string
+	// failures and successes in a row; failing flips after enough of the
+	// other kind.
+	failures, successes int
+	failing             bool
+	last                failureKind
+	message             string
 }
 
 // observe records one evaluation's outcome.
@@ -126,14 +138,20 @@ func (h *healthBook) observe(policy string, err error) {
 		p = &policyHealth{}
 		h.by[policy] = p
 	}
-	wasFailing := p.failures >= unhealthyAfter
+	wasFailing := p.failing
 	if err == nil {
-		p.failures = 0
+		p.failures, p.successes = 0, p.successes+1
+		if p.failing && p.successes >= healthyAfter {
+			p.failing = false
+		}
 	} else {
-		p.failures++
+		p.failures, p.successes = p.failures+1, 0
 		p.last, p.message = kindOf(err), err.Error()
+		if p.failures >= unhealthyAfter {
+			p.failing = true
+		}
 	}
-	changed := wasFailing != (p.failures >= unhealthyAfter)
+	changed := wasFailing != p.failing
 	notify := h.onChange
 	h.mu.Unlock()
 	if changed && notify != nil {
@@ -148,7 +166,7 @@ func (h *healthBook) of(policy string) Health {
 	switch {
 	case p == nil:
 		return Health{}
-	case p.failures < unhealthyAfter:
+	case !p.failing:
 		return Health{Evaluated: true}
 	}
 	return Health{Evaluated: true, Failing: true, Reason: string(p.last), Message: p.message}
@@ -172,21 +190,31 @@ func (e *Engine) OnHealthChange(fn func(policy string)) {
 	e.health.onChange = fn
 }
 
+// message is one message of a policy, and whether it is inexact (see
+// Violation.Inexact).
+type message struct {
+	text    string
+	inexact bool
+}
+
 // bounded returns at most maxMessagesPerPolicy messages, each cut to
 // maxMessageBytes, and a last one saying how many more there were.
-func bounded(msgs []string) []string {
-	out := msgs
-	if len(msgs) > maxMessagesPerPolicy {
-		out = append(msgs[:maxMessagesPerPolicy:maxMessagesPerPolicy], fmt.Sprintf("... and %d more", len(msgs)-maxMessagesPerPolicy))
-	}
-	for i, m := range out {
-		if len(m) > maxMessageBytes {
-			cut := maxMessageBytes
-			for cut > 0 && !utf8.RuneStart(m[cut]) {
-				cut--
-			}
-			out[i] = m[:cut] + "... (cut)"
+func bounded(msgs []string) []message {
+	out := make([]message, 0, min(len(msgs), maxMessagesPerPolicy+1))
+	for i, m := range msgs {
+		if i == maxMessagesPerPolicy {
+			out = append(out, message{text: fmt.Sprintf("... and %d more", len(msgs)-maxMessagesPerPolicy), inexact: true})
+			break
 		}
+		if len(m) <= maxMessageBytes {
+			out = append(out, message{text: m})
+			continue
+		}
+		cut := maxMessageBytes
+		for cut > 0 && !utf8.RuneStart(m[cut]) {
+			cut--
+		}
+		out = append(out, message{text: m[:cut] + "... (cut)", inexact: true})
 	}
 	return out
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -33,6 +34,10 @@ type Reconciler struct {
 	metrics  *Metrics
 	// tracker learns of each policy loaded; nil tracks nothing.
 	tracker *ReadyTracker
+	// elected is closed once this replica leads (at once without leader
+	// election): only the leader reports a policy's health, so that
+	// replicas that see it differently never take turns writing it.
+	elected <-chan struct{}
 }
 
 // +kubebuilder:rbac:groups=policy.inplace.dev,resources=jobsetpolicies,verbs=get;list;watch
@@ -42,7 +47,7 @@ type Reconciler struct {
 // Setup registers the reconciler on every replica.
 // tracker, if not nil, learns of each policy loaded.
 func Setup(mgr ctrl.Manager, engine *policies.Engine, metrics *Metrics, tracker *ReadyTracker) error {
-	r := &Reconciler{client: mgr.GetClient(), engine: engine, recorder: mgr.GetEventRecorder("inplace-policy"), metrics: metrics, tracker: tracker}
+	r := &Reconciler{client: mgr.GetClient(), engine: engine, recorder: mgr.GetEventRecorder("inplace-policy"), metrics: metrics, tracker: tracker, elected: mgr.Elected()}
 	// A policy that starts or stops failing its evaluations is reconciled
 	// so that its Ready condition says so. The engine calls this on the
 	// admission path: it must not block, and a change dropped when the
@@ -98,6 +103,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 				r.engine.RemovePolicy(p.Name)
 				msg = fmt.Sprintf("the rego does not compile, nor does generation %d in status.inForce any more (%v): nothing of this policy is in force", status.InForceGeneration, lerr)
 			} else {
+				lastGood.Generation = status.InForceGeneration
 				r.engine.SetPolicy(lastGood)
 				msg = fmt.Sprintf("the rego does not compile; generation %d, the last that compiled (status.inForce), stays in force", status.InForceGeneration)
 			}
@@ -110,18 +116,26 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		})
 		r.metrics.countCompileError(p.Name)
 	} else {
-		if inForce := status.InForce; inForce == nil || status.InForceGeneration != p.Generation || !equality.Semantic.DeepEqual(inForce, &p.Spec) || !r.engine.Has(p.Name) {
-			// A new version; a reconcile for a health change leaves the
-			// compiled one, and what the engine knows of it, in place.
-			r.engine.SetPolicy(compiled)
-		}
+		// Always from the spec this replica read, never skipped on what the
+		// shared status says: another replica may have written it. The same
+		// generation keeps what the engine learned of its evaluations.
+		compiled.Generation = p.Generation
+		r.engine.SetPolicy(compiled)
 		status.Errors = nil
 		status.InForce, status.InForceGeneration = p.Spec.DeepCopy(), p.Generation
 		meta.SetStatusCondition(&status.Conditions, r.readyCondition(&p))
 	}
-	if equality.Semantic.DeepEqual(&p.Status, status) {
-		return ctrl.Result{}, nil
+	var result ctrl.Result
+	ready := meta.FindStatusCondition(status.Conditions, policyv1alpha1.ConditionReady)
+	failing := ready != nil && ready.Reason == policyv1alpha1.ReasonEvaluationFailing
+	if failing {
+		// A health change the engine could not queue is seen here.
+		result.RequeueAfter = time.Minute
 	}
+	if equality.Semantic.DeepEqual(&p.Status, status) {
+		return result, nil
+	}
+	before := meta.FindStatusCondition(p.Status.Conditions, policyv1alpha1.ConditionReady)
 	p.Status = *status
 	if err := r.client.Status().Update(ctx, &p); err != nil {
 		return ctrl.Result{}, err
@@ -129,18 +143,35 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if len(status.Errors) > 0 {
 		r.recorder.Eventf(&p, nil, corev1.EventTypeWarning, policyv1alpha1.ReasonCompileError, "Compile", "%s", strings.Join(status.Errors, "; "))
 	}
-	if c := meta.FindStatusCondition(status.Conditions, policyv1alpha1.ConditionReady); c != nil && c.Reason == policyv1alpha1.ReasonEvaluationFailing {
-		r.recorder.Eventf(&p, nil, corev1.EventTypeWarning, policyv1alpha1.ReasonEvaluationFailing, "Evaluate", "%s", c.Message)
+	if failing && (before == nil || before.Reason != policyv1alpha1.ReasonEvaluationFailing) {
+		r.recorder.Eventf(&p, nil, corev1.EventTypeWarning, policyv1alpha1.ReasonEvaluationFailing, "Evaluate", "%s", ready.Message)
 	}
-	return ctrl.Result{}, nil
+	return result, nil
+}
+
+// leading reports whether this replica reports health.
+func (r *Reconciler) leading() bool {
+	if r.elected == nil {
+		return true
+	}
+	select {
+	case <-r.elected:
+		return true
+	default:
+		return false
+	}
 }
 
 // readyCondition is the Ready condition of a policy that compiled: True,
-// unless its evaluations on this replica keep failing. A replica that has
-// not evaluated the policy yet has nothing to say about its health and
-// keeps what another replica wrote of this generation.
+// unless its evaluations on the leader replica keep failing. A replica
+// that does not lead, or has not evaluated the policy yet, has nothing to
+// say about its health and keeps what was written of this generation.
 func (r *Reconciler) readyCondition(p *policyv1alpha1.JobSetPolicy) metav1.Condition {
 	h := r.engine.Health(p.Name)
+	if !r.leading() {
+		// Only the leader says how the evaluations go; keep what it wrote.
+		h = policies.Health{}
+	}
 	if h.Failing {
 		return metav1.Condition{
 			Type: policyv1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: policyv1alpha1.ReasonEvaluationFailing,

@@ -1,0 +1,81 @@
+package reconciler
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	policyv1alpha1 "github.com/inplace-dev/inplace/api/policy/v1alpha1"
+	"github.com/inplace-dev/inplace/policies"
+)
+
+const endless = "package slow\n\ndeny contains \"never\" if {\n\tsome i in numbers.range(1, 1000000000)\n\ti < 0\n}\n"
+
+// failingEngine returns an engine whose policy "slow" (generation 1) has
+// failed its evaluations.
+func failingEngine(t *testing.T) *policies.Engine {
+	t.Helper()
+	names, _ := policies.BuiltinNames()
+	e, err := policies.NewEngine(names)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.SetLimits(policies.Limits{PolicyTimeout: 10 * time.Millisecond})
+	p, err := Compile("slow", &policyv1alpha1.JobSetPolicySpec{Rego: endless}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Generation = 1
+	e.SetPolicy(p)
+	for range 3 {
+		_, _ = e.Evaluate(context.Background(), policies.Input{Operation: "CREATE", Object: map[string]any{}})
+	}
+	if !e.Health("slow").Failing {
+		t.Fatal("the endless policy is not failing")
+	}
+	return e
+}
+
+func TestReadyConditionIsTheLeaders(t *testing.T) {
+	elected, notYet := make(chan struct{}), make(chan struct{})
+	close(elected)
+	failing := metav1.Condition{Type: policyv1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: policyv1alpha1.ReasonEvaluationFailing, ObservedGeneration: 1}
+	cases := map[string]struct {
+		elected <-chan struct{}
+		current []metav1.Condition
+		want    string
+	}{
+		"the leader reports the failures it saw":      {elected: elected, want: policyv1alpha1.ReasonEvaluationFailing},
+		"another replica says nothing of health":      {elected: notYet, want: policyv1alpha1.ReasonCompiled},
+		"another replica keeps what the leader wrote": {elected: notYet, current: []metav1.Condition{failing}, want: policyv1alpha1.ReasonEvaluationFailing},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			r := &Reconciler{engine: failingEngine(t), elected: tc.elected}
+			p := &policyv1alpha1.JobSetPolicy{ObjectMeta: metav1.ObjectMeta{Name: "slow", Generation: 1}, Status: policyv1alpha1.JobSetPolicyStatus{Conditions: tc.current}}
+			if got := r.readyCondition(p); got.Reason != tc.want {
+				t.Errorf("reason %s, want %s (%s)", got.Reason, tc.want, got.Message)
+			}
+		})
+	}
+}
+
+// Compiling the same generation again, on any reconcile, keeps what the
+// engine learned of it; a new generation starts afresh.
+func TestSameGenerationKeepsHealth(t *testing.T) {
+	e := failingEngine(t)
+	p, _ := Compile("slow", &policyv1alpha1.JobSetPolicySpec{Rego: endless}, nil)
+	p.Generation = 1
+	e.SetPolicy(p)
+	if !e.Health("slow").Failing {
+		t.Error("recompiling generation 1 forgot its failures")
+	}
+	p, _ = Compile("slow", &policyv1alpha1.JobSetPolicySpec{Rego: endless}, nil)
+	p.Generation = 2
+	e.SetPolicy(p)
+	if e.Health("slow").Failing {
+		t.Error("generation 2 inherited generation 1's failures")
+	}
+}
