@@ -1,6 +1,8 @@
 package policies
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 )
 
@@ -34,5 +36,40 @@ func BenchmarkEachBuiltin(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// BenchmarkAdminPolicies evaluates N admin policies with parameters on one
+// JobSet, all matching or none.
+func BenchmarkAdminPolicies(b *testing.B) {
+	obj := admitted(b, "inplace-story2.yaml", nil)
+	names, _ := BuiltinNames()
+	for _, n := range []int{1, 100, 1000} {
+		for _, matching := range []bool{true, false} {
+			e, err := NewEngine(names)
+			if err != nil {
+				b.Fatal(err)
+			}
+			match := func(in Input) bool { return in.Namespace == "prod" }
+			if matching {
+				match = nil
+			}
+			for i := range n {
+				src := strings.Replace(maxRestartsPolicy, "package guardrails.maxrestarts", fmt.Sprintf("package guardrails.maxrestarts_%d", i), 1)
+				p, err := Compile(fmt.Sprintf("p%04d", i), src, Deny, match, map[string]any{"limit": 100})
+				if err != nil {
+					b.Fatal(err)
+				}
+				e.SetPolicy(p)
+			}
+			b.Run(fmt.Sprintf("policies=%d/matching=%v", n, matching), func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					if _, err := e.Evaluate(b.Context(), Input{Operation: "CREATE", Object: obj, Namespace: "dev"}); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
 	}
 }

@@ -116,5 +116,7 @@ func newCompiler() *ast.Compiler {
 	return ast.NewCompiler().
 		WithCapabilities(sandboxCapabilities()).
 		WithStrict(true).
+		// As rego.New's own compiler: `# METADATA` schemas type-check.
+		WithUseTypeCheckAnnotations(true).
 		WithDefaultRegoVersion(ast.RegoV1)
 }

@@ -71,10 +71,11 @@ func TestNamespaceLookupThatFailsRefuses(t *testing.T) {
 			t.Errorf("%s: %+v, want refused naming the lookup", name, resp.Result)
 		}
 	}
-	// Without admin policies no selector needs the namespace.
+	// Without admin policies too: one may be in force by the time the
+	// engine evaluates.
 	opts.Engine = engineWith(t, "")
-	if resp := NewValidator(opts).Handle(context.Background(), request(jobSetJSON)); !resp.Allowed {
-		t.Errorf("no admin policy, failing reader: refused: %+v", resp.Result)
+	if resp := NewValidator(opts).Handle(context.Background(), request(jobSetJSON)); resp.Allowed {
+		t.Errorf("no admin policy, failing reader: admitted")
 	}
 }
 
@@ -92,7 +93,7 @@ func TestUpdatesRatchet(t *testing.T) {
 		wantWarning string
 	}{
 		"a new violation":                  {old: `"tier":"open"`, new: `"tier":"gold"`, allowed: false},
-		"the same violation, untouched":    {old: `"tier":"gold"`, new: `"tier":"gold","team":"ml"`, allowed: true, wantWarning: "already violates this"},
+		"the same violation, untouched":    {old: `"tier":"gold"`, new: `"tier":"gold","team":"ml"`, allowed: true, wantWarning: "the stored JobSet had the same violation already"},
 		"another value is a new violation": {old: `"tier":"gold"`, new: `"tier":"silver"`, allowed: false},
 	}
 	for name, tc := range cases {
@@ -188,4 +189,79 @@ func TestPatchRulesHonourTheEnforcementAction(t *testing.T) {
 			t.Errorf("patches %v, want the team label", resp.Patches)
 		}
 	})
+}
+
+// A Deny policy that cannot decide denies an update too, though it failed
+// the same way on the stored JobSet.
+func TestEvaluationFailuresDoNotRatchet(t *testing.T) {
+	engine := engineWith(t, "package guard\n\nr := 1 if true\n\nr := 2 if true\n\ndeny contains \"x\" if r == 1\n")
+	req := request(jobSetJSON)
+	req.Operation = admissionv1.Update
+	req.OldObject.Raw = jobSetJSON
+	resp := NewValidator(Options{Engine: engine}).Handle(context.Background(), req)
+	if resp.Allowed || !strings.Contains(resp.Result.Message, "evaluation failed") {
+		t.Errorf("%+v, want denied by the failed evaluation", resp.Result)
+	}
+}
+
+// A JobSet being deleted sheds its finalizers whatever the patch rules
+// say: the mutating webhook applies none to it.
+func TestNoPatchRulesOnAJobSetBeingDeleted(t *testing.T) {
+	engine := engineWith(t, "")
+	engine.SetPolicy(compiled(t, "broken", "package p\n\npatch contains {\"op\": \"replace\", \"path\": \"/spec/nothing/there\", \"value\": 1} if true\n", policies.Deny))
+	deleting := []byte(strings.Replace(string(jobSetJSON), `"namespace":"ns"`, `"namespace":"ns","deletionTimestamp":"2026-01-01T00:00:00Z","finalizers":["example.com/hold"]`, 1))
+	req := request(jobSetJSON)
+	req.Object.Raw = []byte(strings.Replace(string(deleting), `,"finalizers":["example.com/hold"]`, "", 1))
+	req.Operation = admissionv1.Update
+	req.OldObject.Raw = deleting
+	if resp := NewMutator(Options{Engine: engine}).Handle(context.Background(), req); !resp.Allowed {
+		t.Errorf("finalizer removal refused: %+v", resp.Result)
+	}
+	// The same update of a JobSet not being deleted is refused by the
+	// Deny policy's broken patch.
+	req.Object.Raw, req.OldObject.Raw = jobSetJSON, jobSetJSON
+	if resp := NewMutator(Options{Engine: engine}).Handle(context.Background(), req); resp.Allowed {
+		t.Error("a Deny policy's broken patch admitted an update")
+	}
+}
+
+func TestPolicyValidator(t *testing.T) {
+	policy := func(rego, params string) []byte {
+		p := `{"apiVersion":"policy.inplace.dev/v1alpha1","kind":"JobSetPolicy","metadata":{"name":"p"},"spec":{"rego":` + strconvQuote(rego)
+		if params != "" {
+			p += `,"parameters":` + params
+		}
+		return []byte(p + `}}`)
+	}
+	good := policy("package p\n\ndeny contains \"x\" if input.parameters.on\n", `{"on":true}`)
+	empty := policy("package p\n", "")
+	cases := map[string]struct {
+		op       admissionv1.Operation
+		obj, old []byte
+		want     string // "" allows
+	}{
+		"a good policy":                 {op: admissionv1.Create, obj: good},
+		"no rule":                       {op: admissionv1.Create, obj: empty, want: "the policy would not be in force: spec.rego: p.rego: package p defines no deny, warn or patch rule"},
+		"an update to no rule":          {op: admissionv1.Update, obj: empty, old: good, want: "defines no deny"},
+		"an update that keeps the spec": {op: admissionv1.Update, obj: empty, old: empty},
+		"a match the selector refuses":  {op: admissionv1.Create, obj: []byte(strings.Replace(string(good), `"rego"`, `"match":{"labelSelector":{"matchExpressions":[{"key":"a","operator":"Bogus"}]}},"rego"`, 1)), want: "the policy would not be in force: spec.match.labelSelector"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			req := admission.Request{}
+			req.Operation, req.Object.Raw, req.OldObject.Raw = tc.op, tc.obj, tc.old
+			resp := NewPolicyValidator().Handle(context.Background(), req)
+			switch {
+			case tc.want == "" && !resp.Allowed:
+				t.Errorf("refused: %v", resp.Result.Message)
+			case tc.want != "" && (resp.Allowed || !strings.Contains(resp.Result.Message, tc.want)):
+				t.Errorf("allowed %v, message %q, want refused with %q", resp.Allowed, resp.Result.Message, tc.want)
+			}
+		})
+	}
+}
+
+func strconvQuote(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
 }

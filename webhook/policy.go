@@ -58,7 +58,12 @@ func (v *PolicyValidator) handle(req admission.Request) admission.Response {
 		}
 	}
 	if _, err := reconciler.Compile(p.Name, &p.Spec, nil); err != nil {
-		return admission.Denied("spec.rego: the policy would not be in force: " + strings.TrimSpace(err.Error()))
+		msg := strings.TrimSpace(err.Error())
+		if !strings.HasPrefix(msg, "spec.") {
+			// The compiler's errors name the file and line, not the field.
+			msg = "spec.rego: " + msg
+		}
+		return admission.Denied("the policy would not be in force: " + msg)
 	}
 	return admission.Allowed("")
 }

@@ -65,6 +65,16 @@ var errNotReady = errors.New("inplace-manager is still loading the JobSetPolicie
 
 func (o *Options) ready() bool { return o.Ready == nil || o.Ready() }
 
+// requestContext bounds every policy evaluation of one admission request
+// (the mutating webhook's passes, the validating webhook's ratchet) by the
+// engine's request limit, within the webhooks' own timeout.
+func (o *Options) requestContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	if o.Engine == nil {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, o.Engine.Limits().TotalTimeout)
+}
+
 // Setup registers both webhooks on the manager's webhook server.
 func Setup(mgr ctrl.Manager, opts Options) error {
 	reg := opts.Metrics
@@ -98,6 +108,8 @@ type Mutator struct {
 // on an update it restores what the request leaves out (see Restore).
 func (m *Mutator) Handle(ctx context.Context, req admission.Request) admission.Response {
 	start := time.Now()
+	ctx, cancel := m.opts.requestContext(ctx)
+	defer cancel()
 	resp := m.handle(ctx, req)
 	m.metrics.observe("mutate", resp, time.Since(start))
 	return resp
@@ -125,8 +137,13 @@ func (m *Mutator) handle(ctx context.Context, req admission.Request) admission.R
 			return admission.Errored(http.StatusBadRequest, err)
 		}
 		// The patch rules apply to updates too (input.operation says
-		// which), to the JobSet as restored.
-		raw, err := untilStable(ctx, js, m.opts.Engine, newInput(req, nil, oldMap, nsLabels), func(js *jobset.JobSet) { Restore(js, old) })
+		// which), to the JobSet as restored; not to a JobSet being
+		// deleted, whose finalizers must come off whatever a policy says.
+		engine := m.opts.Engine
+		if old.DeletionTimestamp != nil {
+			engine = nil
+		}
+		raw, err := untilStable(ctx, js, engine, newInput(req, nil, oldMap, nsLabels), func(js *jobset.JobSet) { Restore(js, old) })
 		if err != nil {
 			return admission.Denied(err.Error())
 		}
@@ -256,6 +273,8 @@ type Validator struct {
 // Handle runs every policy on the JobSet.
 func (v *Validator) Handle(ctx context.Context, req admission.Request) admission.Response {
 	start := time.Now()
+	ctx, cancel := v.opts.requestContext(ctx)
+	defer cancel()
 	resp := v.handle(ctx, req)
 	v.metrics.observe("validate", resp, time.Since(start))
 	return resp
@@ -285,7 +304,7 @@ func (v *Validator) handle(ctx context.Context, req admission.Request) admission
 	}
 	var ratcheted []string
 	if req.Operation == admissionv1.Update && len(d.Denied) > 0 {
-		d.Denied, ratcheted = v.ratchet(ctx, req, old, nsLabels, d.Denied)
+		d.Denied, ratcheted = v.ratchet(ctx, req, obj, old, nsLabels, d.Denied)
 	}
 	if req.Operation == admissionv1.Create && v.opts.APIReader != nil && hasClaimPolicies(obj) {
 		js, err := decode(req.Object.Raw)
@@ -323,11 +342,14 @@ func (v *Validator) handle(ctx context.Context, req admission.Request) admission
 // block the updates that do not touch what it denies, such as Kueue's
 // unsuspend or a finalizer's removal. A violation is the same when the
 // same policy says the same of the stored JobSet, evaluated as an update
-// that changes nothing; one that names a changed value is new, and
-// denies. A JobSet being deleted is never blocked: only its finalizers
-// may still change. What is let through comes back as a warning.
-func (v *Validator) ratchet(ctx context.Context, req admission.Request, old map[string]any, nsLabels map[string]string, denied []policies.Violation) (still []policies.Violation, warnings []string) {
-	if meta, _ := old["metadata"].(map[string]any); meta["deletionTimestamp"] != nil {
+// that changes nothing; a message that names a changed value is new, and
+// denies. An inexact message (an evaluation that failed, a message cut)
+// never ratchets: a Deny policy that cannot decide denies. A JobSet being
+// deleted whose spec the update leaves alone is never blocked: only its
+// metadata, finalizers among them, changes. What is let through comes
+// back as a warning.
+func (v *Validator) ratchet(ctx context.Context, req admission.Request, obj, old map[string]any, nsLabels map[string]string, denied []policies.Violation) (still []policies.Violation, warnings []string) {
+	if meta, _ := old["metadata"].(map[string]any); meta["deletionTimestamp"] != nil && equality.Semantic.DeepEqual(obj["spec"], old["spec"]) {
 		for _, viol := range denied {
 			warnings = append(warnings, "not enforced on a JobSet being deleted: "+viol.String())
 		}
@@ -339,11 +361,11 @@ func (v *Validator) ratchet(ctx context.Context, req admission.Request, old map[
 	}
 	existing := map[policies.Violation]bool{}
 	for _, viol := range before.Denied {
-		existing[viol] = true
+		existing[viol] = !viol.Inexact
 	}
 	for _, viol := range denied {
-		if existing[viol] {
-			warnings = append(warnings, "the stored JobSet already violates this, and the update does not change it: "+viol.String())
+		if !viol.Inexact && existing[viol] {
+			warnings = append(warnings, "not enforced on this update, the stored JobSet had the same violation already: "+viol.String())
 			continue
 		}
 		still = append(still, viol)
@@ -363,7 +385,9 @@ func hasClaimPolicies(obj map[string]any) bool {
 // fails refuses the request: without the labels, a policy selected by
 // them would be skipped and the JobSet admitted unguarded.
 func (o *Options) namespaceLabels(ctx context.Context, ns string) (map[string]string, error) {
-	if o.Reader == nil || ns == "" || o.Engine == nil || !o.Engine.HasAdminPolicies() {
+	// Looked up whether or not a policy is in force now: one may be by
+	// the time the engine evaluates.
+	if o.Reader == nil || ns == "" {
 		return nil, nil
 	}
 	var n corev1.Namespace

@@ -97,8 +97,9 @@ type Policies struct {
 	// exceeds it has failed, and a Deny policy that failed denies.
 	// Default 1s.
 	EvaluationTimeout *metav1.Duration `json:"evaluationTimeout,omitempty"`
-	// RequestTimeout bounds every policy on one JobSet together, within
-	// the webhook's own timeout of 10s. Default 5s.
+	// RequestTimeout bounds every policy on one admission request
+	// together, every pass of the mutating webhook's patch rules included;
+	// at most 8s, within the webhooks' own timeout of 10s. Default 5s.
 	RequestTimeout *metav1.Duration `json:"requestTimeout,omitempty"`
 }
 
@@ -177,10 +178,16 @@ func Load(path string) (*Configuration, error) {
 		}
 	}
 	SetDefaults(cfg)
-	for field, d := range map[string]*metav1.Duration{"policies.evaluationTimeout": cfg.Policies.EvaluationTimeout, "policies.requestTimeout": cfg.Policies.RequestTimeout} {
-		if d.Duration <= 0 {
-			return nil, fmt.Errorf("configuration %s: %s is %v: set a positive duration (the default is the field's, in docs/reference.md) or leave it out", path, field, d.Duration)
-		}
+	// The webhooks' timeout is 10s: a request's policies must be done
+	// well within it, or the client gets the apiserver's timeout instead
+	// of the policies' messages.
+	switch evaluation, request := cfg.Policies.EvaluationTimeout.Duration, cfg.Policies.RequestTimeout.Duration; {
+	case evaluation <= 0:
+		return nil, fmt.Errorf("configuration %s: policies.evaluationTimeout is %v: set a positive duration (default 1s) or leave it out", path, evaluation)
+	case request <= 0 || request > 8*time.Second:
+		return nil, fmt.Errorf("configuration %s: policies.requestTimeout is %v: set a duration above 0 and at most 8s, within the webhooks' 10s timeout (default 5s), or leave it out", path, request)
+	case evaluation > request:
+		return nil, fmt.Errorf("configuration %s: policies.evaluationTimeout (%v) is above policies.requestTimeout (%v): lower it", path, evaluation, request)
 	}
 	return cfg, nil
 }

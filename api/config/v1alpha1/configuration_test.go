@@ -40,7 +40,15 @@ func TestLoad(t *testing.T) {
 		},
 		"a zero policy timeout is an error": {
 			file:    "apiVersion: config.inplace.dev/v1alpha1\nkind: Configuration\npolicies:\n  requestTimeout: 0s\n",
-			wantErr: "policies.requestTimeout is 0s: set a positive duration",
+			wantErr: "policies.requestTimeout is 0s: set a duration above 0 and at most 8s",
+		},
+		"a policy timeout above the request's is an error": {
+			file:    "apiVersion: config.inplace.dev/v1alpha1\nkind: Configuration\npolicies:\n  evaluationTimeout: 6s\n",
+			wantErr: "policies.evaluationTimeout (6s) is above policies.requestTimeout (5s): lower it",
+		},
+		"a request timeout beyond the webhooks' is an error": {
+			file:    "apiVersion: config.inplace.dev/v1alpha1\nkind: Configuration\npolicies:\n  requestTimeout: 12s\n",
+			wantErr: "policies.requestTimeout is 12s: set a duration above 0 and at most 8s",
 		},
 		"unknown field is an error": {
 			file:    "apiVersion: config.inplace.dev/v1alpha1\nkind: Configuration\ncontroler: {}\n",

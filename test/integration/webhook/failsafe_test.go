@@ -147,7 +147,7 @@ var _ = Describe("Updates under a policy made after the JobSet", func() {
 			cur.Labels = map[string]string{"kueue.x-k8s.io/queue-name": "q"}
 			return clientWithWarnings(warnings).Update(ctx, &cur)
 		})).To(Succeed())
-		Expect(warnings.messages()).To(ContainElement(ContainSubstring("already violates this, and the update does not change it: max-restarts-later: spec.failurePolicy.maxRestarts is 7")))
+		Expect(warnings.messages()).To(ContainElement(ContainSubstring("not enforced on this update, the stored JobSet had the same violation already: max-restarts-later: spec.failurePolicy.maxRestarts is 7")))
 
 		// Deleted: the finalizer's removal goes through.
 		Expect(k8sClient.Delete(ctx, js)).To(Succeed())

@@ -138,7 +138,7 @@ var _ = Describe("JobSetPolicy", Ordered, func() {
 			Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(policy), policy)).To(Succeed())
 			policy.Spec.Rego = broken
 			return k8sClient.Update(ctx, policy)
-		})).To(MatchError(ContainSubstring("spec.rego: the policy would not be in force: 1 error occurred: max-restarts.rego:5: rego_parse_error")))
+		})).To(MatchError(ContainSubstring("the policy would not be in force: spec.rego: 1 error occurred: max-restarts.rego:5: rego_parse_error")))
 		withoutPolicyWebhook(func() {
 			Eventually(func() error {
 				Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(policy), policy)).To(Succeed())

@@ -42,7 +42,7 @@ var _ = Describe("The JobSetPolicy webhook", func() {
 		func(rego, want string) {
 			p := &policyv1alpha1.JobSetPolicy{ObjectMeta: metav1.ObjectMeta{Name: "refused"}, Spec: policyv1alpha1.JobSetPolicySpec{Rego: rego}}
 			Expect(k8sClient.Create(ctx, p)).To(MatchError(And(
-				ContainSubstring("spec.rego: the policy would not be in force"), ContainSubstring(want))))
+				ContainSubstring("the policy would not be in force: spec.rego: "), ContainSubstring(want))))
 		},
 		Entry("a syntax error", "package p\n\ndeny contains msg if {\n\tmsg := \n}\n", "refused.rego:5"),
 		Entry("a denied builtin", "package p\n\ndeny contains msg if {\n\tmsg := sprintf(\"%d\", [time.now_ns()])\n}\n", "time.now_ns is not allowed in a policy"),

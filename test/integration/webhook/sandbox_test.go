@@ -52,7 +52,7 @@ var _ = Describe("The policy sandbox", func() {
 	It("refuses a builtin that reads files, naming it, and keeps the policy out of force", func() {
 		refused := &policyv1alpha1.JobSetPolicy{ObjectMeta: metav1.ObjectMeta{Name: "schema-ref"}, Spec: policyv1alpha1.JobSetPolicySpec{Rego: schemaRefRego}}
 		Expect(k8sClient.Create(ctx, refused)).To(MatchError(ContainSubstring(
-			"spec.rego: the policy would not be in force: schema-ref.rego:4: json.match_schema is not allowed in a policy")))
+			"the policy would not be in force: spec.rego: schema-ref.rego:4: json.match_schema is not allowed in a policy")))
 		// Stored past the webhook, it is refused by the controller.
 		var p *policyv1alpha1.JobSetPolicy
 		withoutPolicyWebhook(func() { p = expectReady(createPolicy("schema-ref", schemaRefRego), metav1.ConditionFalse) })
