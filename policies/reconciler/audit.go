@@ -1,8 +1,13 @@
 package reconciler
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
+	"runtime"
+	"slices"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -24,12 +29,19 @@ const maxListedViolations = 20
 // Auditor evaluates every existing JobSet against the admin policies in
 // force and records the violations in each policy's status.
 type Auditor struct {
+	// Client reads the JobSets from the manager's cache, which holds them
+	// for the JobSet controller already; they are read without a copy.
 	Client   client.Client
 	Engine   *policies.Engine
 	Interval time.Duration
 	Clock    clock.PassiveClock
 	// Metrics receives the violations found; nil counts nothing.
 	Metrics *Metrics
+	// Workers evaluate JobSets in parallel; 0 means one per CPU.
+	Workers int
+	// Budget bounds one audit; 0 means Interval. An audit out of time
+	// records what it found, marked incomplete.
+	Budget time.Duration
 }
 
 var _ manager.LeaderElectionRunnable = &Auditor{}
@@ -50,7 +62,11 @@ func (a *Auditor) Start(ctx context.Context) error {
 	return nil
 }
 
-// Audit runs one audit.
+// Audit runs one audit: every JobSet against every admin policy, in
+// parallel, within the budget. Memory is bounded by the policies, not by
+// the JobSets: each policy keeps its count and its first
+// maxListedViolations violations (by namespace, name and message), and a
+// JobSet's input lives only while it is evaluated.
 func (a *Auditor) Audit(ctx context.Context) error {
 	var list policyv1alpha1.JobSetPolicyList
 	if err := a.Client.List(ctx, &list); err != nil {
@@ -59,36 +75,34 @@ func (a *Auditor) Audit(ctx context.Context) error {
 	if len(list.Items) == 0 {
 		return nil
 	}
+	start := a.Clock.Now()
+	budget := a.Budget
+	if budget <= 0 {
+		budget = a.Interval
+	}
 	var jobsets jobset.JobSetList
-	if err := a.Client.List(ctx, &jobsets); err != nil {
+	// The cache's own objects: read, never written.
+	if err := a.Client.List(ctx, &jobsets, client.UnsafeDisableDeepCopy); err != nil {
 		return err
 	}
-	found := map[string][]policyv1alpha1.AuditViolation{}
-	for i := range jobsets.Items {
-		js := &jobsets.Items[i]
-		raw, err := json.Marshal(js)
-		if err != nil {
-			return err
-		}
-		var obj map[string]any
-		if err := json.Unmarshal(raw, &obj); err != nil {
-			return err
-		}
-		d, _ := a.Engine.EvaluateAdmin(ctx, policies.Input{Operation: "AUDIT", Object: obj, Namespace: js.Namespace, Labels: js.Labels})
-		for _, group := range [][]policies.Violation{d.Denied, d.Warned, d.DryRun} {
-			for _, v := range group {
-				found[v.Policy] = append(found[v.Policy], policyv1alpha1.AuditViolation{Namespace: js.Namespace, Name: js.Name, Message: v.Message})
-			}
-		}
+	found, complete := a.evaluate(ctx, jobsets.Items, budget)
+	if !complete {
+		log.FromContext(ctx).Info("policy audit out of time: recording what it found", "budget", budget, "jobsets", len(jobsets.Items))
 	}
+	a.Metrics.observeAudit(a.Clock.Since(start), len(jobsets.Items), complete)
+
 	now := metav1.NewTime(a.Clock.Now())
 	for i := range list.Items {
 		p := &list.Items[i]
-		v := found[p.Name]
-		a.Metrics.setAuditViolations(p.Name, len(v))
-		audit := &policyv1alpha1.AuditStatus{LastRun: now, TotalViolations: int32(len(v)), Violations: v[:min(len(v), maxListedViolations)]}
+		f := found[p.Name]
+		if f == nil {
+			f = &policyFindings{}
+		}
+		a.Metrics.setAuditViolations(p.Name, f.total)
+		audit := &policyv1alpha1.AuditStatus{LastRun: now, TotalViolations: int32(f.total), Violations: f.first, Incomplete: !complete}
 		if p.Status.Audit != nil && equality.Semantic.DeepEqual(p.Status.Audit.Violations, audit.Violations) &&
-			p.Status.Audit.TotalViolations == audit.TotalViolations && now.Sub(p.Status.Audit.LastRun.Time) < 10*a.Interval {
+			p.Status.Audit.TotalViolations == audit.TotalViolations && p.Status.Audit.Incomplete == audit.Incomplete &&
+			now.Sub(p.Status.Audit.LastRun.Time) < 10*a.Interval {
 			// Nothing new: skip the write, refreshing lastRun only now and
 			// then so that a steady cluster does not write every interval.
 			continue
@@ -100,4 +114,89 @@ func (a *Auditor) Audit(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// policyFindings are one policy's violations: how many, and the first
+// ones in a stable order, so that an unchanged cluster writes nothing.
+type policyFindings struct {
+	total int
+	first []policyv1alpha1.AuditViolation
+}
+
+func (f *policyFindings) add(v policyv1alpha1.AuditViolation) {
+	f.total++
+	i, _ := slices.BinarySearchFunc(f.first, v, compareViolations)
+	if i >= maxListedViolations {
+		return
+	}
+	f.first = slices.Insert(f.first, i, v)
+	if len(f.first) > maxListedViolations {
+		f.first = f.first[:maxListedViolations]
+	}
+}
+
+func compareViolations(a, b policyv1alpha1.AuditViolation) int {
+	return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name), cmp.Compare(a.Message, b.Message))
+}
+
+// evaluate runs the policies on the JobSets with Workers goroutines until
+// done or out of budget, and reports whether it reached every JobSet.
+func (a *Auditor) evaluate(ctx context.Context, items []jobset.JobSet, budget time.Duration) (map[string]*policyFindings, bool) {
+	ctx, cancel := context.WithTimeout(ctx, budget)
+	defer cancel()
+	workers := a.Workers
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	var (
+		mu    sync.Mutex
+		found = map[string]*policyFindings{}
+		next  atomic.Int64
+		wg    sync.WaitGroup
+	)
+	for range min(workers, len(items)) {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= len(items) || ctx.Err() != nil {
+					return
+				}
+				js := &items[i]
+				obj, err := asInput(js)
+				if err != nil {
+					log.FromContext(ctx).Error(err, "converting a JobSet for the audit", "jobset", js.Namespace+"/"+js.Name)
+					continue
+				}
+				d, _ := a.Engine.EvaluateAdmin(ctx, policies.Input{Operation: "AUDIT", Object: obj, Namespace: js.Namespace, Labels: js.Labels})
+				if ctx.Err() != nil {
+					return // cut short: its evaluations say nothing
+				}
+				mu.Lock()
+				for _, group := range [][]policies.Violation{d.Denied, d.Warned, d.DryRun} {
+					for _, v := range group {
+						f := found[v.Policy]
+						if f == nil {
+							f = &policyFindings{}
+							found[v.Policy] = f
+						}
+						f.add(policyv1alpha1.AuditViolation{Namespace: js.Namespace, Name: js.Name, Message: v.Message})
+					}
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	return found, next.Load() >= int64(len(items)) && ctx.Err() == nil
+}
+
+// asInput is a JobSet as the webhooks give it to the policies: its JSON.
+func asInput(js *jobset.JobSet) (map[string]any, error) {
+	raw, err := json.Marshal(js)
+	if err != nil {
+		return nil, err
+	}
+	var obj map[string]any
+	err = json.Unmarshal(raw, &obj)
+	return obj, err
 }

@@ -2,6 +2,7 @@ package reconciler
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -12,6 +13,9 @@ import (
 type Metrics struct {
 	compileErrors   *prometheus.CounterVec
 	auditViolations *prometheus.GaugeVec
+	auditSeconds    prometheus.Gauge
+	auditJobSets    prometheus.Gauge
+	auditIncomplete prometheus.Counter
 }
 
 // NewMetrics registers the collectors on reg; nil means controller-runtime's
@@ -29,8 +33,20 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "inplace_policy_audit_violations",
 			Help: "Violations found by the last audit, by policy.",
 		}, []string{"policy"}),
+		auditSeconds: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "inplace_policy_audit_duration_seconds",
+			Help: "How long the last audit took.",
+		}),
+		auditJobSets: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "inplace_policy_audit_jobsets",
+			Help: "JobSets the last audit had to evaluate.",
+		}),
+		auditIncomplete: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "inplace_policy_audits_incomplete_total",
+			Help: "Audits that ran out of their time budget before they reached every JobSet.",
+		}),
 	}
-	for _, c := range []prometheus.Collector{m.compileErrors, m.auditViolations} {
+	for _, c := range []prometheus.Collector{m.compileErrors, m.auditViolations, m.auditSeconds, m.auditJobSets, m.auditIncomplete} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("registering the policy reconciler's metrics: %w", err)
 		}
@@ -47,5 +63,16 @@ func (m *Metrics) countCompileError(policy string) {
 func (m *Metrics) setAuditViolations(policy string, n int) {
 	if m != nil {
 		m.auditViolations.WithLabelValues(policy).Set(float64(n))
+	}
+}
+
+func (m *Metrics) observeAudit(took time.Duration, jobsets int, complete bool) {
+	if m == nil {
+		return
+	}
+	m.auditSeconds.Set(took.Seconds())
+	m.auditJobSets.Set(float64(jobsets))
+	if !complete {
+		m.auditIncomplete.Inc()
 	}
 }

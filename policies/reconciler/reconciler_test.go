@@ -2,11 +2,13 @@ package reconciler
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
 	policyv1alpha1 "github.com/inplace-dev/inplace/api/policy/v1alpha1"
 	"github.com/inplace-dev/inplace/policies"
 )
@@ -77,5 +79,50 @@ func TestSameGenerationKeepsHealth(t *testing.T) {
 	e.SetPolicy(p)
 	if e.Health("slow").Failing {
 		t.Error("generation 2 inherited generation 1's failures")
+	}
+}
+
+func TestAuditKeepsTheFirstViolationsInOrder(t *testing.T) {
+	var f policyFindings
+	for i := 50; i > 0; i-- {
+		f.add(policyv1alpha1.AuditViolation{Namespace: "ns", Name: fmt.Sprintf("js-%02d", i), Message: "m"})
+	}
+	if f.total != 50 || len(f.first) != maxListedViolations {
+		t.Fatalf("total %d, listed %d", f.total, len(f.first))
+	}
+	for i, v := range f.first {
+		if want := fmt.Sprintf("js-%02d", i+1); v.Name != want {
+			t.Errorf("listed[%d] = %s, want %s", i, v.Name, want)
+		}
+	}
+}
+
+// An audit out of budget stops, and says it did not reach every JobSet.
+func TestAuditWithinItsBudget(t *testing.T) {
+	e := failingEngine(t)
+	items := make([]jobset.JobSet, 200)
+	for i := range items {
+		items[i].Name, items[i].Namespace = fmt.Sprintf("js-%d", i), "ns"
+	}
+	a := &Auditor{Engine: e, Workers: 2}
+	start := time.Now()
+	found, complete := a.evaluate(context.Background(), items, 100*time.Millisecond)
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("the audit took %v with a budget of 100ms", took)
+	}
+	if complete {
+		t.Error("200 JobSets at 10 ms each reported complete within 100 ms")
+	}
+	if f := found["slow"]; f == nil || f.total == 0 || f.total >= len(items) {
+		t.Errorf("found %+v: want some of the JobSets, not all", f)
+	}
+
+	fast, _ := policies.NewEngine(nil)
+	p, _ := Compile("fast", &policyv1alpha1.JobSetPolicySpec{Rego: "package fast\n\ndeny contains \"x\" if input.object.metadata.name\n"}, nil)
+	fast.SetPolicy(p)
+	a.Engine = fast
+	found, complete = a.evaluate(context.Background(), items, time.Minute)
+	if !complete || found["fast"].total != len(items) {
+		t.Errorf("complete %v, total %d: want every JobSet", complete, found["fast"].total)
 	}
 }

@@ -135,11 +135,17 @@ type AuditStatus struct {
 	LastRun metav1.Time `json:"lastRun"`
 	// totalViolations counts every message of every JobSet.
 	TotalViolations int32 `json:"totalViolations"`
-	// violations lists the first ones (at most 20).
+	// violations lists the first ones (at most 20), by namespace, name and
+	// message.
 	//
 	// +optional
 	// +listType=atomic
 	Violations []AuditViolation `json:"violations,omitempty"`
+	// incomplete: the audit ran out of its time budget before it reached
+	// every JobSet; the counts are of those it reached.
+	//
+	// +optional
+	Incomplete bool `json:"incomplete,omitempty"`
 }
 
 // AuditViolation is one message about one JobSet.
