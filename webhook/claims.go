@@ -52,9 +52,12 @@ func existingClaims(ctx context.Context, r client.Reader, namespace string, js *
 			}
 			path := fmt.Sprintf("spec.volumeClaimPolicies[%d].templates[%d]", i, j)
 			for _, field := range claimSpecDiff(&t.Spec, &pvc.Spec) {
+				// The claim's own value is not in the message: the review
+				// is the only word the webhook has for who asks, and what a
+				// claim holds is for who may read it (kubectl get pvc).
 				out = append(out, policies.Violation{Policy: claimsPolicy, Message: fmt.Sprintf(
-					"%s.spec.%s: the PersistentVolumeClaim %q exists with %s, the template asks for %s: make the template match the claim, or delete the claim",
-					path, field.name, name, field.claim, field.template)})
+					"%s.spec.%s: the PersistentVolumeClaim %q exists, and its spec.%s is not the template's %s: make the template match the claim (kubectl get pvc %s -o yaml), or delete the claim",
+					path, field.name, name, field.name, field.template, name)})
 			}
 			if !retained {
 				out = append(out, policies.Violation{Policy: claimsPolicy, Message: fmt.Sprintf(
@@ -67,8 +70,8 @@ func existingClaims(ctx context.Context, r client.Reader, namespace string, js *
 }
 
 // fieldDiff is a field of a claim's spec that differs from the template's,
-// both values as JSON.
-type fieldDiff struct{ name, claim, template string }
+// with the template's value as JSON.
+type fieldDiff struct{ name, template string }
 
 // claimSpecDiff lists the fields of the template's spec an existing claim
 // does not match. accessModes, resources and selector are always compared;
@@ -79,7 +82,7 @@ func claimSpecDiff(template, claim *corev1.PersistentVolumeClaimSpec) []fieldDif
 	var out []fieldDiff
 	compare := func(name string, set bool, t, c any) {
 		if set && !equality.Semantic.DeepEqual(t, c) {
-			out = append(out, fieldDiff{name: name, claim: asJSON(c), template: asJSON(t)})
+			out = append(out, fieldDiff{name: name, template: asJSON(t)})
 		}
 	}
 	compare("accessModes", true, template.AccessModes, claim.AccessModes)

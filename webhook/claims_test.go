@@ -71,8 +71,8 @@ func TestExistingClaims(t *testing.T) {
 			claims: []client.Object{existing(claimSpec("2Gi", corev1.ReadWriteOnce))},
 			js:     claimJobSet(rwx, jobset.RetentionPolicyRetain),
 			want: []string{
-				`spec.volumeClaimPolicies[0].templates[0].spec.accessModes: the PersistentVolumeClaim "data-js" exists with ["ReadWriteOnce"], the template asks for ["ReadWriteMany"]: make the template match the claim, or delete the claim`,
-				`spec.volumeClaimPolicies[0].templates[0].spec.resources: the PersistentVolumeClaim "data-js" exists with {"requests":{"storage":"2Gi"}}, the template asks for {"requests":{"storage":"1Gi"}}: make the template match the claim, or delete the claim`,
+				`spec.volumeClaimPolicies[0].templates[0].spec.accessModes: the PersistentVolumeClaim "data-js" exists, and its spec.accessModes is not the template's ["ReadWriteMany"]: make the template match the claim (kubectl get pvc data-js -o yaml), or delete the claim`,
+				`spec.volumeClaimPolicies[0].templates[0].spec.resources: the PersistentVolumeClaim "data-js" exists, and its spec.resources is not the template's {"requests":{"storage":"1Gi"}}: make the template match the claim (kubectl get pvc data-js -o yaml), or delete the claim`,
 			},
 		},
 		"another storage class the template names": {
@@ -82,7 +82,7 @@ func TestExistingClaims(t *testing.T) {
 				spec.StorageClassName = ptr.To("fast")
 				return claimJobSet(spec, jobset.RetentionPolicyRetain)
 			}(),
-			want: []string{`spec.volumeClaimPolicies[0].templates[0].spec.storageClassName: the PersistentVolumeClaim "data-js" exists with "standard", the template asks for "fast": make the template match the claim, or delete the claim`},
+			want: []string{`spec.volumeClaimPolicies[0].templates[0].spec.storageClassName: the PersistentVolumeClaim "data-js" exists, and its spec.storageClassName is not the template's "fast": make the template match the claim (kubectl get pvc data-js -o yaml), or delete the claim`},
 		},
 		"a selector the claim lacks": {
 			claims: []client.Object{existing(rwx)},
@@ -91,7 +91,7 @@ func TestExistingClaims(t *testing.T) {
 				spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"disk": "ssd"}}
 				return claimJobSet(spec, jobset.RetentionPolicyRetain)
 			}(),
-			want: []string{`spec.volumeClaimPolicies[0].templates[0].spec.selector: the PersistentVolumeClaim "data-js" exists with null, the template asks for {"matchLabels":{"disk":"ssd"}}: make the template match the claim, or delete the claim`},
+			want: []string{`spec.volumeClaimPolicies[0].templates[0].spec.selector: the PersistentVolumeClaim "data-js" exists, and its spec.selector is not the template's {"matchLabels":{"disk":"ssd"}}: make the template match the claim (kubectl get pvc data-js -o yaml), or delete the claim`},
 		},
 		"a generated name: nothing to read": {
 			claims: []client.Object{existing(rwx)},

@@ -45,12 +45,12 @@ var _ = Describe("volumeClaimPolicies with a claim that exists", func() {
 
 	It("refuses a template whose spec the claim does not have, naming the field", func() {
 		expectDecision(k8sClient.Create(ctx, claimed(sizedClaim("1Gi", corev1.ReadWriteOnce), jobset.RetentionPolicyRetain), client.DryRunAll), denied,
-			`spec.volumeClaimPolicies[0].templates[0].spec.accessModes: the PersistentVolumeClaim "data-train" exists with ["ReadWriteMany"], the template asks for ["ReadWriteOnce"]`,
-			"make the template match the claim, or delete the claim")
+			`spec.volumeClaimPolicies[0].templates[0].spec.accessModes: the PersistentVolumeClaim "data-train" exists, and its spec.accessModes is not the template's ["ReadWriteOnce"]`,
+			"make the template match the claim (kubectl get pvc data-train -o yaml), or delete the claim")
 		spec := sizedClaim("1Gi", corev1.ReadWriteMany)
 		spec.VolumeMode = ptr.To(corev1.PersistentVolumeBlock)
 		expectDecision(k8sClient.Create(ctx, claimed(spec, jobset.RetentionPolicyRetain), client.DryRunAll), denied,
-			`spec.volumeClaimPolicies[0].templates[0].spec.volumeMode: the PersistentVolumeClaim "data-train" exists with "Filesystem", the template asks for "Block"`)
+			`spec.volumeClaimPolicies[0].templates[0].spec.volumeMode: the PersistentVolumeClaim "data-train" exists, and its spec.volumeMode is not the template's "Block"`)
 	})
 
 	It("refuses a JobSet that would delete the claim with itself", func() {
