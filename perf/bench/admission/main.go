@@ -39,9 +39,10 @@ func main() {
 	iterations := flag.Int("iterations", 3000, "handler calls per manifest")
 	requests := flag.Int("requests", 2000, "JobSet creations through the apiserver")
 	concurrency := flag.Int("concurrency", 50, "concurrent clients for the apiserver part")
+	auditJobSets := flag.Int("audit-jobsets", 10000, "JobSets in the audit part; 0 skips it")
 	out := flag.String("out", ".local/bench/admission.json", "JSON results")
 	flag.Parse()
-	if err := run(*iterations, *requests, *concurrency, *out); err != nil {
+	if err := run(*iterations, *requests, *concurrency, *auditJobSets, *out); err != nil {
 		fmt.Fprintln(os.Stderr, "admission benchmark:", err)
 		os.Exit(1)
 	}
@@ -50,12 +51,15 @@ func main() {
 type result struct {
 	Machine    string          `json:"machine"`
 	Handlers   []stats.Summary `json:"handlers"`
+	Policies   []stats.Summary `json:"policies"`
+	Audit      []auditResult   `json:"audit,omitempty"`
 	APIServer  stats.Summary   `json:"apiserver"`
 	Throughput float64         `json:"throughputPerSecond"`
 }
 
-func run(iterations, requests, concurrency int, out string) error {
+func run(iterations, requests, concurrency, auditJobSets int, out string) error {
 	ctx := context.Background()
+	ctrl.SetLogger(zap.New(zap.WriteTo(io.Discard)))
 	res := result{Machine: fmt.Sprintf("%s/%s, %d CPUs", runtime.GOOS, runtime.GOARCH, runtime.NumCPU())}
 
 	cfg := &configv1alpha1.Configuration{}
@@ -103,6 +107,31 @@ func run(iterations, requests, concurrency int, out string) error {
 			stats.Summarize("policy evaluation "+file, pol))
 	}
 
+	story2, err := os.ReadFile(filepath.Join(root, "test", "testdata", "specs", "inplace-story2.yaml"))
+	if err != nil {
+		return err
+	}
+	var js2 jobset.JobSet
+	if err := yaml.UnmarshalStrict(story2, &js2); err != nil {
+		return err
+	}
+	mutated2, _, err := webhook.Mutate(ctx, &js2, cfg.Agent, nil, policies.Input{})
+	if err != nil {
+		return err
+	}
+	var obj2 map[string]any
+	if err := json.Unmarshal(mutated2, &obj2); err != nil {
+		return err
+	}
+	if res.Policies, err = policyScaling(ctx, obj2, iterations); err != nil {
+		return err
+	}
+	if auditJobSets > 0 {
+		if res.Audit, err = audit(ctx, root, auditJobSets); err != nil {
+			return fmt.Errorf("audit: %w", err)
+		}
+	}
+
 	api, throughput, err := throughApiserver(ctx, root, requests, concurrency)
 	if err != nil {
 		return err
@@ -113,6 +142,14 @@ func run(iterations, requests, concurrency int, out string) error {
 	fmt.Printf("admission benchmark on %s\n\n", res.Machine)
 	stats.Table(os.Stdout, append(res.Handlers, res.APIServer))
 	fmt.Println()
+	fmt.Println("admin policies (every built-in too), on Story 2:")
+	stats.Table(os.Stdout, res.Policies)
+	fmt.Println()
+	if len(res.Audit) > 0 {
+		fmt.Println("one audit:")
+		fmt.Print(auditTable(res.Audit))
+		fmt.Println()
+	}
 	if err := stats.WriteJSON(out, res); err != nil {
 		return err
 	}
@@ -162,7 +199,6 @@ func throughApiserver(ctx context.Context, root string, requests, concurrency in
 	defer func() { _ = env.Stop() }()
 	restCfg.QPS, restCfg.Burst = 5000, 5000
 
-	ctrl.SetLogger(zap.New(zap.WriteTo(io.Discard)))
 	conf := &configv1alpha1.Configuration{}
 	configv1alpha1.SetDefaults(conf)
 	conf.LeaderElection.LeaderElect = ptr.To(false)

@@ -45,9 +45,9 @@ func Summarize(name string, samples []time.Duration) Summary {
 // Table prints summaries.
 func Table(w io.Writer, rows []Summary) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "measure\tn\tmean µs\tp50 µs\tp90 µs\tp99 µs\tmax µs\t")
+	fmt.Fprintln(tw, "measure\tn\tmean µs\tp50 µs\tp90 µs\tp99 µs\tmax µs\t\t")
 	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%s\n", r.Name, r.N, r.Mean, r.P50, r.P90, r.P99, r.Max, r.Extra)
+		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t  %s\t\n", r.Name, r.N, r.Mean, r.P50, r.P90, r.P99, r.Max, r.Extra)
 	}
 	tw.Flush()
 }
