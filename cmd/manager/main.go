@@ -21,11 +21,13 @@ func main() {
 		metricsAddr string
 		probeAddr   string
 		selfSigned  bool
+		role        string
 	)
 	flag.StringVar(&configFile, "config", "", "path of the configuration file (config.inplace.dev/v1alpha1 Configuration); defaults apply without it")
 	flag.BoolVar(&leaderElect, "leader-elect", true, "elect a leader among replicas (overrides the configuration file when set)")
 	flag.StringVar(&metricsAddr, "metrics-bind-address", "", "address of the metrics endpoint, \"0\" to disable (overrides the configuration file)")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", "", "address of /healthz and /readyz (overrides the configuration file)")
+	flag.StringVar(&role, "role", app.RoleAll, "what this process runs: all, controller (the JobSet controller) or webhook (the admission webhooks and the policy engine)")
 	flag.BoolVar(&selfSigned, "webhook-self-signed", false, "create a self-signed webhook serving certificate and write its CA into the webhook configurations (for clusters without cert-manager)")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(flag.CommandLine)
@@ -50,6 +52,10 @@ func main() {
 			cfg.Webhook.SelfSignedCerts = selfSigned
 		}
 	})
+	if err := app.ApplyRole(cfg, role); err != nil {
+		log.Error(err, "choosing the role")
+		os.Exit(1)
+	}
 	if cfg.LeaderElection.ResourceNamespace == "" {
 		cfg.LeaderElection.ResourceNamespace = app.Namespace()
 	}

@@ -144,6 +144,9 @@ type ClientConnection struct {
 
 // Controller tunes the JobSet controller.
 type Controller struct {
+	// Disabled turns the JobSet controller off (the admission webhooks and
+	// the policy engine alone).
+	Disabled bool `json:"disabled,omitempty"`
 	// MaxConcurrentReconciles is how many JobSets are reconciled at once.
 	// Default 5.
 	MaxConcurrentReconciles int `json:"maxConcurrentReconciles,omitempty"`
@@ -178,6 +181,9 @@ func Load(path string) (*Configuration, error) {
 		}
 	}
 	SetDefaults(cfg)
+	if cfg.Controller.Disabled && cfg.Webhook.Disabled {
+		return nil, fmt.Errorf("configuration %s: controller.disabled and webhook.disabled are both true: the manager would run nothing; enable one", path)
+	}
 	// The webhooks' timeout is 10s: a request's policies must be done
 	// well within it, or the client gets the apiserver's timeout instead
 	// of the policies' messages.

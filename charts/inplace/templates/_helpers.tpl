@@ -2,9 +2,10 @@
 app.kubernetes.io/name: inplace
 {{- end }}
 
+{{/* The labels of one component: manager (the controller) or webhook. */}}
 {{- define "inplace.selector" -}}
 app.kubernetes.io/name: inplace
-app.kubernetes.io/component: manager
+app.kubernetes.io/component: {{ . }}
 {{- end }}
 
 {{/* The manager's configuration file. */}}

@@ -74,6 +74,34 @@ func Options(cfg *configv1alpha1.Configuration, scheme *runtime.Scheme) ctrl.Opt
 	}
 }
 
+// Roles of a manager process: both, or one of the two halves that run as
+// separate Deployments, so that a policy problem (a crash, memory, CPU)
+// in the admission server can never stop the JobSet controller's
+// restarts.
+const (
+	RoleAll        = "all"
+	RoleController = "controller"
+	RoleWebhook    = "webhook"
+)
+
+// ApplyRole turns off what a role does not run. The webhook half elects
+// its own leader (for the audit and the policies' health), under the
+// Lease name with "-webhook" appended, so that it never takes the
+// controller's.
+func ApplyRole(cfg *configv1alpha1.Configuration, role string) error {
+	switch role {
+	case RoleAll:
+	case RoleController:
+		cfg.Webhook.Disabled = true
+	case RoleWebhook:
+		cfg.Controller.Disabled = true
+		cfg.LeaderElection.ResourceName += "-webhook"
+	default:
+		return fmt.Errorf("--role=%s: want %s (the JobSet controller and the admission webhooks), %s or %s", role, RoleAll, RoleController, RoleWebhook)
+	}
+	return nil
+}
+
 // WebhookServiceName is the Service in front of the webhook server.
 const WebhookServiceName = "inplace-webhook-service"
 
@@ -86,14 +114,16 @@ func Setup(mgr ctrl.Manager, cfg *configv1alpha1.Configuration, reg prometheus.R
 	if reg == nil {
 		reg = ctrlmetrics.Registry
 	}
-	if err := controller.Setup(mgr, controller.Options{
-		MaxConcurrentReconciles: cfg.Controller.MaxConcurrentReconciles,
-		ChildParallelism:        cfg.Controller.ChildParallelism,
-		InPlaceRestartTimeout:   cfg.Controller.InPlaceRestartTimeout.Duration,
-		UpdateBatchPeriod:       cfg.Controller.UpdateBatchPeriod.Duration,
-		Metrics:                 reg,
-	}); err != nil {
-		return fmt.Errorf("setting up the jobset controller: %w", err)
+	if !cfg.Controller.Disabled {
+		if err := controller.Setup(mgr, controller.Options{
+			MaxConcurrentReconciles: cfg.Controller.MaxConcurrentReconciles,
+			ChildParallelism:        cfg.Controller.ChildParallelism,
+			InPlaceRestartTimeout:   cfg.Controller.InPlaceRestartTimeout.Duration,
+			UpdateBatchPeriod:       cfg.Controller.UpdateBatchPeriod.Duration,
+			Metrics:                 reg,
+		}); err != nil {
+			return fmt.Errorf("setting up the jobset controller: %w", err)
+		}
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return err

@@ -6,11 +6,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -35,7 +37,8 @@ const (
 	applyDefault      = "kubectl apply --server-side -k config/default"
 	applySelfSigned   = "kubectl apply --server-side -k config/selfsigned"
 	rolloutStatus     = "kubectl -n inplace-system rollout status deploy/inplace-manager"
-	helmInstall       = "helm install inplace charts/inplace -n inplace-system --create-namespace --set certManager.enabled=false,manager.replicas=1,serviceMonitor.enabled=false"
+	rolloutWebhook    = "kubectl -n inplace-system rollout status deploy/inplace-webhook"
+	helmInstall       = "helm install inplace charts/inplace -n inplace-system --create-namespace --set certManager.enabled=false,webhook.replicas=1,serviceMonitor.enabled=false"
 	labelNamespace    = "kubectl label ns inplace-system pod-security.kubernetes.io/enforce=restricted inplace.dev/webhooks=disabled"
 	webhooksAnswer    = "kubectl apply --dry-run=server -f examples/startup-policy/driver-then-workers.yaml"
 	deleteDefault     = "kubectl delete -k config/default"
@@ -125,15 +128,19 @@ func issueAsCertManager() {
 	Expect(webhook.PatchCABundle(ctx, k8sClient, ca.PEM, mutatingWebhook, validatingWebhook)).To(Succeed())
 }
 
-// killManager kills the manager's container with SIGKILL, as a crash or
-// the OOM killer would: its kubelet starts it again, and the new process
-// waits for the dead one's leader lease to expire.
+// killManager kills the leading JobSet controller's container with
+// SIGKILL, as a crash or the OOM killer would: its kubelet starts it again,
+// and whichever replica takes the dead one's lease once it expires finishes
+// the restart.
 func killManager() {
 	GinkgoHelper()
-	var pods corev1.PodList
-	Expect(k8sClient.List(ctx, &pods, client.InNamespace(namespace), client.MatchingLabels{"app.kubernetes.io/component": "manager"})).To(Succeed())
-	Expect(pods.Items).To(HaveLen(1))
-	p := pods.Items[0]
+	var lease coordinationv1.Lease
+	Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: namespace, Name: "inplace-manager"}, &lease)).To(Succeed())
+	Expect(lease.Spec.HolderIdentity).NotTo(BeNil(), "no controller leads")
+	leader, _, _ := strings.Cut(*lease.Spec.HolderIdentity, "_")
+	var p corev1.Pod
+	Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: namespace, Name: leader}, &p)).To(Succeed())
+	Expect(p.Labels).To(HaveKeyWithValue("app.kubernetes.io/component", "manager"), "the Lease inplace-manager is held by another component")
 	Expect(p.Status.ContainerStatuses).To(HaveLen(1))
 	Expect(fw.Cluster.KillContainer(ctx, p.Spec.NodeName, p.Status.ContainerStatuses[0].ContainerID)).To(Succeed())
 }
@@ -187,8 +194,8 @@ var _ = Describe("installing inplace", Ordered, func() {
 		Expect(err).NotTo(HaveOccurred())
 		install, err := os.ReadFile(filepath.Join(root, "docs", "install.md"))
 		Expect(err).NotTo(HaveOccurred())
-		Expect(string(readme)).To(And(ContainSubstring(applyDefault), ContainSubstring(rolloutStatus)))
-		for _, c := range []string{applyDefault, applySelfSigned, rolloutStatus, helmInstall, labelNamespace, webhooksAnswer, deleteDefault, deleteSelfSigned, helmUninstall} {
+		Expect(string(readme)).To(And(ContainSubstring(applyDefault), ContainSubstring(rolloutStatus), ContainSubstring(rolloutWebhook)))
+		for _, c := range []string{applyDefault, applySelfSigned, rolloutStatus, rolloutWebhook, helmInstall, labelNamespace, webhooksAnswer, deleteDefault, deleteSelfSigned, helmUninstall} {
 			Expect(string(install)).To(ContainSubstring(c))
 		}
 	})
@@ -198,6 +205,7 @@ var _ = Describe("installing inplace", Ordered, func() {
 		expectWebhooksPointAtTheService()
 		issueAsCertManager()
 		sh(rolloutStatus + " --timeout=3m")
+		sh(rolloutWebhook + " --timeout=3m")
 		runsAJobSetInPlace("kustomize", false)
 		sh(deleteDefault)
 		expectUninstalled()
@@ -207,6 +215,7 @@ var _ = Describe("installing inplace", Ordered, func() {
 		sh(applySelfSigned)
 		expectWebhooksPointAtTheService()
 		sh(rolloutStatus + " --timeout=3m")
+		sh(rolloutWebhook + " --timeout=3m")
 		runsAJobSetInPlace("selfsigned", true)
 		sh(deleteSelfSigned)
 		expectUninstalled()

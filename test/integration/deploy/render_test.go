@@ -161,14 +161,14 @@ var _ = Describe("the deployment configuration", func() {
 	It("renders the same objects without cert-manager, with kustomize and with Helm", func() {
 		fromKustomize := byKey(kustomize("config/selfsigned"))
 		delete(fromKustomize, "Namespace /inplace-system")
-		objs, err := helmTemplate("--set", "certManager.enabled=false,serviceMonitor.enabled=false,manager.replicas=1")
+		objs, err := helmTemplate("--set", "certManager.enabled=false,serviceMonitor.enabled=false,webhook.replicas=1")
 		Expect(err).NotTo(HaveOccurred())
 		fromHelm := byKey(objs)
 		Expect(keys(fromHelm)).To(ConsistOf(keys(fromKustomize)))
 		for k, want := range fromKustomize {
 			Expect(cmp.Diff(want, fromHelm[k])).To(BeEmpty(), "%s differs between config/selfsigned (-) and charts/inplace (+)", k)
 		}
-		Expect(fromKustomize).NotTo(HaveKey(HavePrefix("PodDisruptionBudget ")), "one replica and a budget of one block every drain")
+		Expect(keys(fromKustomize)).NotTo(ContainElement(And(HavePrefix("PodDisruptionBudget "), HaveSuffix("inplace-webhook"))), "one replica and a budget of one block every drain")
 	})
 
 	It("is accepted by the apiserver, from kustomize, with and without cert-manager", func() {
@@ -180,7 +180,7 @@ var _ = Describe("the deployment configuration", func() {
 		objs, err := helmTemplate()
 		Expect(err).NotTo(HaveOccurred())
 		dryRun(objs)
-		objs, err = helmTemplate("--set", "certManager.enabled=false,serviceMonitor.enabled=false,manager.replicas=1,manager.priorityClass.create=false")
+		objs, err = helmTemplate("--set", "certManager.enabled=false,serviceMonitor.enabled=false,webhook.replicas=1,manager.priorityClass.create=false")
 		Expect(err).NotTo(HaveOccurred())
 		for _, u := range objs {
 			Expect(u.GetAPIVersion()).NotTo(HavePrefix("cert-manager.io/"), key(u))
@@ -190,9 +190,22 @@ var _ = Describe("the deployment configuration", func() {
 		dryRun(objs)
 	})
 
+	It("issues the serving certificate from a CA of its own, so that its renewals keep the caBundle", func() {
+		objs := byKey(kustomize("config/default"))
+		serving := objs["Certificate inplace-system/inplace-serving-cert"]
+		Expect(serving).NotTo(BeNil())
+		issuer, _, _ := unstructured.NestedString(serving, "spec", "issuerRef", "name")
+		ca, found, _ := unstructured.NestedString(objs["Issuer inplace-system/"+issuer], "spec", "ca", "secretName")
+		Expect(found).To(BeTrue(), "the serving certificate's issuer %s is not a CA issuer", issuer)
+		caCert := objs["Certificate inplace-system/inplace-ca"]
+		Expect(caCert).NotTo(BeNil())
+		Expect(caCert).To(HaveKeyWithValue("spec", HaveKeyWithValue("isCA", true)))
+		Expect(caCert).To(HaveKeyWithValue("spec", HaveKeyWithValue("secretName", ca)))
+	})
+
 	It("refuses self-signed certificates with more than one replica, naming the fix", func() {
 		_, err := helmTemplate("--set", "certManager.enabled=false")
-		Expect(err).To(MatchError(ContainSubstring("manager.replicas")))
+		Expect(err).To(MatchError(ContainSubstring("set webhook.replicas=1")))
 	})
 })
 

@@ -1,0 +1,120 @@
+{{/* One half of the manager: the JobSet controller, or the admission server. */}}
+{{- define "inplace.deployment" -}}
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: {{ .name }}
+  namespace: {{ .root.Release.Namespace }}
+  labels:
+    {{- include "inplace.selector" .component | nindent 4 }}
+spec:
+  replicas: {{ .replicas }}
+  {{- if and .webhook (not .root.Values.certManager.enabled) }}
+  # Each replica writes its own CA into the webhook configurations as it
+  # starts: the old one goes first.
+  strategy:
+    type: Recreate
+  {{- end }}
+  selector:
+    matchLabels:
+      {{- include "inplace.selector" .component | nindent 6 }}
+  template:
+    metadata:
+      labels:
+        {{- include "inplace.selector" .component | nindent 8 }}
+      annotations:
+        checksum/config: {{ include "inplace.config" .root | sha256sum }}
+    spec:
+      serviceAccountName: inplace-manager
+      priorityClassName: {{ .root.Values.manager.priorityClass.name }}
+      terminationGracePeriodSeconds: 10
+      securityContext:
+        runAsNonRoot: true
+        seccompProfile:
+          type: RuntimeDefault
+      affinity:
+        podAntiAffinity:
+          preferredDuringSchedulingIgnoredDuringExecution:
+          - weight: 100
+            podAffinityTerm:
+              topologyKey: kubernetes.io/hostname
+              labelSelector:
+                matchLabels:
+                  {{- include "inplace.selector" .component | nindent 18 }}
+      containers:
+      - name: manager
+        image: "{{ .root.Values.manager.image.repository }}:{{ .root.Values.manager.image.tag }}"
+        imagePullPolicy: {{ .root.Values.manager.image.pullPolicy }}
+        args:
+        - --config=/etc/inplace/config.yaml
+        - --role={{ .role }}
+        ports:
+        {{- if .webhook }}
+        - name: webhook
+          containerPort: 9443
+          protocol: TCP
+        {{- end }}
+        - name: metrics
+          containerPort: 8443
+          protocol: TCP
+        - name: health
+          containerPort: 8081
+          protocol: TCP
+        livenessProbe:
+          httpGet:
+            path: /healthz
+            port: health
+          initialDelaySeconds: 15
+          periodSeconds: 20
+        readinessProbe:
+          httpGet:
+            path: /readyz
+            port: health
+          periodSeconds: 5
+        resources:
+          {{- toYaml .root.Values.manager.resources | nindent 10 }}
+        securityContext:
+          allowPrivilegeEscalation: false
+          readOnlyRootFilesystem: true
+          capabilities:
+            drop: [ALL]
+        volumeMounts:
+        - name: config
+          mountPath: /etc/inplace
+          readOnly: true
+        {{- if not .webhook }}
+        {{- else if .root.Values.certManager.enabled }}
+        - name: serving-cert
+          mountPath: /tmp/k8s-webhook-server/serving-certs
+          readOnly: true
+        {{- else }}
+        - name: serving-cert
+          mountPath: /tmp/k8s-webhook-server/serving-certs
+        {{- end }}
+      volumes:
+      - name: config
+        configMap:
+          name: inplace-manager-config
+      {{- if not .webhook }}
+      {{- else if .root.Values.certManager.enabled }}
+      - name: serving-cert
+        secret:
+          secretName: inplace-webhook-server-cert
+      {{- else }}
+      - name: serving-cert
+        emptyDir: {}
+      {{- end }}
+{{- if gt (int .replicas) 1 }}
+---
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata:
+  name: {{ .name }}
+  namespace: {{ .root.Release.Namespace }}
+spec:
+  minAvailable: {{ .root.Values.manager.podDisruptionBudget.minAvailable }}
+  selector:
+    matchLabels:
+      {{- include "inplace.selector" .component | nindent 6 }}
+{{- end }}
+{{- end }}
