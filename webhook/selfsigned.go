@@ -5,40 +5,108 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/inplace-dev/inplace/webhook/certs"
 )
 
-// WriteSelfSignedCerts creates a CA and a serving certificate for hosts and
-// writes tls.crt, tls.key and ca.crt into dir, where the webhook server
-// reads (and watches) them. It returns the CA for the caBundle. This is for
-// clusters without cert-manager: the local cluster and tests.
-func WriteSelfSignedCerts(dir string, hosts []string) ([]byte, error) {
+// SelfSigned is a CA held in memory and the serving certificate it signs,
+// written into Dir, where the webhook server reads (and watches) them.
+// This is for clusters without cert-manager: the local cluster and tests,
+// and kustomize's and Helm's installs without it. The CA lives ten years
+// and is what the webhook configurations trust; the serving certificate is
+// signed again before it expires (Renew), by the same CA, so the caBundle
+// never changes while the process runs and the server picks up the new
+// pair without a restart.
+type SelfSigned struct {
+	Dir   string
+	Hosts []string
+	// Lifetime of the serving certificate; 0 means a year.
+	Lifetime time.Duration
+
+	ca      *certs.CA
+	expires time.Time
+}
+
+// NewSelfSigned creates the CA and writes a first serving certificate.
+func NewSelfSigned(dir string, hosts []string, lifetime time.Duration) (*SelfSigned, error) {
 	ca, err := certs.NewCA("inplace-webhook-ca")
 	if err != nil {
 		return nil, err
 	}
-	cert, key, err := ca.Sign(certs.Leaf{CommonName: hosts[0], Hosts: hosts})
-	if err != nil {
-		return nil, err
+	s := &SelfSigned{Dir: dir, Hosts: hosts, Lifetime: lifetime, ca: ca}
+	if s.Lifetime <= 0 {
+		s.Lifetime = 365 * 24 * time.Hour
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "ca.crt"), ca.PEM, 0o600); err != nil {
+		return nil, err
+	}
+	return s, s.sign()
+}
+
+// CA is the PEM of the CA, for the caBundle.
+func (s *SelfSigned) CA() []byte { return s.ca.PEM }
+
+// sign issues a serving certificate and writes it.
+func (s *SelfSigned) sign() error {
+	cert, key, err := s.ca.Sign(certs.Leaf{CommonName: s.Hosts[0], Hosts: s.Hosts, Lifetime: s.Lifetime})
+	if err != nil {
+		return err
 	}
 	// The key is written before the certificate so that a watcher never
 	// pairs the new certificate with the old key.
 	for _, f := range []struct {
 		name string
 		data []byte
-	}{{"ca.crt", ca.PEM}, {"tls.key", key}, {"tls.crt", cert}} {
-		if err := os.WriteFile(filepath.Join(dir, f.name), f.data, 0o600); err != nil {
-			return nil, err
+	}{{"tls.key", key}, {"tls.crt", cert}} {
+		if err := os.WriteFile(filepath.Join(s.Dir, f.name), f.data, 0o600); err != nil {
+			return err
 		}
 	}
-	return ca.PEM, nil
+	s.expires = time.Now().Add(s.Lifetime)
+	return nil
+}
+
+// renewAt is when the serving certificate is signed again: with a third
+// of its life left, so that a failed attempt has time to be retried.
+func (s *SelfSigned) renewAt() time.Time { return s.expires.Add(-s.Lifetime / 3) }
+
+// Renew signs the serving certificate again whenever two thirds of its
+// life have passed, until ctx ends.
+func (s *SelfSigned) Renew(ctx context.Context) error {
+	for {
+		t := time.NewTimer(time.Until(s.renewAt()))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil
+		case <-t.C:
+		}
+		if err := s.sign(); err != nil {
+			// Retried after a minute; the certificate in place still has
+			// a third of its life.
+			log.FromContext(ctx).Error(err, "renewing the self-signed webhook certificate")
+			s.expires = time.Now().Add(time.Minute + s.Lifetime/3)
+		}
+	}
+}
+
+// WriteSelfSignedCerts creates a CA and a serving certificate valid for a
+// year for hosts, writes tls.crt, tls.key and ca.crt into dir, and returns
+// the CA: for those that need no renewal (tests, short-lived tools).
+func WriteSelfSignedCerts(dir string, hosts []string) ([]byte, error) {
+	s, err := NewSelfSigned(dir, hosts, 0)
+	if err != nil {
+		return nil, err
+	}
+	return s.CA(), nil
 }
 
 // Only the two configurations inplace ships (their default names); a

@@ -56,20 +56,26 @@ type Leaf struct {
 	Hosts []string
 	// Client makes a client certificate.
 	Client bool
+	// Lifetime is how long it is valid; 0 means a year.
+	Lifetime time.Duration
 }
 
-// Sign issues a certificate valid for a year and returns it and its key as
-// PEM.
+// Sign issues a certificate valid for l.Lifetime (a year by default) and
+// returns it and its key as PEM.
 func (ca *CA) Sign(l Leaf) (certPEM, keyPEM []byte, err error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return nil, nil, err
 	}
+	lifetime := l.Lifetime
+	if lifetime <= 0 {
+		lifetime = 365 * 24 * time.Hour
+	}
 	tmpl := &x509.Certificate{
 		SerialNumber: serial(),
 		Subject:      pkix.Name{CommonName: l.CommonName, Organization: l.Organization},
 		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(365 * 24 * time.Hour),
+		NotAfter:     time.Now().Add(lifetime),
 		KeyUsage:     x509.KeyUsageDigitalSignature,
 		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 	}

@@ -192,7 +192,7 @@ func selfSign(mgr ctrl.Manager, cfg *configv1alpha1.Configuration) error {
 		}
 		hosts = []string{WebhookServiceName, WebhookServiceName + "." + ns, WebhookServiceName + "." + ns + ".svc", "localhost", "127.0.0.1"}
 	}
-	ca, err := webhook.WriteSelfSignedCerts(cfg.Webhook.CertDir, hosts)
+	certs, err := webhook.NewSelfSigned(cfg.Webhook.CertDir, hosts, 0)
 	if err != nil {
 		return fmt.Errorf("writing self-signed webhook certificates: %w", err)
 	}
@@ -200,7 +200,7 @@ func selfSign(mgr ctrl.Manager, cfg *configv1alpha1.Configuration) error {
 	if err != nil {
 		return err
 	}
-	w := &caWriter{client: c, ca: ca, mutating: cfg.Webhook.MutatingConfigurationName, validating: cfg.Webhook.ValidatingConfigurationName}
+	w := &caWriter{client: c, certs: certs, mutating: cfg.Webhook.MutatingConfigurationName, validating: cfg.Webhook.ValidatingConfigurationName}
 	if err := mgr.Add(w); err != nil {
 		return err
 	}
@@ -211,10 +211,11 @@ func selfSign(mgr ctrl.Manager, cfg *configv1alpha1.Configuration) error {
 }
 
 // caWriter writes a self-signed CA into the webhook configurations, on
-// every replica whether it leads or not (the webhooks serve from each).
+// every replica whether it leads or not (the webhooks serve from each),
+// then renews the serving certificate it signs until the manager stops.
 type caWriter struct {
 	client               client.Client
-	ca                   []byte
+	certs                *webhook.SelfSigned
 	mutating, validating string
 	done                 atomic.Bool
 }
@@ -226,8 +227,8 @@ func (w *caWriter) Start(ctx context.Context) error {
 	// Until it succeeds or the manager stops: a Backoff's steps end at its
 	// cap, which wait.ExponentialBackoffWithContext takes for giving up.
 	backoff := wait.Backoff{Duration: 200 * time.Millisecond, Factor: 2, Steps: 1 << 30, Cap: 10 * time.Second}
-	return backoff.DelayFunc().Until(ctx, true, true, func(ctx context.Context) (bool, error) {
-		if err := webhook.PatchCABundle(ctx, w.client, w.ca, w.mutating, w.validating); err != nil {
+	err := backoff.DelayFunc().Until(ctx, true, true, func(ctx context.Context) (bool, error) {
+		if err := webhook.PatchCABundle(ctx, w.client, w.certs.CA(), w.mutating, w.validating); err != nil {
 			log.Error(err, "writing the webhook CA; retrying")
 			return false, nil
 		}
@@ -235,6 +236,10 @@ func (w *caWriter) Start(ctx context.Context) error {
 		w.done.Store(true)
 		return true, nil
 	})
+	if err != nil || ctx.Err() != nil {
+		return err
+	}
+	return w.certs.Renew(ctx)
 }
 
 func (w *caWriter) written(*http.Request) error {
