@@ -51,6 +51,9 @@ type Framework struct {
 	// NoCRDs leaves the CRDs out of Init, for suites that install them as
 	// a user does.
 	NoCRDs bool
+	// APIServerFlags are set on envtest's kube-apiserver (not with
+	// FullCluster).
+	APIServerFlags map[string]string
 
 	// Cluster is the running local cluster when FullCluster is set.
 	Cluster *cluster.Cluster
@@ -103,6 +106,9 @@ func (f *Framework) Init() *rest.Config {
 		BinaryAssetsDirectory: bin,
 	}
 	f.env.ControlPlane.GetAPIServer().Configure().Set("feature-gates", cluster.FeatureGates)
+	for k, v := range f.APIServerFlags {
+		f.env.ControlPlane.GetAPIServer().Configure().Set(k, v)
+	}
 	cfg, err := f.env.Start()
 	gomega.Expect(err).NotTo(gomega.HaveOccurred(), "starting envtest")
 	cfg.QPS, cfg.Burst = 1000, 2000

@@ -2,6 +2,7 @@ package framework
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"os"
 	"time"
@@ -52,4 +53,10 @@ func (f *Framework) waitForWebhooks(cfg *rest.Config) {
 	c, err := client.New(cfg, client.Options{Scheme: Scheme})
 	gomega.Expect(err).NotTo(gomega.HaveOccurred())
 	gomega.Expect(deploy.WaitForWebhooks(context.Background(), c, 30*time.Second)).To(gomega.Succeed())
+}
+
+// WebhookURL is the address at which the manager StartManager started
+// serves the webhook of path, as the apiserver calls it.
+func (f *Framework) WebhookURL(path string) string {
+	return fmt.Sprintf("https://127.0.0.1:%d%s", f.webhookPort, path)
 }

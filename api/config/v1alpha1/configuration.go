@@ -68,6 +68,12 @@ type Webhook struct {
 	// CertDir holds tls.crt and tls.key; they are reloaded when they change.
 	// Default /tmp/k8s-webhook-server/serving-certs.
 	CertDir string `json:"certDir,omitempty"`
+	// ClientCAName names a CA bundle in CertDir. Set, the webhook server
+	// accepts only clients that present a certificate it signed: the
+	// apiserver, configured to present one (its admission configuration's
+	// kubeconfig), and nobody else who can reach the webhook Service.
+	// Empty, any client is served. See docs/security.md.
+	ClientCAName string `json:"clientCAName,omitempty"`
 	// SelfSignedCerts makes the manager create its own CA and serving
 	// certificate in CertDir and write the CA into the caBundle of both
 	// webhook configurations, for clusters without cert-manager.

@@ -59,7 +59,7 @@ func Options(cfg *configv1alpha1.Configuration, scheme *runtime.Scheme) ctrl.Opt
 	}
 	le := cfg.LeaderElection
 	return ctrl.Options{
-		WebhookServer:                 ctrlwebhook.NewServer(ctrlwebhook.Options{Port: cfg.Webhook.Port, CertDir: cfg.Webhook.CertDir}),
+		WebhookServer:                 ctrlwebhook.NewServer(ctrlwebhook.Options{Port: cfg.Webhook.Port, CertDir: cfg.Webhook.CertDir, ClientCAName: cfg.Webhook.ClientCAName}),
 		Scheme:                        scheme,
 		Cache:                         controller.CacheOptions(),
 		Metrics:                       metrics,
