@@ -203,6 +203,14 @@ var _ = Describe("the deployment configuration", func() {
 		Expect(caCert).To(HaveKeyWithValue("spec", HaveKeyWithValue("secretName", ca)))
 	})
 
+	It("always installs the agents' admission policy, and refuses the value that used to turn it off", func() {
+		objs, err := helmTemplate()
+		Expect(err).NotTo(HaveOccurred())
+		Expect(byKey(objs)).To(HaveKey("ValidatingAdmissionPolicy /inplace-agent-epoch-only"))
+		_, err = helmTemplate("--set", "agent.admissionPolicy=false")
+		Expect(err).To(MatchError(ContainSubstring("agent.admissionPolicy is gone")))
+	})
+
 	It("refuses self-signed certificates with more than one replica, naming the fix", func() {
 		_, err := helmTemplate("--set", "certManager.enabled=false")
 		Expect(err).To(MatchError(ContainSubstring("set webhook.replicas=1")))
