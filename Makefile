@@ -50,7 +50,7 @@ manifests: $(CONTROLLER_GEN) ## Generate CRDs into config/crd and the manager Cl
 	@# The Helm chart renders the same objects from copies of config/.
 	cp config/crd/bases/*.yaml charts/inplace/crds/
 	cp config/rbac/role.yaml config/rbac/role_binding.yaml config/rbac/metrics_reader_role.yaml \
-	   config/certmanager/certificate.yaml config/agent/validating-admission-policy.yaml \
+	   config/certmanager/certificate.yaml config/agent/validating-admission-policy.yaml config/agent/cluster-role.yaml \
 	   config/prometheus/monitor.yaml config/manager/flowcontrol.yaml charts/inplace/files/
 	cp config/webhook/manifests.yaml charts/inplace/files/webhook.yaml
 	cp config/webhook/service.yaml charts/inplace/files/webhook_service.yaml

@@ -13,10 +13,11 @@ import (
 )
 
 // AgentRoleName names the Role and RoleBinding that let the agents of a
-// namespace do their work, and nothing more: read the broadcast ConfigMaps
-// of the namespace's InPlaceRestart JobSets, by name (an agent watches its
-// own with a field selector on its name, which the API server authorizes
-// against resourceNames), and read and patch Pods.
+// namespace read the broadcast ConfigMaps of the namespace's InPlaceRestart
+// JobSets, by name (an agent watches its own with a field selector on its
+// name, which the API server authorizes against resourceNames). The
+// RoleBinding AgentPodsBindingName binds the same service accounts to the
+// ClusterRole AgentPodsClusterRole of config/agent: read and patch Pods.
 //
 // The RoleBinding of that name is also the parameter of the
 // ValidatingAdmissionPolicy of config/agent: every service account it names
@@ -25,6 +26,15 @@ import (
 // granted. Its subjects are therefore only ever added for InPlaceRestart
 // JobSets' Pods, and the name must not change.
 const AgentRoleName = "inplace-agent"
+
+// AgentPodsClusterRole is the agents' ClusterRole of config/agent (Pods:
+// get, patch), and AgentPodsBindingName the RoleBinding to it in each
+// namespace. The controller binds it with the verb bind on it alone, so
+// that it need not be able to patch every Pod of the cluster itself.
+const (
+	AgentPodsClusterRole = "inplace-agent-pods"
+	AgentPodsBindingName = "inplace-agent-pods"
+)
 
 // ManagedByLabel marks the RBAC objects the controller manages.
 const ManagedByLabel = "app.kubernetes.io/managed-by"
@@ -39,7 +49,6 @@ func agentRole(namespace string, broadcasts []string) *rbacv1.Role {
 func agentRules(broadcasts []string) []rbacv1.PolicyRule {
 	return []rbacv1.PolicyRule{
 		{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list", "watch"}, ResourceNames: broadcasts},
-		{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "patch"}},
 	}
 }
 

@@ -39,7 +39,9 @@ func setupAgentRBAC(mgr ctrl.Manager) error {
 	toNamespace := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 		return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: o.GetNamespace(), Name: AgentRoleName}}}
 	})
-	agentRole := predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetName() == AgentRoleName })
+	agentRole := predicate.NewPredicateFuncs(func(o client.Object) bool {
+		return o.GetName() == AgentRoleName || o.GetName() == AgentPodsBindingName
+	})
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(AgentRBACControllerName).
 		For(&rbacv1.Role{}, builder.WithPredicates(agentRole)).
@@ -57,7 +59,7 @@ func (r *agentRBACReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	return ctrl.Result{}, syncAgentRBAC(ctx, r.client, req.Namespace)
 }
 
-// syncAgentRBAC makes the agents' Role and RoleBinding of namespace grant
+// syncAgentRBAC makes the agents' Role and RoleBindings of namespace grant
 // what its InPlaceRestart JobSets need (agentGrants, over the JobSets the
 // cache holds): created when missing, narrowed when a JobSet is gone, and
 // deleted with the last one. The agents' admission policy restricts every
@@ -81,22 +83,27 @@ func syncAgentRBAC(ctx context.Context, c client.Client, namespace string) error
 	if client.IgnoreNotFound(roleErr) != nil {
 		return roleErr
 	}
-	var rb rbacv1.RoleBinding
-	rbErr := c.Get(ctx, key, &rb)
-	if client.IgnoreNotFound(rbErr) != nil {
-		return rbErr
+	bindings := []rbacv1.RoleBinding{
+		{ // the agents' admission policy's parameter: its name must not change
+			ObjectMeta: metav1.ObjectMeta{Name: AgentRoleName, Namespace: namespace, Labels: map[string]string{ManagedByLabel: "inplace"}},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: AgentRoleName},
+		},
+		{
+			ObjectMeta: metav1.ObjectMeta{Name: AgentPodsBindingName, Namespace: namespace, Labels: map[string]string{ManagedByLabel: "inplace"}},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: AgentPodsClusterRole},
+		},
 	}
 
 	if len(subjects) == 0 {
-		// Each is deleted if it is there, whatever became of the other: a
+		// Each is deleted if it is there, whatever became of the others: a
 		// deletion that failed is tried again by the next reconcile.
-		if rbErr == nil {
-			log.FromContext(ctx).Info("no InPlaceRestart JobSet left in the namespace: deleting the agents' RoleBinding and Role")
-			if err := c.Delete(ctx, &rb, client.Preconditions{UID: &rb.UID, ResourceVersion: &rb.ResourceVersion}); client.IgnoreNotFound(err) != nil {
+		for _, want := range bindings {
+			if err := deleteIfPresent(ctx, c, &rbacv1.RoleBinding{}, client.ObjectKeyFromObject(&want)); err != nil {
 				return err
 			}
 		}
 		if roleErr == nil {
+			log.FromContext(ctx).Info("no InPlaceRestart JobSet left in the namespace: deleted the agents' RoleBindings; deleting their Role")
 			if err := c.Delete(ctx, &role, client.Preconditions{UID: &role.UID, ResourceVersion: &role.ResourceVersion}); client.IgnoreNotFound(err) != nil {
 				return err
 			}
@@ -116,19 +123,40 @@ func syncAgentRBAC(ctx context.Context, c client.Client, namespace string) error
 			return err
 		}
 	}
-	switch {
-	case apierrors.IsNotFound(rbErr):
-		rb = rbacv1.RoleBinding{
-			ObjectMeta: metav1.ObjectMeta{Name: AgentRoleName, Namespace: namespace, Labels: map[string]string{ManagedByLabel: "inplace"}},
-			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: AgentRoleName},
-			Subjects:   subjects,
+	for _, want := range bindings {
+		want.Subjects = subjects
+		if err := syncBinding(ctx, c, &want); err != nil {
+			return err
 		}
-		return ignore(c.Create(ctx, &rb), apierrors.IsAlreadyExists)
-	case !sameSubjects(rb.Subjects, subjects):
-		rb.Subjects = subjects
+	}
+	return nil
+}
+
+// syncBinding creates want, or updates the subjects of the binding of its
+// name to want's, with the resourceVersion read.
+func syncBinding(ctx context.Context, c client.Client, want *rbacv1.RoleBinding) error {
+	var rb rbacv1.RoleBinding
+	err := c.Get(ctx, client.ObjectKeyFromObject(want), &rb)
+	switch {
+	case apierrors.IsNotFound(err):
+		return ignore(c.Create(ctx, want), apierrors.IsAlreadyExists)
+	case err != nil:
+		return err
+	case !sameSubjects(rb.Subjects, want.Subjects):
+		rb.Subjects = want.Subjects
 		return client.IgnoreNotFound(c.Update(ctx, &rb))
 	}
 	return nil
+}
+
+// deleteIfPresent deletes the object of key as the cache shows it, with
+// its UID and resourceVersion as preconditions.
+func deleteIfPresent(ctx context.Context, c client.Client, obj client.Object, key client.ObjectKey) error {
+	if err := c.Get(ctx, key, obj); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	uid, rv := obj.GetUID(), obj.GetResourceVersion()
+	return client.IgnoreNotFound(c.Delete(ctx, obj, client.Preconditions{UID: &uid, ResourceVersion: &rv}))
 }
 
 // sameSubjects reports whether two lists name the same subjects, in any

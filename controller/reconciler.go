@@ -103,8 +103,9 @@ type Reconciler struct {
 // A resumed Job's start time is cleared so that its template may take what changed while it was suspended.
 // +kubebuilder:rbac:groups=batch,resources=jobs/status,verbs=patch
 // A Pod whose worker's exit fails its Job while its other containers run is deleted (stuckFatal).
-// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;patch;delete
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;delete
 // +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=roles;rolebindings,verbs=get;list;watch;create;update;delete
+// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=clusterroles,verbs=bind,resourceNames=inplace-agent-pods
 // +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create
 // +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;list;watch;create
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;update

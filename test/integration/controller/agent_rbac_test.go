@@ -32,13 +32,21 @@ var _ = Describe("the agents' grants", func() {
 			var rb rbacv1.RoleBinding
 			var role rbacv1.Role
 			key := client.ObjectKey{Namespace: ns.Name, Name: controller.AgentRoleName}
+			podsKey := client.ObjectKey{Namespace: ns.Name, Name: controller.AgentPodsBindingName}
+			var pods rbacv1.RoleBinding
 			if err := k8sClient.Get(ctx, key, &rb); apierrors.IsNotFound(err) {
 				g.Expect(apierrors.IsNotFound(k8sClient.Get(ctx, key, &role))).To(BeTrue(), "a Role without its RoleBinding")
+				g.Expect(apierrors.IsNotFound(k8sClient.Get(ctx, podsKey, &pods))).To(BeTrue(), "the Pods' RoleBinding without the Role's")
 				return nil, nil
 			} else {
 				g.Expect(err).NotTo(HaveOccurred())
 			}
 			g.Expect(k8sClient.Get(ctx, key, &role)).To(Succeed())
+			// The Pods' rights, from the ClusterRole of config/agent, go to
+			// the same service accounts.
+			g.Expect(k8sClient.Get(ctx, podsKey, &pods)).To(Succeed())
+			g.Expect(pods.RoleRef).To(Equal(rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: controller.AgentPodsClusterRole}))
+			g.Expect(pods.Subjects).To(ConsistOf(rb.Subjects))
 			var accounts, broadcasts []string
 			for _, s := range rb.Subjects {
 				accounts = append(accounts, s.Name)
