@@ -93,7 +93,10 @@ func WaitForWebhooks(ctx context.Context, c client.Client, timeout time.Duration
 		return true, nil
 	})
 	if err != nil {
-		return fmt.Errorf("the webhooks do not admit: %w (last: %v)", err, last)
+		if last != nil {
+			return fmt.Errorf("the webhooks do not admit: %w (last: %w)", err, last)
+		}
+		return fmt.Errorf("the webhooks do not admit: %w", err)
 	}
 	return nil
 }
