@@ -83,24 +83,30 @@ func syncAgentRBAC(ctx context.Context, c client.Client, namespace string) error
 	if client.IgnoreNotFound(roleErr) != nil {
 		return roleErr
 	}
-	bindings := []rbacv1.RoleBinding{
-		{ // the agents' admission policy's parameter: its name must not change
-			ObjectMeta: metav1.ObjectMeta{Name: AgentRoleName, Namespace: namespace, Labels: map[string]string{ManagedByLabel: "inplace"}},
-			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: AgentRoleName},
-		},
-		{
-			ObjectMeta: metav1.ObjectMeta{Name: AgentPodsBindingName, Namespace: namespace, Labels: map[string]string{ManagedByLabel: "inplace"}},
-			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: AgentPodsClusterRole},
-		},
+	// restricting is the agents' admission policy's parameter (its name
+	// must not change): every service account it names is held to its own
+	// Pod's epoch. granting gives them the Pod rights of the ClusterRole.
+	// A service account is named by restricting before granting names it,
+	// and after granting stops: it never holds the grant unrestricted, nor
+	// when a write between the two fails.
+	restricting := &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: AgentRoleName, Namespace: namespace, Labels: map[string]string{ManagedByLabel: "inplace"}},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: AgentRoleName},
+	}
+	granting := &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: AgentPodsBindingName, Namespace: namespace, Labels: map[string]string{ManagedByLabel: "inplace"}},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: AgentPodsClusterRole},
 	}
 
 	if len(subjects) == 0 {
-		// Each is deleted if it is there, whatever became of the others: a
-		// deletion that failed is tried again by the next reconcile.
-		for _, want := range bindings {
-			if err := deleteIfPresent(ctx, c, &rbacv1.RoleBinding{}, client.ObjectKeyFromObject(&want)); err != nil {
-				return err
-			}
+		// The grant first, then the restriction, then the Role: a deletion
+		// that failed stops the rest and is tried again by the next
+		// reconcile.
+		if err := deleteIfPresent(ctx, c, &rbacv1.RoleBinding{}, client.ObjectKeyFromObject(granting)); err != nil {
+			return err
+		}
+		if err := deleteIfPresent(ctx, c, &rbacv1.RoleBinding{}, client.ObjectKeyFromObject(restricting)); err != nil {
+			return err
 		}
 		if roleErr == nil {
 			log.FromContext(ctx).Info("no InPlaceRestart JobSet left in the namespace: deleted the agents' RoleBindings; deleting their Role")
@@ -111,21 +117,46 @@ func syncAgentRBAC(ctx context.Context, c client.Client, namespace string) error
 		return nil
 	}
 
+	// A missing Role first: the apiserver refuses a binding to a Role
+	// that does not exist (it cannot check that the binder holds its
+	// rights), and a new Role grants no Pod right.
 	rules := agentRules(broadcasts)
-	switch {
-	case apierrors.IsNotFound(roleErr):
+	if apierrors.IsNotFound(roleErr) {
 		if err := c.Create(ctx, agentRole(namespace, broadcasts)); err != nil && !apierrors.IsAlreadyExists(err) {
 			return err
 		}
-	case !equality.Semantic.DeepEqual(role.Rules, rules):
-		role.Rules = rules
-		if err := c.Update(ctx, &role); client.IgnoreNotFound(err) != nil {
+	}
+
+	// 1. The restriction names whom it names now and whom the grant will
+	// name; 2. the grant names whom it should; 3. the restriction too.
+	var current rbacv1.RoleBinding
+	if err := c.Get(ctx, client.ObjectKeyFromObject(restricting), &current); client.IgnoreNotFound(err) != nil {
+		return err
+	}
+	restricting.Subjects, _ = withSubjects(current.Subjects, subjects)
+	stored, err := syncBinding(ctx, c, restricting)
+	if err != nil {
+		return err
+	}
+	granting.Subjects = subjects
+	if _, err := syncBinding(ctx, c, granting); err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	if !sameSubjects(stored.Subjects, subjects) {
+		// The object just written, not the cache's: it may not show the
+		// write yet.
+		stored.Subjects = subjects
+		if err := c.Update(ctx, stored); err != nil {
 			return err
 		}
 	}
-	for _, want := range bindings {
-		want.Subjects = subjects
-		if err := syncBinding(ctx, c, &want); err != nil {
+
+	// An existing Role last: one that an earlier version made with the
+	// Pod rules in it is narrowed only once the grant that replaces them
+	// is there, so that a running agent never loses its Pod rights.
+	if roleErr == nil && !equality.Semantic.DeepEqual(role.Rules, rules) {
+		role.Rules = rules
+		if err := c.Update(ctx, &role); client.IgnoreNotFound(err) != nil {
 			return err
 		}
 	}
@@ -133,20 +164,22 @@ func syncAgentRBAC(ctx context.Context, c client.Client, namespace string) error
 }
 
 // syncBinding creates want, or updates the subjects of the binding of its
-// name to want's, with the resourceVersion read.
-func syncBinding(ctx context.Context, c client.Client, want *rbacv1.RoleBinding) error {
+// name to want's, with the resourceVersion read, and returns the binding
+// as stored.
+func syncBinding(ctx context.Context, c client.Client, want *rbacv1.RoleBinding) (*rbacv1.RoleBinding, error) {
 	var rb rbacv1.RoleBinding
 	err := c.Get(ctx, client.ObjectKeyFromObject(want), &rb)
 	switch {
 	case apierrors.IsNotFound(err):
-		return ignore(c.Create(ctx, want), apierrors.IsAlreadyExists)
+		created := want.DeepCopy()
+		return created, c.Create(ctx, created)
 	case err != nil:
-		return err
+		return nil, err
 	case !sameSubjects(rb.Subjects, want.Subjects):
 		rb.Subjects = want.Subjects
-		return client.IgnoreNotFound(c.Update(ctx, &rb))
+		return &rb, c.Update(ctx, &rb)
 	}
-	return nil
+	return &rb, nil
 }
 
 // deleteIfPresent deletes the object of key as the cache shows it, with
