@@ -355,15 +355,23 @@ func (e *Engine) Policies() []string {
 // Evaluate runs every built-in and matching admin policy on in. The input
 // is converted once and shared by every policy.
 func (e *Engine) Evaluate(ctx context.Context, in Input) (Decision, error) {
-	return e.evaluate(ctx, in, true)
+	return e.evaluate(ctx, in, true, true)
 }
 
-// EvaluateAdmin runs only the matching admin policies, for the audit.
+// EvaluateAdmin runs only the matching admin policies, for their patch
+// rules.
 func (e *Engine) EvaluateAdmin(ctx context.Context, in Input) (Decision, error) {
-	return e.evaluate(ctx, in, false)
+	return e.evaluate(ctx, in, false, true)
 }
 
-func (e *Engine) evaluate(ctx context.Context, in Input, builtins bool) (Decision, error) {
+// Audit runs the matching admin policies for the audit. Its evaluations
+// say nothing of a policy's health: the audit's own time budget cuts
+// them short, through no fault of the policy.
+func (e *Engine) Audit(ctx context.Context, in Input) (Decision, error) {
+	return e.evaluate(ctx, in, false, false)
+}
+
+func (e *Engine) evaluate(ctx context.Context, in Input, builtins, judgeHealth bool) (Decision, error) {
 	var d Decision
 	base, err := baseInput(in)
 	if err != nil {
@@ -384,9 +392,9 @@ func (e *Engine) evaluate(ctx context.Context, in Input, builtins bool) (Decisio
 		}
 		late := ctx.Err() != nil
 		err := p.eval(ctx, base, &d, e.limits.PolicyTimeout, e.metrics)
-		if !late {
-			// A policy reached after the request's deadline failed through
-			// no fault of its own.
+		if judgeHealth && !late && (err == nil || ctx.Err() == nil) {
+			// A policy reached after the request's deadline, or cut short
+			// by its caller, failed through no fault of its own.
 			e.health.observe(p.Name, err)
 		}
 		if err != nil {

@@ -162,3 +162,17 @@ deny contains sprintf("message %03d %02000d", [i, 0]) if {
 		}
 	}
 }
+
+// The audit's evaluations, cut short by its own budget, say nothing of a
+// policy's health.
+func TestAuditEvaluationsDoNotJudgeHealth(t *testing.T) {
+	e, _ := NewEngine(BuiltinNamesOrDie(t))
+	e.SetLimits(Limits{PolicyTimeout: 10 * time.Millisecond})
+	e.SetPolicy(compileOrDie(t, "slow", endless, Deny))
+	for range unhealthyAfter + 1 {
+		_, _ = e.Audit(context.Background(), Input{Operation: "AUDIT", Object: map[string]any{}})
+	}
+	if h := e.Health("slow"); h.Evaluated || h.Failing {
+		t.Errorf("health %+v after audits only", h)
+	}
+}

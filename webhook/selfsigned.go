@@ -45,7 +45,7 @@ func NewSelfSigned(dir string, hosts []string, lifetime time.Duration) (*SelfSig
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
-	if err := os.WriteFile(filepath.Join(dir, "ca.crt"), ca.PEM, 0o600); err != nil {
+	if err := writeAtomically(filepath.Join(dir, "ca.crt"), ca.PEM); err != nil {
 		return nil, err
 	}
 	return s, s.sign()
@@ -60,18 +60,38 @@ func (s *SelfSigned) sign() error {
 	if err != nil {
 		return err
 	}
-	// The key is written before the certificate so that a watcher never
-	// pairs the new certificate with the old key.
+	// Each file is replaced whole (a rename), never seen half written. The
+	// watcher may still see the new key beside the old certificate for a
+	// moment; it refuses the mismatched pair and keeps serving the old one
+	// until the certificate follows.
 	for _, f := range []struct {
 		name string
 		data []byte
 	}{{"tls.key", key}, {"tls.crt", cert}} {
-		if err := os.WriteFile(filepath.Join(s.Dir, f.name), f.data, 0o600); err != nil {
+		if err := writeAtomically(filepath.Join(s.Dir, f.name), f.data); err != nil {
 			return err
 		}
 	}
 	s.expires = time.Now().Add(s.Lifetime)
 	return nil
+}
+
+// writeAtomically writes data to a temporary file beside path and renames
+// it over path.
+func writeAtomically(path string, data []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name()) // after a successful rename, nothing is left to remove
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
 }
 
 // renewAt is when the serving certificate is signed again: with a third

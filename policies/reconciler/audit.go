@@ -29,15 +29,17 @@ const maxListedViolations = 20
 // Auditor evaluates every existing JobSet against the admin policies in
 // force and records the violations in each policy's status.
 type Auditor struct {
-	// Client reads the JobSets from the manager's cache, which holds them
-	// for the JobSet controller already; they are read without a copy.
+	// Client reads the JobSets from the manager's cache, without a copy:
+	// in a process that runs the JobSet controller too, the cache holds
+	// them already; an admission server alone caches them for the audit.
 	Client   client.Client
 	Engine   *policies.Engine
 	Interval time.Duration
 	Clock    clock.PassiveClock
 	// Metrics receives the violations found; nil counts nothing.
 	Metrics *Metrics
-	// Workers evaluate JobSets in parallel; 0 means one per CPU.
+	// Workers evaluate JobSets in parallel; 0 means half the CPUs, at
+	// least one: the audit runs in the process that serves admission.
 	Workers int
 	// Budget bounds one audit; 0 means Interval. An audit out of time
 	// records what it found, marked incomplete.
@@ -146,7 +148,7 @@ func (a *Auditor) evaluate(ctx context.Context, items []jobset.JobSet, budget ti
 	defer cancel()
 	workers := a.Workers
 	if workers <= 0 {
-		workers = runtime.GOMAXPROCS(0)
+		workers = max(1, runtime.GOMAXPROCS(0)/2)
 	}
 	var (
 		mu    sync.Mutex
@@ -167,7 +169,7 @@ func (a *Auditor) evaluate(ctx context.Context, items []jobset.JobSet, budget ti
 					log.FromContext(ctx).Error(err, "converting a JobSet for the audit", "jobset", js.Namespace+"/"+js.Name)
 					continue
 				}
-				d, _ := a.Engine.EvaluateAdmin(ctx, policies.Input{Operation: "AUDIT", Object: obj, Namespace: js.Namespace, Labels: js.Labels})
+				d, _ := a.Engine.Audit(ctx, policies.Input{Operation: "AUDIT", Object: obj, Namespace: js.Namespace, Labels: js.Labels})
 				if ctx.Err() != nil {
 					return // cut short: its evaluations say nothing
 				}

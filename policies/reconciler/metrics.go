@@ -42,7 +42,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Help: "JobSets the last audit had to evaluate.",
 		}),
 		auditIncomplete: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "inplace_policy_audits_incomplete_total",
+			Name: "inplace_policy_audit_incomplete_total",
 			Help: "Audits that ran out of their time budget before they reached every JobSet.",
 		}),
 	}

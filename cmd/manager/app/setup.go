@@ -99,6 +99,9 @@ func ApplyRole(cfg *configv1alpha1.Configuration, role string) error {
 	default:
 		return fmt.Errorf("--role=%s: want %s (the JobSet controller and the admission webhooks), %s or %s", role, RoleAll, RoleController, RoleWebhook)
 	}
+	if cfg.Controller.Disabled && cfg.Webhook.Disabled {
+		return fmt.Errorf("--role=%s with controller.disabled or webhook.disabled in the configuration: the manager would run nothing; leave those out", role)
+	}
 	return nil
 }
 

@@ -40,3 +40,14 @@ func TestApplyRole(t *testing.T) {
 		})
 	}
 }
+
+func TestApplyRoleRefusesToRunNothing(t *testing.T) {
+	cfg, err := configv1alpha1.Load("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Webhook.Disabled = true
+	if err := ApplyRole(cfg, RoleWebhook); err == nil || !strings.Contains(err.Error(), "the manager would run nothing") {
+		t.Errorf("error %v", err)
+	}
+}

@@ -209,6 +209,8 @@ var _ = Describe("the deployment configuration", func() {
 		Expect(byKey(objs)).To(HaveKey("ValidatingAdmissionPolicy /inplace-agent-epoch-only"))
 		_, err = helmTemplate("--set", "agent.admissionPolicy=false")
 		Expect(err).To(MatchError(ContainSubstring("agent.admissionPolicy is gone")))
+		_, err = helmTemplate("--set", "agent.admissionPolicy=true")
+		Expect(err).NotTo(HaveOccurred(), "an explicit true is what the chart does anyway")
 	})
 
 	It("refuses self-signed certificates with more than one replica, naming the fix", func() {
