@@ -213,6 +213,19 @@ var _ = Describe("the deployment configuration", func() {
 		Expect(err).NotTo(HaveOccurred(), "an explicit true is what the chart does anyway")
 	})
 
+	It("offers a NetworkPolicy for the admission server, the same with kustomize and Helm, and accepted by the apiserver", func() {
+		fromKustomize := byKey(kustomize("config/networkpolicy"))
+		objs, err := helmTemplate("--set", "networkPolicy.enabled=true,networkPolicy.apiserverCIDRs={10.0.0.0/24}")
+		Expect(err).NotTo(HaveOccurred())
+		fromHelm := byKey(objs)
+		const key = "NetworkPolicy inplace-system/inplace-webhook"
+		Expect(fromKustomize).To(HaveKey(key))
+		Expect(cmp.Diff(fromKustomize[key], fromHelm[key])).To(BeEmpty())
+		dryRun(kustomize("config/networkpolicy"))
+		_, err = helmTemplate("--set", "networkPolicy.enabled=true")
+		Expect(err).To(MatchError(ContainSubstring("networkPolicy.enabled needs networkPolicy.apiserverCIDRs")))
+	})
+
 	It("refuses self-signed certificates with more than one replica, naming the fix", func() {
 		_, err := helmTemplate("--set", "certManager.enabled=false")
 		Expect(err).To(MatchError(ContainSubstring("set webhook.replicas=1")))
