@@ -118,6 +118,11 @@ func (a *Auditor) Audit(ctx context.Context) error {
 	return nil
 }
 
+// DefaultAuditWorkers is how many JobSets an audit evaluates at once
+// unless told: half the CPUs, at least one, since the audit shares its
+// process with admission.
+func DefaultAuditWorkers() int { return max(1, runtime.GOMAXPROCS(0)/2) }
+
 // policyFindings are one policy's violations: how many, and the first
 // ones in a stable order, so that an unchanged cluster writes nothing.
 type policyFindings struct {
@@ -148,7 +153,7 @@ func (a *Auditor) evaluate(ctx context.Context, items []jobset.JobSet, budget ti
 	defer cancel()
 	workers := a.Workers
 	if workers <= 0 {
-		workers = max(1, runtime.GOMAXPROCS(0)/2)
+		workers = DefaultAuditWorkers()
 	}
 	var (
 		mu    sync.Mutex

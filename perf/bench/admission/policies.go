@@ -238,7 +238,7 @@ func audit(ctx context.Context, root string, jobsets int) ([]auditResult, error)
 		if err := c.Get(ctx, client.ObjectKey{Name: "p0000"}, &p); err != nil {
 			return nil, err
 		}
-		r := auditResult{JobSets: jobsets, Policies: n, Workers: runtime.GOMAXPROCS(0), Seconds: took.Seconds(),
+		r := auditResult{JobSets: jobsets, Policies: n, Workers: reconciler.DefaultAuditWorkers(), Seconds: took.Seconds(),
 			HeapMiB: float64(int64(heapInUse())-int64(before)) / (1 << 20), AllocMiB: float64(ms.TotalAlloc-allocated) / (1 << 20)}
 		if p.Status.Audit != nil {
 			r.Violating, r.Complete = int(p.Status.Audit.TotalViolations), !p.Status.Audit.Incomplete
