@@ -95,6 +95,8 @@ type Policy struct {
 	Generation int64
 
 	query rego.PreparedEvalQuery
+	// health of this version's evaluations (admin policies only).
+	health *policyHealth
 	// params are Parameters converted once, at Compile.
 	params ast.Value
 	// bindings name the query's variable of each decision rule.
@@ -115,7 +117,9 @@ type Engine struct {
 	// metrics are nil until RegisterMetrics.
 	metrics *metrics
 	limits  Limits
-	health  healthBook
+	// onHealthChange, if set, is told of a policy that starts or stops
+	// failing.
+	onHealthChange func(policy string)
 }
 
 // NewEngine compiles the built-in policies, less the disabled ones.
@@ -272,7 +276,7 @@ func Compile(name, source string, action EnforcementAction, match func(Input) bo
 	if err != nil {
 		return nil, err
 	}
-	p := &Policy{Name: name, Action: action, Match: match, Parameters: parameters, query: q, bindings: bindings}
+	p := &Policy{Name: name, Action: action, Match: match, Parameters: parameters, query: q, bindings: bindings, health: &policyHealth{}}
 	if parameters != nil {
 		if p.params, err = ast.InterfaceToValue(parameters); err != nil {
 			return nil, fmt.Errorf("policy %s: parameters: %w", name, err)
@@ -308,21 +312,18 @@ func (e *Engine) SetPolicy(p *Policy) {
 	defer e.mu.Unlock()
 	old := *e.admin.Load()
 	next := make([]*Policy, 0, len(old)+1)
-	sameVersion := false
 	for _, q := range old {
 		if q.Name != p.Name {
 			next = append(next, q)
-		} else {
-			sameVersion = p.Generation != 0 && q.Generation == p.Generation
+		} else if p.Generation != 0 && q.Generation == p.Generation {
+			// The same version compiled again keeps what was learned of
+			// its evaluations; a new one is judged on its own.
+			p.health = q.health
 		}
 	}
 	next = append(next, p)
 	sort.Slice(next, func(i, j int) bool { return next[i].Name < next[j].Name })
 	e.admin.Store(&next)
-	if !sameVersion {
-		// A new version is judged on its own evaluations.
-		e.health.forget(p.Name)
-	}
 }
 
 // RemovePolicy removes the admin policy of that name, if any.
@@ -337,7 +338,6 @@ func (e *Engine) RemovePolicy(name string) {
 		}
 	}
 	e.admin.Store(&next)
-	e.health.forget(name)
 }
 
 // HasAdminPolicies reports whether any admin policy is in force.
@@ -390,12 +390,11 @@ func (e *Engine) evaluate(ctx context.Context, in Input, builtins, judgeHealth b
 		if p.Match != nil && !p.Match(in) {
 			continue
 		}
-		late := ctx.Err() != nil
 		err := p.eval(ctx, base, &d, e.limits.PolicyTimeout, e.metrics)
-		if judgeHealth && !late && (err == nil || ctx.Err() == nil) {
-			// A policy reached after the request's deadline, or cut short
-			// by its caller, failed through no fault of its own.
-			e.health.observe(p.Name, err)
+		// A policy reached after the request's deadline, or cut short by
+		// its caller, failed through no fault of its own.
+		if judgeHealth && (err == nil || ctx.Err() == nil) && p.health.observe(err) && e.onHealthChange != nil {
+			e.onHealthChange(p.Name)
 		}
 		if err != nil {
 			errs = append(errs, err)

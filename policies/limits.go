@@ -109,86 +109,66 @@ type Health struct {
 	Message string
 }
 
-// healthBook counts each policy's failures in a row.
-type healthBook struct {
-	mu sync.Mutex
-	by map[string]*policyHealth
-	// onChange is called, outside the lock, when a policy starts or stops
-	// failing.
-	onChange func(policy string)
-}
-
+// policyHealth counts one policy version's evaluations that failed, or
+// succeeded, in a row. Each Policy holds its own, so that the admission
+// path takes no lock shared by every policy, and a new version starts
+// afresh by being a new Policy (SetPolicy hands the same generation's on).
 type policyHealth struct {
-	// failures and successes in a row; failing flips after enough of the
-	// other kind.
+	mu sync.Mutex
+	// evaluated: at least one evaluation was observed.
+	evaluated           bool
 	failures, successes int
 	failing             bool
 	last                failureKind
 	message             string
 }
 
-// observe records one evaluation's outcome.
-func (h *healthBook) observe(policy string, err error) {
+// observe records one evaluation's outcome and reports whether the
+// policy started or stopped failing.
+func (h *policyHealth) observe(err error) (changed bool) {
 	h.mu.Lock()
-	if h.by == nil {
-		h.by = map[string]*policyHealth{}
-	}
-	p := h.by[policy]
-	if p == nil {
-		p = &policyHealth{}
-		h.by[policy] = p
-	}
-	wasFailing := p.failing
+	defer h.mu.Unlock()
+	h.evaluated = true
+	wasFailing := h.failing
 	if err == nil {
-		p.failures, p.successes = 0, p.successes+1
-		if p.failing && p.successes >= healthyAfter {
-			p.failing = false
+		h.failures, h.successes = 0, h.successes+1
+		if h.failing && h.successes >= healthyAfter {
+			h.failing = false
 		}
 	} else {
-		p.failures, p.successes = p.failures+1, 0
-		p.last, p.message = kindOf(err), err.Error()
-		if p.failures >= unhealthyAfter {
-			p.failing = true
+		h.failures, h.successes = h.failures+1, 0
+		h.last, h.message = kindOf(err), err.Error()
+		if h.failures >= unhealthyAfter {
+			h.failing = true
 		}
 	}
-	changed := wasFailing != p.failing
-	notify := h.onChange
-	h.mu.Unlock()
-	if changed && notify != nil {
-		notify(policy)
-	}
+	return wasFailing != h.failing
 }
 
-func (h *healthBook) of(policy string) Health {
+func (h *policyHealth) get() Health {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	p := h.by[policy]
-	switch {
-	case p == nil:
-		return Health{}
-	case !p.failing:
-		return Health{Evaluated: true}
+	if !h.failing {
+		return Health{Evaluated: h.evaluated}
 	}
-	return Health{Evaluated: true, Failing: true, Reason: string(p.last), Message: p.message}
+	return Health{Evaluated: true, Failing: true, Reason: string(h.last), Message: h.message}
 }
 
-func (h *healthBook) forget(policy string) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	delete(h.by, policy)
+// Health returns how the recent evaluations of the admin policy in force
+// under that name went.
+func (e *Engine) Health(policy string) Health {
+	for _, p := range *e.admin.Load() {
+		if p.Name == policy {
+			return p.health.get()
+		}
+	}
+	return Health{}
 }
-
-// Health returns how the policy's recent evaluations went.
-func (e *Engine) Health(policy string) Health { return e.health.of(policy) }
 
 // OnHealthChange calls fn with a policy's name when it starts or stops
 // failing, so that its status can say so. Call it before the engine is
 // used.
-func (e *Engine) OnHealthChange(fn func(policy string)) {
-	e.health.mu.Lock()
-	defer e.health.mu.Unlock()
-	e.health.onChange = fn
-}
+func (e *Engine) OnHealthChange(fn func(policy string)) { e.onHealthChange = fn }
 
 // message is one message of a policy, and whether it is inexact (see
 // Violation.Inexact).
