@@ -110,9 +110,7 @@ func syncAgentRBAC(ctx context.Context, c client.Client, namespace string) error
 		}
 		if roleErr == nil {
 			log.FromContext(ctx).Info("no InPlaceRestart JobSet left in the namespace: deleted the agents' RoleBindings; deleting their Role")
-			if err := c.Delete(ctx, &role, client.Preconditions{UID: &role.UID, ResourceVersion: &role.ResourceVersion}); client.IgnoreNotFound(err) != nil {
-				return err
-			}
+			return deleteAsRead(ctx, c, &role)
 		}
 		return nil
 	}
@@ -182,12 +180,17 @@ func syncBinding(ctx context.Context, c client.Client, want *rbacv1.RoleBinding)
 	return &rb, nil
 }
 
-// deleteIfPresent deletes the object of key as the cache shows it, with
-// its UID and resourceVersion as preconditions.
+// deleteIfPresent deletes the object of key as the cache shows it.
 func deleteIfPresent(ctx context.Context, c client.Client, obj client.Object, key client.ObjectKey) error {
 	if err := c.Get(ctx, key, obj); err != nil {
 		return client.IgnoreNotFound(err)
 	}
+	return deleteAsRead(ctx, c, obj)
+}
+
+// deleteAsRead deletes obj with its UID and resourceVersion as
+// preconditions: an object changed since it was read is decided again.
+func deleteAsRead(ctx context.Context, c client.Client, obj client.Object) error {
 	uid, rv := obj.GetUID(), obj.GetResourceVersion()
 	return client.IgnoreNotFound(c.Delete(ctx, obj, client.Preconditions{UID: &uid, ResourceVersion: &rv}))
 }
