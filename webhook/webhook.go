@@ -128,22 +128,28 @@ func (m *Mutator) handle(ctx context.Context, req admission.Request) admission.R
 		if err != nil {
 			return admission.Errored(http.StatusBadRequest, err)
 		}
-		nsLabels, err := m.opts.namespaceLabels(ctx, req.Namespace)
-		if err != nil {
-			return admission.Errored(http.StatusInternalServerError, err)
-		}
-		oldMap, err := toMap(req.OldObject.Raw)
-		if err != nil {
-			return admission.Errored(http.StatusBadRequest, err)
-		}
+		restore := func(js *jobset.JobSet) { Restore(js, old) }
 		// The patch rules apply to updates too (input.operation says
 		// which), to the JobSet as restored; not to a JobSet being
 		// deleted, whose finalizers must come off whatever a policy says.
+		// Without one in force, the update is only restored: the old
+		// object and the namespace are read for the patch rules alone.
+		var in policies.Input
 		engine := m.opts.Engine
-		if old.DeletionTimestamp != nil {
+		if old.DeletionTimestamp != nil || engine == nil || !engine.HasAdminPolicies() {
 			engine = nil
+		} else {
+			nsLabels, err := m.opts.namespaceLabels(ctx, req.Namespace)
+			if err != nil {
+				return admission.Errored(http.StatusInternalServerError, err)
+			}
+			oldMap, err := toMap(req.OldObject.Raw)
+			if err != nil {
+				return admission.Errored(http.StatusBadRequest, err)
+			}
+			in = newInput(req, nil, oldMap, nsLabels)
 		}
-		raw, err := untilStable(ctx, js, engine, newInput(req, nil, oldMap, nsLabels), func(js *jobset.JobSet) { Restore(js, old) })
+		raw, err := untilStable(ctx, js, engine, in, restore)
 		if err != nil {
 			return admission.Denied(err.Error())
 		}
