@@ -197,13 +197,19 @@ func (a *Auditor) evaluate(ctx context.Context, items []jobset.JobSet, budget ti
 	return found, next.Load() >= int64(len(items)) && ctx.Err() == nil
 }
 
-// asInput is a JobSet as the webhooks give it to the policies: its JSON.
+// asInput is a JobSet as the webhooks give it to the policies: its JSON,
+// with its apiVersion and kind, which the cache's typed objects leave
+// empty (a policy that checks input.object.kind would otherwise pass every
+// JobSet in the audit that admission denies).
 func asInput(js *jobset.JobSet) (map[string]any, error) {
 	raw, err := json.Marshal(js)
 	if err != nil {
 		return nil, err
 	}
 	var obj map[string]any
-	err = json.Unmarshal(raw, &obj)
-	return obj, err
+	if err := json.Unmarshal(raw, &obj); err != nil {
+		return nil, err
+	}
+	obj["apiVersion"], obj["kind"] = jobset.GroupVersion.String(), jobset.Kind
+	return obj, nil
 }

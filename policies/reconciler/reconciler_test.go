@@ -118,7 +118,9 @@ func TestAuditWithinItsBudget(t *testing.T) {
 	}
 
 	fast, _ := policies.NewEngine(nil)
-	p, _ := Compile("fast", &policyv1alpha1.JobSetPolicySpec{Rego: "package fast\n\ndeny contains \"x\" if input.object.metadata.name\n"}, nil)
+	// The cache's JobSets carry no kind; the audit's input does, as
+	// admission's.
+	p, _ := Compile("fast", &policyv1alpha1.JobSetPolicySpec{Rego: "package fast\n\ndeny contains \"x\" if {\n\tinput.object.metadata.name\n\tinput.object.kind == \"JobSet\"\n\tinput.object.apiVersion == \"jobset.x-k8s.io/v1alpha2\"\n}\n"}, nil)
 	fast.SetPolicy(p)
 	a.Engine = fast
 	found, complete = a.evaluate(context.Background(), items, time.Minute)
