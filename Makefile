@@ -44,12 +44,19 @@ generate: $(CONTROLLER_GEN) ## Generate deepcopy code for the API types.
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths="./api/..."
 
 .PHONY: manifests
-manifests: $(CONTROLLER_GEN) ## Generate CRDs into config/crd and the manager ClusterRole into config/rbac.
+manifests: $(CONTROLLER_GEN) ## Generate CRDs into config/crd and the Roles of the two Deployments into config/rbac.
 	$(CONTROLLER_GEN) crd:maxDescLen=512,generateEmbeddedObjectMeta=true paths="./api/..." output:crd:artifacts:config=config/crd/bases
-	$(CONTROLLER_GEN) rbac:roleName=inplace-manager paths="./controller/..." paths="./policies/..." paths="./webhook/..." paths="./cmd/manager/..." output:rbac:artifacts:config=config/rbac
+	@# One Role per Deployment, from the RBAC markers of the code it runs:
+	@# the JobSet controller (inplace-manager), the admission server
+	@# (inplace-webhook), and the admission server's writes of its own CA,
+	@# which only an install without cert-manager grants.
+	$(CONTROLLER_GEN) rbac:roleName=inplace-manager,fileName=role.yaml paths="./controller/..." paths="./cmd/manager/app" output:rbac:artifacts:config=config/rbac
+	$(CONTROLLER_GEN) rbac:roleName=inplace-webhook,fileName=webhook_role.yaml paths="./webhook" paths="./policies/..." paths="./cmd/manager/app" output:rbac:artifacts:config=config/rbac
+	$(CONTROLLER_GEN) rbac:roleName=inplace-webhook-cabundle,fileName=cabundle_role.yaml paths="./webhook/selfsigned" output:rbac:artifacts:config=config/selfsigned
 	@# The Helm chart renders the same objects from copies of config/.
 	cp config/crd/bases/*.yaml charts/inplace/crds/
-	cp config/rbac/role.yaml config/rbac/role_binding.yaml config/rbac/metrics_reader_role.yaml \
+	cp config/rbac/role.yaml config/rbac/webhook_role.yaml config/rbac/role_binding.yaml config/rbac/metrics_reader_role.yaml \
+	   config/rbac/service_account.yaml config/selfsigned/cabundle_role.yaml config/selfsigned/cabundle_role_binding.yaml \
 	   config/certmanager/certificate.yaml config/agent/validating-admission-policy.yaml config/agent/cluster-role.yaml \
 	   config/prometheus/monitor.yaml config/manager/flowcontrol.yaml charts/inplace/files/
 	cp config/webhook/manifests.yaml charts/inplace/files/webhook.yaml

@@ -95,22 +95,24 @@ type Reconciler struct {
 	children *state.ChildIndex
 }
 
-// +kubebuilder:rbac:groups=jobset.x-k8s.io,resources=jobsets,verbs=get;list;watch;update;patch;delete
-// +kubebuilder:rbac:groups=jobset.x-k8s.io,resources=jobsets/status,verbs=get;update;patch
+// The rights of the calls the controller makes, and no more: every read
+// is from the cache (list and watch) except a broadcast ConfigMap's, which
+// is read past it. The e2e suite compares these with the calls.
+// +kubebuilder:rbac:groups=jobset.x-k8s.io,resources=jobsets,verbs=list;watch;delete
+// +kubebuilder:rbac:groups=jobset.x-k8s.io,resources=jobsets/status,verbs=update
 // Child Jobs block their JobSet's deletion; with OwnerReferencesPermissionEnforcement that needs update on the finalizers subresource.
 // +kubebuilder:rbac:groups=jobset.x-k8s.io,resources=jobsets/finalizers,verbs=update
-// +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=batch,resources=jobs,verbs=list;watch;create;patch;delete
 // A resumed Job's start time is cleared so that its template may take what changed while it was suspended.
 // +kubebuilder:rbac:groups=batch,resources=jobs/status,verbs=patch
 // A Pod whose worker's exit fails its Job while its other containers run is deleted (stuckFatal).
-// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;delete
-// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=roles;rolebindings,verbs=get;list;watch;create;update;delete
+// +kubebuilder:rbac:groups="",resources=pods,verbs=list;watch;delete
+// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=roles;rolebindings,verbs=list;watch;create;update;delete
 // +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=clusterroles,verbs=bind,resourceNames=inplace-agent-pods
-// +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create
-// +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;list;watch;create
+// +kubebuilder:rbac:groups="",resources=services,verbs=list;watch;create
+// +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=list;watch;create
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;update
-// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
-// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch;update
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Setup registers the JobSet controller with mgr.
 func Setup(mgr ctrl.Manager, opts Options) error {

@@ -64,6 +64,7 @@ var forbidden = map[string][]string{
 	"webhook":                      {module + "/agent", module + "/controller", module + "/cmd", module + "/webhook/offline", "k8s.io/apiextensions-apiserver/pkg/apiserver/"},
 	"webhook/offline":              {module + "/agent", module + "/controller", module + "/cmd"},
 	"webhook/certs":                {stdlibOnly},
+	"webhook/selfsigned":           {module + "/agent", module + "/controller", module + "/policies", module + "/cmd"},
 	"webhook/inject":               {module + "/agent", module + "/controller", module + "/policies", module + "/cmd", "k8s.io/client-go/", "sigs.k8s.io/controller-runtime", "github.com/open-policy-agent/"},
 }
 

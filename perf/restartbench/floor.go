@@ -217,7 +217,7 @@ func (e *env) floor(ctx context.Context, kind string, sample *corev1.Pod, timeou
 	kubelets := newKubeletClients(kubeletCfg)
 	// The controller's writes as the manager's: its service account, in
 	// its own priority level.
-	controllerCfg, err := deploy.ManagerConfig(ctx, e.admin, time.Hour)
+	controllerCfg, err := deploy.ManagerConfig(ctx, e.admin, deploy.ManagerServiceAccount, time.Hour)
 	if err != nil {
 		return f, err
 	}

@@ -40,9 +40,19 @@ type Reconciler struct {
 	elected <-chan struct{}
 }
 
-// +kubebuilder:rbac:groups=policy.inplace.dev,resources=jobsetpolicies,verbs=get;list;watch
-// +kubebuilder:rbac:groups=policy.inplace.dev,resources=jobsetpolicies/status,verbs=get;update;patch
+// Policies and namespaces are read from the cache; a namespace the cache
+// has not seen yet is read past it (webhook.Options.APIReader). The
+// reconciler updates a policy's status, the audit patches its findings.
+// +kubebuilder:rbac:groups=policy.inplace.dev,resources=jobsetpolicies,verbs=list;watch
+// +kubebuilder:rbac:groups=policy.inplace.dev,resources=jobsetpolicies/status,verbs=update;patch
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
+// The audit reads JobSets from the cache; it never writes one.
+// +kubebuilder:rbac:groups=jobset.x-k8s.io,resources=jobsets,verbs=list;watch
+// The policies' Events (a policy failing, a violation in dry run). No
+// patch: the recorder patches an Event only to count it again for the
+// same object at the same resourceVersion, which these never are (a
+// create's object has a new UID each time).
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create
 
 // Setup registers the reconciler on every replica.
 // tracker, if not nil, learns of each policy loaded.

@@ -22,16 +22,36 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	managerapp "github.com/inplace-dev/inplace/cmd/manager/app"
 	"github.com/inplace-dev/inplace/test/cluster"
 )
 
 const (
-	// ManagerNamespace and ManagerServiceAccount are the manager's identity
-	// in config/rbac.
-	ManagerNamespace      = "inplace-system"
+	// ManagerNamespace is where config/ installs inplace.
+	ManagerNamespace = "inplace-system"
+	// ManagerServiceAccount and WebhookServiceAccount are the identities of
+	// config/rbac: the JobSet controller's and the admission server's.
 	ManagerServiceAccount = "inplace-manager"
+	WebhookServiceAccount = "inplace-webhook"
 	fieldOwner            = "inplace-deploy"
 )
+
+// RBAC is the service accounts and Roles of an install without
+// cert-manager: config/rbac, and config/selfsigned's right to write the
+// webhook configurations' CA, which the tests' self-signed webhooks use.
+var RBAC = []string{
+	"config/rbac/service_account.yaml", "config/rbac/role.yaml", "config/rbac/webhook_role.yaml", "config/rbac/role_binding.yaml",
+	"config/selfsigned/cabundle_role.yaml", "config/selfsigned/cabundle_role_binding.yaml",
+}
+
+// ServiceAccount is the identity the Deployment of a manager role runs as:
+// the admission server's for the webhook role, the controller's otherwise.
+func ServiceAccount(role string) string {
+	if role == managerapp.RoleWebhook {
+		return WebhookServiceAccount
+	}
+	return ManagerServiceAccount
+}
 
 // Objects reads the objects of YAML manifests, given relative to the
 // repository root.
@@ -83,30 +103,30 @@ func Apply(ctx context.Context, c client.Client, files ...string) error {
 	return nil
 }
 
-// ManagerConfig installs config/rbac and returns a client configuration
-// that authenticates as the manager's service account, with exactly the
-// permissions config/rbac grants it.
-func ManagerConfig(ctx context.Context, admin *rest.Config, validity time.Duration) (*rest.Config, error) {
+// ManagerConfig installs RBAC and returns a client configuration that
+// authenticates as serviceAccount (ManagerServiceAccount or
+// WebhookServiceAccount), with exactly the permissions RBAC grants it.
+func ManagerConfig(ctx context.Context, admin *rest.Config, serviceAccount string, validity time.Duration) (*rest.Config, error) {
 	c, err := client.New(admin, client.Options{})
 	if err != nil {
 		return nil, err
 	}
-	if err := Apply(ctx, c, "config/rbac/service_account.yaml", "config/rbac/role.yaml", "config/rbac/role_binding.yaml"); err != nil {
+	if err := Apply(ctx, c, RBAC...); err != nil {
 		return nil, err
 	}
 	cs, err := kubernetes.NewForConfig(admin)
 	if err != nil {
 		return nil, err
 	}
-	tr, err := cs.CoreV1().ServiceAccounts(ManagerNamespace).CreateToken(ctx, ManagerServiceAccount, &authenticationv1.TokenRequest{
+	tr, err := cs.CoreV1().ServiceAccounts(ManagerNamespace).CreateToken(ctx, serviceAccount, &authenticationv1.TokenRequest{
 		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To(int64(validity.Seconds()))},
 	}, metav1.CreateOptions{})
 	if err != nil {
-		return nil, fmt.Errorf("a token for %s/%s: %w", ManagerNamespace, ManagerServiceAccount, err)
+		return nil, fmt.Errorf("a token for %s/%s: %w", ManagerNamespace, serviceAccount, err)
 	}
 	cfg := rest.AnonymousClientConfig(admin)
 	cfg.BearerToken = tr.Status.Token
-	cfg.UserAgent = "inplace-manager"
+	cfg.UserAgent = serviceAccount
 	return cfg, nil
 }
 

@@ -18,14 +18,15 @@ import (
 )
 
 // RunManager runs inplace-manager in this process as it runs installed:
-// as the service account of config/rbac, its webhooks registered from
+// the JobSet controller and the admission server as two managers, each as
+// its service account of config/rbac; the webhooks registered from
 // config/webhook (called by URL on a local port, with self-signed
 // certificates), the agents' admission policy of config/agent installed
 // as its kustomization lists it.
 // Leader election and the metrics and probe endpoints are off. wrap, if
-// set, wraps the manager's transport (to count its requests). The returned
-// channel receives the manager's result when ctx ends or it fails. It
-// returns once the webhooks admit.
+// set, wraps the controller's transport (to count its requests). The
+// returned channel receives the first manager's result when ctx ends or
+// one fails. It returns once the webhooks admit.
 func RunManager(ctx context.Context, admin *rest.Config, configure func(*configv1alpha1.Configuration), wrap func(*rest.Config)) (<-chan error, error) {
 	conf, err := configv1alpha1.Load("")
 	if err != nil {
@@ -48,26 +49,22 @@ func RunManager(ctx context.Context, admin *rest.Config, configure func(*configv
 	if configure != nil {
 		configure(conf)
 	}
-	mgrCfg, err := ManagerConfig(ctx, admin, 7*24*time.Hour)
-	if err != nil {
-		return nil, err
+	done := make(chan error, 2)
+	var mgrs []ctrl.Manager
+	for _, role := range Roles(conf) {
+		mgrCfg, err := ManagerConfig(ctx, admin, ServiceAccount(role), 7*24*time.Hour)
+		if err != nil {
+			return nil, err
+		}
+		if wrap != nil && role == managerapp.RoleController {
+			wrap(mgrCfg)
+		}
+		mgr, err := StartManager(ctx, mgrCfg, conf, role, prometheus.NewRegistry(), done)
+		if err != nil {
+			return nil, err
+		}
+		mgrs = append(mgrs, mgr)
 	}
-	if wrap != nil {
-		wrap(mgrCfg)
-	}
-	opts := managerapp.Options(conf, managerapp.NewScheme())
-	// A process may run one manager after another (the restart benchmark
-	// runs one per size); their controllers' names repeat.
-	opts.Controller.SkipNameValidation = ptr.To(true)
-	mgr, err := ctrl.NewManager(mgrCfg, opts)
-	if err != nil {
-		return nil, err
-	}
-	if err := managerapp.Setup(mgr, conf, prometheus.NewRegistry()); err != nil {
-		return nil, err
-	}
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
 	c, err := client.New(admin, client.Options{Scheme: managerapp.NewScheme()})
 	if err != nil {
 		return nil, err
@@ -80,8 +77,10 @@ func RunManager(ctx context.Context, admin *rest.Config, configure func(*configv
 	}
 	syncCtx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	if !mgr.GetCache().WaitForCacheSync(syncCtx) {
-		return nil, fmt.Errorf("inplace-manager: caches did not sync")
+	for _, mgr := range mgrs {
+		if !mgr.GetCache().WaitForCacheSync(syncCtx) {
+			return nil, fmt.Errorf("inplace-manager: caches did not sync")
+		}
 	}
 	if !conf.Webhook.Disabled {
 		if err := WaitForWebhooks(ctx, c, time.Minute); err != nil {
@@ -89,4 +88,42 @@ func RunManager(ctx context.Context, admin *rest.Config, configure func(*configv
 		}
 	}
 	return done, nil
+}
+
+// Roles lists the managers that run what conf enables, as installed: the
+// JobSet controller and the admission server apart.
+func Roles(conf *configv1alpha1.Configuration) []string {
+	var roles []string
+	if !conf.Controller.Disabled {
+		roles = append(roles, managerapp.RoleController)
+	}
+	if !conf.Webhook.Disabled {
+		roles = append(roles, managerapp.RoleWebhook)
+	}
+	return roles
+}
+
+// StartManager starts a manager of role in this process, built by the same
+// calls as cmd/manager, authenticating with cfg and registering its
+// metrics on reg; conf is not changed. done receives its result when ctx
+// ends or it fails.
+func StartManager(ctx context.Context, cfg *rest.Config, conf *configv1alpha1.Configuration, role string, reg prometheus.Registerer, done chan<- error) (ctrl.Manager, error) {
+	roleConf := *conf
+	if err := managerapp.ApplyRole(&roleConf, role); err != nil {
+		return nil, err
+	}
+	opts := managerapp.Options(&roleConf, managerapp.NewScheme())
+	// A process may run one manager after another (the restart benchmark
+	// runs one per size, suites restart theirs); their controllers' names
+	// repeat.
+	opts.Controller.SkipNameValidation = ptr.To(true)
+	mgr, err := ctrl.NewManager(cfg, opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := managerapp.Setup(mgr, &roleConf, reg); err != nil {
+		return nil, err
+	}
+	go func() { done <- mgr.Start(ctx) }()
+	return mgr, nil
 }

@@ -5,6 +5,7 @@ package e2e
 
 import (
 	"context"
+	"os"
 	"testing"
 	"time"
 
@@ -20,16 +21,25 @@ import (
 	"github.com/inplace-dev/inplace/test/deploy"
 	"github.com/inplace-dev/inplace/test/framework"
 	"github.com/inplace-dev/inplace/test/simnode"
+	"github.com/inplace-dev/inplace/test/util"
 )
 
 var (
-	fw = &framework.Framework{Name: "e2e", FullCluster: true, Webhooks: true,
+	// The managers run as installed: two of them, each as its service
+	// account, electing their leaders, serving their metrics behind
+	// authentication; the apiserver enforces the owner references'
+	// permissions (as some clusters do) and records the managers' calls,
+	// which rbac_test.go compares with their Roles.
+	fw = &framework.Framework{Name: "e2e", FullCluster: true, Webhooks: true, LeaderElection: true, ServeMetrics: true,
 		Configure: func(c *configv1alpha1.Configuration) {
 			// Restarts here converge in about two seconds (ten on a loaded
 			// machine); the fallback spec waits this long for one that cannot.
 			c.Controller.InPlaceRestartTimeout = &metav1.Duration{Duration: 20 * time.Second}
+			// The audit writes its findings into the policies' status.
+			c.Policies.AuditInterval = &metav1.Duration{Duration: 2 * time.Second}
 		},
 	}
+	auditDir  string
 	cfg       *rest.Config
 	ctx       context.Context
 	k8sClient client.Client
@@ -48,13 +58,19 @@ func TestE2E(t *testing.T) {
 }
 
 var _ = BeforeSuite(func() {
+	var err error
+	auditDir, err = os.MkdirTemp("", "inplace-e2e-audit-")
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(os.RemoveAll, auditDir)
+	fw.APIServerFlags, err = util.AuditFlags(auditDir, managerUsers...)
+	Expect(err).NotTo(HaveOccurred())
+	fw.APIServerFlags["enable-admission-plugins"] = "OwnerReferencesPermissionEnforcement"
 	cfg = fw.Init()
 	ctx, k8sClient = fw.SetupClient(cfg)
 	fw.StartManager(cfg)
 	// Agents run as their Pods, under the admission policy that limits
 	// them to their own epoch annotation.
 	Expect(deploy.ApplyKustomization(ctx, k8sClient, deploy.AgentPolicy)).To(Succeed())
-	var err error
 	sim, err = simnode.Start(ctx, simnode.Options{
 		Client:         kubernetes.NewForConfigOrDie(cfg),
 		Nodes:          8,

@@ -42,6 +42,12 @@ type Framework struct {
 	// starts, over TLS, registered with the apiserver from
 	// config/webhook/manifests.yaml.
 	Webhooks bool
+	// LeaderElection runs the managers StartManager starts with leader
+	// election, each role under its Lease, as installed.
+	LeaderElection bool
+	// ServeMetrics serves each manager's metrics over HTTPS, with
+	// authentication and authorization, as installed, at MetricsURL.
+	ServeMetrics bool
 	// Configure, if set, edits the manager configuration before start.
 	Configure func(*configv1alpha1.Configuration)
 
@@ -51,8 +57,7 @@ type Framework struct {
 	// NoCRDs leaves the CRDs out of Init, for suites that install them as
 	// a user does.
 	NoCRDs bool
-	// APIServerFlags are set on envtest's kube-apiserver (not with
-	// FullCluster).
+	// APIServerFlags are set on the kube-apiserver.
 	APIServerFlags map[string]string
 
 	// Cluster is the running local cluster when FullCluster is set.
@@ -65,8 +70,9 @@ type Framework struct {
 	writesMu    sync.Mutex
 	writes      []string
 	webhookPort int
+	metricsURLs map[string]string
 	webhookDir  string
-	metrics     *prometheus.Registry
+	metrics     prometheus.Gatherers
 }
 
 // Scheme knows the built-in types and the JobSet API.
@@ -90,7 +96,7 @@ func (f *Framework) Init() *rest.Config {
 	crds := []string{filepath.Join(root, "config", "crd", "bases")}
 
 	if f.FullCluster {
-		f.Cluster, err = cluster.Start(context.Background(), cluster.Options{Name: f.Name, RealNodes: f.RealNodes})
+		f.Cluster, err = cluster.Start(context.Background(), cluster.Options{Name: f.Name, RealNodes: f.RealNodes, APIServerFlags: f.APIServerFlags})
 		gomega.Expect(err).NotTo(gomega.HaveOccurred(), "starting the local cluster")
 		if f.NoCRDs {
 			return rest.CopyConfig(f.Cluster.Config)

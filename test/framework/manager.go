@@ -2,7 +2,9 @@ package framework
 
 import (
 	"context"
+	"fmt"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -17,19 +19,25 @@ import (
 
 	configv1alpha1 "github.com/inplace-dev/inplace/api/config/v1alpha1"
 	managerapp "github.com/inplace-dev/inplace/cmd/manager/app"
+	"github.com/inplace-dev/inplace/test/cluster"
 	"github.com/inplace-dev/inplace/test/deploy"
 )
 
 // StartManager runs inplace-manager in-process, built by the same calls as
-// cmd/manager, with leader election and the metrics and probe endpoints
-// off; on the full cluster it authenticates as the service account of
-// config/rbac, with no more rights than config/rbac grants. It returns once the caches are synced; StopManager stops it.
+// cmd/manager, with the metrics and probe endpoints off and leader
+// election as LeaderElection says. On the full cluster it runs as
+// installed: the JobSet controller and the admission server as two
+// managers, each authenticating as its service account with no more rights
+// than config/rbac grants it; on envtest, one manager of both roles as the
+// admin. It returns once the caches are synced; StopManager stops it.
 func (f *Framework) StartManager(cfg *rest.Config) {
 	ginkgo.GinkgoHelper()
 	ctrl.SetLogger(zap.New(zap.WriteTo(ginkgo.GinkgoWriter), zap.UseDevMode(true)))
 	conf, err := configv1alpha1.Load("")
 	gomega.Expect(err).NotTo(gomega.HaveOccurred())
-	conf.LeaderElection.LeaderElect = ptr.To(false)
+	conf.LeaderElection.LeaderElect = ptr.To(f.LeaderElection)
+	// In the namespace of the service accounts' Leases.
+	conf.LeaderElection.ResourceNamespace = deploy.ManagerNamespace
 	conf.Metrics.BindAddress = "0"
 	conf.Health.ProbeBindAddress = "0"
 	conf.Webhook.Disabled = !f.Webhooks
@@ -40,51 +48,88 @@ func (f *Framework) StartManager(cfg *rest.Config) {
 		f.Configure(conf)
 	}
 
-	mgrCfg := rest.CopyConfig(cfg)
+	roles := []string{managerapp.RoleAll}
 	if f.FullCluster {
-		// On the full cluster the manager runs as its own service account
-		// with the RBAC of config/rbac, as it does when installed.
-		var err error
-		mgrCfg, err = deploy.ManagerConfig(context.Background(), cfg, 24*time.Hour)
-		gomega.Expect(err).NotTo(gomega.HaveOccurred())
+		roles = deploy.Roles(conf)
 	}
-	mgrCfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
-		return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
-			// Writes to the webhook configurations (the caBundle of
-			// self-signed certificates) are setup, not reconciliation.
-			if req.Method != http.MethodGet && !strings.Contains(req.URL.Path, "/admissionregistration.k8s.io/") {
-				f.writesMu.Lock()
-				f.writes = append(f.writes, req.Method+" "+req.URL.Path)
-				f.writesMu.Unlock()
-			}
-			return rt.RoundTrip(req)
-		})
-	})
-	opts := managerapp.Options(conf, managerapp.NewScheme())
-	// The suite starts several managers in one process over its life.
-	opts.Controller.SkipNameValidation = ptr.To(true)
-	mgr, err := ctrl.NewManager(mgrCfg, opts)
-	gomega.Expect(err).NotTo(gomega.HaveOccurred())
-	f.metrics = prometheus.NewRegistry()
-	gomega.Expect(managerapp.Setup(mgr, conf, f.metrics)).To(gomega.Succeed())
-
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer ginkgo.GinkgoRecover()
-		defer close(done)
-		gomega.Expect(mgr.Start(ctx)).To(gomega.Succeed())
-	}()
+	done := make(chan error, len(roles))
+	f.metrics = nil
+	var mgrs []ctrl.Manager
+	for _, role := range roles {
+		mgrCfg := rest.CopyConfig(cfg)
+		if f.FullCluster {
+			mgrCfg, err = deploy.ManagerConfig(context.Background(), cfg, deploy.ServiceAccount(role), 24*time.Hour)
+			gomega.Expect(err).NotTo(gomega.HaveOccurred())
+		}
+		mgrCfg.Wrap(f.recordWrites)
+		reg := prometheus.NewRegistry()
+		f.metrics = append(f.metrics, reg)
+		roleConf := *conf
+		if f.ServeMetrics {
+			roleConf.Metrics.BindAddress = f.metricsAddress(role)
+		}
+		mgr, err := deploy.StartManager(ctx, mgrCfg, &roleConf, role, reg, done)
+		gomega.Expect(err).NotTo(gomega.HaveOccurred())
+		mgrs = append(mgrs, mgr)
+	}
 	f.stopManager = func() {
 		cancel()
-		gomega.Eventually(done).WithTimeout(30 * time.Second).Should(gomega.BeClosed())
+		for range roles {
+			var err error
+			gomega.Eventually(done).WithTimeout(30 * time.Second).Should(gomega.Receive(&err))
+			gomega.Expect(err).NotTo(gomega.HaveOccurred())
+		}
 	}
 	syncCtx, syncCancel := context.WithTimeout(ctx, 30*time.Second)
 	defer syncCancel()
-	gomega.Expect(mgr.GetCache().WaitForCacheSync(syncCtx)).To(gomega.BeTrue(), "manager caches did not sync")
+	for _, mgr := range mgrs {
+		gomega.Expect(mgr.GetCache().WaitForCacheSync(syncCtx)).To(gomega.BeTrue(), "manager caches did not sync")
+	}
 	if f.Webhooks {
 		f.waitForWebhooks(cfg)
 	}
+}
+
+// metricsAddress picks, once per role, the local port its manager serves
+// metrics on.
+func (f *Framework) metricsAddress(role string) string {
+	ginkgo.GinkgoHelper()
+	if f.metricsURLs == nil {
+		f.metricsURLs = map[string]string{}
+	}
+	if _, ok := f.metricsURLs[role]; !ok {
+		ports, err := cluster.FreePorts(1)
+		gomega.Expect(err).NotTo(gomega.HaveOccurred())
+		f.metricsURLs[role] = fmt.Sprintf("https://127.0.0.1:%d/metrics", ports[0])
+	}
+	u, err := url.Parse(f.metricsURLs[role])
+	gomega.Expect(err).NotTo(gomega.HaveOccurred())
+	return u.Host
+}
+
+// MetricsURL is where the manager of role (see deploy.Roles) serves its
+// metrics, with ServeMetrics.
+func (f *Framework) MetricsURL(role string) string {
+	ginkgo.GinkgoHelper()
+	u, ok := f.metricsURLs[role]
+	gomega.Expect(ok).To(gomega.BeTrue(), "no manager of role %s serves metrics", role)
+	return u
+}
+
+// recordWrites wraps a manager's transport to record its writes for
+// ManagerWrites.
+func (f *Framework) recordWrites(rt http.RoundTripper) http.RoundTripper {
+	return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
+		// Writes to the webhook configurations (the caBundle of
+		// self-signed certificates) are setup, not reconciliation.
+		if req.Method != http.MethodGet && !strings.Contains(req.URL.Path, "/admissionregistration.k8s.io/") {
+			f.writesMu.Lock()
+			f.writes = append(f.writes, req.Method+" "+req.URL.Path)
+			f.writesMu.Unlock()
+		}
+		return rt.RoundTrip(req)
+	})
 }
 
 // ManagerWrites lists the requests other than GET (creates, updates,

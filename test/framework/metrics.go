@@ -6,13 +6,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// Metrics is the registry of the manager StartManager last started. Each
-// manager registers its metrics on a registry of its own, so a suite reads
-// what its manager counted and nothing another manager in the same process
-// (or a parallel process on the same cluster) did.
+// Metrics gathers the registries of the managers StartManager last
+// started. Each manager registers its metrics on a registry of its own, so
+// a suite reads what its managers counted and nothing another manager in
+// the same process (or a parallel process on the same cluster) did.
 func (f *Framework) Metrics() prometheus.Gatherer {
 	ginkgo.GinkgoHelper()
-	gomega.Expect(f.metrics).NotTo(gomega.BeNil(), "no manager started")
+	gomega.Expect(f.metrics).NotTo(gomega.BeEmpty(), "no manager started")
 	return f.metrics
 }
 

@@ -25,7 +25,7 @@ spec:
       annotations:
         checksum/config: {{ include "inplace.config" .root | sha256sum }}
     spec:
-      serviceAccountName: inplace-manager
+      serviceAccountName: {{ .name }}
       priorityClassName: {{ .root.Values.manager.priorityClass.name }}
       terminationGracePeriodSeconds: 10
       securityContext:

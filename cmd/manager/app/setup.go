@@ -31,6 +31,7 @@ import (
 	"github.com/inplace-dev/inplace/policies"
 	"github.com/inplace-dev/inplace/policies/reconciler"
 	"github.com/inplace-dev/inplace/webhook"
+	"github.com/inplace-dev/inplace/webhook/selfsigned"
 )
 
 // NewScheme returns a scheme with the built-in types and the JobSet API.
@@ -42,8 +43,12 @@ func NewScheme() *runtime.Scheme {
 	return s
 }
 
-// Leader election needs Leases only in the manager's own namespace.
-// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete,namespace=inplace-system
+// Leader election reads, takes and renews (and on a clean stop, releases)
+// a Lease in the manager's own namespace, and records an Event there when
+// it becomes leader.
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;create;update,namespace=inplace-system
+// +kubebuilder:rbac:groups="",resources=events,verbs=create,namespace=inplace-system
+// The metrics endpoint authenticates and authorizes its scrapers.
 // +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
 // +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
 
@@ -195,7 +200,7 @@ func selfSign(mgr ctrl.Manager, cfg *configv1alpha1.Configuration) error {
 		}
 		hosts = []string{WebhookServiceName, WebhookServiceName + "." + ns, WebhookServiceName + "." + ns + ".svc", "localhost", "127.0.0.1"}
 	}
-	certs, err := webhook.NewSelfSigned(cfg.Webhook.CertDir, hosts, 0)
+	certs, err := selfsigned.New(cfg.Webhook.CertDir, hosts, 0)
 	if err != nil {
 		return fmt.Errorf("writing self-signed webhook certificates: %w", err)
 	}
@@ -218,7 +223,7 @@ func selfSign(mgr ctrl.Manager, cfg *configv1alpha1.Configuration) error {
 // then renews the serving certificate it signs until the manager stops.
 type caWriter struct {
 	client               client.Client
-	certs                *webhook.SelfSigned
+	certs                *selfsigned.Certificates
 	mutating, validating string
 	done                 atomic.Bool
 }
@@ -231,7 +236,7 @@ func (w *caWriter) Start(ctx context.Context) error {
 	// cap, which wait.ExponentialBackoffWithContext takes for giving up.
 	backoff := wait.Backoff{Duration: 200 * time.Millisecond, Factor: 2, Steps: 1 << 30, Cap: 10 * time.Second}
 	err := backoff.DelayFunc().Until(ctx, true, true, func(ctx context.Context) (bool, error) {
-		if err := webhook.PatchCABundle(ctx, w.client, w.certs.CA(), w.mutating, w.validating); err != nil {
+		if err := selfsigned.PatchCABundle(ctx, w.client, w.certs.CA(), w.mutating, w.validating); err != nil {
 			log.Error(err, "writing the webhook CA; retrying")
 			return false, nil
 		}

@@ -22,8 +22,8 @@ import (
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
 	"github.com/inplace-dev/inplace/test/cluster"
 	"github.com/inplace-dev/inplace/test/util"
-	"github.com/inplace-dev/inplace/webhook"
 	"github.com/inplace-dev/inplace/webhook/certs"
+	"github.com/inplace-dev/inplace/webhook/selfsigned"
 )
 
 const (
@@ -125,7 +125,7 @@ func issueAsCertManager() {
 		Type:       corev1.SecretTypeTLS,
 		Data:       map[string][]byte{"tls.crt": crt, "tls.key": key, "ca.crt": ca.PEM},
 	})).To(Succeed())
-	Expect(webhook.PatchCABundle(ctx, k8sClient, ca.PEM, mutatingWebhook, validatingWebhook)).To(Succeed())
+	Expect(selfsigned.PatchCABundle(ctx, k8sClient, ca.PEM, mutatingWebhook, validatingWebhook)).To(Succeed())
 }
 
 // killManager kills the leading JobSet controller's container with

@@ -10,17 +10,20 @@ import (
 	testdeploy "github.com/inplace-dev/inplace/test/deploy"
 )
 
-// TestManagerRBACIsLeastPrivilege reads the Roles of config/rbac: no
-// wildcards, no Secrets, no verbs that grant more than the role holds, and
-// Leases only in the manager's namespace. That the rules are enough is
-// shown by the suites that run the manager with them.
+// TestManagerRBACIsLeastPrivilege reads the Roles of config/rbac and
+// config/selfsigned: no wildcards, no Secrets, no verbs that grant more
+// than the role holds, Leases only in the manager's namespace, and the
+// admission server writes nothing but Events, its policies' status and,
+// without cert-manager, its own webhook configurations. That the rules are
+// enough, and no more than the code uses, is shown by the e2e suite, which
+// runs the managers with them and compares their calls with the rules.
 func TestManagerRBACIsLeastPrivilege(t *testing.T) {
-	objs, err := testdeploy.Objects("config/rbac/role.yaml")
+	objs, err := testdeploy.Objects("config/rbac/role.yaml", "config/rbac/webhook_role.yaml", "config/selfsigned/cabundle_role.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(objs) == 0 {
-		t.Fatal("config/rbac/role.yaml holds no role")
+	if len(objs) != 5 {
+		t.Fatalf("want the ClusterRole and Role of each Deployment and the CA writer's ClusterRole, got %d objects", len(objs))
 	}
 	for _, u := range objs {
 		var rules []rbacv1.PolicyRule
@@ -64,8 +67,18 @@ func TestManagerRBACIsLeastPrivilege(t *testing.T) {
 			if u.GetKind() == "ClusterRole" && slices.Contains(rule.Resources, "leases") {
 				t.Errorf("ClusterRole %s: Leases belong in the namespaced Role", u.GetName())
 			}
-			if slices.Contains(rule.Resources, "mutatingwebhookconfigurations") && len(rule.ResourceNames) == 0 {
-				t.Errorf("ClusterRole %s: webhook configurations only by name: %v", u.GetName(), rule)
+			if slices.Contains(rule.Resources, "mutatingwebhookconfigurations") && (len(rule.ResourceNames) == 0 || u.GetName() != "inplace-webhook-cabundle") {
+				t.Errorf("ClusterRole %s: webhook configurations only by name, and only in the role an install without cert-manager binds: %v", u.GetName(), rule)
+			}
+			if u.GetName() == "inplace-webhook" && u.GetKind() == "ClusterRole" {
+				for _, res := range rule.Resources {
+					writable := res == "events" || res == "jobsetpolicies/status"
+					for _, verb := range rule.Verbs {
+						if !writable && !slices.Contains([]string{"get", "list", "watch"}, verb) && !slices.Contains(rule.APIGroups, "authentication.k8s.io") && !slices.Contains(rule.APIGroups, "authorization.k8s.io") {
+							t.Errorf("ClusterRole inplace-webhook: the admission server writes no %s: %v", res, rule)
+						}
+					}
+				}
 			}
 		}
 	}

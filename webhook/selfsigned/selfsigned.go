@@ -1,4 +1,4 @@
-package webhook
+package selfsigned
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 	"github.com/inplace-dev/inplace/webhook/certs"
 )
 
-// SelfSigned is a CA held in memory and the serving certificate it signs,
+// Certificates are a CA held in memory and the serving certificate it signs,
 // written into Dir, where the webhook server reads (and watches) them.
 // This is for clusters without cert-manager: the local cluster and tests,
 // and kustomize's and Helm's installs without it. The CA lives ten years
@@ -22,7 +22,7 @@ import (
 // signed again before it expires (Renew), by the same CA, so the caBundle
 // never changes while the process runs and the server picks up the new
 // pair without a restart.
-type SelfSigned struct {
+type Certificates struct {
 	Dir   string
 	Hosts []string
 	// Lifetime of the serving certificate; 0 means a year.
@@ -32,13 +32,13 @@ type SelfSigned struct {
 	expires time.Time
 }
 
-// NewSelfSigned creates the CA and writes a first serving certificate.
-func NewSelfSigned(dir string, hosts []string, lifetime time.Duration) (*SelfSigned, error) {
+// New creates the CA and writes a first serving certificate.
+func New(dir string, hosts []string, lifetime time.Duration) (*Certificates, error) {
 	ca, err := certs.NewCA("inplace-webhook-ca")
 	if err != nil {
 		return nil, err
 	}
-	s := &SelfSigned{Dir: dir, Hosts: hosts, Lifetime: lifetime, ca: ca}
+	s := &Certificates{Dir: dir, Hosts: hosts, Lifetime: lifetime, ca: ca}
 	if s.Lifetime <= 0 {
 		s.Lifetime = 365 * 24 * time.Hour
 	}
@@ -52,10 +52,10 @@ func NewSelfSigned(dir string, hosts []string, lifetime time.Duration) (*SelfSig
 }
 
 // CA is the PEM of the CA, for the caBundle.
-func (s *SelfSigned) CA() []byte { return s.ca.PEM }
+func (s *Certificates) CA() []byte { return s.ca.PEM }
 
 // sign issues a serving certificate and writes it.
-func (s *SelfSigned) sign() error {
+func (s *Certificates) sign() error {
 	cert, key, err := s.ca.Sign(certs.Leaf{CommonName: s.Hosts[0], Hosts: s.Hosts, Lifetime: s.Lifetime})
 	if err != nil {
 		return err
@@ -96,11 +96,11 @@ func writeAtomically(path string, data []byte) error {
 
 // renewAt is when the serving certificate is signed again: with a third
 // of its life left, so that a failed attempt has time to be retried.
-func (s *SelfSigned) renewAt() time.Time { return s.expires.Add(-s.Lifetime / 3) }
+func (s *Certificates) renewAt() time.Time { return s.expires.Add(-s.Lifetime / 3) }
 
 // Renew signs the serving certificate again whenever two thirds of its
 // life have passed, until ctx ends.
-func (s *SelfSigned) Renew(ctx context.Context) error {
+func (s *Certificates) Renew(ctx context.Context) error {
 	for {
 		t := time.NewTimer(time.Until(s.renewAt()))
 		select {
@@ -118,20 +118,14 @@ func (s *SelfSigned) Renew(ctx context.Context) error {
 	}
 }
 
-// WriteSelfSignedCerts creates a CA and a serving certificate valid for a
-// year for hosts, writes tls.crt, tls.key and ca.crt into dir, and returns
-// the CA: for those that need no renewal (tests, short-lived tools).
-func WriteSelfSignedCerts(dir string, hosts []string) ([]byte, error) {
-	s, err := NewSelfSigned(dir, hosts, 0)
-	if err != nil {
-		return nil, err
-	}
-	return s.CA(), nil
-}
-
 // Only the two configurations inplace ships (their default names); a
 // configuration renamed in the manager's config needs its name here too.
-// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=mutatingwebhookconfigurations;validatingwebhookconfigurations,verbs=get;patch,resourceNames=inplace-mutating-webhook;inplace-validating-webhook
+// make manifests writes this right into config/selfsigned (and Helm grants
+// it without cert-manager only): with cert-manager, its cainjector writes
+// the caBundle and the admission server needs no write to its own
+// configurations.
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=mutatingwebhookconfigurations,verbs=get;patch,resourceNames=inplace-mutating-webhook
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingwebhookconfigurations,verbs=get;patch,resourceNames=inplace-validating-webhook
 
 // PatchCABundle sets caBundle on every webhook of the named mutating and
 // validating configurations.

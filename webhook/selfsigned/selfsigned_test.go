@@ -1,4 +1,4 @@
-package webhook
+package selfsigned
 
 import (
 	"bytes"
@@ -18,7 +18,7 @@ import (
 // restart, no new caBundle.
 func TestSelfSignedServingCertificateIsRenewed(t *testing.T) {
 	dir := t.TempDir()
-	s, err := NewSelfSigned(dir, []string{"127.0.0.1"}, 3*time.Second)
+	s, err := New(dir, []string{"127.0.0.1"}, 3*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
