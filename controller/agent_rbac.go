@@ -46,9 +46,12 @@ func agentRole(namespace string, broadcasts []string) *rbacv1.Role {
 	}
 }
 
+// agentRules let an agent watch its JobSet's broadcast, by name: the one
+// call it makes on ConfigMaps (a watch from the API server's cache, with a
+// field selector on the name, never a get or a list).
 func agentRules(broadcasts []string) []rbacv1.PolicyRule {
 	return []rbacv1.PolicyRule{
-		{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list", "watch"}, ResourceNames: broadcasts},
+		{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"watch"}, ResourceNames: broadcasts},
 	}
 }
 

@@ -33,19 +33,21 @@ type agentRBACReconciler struct {
 	client client.Client
 }
 
+// agentGrantObjects selects the agents' Role and RoleBindings by name.
+var agentGrantObjects = predicate.NewPredicateFuncs(func(o client.Object) bool {
+	return o.GetName() == AgentRoleName || o.GetName() == AgentPodsBindingName
+})
+
 // setupAgentRBAC registers the agents' grants controller with mgr.
 func setupAgentRBAC(mgr ctrl.Manager) error {
 	r := &agentRBACReconciler{client: mgr.GetClient()}
 	toNamespace := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 		return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: o.GetNamespace(), Name: AgentRoleName}}}
 	})
-	agentRole := predicate.NewPredicateFuncs(func(o client.Object) bool {
-		return o.GetName() == AgentRoleName || o.GetName() == AgentPodsBindingName
-	})
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(AgentRBACControllerName).
-		For(&rbacv1.Role{}, builder.WithPredicates(agentRole)).
-		Watches(&rbacv1.RoleBinding{}, toNamespace, builder.WithPredicates(agentRole)).
+		For(&rbacv1.Role{}, builder.WithPredicates(agentGrantObjects)).
+		Watches(&rbacv1.RoleBinding{}, toNamespace, builder.WithPredicates(agentGrantObjects)).
 		// What the grants depend on: which JobSets exist, their restart
 		// strategy, the annotation that turns in-place restarts off, the
 		// Pods' service accounts. Status updates change none of it.

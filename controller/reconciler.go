@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -21,6 +22,7 @@ import (
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -138,6 +140,9 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		// Pods matter to BlockingRecreate, which waits for the Pods of the
 		// previous attempt to disappear, and to the epoch protocol.
 		Watches(&corev1.Pod{}, batched(opts.UpdateBatchPeriod, jobSetOfPod, podSignal, r.jobSetState, r.children.PodEvent)).
+		// A new InPlaceRestart JobSet's Jobs wait for its agents' grants.
+		Watches(&rbacv1.Role{}, r.newJobSetsOfNamespace(), builder.WithPredicates(agentGrantObjects)).
+		Watches(&rbacv1.RoleBinding{}, r.newJobSetsOfNamespace(), builder.WithPredicates(agentGrantObjects)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles}).
 		Complete(r)
 }
@@ -194,6 +199,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		defer release()
 		return decide.Decide(effective, obs, metav1.NewTime(now), r.opts.InPlaceRestartTimeout)
 	}()
+	if err := r.awaitAgentGrants(ctx, effective, &p, now); err != nil {
+		return ctrl.Result{}, err
+	}
 
 	if err := r.act(ctx, &js, &p); err != nil {
 		if namespaceTerminating(err) {

@@ -70,4 +70,5 @@ const (
 	ReasonPVCCreationFailed         = "PVCCreationFailed"
 	ReasonTTLExpired                = "TTLAfterFinishedExpired"
 	ReasonBroadcastConflict         = "BroadcastConfigMapConflict"
+	ReasonAgentGrantsMissing        = "AgentGrantsMissing"
 )

@@ -37,9 +37,6 @@ import (
 var (
 	controllerUser = util.ServiceAccountUser(deploy.ManagerNamespace, deploy.ManagerServiceAccount)
 	webhookUser    = util.ServiceAccountUser(deploy.ManagerNamespace, deploy.WebhookServiceAccount)
-	// managerUsers are the users whose calls the apiserver's audit log
-	// records.
-	managerUsers = []string{controllerUser, webhookUser}
 )
 
 // impliedRights are granted for a check the apiserver makes on another
@@ -222,6 +219,16 @@ deny contains "e2e: every JobSet is reported" if input.object.kind == "JobSet"
 		Expect(k8sClient.Create(ctx, second)).To(Succeed())
 		expectRunning(second, 4, 1)
 
+		By("an agent that crashes alone: restarted, it reads its own Pod to resume its epoch")
+		crashed := podsOf(second)[1]
+		annotate(crashed, simnode.CrashAnnotation, "agent")
+		Eventually(func(g Gomega) {
+			var p corev1.Pod
+			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(&crashed), &p)).To(Succeed())
+			g.Expect(p.Status.InitContainerStatuses).To(ContainElement(And(HaveField("Name", "inplace-agent"), HaveField("RestartCount", int32(1)))))
+		}).WithTimeout(timeout).Should(Succeed())
+		expectRunning(second, 4, 1)
+
 		By("suspending a JobSet that ran, and resuming it with a changed template")
 		util.UpdateJobSet(ctx, k8sClient, first, func(js *jobset.JobSet) { js.Spec.Suspend = ptr.To(true) })
 		Eventually(func(g Gomega) {
@@ -275,6 +282,9 @@ deny contains "e2e: every JobSet is reported" if input.object.kind == "JobSet"
 			g.Expect(observed(events, decide.ReasonFatalExitPodDeleted)).NotTo(BeZero())
 		}).WithTimeout(timeout).Should(Succeed())
 
+		var agentRole rbacv1.Role
+		Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns.Name, Name: controller.AgentRoleName}, &agentRole)).To(Succeed())
+
 		By("deleting the InPlaceRestart JobSets: the agents' Role goes")
 		for _, js := range []*jobset.JobSet{first, second, squatted, fatal, claimed, recreated} {
 			Expect(k8sClient.Delete(ctx, js)).To(Succeed())
@@ -283,26 +293,30 @@ deny contains "e2e: every JobSet is reported" if input.object.kind == "JobSet"
 			return apierrors.IsNotFound(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns.Name, Name: controller.AgentRoleName}, &rbacv1.Role{}))
 		}).WithTimeout(timeout).Should(BeTrue())
 
-		By("comparing every call each manager made with its Roles")
+		By("comparing every call each manager and the agents made with their Roles")
 		calls, err := util.ReadCalls(util.AuditLog(auditDir))
 		Expect(err).NotTo(HaveOccurred())
 		for _, who := range []struct {
-			user  string
-			files []string
+			users string
+			rules []rbacv1.PolicyRule
 		}{
-			{controllerUser, []string{"config/rbac/role.yaml"}},
-			{webhookUser, []string{"config/rbac/webhook_role.yaml", "config/selfsigned/cabundle_role.yaml"}},
+			{controllerUser, rulesOf("config/rbac/role.yaml")},
+			{webhookUser, rulesOf("config/rbac/webhook_role.yaml", "config/selfsigned/cabundle_role.yaml")},
+			// This namespace's agents: the Role the controller made for
+			// them, the ClusterRole it bound.
+			{util.ServiceAccountUser(ns.Name, ""), append(agentRole.Rules, rulesOf("config/agent/cluster-role.yaml")...)},
 		} {
-			of := util.CallsOf(calls, who.user)
-			Expect(util.Denied(of)).To(BeEmpty(), "%s: calls its Roles do not grant", who.user)
+			of := util.CallsOf(calls, who.users)
+			Expect(of).NotTo(BeEmpty(), "no call of %s* in the audit log", who.users)
+			Expect(util.Denied(of)).To(BeEmpty(), "%s*: calls its Roles do not grant", who.users)
 			var unused []string
-			for _, r := range util.Rights(rulesOf(who.files...)) {
+			for _, r := range util.Rights(who.rules) {
 				if _, ok := impliedRights[r]; ok || listedByWatch(r, of) || slices.ContainsFunc(of, r.Uses) {
 					continue
 				}
 				unused = append(unused, r.String())
 			}
-			Expect(unused).To(BeEmpty(), "%s: rights no call used; narrow the RBAC markers, or exercise them here", who.user)
+			Expect(unused).To(BeEmpty(), "%s*: rights no call used; narrow the RBAC markers, or exercise them here", who.users)
 		}
 	})
 })

@@ -22,6 +22,7 @@ import (
 	"github.com/inplace-dev/inplace/test/framework"
 	"github.com/inplace-dev/inplace/test/simnode"
 	"github.com/inplace-dev/inplace/test/util"
+	"k8s.io/apiserver/pkg/authentication/serviceaccount"
 )
 
 var (
@@ -62,7 +63,8 @@ var _ = BeforeSuite(func() {
 	auditDir, err = os.MkdirTemp("", "inplace-e2e-audit-")
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(os.RemoveAll, auditDir)
-	fw.APIServerFlags, err = util.AuditFlags(auditDir, managerUsers...)
+	// The managers' calls and the agents'.
+	fw.APIServerFlags, err = util.AuditFlags(auditDir, serviceaccount.AllServiceAccountsGroup)
 	Expect(err).NotTo(HaveOccurred())
 	fw.APIServerFlags["enable-admission-plugins"] = "OwnerReferencesPermissionEnforcement"
 	cfg = fw.Init()

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
@@ -15,14 +16,14 @@ import (
 )
 
 // AuditFlags make the apiserver write, to dir/audit.log, one line per
-// request that users send (a watch as it begins, any other request as it
-// completes), without bodies: who sent it, its verb, its object and its
-// response code.
-func AuditFlags(dir string, users ...string) (map[string]string, error) {
+// request that the users of groups send (a watch as it begins, any other
+// request as it completes), without bodies: who sent it, its verb, its
+// object, its response code and the authorizer's decision.
+func AuditFlags(dir string, groups ...string) (map[string]string, error) {
 	policy := auditv1.Policy{
 		OmitStages: []auditv1.Stage{auditv1.StageRequestReceived},
 		Rules: []auditv1.PolicyRule{
-			{Level: auditv1.LevelMetadata, Users: users},
+			{Level: auditv1.LevelMetadata, UserGroups: groups},
 			{Level: auditv1.LevelNone},
 		},
 	}
@@ -59,6 +60,8 @@ type Call struct {
 	Namespace   string
 	Name        string
 	Code        int32
+	// Received is when the apiserver received the call.
+	Received time.Time
 	// Denied is set when authorization refused the call (not admission,
 	// nor a namespace being deleted, which also answer 403).
 	Denied bool
@@ -72,7 +75,7 @@ func (c Call) String() string {
 	if c.APIGroup != "" {
 		res += "." + c.APIGroup
 	}
-	return fmt.Sprintf("%s %s %s/%s: %d", c.User, c.Verb, res, c.Name, c.Code)
+	return fmt.Sprintf("%s %s %s %s/%s: %d", c.Received.Format("15:04:05.000"), c.User, c.Verb, res, c.Name, c.Code)
 }
 
 // ReadCalls reads the resource requests of an audit log.
@@ -101,6 +104,7 @@ func ReadCalls(path string) ([]Call, error) {
 			User: ev.User.Username, Verb: ev.Verb,
 			APIGroup: ev.ObjectRef.APIGroup, Resource: ev.ObjectRef.Resource, Subresource: ev.ObjectRef.Subresource,
 			Namespace: ev.ObjectRef.Namespace, Name: ev.ObjectRef.Name,
+			Received: ev.RequestReceivedTimestamp.Time,
 		}
 		if ev.ResponseStatus != nil {
 			c.Code = ev.ResponseStatus.Code
@@ -183,11 +187,11 @@ func Denied(calls []Call) []string {
 	return slices.Compact(denied)
 }
 
-// CallsOf returns the calls user sent.
-func CallsOf(calls []Call, user string) []Call {
+// CallsOf returns the calls the users sent whose names begin with prefix.
+func CallsOf(calls []Call, prefix string) []Call {
 	var of []Call
 	for _, c := range calls {
-		if c.User == user {
+		if strings.HasPrefix(c.User, prefix) {
 			of = append(of, c)
 		}
 	}
