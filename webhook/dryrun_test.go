@@ -2,11 +2,15 @@ package webhook
 
 import (
 	"context"
+	"strings"
 	"testing"
+	"unicode/utf8"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
 
+	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
 	"github.com/inplace-dev/inplace/policies"
 )
 
@@ -44,5 +48,32 @@ func TestDryRunPolicyRecordsAnEventOnlyOutsideDryRun(t *testing.T) {
 				t.Errorf("%d Events recorded, want %d", got, tc.wantEvents)
 			}
 		})
+	}
+}
+
+// A DryRun policy's messages go into one Event, related to the policy: the
+// Event recorder would count Events of one JobSet and reason as a series
+// and keep the first note only. A note is cut to what an Event may hold.
+func TestDryRunEventPerPolicy(t *testing.T) {
+	recorder := events.NewFakeRecorder(10)
+	js := &jobset.JobSet{ObjectMeta: metav1.ObjectMeta{Name: "js", Namespace: "ns"}}
+	long := strings.Repeat("é", maxEventNote)
+	recordDryRun(recorder, js, []policies.Violation{
+		{Policy: "a", Message: "first"}, {Policy: "b", Message: long}, {Policy: "a", Message: "second"},
+	})
+	close(recorder.Events)
+	var got []string
+	for e := range recorder.Events {
+		got = append(got, e)
+	}
+	if len(got) != 2 {
+		t.Fatalf("events %q, want one per policy", got)
+	}
+	if want := "Warning PolicyViolationDryRun a: first; second"; got[0] != want {
+		t.Errorf("event %q, want %q", got[0], want)
+	}
+	note := strings.TrimPrefix(got[1], "Warning PolicyViolationDryRun ")
+	if len(note) > maxEventNote || !strings.HasSuffix(note, "... (cut)") || !utf8.ValidString(note) {
+		t.Errorf("note of %d bytes, valid UTF-8 %v, ending %q: want at most %d, cut, valid", len(note), utf8.ValidString(note), note[len(note)-12:], maxEventNote)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
@@ -14,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -23,6 +25,7 @@ import (
 
 	configv1alpha1 "github.com/inplace-dev/inplace/api/config/v1alpha1"
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
+	policyv1alpha1 "github.com/inplace-dev/inplace/api/policy/v1alpha1"
 	"github.com/inplace-dev/inplace/policies"
 	"github.com/inplace-dev/inplace/webhook/inject"
 )
@@ -330,9 +333,7 @@ func (v *Validator) handle(ctx context.Context, req admission.Request) admission
 			if js.Namespace == "" {
 				js.Namespace = req.Namespace
 			}
-			for _, viol := range d.DryRun {
-				v.opts.Recorder.Eventf(js, nil, corev1.EventTypeWarning, "PolicyViolationDryRun", "Admit", "%s", viol.String())
-			}
+			recordDryRun(v.opts.Recorder, js, d.DryRun)
 		}
 	}
 	if len(d.Denied) > 0 {
@@ -340,6 +341,34 @@ func (v *Validator) handle(ctx context.Context, req admission.Request) admission
 		return resp.WithWarnings(warnings...)
 	}
 	return admission.Allowed("").WithWarnings(warnings...)
+}
+
+// maxEventNote is the most an Event's note may hold (events.k8s.io/v1).
+const maxEventNote = 1024
+
+// recordDryRun records one PolicyViolationDryRun Event per DryRun policy
+// that js violates, related to that policy, with its messages joined. The
+// Event recorder counts Events of one object, reason and related object as
+// one series and keeps the first note only: an Event per message would
+// lose all but a policy's first.
+func recordDryRun(recorder events.EventRecorder, js *jobset.JobSet, violations []policies.Violation) {
+	var order []string
+	byPolicy := map[string][]string{}
+	for _, viol := range violations {
+		if _, seen := byPolicy[viol.Policy]; !seen {
+			order = append(order, viol.Policy)
+		}
+		byPolicy[viol.Policy] = append(byPolicy[viol.Policy], viol.Message)
+	}
+	for _, name := range order {
+		note := name + ": " + strings.Join(byPolicy[name], "; ")
+		if len(note) > maxEventNote {
+			const cut = "... (cut)"
+			note = strings.ToValidUTF8(note[:maxEventNote-len(cut)], "") + cut
+		}
+		policy := &policyv1alpha1.JobSetPolicy{ObjectMeta: metav1.ObjectMeta{Name: name}}
+		recorder.Eventf(js, policy, corev1.EventTypeWarning, "PolicyViolationDryRun", "Admit", "%s", note)
+	}
 }
 
 // ratchet lets an update through the violations the stored JobSet had

@@ -48,11 +48,10 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
 // The audit reads JobSets from the cache; it never writes one.
 // +kubebuilder:rbac:groups=jobset.x-k8s.io,resources=jobsets,verbs=list;watch
-// The policies' Events (a policy failing, a violation in dry run). No
-// patch: the recorder patches an Event only to count it again for the
-// same object at the same resourceVersion, which these never are (a
-// create's object has a new UID each time).
-// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create
+// The policies' Events (a policy failing, a violation in dry run); patch
+// counts one again when the same version of a JobSet is admitted again (a
+// no-op update, a retried request).
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Setup registers the reconciler on every replica.
 // tracker, if not nil, learns of each policy loaded.
