@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -68,7 +69,7 @@ func (r *Reconciler) newJobSetsOfNamespace() handler.EventHandler {
 		var reqs []reconcile.Request
 		for i := range list.Items {
 			js := &list.Items[i]
-			if decide.InPlaceActive(js) && now.Sub(js.CreationTimestamp.Time) < agentGrantWait {
+			if decide.InPlaceActive(js) && (now.Sub(js.CreationTimestamp.Time) < agentGrantWait || now.Sub(r.since) < agentGrantWait) {
 				reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(js)})
 			}
 		}
@@ -78,17 +79,24 @@ func (r *Reconciler) newJobSetsOfNamespace() handler.EventHandler {
 
 // awaitAgentGrants holds back the Jobs of a new InPlaceRestart JobSet
 // until its agents' grants name it (agentsGranted), for at most
-// agentGrantWait from its creation; the grants' change reconciles it
-// again. It changes only what the plan creates.
+// agentGrantWait from its creation or from this controller's start,
+// whichever is later; the grants' change reconciles it again. It changes
+// only what the plan creates. Jobs created suspended run no Pod, and wait
+// for nothing; a resume is not held back, since the grants were written
+// when the JobSet appeared (an agent refused retries with backoff).
 func (r *Reconciler) awaitAgentGrants(ctx context.Context, js *jobset.JobSet, p *decide.Plan, now time.Time) error {
-	if len(p.CreateJobs) == 0 || !decide.InPlaceActive(js) {
+	if len(p.CreateJobs) == 0 || !decide.InPlaceActive(js) || ptr.Deref(js.Spec.Suspend, false) {
 		return nil
 	}
 	granted, err := agentsGranted(ctx, r.client, js)
 	if err != nil || granted {
 		return err
 	}
-	if waited := now.Sub(js.CreationTimestamp.Time); waited < agentGrantWait {
+	from := js.CreationTimestamp.Time
+	if r.since.After(from) {
+		from = r.since
+	}
+	if waited := min(max(now.Sub(from), 0), agentGrantWait); waited < agentGrantWait {
 		log.FromContext(ctx).V(1).Info("waiting for the agents' grants before creating Jobs", "waited", waited)
 		p.CreateJobs = nil
 		if p.RequeueAfter == 0 || p.RequeueAfter > agentGrantWait-waited {

@@ -67,4 +67,37 @@ func TestJobsWaitForTheAgentsGrants(t *testing.T) {
 	default:
 		t.Errorf("no %s Event", decide.ReasonAgentGrantsMissing)
 	}
+
+	// Created while no controller ran, a JobSet waits from the
+	// controller's start; one whose creation is ahead of the controller's
+	// clock waits no longer than the bound; a suspended one's Jobs run no
+	// Pod and wait for nothing.
+	r.since = now.Add(-time.Second)
+	for _, tc := range []struct {
+		name      string
+		created   time.Time
+		suspend   bool
+		wantJobs  int
+		wantAfter time.Duration
+	}{
+		{"created before the controller started", now.Add(-time.Hour), false, 0, agentGrantWait - time.Second},
+		{"created ahead of the controller's clock", now.Add(time.Hour), false, 0, agentGrantWait},
+		{"suspended", now, true, 1, 0},
+	} {
+		js := other.DeepCopy()
+		js.CreationTimestamp = metav1.NewTime(tc.created)
+		js.Spec.Suspend = &tc.suspend
+		p := plan()
+		if err := r.awaitAgentGrants(ctx, js, p, now); err != nil {
+			t.Fatal(err)
+		}
+		if len(p.CreateJobs) != tc.wantJobs || p.RequeueAfter != tc.wantAfter {
+			t.Errorf("%s: creates %d Jobs, requeues after %v; want %d, %v", tc.name, len(p.CreateJobs), p.RequeueAfter, tc.wantJobs, tc.wantAfter)
+		}
+	}
+	select {
+	case e := <-recorder.Events:
+		t.Errorf("event %q while waiting", e)
+	default:
+	}
 }

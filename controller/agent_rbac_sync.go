@@ -12,6 +12,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -38,14 +39,17 @@ var agentGrantObjects = predicate.NewPredicateFuncs(func(o client.Object) bool {
 	return o.GetName() == AgentRoleName || o.GetName() == AgentPodsBindingName
 })
 
-// setupAgentRBAC registers the agents' grants controller with mgr.
-func setupAgentRBAC(mgr ctrl.Manager) error {
+// setupAgentRBAC registers the agents' grants controller with mgr; it
+// syncs up to workers namespaces at once (one namespace's requests never
+// run at once), since new InPlaceRestart JobSets' Jobs wait for it.
+func setupAgentRBAC(mgr ctrl.Manager, workers int) error {
 	r := &agentRBACReconciler{client: mgr.GetClient()}
 	toNamespace := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 		return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: o.GetNamespace(), Name: AgentRoleName}}}
 	})
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(AgentRBACControllerName).
+		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
 		For(&rbacv1.Role{}, builder.WithPredicates(agentGrantObjects)).
 		Watches(&rbacv1.RoleBinding{}, toNamespace, builder.WithPredicates(agentGrantObjects)).
 		// What the grants depend on: which JobSets exist, their restart

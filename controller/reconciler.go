@@ -95,6 +95,10 @@ type Reconciler struct {
 	expectations *state.JobExpectations
 	// children counts every JobSet's Jobs and Pods as their events come.
 	children *state.ChildIndex
+	// since is when this reconciler was made: a JobSet created while no
+	// controller ran waits for its agents' grants from here, not from its
+	// creation (awaitAgentGrants).
+	since time.Time
 }
 
 // The rights of the calls the controller makes, and no more: every read
@@ -123,10 +127,10 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	if err != nil {
 		return err
 	}
-	if err := setupAgentRBAC(mgr); err != nil {
+	if err := setupAgentRBAC(mgr, opts.MaxConcurrentReconciles); err != nil {
 		return err
 	}
-	r := &Reconciler{client: mgr.GetClient(), apiReader: mgr.GetAPIReader(), recorder: mgr.GetEventRecorder(ControllerName), opts: opts, metrics: metrics, expectations: state.NewJobExpectations(), children: state.NewChildIndex()}
+	r := &Reconciler{client: mgr.GetClient(), apiReader: mgr.GetAPIReader(), recorder: mgr.GetEventRecorder(ControllerName), opts: opts, metrics: metrics, expectations: state.NewJobExpectations(), children: state.NewChildIndex(), since: opts.Clock.Now()}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		For(&jobset.JobSet{}).

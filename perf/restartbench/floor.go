@@ -429,7 +429,7 @@ func grantAgentRights(ctx context.Context, cs kubernetes.Interface, namespace st
 	role := &rbacv1.Role{
 		ObjectMeta: metav1.ObjectMeta{Name: controller.AgentRoleName, Namespace: namespace},
 		Rules: []rbacv1.PolicyRule{
-			{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list", "watch"}, ResourceNames: []string{protocol.BroadcastName(floorJobSet)}},
+			{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"watch"}, ResourceNames: []string{protocol.BroadcastName(floorJobSet)}},
 			{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "patch"}},
 		},
 	}

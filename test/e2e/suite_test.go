@@ -87,4 +87,12 @@ var _ = BeforeSuite(func() {
 
 var _ = AfterSuite(func() {
 	fw.Teardown()
+	// No call of the managers, in any spec, was refused by authorization.
+	if auditDir != "" {
+		calls, err := util.ReadCalls(util.AuditLog(auditDir))
+		Expect(err).NotTo(HaveOccurred())
+		for _, user := range []string{controllerUser, webhookUser} {
+			Expect(util.Denied(util.CallsOf(calls, user))).To(BeEmpty(), "%s: calls its Roles do not grant", user)
+		}
+	}
 })

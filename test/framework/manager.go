@@ -53,7 +53,20 @@ func (f *Framework) StartManager(cfg *rest.Config) {
 		roles = deploy.Roles(conf)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
+	results := make(chan error, len(roles))
 	done := make(chan error, len(roles))
+	// A manager that stops before StopManager fails the spec running then,
+	// not one a lost manager's silence times out later.
+	go func() {
+		defer ginkgo.GinkgoRecover()
+		for range roles {
+			err := <-results
+			done <- err
+			if ctx.Err() == nil {
+				ginkgo.Fail(fmt.Sprintf("a manager stopped before StopManager: %v", err))
+			}
+		}
+	}()
 	f.metrics = nil
 	var mgrs []ctrl.Manager
 	for _, role := range roles {
@@ -69,7 +82,7 @@ func (f *Framework) StartManager(cfg *rest.Config) {
 		if f.ServeMetrics {
 			roleConf.Metrics.BindAddress = f.metricsAddress(role)
 		}
-		mgr, err := deploy.StartManager(ctx, mgrCfg, &roleConf, role, reg, done)
+		mgr, err := deploy.StartManager(ctx, mgrCfg, &roleConf, role, reg, results)
 		gomega.Expect(err).NotTo(gomega.HaveOccurred())
 		mgrs = append(mgrs, mgr)
 	}

@@ -109,6 +109,18 @@ func podToken(pod corev1.Pod) string {
 	return tr.Status.Token
 }
 
+// watchBroadcast opens and closes the watch of its JobSet's broadcast
+// that an agent opens: by name.
+func watchBroadcast(c kubernetes.Interface, namespace, jobSet string) error {
+	w, err := c.CoreV1().ConfigMaps(namespace).Watch(ctx, metav1.ListOptions{
+		FieldSelector: fields.OneTermEqualSelector("metadata.name", protocol.BroadcastName(jobSet)).String(),
+	})
+	if err == nil {
+		w.Stop()
+	}
+	return err
+}
+
 var _ = Describe("the agents' permissions", func() {
 	It("are granted to the Pods' service account, and no more", func() {
 		js, pods := inPlaceJobSet("rbac", 1)
@@ -119,17 +131,14 @@ var _ = Describe("the agents' permissions", func() {
 		agentCfg := rest.AnonymousClientConfig(cfg)
 		agentCfg.BearerToken = podToken(pod)
 		agentClient := kubernetes.NewForConfigOrDie(agentCfg)
+		// Its JobSet's broadcast, watched by name as the agent does (once
+		// the controller granted it), not read otherwise, and no other
+		// ConfigMap.
 		Eventually(func() error {
-			// The binding exists once the controller reconciled the JobSet.
-			_, err := agentClient.CoreV1().ConfigMaps(ns.Name).Get(ctx, protocol.BroadcastName(js.Name), metav1.GetOptions{})
-			return err
-		}).WithTimeout(timeout).Should(Succeed())
-
-		// Its JobSet's broadcast, watched by name as the agent does, and
-		// no other ConfigMap.
-		w, err := agentClient.CoreV1().ConfigMaps(ns.Name).Watch(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", protocol.BroadcastName(js.Name)).String()})
-		Expect(err).NotTo(HaveOccurred(), "the agent cannot watch its broadcast")
-		w.Stop()
+			return watchBroadcast(agentClient, ns.Name, js.Name)
+		}).WithTimeout(timeout).Should(Succeed(), "the agent cannot watch its broadcast")
+		_, err := agentClient.CoreV1().ConfigMaps(ns.Name).Get(ctx, protocol.BroadcastName(js.Name), metav1.GetOptions{})
+		Expect(apierrors.IsForbidden(err)).To(BeTrue(), "the agent can get its broadcast, which it only watches: %v", err)
 		other := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "team-settings", Namespace: ns.Name}}
 		Expect(k8sClient.Create(ctx, other)).To(Succeed())
 		_, err = agentClient.CoreV1().ConfigMaps(ns.Name).Get(ctx, other.Name, metav1.GetOptions{})
@@ -168,10 +177,9 @@ var _ = Describe("the agent binary", func() {
 		agentCfg.BearerToken = token
 		kubeconfig := framework.WriteKubeconfig(agentCfg)
 		// The controller grants the agents their Role when it reconciles:
-		// the broadcast is readable then.
+		// the broadcast may be watched then.
 		Eventually(func() error {
-			_, err := kubernetes.NewForConfigOrDie(agentCfg).CoreV1().ConfigMaps(ns.Name).Get(ctx, protocol.BroadcastName(js.Name), metav1.GetOptions{})
-			return err
+			return watchBroadcast(kubernetes.NewForConfigOrDie(agentCfg), ns.Name, js.Name)
 		}).WithTimeout(timeout).Should(Succeed())
 
 		ports, err := cluster.FreePorts(1)

@@ -21,7 +21,6 @@ import (
 
 	"github.com/inplace-dev/inplace/agent"
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
-	"github.com/inplace-dev/inplace/api/protocol"
 	"github.com/inplace-dev/inplace/controller"
 	"github.com/inplace-dev/inplace/test/util"
 )
@@ -180,9 +179,8 @@ var _ = Describe("the agents' admission policy", func() {
 			[]byte(`{"metadata":{"labels":{"built":"yes"}}}`), metav1.PatchOptions{})
 		Expect(err).NotTo(HaveOccurred())
 
-		By("reads: its JobSet's broadcast only")
-		_, err = agentClient.CoreV1().ConfigMaps(ns).Get(ctx, protocol.BroadcastName(js.Name), metav1.GetOptions{})
-		Expect(err).NotTo(HaveOccurred(), "the agent cannot read its broadcast")
+		By("reads: a watch of its JobSet's broadcast only")
+		Expect(watchBroadcast(agentClient, ns, js.Name)).To(Succeed(), "the agent cannot watch its broadcast")
 		Expect(k8sClient.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "team-settings", Namespace: ns}})).To(Succeed())
 		_, err = agentClient.CoreV1().ConfigMaps(ns).Get(ctx, "team-settings", metav1.GetOptions{})
 		Expect(apierrors.IsForbidden(err)).To(BeTrue(), "the agent can read another ConfigMap: %v", err)

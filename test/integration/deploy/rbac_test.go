@@ -67,7 +67,7 @@ func TestManagerRBACIsLeastPrivilege(t *testing.T) {
 			if u.GetKind() == "ClusterRole" && slices.Contains(rule.Resources, "leases") {
 				t.Errorf("ClusterRole %s: Leases belong in the namespaced Role", u.GetName())
 			}
-			if slices.Contains(rule.Resources, "mutatingwebhookconfigurations") && (len(rule.ResourceNames) == 0 || u.GetName() != "inplace-webhook-cabundle") {
+			if (slices.Contains(rule.Resources, "mutatingwebhookconfigurations") || slices.Contains(rule.Resources, "validatingwebhookconfigurations")) && (len(rule.ResourceNames) == 0 || u.GetName() != "inplace-webhook-cabundle") {
 				t.Errorf("ClusterRole %s: webhook configurations only by name, and only in the role an install without cert-manager binds: %v", u.GetName(), rule)
 			}
 			if u.GetName() == "inplace-webhook" && u.GetKind() == "ClusterRole" {
