@@ -171,6 +171,29 @@ var _ = Describe("the deployment configuration", func() {
 		Expect(keys(fromKustomize)).NotTo(ContainElement(And(HavePrefix("PodDisruptionBudget "), HaveSuffix("inplace-webhook"))), "one replica and a budget of one block every drain")
 	})
 
+	It("installs without the Prometheus Operator, and adds its ServiceMonitor as an optional component, as Helm does when asked", func() {
+		Expect(keys(byKey(kustomize("config/default")))).NotTo(ContainElement(HavePrefix("ServiceMonitor ")))
+		root, err := cluster.RepoRoot()
+		Expect(err).NotTo(HaveOccurred())
+		overlay := GinkgoT().TempDir()
+		config, err := filepath.Rel(overlay, filepath.Join(root, "config"))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(os.WriteFile(filepath.Join(overlay, "kustomization.yaml"),
+			fmt.Appendf(nil, "resources: [%s/default]\ncomponents: [%s/prometheus]\n", config, config), 0o600)).To(Succeed())
+		withMonitor := kustomize(overlay)
+		fromKustomize := byKey(withMonitor)
+		delete(fromKustomize, "Namespace /inplace-system")
+		Expect(keys(fromKustomize)).To(ContainElement(HavePrefix("ServiceMonitor ")))
+		objs, err := helmTemplate("--set", "serviceMonitor.enabled=true")
+		Expect(err).NotTo(HaveOccurred())
+		fromHelm := byKey(objs)
+		Expect(keys(fromHelm)).To(ConsistOf(keys(fromKustomize)))
+		for k, want := range fromKustomize {
+			Expect(cmp.Diff(want, fromHelm[k])).To(BeEmpty(), "%s differs between config/default with config/prometheus (-) and charts/inplace (+)", k)
+		}
+		dryRun(withMonitor)
+	})
+
 	It("is accepted by the apiserver, from kustomize, with and without cert-manager", func() {
 		dryRun(kustomize("config/default"))
 		dryRun(kustomize("config/selfsigned"))
