@@ -155,3 +155,28 @@ func TestReferenceNamesEveryFlagAndAgentVariable(t *testing.T) {
 	env := stringConstants(t, "../api/protocol/agent.go", func(name, _ string) bool { return strings.HasPrefix(name, "Env") })
 	expectNamed(t, doc, "agent environment variable", env)
 }
+
+// TestReferenceNamesEveryReason keeps docs/reference.md naming every
+// condition and Event reason the code sets: the constants named Reason*
+// (not api/protocol's, which are the kubelet's reasons the code reads),
+// and the reasons given to an Event as a literal (its fourth argument).
+func TestReferenceNamesEveryReason(t *testing.T) {
+	constant := regexp.MustCompile(`\bReason[A-Za-z]*\s*=\s*"([A-Za-z_]+)"`)
+	literal := regexp.MustCompile(`Eventf\([^,\n]+,[^,\n]+,[^,\n]+,\s*"([A-Z][A-Za-z]+)"`)
+	var names []string
+	for _, f := range goSources(t) {
+		if filepath.Dir(f) == filepath.Join("..", "api", "protocol") {
+			continue
+		}
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, re := range []*regexp.Regexp{constant, literal} {
+			for _, m := range re.FindAllStringSubmatch(string(data), -1) {
+				names = append(names, m[1])
+			}
+		}
+	}
+	expectNamed(t, reference(t), "reason", names)
+}
