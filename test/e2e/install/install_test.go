@@ -38,7 +38,7 @@ const (
 	applySelfSigned   = "kubectl apply --server-side -k config/selfsigned"
 	rolloutStatus     = "kubectl -n inplace-system rollout status deploy/inplace-manager"
 	rolloutWebhook    = "kubectl -n inplace-system rollout status deploy/inplace-webhook"
-	helmInstall       = "helm install inplace charts/inplace -n inplace-system --create-namespace --set certManager.enabled=false,webhook.replicas=1,serviceMonitor.enabled=false"
+	helmInstall       = "helm install inplace charts/inplace -n inplace-system --create-namespace --set certManager.enabled=false,webhook.replicas=1"
 	labelNamespace    = "kubectl label ns inplace-system pod-security.kubernetes.io/enforce=restricted inplace.dev/webhooks=disabled"
 	webhooksAnswer    = "kubectl apply --dry-run=server -f examples/startup-policy/driver-then-workers.yaml"
 	deleteDefault     = "kubectl delete -k config/default"
