@@ -131,26 +131,31 @@ func (s *Certificates) Renew(ctx context.Context) error {
 // validating configurations.
 func PatchCABundle(ctx context.Context, c client.Client, ca []byte, mutating, validating string) error {
 	var m admissionregistrationv1.MutatingWebhookConfiguration
-	if err := c.Get(ctx, client.ObjectKey{Name: mutating}, &m); err != nil {
-		return fmt.Errorf("mutating webhook configuration %s: %w", mutating, err)
-	}
-	patch := client.MergeFrom(m.DeepCopy())
-	for i := range m.Webhooks {
-		m.Webhooks[i].ClientConfig.CABundle = ca
-	}
-	if err := c.Patch(ctx, &m, patch); err != nil {
-		return fmt.Errorf("patching caBundle of %s: %w", mutating, err)
+	if err := patchConfiguration(ctx, c, mutating, &m, func() {
+		for i := range m.Webhooks {
+			m.Webhooks[i].ClientConfig.CABundle = ca
+		}
+	}); err != nil {
+		return err
 	}
 	var v admissionregistrationv1.ValidatingWebhookConfiguration
-	if err := c.Get(ctx, client.ObjectKey{Name: validating}, &v); err != nil {
-		return fmt.Errorf("validating webhook configuration %s: %w", validating, err)
+	return patchConfiguration(ctx, c, validating, &v, func() {
+		for i := range v.Webhooks {
+			v.Webhooks[i].ClientConfig.CABundle = ca
+		}
+	})
+}
+
+// patchConfiguration reads the webhook configuration name into obj, lets
+// set change it, and patches the difference.
+func patchConfiguration(ctx context.Context, c client.Client, name string, obj client.Object, set func()) error {
+	if err := c.Get(ctx, client.ObjectKey{Name: name}, obj); err != nil {
+		return fmt.Errorf("webhook configuration %s: %w", name, err)
 	}
-	vpatch := client.MergeFrom(v.DeepCopy())
-	for i := range v.Webhooks {
-		v.Webhooks[i].ClientConfig.CABundle = ca
-	}
-	if err := c.Patch(ctx, &v, vpatch); err != nil {
-		return fmt.Errorf("patching caBundle of %s: %w", validating, err)
+	patch := client.MergeFrom(obj.DeepCopyObject().(client.Object))
+	set()
+	if err := c.Patch(ctx, obj, patch); err != nil {
+		return fmt.Errorf("patching caBundle of %s: %w", name, err)
 	}
 	return nil
 }
