@@ -213,6 +213,31 @@ func expectCondition(js *jobset.JobSet, t jobset.JobSetConditionType, reason str
 	return util.ExpectJobSetCondition(ctx, k8sClient, js, t, reason, timeout)
 }
 
+// crashAgent makes the agent of pod crash, alone, and waits until the node
+// restarted it.
+func crashAgent(pod corev1.Pod) {
+	GinkgoHelper()
+	annotate(pod, simnode.CrashAnnotation, "agent")
+	Eventually(func(g Gomega) {
+		var p corev1.Pod
+		g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(&pod), &p)).To(Succeed())
+		g.Expect(p.Status.InitContainerStatuses).To(ContainElement(And(HaveField("Name", "inplace-agent"), HaveField("RestartCount", int32(1)))))
+	}).WithTimeout(timeout).Should(Succeed())
+}
+
+// expectOnePodRunning waits until the JobSet's one Pod runs.
+func expectOnePodRunning(js *jobset.JobSet) corev1.Pod {
+	GinkgoHelper()
+	var pod corev1.Pod
+	Eventually(func(g Gomega) {
+		pods := podsOf(js)
+		g.Expect(pods).To(HaveLen(1))
+		g.Expect(pods[0].Status.Phase).To(Equal(corev1.PodRunning))
+		pod = pods[0]
+	}).WithTimeout(timeout).Should(Succeed())
+	return pod
+}
+
 func smallInPlace(name, namespace string, maxRestarts int32) *jobset.JobSet {
 	rj := wrappers.MakeReplicatedJob("w").Replicas(2).Parallelism(2).Obj()
 	rj.Template.Spec.BackoffLimit = nil
@@ -253,13 +278,7 @@ var _ = Describe("in-place restart, failure cases", func() {
 		js := smallInPlace("crash", ns.Name, 3)
 		Expect(k8sClient.Create(ctx, js)).To(Succeed())
 		before := expectRunning(js, 4, 1)
-		victim := podsOf(js)[1]
-		annotate(victim, simnode.CrashAnnotation, "agent")
-		Eventually(func(g Gomega) {
-			var p corev1.Pod
-			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(&victim), &p)).To(Succeed())
-			g.Expect(p.Status.InitContainerStatuses).To(ContainElement(And(HaveField("Name", "inplace-agent"), HaveField("RestartCount", int32(1)))))
-		}).WithTimeout(timeout).Should(Succeed())
+		crashAgent(podsOf(js)[1])
 		Expect(expectRunning(js, 4, 1)).To(Equal(before))
 		Consistently(func(g Gomega) {
 			got := getJobSet(js)

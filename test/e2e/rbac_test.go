@@ -190,12 +190,7 @@ deny contains "e2e: twice" if input.object.kind == "JobSet"
 		By("a JobSet that finishes: ttlSecondsAfterFinished deletes it")
 		done := wrappers.MakeJobSet("done", ns.Name).ReplicatedJob(wrappers.MakeReplicatedJob("w").Obj()).TTLSecondsAfterFinished(0).Obj()
 		Expect(k8sClient.Create(ctx, done)).To(Succeed())
-		Eventually(func(g Gomega) {
-			pods := podsOf(done)
-			g.Expect(pods).To(HaveLen(1))
-			g.Expect(pods[0].Status.Phase).To(Equal(corev1.PodRunning))
-		}).WithTimeout(timeout).Should(Succeed())
-		annotate(podsOf(done)[0], simnode.ExitCodeAnnotation, "0")
+		annotate(expectOnePodRunning(done), simnode.ExitCodeAnnotation, "0")
 		Eventually(func() bool {
 			return apierrors.IsNotFound(k8sClient.Get(ctx, client.ObjectKeyFromObject(done), &jobset.JobSet{}))
 		}).WithTimeout(timeout).Should(BeTrue(), "the finished JobSet is deleted")
@@ -221,12 +216,7 @@ deny contains "e2e: twice" if input.object.kind == "JobSet"
 		recreated := wrappers.MakeJobSet("recreated", ns.Name).ReplicatedJob(wrappers.MakeReplicatedJob("w").Obj()).
 			FailurePolicy(&jobset.FailurePolicy{MaxRestarts: 1}).Obj()
 		Expect(k8sClient.Create(ctx, recreated)).To(Succeed())
-		Eventually(func(g Gomega) {
-			pods := podsOf(recreated)
-			g.Expect(pods).To(HaveLen(1))
-			g.Expect(pods[0].Status.Phase).To(Equal(corev1.PodRunning))
-		}).WithTimeout(timeout).Should(Succeed())
-		annotate(podsOf(recreated)[0], simnode.ExitCodeAnnotation, "1")
+		annotate(expectOnePodRunning(recreated), simnode.ExitCodeAnnotation, "1")
 		Eventually(func(g Gomega) {
 			g.Expect(getJobSet(recreated).Status.Restarts).To(Equal(int32(1)))
 		}).WithTimeout(timeout).Should(Succeed())
@@ -243,13 +233,7 @@ deny contains "e2e: twice" if input.object.kind == "JobSet"
 		expectRunning(second, 4, 1)
 
 		By("an agent that crashes alone: restarted, it reads its own Pod to resume its epoch")
-		crashed := podsOf(second)[1]
-		annotate(crashed, simnode.CrashAnnotation, "agent")
-		Eventually(func(g Gomega) {
-			var p corev1.Pod
-			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(&crashed), &p)).To(Succeed())
-			g.Expect(p.Status.InitContainerStatuses).To(ContainElement(And(HaveField("Name", "inplace-agent"), HaveField("RestartCount", int32(1)))))
-		}).WithTimeout(timeout).Should(Succeed())
+		crashAgent(podsOf(second)[1])
 		expectRunning(second, 4, 1)
 
 		By("suspending a JobSet that ran, and resuming it with a changed template")
