@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"sync"
+	"sync/atomic"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -29,7 +30,9 @@ type ReadyTracker struct {
 	listed   bool
 	waiting  map[string]bool
 	observed map[string]bool
-	ready    bool
+	// ready latches listed && len(waiting) == 0, read without the lock
+	// by every admission request.
+	ready atomic.Bool
 }
 
 var _ manager.LeaderElectionRunnable = &ReadyTracker{}
@@ -52,7 +55,7 @@ func (t *ReadyTracker) Start(ctx context.Context) error {
 		}
 	}
 	t.observed, t.listed = nil, true
-	t.ready = len(t.waiting) == 0
+	t.ready.Store(len(t.waiting) == 0)
 	return nil
 }
 
@@ -64,7 +67,7 @@ func (t *ReadyTracker) Observed(name string) {
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.ready {
+	if t.ready.Load() {
 		return
 	}
 	if !t.listed {
@@ -75,22 +78,18 @@ func (t *ReadyTracker) Observed(name string) {
 		return
 	}
 	delete(t.waiting, name)
-	t.ready = len(t.waiting) == 0
+	t.ready.Store(len(t.waiting) == 0)
 }
 
 // Ready reports whether every policy listed at start is loaded.
-func (t *ReadyTracker) Ready() bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.ready
-}
+func (t *ReadyTracker) Ready() bool { return t.ready.Load() }
 
 // Check is the tracker as a readyz check.
 func (t *ReadyTracker) Check(*http.Request) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	switch {
-	case t.ready:
+	case t.ready.Load():
 		return nil
 	case !t.listed:
 		return errors.New("the JobSetPolicies are not listed yet")
