@@ -72,16 +72,15 @@ func agentSubjects(js *jobset.JobSet) []rbacv1.Subject {
 	return out
 }
 
-// withSubjects returns the binding's subjects plus the missing ones, and
-// whether any was missing.
-func withSubjects(have, want []rbacv1.Subject) ([]rbacv1.Subject, bool) {
-	out, changed := slices.Clone(have), false
+// withSubjects returns the binding's subjects plus the missing ones.
+func withSubjects(have, want []rbacv1.Subject) []rbacv1.Subject {
+	out := slices.Clone(have)
 	for _, s := range want {
 		if !slices.Contains(out, s) {
-			out, changed = append(out, s), true
+			out = append(out, s)
 		}
 	}
-	return out, changed
+	return out
 }
 
 // agentGrants are the broadcasts and service accounts the agents' Role and
@@ -97,7 +96,7 @@ func agentGrants(jobSets []jobset.JobSet) ([]string, []rbacv1.Subject) {
 			continue
 		}
 		broadcasts = append(broadcasts, protocol.BroadcastName(js.Name))
-		subjects, _ = withSubjects(subjects, agentSubjects(js))
+		subjects = withSubjects(subjects, agentSubjects(js))
 	}
 	slices.Sort(broadcasts)
 	slices.SortFunc(subjects, func(a, b rbacv1.Subject) int { return strings.Compare(a.Name, b.Name) })

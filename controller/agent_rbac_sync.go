@@ -133,17 +133,13 @@ func syncAgentRBAC(ctx context.Context, c client.Client, namespace string) error
 
 	// 1. The restriction names whom it names now and whom the grant will
 	// name; 2. the grant names whom it should; 3. the restriction too.
-	var current rbacv1.RoleBinding
-	if err := c.Get(ctx, client.ObjectKeyFromObject(restricting), &current); client.IgnoreNotFound(err) != nil {
-		return err
-	}
-	restricting.Subjects, _ = withSubjects(current.Subjects, subjects)
-	stored, err := syncBinding(ctx, c, restricting)
+	stored, err := syncBinding(ctx, c, restricting, func(current []rbacv1.Subject) []rbacv1.Subject {
+		return withSubjects(current, subjects)
+	})
 	if err != nil {
 		return err
 	}
-	granting.Subjects = subjects
-	if _, err := syncBinding(ctx, c, granting); err != nil && !apierrors.IsAlreadyExists(err) {
+	if _, err := syncBinding(ctx, c, granting, func([]rbacv1.Subject) []rbacv1.Subject { return subjects }); err != nil && !apierrors.IsAlreadyExists(err) {
 		return err
 	}
 	if !sameSubjects(stored.Subjects, subjects) {
@@ -167,20 +163,23 @@ func syncAgentRBAC(ctx context.Context, c client.Client, namespace string) error
 	return nil
 }
 
-// syncBinding creates want, or updates the subjects of the binding of its
-// name to want's, with the resourceVersion read, and returns the binding
+// syncBinding creates want with the subjects subjectsFor gives for none,
+// or updates the binding of its name to the subjects subjectsFor gives for
+// its current ones, with the resourceVersion read, and returns the binding
 // as stored.
-func syncBinding(ctx context.Context, c client.Client, want *rbacv1.RoleBinding) (*rbacv1.RoleBinding, error) {
+func syncBinding(ctx context.Context, c client.Client, want *rbacv1.RoleBinding, subjectsFor func(current []rbacv1.Subject) []rbacv1.Subject) (*rbacv1.RoleBinding, error) {
 	var rb rbacv1.RoleBinding
 	err := c.Get(ctx, client.ObjectKeyFromObject(want), &rb)
 	switch {
 	case apierrors.IsNotFound(err):
 		created := want.DeepCopy()
+		created.Subjects = subjectsFor(nil)
 		return created, c.Create(ctx, created)
 	case err != nil:
 		return nil, err
-	case !sameSubjects(rb.Subjects, want.Subjects):
-		rb.Subjects = want.Subjects
+	}
+	if subjects := subjectsFor(rb.Subjects); !sameSubjects(rb.Subjects, subjects) {
+		rb.Subjects = subjects
 		return &rb, c.Update(ctx, &rb)
 	}
 	return &rb, nil
