@@ -69,12 +69,24 @@ func (r *Reconciler) newJobSetsOfNamespace() handler.EventHandler {
 		var reqs []reconcile.Request
 		for i := range list.Items {
 			js := &list.Items[i]
-			if decide.InPlaceActive(js) && (now.Sub(js.CreationTimestamp.Time) < agentGrantWait || now.Sub(r.since) < agentGrantWait) {
+			if decide.InPlaceActive(js) && r.grantWaitLeft(js, now) > 0 {
 				reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(js)})
 			}
 		}
 		return reqs
 	})
+}
+
+// grantWaitLeft is how much longer js's Jobs may wait for its agents'
+// grants: agentGrantWait from its creation or from this controller's
+// start, whichever is later (a clock behind the apiserver's waits no
+// longer than agentGrantWait).
+func (r *Reconciler) grantWaitLeft(js *jobset.JobSet, now time.Time) time.Duration {
+	from := js.CreationTimestamp.Time
+	if r.since.After(from) {
+		from = r.since
+	}
+	return agentGrantWait - max(now.Sub(from), 0)
 }
 
 // awaitAgentGrants holds back the Jobs of a new InPlaceRestart JobSet
@@ -92,15 +104,11 @@ func (r *Reconciler) awaitAgentGrants(ctx context.Context, js *jobset.JobSet, p 
 	if err != nil || granted {
 		return err
 	}
-	from := js.CreationTimestamp.Time
-	if r.since.After(from) {
-		from = r.since
-	}
-	if waited := min(max(now.Sub(from), 0), agentGrantWait); waited < agentGrantWait {
-		log.FromContext(ctx).V(1).Info("waiting for the agents' grants before creating Jobs", "waited", waited)
+	if left := r.grantWaitLeft(js, now); left > 0 {
+		log.FromContext(ctx).V(1).Info("waiting for the agents' grants before creating Jobs", "left", left)
 		p.CreateJobs = nil
-		if p.RequeueAfter == 0 || p.RequeueAfter > agentGrantWait-waited {
-			p.RequeueAfter = agentGrantWait - waited
+		if p.RequeueAfter == 0 || p.RequeueAfter > left {
+			p.RequeueAfter = left
 		}
 		return nil
 	}
