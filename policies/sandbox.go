@@ -44,15 +44,21 @@ var sandboxCapabilities = sync.OnceValue(func() *ast.Capabilities {
 	caps := ast.CapabilitiesForThisVersion()
 	kept := make([]*ast.Builtin, 0, len(caps.Builtins))
 	for _, b := range caps.Builtins {
-		if _, denied := deniedBuiltins[b.Name]; denied || b.IsNondeterministic() {
-			continue
+		if !denied(b) {
+			kept = append(kept, b)
 		}
-		kept = append(kept, b)
 	}
 	caps.Builtins = kept
 	caps.AllowNet = []string{}
 	return caps
 })
+
+// denied says whether no policy may call b: it is on the list, or OPA
+// marks it nondeterministic.
+func denied(b *ast.Builtin) bool {
+	_, listed := deniedBuiltins[b.Name]
+	return listed || b.IsNondeterministic()
+}
 
 // deniedBecause returns why a builtin is denied, or "" if it is allowed.
 func deniedBecause(name string) string {
@@ -69,7 +75,7 @@ func deniedBecause(name string) string {
 func DeniedBuiltins() []string {
 	var out []string
 	for name, b := range ast.BuiltinMap {
-		if _, denied := deniedBuiltins[name]; denied || b.IsNondeterministic() {
+		if denied(b) {
 			out = append(out, name)
 		}
 	}
