@@ -190,11 +190,23 @@ func bounded(msgs []string) []message {
 			out = append(out, message{text: m})
 			continue
 		}
-		cut := maxMessageBytes
-		for cut > 0 && !utf8.RuneStart(m[cut]) {
-			cut--
-		}
-		out = append(out, message{text: m[:cut] + "... (cut)", inexact: true})
+		out = append(out, message{text: Truncate(m, maxMessageBytes), inexact: true})
 	}
 	return out
+}
+
+// cutMark ends a text Truncate cut.
+const cutMark = "... (cut)"
+
+// Truncate returns s if it holds at most n bytes, else its first bytes,
+// cut at a rune's start, and cutMark, n bytes at the most in all.
+func Truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := max(n-len(cutMark), 0)
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + cutMark
 }

@@ -157,7 +157,7 @@ deny contains sprintf("message %03d %02000d", [i, 0]) if {
 		t.Errorf("last message %q", last)
 	}
 	for _, v := range d.Denied[:maxMessagesPerPolicy] {
-		if len(v.Message) > maxMessageBytes+len("... (cut)") || !strings.HasSuffix(v.Message, "... (cut)") {
+		if len(v.Message) > maxMessageBytes || !strings.HasSuffix(v.Message, cutMark) {
 			t.Errorf("message of %d bytes not cut: %.40q", len(v.Message), v.Message)
 		}
 	}

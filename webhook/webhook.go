@@ -361,11 +361,7 @@ func recordDryRun(recorder events.EventRecorder, js *jobset.JobSet, violations [
 		byPolicy[viol.Policy] = append(byPolicy[viol.Policy], viol.Message)
 	}
 	for _, name := range order {
-		note := name + ": " + strings.Join(byPolicy[name], "; ")
-		if len(note) > maxEventNote {
-			const cut = "... (cut)"
-			note = strings.ToValidUTF8(note[:maxEventNote-len(cut)], "") + cut
-		}
+		note := policies.Truncate(name+": "+strings.Join(byPolicy[name], "; "), maxEventNote)
 		policy := &policyv1alpha1.JobSetPolicy{ObjectMeta: metav1.ObjectMeta{Name: name}}
 		recorder.Eventf(js, policy, corev1.EventTypeWarning, "PolicyViolationDryRun", "Admit", "%s", note)
 	}
