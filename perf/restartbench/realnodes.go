@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apiserver/pkg/authentication/serviceaccount"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
@@ -72,9 +73,9 @@ func actorOf(user string) string {
 	switch {
 	case strings.HasPrefix(user, "system:node:"):
 		return ActorKubelets
-	case user == "system:serviceaccount:"+deploy.ManagerNamespace+":"+deploy.ManagerServiceAccount:
+	case user == serviceaccount.MakeUsername(deploy.ManagerNamespace, deploy.ManagerServiceAccount):
 		return ActorController
-	case strings.HasPrefix(user, "system:serviceaccount:"+benchNamespacePrefix):
+	case strings.HasPrefix(user, serviceaccount.ServiceAccountUsernamePrefix+benchNamespacePrefix):
 		return ActorAgents
 	}
 	return ""

@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apiserver/pkg/authentication/serviceaccount"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -35,8 +36,8 @@ import (
 )
 
 var (
-	controllerUser = util.ServiceAccountUser(deploy.ManagerNamespace, deploy.ManagerServiceAccount)
-	webhookUser    = util.ServiceAccountUser(deploy.ManagerNamespace, deploy.WebhookServiceAccount)
+	controllerUser = serviceaccount.MakeUsername(deploy.ManagerNamespace, deploy.ManagerServiceAccount)
+	webhookUser    = serviceaccount.MakeUsername(deploy.ManagerNamespace, deploy.WebhookServiceAccount)
 )
 
 // impliedRights are granted for a check the apiserver makes on another
@@ -272,7 +273,7 @@ deny contains "e2e: twice" if input.object.kind == "JobSet"
 		Eventually(func(g Gomega) {
 			calls, err := util.ReadCalls(util.AuditLog(auditDir))
 			g.Expect(err).NotTo(HaveOccurred())
-			g.Expect(util.CallsOf(calls, util.ServiceAccountUser(ns.Name, ""))).To(ContainElement(And(
+			g.Expect(util.CallsOf(calls, serviceaccount.MakeUsername(ns.Name, ""))).To(ContainElement(And(
 				HaveField("Verb", "watch"), HaveField("Resource", "configmaps"), HaveField("Name", foreign.Name))))
 		}).WithTimeout(timeout).Should(Succeed())
 
@@ -324,7 +325,7 @@ deny contains "e2e: twice" if input.object.kind == "JobSet"
 			{users: webhookUser, rules: rulesOf("config/rbac/webhook_role.yaml", "config/selfsigned/cabundle_role.yaml")},
 			// This namespace's agents: the Role the controller made for
 			// them, the ClusterRole it bound.
-			{users: util.ServiceAccountUser(ns.Name, ""), rules: append(agentRole.Rules, rulesOf("config/agent/cluster-role.yaml")...), agents: true},
+			{users: serviceaccount.MakeUsername(ns.Name, ""), rules: append(agentRole.Rules, rulesOf("config/agent/cluster-role.yaml")...), agents: true},
 		} {
 			of := slices.DeleteFunc(util.CallsOf(calls, who.users), func(c util.Call) bool {
 				return who.agents && !c.Received.Before(deleting)

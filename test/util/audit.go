@@ -197,9 +197,3 @@ func CallsOf(calls []Call, prefix string) []Call {
 	}
 	return of
 }
-
-// ServiceAccountUser is the user name a service account's token
-// authenticates as.
-func ServiceAccountUser(namespace, name string) string {
-	return strings.Join([]string{"system", "serviceaccount", namespace, name}, ":")
-}
