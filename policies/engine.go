@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"maps"
+	"reflect"
 	"slices"
 	"sort"
 	"strings"
@@ -452,15 +453,27 @@ func evalBounded(ctx context.Context, q rego.PreparedEvalQuery, input ast.Value,
 
 func baseInput(in Input) (*ast.Term, error) {
 	items := [][2]*ast.Term{{ast.StringTerm("operation"), ast.StringTerm(in.Operation)}}
-	for key, obj := range map[string]map[string]any{"object": in.Object, "oldObject": in.OldObject} {
-		if obj == nil {
-			continue
-		}
-		v, err := ast.InterfaceToValue(obj)
+	var object *ast.Term
+	if in.Object != nil {
+		v, err := ast.InterfaceToValue(in.Object)
 		if err != nil {
-			return nil, fmt.Errorf("converting %s: %w", key, err)
+			return nil, fmt.Errorf("converting object: %w", err)
 		}
-		items = append(items, [2]*ast.Term{ast.StringTerm(key), ast.NewTerm(v)})
+		object = ast.NewTerm(v)
+		items = append(items, [2]*ast.Term{ast.StringTerm("object"), object})
+	}
+	if in.OldObject != nil {
+		old := object
+		// The ratchet evaluates the stored JobSet as both: converted once.
+		// Evaluation never writes its input.
+		if old == nil || reflect.ValueOf(in.OldObject).UnsafePointer() != reflect.ValueOf(in.Object).UnsafePointer() {
+			v, err := ast.InterfaceToValue(in.OldObject)
+			if err != nil {
+				return nil, fmt.Errorf("converting oldObject: %w", err)
+			}
+			old = ast.NewTerm(v)
+		}
+		items = append(items, [2]*ast.Term{ast.StringTerm("oldObject"), old})
 	}
 	return ast.ObjectTerm(items...), nil
 }
