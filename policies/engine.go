@@ -414,7 +414,7 @@ func (e *Engine) evalBuiltins(ctx context.Context, base *ast.Term, d *Decision) 
 	start := time.Now()
 	// The built-ins are the project's own code: only the request's limit,
 	// already on ctx, bounds them.
-	rs, err := evalBounded(ctx, e.allBuiltins, base.Value, e.limits.TotalTimeout)
+	rs, err := evalBounded(ctx, e.allBuiltins, base.Value, 0)
 	e.metrics.observeEvaluation("builtin", time.Since(start))
 	if err == nil {
 		for _, p := range e.builtins {
@@ -424,19 +424,23 @@ func (e *Engine) evalBuiltins(ctx context.Context, base *ast.Term, d *Decision) 
 	}
 	var errs []error
 	for _, p := range e.builtins {
-		if err := p.eval(ctx, base, d, e.limits.TotalTimeout, e.metrics); err != nil {
+		if err := p.eval(ctx, base, d, 0, e.metrics); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	return errs
 }
 
-// evalBounded evaluates a prepared query within timeout, and turns a panic
+// evalBounded evaluates a prepared query within timeout (0: within ctx's
+// deadline alone, the request's), and turns a panic
 // inside OPA or a builtin into an error: one policy must not take the
 // manager, and the restarts it runs, down with it.
 func evalBounded(ctx context.Context, q rego.PreparedEvalQuery, input ast.Value, timeout time.Duration) (rs rego.ResultSet, err error) {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
 	defer func() {
 		if r := recover(); r != nil {
 			rs, err = nil, fmt.Errorf("%w: %v", errPanicked, r)
@@ -446,6 +450,9 @@ func evalBounded(ctx context.Context, q rego.PreparedEvalQuery, input ast.Value,
 	if err != nil && ctx.Err() != nil {
 		// OPA reports a cancelled evaluation in its own words; say which
 		// limit it hit, and keep the context's error for errors.Is.
+		if timeout == 0 {
+			return nil, fmt.Errorf("evaluation exceeded the request's time limit: %w", ctx.Err())
+		}
 		return nil, fmt.Errorf("evaluation exceeded its time limit of %v, or the request's: %w", timeout, ctx.Err())
 	}
 	return rs, err
