@@ -90,9 +90,12 @@ type Policy struct {
 	Match func(Input) bool
 	// Parameters are passed as input.parameters.
 	Parameters any
-	// Generation is the JobSetPolicy generation compiled, 0 when unknown:
-	// replacing a policy by the same generation keeps what the engine
-	// learned of its evaluations.
+	// UID and Generation name the JobSetPolicy and its generation
+	// compiled (empty and 0 when unknown): replacing a policy by the same
+	// generation of the same object keeps what the engine learned of its
+	// evaluations. A policy deleted and created again under its name is a
+	// new object, though its generation repeats.
+	UID        string
 	Generation int64
 
 	query rego.PreparedEvalQuery
@@ -316,7 +319,7 @@ func (e *Engine) SetPolicy(p *Policy) {
 	for _, q := range old {
 		if q.Name != p.Name {
 			next = append(next, q)
-		} else if p.Generation != 0 && q.Generation == p.Generation {
+		} else if p.Generation != 0 && q.Generation == p.Generation && q.UID == p.UID {
 			// The same version compiled again keeps what was learned of
 			// its evaluations; a new one is judged on its own.
 			p.health = q.health
@@ -325,6 +328,17 @@ func (e *Engine) SetPolicy(p *Policy) {
 	next = append(next, p)
 	sort.Slice(next, func(i, j int) bool { return next[i].Name < next[j].Name })
 	e.admin.Store(&next)
+}
+
+// InForce reports whether generation of the object uid is the admin
+// policy of that name in force.
+func (e *Engine) InForce(name, uid string, generation int64) bool {
+	for _, p := range *e.admin.Load() {
+		if p.Name == name {
+			return generation != 0 && p.Generation == generation && p.UID == uid
+		}
+	}
+	return false
 }
 
 // RemovePolicy removes the admin policy of that name, if any.

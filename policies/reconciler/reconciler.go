@@ -97,8 +97,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 
 	status := p.Status.DeepCopy()
 	status.ObservedGeneration = p.Generation
+	// A generation that compiled and is in force already is not compiled
+	// again: a reconcile for a health change, a status write or a resync
+	// only reports.
+	current := r.engine.InForce(p.Name, string(p.UID), p.Generation)
 	nsLabels := r.namespaceLabels(ctx)
-	compiled, err := Compile(p.Name, &p.Spec, nsLabels)
+	var compiled *policies.Policy
+	var err error
+	if !current {
+		compiled, err = Compile(p.Name, &p.Spec, nsLabels)
+	}
 	if err != nil {
 		status.Errors = strings.Split(strings.TrimSpace(err.Error()), "\n")
 		// The last version that compiled, as the status keeps it for
@@ -112,7 +120,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 				r.engine.RemovePolicy(p.Name)
 				msg = fmt.Sprintf("the rego does not compile, nor does generation %d in status.inForce any more (%v): nothing of this policy is in force", status.InForceGeneration, lerr)
 			} else {
-				lastGood.Generation = status.InForceGeneration
+				lastGood.UID, lastGood.Generation = string(p.UID), status.InForceGeneration
 				r.engine.SetPolicy(lastGood)
 				msg = fmt.Sprintf("the rego does not compile; generation %d, the last that compiled (status.inForce), stays in force", status.InForceGeneration)
 			}
@@ -128,12 +136,20 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		// Always from the spec this replica read, never skipped on what the
 		// shared status says: another replica may have written it. The same
 		// generation keeps what the engine learned of its evaluations.
-		compiled.Generation = p.Generation
-		r.engine.SetPolicy(compiled)
+		if !current {
+			compiled.UID, compiled.Generation = string(p.UID), p.Generation
+			r.engine.SetPolicy(compiled)
+		}
 		status.Errors = nil
 		status.InForce, status.InForceGeneration = p.Spec.DeepCopy(), p.Generation
 		meta.SetStatusCondition(&status.Conditions, r.readyCondition(&p))
 	}
+	return r.writeStatus(ctx, &p, status)
+}
+
+// writeStatus writes status if it changed, with the Events of its
+// changes, and requeues a failing policy.
+func (r *Reconciler) writeStatus(ctx context.Context, p *policyv1alpha1.JobSetPolicy, status *policyv1alpha1.JobSetPolicyStatus) (ctrl.Result, error) {
 	var result ctrl.Result
 	ready := meta.FindStatusCondition(status.Conditions, policyv1alpha1.ConditionReady)
 	failing := ready != nil && ready.Reason == policyv1alpha1.ReasonEvaluationFailing
@@ -146,14 +162,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	before := meta.FindStatusCondition(p.Status.Conditions, policyv1alpha1.ConditionReady)
 	p.Status = *status
-	if err := r.client.Status().Update(ctx, &p); err != nil {
+	if err := r.client.Status().Update(ctx, p); err != nil {
 		return ctrl.Result{}, err
 	}
 	if len(status.Errors) > 0 {
-		r.recorder.Eventf(&p, nil, corev1.EventTypeWarning, policyv1alpha1.ReasonCompileError, "Compile", "%s", strings.Join(status.Errors, "; "))
+		r.recorder.Eventf(p, nil, corev1.EventTypeWarning, policyv1alpha1.ReasonCompileError, "Compile", "%s", strings.Join(status.Errors, "; "))
 	}
 	if failing && (before == nil || before.Reason != policyv1alpha1.ReasonEvaluationFailing) {
-		r.recorder.Eventf(&p, nil, corev1.EventTypeWarning, policyv1alpha1.ReasonEvaluationFailing, "Evaluate", "%s", ready.Message)
+		r.recorder.Eventf(p, nil, corev1.EventTypeWarning, policyv1alpha1.ReasonEvaluationFailing, "Evaluate", "%s", ready.Message)
 	}
 	return result, nil
 }

@@ -29,7 +29,7 @@ func failingEngine(t *testing.T) *policies.Engine {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p.Generation = 1
+	p.UID, p.Generation = "a", 1
 	e.SetPolicy(p)
 	for range 3 {
 		_, _ = e.Evaluate(context.Background(), policies.Input{Operation: "CREATE", Object: map[string]any{}})
@@ -64,21 +64,33 @@ func TestReadyConditionIsTheLeaders(t *testing.T) {
 	}
 }
 
-// Compiling the same generation again, on any reconcile, keeps what the
-// engine learned of it; a new generation starts afresh.
+// Compiling the same generation again keeps what the engine learned of
+// it; a new generation, or a new object under the name, starts afresh.
+// The reconciler compiles only what is not in force (InForce).
 func TestSameGenerationKeepsHealth(t *testing.T) {
 	e := failingEngine(t)
+	if !e.InForce("slow", "a", 1) || e.InForce("slow", "a", 2) || e.InForce("slow", "b", 1) {
+		t.Error("InForce does not name exactly generation 1 of object a")
+	}
 	p, _ := Compile("slow", &policyv1alpha1.JobSetPolicySpec{Rego: endless}, nil)
-	p.Generation = 1
+	p.UID, p.Generation = "a", 1
 	e.SetPolicy(p)
 	if !e.Health("slow").Failing {
 		t.Error("recompiling generation 1 forgot its failures")
 	}
 	p, _ = Compile("slow", &policyv1alpha1.JobSetPolicySpec{Rego: endless}, nil)
-	p.Generation = 2
+	p.UID, p.Generation = "a", 2
 	e.SetPolicy(p)
 	if e.Health("slow").Failing {
 		t.Error("generation 2 inherited generation 1's failures")
+	}
+
+	e = failingEngine(t)
+	p, _ = Compile("slow", &policyv1alpha1.JobSetPolicySpec{Rego: endless}, nil)
+	p.UID, p.Generation = "b", 1
+	e.SetPolicy(p)
+	if e.Health("slow").Failing {
+		t.Error("a policy created again under its name inherited the deleted one's failures")
 	}
 }
 
