@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # Builds the local cluster (etcd, kube-apiserver, kube-controller-manager,
-# kube-scheduler, the kubelet of real nodes) and kubectl from their Go modules into bin/
+# kube-scheduler, the kubelet of real nodes, CoreDNS for their Pods) and
+# kubectl from their Go modules into bin/
 #
 # The Kubernetes binaries come from k8s.io/kubernetes through the wrapper module
 # in hack/kube: `go install k8s.io/kubernetes/cmd/...@version` is refused
 # because k8s.io/kubernetes's go.mod replaces its staging modules with local
 # paths, so the wrapper requires it and replaces every staging module with the
 # published version of the same minor. etcd comes the same way through
-# hack/etcd. Nothing is downloaded except through the Go module proxy.
+# hack/etcd, and CoreDNS through hack/coredns (its own main with only the
+# plugins the cluster uses). Nothing is downloaded except through the Go module proxy.
 #
 # Idempotent: a binary is rebuilt only when its version stamp differs.
 set -euo pipefail
@@ -18,6 +20,8 @@ mkdir -p "$bin/.stamps"
 
 kube_version=$(cd "$root/hack/kube" && go list -m -f "{{.Version}}" k8s.io/kubernetes)
 etcd_version=$(cd "$root/hack/etcd" && go list -m -f '{{.Version}}' go.etcd.io/etcd/server/v3)
+# CoreDNS's stamp covers the plugin list too: a change to main.go rebuilds it.
+coredns_version=$(cd "$root/hack/coredns" && echo "$(go list -m -f '{{.Version}}' github.com/coredns/coredns)-$(sha256sum main.go | cut -c1-12)")
 
 stale() { # name version
   [[ -x "$bin/$1" && "$(cat "$bin/.stamps/$1" 2>/dev/null)" == "$2" ]] && return 1
@@ -53,4 +57,14 @@ if stale etcd "$etcd_version"; then
   echo ">> built etcd in $((SECONDS - start))s"
 else
   echo ">> etcd $etcd_version is up to date in $bin"
+fi
+
+if stale coredns "$coredns_version"; then
+  echo ">> building coredns $coredns_version into $bin (cold: about 1 minute)"
+  start=$SECONDS
+  (cd "$root/hack/coredns" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$bin/coredns" .)
+  echo "$coredns_version" > "$bin/.stamps/coredns"
+  echo ">> built coredns in $((SECONDS - start))s"
+else
+  echo ">> coredns $coredns_version is up to date in $bin"
 fi

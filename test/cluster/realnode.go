@@ -106,8 +106,10 @@ func checkRealNodePrerequisites(binDir string) error {
 	if len(missing) > 0 {
 		return fmt.Errorf("real nodes need %s: run 'make node-deps' (Debian's containerd, runc, containernetworking-plugins, iptables)", strings.Join(missing, ", "))
 	}
-	if _, err := os.Stat(filepath.Join(binDir, kubeletName)); err != nil {
-		return fmt.Errorf("real nodes need the kubelet in %s: run 'make cluster-binaries'", binDir)
+	for _, b := range []string{kubeletName, corednsName} {
+		if _, err := os.Stat(filepath.Join(binDir, b)); err != nil {
+			return fmt.Errorf("real nodes need %s in %s: run 'make cluster-binaries'", b, binDir)
+		}
 	}
 	if os.Geteuid() != 0 {
 		return errors.New("real nodes need root: they run containerd and kubelets, make a bridge and cgroups")
@@ -170,6 +172,9 @@ func (c *Cluster) startRealNodes(ctx context.Context, p *pki, apiPort int) error
 	}
 	if err := c.setUpNetwork(apiPort); err != nil {
 		return fmt.Errorf("setting up the nodes' network: %w", err)
+	}
+	if err := c.startDNS(ctx); err != nil {
+		return fmt.Errorf("starting the cluster's DNS: %w", err)
 	}
 	archives := c.opts.ImageArchives
 	ports, err := FreePorts(len(c.nodes))
@@ -460,8 +465,8 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
 
 // kubeletConfiguration is one node's kubelet: its own ports, directories
 // and cgroup root, webhook authentication and authorization against the
-// cluster, and image garbage collection off (local images cannot be pulled
-// again).
+// cluster, the cluster's DNS, and image garbage collection off (local
+// images cannot be pulled again).
 func kubeletConfiguration(n *realNode, caFile string) string {
 	return fmt.Sprintf(`apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
@@ -491,10 +496,12 @@ evictionHard:
 serializeImagePulls: false
 localStorageCapacityIsolation: false
 maxPods: 250
+clusterDNS: [%[7]s]
+clusterDomain: %[8]s
 featureGates:
   ContainerRestartRules: true
   RestartAllContainersOnContainerExits: true
-`, nodeIP, n.port, n.socket, n.cgroupRoot, filepath.Join(n.dir, "pod-logs"), caFile)
+`, nodeIP, n.port, n.socket, n.cgroupRoot, filepath.Join(n.dir, "pod-logs"), caFile, dnsIP, clusterDomain)
 }
 
 // waitNodesReady waits until every real node's Node is Ready and, if since

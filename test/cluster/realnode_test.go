@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -15,8 +16,9 @@ import (
 	"github.com/inplace-dev/inplace/test/images"
 )
 
-// Real nodes run a Pod from the project's own images, and Stop leaves the
-// host as it was: no process, mount, cgroup, interface, iptables chain or
+// Real nodes run a Pod from the project's own images, a Pod resolves
+// another by its hostname and subdomain through the cluster's DNS, and Stop
+// leaves the host as it was: no process, mount, cgroup, interface, iptables chain or
 // host path of theirs, ip_forward as before.
 func TestRealNodesRunAPodAndLeaveTheHostClean(t *testing.T) {
 	SkipWithoutRealNodes(t)
@@ -69,6 +71,8 @@ func TestRealNodesRunAPodAndLeaveTheHostClean(t *testing.T) {
 		t.Fatalf("the Pod did not run: %v; status %+v; logs in %s", err, last.Status, c.LogsDir())
 	}
 
+	resolvesPeer(ctx, t, client, c)
+
 	if err := c.Stop(true); err != nil {
 		t.Errorf("Stop: %v", err)
 	}
@@ -76,4 +80,66 @@ func TestRealNodesRunAPodAndLeaveTheHostClean(t *testing.T) {
 	if left := c.LeftOnHost(); len(left) > 0 {
 		t.Errorf("the host differs after Stop:\n%s", strings.Join(left, "\n"))
 	}
+}
+
+// resolvesPeer checks what JobSet's workers rely on: a headless Service's
+// Pod is found by <hostname>.<subdomain> from another Pod.
+func resolvesPeer(ctx context.Context, t *testing.T, client kubernetes.Interface, c *Cluster) {
+	t.Helper()
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "net", Namespace: "default"},
+		Spec: corev1.ServiceSpec{
+			ClusterIP:                corev1.ClusterIPNone,
+			Selector:                 map[string]string{"app": "peer"},
+			PublishNotReadyAddresses: true,
+		},
+	}
+	if _, err := client.CoreV1().Services("default").Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// The hostname and subdomain are what the EndpointSlice controller
+	// publishes and CoreDNS answers for.
+	peer := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "peer", Namespace: "default", Labels: map[string]string{"app": "peer"}},
+		Spec: corev1.PodSpec{
+			Hostname: "peer-0", Subdomain: "net",
+			TerminationGracePeriodSeconds: ptr.To[int64](2),
+			Containers:                    []corev1.Container{{Name: "pause", Image: images.Pause}},
+		},
+	}
+	peer = createAndWait(ctx, t, client, c, peer, corev1.PodRunning)
+	asker := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "asker", Namespace: "default"},
+		Spec: corev1.PodSpec{
+			RestartPolicy: corev1.RestartPolicyNever,
+			Containers: []corev1.Container{{
+				Name: "resolve", Image: images.Worker,
+				Command: []string{images.WorkerBinary, "resolve", "peer-0.net", peer.Status.PodIP},
+			}},
+		},
+	}
+	createAndWait(ctx, t, client, c, asker, corev1.PodSucceeded)
+}
+
+func createAndWait(ctx context.Context, t *testing.T, client kubernetes.Interface, c *Cluster, pod *corev1.Pod, phase corev1.PodPhase) *corev1.Pod {
+	t.Helper()
+	if _, err := client.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var last *corev1.Pod
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		p, err := client.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		last = p
+		if p.Status.Phase == corev1.PodFailed && phase != corev1.PodFailed {
+			return false, fmt.Errorf("pod %s failed", pod.Name)
+		}
+		return p.Status.Phase == phase && p.Status.PodIP != "", nil
+	})
+	if err != nil {
+		t.Fatalf("pod %s did not reach %s: %v; status %+v; logs in %s", pod.Name, phase, err, last.Status, c.LogsDir())
+	}
+	return last
 }

@@ -33,6 +33,8 @@ const usage = `usage:
   inplace-testworker exit C  make the running worker of this container exit with code C
   inplace-testworker ready   succeed once the running worker has run READY_AFTER_SECONDS (a readiness probe)
   inplace-testworker pause   sleep until SIGTERM or SIGINT (the pause image)
+  inplace-testworker resolve NAME IP
+                             succeed once NAME resolves to IP through the Pod's DNS (fail after 60s)
 `
 
 func main() {
@@ -52,6 +54,12 @@ func main() {
 		err = tellExit(os.Args[2])
 	case "ready":
 		err = ready()
+	case "resolve":
+		if len(os.Args) != 4 {
+			fmt.Fprint(os.Stderr, usage)
+			os.Exit(2)
+		}
+		err = resolve(os.Args[2], os.Args[3])
 	case "pause":
 		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 		defer stop()
@@ -197,4 +205,25 @@ func tellExit(arg string) error {
 // tests can order the workers' starts.
 func logf(format string, args ...any) {
 	fmt.Printf("%s %s\n", time.Now().UTC().Format(time.RFC3339Nano), fmt.Sprintf(format, args...))
+}
+
+// resolve waits until name resolves to ip: a peer's record appears a
+// moment after the peer got its address, as on any cluster.
+func resolve(name, ip string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var last string
+	for {
+		addrs, err := net.DefaultResolver.LookupHost(ctx, name)
+		if err == nil && len(addrs) == 1 && addrs[0] == ip {
+			logf("resolved %s to %s", name, ip)
+			return nil
+		}
+		last = fmt.Sprintf("%v %v", addrs, err)
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s did not resolve to %s: last answer %s", name, ip, last)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
 }
