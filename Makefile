@@ -115,7 +115,7 @@ docker-build-agent: ## Build the inplace-agent image as $(IMG_AGENT).
 # packages share the two cores as go test schedules them.
 INTEGRATION_PKGS = ./test/integration/... ./test/cluster/...
 E2E_PKGS = ./test/e2e ./perf/restartbench/...
-REALNODE_PKGS = ./test/e2e/realnode/... ./test/e2e/install/...
+REALNODE_PKGS = ./test/e2e/realnode/... ./test/e2e/install/... ./test/e2e/pytorch/...
 
 .PHONY: test
 # The benchmark lab's smoke test compares in place with Recreate in wall
@@ -181,6 +181,10 @@ cluster-up: cluster-binaries ## Start the local cluster, inplace-manager, NODES 
 .PHONY: cluster-down
 cluster-down: ## Stop the local cluster.
 	./hack/cluster.sh down
+
+.PHONY: image-pytorch
+image-pytorch: node-deps ## Build the PyTorch example's image from Debian's packages (needs root; cached in bin/images) and import it into the running local cluster's real nodes.
+	go run ./test/cmd/image-pytorch
 
 .PHONY: demo
 demo: cluster-binaries ## Run the demo on a local cluster with real nodes (REAL_NODES=0 NODES=16: simulated).

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what real nodes of the local cluster need from Debian's packages:
 # containerd and runc (the container runtime), the CNI plugins (bridge,
-# host-local, portmap, loopback in /usr/lib/cni), iptables and iproute2. The kubelet
+# host-local, portmap, loopback in /usr/lib/cni), iptables and iproute2, and
+# debootstrap for the PyTorch image. The kubelet
 # itself is built from its Go module by build-cluster-binaries.sh.
 #
 # Idempotent: installs only what is missing. containerd is not started as a
@@ -14,6 +15,8 @@ command -v runc >/dev/null || need+=(runc)
 [[ -x /usr/lib/cni/bridge ]] || need+=(containernetworking-plugins)
 command -v iptables >/dev/null || need+=(iptables)
 command -v ip >/dev/null || need+=(iproute2)
+# debootstrap builds the PyTorch example's image (make image-pytorch).
+command -v debootstrap >/dev/null || need+=(debootstrap)
 if ((${#need[@]} == 0)); then
   echo ">> real-node packages are installed ($(containerd --version | awk '{print $3}'), runc $(runc --version | awk 'NR==1{print $3}'))"
   exit 0

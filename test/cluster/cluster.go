@@ -97,6 +97,10 @@ type Options struct {
 	// ImageArchives are the images every real node imports; nil builds the
 	// project's (package test/images).
 	ImageArchives []string
+
+	// ExtraImageArchives are imported besides ImageArchives (the PyTorch
+	// example's image, say).
+	ExtraImageArchives []string
 }
 
 // ClientRate is a client's rate limit: QPS requests per second on average,
@@ -179,6 +183,7 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 			}
 			c.logf("built the images in %v", time.Since(start).Round(time.Millisecond))
 		}
+		c.opts.ImageArchives = append(c.opts.ImageArchives, c.opts.ExtraImageArchives...)
 		if c.hostLock, err = lockHost(ctx); err != nil {
 			return nil, err
 		}

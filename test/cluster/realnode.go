@@ -281,7 +281,7 @@ func (c *Cluster) startNode(ctx context.Context, p *pki, n *realNode, archives [
 		return err
 	}
 	for _, a := range archives {
-		if err := n.ctr(ctx, "images", "import", a); err != nil {
+		if err := ImportImage(ctx, n.socket, a); err != nil {
 			return err
 		}
 	}
@@ -406,6 +406,23 @@ func (c *Cluster) KillContainer(ctx context.Context, node, containerID string) e
 		return fmt.Errorf("killing container %s on %s: %w", id, node, err)
 	}
 	return nil
+}
+
+// ContainerdSockets are the addresses of the real nodes' containerds.
+func (c *Cluster) ContainerdSockets() []string {
+	var out []string
+	for _, n := range c.nodes {
+		out = append(out, n.socket)
+	}
+	return out
+}
+
+// ImportImage imports an image archive into a node's containerd, given by
+// its address, as the nodes' own images are: the kubelet finds it there
+// and pulls nothing.
+func ImportImage(ctx context.Context, socket, archive string) error {
+	n := &realNode{socket: socket}
+	return n.ctr(ctx, "images", "import", archive)
 }
 
 // ctr runs containerd's client against the node's own containerd, in the

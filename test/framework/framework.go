@@ -54,6 +54,9 @@ type Framework struct {
 	// RealNodes, with FullCluster, starts that many real nodes (a kubelet
 	// and a containerd each) beside the control plane.
 	RealNodes int
+	// ExtraImages are image archives the real nodes import besides the
+	// project's.
+	ExtraImages []string
 	// NoCRDs leaves the CRDs out of Init, for suites that install them as
 	// a user does.
 	NoCRDs bool
@@ -96,7 +99,7 @@ func (f *Framework) Init() *rest.Config {
 	crds := []string{filepath.Join(root, "config", "crd", "bases")}
 
 	if f.FullCluster {
-		f.Cluster, err = cluster.Start(context.Background(), cluster.Options{Name: f.Name, RealNodes: f.RealNodes, APIServerFlags: f.APIServerFlags})
+		f.Cluster, err = cluster.Start(context.Background(), cluster.Options{Name: f.Name, RealNodes: f.RealNodes, ExtraImageArchives: f.ExtraImages, APIServerFlags: f.APIServerFlags})
 		gomega.Expect(err).NotTo(gomega.HaveOccurred(), "starting the local cluster")
 		if f.NoCRDs {
 			return rest.CopyConfig(f.Cluster.Config)

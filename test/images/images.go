@@ -93,13 +93,7 @@ func write(img image, binary, path string) error {
 	if err != nil {
 		return err
 	}
-	layerTar, err := layer(img.binary, data)
-	if err != nil {
-		return err
-	}
-	l, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) {
-		return io.NopCloser(bytes.NewReader(layerTar)), nil
-	})
+	l, err := layerOf(entry{path: "/tmp", mode: 0o1777, dir: true}, entry{path: img.binary, mode: 0o755, data: data})
 	if err != nil {
 		return err
 	}
@@ -130,23 +124,55 @@ func write(img image, binary, path string) error {
 	return tarball.MultiRefWriteToFile(path, refs)
 }
 
-// layer is a tar holding the binary at path and a world-writable /tmp.
-func layer(path string, binary []byte) ([]byte, error) {
+// entry is one directory or file of a layer.
+type entry struct {
+	path string // absolute
+	mode int64
+	data []byte
+	dir  bool
+}
+
+// layerOf is a layer of the entries, in order, each file's parent
+// directories readable by all. A fixed time: the same files give the same
+// layer.
+func layerOf(entries ...entry) (v1.Layer, error) {
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
-	// A fixed time: the same binary gives the same layer.
 	mtime := time.Unix(0, 0)
-	if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: "tmp/", Mode: 0o1777, ModTime: mtime}); err != nil {
-		return nil, err
+	written := map[string]bool{}
+	var writeDir func(dir string, mode int64) error
+	writeDir = func(dir string, mode int64) error {
+		if dir == "/" || written[dir] {
+			return nil
+		}
+		if err := writeDir(filepath.Dir(dir), 0o755); err != nil {
+			return err
+		}
+		written[dir] = true
+		return tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: dir[1:] + "/", Mode: mode, ModTime: mtime})
 	}
-	if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: path[1:], Mode: 0o755, Size: int64(len(binary)), ModTime: mtime}); err != nil {
-		return nil, err
-	}
-	if _, err := tw.Write(binary); err != nil {
-		return nil, err
+	for _, e := range entries {
+		if e.dir {
+			if err := writeDir(e.path, e.mode); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if err := writeDir(filepath.Dir(e.path), 0o755); err != nil {
+			return nil, err
+		}
+		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: e.path[1:], Mode: e.mode, Size: int64(len(e.data)), ModTime: mtime}); err != nil {
+			return nil, err
+		}
+		if _, err := tw.Write(e.data); err != nil {
+			return nil, err
+		}
 	}
 	if err := tw.Close(); err != nil {
 		return nil, err
 	}
-	return buf.Bytes(), nil
+	layer := buf.Bytes()
+	return tarball.LayerFromOpener(func() (io.ReadCloser, error) {
+		return io.NopCloser(bytes.NewReader(layer)), nil
+	})
 }

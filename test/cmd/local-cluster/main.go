@@ -60,6 +60,7 @@ func run(kubeconfigPath, crdDir string, nodes, realNodes int, withManager bool) 
 			fmt.Fprintln(os.Stderr, "local-cluster: component logs kept in", c.LogsDir())
 		}
 		os.Remove(kubeconfigPath)
+		os.Remove(socketsPath(kubeconfigPath))
 	}()
 
 	if _, err := envtest.InstallCRDs(c.Config, envtest.CRDInstallOptions{Paths: []string{crdDir}, ErrorIfPathMissing: true}); err != nil {
@@ -95,6 +96,12 @@ func run(kubeconfigPath, crdDir string, nodes, realNodes int, withManager bool) 
 	}
 	if err := os.MkdirAll(filepath.Dir(kubeconfigPath), 0o755); err != nil {
 		return err
+	}
+	// Where `make image-pytorch` imports images into the real nodes.
+	if sockets := c.ContainerdSockets(); len(sockets) > 0 {
+		if err := os.WriteFile(socketsPath(kubeconfigPath), []byte(strings.Join(sockets, "\n")+"\n"), 0o600); err != nil {
+			return err
+		}
 	}
 	// Written last and atomically: its presence tells the caller the cluster is ready.
 	tmp := kubeconfigPath + ".tmp"
@@ -134,4 +141,10 @@ func waitForOpenAPI(ctx context.Context, cfg *rest.Config, path string) error {
 		return fmt.Errorf("waiting for the OpenAPI schema of %s: %w", path, err)
 	}
 	return nil
+}
+
+// socketsPath lists the real nodes' containerd addresses, one a line,
+// beside the kubeconfig.
+func socketsPath(kubeconfig string) string {
+	return filepath.Join(filepath.Dir(kubeconfig), "containerd-sockets")
 }
