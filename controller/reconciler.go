@@ -99,6 +99,45 @@ type Reconciler struct {
 	// controller ran waits for its agents' grants from here, not from its
 	// creation (awaitAgentGrants).
 	since time.Time
+	// held are the in-place restarts held back for decide.FatalExitSettle,
+	// by JobSet: memory, not status, as a second more after a manager
+	// restart costs nothing.
+	held heldRestarts
+}
+
+// heldRestarts remembers when each JobSet's in-place restart was first held
+// back, between its reconciles (never two at once for one JobSet).
+type heldRestarts struct {
+	mu    sync.Mutex
+	since map[types.NamespacedName]heldRestart
+}
+
+type heldRestart struct {
+	uid   types.UID
+	since time.Time
+}
+
+func (h *heldRestarts) get(js *jobset.JobSet) time.Time {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if r, ok := h.since[client.ObjectKeyFromObject(js)]; ok && r.uid == js.UID {
+		return r.since
+	}
+	return time.Time{}
+}
+
+// set records since for js; zero forgets it.
+func (h *heldRestarts) set(key types.NamespacedName, uid types.UID, since time.Time) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if since.IsZero() {
+		delete(h.since, key)
+		return
+	}
+	if h.since == nil {
+		h.since = map[types.NamespacedName]heldRestart{}
+	}
+	h.since[key] = heldRestart{uid, since}
 }
 
 // The rights of the calls the controller makes, and no more: every read
@@ -170,6 +209,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.client.Get(ctx, req.NamespacedName, &js); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.metrics.gone(req.NamespacedName)
+			r.held.set(req.NamespacedName, "", time.Time{})
 			r.expectations.Forget(req.NamespacedName)
 			return ctrl.Result{}, nil
 		}
@@ -196,6 +236,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	now := r.opts.Clock.Now()
+	obs.RestartHeldSince = r.held.get(&js)
 	p := func() decide.Plan {
 		// Unlocked however decide returns: the JobSet's event handlers
 		// wait on the lock. The plan's Jobs are the cache's objects, not
@@ -203,6 +244,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		defer release()
 		return decide.Decide(effective, obs, metav1.NewTime(now), r.opts.InPlaceRestartTimeout)
 	}()
+	r.held.set(req.NamespacedName, js.UID, p.RestartHeldSince)
+	if !p.RestartHeldSince.IsZero() {
+		logger.V(2).Info("in-place restart held back for a fatal exit to be reported", "since", p.RestartHeldSince, "settle", decide.FatalExitSettle)
+	}
 	if err := r.awaitAgentGrants(ctx, effective, &p, now); err != nil {
 		return ctrl.Result{}, err
 	}

@@ -123,6 +123,13 @@ func decideEpochs(js *jobset.JobSet, pods []state.PodGroup) epochDecision {
 
 	// Sync: every expected Pod at one epoch newer than the synced one.
 	if aliveN == expected && allReported && allEqual && maxEpoch > d.synced && maxEpoch > d.deprecated {
+		if d.synced > 0 && !inRestart {
+			// Every Pod restarted before a restart was decided (their
+			// kubelets' restart rules, while the restart was held back
+			// for a fatal exit, say): it was one, and counts as one.
+			d.deprecated = maxEpoch - 1
+			d.restartBegan, d.why = true, fmt.Sprintf("every Pod restarted to epoch %d while %d was synced", maxEpoch, d.synced)
+		}
 		d.synced, d.syncedPods = maxEpoch, int32(expected)
 		d.openReplicatedJobs = openBarriers(js, alive, d.synced)
 		return d

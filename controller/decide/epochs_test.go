@@ -2,6 +2,7 @@ package decide
 
 import (
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -77,6 +78,10 @@ func TestDecideEpochs(t *testing.T) {
 		"an agent came back at a new epoch: deprecated (the KEP's detection)": {
 			synced: 1, pods: pods(1, 2, 1, 1),
 			wantDeprecated: 1, wantSynced: 1, wantRestart: "the agent of Pod p1 moved to epoch 2",
+		},
+		"every agent at a new epoch before a restart was decided: one restart, synced": {
+			synced: 1, pods: pods(2, 2, 2, 2),
+			wantDeprecated: 1, wantSynced: 2, wantRestart: "every Pod restarted to epoch 2 while 1 was synced",
 		},
 		"during the restart, some agents at the new epoch: nothing new": {
 			deprecated: 1, synced: 1, pods: pods(2, 2, 1, 1),
@@ -400,4 +405,65 @@ func TestDecideInPlaceDisabled(t *testing.T) {
 	if c := findCondition(&p.Status, jobset.JobSetRestarting); c != nil {
 		t.Errorf("restarting condition %+v", c)
 	}
+}
+
+// The ranks of a training program fail together: one with a fatal code,
+// its peers with 1 as their collective breaks, reported by their kubelets
+// in any order. In a JobSet whose Jobs can fail by podFailurePolicy, a
+// restart waits FatalExitSettle for a fatal exit to be reported, which
+// then decides instead.
+func TestRestartIsHeldForAFatalExitToBeReported(t *testing.T) {
+	js := inPlaceJobSet(0, 1)
+	js.Spec.ReplicatedJobs[1].Template.Spec.PodFailurePolicy = failJobOn(42)
+	jobs := jobList(readyJob(jobOf(js, "driver", 0)), readyJob(jobOf(js, "workers", 0)))
+	echo := []corev1.Pod{epochPod("a", "driver", "1", false), epochPod("b", "driver", "1", false), epochPod("c", "workers", "1", true), epochPod("d", "workers", "1", false)}
+
+	p := decidePure(t, js, Observed{Jobs: jobs, Pods: echo, ServiceExists: true}, at(0), time.Minute)
+	if p.Status.Restarts != 0 || p.Status.DeprecatedEpoch != 0 || p.Broadcast["deprecatedEpoch"] != "0" {
+		t.Fatalf("a restart began before the settle: restarts %d, deprecated %d, broadcast %v", p.Status.Restarts, p.Status.DeprecatedEpoch, p.Broadcast)
+	}
+	if !p.RestartHeldSince.Equal(at(0).Time) || p.RequeueAfter != FatalExitSettle {
+		t.Fatalf("held since %v, requeue %v; want %v and %v", p.RestartHeldSince, p.RequeueAfter, at(0).Time, FatalExitSettle)
+	}
+	held := p.RestartHeldSince
+
+	t.Run("the settle passes: the restart begins", func(t *testing.T) {
+		p := decidePure(t, js, Observed{Jobs: jobs, Pods: echo, ServiceExists: true, RestartHeldSince: held}, at(1), time.Minute)
+		if p.Status.Restarts != 0 || p.RequeueAfter != time.Second {
+			t.Fatalf("one second in: restarts %d, requeue %v; want 0 and 1s", p.Status.Restarts, p.RequeueAfter)
+		}
+		p = decidePure(t, js, Observed{Jobs: jobs, Pods: echo, ServiceExists: true, RestartHeldSince: held}, at(2), time.Minute)
+		if p.Status.Restarts != 1 || p.Status.InPlaceRestarts != 1 || p.Status.DeprecatedEpoch != 1 || !p.RestartHeldSince.IsZero() {
+			t.Errorf("after the settle: restarts %d, in place %d, deprecated %d, held %v; want the restart begun", p.Status.Restarts, p.Status.InPlaceRestarts, p.Status.DeprecatedEpoch, p.RestartHeldSince)
+		}
+	})
+	t.Run("a fatal exit is reported meanwhile: no restart", func(t *testing.T) {
+		fatal := slices.Clone(echo)
+		fatal[3] = epochPod("d", "workers", "1", true)
+		fatal[3].Status.Phase = corev1.PodRunning
+		fatal[3].Status.ContainerStatuses[0].State.Terminated.ExitCode = 42
+		p := decidePure(t, js, Observed{Jobs: jobs, Pods: fatal, ServiceExists: true, RestartHeldSince: held}, at(1), time.Minute)
+		p = decidePure(t, js, Observed{Jobs: jobs, Pods: fatal, ServiceExists: true, RestartHeldSince: p.RestartHeldSince}, at(3), time.Minute)
+		if p.Status.Restarts != 0 || p.Status.DeprecatedEpoch != 0 || !p.RestartHeldSince.IsZero() {
+			t.Errorf("restarts %d, deprecated %d, held %v: want no restart, nothing held", p.Status.Restarts, p.Status.DeprecatedEpoch, p.RestartHeldSince)
+		}
+	})
+	t.Run("every Pod restarted meanwhile: one restart, counted, and done", func(t *testing.T) {
+		restarted := []corev1.Pod{epochPod("a", "driver", "2", false), epochPod("b", "driver", "2", false), epochPod("c", "workers", "2", false), epochPod("d", "workers", "2", false)}
+		p := decidePure(t, js, Observed{Jobs: jobs, Pods: restarted, ServiceExists: true, RestartHeldSince: held}, at(1), time.Minute)
+		if p.Status.Restarts != 1 || p.Status.InPlaceRestarts != 1 || p.Status.SyncedEpoch != 2 || !p.RestartHeldSince.IsZero() {
+			t.Errorf("restarts %d, in place %d, synced %d, held %v: want one restart, synced at 2", p.Status.Restarts, p.Status.InPlaceRestarts, p.Status.SyncedEpoch, p.RestartHeldSince)
+		}
+		if c := findCondition(&p.Status, jobset.JobSetRestarting); c == nil || c.Reason != ReasonInPlaceRestartDone {
+			t.Errorf("restarting condition %+v, want %s", c, ReasonInPlaceRestartDone)
+		}
+	})
+	t.Run("no rule fails a Job: the restart begins at once", func(t *testing.T) {
+		js := js.DeepCopy()
+		js.Spec.ReplicatedJobs[1].Template.Spec.PodFailurePolicy = nil
+		p := decidePure(t, js, Observed{Jobs: jobs, Pods: echo, ServiceExists: true}, at(0), time.Minute)
+		if p.Status.Restarts != 1 || !p.RestartHeldSince.IsZero() {
+			t.Errorf("restarts %d, held %v: want the restart at once", p.Status.Restarts, p.RestartHeldSince)
+		}
+	})
 }

@@ -41,6 +41,10 @@ type Observed struct {
 	// that jobs still shows as not being deleted: they are not deleted
 	// again.
 	Deleting map[types.UID]bool
+	// RestartHeldSince is Plan.RestartHeldSince of the JobSet's previous
+	// reconcile: when an in-place restart was first held back for
+	// FatalExitSettle. Zero if none is.
+	RestartHeldSince time.Time
 }
 
 // Event is an Event to record on the JobSet once the status is written.
@@ -70,6 +74,10 @@ type Plan struct {
 	// restart (stopEscapedWorkers). Each Event is recorded once the Pod's
 	// deletion succeeded.
 	DeletePods []PodDeletion
+	// RestartHeldSince is set while an in-place restart is held back for
+	// FatalExitSettle: when it first was. The reconciler hands it to the
+	// JobSet's next reconcile (Observed.RestartHeldSince).
+	RestartHeldSince time.Time
 	// Broadcast, if set, is the data the broadcast ConfigMap must hold.
 	Broadcast    map[string]string
 	DeleteJobSet bool
@@ -165,7 +173,7 @@ func decideSteps(js *jobset.JobSet, obs Observed, now metav1.Time, inPlaceTimeou
 		// A Job the Job controller is failing (FailureTarget) deletes its
 		// Pods before it is marked Failed: the failure policy decides, not
 		// an in-place restart.
-		p.reconcileEpochs(js, fam, obs.Broadcast, now, inPlaceTimeout)
+		p.reconcileEpochs(js, fam, obs, now, inPlaceTimeout)
 	}
 	if !InPlaceActive(js) && conditionTrue(&p.Status, jobset.JobSetRestarting) && allStarted(js, p.Status.ReplicatedJobsStatus) {
 		setCondition(&p.Status, jobset.JobSetRestarting, metav1.ConditionFalse, ReasonRestartJobsReady, MessageRestartJobsReady, now)
@@ -191,7 +199,8 @@ func InPlaceActive(js *jobset.JobSet) bool {
 // reconcileEpochs runs the in-place restart protocol: the epochs from the
 // Pods of the current attempt, the restart they may start, counted against
 // maxRestarts, and the broadcast the agents watch.
-func (p *Plan) reconcileEpochs(js *jobset.JobSet, fam *state.Family, broadcast map[string]string, now metav1.Time, timeout time.Duration) {
+func (p *Plan) reconcileEpochs(js *jobset.JobSet, fam *state.Family, obs Observed, now metav1.Time, timeout time.Duration) {
+	broadcast := obs.Broadcast
 	if !InPlaceActive(js) {
 		// In-place restarts are off: the agents lift their barriers at
 		// once and never report, so the epochs stay where they are, no
@@ -230,6 +239,9 @@ func (p *Plan) reconcileEpochs(js *jobset.JobSet, fam *state.Family, broadcast m
 		return
 	}
 	d := decideEpochs(js, pods)
+	if d.restartBegan && d.synced == js.Status.SyncedEpoch && canFailJobs(js) {
+		p.holdRestart(js, &d, obs.RestartHeldSince, now.Time)
+	}
 	p.Status.DeprecatedEpoch, p.Status.SyncedEpoch, p.Status.SyncedPods = d.deprecated, d.synced, d.syncedPods
 
 	if d.scaleBegan {
@@ -282,6 +294,55 @@ func (p *Plan) reconcileEpochs(js *jobset.JobSet, fam *state.Family, broadcast m
 	if !maps.Equal(want, broadcast) {
 		p.Broadcast = want
 	}
+}
+
+// FatalExitSettle is how long an in-place restart waits, in a JobSet whose
+// Jobs have podFailurePolicy rules that fail them, for a fatal exit its
+// failure may be the echo of. A training program's ranks fail together:
+// one exits with a code that must fail the JobSet, its peers exit 1 the
+// moment their collective breaks. Each kubelet reports its Pod's exit on
+// its next relist (every second), so the peers' exits may be reported
+// first, and a restart begun on them would restart the fatal Pod too.
+// The fatal exit happened before its echoes and is reported within a
+// relist period of them: two seconds leaves the status update its time.
+// The Job controller batches a Job's Pod updates for a second for the
+// same reason. JobSets without such rules restart at once.
+const FatalExitSettle = 2 * time.Second
+
+// canFailJobs reports whether a Pod's failure can fail its Job by the
+// Job's podFailurePolicy (a FailJob or FailIndex rule).
+func canFailJobs(js *jobset.JobSet) bool {
+	for _, rj := range js.Spec.ReplicatedJobs {
+		if pfp := rj.Template.Spec.PodFailurePolicy; pfp != nil {
+			for _, r := range pfp.Rules {
+				if r.Action == batchv1.PodFailurePolicyActionFailJob || r.Action == batchv1.PodFailurePolicyActionFailIndex {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// holdRestart holds back the restart d began until FatalExitSettle has
+// passed since it was first held (since; zero: now), and has the JobSet
+// reconciled again then. A fatal exit reported meanwhile makes the failure
+// policy decide instead (decideEpochs), and no restart begins. A restart
+// that every Pod already made (d syncs a new epoch) is not held: no Pod
+// failed fatally, or it would not have restarted.
+func (p *Plan) holdRestart(js *jobset.JobSet, d *epochDecision, since, now time.Time) {
+	if since.IsZero() {
+		since = now
+	}
+	wait := since.Add(FatalExitSettle).Sub(now)
+	if wait <= 0 {
+		return
+	}
+	p.RestartHeldSince = since
+	if p.RequeueAfter == 0 || wait < p.RequeueAfter {
+		p.RequeueAfter = wait
+	}
+	d.deprecated, d.restartBegan, d.why, d.uncounted = js.Status.DeprecatedEpoch, false, "", false
 }
 
 // suspendEpochs ends the group of a suspended JobSet, which is no failure:

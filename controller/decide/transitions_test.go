@@ -313,9 +313,11 @@ func TestFatalExitWithAnotherWorkerRunningDeletesThePod(t *testing.T) {
 	if p = decidePure(t, js, Observed{Jobs: jobs, Pods: pods, ServiceExists: true}, at(0), time.Minute); len(p.DeletePods) != 0 {
 		t.Errorf("delete pods %v, want none: the Pod fails by itself", p.DeletePods)
 	}
-	// An exit that does not fail the Job restarts the group in place.
+	// An exit that does not fail the Job restarts the group in place,
+	// once no fatal exit was reported for FatalExitSettle.
 	pods[3] = two(1)
-	if p = decidePure(t, js, Observed{Jobs: jobs, Pods: pods, ServiceExists: true}, at(0), time.Minute); len(p.DeletePods) != 0 || p.Status.InPlaceRestarts != 1 {
+	held := Observed{Jobs: jobs, Pods: pods, ServiceExists: true, RestartHeldSince: at(0).Time}
+	if p = decidePure(t, js, held, at(2), time.Minute); len(p.DeletePods) != 0 || p.Status.InPlaceRestarts != 1 {
 		t.Errorf("exit 1: delete pods %v, in-place restarts %d; want none and 1", p.DeletePods, p.Status.InPlaceRestarts)
 	}
 }
