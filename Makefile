@@ -144,7 +144,7 @@ test-realnode: cluster-binaries node-deps $(KUSTOMIZE) $(HELM) ## Run the end-to
 ##@ Benchmarks
 
 .PHONY: bench
-bench: bench-admission bench-restart ## Run every benchmark; results in .local/bench/.
+bench: bench-admission bench-restart bench-pytorch ## Run every benchmark; results in .local/bench/.
 
 .PHONY: bench-admission
 bench-admission: cluster-binaries ## Admission: handler latency, policy cost, creates through the apiserver.
@@ -162,6 +162,10 @@ BENCH_CONTROL_PLANE ?= scale
 BENCH_OUT ?= $(LOCAL)/bench/restart.json
 bench-restart: cluster-binaries $(if $(REAL_NODES),node-deps) ## Restarts at scale: in place vs Recreate vs BlockingRecreate, the floor, API cost, charts (BENCH_NODES, BENCH_REPEATS, BENCH_CONTROL_PLANE; REAL_NODES=K on real kubelets).
 	go run ./perf/bench/restart -nodes $(BENCH_NODES) -repeats $(BENCH_REPEATS) -control-plane $(BENCH_CONTROL_PLANE) -real-nodes $(or $(REAL_NODES),0) -out $(BENCH_OUT)
+
+.PHONY: bench-pytorch
+bench-pytorch: cluster-binaries node-deps ## Training lost per failure, in place vs Recreate, for examples/pytorch on 2 real nodes (BENCH_REPEATS runs each).
+	DEMO_ARGS="-repeats $(BENCH_REPEATS) -json $(BENCH_OUT)/pytorch.json" ./hack/demo-pytorch.sh
 
 ##@ Local cluster
 
@@ -185,6 +189,10 @@ cluster-down: ## Stop the local cluster.
 .PHONY: image-pytorch
 image-pytorch: node-deps ## Build the PyTorch example's image from Debian's packages (needs root; cached in bin/images) and import it into the running local cluster's real nodes.
 	go run ./test/cmd/image-pytorch
+
+.PHONY: demo-pytorch
+demo-pytorch: cluster-binaries node-deps ## Train examples/pytorch (DDP) on 2 real nodes, crash a rank, and show the restart in place and with Recreate.
+	./hack/demo-pytorch.sh
 
 .PHONY: demo
 demo: cluster-binaries ## Run the demo on a local cluster with real nodes (REAL_NODES=0 NODES=16: simulated).

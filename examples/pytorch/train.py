@@ -44,7 +44,10 @@ def env(name, default, kind=int):
 
 
 def log(msg):
-    print(msg, flush=True)
+    # One write per line: the ranks of a Pod share its stdout, and print()
+    # writes the text and its newline apart, so two ranks' lines would mix.
+    sys.stdout.write(msg + "\n")
+    sys.stdout.flush()
 
 
 def checkpoint_path(directory, step):

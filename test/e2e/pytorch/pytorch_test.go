@@ -1,43 +1,32 @@
 package pytorch
 
 import (
-	"bufio"
 	"bytes"
-	"errors"
-	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
-	"strconv"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/yaml"
 
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
 	"github.com/inplace-dev/inplace/test/cluster"
+	example "github.com/inplace-dev/inplace/test/pytorch"
 	"github.com/inplace-dev/inplace/test/util"
 )
 
 const (
-	container = "pytorch"
+	container = example.Container
 	ranks     = nodes * 2
+	steps     = 150
 	// timeout bounds each wait: a first start imports torch on 4 ranks
 	// sharing 2 cores with the cluster.
 	timeout = 4 * time.Minute
-)
-
-var (
-	stepLine    = regexp.MustCompile(`(?m)^step (\d+) loss ([0-9.]+)$`)
-	savedLine   = regexp.MustCompile(`(?m)^saved checkpoint at step (\d+)$`)
-	resumedLine = regexp.MustCompile(`(?m)^rank (\d+) resumed from checkpoint at step (\d+)$`)
 )
 
 var _ = Describe("examples/pytorch on real kubelets", func() {
@@ -63,35 +52,26 @@ var _ = Describe("examples/pytorch on real kubelets", func() {
 		expectResumed(js, firstRun())
 	})
 
-	It("fails the JobSet without a restart when a rank exits with a fatal code", func() {
+	It("fails the JobSet without a restart when a rank exits with a fatal code", MustPassRepeatedly(2), func() {
 		js := createExample(ns.Name, nil)
 		_, firstRun := crashAfterCheckpoint(js, "echo 42 > /tmp/inplace-crash")
 
 		got := util.ExpectJobSetCondition(ctx, k8sClient, js, jobset.JobSetFailed, "FailJobSetFailurePolicyAction", timeout)
-		// The ranks of the other Pod fail as their peer vanishes, with
-		// torchrun's exit code 1, at the same moment: when their kubelet
-		// reports it before the fatal Pod's does, one in-place restart
-		// begins, and the fatal exit ends it (docs/in-place-restart.md).
-		Expect(got.Status.InPlaceRestarts).To(BeNumerically("<=", 1), "more than the one restart a peer's failure may begin")
-		Expect(got.Status.Restarts).To(Equal(got.Status.InPlaceRestarts), "the fatal exit recreated the Pods")
-		Expect(firstRun()).To(ContainSubstring("crashes with exit code 42"))
+		// The ranks of the other Pod fail too as their peer vanishes, with
+		// torchrun's exit code 1, reported by their kubelet maybe first:
+		// the controller waits for the fatal exit (decide.FatalExitSettle).
+		Expect(got.Status.InPlaceRestarts).To(BeZero(), "the fatal exit's echo started an in-place restart")
+		Expect(got.Status.Restarts).To(BeZero(), "the fatal exit recreated the Pods")
+		first := example.ReadRun(example.ParseLog(firstRun(), false))
+		Expect(first.Crashed).To(BeTrue())
+		Expect(first.CrashCode).To(Equal(42))
 	})
 
 	It("with Recreate, resumes from a shared volume in new Pods", func() {
-		// Every real node is this host: a host directory is storage all
-		// Pods share, as a ReadWriteMany claim would be on a cluster.
+		// Every real node is this host (example.UseRecreate).
 		shared := GinkgoT().TempDir()
 		Expect(os.Chmod(shared, 0o777)).To(Succeed())
-		js := createExample(ns.Name, func(js *jobset.JobSet) {
-			js.Spec.FailurePolicy.RestartStrategy = jobset.Recreate
-			// A failed Pod fails its Job, and the JobSet restarts: what the
-			// webhook sets for InPlaceRestart, written out for Recreate.
-			js.Spec.ReplicatedJobs[0].Template.Spec.BackoffLimit = ptr.To[int32](0)
-			pod := &js.Spec.ReplicatedJobs[0].Template.Spec.Template.Spec
-			pod.Volumes = []corev1.Volume{{Name: "checkpoints", VolumeSource: corev1.VolumeSource{
-				HostPath: &corev1.HostPathVolumeSource{Path: shared, Type: ptr.To(corev1.HostPathDirectory)},
-			}}}
-		})
+		js := createExample(ns.Name, func(ex *example.Example) { ex.UseRecreate(shared) })
 		before, firstRun := crashAfterCheckpoint(js, "touch /tmp/inplace-crash")
 
 		got := util.ExpectJobSetCondition(ctx, k8sClient, js, jobset.JobSetCompleted, "AllJobsCompleted", timeout)
@@ -107,47 +87,26 @@ var _ = Describe("examples/pytorch on real kubelets", func() {
 
 // createExample creates examples/pytorch/jobset.yaml in ns, edited by
 // change, with a shorter run: 150 steps, a checkpoint every 20.
-func createExample(ns string, change func(*jobset.JobSet)) *jobset.JobSet {
+func createExample(ns string, change func(*example.Example)) *jobset.JobSet {
 	GinkgoHelper()
 	root, err := cluster.RepoRoot()
 	Expect(err).NotTo(HaveOccurred())
-	data, err := os.ReadFile(filepath.Join(root, "examples", "pytorch", "jobset.yaml"))
+	ex, err := example.Load(root, ns)
 	Expect(err).NotTo(HaveOccurred())
-	var sa corev1.ServiceAccount
-	var js jobset.JobSet
-	reader := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
-	for {
-		doc, err := reader.Read()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		Expect(err).NotTo(HaveOccurred())
-		var meta metav1.TypeMeta
-		Expect(yaml.Unmarshal(doc, &meta)).To(Succeed())
-		switch meta.Kind {
-		case "ServiceAccount":
-			Expect(yaml.UnmarshalStrict(doc, &sa)).To(Succeed())
-		case "JobSet":
-			Expect(yaml.UnmarshalStrict(doc, &js)).To(Succeed())
-		default:
-			Fail("unexpected kind " + meta.Kind + " in examples/pytorch/jobset.yaml")
-		}
-	}
-	sa.Namespace, js.Namespace = ns, ns
-	c := &js.Spec.ReplicatedJobs[0].Template.Spec.Template.Spec.Containers[0]
-	c.Env = append(c.Env, corev1.EnvVar{Name: "TRAIN_STEPS", Value: "150"}, corev1.EnvVar{Name: "CHECKPOINT_EVERY", Value: "20"})
+	Expect(ex.Nodes()).To(Equal(nodes))
+	ex.SetRun(steps, 20)
 	if change != nil {
-		change(&js)
+		change(ex)
 	}
-	Expect(k8sClient.Create(ctx, &sa)).To(Succeed())
-	Expect(k8sClient.Create(ctx, &js)).To(Succeed())
-	return &js
+	Expect(k8sClient.Create(ctx, ex.ServiceAccount)).To(Succeed())
+	Expect(k8sClient.Create(ctx, ex.JobSet)).To(Succeed())
+	return ex.JobSet
 }
 
 // podOf is the JobSet's Pod of completion index i.
 func podOf(js *jobset.JobSet, i int) corev1.Pod {
 	GinkgoHelper()
-	name := fmt.Sprintf("%s-workers-0-%d", js.Name, i)
+	name := (&example.Example{JobSet: js}).PodHostname(i)
 	for _, p := range util.JobSetPods(ctx, k8sClient, js) {
 		if p.Spec.Hostname == name && p.DeletionTimestamp == nil {
 			return p
@@ -166,7 +125,8 @@ func crashAfterCheckpoint(js *jobset.JobSet, script string) (uids map[string]str
 	Eventually(func(g Gomega) {
 		pods := util.JobSetPods(ctx, k8sClient, js)
 		g.Expect(pods).To(HaveLen(nodes))
-		g.Expect(savedLine.FindString(podLog(pods[0], false))).NotTo(BeEmpty(), "no checkpoint yet")
+		run := example.ReadRun(example.ParseLog(podLog(podOf(js, 0), false), false))
+		g.Expect(run.LastSaved()).To(BeNumerically(">", 0), "no checkpoint yet")
 	}).WithTimeout(timeout).WithPolling(time.Second).Should(Succeed())
 	uids = podUIDs(js)
 	pod := podOf(js, 0)
@@ -192,65 +152,37 @@ func podUIDs(js *jobset.JobSet) map[string]string {
 }
 
 // expectResumed checks the logs of the run after the crash: every rank
-// resumed from the same checkpoint, after step 0, and the loss went on
-// from where it was rather than from the untrained model's.
-func expectResumed(js *jobset.JobSet, firstRun string) {
+// resumed from the same checkpoint, after step 0, the loss went on from
+// where it was rather than from the untrained model's, and training ended.
+func expectResumed(js *jobset.JobSet, firstRunLog string) {
 	GinkgoHelper()
-	resumedAt := map[int]int{}
-	var current string
+	var logs [][]example.Line
 	for i := range nodes {
-		p := podOf(js, i)
-		log := podLog(p, false)
-		if i == 0 {
-			current = log
-		}
-		for _, m := range resumedLine.FindAllStringSubmatch(log, -1) {
-			rank, _ := strconv.Atoi(m[1])
-			step, _ := strconv.Atoi(m[2])
-			resumedAt[rank] = step
-		}
+		logs = append(logs, example.ParseLog(podLog(podOf(js, i), false), false))
 	}
-	Expect(resumedAt).To(HaveLen(ranks), "every rank logs that it resumed")
-	step := resumedAt[0]
+	second := example.ReadRun(logs...)
+	step, err := second.ResumedStep(ranks)
+	Expect(err).NotTo(HaveOccurred())
 	Expect(step).To(BeNumerically(">", 0))
-	for rank, s := range resumedAt {
-		Expect(s).To(Equal(step), "rank %d resumed from another step", rank)
-	}
+	Expect(second.Done).To(BeTrue(), "training did not finish after resuming")
 
-	Expect(firstRun).To(ContainSubstring("crashes with exit code 1"))
-	initial := lossAt(firstRun, 1)
-	after := lossAt(current, step+1)
+	first := example.ReadRun(example.ParseLog(firstRunLog, false))
+	Expect(first.Crashed).To(BeTrue(), "the first run did not crash")
+	Expect(first.CrashCode).To(Equal(1))
+	Expect(first.Loss).To(HaveKey(1))
+	Expect(second.Loss).To(HaveKey(step + 1))
+	initial, after := first.Loss[1], second.Loss[step+1]
 	Expect(after).To(BeNumerically("<", initial/2), "the loss after resuming (%v) is not below half the untrained model's (%v)", after, initial)
 	// The data of a step is the same in every run: where the first run
 	// got past the checkpoint, the resumed run repeats its loss.
-	if same, ok := findLoss(firstRun, step+1); ok {
+	if same, ok := first.Loss[step+1]; ok {
 		Expect(after).To(BeNumerically("~", same, same*0.05), "step %d: loss %v after resuming, %v in the first run", step+1, after, same)
 	} else {
-		before := lossAt(firstRun, step)
+		Expect(first.Loss).To(HaveKey(step))
+		before := first.Loss[step]
 		Expect(after).To(And(BeNumerically(">", before/2), BeNumerically("<", before*2)),
 			"the loss after resuming (%v) is not that of the checkpoint's step (%v)", after, before)
 	}
-	Expect(current).To(ContainSubstring("training done at step 150"))
-}
-
-// lossAt is the loss a log shows at step.
-func lossAt(log string, step int) float64 {
-	GinkgoHelper()
-	v, ok := findLoss(log, step)
-	if !ok {
-		Fail(fmt.Sprintf("no loss at step %d in:\n%s", step, log))
-	}
-	return v
-}
-
-func findLoss(log string, step int) (float64, bool) {
-	for _, m := range stepLine.FindAllStringSubmatch(log, -1) {
-		if m[1] == strconv.Itoa(step) {
-			v, err := strconv.ParseFloat(m[2], 64)
-			return v, err == nil
-		}
-	}
-	return 0, false
 }
 
 // followLog follows the log of the Pod's container from its start until

@@ -1,0 +1,414 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
+	managerapp "github.com/inplace-dev/inplace/cmd/manager/app"
+	"github.com/inplace-dev/inplace/test/cluster"
+	example "github.com/inplace-dev/inplace/test/pytorch"
+)
+
+const (
+	steps           = 200
+	checkpointEvery = 20
+	ranksPerPod     = 2
+	agentContainer  = "inplace-agent"
+	waitLimit       = 5 * time.Minute
+)
+
+func main() {
+	kubeconfig := flag.String("cluster-kubeconfig", ".local/kubeconfig", "kubeconfig of the local cluster")
+	kubectl := flag.String("kubectl", "bin/kubectl", "kubectl, to crash a rank as a person would")
+	repeats := flag.Int("repeats", 1, "runs of each restart strategy")
+	jsonOut := flag.String("json", "", "write every run's figures here as JSON")
+	flag.Parse()
+	if err := run(*kubeconfig, *kubectl, *repeats, *jsonOut); err != nil {
+		fmt.Fprintln(os.Stderr, "demo-pytorch:", err)
+		os.Exit(1)
+	}
+}
+
+type demo struct {
+	c                   client.Client
+	cs                  kubernetes.Interface
+	kubeconfig, kubectl string
+	root                string
+}
+
+// Result is one run: the stages of the restart in seconds after the crash
+// (0 where a strategy has no such stage), and the training it lost.
+type Result struct {
+	Strategy        string  `json:"strategy"`
+	CrashStep       int     `json:"crashStep"`
+	ResumedStep     int     `json:"resumedStep"`
+	StepSeconds     float64 `json:"stepSeconds"`
+	AgentsRestarted float64 `json:"agentsRestarted,omitempty"`
+	BarrierLifted   float64 `json:"barrierLifted,omitempty"`
+	WorkersStarted  float64 `json:"workersStarted"`
+	Resumed         float64 `json:"processGroupReformed"`
+	FirstStep       float64 `json:"firstStepAfterResume"`
+	RedoneSteps     int     `json:"redoneSteps"`
+	LostSeconds     float64 `json:"trainingLostSeconds"`
+}
+
+func run(kubeconfig, kubectl string, repeats int, jsonOut string) error {
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return err
+	}
+	c, err := client.New(cfg, client.Options{Scheme: managerapp.NewScheme()})
+	if err != nil {
+		return err
+	}
+	root, err := cluster.RepoRoot()
+	if err != nil {
+		return err
+	}
+	d := &demo{c: c, cs: kubernetes.NewForConfigOrDie(cfg), kubeconfig: kubeconfig, kubectl: kubectl, root: root}
+	ctx := context.Background()
+	var nodes corev1.NodeList
+	if err := c.List(ctx, &nodes); err != nil {
+		return err
+	}
+	real := 0
+	for _, n := range nodes.Items {
+		if strings.HasPrefix(n.Status.NodeInfo.ContainerRuntimeVersion, "containerd://") {
+			real++
+		}
+	}
+	if real < 2 {
+		return fmt.Errorf("the example needs 2 real nodes, the cluster has %d: 'make cluster-up REAL_NODES=2' (or 'make demo-pytorch')", real)
+	}
+	fmt.Printf("== nodes: %d real (kubelet and containerd)\n", real)
+
+	var results []Result
+	for i := range repeats {
+		for _, strategy := range []jobset.JobSetRestartStrategy{jobset.InPlaceRestart, jobset.Recreate} {
+			r, err := d.scenario(ctx, strategy, i)
+			if err != nil {
+				return fmt.Errorf("%s: %w", strategy, err)
+			}
+			results = append(results, r)
+		}
+	}
+	printTable(results)
+	if jsonOut != "" {
+		data, err := json.MarshalIndent(results, "", "  ")
+		if err != nil {
+			return err
+		}
+		if err := os.MkdirAll(filepath.Dir(jsonOut), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(jsonOut, data, 0o644); err != nil {
+			return err
+		}
+		fmt.Println("wrote", jsonOut)
+	}
+	return nil
+}
+
+func (d *demo) scenario(ctx context.Context, strategy jobset.JobSetRestartStrategy, i int) (res Result, err error) {
+	res.Strategy = string(strategy)
+	ns := fmt.Sprintf("pytorch-%s-%d-%d", strings.ToLower(string(strategy)), i, time.Now().Unix())
+	if err := d.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		return res, err
+	}
+	defer func() {
+		if err != nil {
+			err = fmt.Errorf("%w (namespace %s kept)", err, ns)
+			return
+		}
+		_ = d.c.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+	}()
+	ex, err := example.Load(d.root, ns)
+	if err != nil {
+		return res, err
+	}
+	ex.SetRun(steps, checkpointEvery)
+	if strategy == jobset.Recreate {
+		dir, err := os.MkdirTemp("", "inplace-pytorch-checkpoints-")
+		if err != nil {
+			return res, err
+		}
+		defer os.RemoveAll(dir)
+		if err := os.Chmod(dir, 0o777); err != nil {
+			return res, err
+		}
+		ex.UseRecreate(dir)
+	}
+	if err := d.waitForServiceAccount(ctx, ns); err != nil {
+		return res, err
+	}
+	if err := d.c.Create(ctx, ex.ServiceAccount); err != nil {
+		return res, err
+	}
+	js := ex.JobSet
+	if err := d.c.Create(ctx, js); err != nil {
+		return res, err
+	}
+	fmt.Printf("\n== %s: examples/pytorch/jobset.yaml in namespace %s, %d Pods x %d ranks (DDP over gloo), %d steps\n", strategy, ns, ex.Nodes(), ranksPerPod, steps)
+
+	var pod0 corev1.Pod
+	var firstLog string
+	start := time.Now()
+	err = poll(ctx, func() (bool, error) {
+		pods, err := d.pods(ctx, js)
+		if err != nil || len(pods) != ex.Nodes() || pods[0].Status.Phase != corev1.PodRunning {
+			return false, err
+		}
+		pod0 = pods[0]
+		firstLog = d.log(ctx, pod0, Options{})
+		return example.ReadRun(example.ParseLog(firstLog, false)).LastSaved() > 0, nil
+	})
+	if err != nil {
+		return res, fmt.Errorf("waiting for the first checkpoint: %w", err)
+	}
+	fmt.Printf("   first checkpoint %.1fs after the JobSet was created; the Pods:\n", time.Since(start).Seconds())
+	pods, _ := d.pods(ctx, js)
+	for _, p := range pods {
+		fmt.Printf("     %s on %s, %s\n", p.Name, p.Spec.NodeName, p.Status.PodIP)
+	}
+	fmt.Printf("   the log of %s so far, its end:\n", pod0.Name)
+	for _, l := range tail(firstLog, 4) {
+		fmt.Printf("     | %s\n", l)
+	}
+
+	followed := d.follow(ctx, pod0)
+	fmt.Printf("   kubectl exec %s -c %s -- touch /tmp/inplace-crash\n", pod0.Name, example.Container)
+	if out, err := exec.CommandContext(ctx, d.kubectl, "--kubeconfig", d.kubeconfig, "exec", "-n", ns, pod0.Name, "-c", example.Container,
+		"--", "touch", "/tmp/inplace-crash").CombinedOutput(); err != nil {
+		return res, fmt.Errorf("kubectl exec: %w: %s", err, out)
+	}
+	if err := poll(ctx, func() (bool, error) {
+		var got jobset.JobSet
+		if err := d.c.Get(ctx, client.ObjectKeyFromObject(js), &got); err != nil {
+			return false, err
+		}
+		if c := meta.FindStatusCondition(got.Status.Conditions, string(jobset.JobSetFailed)); c != nil && c.Status == metav1.ConditionTrue {
+			return false, fmt.Errorf("the JobSet failed: %s", c.Message)
+		}
+		return meta.IsStatusConditionTrue(got.Status.Conditions, string(jobset.JobSetCompleted)), nil
+	}); err != nil {
+		return res, fmt.Errorf("waiting for the JobSet to complete: %w", err)
+	}
+	var got jobset.JobSet
+	if err := d.c.Get(ctx, client.ObjectKeyFromObject(js), &got); err != nil {
+		return res, err
+	}
+
+	first := example.ReadRun(example.ParseLog(followed(), true))
+	if !first.Crashed {
+		return res, errors.New("the first run's log shows no crash")
+	}
+	pods, err = d.pods(ctx, js)
+	if err != nil {
+		return res, err
+	}
+	var workerLogs [][]example.Line
+	var agentsRestarted, barrierLifted, workersStarted time.Time
+	for _, p := range pods {
+		lines := example.ParseLog(d.log(ctx, p, Options{Timestamps: true}), true)
+		workerLogs = append(workerLogs, lines)
+		if len(lines) > 0 {
+			workersStarted = latest(workersStarted, lines[0].Time)
+		}
+		if strategy == jobset.InPlaceRestart {
+			agent := example.ParseLog(d.log(ctx, p, Options{Timestamps: true, Container: agentContainer}), true)
+			for _, l := range agent {
+				switch {
+				case strings.Contains(l.Text, `"msg":"started"`):
+					agentsRestarted = latest(agentsRestarted, l.Time)
+				case strings.Contains(l.Text, `"msg":"barrier lifted"`):
+					barrierLifted = latest(barrierLifted, l.Time)
+				}
+			}
+		}
+	}
+	second := example.ReadRun(workerLogs...)
+	resumed, err := second.ResumedStep(ex.Nodes() * ranksPerPod)
+	if err != nil {
+		var read []string
+		for i, p := range pods {
+			read = append(read, fmt.Sprintf("%s (%s, %d lines)", p.Name, p.Status.Phase, len(workerLogs[i])))
+		}
+		return res, fmt.Errorf("%w, in the logs of %s", err, strings.Join(read, ", "))
+	}
+	firstStep, ok := second.StepAt[resumed+1]
+	if !ok {
+		return res, fmt.Errorf("no step %d after the resume", resumed+1)
+	}
+	since := func(t time.Time) float64 {
+		if t.IsZero() {
+			return 0
+		}
+		return t.Sub(first.CrashAt).Seconds()
+	}
+	last := slices.Max(mapKeys(first.StepAt))
+	res.CrashStep, res.ResumedStep = first.CrashStep, resumed
+	res.StepSeconds = first.StepAt[last].Sub(first.StepAt[1]).Seconds() / float64(last-1)
+	res.AgentsRestarted, res.BarrierLifted = since(agentsRestarted), since(barrierLifted)
+	res.WorkersStarted, res.Resumed, res.FirstStep = since(workersStarted), since(second.ResumedAt), since(firstStep)
+	res.RedoneSteps = first.CrashStep - 1 - resumed
+	res.LostSeconds = res.FirstStep + float64(res.RedoneSteps)*res.StepSeconds
+
+	fmt.Printf("   the restart (restarts %d, in place %d), seconds after the crash:\n", got.Status.Restarts, got.Status.InPlaceRestarts)
+	fmt.Printf("     +%6.2fs  rank crashes at step %d (exit %d)\n", 0.0, first.CrashStep, first.CrashCode)
+	if strategy == jobset.InPlaceRestart {
+		fmt.Printf("     +%6.2fs  every agent restarted in its Pod\n", res.AgentsRestarted)
+		fmt.Printf("     +%6.2fs  barrier lifted in every Pod\n", res.BarrierLifted)
+	}
+	// The first line torchrun logs, once Python has imported it.
+	what := "torchrun up again in every Pod (same Pods), its first line logged"
+	if strategy == jobset.Recreate {
+		what = "torchrun up in every new Pod, its first line logged"
+	}
+	fmt.Printf("     +%6.2fs  %s\n", res.WorkersStarted, what)
+	fmt.Printf("     +%6.2fs  process group re-formed: every rank resumed from checkpoint at step %d\n", res.Resumed, resumed)
+	fmt.Printf("     +%6.2fs  first training step after the resume (step %d, loss %.4f; %.4f before the crash)\n", res.FirstStep, resumed+1, second.Loss[resumed+1], first.Loss[resumed])
+	fmt.Printf("   training lost: %.2fs stopped + %d steps done again (%.2fs at %.3fs a step) = %.2fs\n",
+		res.FirstStep, res.RedoneSteps, float64(res.RedoneSteps)*res.StepSeconds, res.StepSeconds, res.LostSeconds)
+	return res, nil
+}
+
+func printTable(results []Result) {
+	fmt.Printf("\n== training lost per failure, seconds (mean of %d run(s) each; crash to first step after the resume, plus the steps since the checkpoint done again)\n", len(results)/2)
+	fmt.Printf("   %-15s %9s %9s %9s %9s %9s %9s\n", "strategy", "agents", "barrier", "torchrun", "resumed", "1st step", "lost")
+	means := map[string]Result{}
+	n := map[string]float64{}
+	for _, r := range results {
+		m := means[r.Strategy]
+		m.Strategy = r.Strategy
+		m.AgentsRestarted += r.AgentsRestarted
+		m.BarrierLifted += r.BarrierLifted
+		m.WorkersStarted += r.WorkersStarted
+		m.Resumed += r.Resumed
+		m.FirstStep += r.FirstStep
+		m.LostSeconds += r.LostSeconds
+		means[r.Strategy] = m
+		n[r.Strategy]++
+	}
+	for _, s := range []string{string(jobset.InPlaceRestart), string(jobset.Recreate)} {
+		m, k := means[s], n[s]
+		fmt.Printf("   %-15s %9s %9s %9.2f %9.2f %9.2f %9.2f\n", s, dash(m.AgentsRestarted/k), dash(m.BarrierLifted/k), m.WorkersStarted/k, m.Resumed/k, m.FirstStep/k, m.LostSeconds/k)
+	}
+	if in, re := means[string(jobset.InPlaceRestart)], means[string(jobset.Recreate)]; in.FirstStep > 0 {
+		fmt.Printf("   Recreate stops training %.1fx as long as the in-place restart\n", re.FirstStep/in.FirstStep)
+	}
+}
+
+func dash(v float64) string {
+	if v == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f", v)
+}
+
+func latest(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+func mapKeys(m map[int]time.Time) []int {
+	out := make([]int, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+func tail(log string, n int) []string {
+	lines := strings.Split(strings.TrimRight(log, "\n"), "\n")
+	return lines[max(0, len(lines)-n):]
+}
+
+// Options say which log of a Pod to read.
+type Options struct {
+	Container  string
+	Timestamps bool
+}
+
+func (d *demo) log(ctx context.Context, p corev1.Pod, o Options) string {
+	if o.Container == "" {
+		o.Container = example.Container
+	}
+	data, err := d.cs.CoreV1().Pods(p.Namespace).GetLogs(p.Name, &corev1.PodLogOptions{Container: o.Container, Timestamps: o.Timestamps}).DoRaw(ctx)
+	if err != nil {
+		return ""
+	}
+	return string(data)
+}
+
+// follow reads the log of the Pod's training container, timestamped, from
+// its start until it ends; the function it returns waits for that end.
+func (d *demo) follow(ctx context.Context, p corev1.Pod) func() string {
+	var buf bytes.Buffer
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		stream, err := d.cs.CoreV1().Pods(p.Namespace).GetLogs(p.Name, &corev1.PodLogOptions{Container: example.Container, Follow: true, Timestamps: true}).Stream(ctx)
+		if err != nil {
+			return
+		}
+		defer stream.Close()
+		_, _ = io.Copy(&buf, stream)
+	}()
+	return func() string {
+		select {
+		case <-done:
+		case <-time.After(waitLimit):
+		}
+		return buf.String()
+	}
+}
+
+func (d *demo) pods(ctx context.Context, js *jobset.JobSet) ([]corev1.Pod, error) {
+	// Not deleted: the Pods of the current run, Recreate's included.
+	var list corev1.PodList
+	if err := d.c.List(ctx, &list, client.InNamespace(js.Namespace), client.MatchingLabels{jobset.JobSetNameKey: js.Name}); err != nil {
+		return nil, err
+	}
+	var out []corev1.Pod
+	for _, p := range list.Items {
+		if p.DeletionTimestamp == nil {
+			out = append(out, p)
+		}
+	}
+	slices.SortFunc(out, func(a, b corev1.Pod) int { return strings.Compare(a.Spec.Hostname, b.Spec.Hostname) })
+	return out, nil
+}
+
+func (d *demo) waitForServiceAccount(ctx context.Context, ns string) error {
+	return poll(ctx, func() (bool, error) {
+		var sa corev1.ServiceAccount
+		err := d.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "default"}, &sa)
+		return err == nil, client.IgnoreNotFound(err)
+	})
+}
+
+func poll(ctx context.Context, cond func() (bool, error)) error {
+	return wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, waitLimit, true, func(context.Context) (bool, error) { return cond() })
+}
