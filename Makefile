@@ -165,7 +165,7 @@ bench-restart: cluster-binaries $(if $(REAL_NODES),node-deps) ## Restarts at sca
 
 .PHONY: bench-pytorch
 bench-pytorch: cluster-binaries node-deps ## Training lost per failure, in place vs Recreate, for examples/pytorch on 2 real nodes (BENCH_REPEATS runs each).
-	DEMO_ARGS="-repeats $(BENCH_REPEATS) -json $(BENCH_OUT)/pytorch.json" ./hack/demo-pytorch.sh
+	DEMO_ARGS="-repeats $(BENCH_REPEATS) -json $(LOCAL)/bench/pytorch.json" ./hack/demo-pytorch.sh
 
 ##@ Local cluster
 
