@@ -289,6 +289,10 @@ func (d *demo) scenario(ctx context.Context, strategy jobset.JobSetRestartStrate
 	fmt.Printf("     +%6.2fs  first training step after the resume (step %d, loss %.4f; %.4f before the crash)\n", res.FirstStep, resumed+1, second.Loss[resumed+1], first.Loss[resumed])
 	fmt.Printf("   training lost: %.2fs stopped + %d steps done again (%.2fs at %.3fs a step) = %.2fs\n",
 		res.FirstStep, res.RedoneSteps, float64(res.RedoneSteps)*res.StepSeconds, res.StepSeconds, res.LostSeconds)
+	if !second.Done {
+		return res, errors.New("the JobSet completed, but no Pod logged the end of training")
+	}
+	fmt.Printf("   JobSet %s Completed: training done at step %d, loss %.4f\n", js.Name, steps, second.Loss[steps])
 	return res, nil
 }
 
