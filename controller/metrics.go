@@ -73,11 +73,19 @@ func newRestartMetrics(reg prometheus.Registerer) (*restartMetrics, error) {
 // written.
 func (m *restartMetrics) written(js *jobset.JobSet, before, after jobset.JobSetStatus, now time.Time) {
 	inPlace := after.InPlaceRestarts - before.InPlaceRestarts
+	synced := after.SyncedEpoch > before.SyncedEpoch && after.SyncedEpoch > after.DeprecatedEpoch && after.DeprecatedEpoch > 0
 	if inPlace > 0 {
 		m.restartsTotal.WithLabelValues(kindInPlace).Add(float64(inPlace))
-		m.mu.Lock()
-		m.started[js.UID] = now
-		m.mu.Unlock()
+		if synced {
+			// Counted and synced at once: every Pod restarted before the
+			// restart was decided, when is not known. No duration.
+			m.forget(js.UID)
+			synced = false
+		} else {
+			m.mu.Lock()
+			m.started[js.UID] = now
+			m.mu.Unlock()
+		}
 	}
 	if recreated := after.Restarts - before.Restarts - inPlace; recreated > 0 {
 		kind := kindRecreate
@@ -90,7 +98,7 @@ func (m *restartMetrics) written(js *jobset.JobSet, before, after jobset.JobSetS
 		m.inPlaceFallbacksTotal.Inc()
 		m.forget(js.UID)
 	}
-	if after.SyncedEpoch > before.SyncedEpoch && after.SyncedEpoch > after.DeprecatedEpoch && after.DeprecatedEpoch > 0 {
+	if synced {
 		m.mu.Lock()
 		start, ok := m.started[js.UID]
 		delete(m.started, js.UID)

@@ -87,3 +87,40 @@ func TestRestartMetrics(t *testing.T) {
 		t.Errorf("%d epoch series left for a deleted JobSet", n)
 	}
 }
+
+// A restart every Pod made before it was decided is counted and synced in
+// one write: when it began is not known, so no duration is observed.
+func TestRestartMetricsOfARestartEveryPodMade(t *testing.T) {
+	m, err := newRestartMetrics(prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	js := ctrltestutil.InPlaceJobSet(1, 1)
+	js.UID = "u1"
+	before := jobset.JobSetStatus{SyncedEpoch: 1}
+	after := jobset.JobSetStatus{SyncedEpoch: 2, DeprecatedEpoch: 1, Restarts: 1, InPlaceRestarts: 1}
+	m.written(js, before, after, time.Unix(1000, 0))
+	if got := testutil.ToFloat64(m.restartsTotal.WithLabelValues(kindInPlace)); got != 1 {
+		t.Errorf("in-place restarts counted %v, want 1", got)
+	}
+	if got := histogramCount(t, m); got != 0 {
+		t.Errorf("durations observed %d, want none", got)
+	}
+}
+
+func TestHeldRestartsAreForgottenAndKeyedByUID(t *testing.T) {
+	var h heldRestarts
+	key := types.NamespacedName{Namespace: "ns", Name: "train"}
+	since := time.Unix(1000, 0)
+	h.set(key, "u1", since)
+	if got := h.get(key, "u1"); !got.Equal(since) {
+		t.Errorf("get = %v, want %v", got, since)
+	}
+	if got := h.get(key, "u2"); !got.IsZero() {
+		t.Errorf("a JobSet of the same name, another UID: get = %v, want zero", got)
+	}
+	h.set(key, "u1", time.Time{})
+	if got := h.get(key, "u1"); !got.IsZero() {
+		t.Errorf("after a plan that holds nothing: get = %v, want zero", got)
+	}
+}

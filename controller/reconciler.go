@@ -54,6 +54,10 @@ type Options struct {
 	// and Pods (counters, readiness, epochs reported) are gathered before
 	// the JobSet is reconciled; failures are reconciled at once.
 	UpdateBatchPeriod time.Duration
+	// FatalExitSettle is how long an in-place restart of a JobSet whose
+	// Jobs can fail by their podFailurePolicy waits for a fatal exit to be
+	// reported; nil: decide.DefaultFatalExitSettle, 0: no wait.
+	FatalExitSettle *time.Duration
 	// Metrics is where the controller registers its metrics; nil means
 	// controller-runtime's registry, which the manager's metrics endpoint
 	// serves.
@@ -75,6 +79,9 @@ func (o *Options) complete() {
 	}
 	if o.UpdateBatchPeriod <= 0 {
 		o.UpdateBatchPeriod = DefaultUpdateBatchPeriod
+	}
+	if o.FatalExitSettle == nil {
+		o.FatalExitSettle = ptr.To(decide.DefaultFatalExitSettle)
 	}
 	if o.Metrics == nil {
 		o.Metrics = ctrlmetrics.Registry
@@ -99,9 +106,9 @@ type Reconciler struct {
 	// controller ran waits for its agents' grants from here, not from its
 	// creation (awaitAgentGrants).
 	since time.Time
-	// held are the in-place restarts held back for decide.FatalExitSettle,
-	// by JobSet: memory, not status, as a second more after a manager
-	// restart costs nothing.
+	// held are the in-place restarts held back for a fatal exit
+	// (Options.FatalExitSettle), by JobSet: memory, not status, as a hold
+	// begun again after a manager restart costs at most the settle again.
 	held heldRestarts
 }
 
@@ -117,10 +124,10 @@ type heldRestart struct {
 	since time.Time
 }
 
-func (h *heldRestarts) get(js *jobset.JobSet) time.Time {
+func (h *heldRestarts) get(key types.NamespacedName, uid types.UID) time.Time {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if r, ok := h.since[client.ObjectKeyFromObject(js)]; ok && r.uid == js.UID {
+	if r, ok := h.since[key]; ok && r.uid == uid {
 		return r.since
 	}
 	return time.Time{}
@@ -236,17 +243,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	now := r.opts.Clock.Now()
-	obs.RestartHeldSince = r.held.get(&js)
+	obs.RestartHeldSince = r.held.get(req.NamespacedName, js.UID)
 	p := func() decide.Plan {
 		// Unlocked however decide returns: the JobSet's event handlers
 		// wait on the lock. The plan's Jobs are the cache's objects, not
 		// the family's: they outlive it.
 		defer release()
-		return decide.Decide(effective, obs, metav1.NewTime(now), r.opts.InPlaceRestartTimeout)
+		return decide.Decide(effective, obs, metav1.NewTime(now), decide.Timeouts{InPlaceRestart: r.opts.InPlaceRestartTimeout, FatalExitSettle: *r.opts.FatalExitSettle})
 	}()
 	r.held.set(req.NamespacedName, js.UID, p.RestartHeldSince)
 	if !p.RestartHeldSince.IsZero() {
-		logger.V(2).Info("in-place restart held back for a fatal exit to be reported", "since", p.RestartHeldSince, "settle", decide.FatalExitSettle)
+		logger.V(2).Info("in-place restart held back for a fatal exit to be reported", "since", p.RestartHeldSince, "settle", *r.opts.FatalExitSettle)
 	}
 	if err := r.awaitAgentGrants(ctx, effective, &p, now); err != nil {
 		return ctrl.Result{}, err

@@ -74,9 +74,9 @@ func newBenchWorld(tb testing.TB, n int) *benchWorld {
 
 	// Settle the status and the broadcast: the state observed again must
 	// decide nothing.
-	p := Decide(js, w.observed(), t0, time.Minute)
+	p := Decide(js, w.observed(), t0, Timeouts{InPlaceRestart: time.Minute})
 	js.Status, w.broadcast = p.Status, p.Broadcast
-	if p := Decide(js, w.observed(), t0, time.Minute); len(p.CreateJobs)+len(p.DeleteJobs)+len(p.Events) != 0 || p.Broadcast != nil || NeedsWrite(js.Status, p.Status) {
+	if p := Decide(js, w.observed(), t0, Timeouts{InPlaceRestart: time.Minute}); len(p.CreateJobs)+len(p.DeleteJobs)+len(p.Events) != 0 || p.Broadcast != nil || NeedsWrite(js.Status, p.Status) {
 		tb.Fatalf("the bench world is not steady: %d creations, %d deletions, %d events, broadcast %v", len(p.CreateJobs), len(p.DeleteJobs), len(p.Events), p.Broadcast)
 	}
 	return w
@@ -124,7 +124,7 @@ func (w *benchWorld) index() *state.ChildIndex {
 func (w *benchWorld) reconcile(x *state.ChildIndex) Plan {
 	fam, release := x.Lock(w.js.Namespace, w.js.UID, state.ViewOf(w.js))
 	defer release()
-	return Decide(w.js, Observed{Family: fam, ServiceExists: true, Broadcast: w.broadcast}, t0, time.Minute)
+	return Decide(w.js, Observed{Family: fam, ServiceExists: true, Broadcast: w.broadcast}, t0, Timeouts{InPlaceRestart: time.Minute})
 }
 
 // BenchmarkReconcileSteady measures what a reconcile of an unchanged
@@ -166,7 +166,7 @@ func BenchmarkReconcileFullScan(b *testing.B) {
 	w := newBenchWorld(b, 5000)
 	b.ReportAllocs()
 	for b.Loop() {
-		Decide(w.js, w.observed(), t0, time.Minute)
+		Decide(w.js, w.observed(), t0, Timeouts{InPlaceRestart: time.Minute})
 	}
 }
 

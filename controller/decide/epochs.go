@@ -34,6 +34,9 @@ type epochDecision struct {
 	// scaleBegan: this decision starts an in-place restart of the group at
 	// a new size (scaling.go), which does not count towards maxRestarts.
 	scaleBegan bool
+	// madeByEveryPod: the restart began was already made, by every Pod
+	// (the sync below a restart that was never decided).
+	madeByEveryPod bool
 	// uncounted: the restart began for a loss the Job's podFailurePolicy
 	// ignores, and does not count towards maxRestarts.
 	uncounted bool
@@ -128,7 +131,8 @@ func decideEpochs(js *jobset.JobSet, pods []state.PodGroup) epochDecision {
 			// kubelets' restart rules, while the restart was held back
 			// for a fatal exit, say): it was one, and counts as one.
 			d.deprecated = maxEpoch - 1
-			d.restartBegan, d.why = true, fmt.Sprintf("every Pod restarted to epoch %d while %d was synced", maxEpoch, d.synced)
+			d.restartBegan, d.madeByEveryPod = true, true
+			d.why = fmt.Sprintf("every Pod restarted to epoch %d while %d was synced", maxEpoch, d.synced)
 		}
 		d.synced, d.syncedPods = maxEpoch, int32(expected)
 		d.openReplicatedJobs = openBarriers(js, alive, d.synced)

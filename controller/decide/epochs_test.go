@@ -422,8 +422,8 @@ func TestRestartIsHeldForAFatalExitToBeReported(t *testing.T) {
 	if p.Status.Restarts != 0 || p.Status.DeprecatedEpoch != 0 || p.Broadcast["deprecatedEpoch"] != "0" {
 		t.Fatalf("a restart began before the settle: restarts %d, deprecated %d, broadcast %v", p.Status.Restarts, p.Status.DeprecatedEpoch, p.Broadcast)
 	}
-	if !p.RestartHeldSince.Equal(at(0).Time) || p.RequeueAfter != FatalExitSettle {
-		t.Fatalf("held since %v, requeue %v; want %v and %v", p.RestartHeldSince, p.RequeueAfter, at(0).Time, FatalExitSettle)
+	if !p.RestartHeldSince.Equal(at(0).Time) || p.RequeueAfter != DefaultFatalExitSettle {
+		t.Fatalf("held since %v, requeue %v; want %v and %v", p.RestartHeldSince, p.RequeueAfter, at(0).Time, DefaultFatalExitSettle)
 	}
 	held := p.RestartHeldSince
 
@@ -443,7 +443,6 @@ func TestRestartIsHeldForAFatalExitToBeReported(t *testing.T) {
 		fatal[3].Status.Phase = corev1.PodRunning
 		fatal[3].Status.ContainerStatuses[0].State.Terminated.ExitCode = 42
 		p := decidePure(t, js, Observed{Jobs: jobs, Pods: fatal, ServiceExists: true, RestartHeldSince: held}, at(1), time.Minute)
-		p = decidePure(t, js, Observed{Jobs: jobs, Pods: fatal, ServiceExists: true, RestartHeldSince: p.RestartHeldSince}, at(3), time.Minute)
 		if p.Status.Restarts != 0 || p.Status.DeprecatedEpoch != 0 || !p.RestartHeldSince.IsZero() {
 			t.Errorf("restarts %d, deprecated %d, held %v: want no restart, nothing held", p.Status.Restarts, p.Status.DeprecatedEpoch, p.RestartHeldSince)
 		}
@@ -458,6 +457,18 @@ func TestRestartIsHeldForAFatalExitToBeReported(t *testing.T) {
 			t.Errorf("restarting condition %+v, want %s", c, ReasonInPlaceRestartDone)
 		}
 	})
+	t.Run("maxRestarts reached: the JobSet fails once the settle passed", func(t *testing.T) {
+		js := js.DeepCopy()
+		js.Spec.FailurePolicy.MaxRestarts = 0
+		p := decidePure(t, js, Observed{Jobs: jobs, Pods: echo, ServiceExists: true}, at(0), time.Minute)
+		if c := findCondition(&p.Status, jobset.JobSetFailed); c != nil || p.RestartHeldSince.IsZero() {
+			t.Fatalf("failed condition %+v, held %v: want the restart held first", c, p.RestartHeldSince)
+		}
+		p = decidePure(t, js, Observed{Jobs: jobs, Pods: echo, ServiceExists: true, RestartHeldSince: p.RestartHeldSince}, at(2), time.Minute)
+		if c := findCondition(&p.Status, jobset.JobSetFailed); c == nil || c.Reason != ReasonReachedMaxRestarts {
+			t.Errorf("failed condition %+v, want %s", c, ReasonReachedMaxRestarts)
+		}
+	})
 	t.Run("no rule fails a Job: the restart begins at once", func(t *testing.T) {
 		js := js.DeepCopy()
 		js.Spec.ReplicatedJobs[1].Template.Spec.PodFailurePolicy = nil
@@ -466,4 +477,18 @@ func TestRestartIsHeldForAFatalExitToBeReported(t *testing.T) {
 			t.Errorf("restarts %d, held %v: want the restart at once", p.Status.Restarts, p.RestartHeldSince)
 		}
 	})
+}
+
+// A restart every Pod made by itself is counted from what is left to see:
+// the Pods at the new epoch. Why their predecessors stopped is gone with
+// them, so a loss the podFailurePolicy would have ignored is counted too.
+func TestRestartEveryPodMadeIsCountedTowardsMaxRestarts(t *testing.T) {
+	js := inPlaceJobSet(0, 1)
+	js.Spec.FailurePolicy.MaxRestarts = 1
+	jobs := jobList(readyJob(jobOf(js, "driver", 0)), readyJob(jobOf(js, "workers", 0)))
+	restarted := []corev1.Pod{epochPod("a", "driver", "2", false), epochPod("b", "driver", "2", false), epochPod("c", "workers", "2", false), epochPod("d", "workers", "2", false)}
+	p := decidePure(t, js, Observed{Jobs: jobs, Pods: restarted, ServiceExists: true}, at(0), time.Minute)
+	if p.Status.RestartsCountTowardsMax != 1 || p.Status.SyncedEpoch != 2 {
+		t.Errorf("counted %d, synced %d: want one counted restart and the new epoch synced", p.Status.RestartsCountTowardsMax, p.Status.SyncedEpoch)
+	}
 }

@@ -43,7 +43,7 @@ type Observed struct {
 	Deleting map[types.UID]bool
 	// RestartHeldSince is Plan.RestartHeldSince of the JobSet's previous
 	// reconcile: when an in-place restart was first held back for
-	// FatalExitSettle. Zero if none is.
+	// Timeouts.FatalExitSettle. Zero if none is.
 	RestartHeldSince time.Time
 }
 
@@ -75,7 +75,7 @@ type Plan struct {
 	// deletion succeeded.
 	DeletePods []PodDeletion
 	// RestartHeldSince is set while an in-place restart is held back for
-	// FatalExitSettle: when it first was. The reconciler hands it to the
+	// Timeouts.FatalExitSettle: when it first was. The reconciler hands it to the
 	// JobSet's next reconcile (Observed.RestartHeldSince).
 	RestartHeldSince time.Time
 	// Broadcast, if set, is the data the broadcast ConfigMap must hold.
@@ -102,13 +102,23 @@ type Plan struct {
 //	   │ no
 //	headless Service, volume claims, suspend/resume, scale, create missing
 //	Jobs in startup order
-func Decide(js *jobset.JobSet, obs Observed, now metav1.Time, inPlaceTimeout time.Duration) Plan {
-	p := decideSteps(js, obs, now, inPlaceTimeout)
+func Decide(js *jobset.JobSet, obs Observed, now metav1.Time, t Timeouts) Plan {
+	p := decideSteps(js, obs, now, t)
 	inStepWithEpochs(&p.Status)
 	return p
 }
 
-func decideSteps(js *jobset.JobSet, obs Observed, now metav1.Time, inPlaceTimeout time.Duration) Plan {
+// Timeouts are the controller's settings that bound its decisions in time.
+type Timeouts struct {
+	// InPlaceRestart bounds an in-place restart; past it the JobSet falls
+	// back to recreating its Jobs.
+	InPlaceRestart time.Duration
+	// FatalExitSettle is how long an in-place restart waits for a fatal
+	// exit (DefaultFatalExitSettle); 0: not at all.
+	FatalExitSettle time.Duration
+}
+
+func decideSteps(js *jobset.JobSet, obs Observed, now metav1.Time, t Timeouts) Plan {
 	p := Plan{Status: *js.Status.DeepCopy()}
 	fam := obs.Family
 	if fam == nil {
@@ -173,7 +183,7 @@ func decideSteps(js *jobset.JobSet, obs Observed, now metav1.Time, inPlaceTimeou
 		// A Job the Job controller is failing (FailureTarget) deletes its
 		// Pods before it is marked Failed: the failure policy decides, not
 		// an in-place restart.
-		p.reconcileEpochs(js, fam, obs, now, inPlaceTimeout)
+		p.reconcileEpochs(js, fam, obs, now, t)
 	}
 	if !InPlaceActive(js) && conditionTrue(&p.Status, jobset.JobSetRestarting) && allStarted(js, p.Status.ReplicatedJobsStatus) {
 		setCondition(&p.Status, jobset.JobSetRestarting, metav1.ConditionFalse, ReasonRestartJobsReady, MessageRestartJobsReady, now)
@@ -199,7 +209,7 @@ func InPlaceActive(js *jobset.JobSet) bool {
 // reconcileEpochs runs the in-place restart protocol: the epochs from the
 // Pods of the current attempt, the restart they may start, counted against
 // maxRestarts, and the broadcast the agents watch.
-func (p *Plan) reconcileEpochs(js *jobset.JobSet, fam *state.Family, obs Observed, now metav1.Time, timeout time.Duration) {
+func (p *Plan) reconcileEpochs(js *jobset.JobSet, fam *state.Family, obs Observed, now metav1.Time, t Timeouts) {
 	broadcast := obs.Broadcast
 	if !InPlaceActive(js) {
 		// In-place restarts are off: the agents lift their barriers at
@@ -239,8 +249,8 @@ func (p *Plan) reconcileEpochs(js *jobset.JobSet, fam *state.Family, obs Observe
 		return
 	}
 	d := decideEpochs(js, pods)
-	if d.restartBegan && d.synced == js.Status.SyncedEpoch && canFailJobs(js) {
-		p.holdRestart(js, &d, obs.RestartHeldSince, now.Time)
+	if d.restartBegan && !d.madeByEveryPod && t.FatalExitSettle > 0 && canFailJobs(js) {
+		p.holdRestart(js, &d, obs.RestartHeldSince, now.Time, t.FatalExitSettle)
 	}
 	p.Status.DeprecatedEpoch, p.Status.SyncedEpoch, p.Status.SyncedPods = d.deprecated, d.synced, d.syncedPods
 
@@ -283,7 +293,7 @@ func (p *Plan) reconcileEpochs(js *jobset.JobSet, fam *state.Family, obs Observe
 		p.Events = append(p.Events, Event{corev1.EventTypeNormal, ReasonInPlaceRestartDone, msg})
 	}
 
-	if p.fallBackIfStuck(now, timeout) {
+	if p.fallBackIfStuck(now, t.InPlaceRestart) {
 		return
 	}
 	if RestartStateOf(js, &p.Status) == stateRestarting {
@@ -296,18 +306,19 @@ func (p *Plan) reconcileEpochs(js *jobset.JobSet, fam *state.Family, obs Observe
 	}
 }
 
-// FatalExitSettle is how long an in-place restart waits, in a JobSet whose
-// Jobs have podFailurePolicy rules that fail them, for a fatal exit its
-// failure may be the echo of. A training program's ranks fail together:
-// one exits with a code that must fail the JobSet, its peers exit 1 the
-// moment their collective breaks. Each kubelet reports its Pod's exit on
-// its next relist (every second), so the peers' exits may be reported
-// first, and a restart begun on them would restart the fatal Pod too.
-// The fatal exit happened before its echoes and is reported within a
-// relist period of them: two seconds leaves the status update its time.
-// The Job controller batches a Job's Pod updates for a second for the
-// same reason. JobSets without such rules restart at once.
-const FatalExitSettle = 2 * time.Second
+// DefaultFatalExitSettle is how long an in-place restart waits, in a
+// JobSet whose Jobs have podFailurePolicy rules that fail them, for a fatal
+// exit its failure may be the echo of (controller.fatalExitSettle). A
+// training program's ranks fail together: one exits with a code that must
+// fail the JobSet, its peers exit 1 the moment their collective breaks.
+// Each kubelet reports its Pod's exit on its next relist (every second),
+// so the peers' exits may be reported first, and a restart begun on them
+// would restart the fatal Pod too. The fatal exit happened before its
+// echoes and its kubelet normally reports it within a relist period of
+// them: two seconds leave the status update a second. Best effort: a
+// kubelet slower than that loses the race. JobSets without such rules
+// restart at once.
+const DefaultFatalExitSettle = 2 * time.Second
 
 // canFailJobs reports whether a Pod's failure can fail its Job by the
 // Job's podFailurePolicy (a FailJob or FailIndex rule).
@@ -324,17 +335,17 @@ func canFailJobs(js *jobset.JobSet) bool {
 	return false
 }
 
-// holdRestart holds back the restart d began until FatalExitSettle has
-// passed since it was first held (since; zero: now), and has the JobSet
-// reconciled again then. A fatal exit reported meanwhile makes the failure
-// policy decide instead (decideEpochs), and no restart begins. A restart
-// that every Pod already made (d syncs a new epoch) is not held: no Pod
-// failed fatally, or it would not have restarted.
-func (p *Plan) holdRestart(js *jobset.JobSet, d *epochDecision, since, now time.Time) {
+// holdRestart holds back the restart d began until settle has passed since
+// it was first held (since; zero: now), and has the JobSet reconciled again
+// then. A fatal exit reported meanwhile makes the failure policy decide
+// instead (decideEpochs), and no restart begins. A restart that every Pod
+// already made is not held (its caller): no Pod failed fatally, or it
+// would not have restarted.
+func (p *Plan) holdRestart(js *jobset.JobSet, d *epochDecision, since, now time.Time, settle time.Duration) {
 	if since.IsZero() {
 		since = now
 	}
-	wait := since.Add(FatalExitSettle).Sub(now)
+	wait := since.Add(settle).Sub(now)
 	if wait <= 0 {
 		return
 	}
@@ -520,7 +531,9 @@ func (p *Plan) fallBackIfStuck(now metav1.Time, timeout time.Duration) bool {
 	}
 	deadline := c.LastTransitionTime.Add(timeout)
 	if now.Time.Before(deadline) {
-		p.RequeueAfter = deadline.Sub(now.Time)
+		if wait := deadline.Sub(now.Time); p.RequeueAfter == 0 || wait < p.RequeueAfter {
+			p.RequeueAfter = wait
+		}
 		return false
 	}
 	p.recreate(ReasonInPlaceRestartTimedOut, fmt.Sprintf("the in-place restart did not converge within %s (epoch %d never synced): recreating every Job",

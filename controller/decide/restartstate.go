@@ -80,7 +80,8 @@ type transition struct {
 }
 
 // transitions are every move decide makes, read top to bottom. Staying in
-// a state is not listed. Failed and Completed are final.
+// a state is not listed, but for the one stay that counts a restart.
+// Failed and Completed are final.
 var transitions = []transition{
 	// The first start, and every start after a recreation or a resume.
 	{stateStarting, stateRunning, "every expected Pod reports the same epoch: syncedEpoch moves to it and the barriers lift, in startup order (decideEpochs)", false},
@@ -91,6 +92,7 @@ var transitions = []transition{
 
 	// A synced group.
 	{stateRunning, stateRestarting, "a worker exits, a Pod fails or is deleted, an agent moves to a new epoch, or a Pod is missing: the synced epoch is deprecated and every Pod restarts in place (lostMember); also RestartJob, whose other Pods restart in place around the recreated Job (applyFailure); and a scale, not counted (InPlaceRestartForScale)", true},
+	{stateRunning, stateRunning, "every Pod restarted and reported the next epoch before a restart began (their kubelets' restart rules, while a restart was held for a fatal exit): the group syncs, and the restart it made is counted (decideEpochs)", true},
 	{stateRunning, stateRecreating, "a Job fails and the failure policy restarts the JobSet; or a member must restart while another's Pod has finished, which cannot restart in place (InPlaceRestartImpossible)", true},
 	{stateRunning, stateFailed, "a Job fails and the failure policy fails the JobSet, or a restart is due with maxRestarts reached (ReachedMaxRestarts)", false},
 	{stateRunning, stateSuspended, "spec.suspend (Kueue's admission and preemption): the Pods stop, the synced epoch ends without a restart (suspendEpochs)", false},

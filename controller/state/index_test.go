@@ -216,9 +216,9 @@ func TestChildIndexEqualsAFullScan(t *testing.T) {
 					release()
 					t.Fatalf("seed %d step %d, JobSet %s: running totals differ from a full scan (-scan +index):\n%s", seed, step, uid, diff)
 				}
-				viaIndex := decide.Decide(js, decide.Observed{Family: fam}, testutil.T0, time.Minute)
+				viaIndex := decide.Decide(js, decide.Observed{Family: fam}, testutil.T0, decide.Timeouts{InPlaceRestart: time.Minute})
 				release()
-				viaLists := decide.Decide(js, decide.Observed{Jobs: jobList, Pods: podList}, testutil.T0, time.Minute)
+				viaLists := decide.Decide(js, decide.Observed{Jobs: jobList, Pods: podList}, testutil.T0, decide.Timeouts{InPlaceRestart: time.Minute})
 				if diff := cmp.Diff(summaryOf(viaLists), summaryOf(viaIndex), cmp.AllowUnexported(decide.Event{})); diff != "" {
 					t.Fatalf("seed %d step %d, JobSet %s: decisions differ (-lists +index):\n%s", seed, step, uid, diff)
 				}
@@ -252,7 +252,7 @@ func summaryOf(p decide.Plan) planSummary {
 // on js creates.
 func jobOf(js *jobset.JobSet, rj string, index int) *batchv1.Job {
 	name := state.JobName(js.Name, rj, index)
-	for _, job := range decide.Decide(js, decide.Observed{}, testutil.T0, time.Minute).CreateJobs {
+	for _, job := range decide.Decide(js, decide.Observed{}, testutil.T0, decide.Timeouts{InPlaceRestart: time.Minute}).CreateJobs {
 		if job.Name == name {
 			return job
 		}
@@ -300,7 +300,7 @@ func TestChildIndexConcurrentEventsAndReconciles(t *testing.T) {
 		for i := 0; i < 200; i++ {
 			for _, uid := range w.uids {
 				fam, release := x.Lock("ns", uid, state.ViewOf(views[uid]))
-				decide.Decide(views[uid], decide.Observed{Family: fam}, testutil.T0, time.Minute)
+				decide.Decide(views[uid], decide.Observed{Family: fam}, testutil.T0, decide.Timeouts{InPlaceRestart: time.Minute})
 				release()
 			}
 		}

@@ -169,6 +169,13 @@ type Controller struct {
 	// costs less CPU on large JobSets and delays an in-place restart's end
 	// by up to as much. Default 100ms.
 	UpdateBatchPeriod *metav1.Duration `json:"updateBatchPeriod,omitempty"`
+	// FatalExitSettle is how long an in-place restart of a JobSet whose
+	// Jobs have a podFailurePolicy FailJob or FailIndex rule waits for a
+	// fatal exit to be reported, which then fails the Job instead: a
+	// training program's peers exit the moment one rank does, and their
+	// kubelets may report first. 0 turns the wait off. Default 2s; at
+	// most 1m.
+	FatalExitSettle *metav1.Duration `json:"fatalExitSettle,omitempty"`
 }
 
 // Load reads a configuration file; an empty path gives the defaults.
@@ -200,6 +207,9 @@ func Load(path string) (*Configuration, error) {
 		return nil, fmt.Errorf("configuration %s: policies.requestTimeout is %v: set a duration above 0 and at most 8s, within the webhooks' 10s timeout (default 5s), or leave it out", path, request)
 	case evaluation > request:
 		return nil, fmt.Errorf("configuration %s: policies.evaluationTimeout (%v) is above policies.requestTimeout (%v): lower it", path, evaluation, request)
+	}
+	if settle := cfg.Controller.FatalExitSettle.Duration; settle < 0 || settle > time.Minute {
+		return nil, fmt.Errorf("configuration %s: controller.fatalExitSettle is %v: set a duration from 0 (off) to 1m (default 2s), or leave it out", path, settle)
 	}
 	return cfg, nil
 }
@@ -249,6 +259,9 @@ func SetDefaults(cfg *Configuration) {
 	}
 	if cfg.Controller.UpdateBatchPeriod == nil {
 		cfg.Controller.UpdateBatchPeriod = &metav1.Duration{Duration: 100 * time.Millisecond}
+	}
+	if cfg.Controller.FatalExitSettle == nil {
+		cfg.Controller.FatalExitSettle = &metav1.Duration{Duration: 2 * time.Second}
 	}
 	a := &cfg.Agent
 	if a.Image == "" {

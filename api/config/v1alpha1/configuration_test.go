@@ -15,7 +15,8 @@ func TestLoadDefaults(t *testing.T) {
 	}
 	if !*cfg.LeaderElection.LeaderElect || cfg.LeaderElection.LeaseDuration.Duration != 15*time.Second ||
 		cfg.Metrics.BindAddress != ":8443" || cfg.Health.ProbeBindAddress != ":8081" ||
-		*cfg.ClientConnection.QPS != 500 || cfg.Controller.MaxConcurrentReconciles != 5 || cfg.Controller.ChildParallelism != 50 {
+		*cfg.ClientConnection.QPS != 500 || cfg.Controller.MaxConcurrentReconciles != 5 || cfg.Controller.ChildParallelism != 50 ||
+		cfg.Controller.FatalExitSettle.Duration != 2*time.Second {
 		t.Errorf("unexpected defaults: %+v", cfg)
 	}
 }
@@ -49,6 +50,16 @@ func TestLoad(t *testing.T) {
 		"a request timeout beyond the webhooks' is an error": {
 			file:    "apiVersion: config.inplace.dev/v1alpha1\nkind: Configuration\npolicies:\n  requestTimeout: 12s\n",
 			wantErr: "policies.requestTimeout is 12s: set a duration above 0 and at most 8s",
+		},
+		"the fatal exit settle: 2s by default, 0 turns it off": {
+			file: "apiVersion: config.inplace.dev/v1alpha1\nkind: Configuration\ncontroller:\n  fatalExitSettle: 0s\n",
+			check: func(c *Configuration) bool {
+				return c.Controller.FatalExitSettle.Duration == 0
+			},
+		},
+		"a negative fatal exit settle is an error": {
+			file:    "apiVersion: config.inplace.dev/v1alpha1\nkind: Configuration\ncontroller:\n  fatalExitSettle: -1s\n",
+			wantErr: "controller.fatalExitSettle is -1s: set a duration from 0 (off) to 1m",
 		},
 		"unknown field is an error": {
 			file:    "apiVersion: config.inplace.dev/v1alpha1\nkind: Configuration\ncontroler: {}\n",

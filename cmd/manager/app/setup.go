@@ -128,6 +128,7 @@ func Setup(mgr ctrl.Manager, cfg *configv1alpha1.Configuration, reg prometheus.R
 			ChildParallelism:        cfg.Controller.ChildParallelism,
 			InPlaceRestartTimeout:   cfg.Controller.InPlaceRestartTimeout.Duration,
 			UpdateBatchPeriod:       cfg.Controller.UpdateBatchPeriod.Duration,
+			FatalExitSettle:         &cfg.Controller.FatalExitSettle.Duration,
 			Metrics:                 reg,
 		}); err != nil {
 			return fmt.Errorf("setting up the jobset controller: %w", err)
