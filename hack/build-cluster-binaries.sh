@@ -20,8 +20,9 @@ mkdir -p "$bin/.stamps"
 
 kube_version=$(cd "$root/hack/kube" && go list -m -f "{{.Version}}" k8s.io/kubernetes)
 etcd_version=$(cd "$root/hack/etcd" && go list -m -f '{{.Version}}' go.etcd.io/etcd/server/v3)
-# CoreDNS's stamp covers the plugin list too: a change to main.go rebuilds it.
-coredns_version=$(cd "$root/hack/coredns" && echo "$(go list -m -f '{{.Version}}' github.com/coredns/coredns)-$(sha256sum main.go | cut -c1-12)")
+# CoreDNS's stamp covers its plugin list and dependencies too: a change to
+# main.go or go.sum rebuilds it.
+coredns_version=$(cd "$root/hack/coredns" && echo "$(go list -m -f '{{.Version}}' github.com/coredns/coredns)-$(cat main.go go.sum | sha256sum | cut -c1-12)")
 
 stale() { # name version
   [[ -x "$bin/$1" && "$(cat "$bin/.stamps/$1" 2>/dev/null)" == "$2" ]] && return 1

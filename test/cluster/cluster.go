@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -183,7 +184,7 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 			}
 			c.logf("built the images in %v", time.Since(start).Round(time.Millisecond))
 		}
-		c.opts.ImageArchives = append(c.opts.ImageArchives, c.opts.ExtraImageArchives...)
+		c.opts.ImageArchives = slices.Concat(c.opts.ImageArchives, c.opts.ExtraImageArchives)
 		if c.hostLock, err = lockHost(ctx); err != nil {
 			return nil, err
 		}

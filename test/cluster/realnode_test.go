@@ -136,7 +136,8 @@ func createAndWait(ctx context.Context, t *testing.T, client kubernetes.Interfac
 		if p.Status.Phase == corev1.PodFailed && phase != corev1.PodFailed {
 			return false, fmt.Errorf("pod %s failed", pod.Name)
 		}
-		return p.Status.Phase == phase && p.Status.PodIP != "", nil
+		// A running peer must have its address, which the asker resolves.
+		return p.Status.Phase == phase && (phase != corev1.PodRunning || p.Status.PodIP != ""), nil
 	})
 	if err != nil {
 		t.Fatalf("pod %s did not reach %s: %v; status %+v; logs in %s", pod.Name, phase, err, last.Status, c.LogsDir())

@@ -47,7 +47,7 @@ var _ = Describe("examples/pytorch on real kubelets", func() {
 
 		got := util.ExpectJobSetCondition(ctx, k8sClient, js, jobset.JobSetCompleted, "AllJobsCompleted", timeout)
 		Expect(got.Status.InPlaceRestarts).To(BeEquivalentTo(1), "one crash, one in-place restart")
-		Expect(got.Status.Restarts).To(BeEquivalentTo(1), "a restart other than in place")
+		Expect(got.Status.Restarts).To(BeEquivalentTo(1), "one crash, one restart")
 		Expect(podUIDs(js)).To(Equal(before), "every Pod kept its identity")
 		expectResumed(js, firstRun())
 	})

@@ -44,7 +44,7 @@ var _ = BeforeSuite(func() {
 	bin, err := cluster.BinDir()
 	Expect(err).NotTo(HaveOccurred())
 	// Debian's packages are cached in bin/images: only a cold machine
-	// builds the root file system (about 2 minutes).
+	// builds the root file system (about 1.5 minutes).
 	buildCtx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	start := time.Now()
