@@ -71,11 +71,16 @@ fmt: ## Run gofmt on the code.
 vet: ## Run go vet.
 	go vet ./...
 
+# Every binary says which build it is (version subcommand or flag, the
+# manager's /version and inplace_build_info).
+VERSION_PKG := github.com/inplace-dev/inplace/cmd/internal/version
+LDFLAGS = -X $(VERSION_PKG).version=$(VERSION) -X $(VERSION_PKG).commit=$(shell git rev-parse HEAD 2>/dev/null)
+
 .PHONY: build
-build: ## Build inplace-manager, inplace-agent and inplacectl into ./bin.
-	CGO_ENABLED=0 go build -trimpath -o $(BIN)/inplace-manager ./cmd/manager
-	CGO_ENABLED=0 go build -trimpath -o $(BIN)/inplace-agent ./cmd/agent
-	CGO_ENABLED=0 go build -trimpath -o $(BIN)/inplacectl ./cmd/inplacectl
+build: ## Build inplace-manager, inplace-agent and inplacectl into ./bin, stamped with VERSION.
+	CGO_ENABLED=0 go build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/inplace-manager ./cmd/manager
+	CGO_ENABLED=0 go build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/inplace-agent ./cmd/agent
+	CGO_ENABLED=0 go build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/inplacectl ./cmd/inplacectl
 
 .PHONY: lint
 lint: $(GOLANGCI_LINT) ## Run golangci-lint (configuration in .golangci.yml).

@@ -51,6 +51,7 @@ var forbidden = map[string][]string{
 	"cmd/inplacectl/app":           {module + "/controller", module + "/agent"},
 	"cmd/manager":                  {module + "/agent"},
 	"cmd/manager/app":              {module + "/agent"},
+	"cmd/internal/version":         {stdlibOnly},
 	"config/crd":                   {stdlibOnly},
 	"controller":                   {module + "/agent", module + "/webhook", module + "/policies", module + "/cmd", "github.com/open-policy-agent/"},
 	"controller/podfailure":        {module + "/", "k8s.io/client-go/", "sigs.k8s.io/controller-runtime"},

@@ -18,6 +18,7 @@ import (
 
 	"github.com/inplace-dev/inplace/agent"
 	"github.com/inplace-dev/inplace/api/protocol"
+	"github.com/inplace-dev/inplace/cmd/internal/version"
 )
 
 // serviceAccountNamespace is where upstream JobSet's agent reads its
@@ -25,6 +26,10 @@ import (
 const serviceAccountNamespace = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
 
 func main() {
+	if len(os.Args) == 2 && (os.Args[1] == "--version" || os.Args[1] == "version") {
+		fmt.Println("inplace-agent", version.Get())
+		return
+	}
 	log := zap.New()
 	restCfg, err := clientConfig()
 	if err != nil {

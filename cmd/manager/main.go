@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	configv1alpha1 "github.com/inplace-dev/inplace/api/config/v1alpha1"
+	"github.com/inplace-dev/inplace/cmd/internal/version"
 	"github.com/inplace-dev/inplace/cmd/manager/app"
 )
 
@@ -29,9 +30,14 @@ func main() {
 	flag.StringVar(&probeAddr, "health-probe-bind-address", "", "address of /healthz and /readyz (overrides the configuration file)")
 	flag.StringVar(&role, "role", app.RoleAll, "what this process runs: all, controller (the JobSet controller) or webhook (the admission webhooks and the policy engine)")
 	flag.BoolVar(&selfSigned, "webhook-self-signed", false, "create a self-signed webhook serving certificate and write its CA into the webhook configurations (for clusters without cert-manager)")
+	showVersion := flag.Bool("version", false, "print the version and exit")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()
+	if *showVersion {
+		fmt.Println("inplace-manager", version.Get())
+		return
+	}
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 	log := ctrl.Log.WithName("setup")
 

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"slices"
+	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -137,6 +138,15 @@ var _ = Describe("the managers' RBAC", Serial, func() {
 			}).WithTimeout(timeout).Should(Succeed())
 			code, _ := scrapeMetrics(fw.MetricsURL(role), unbound.Status.Token)
 			Expect(code).To(Equal(http.StatusForbidden), "the %s manager's metrics to a service account not bound to inplace-metrics-reader", role)
+			// Which build runs, beside the metrics: to any identity the
+			// apiserver authenticates, as its own /version
+			// (system:public-info-viewer), and to nobody else.
+			versionURL := strings.TrimSuffix(fw.MetricsURL(role), "/metrics") + "/version"
+			code, body := scrapeMetrics(versionURL, unbound.Status.Token)
+			Expect(code).To(Equal(http.StatusOK), "the %s manager's /version: %s", role, body)
+			Expect(body).To(ContainSubstring(`"version":"v`))
+			code, _ = scrapeMetrics(versionURL, "not-a-token")
+			Expect(code).NotTo(Equal(http.StatusOK), "the %s manager's /version without a valid token", role)
 		}
 
 		By("a DryRun policy: its status, its findings, its Events")

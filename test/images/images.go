@@ -63,7 +63,9 @@ func Build(ctx context.Context, root, dir string) ([]string, error) {
 			continue
 		}
 		out := filepath.Join(dir, filepath.Base(img.binary))
-		cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags=-s -w", "-o", out, img.pkg)
+		// Stamped as a release is (the Makefile's LDFLAGS), with the
+		// version the images are tagged with.
+		cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags=-s -w -X github.com/inplace-dev/inplace/cmd/internal/version.version="+Version, "-o", out, img.pkg)
 		cmd.Dir = root
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux")
 		if msg, err := cmd.CombinedOutput(); err != nil {

@@ -15,6 +15,7 @@ import (
 
 	configv1alpha1 "github.com/inplace-dev/inplace/api/config/v1alpha1"
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
+	"github.com/inplace-dev/inplace/cmd/internal/version"
 	"github.com/inplace-dev/inplace/policies"
 	"github.com/inplace-dev/inplace/webhook"
 	"github.com/inplace-dev/inplace/webhook/offline"
@@ -34,6 +35,8 @@ const usage = `inplacectl: offline tools for inplace
   inplacectl status JOBSET [-n NAMESPACE] [-kubeconfig PATH]
       show a JobSet's epochs, the barrier of every replicated job and the
       timeline of its last in-place restart, from the cluster
+  inplacectl version
+      print the version of this build
 
 Exit status: 0 on success, 1 when a policy denies or a test fails, 2 on bad usage.
 `
@@ -55,6 +58,9 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		code, err = policyTest(ctx, args[2:], stdout)
 	case args[0] == "status":
 		code, err = status(ctx, args[1:], stdout)
+	case args[0] == "version" || args[0] == "--version":
+		fmt.Fprintln(stdout, "inplacectl", version.Get())
+		return 0
 	case args[0] == "help" || args[0] == "-h" || args[0] == "--help":
 		fmt.Fprint(stdout, usage)
 		return 0

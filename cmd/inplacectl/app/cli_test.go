@@ -90,3 +90,10 @@ func TestUsage(t *testing.T) {
 		t.Errorf("unknown command: exit %d", code)
 	}
 }
+
+func TestVersion(t *testing.T) {
+	code, out, _ := run(t, "version")
+	if code != 0 || !strings.HasPrefix(out, "inplacectl v") || !strings.Contains(out, "(commit ") {
+		t.Errorf("exit %d, output %q", code, out)
+	}
+}

@@ -58,6 +58,10 @@ func Options(cfg *configv1alpha1.Configuration, scheme *runtime.Scheme) ctrl.Opt
 	metrics := metricsserver.Options{
 		BindAddress:   cfg.Metrics.BindAddress,
 		SecureServing: ptr.Deref(cfg.Metrics.Secure, true),
+		// Beside /metrics, behind the same authentication: which build
+		// runs. Authorized as the apiserver's own /version is, for every
+		// authenticated identity (system:public-info-viewer).
+		ExtraHandlers: map[string]http.Handler{"/version": VersionHandler()},
 	}
 	if metrics.SecureServing {
 		metrics.FilterProvider = filters.WithAuthenticationAndAuthorization
@@ -121,6 +125,9 @@ const WebhookServiceName = "inplace-webhook-service"
 func Setup(mgr ctrl.Manager, cfg *configv1alpha1.Configuration, reg prometheus.Registerer) error {
 	if reg == nil {
 		reg = ctrlmetrics.Registry
+	}
+	if err := RegisterBuildInfo(reg); err != nil {
+		return fmt.Errorf("registering the build info metric: %w", err)
 	}
 	if !cfg.Controller.Disabled {
 		if err := controller.Setup(mgr, controller.Options{
