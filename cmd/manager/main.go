@@ -83,6 +83,10 @@ func run(cfg *configv1alpha1.Configuration) error {
 	if err != nil {
 		return fmt.Errorf("creating manager: %w", err)
 	}
+	// The process's build, once, on the registry the endpoint serves.
+	if err := app.RegisterBuildInfo(metrics.Registry); err != nil {
+		return fmt.Errorf("registering the build info metric: %w", err)
+	}
 	if err := app.Setup(mgr, cfg, metrics.Registry); err != nil {
 		return err
 	}

@@ -173,6 +173,14 @@ deny contains "e2e: twice" if input.object.kind == "JobSet"
 		}).WithTimeout(timeout).Should(Succeed())
 		reported := wrappers.MakeJobSet("reported", ns.Name).ReplicatedJob(wrappers.MakeReplicatedJob("w").Obj()).Suspend(true).Obj()
 		Expect(k8sClient.Create(ctx, reported)).To(Succeed())
+		// The create's Event first: the recorder patches a series into an
+		// Event it has written, and an occurrence that comes while the
+		// first is still being written starts a series of its own.
+		Eventually(func(g Gomega) {
+			var events eventsv1.EventList
+			g.Expect(k8sClient.List(ctx, &events, client.InNamespace(ns.Name))).To(Succeed())
+			g.Expect(events.Items).To(ContainElement(And(HaveField("Reason", "PolicyViolationDryRun"), HaveField("Regarding.Name", reported.Name))))
+		}).WithTimeout(timeout).Should(Succeed())
 		// The same version admitted twice more (no-op updates): its Event
 		// is counted again, as a series. The controller's status writes
 		// change the version: read it again until two updates land on one.

@@ -126,9 +126,6 @@ func Setup(mgr ctrl.Manager, cfg *configv1alpha1.Configuration, reg prometheus.R
 	if reg == nil {
 		reg = ctrlmetrics.Registry
 	}
-	if err := RegisterBuildInfo(reg); err != nil {
-		return fmt.Errorf("registering the build info metric: %w", err)
-	}
 	if !cfg.Controller.Disabled {
 		if err := controller.Setup(mgr, controller.Options{
 			MaxConcurrentReconciles: cfg.Controller.MaxConcurrentReconciles,

@@ -24,7 +24,9 @@ func VersionHandler() http.Handler {
 
 // RegisterBuildInfo registers inplace_build_info, 1 with the build as its
 // labels, as Kubernetes components publish theirs: a dashboard or an alert
-// tells which version runs where.
+// tells which version runs where. The process registers it once (main),
+// not Setup: the managers of one process would each publish the same
+// series. Registering it again is no error.
 func RegisterBuildInfo(reg prometheus.Registerer) error {
 	info := version.Get()
 	g := prometheus.NewGaugeVec(prometheus.GaugeOpts{
@@ -33,8 +35,6 @@ func RegisterBuildInfo(reg prometheus.Registerer) error {
 	}, []string{"version", "commit", "go_version"})
 	g.WithLabelValues(info.Version, info.Commit, info.GoVersion).Set(1)
 	if err := reg.Register(g); err != nil && !errors.As(err, new(prometheus.AlreadyRegisteredError)) {
-		// Two managers of one process (the controller and the webhook
-		// role) on one registry publish the one build once.
 		return err
 	}
 	return nil
