@@ -13,20 +13,22 @@ COPY go.mod go.sum ./
 RUN go mod download
 
 FROM deps AS build-agent
-ARG TARGETOS=linux TARGETARCH=amd64
+ARG TARGETOS=linux TARGETARCH=amd64 VERSION=v0.0.0-dev COMMIT=
 COPY agent/ agent/
 COPY api/ api/
+COPY cmd/internal/ cmd/internal/
 COPY cmd/agent/ cmd/agent/
-RUN CGO_ENABLED=0 GOOS=$TARGETOS GOARCH=$TARGETARCH go build -ldflags="-s -w" -o /out/inplace-agent ./cmd/agent
+RUN CGO_ENABLED=0 GOOS=$TARGETOS GOARCH=$TARGETARCH go build -ldflags="-s -w -X github.com/inplace-dev/inplace/cmd/internal/version.version=${VERSION} -X github.com/inplace-dev/inplace/cmd/internal/version.commit=${COMMIT}" -o /out/inplace-agent ./cmd/agent
 
 FROM deps AS build-manager
-ARG TARGETOS=linux TARGETARCH=amd64
+ARG TARGETOS=linux TARGETARCH=amd64 VERSION=v0.0.0-dev COMMIT=
 COPY api/ api/
 COPY controller/ controller/
 COPY policies/ policies/
 COPY webhook/ webhook/
+COPY cmd/internal/ cmd/internal/
 COPY cmd/manager/ cmd/manager/
-RUN CGO_ENABLED=0 GOOS=$TARGETOS GOARCH=$TARGETARCH go build -ldflags="-s -w" -o /out/inplace-manager ./cmd/manager
+RUN CGO_ENABLED=0 GOOS=$TARGETOS GOARCH=$TARGETARCH go build -ldflags="-s -w -X github.com/inplace-dev/inplace/cmd/internal/version.version=${VERSION} -X github.com/inplace-dev/inplace/cmd/internal/version.commit=${COMMIT}" -o /out/inplace-manager ./cmd/manager
 
 FROM gcr.io/distroless/static-debian12:nonroot AS inplace-agent
 COPY --from=build-agent /out/inplace-agent /inplace-agent

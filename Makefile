@@ -73,14 +73,16 @@ vet: ## Run go vet.
 
 # Every binary says which build it is (version subcommand or flag, the
 # manager's /version and inplace_build_info).
+VERSION ?= v0.1.0
+COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null)
 VERSION_PKG := github.com/inplace-dev/inplace/cmd/internal/version
-LDFLAGS = -X $(VERSION_PKG).version=$(VERSION) -X $(VERSION_PKG).commit=$(shell git rev-parse HEAD 2>/dev/null)
+GO_LDFLAGS := -X $(VERSION_PKG).version=$(VERSION) -X $(VERSION_PKG).commit=$(COMMIT)
 
 .PHONY: build
 build: ## Build inplace-manager, inplace-agent and inplacectl into ./bin, stamped with VERSION.
-	CGO_ENABLED=0 go build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/inplace-manager ./cmd/manager
-	CGO_ENABLED=0 go build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/inplace-agent ./cmd/agent
-	CGO_ENABLED=0 go build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/inplacectl ./cmd/inplacectl
+	CGO_ENABLED=0 go build -trimpath -ldflags "$(GO_LDFLAGS)" -o $(BIN)/inplace-manager ./cmd/manager
+	CGO_ENABLED=0 go build -trimpath -ldflags "$(GO_LDFLAGS)" -o $(BIN)/inplace-agent ./cmd/agent
+	CGO_ENABLED=0 go build -trimpath -ldflags "$(GO_LDFLAGS)" -o $(BIN)/inplacectl ./cmd/inplacectl
 
 .PHONY: lint
 lint: $(GOLANGCI_LINT) ## Run golangci-lint (configuration in .golangci.yml).
@@ -99,7 +101,6 @@ verify-tree: ## Fail if a tracked file is over 1 MB or is an executable binary.
 
 ##@ Images
 
-VERSION ?= v0.1.0
 IMG_MANAGER ?= ghcr.io/inplace-dev/inplace-manager:$(VERSION)
 IMG_AGENT ?= ghcr.io/inplace-dev/inplace-agent:$(VERSION)
 CONTAINER_TOOL ?= docker
@@ -107,9 +108,9 @@ CONTAINER_TOOL ?= docker
 .PHONY: docker-build docker-build-manager docker-build-agent
 docker-build: docker-build-manager docker-build-agent ## Build both images (needs a container engine).
 docker-build-manager: ## Build the inplace-manager image as $(IMG_MANAGER).
-	$(CONTAINER_TOOL) build --target inplace-manager -t $(IMG_MANAGER) .
+	$(CONTAINER_TOOL) build --target inplace-manager --build-arg VERSION=$(VERSION) --build-arg COMMIT=$(COMMIT) -t $(IMG_MANAGER) .
 docker-build-agent: ## Build the inplace-agent image as $(IMG_AGENT).
-	$(CONTAINER_TOOL) build --target inplace-agent -t $(IMG_AGENT) .
+	$(CONTAINER_TOOL) build --target inplace-agent --build-arg VERSION=$(VERSION) --build-arg COMMIT=$(COMMIT) -t $(IMG_AGENT) .
 
 ##@ Test
 

@@ -30,11 +30,12 @@ func main() {
 	flag.StringVar(&probeAddr, "health-probe-bind-address", "", "address of /healthz and /readyz (overrides the configuration file)")
 	flag.StringVar(&role, "role", app.RoleAll, "what this process runs: all, controller (the JobSet controller) or webhook (the admission webhooks and the policy engine)")
 	flag.BoolVar(&selfSigned, "webhook-self-signed", false, "create a self-signed webhook serving certificate and write its CA into the webhook configurations (for clusters without cert-manager)")
-	showVersion := flag.Bool("version", false, "print the version and exit")
+	var showVersion bool
+	flag.BoolVar(&showVersion, "version", false, "print the version and exit")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()
-	if *showVersion {
+	if showVersion {
 		fmt.Println("inplace-manager", version.Get())
 		return
 	}

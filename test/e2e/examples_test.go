@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/inplace-dev/inplace/test/cluster"
+	"github.com/inplace-dev/inplace/webhook/inject"
 )
 
 // Every manifest a user finds first — this project's examples/ and
@@ -32,18 +33,24 @@ var _ = Describe("the examples", func() {
 		ns := fw.NewNamespace(ctx, k8sClient)
 		var files []string
 		for _, dir := range []string{filepath.Join(root, "examples"), filepath.Join(root, "test", "testdata", "upstream-jobset", "examples")} {
+			before := len(files)
 			Expect(filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 				if err == nil && !d.IsDir() && (strings.HasSuffix(path, ".yaml") || strings.HasSuffix(path, ".yml")) {
 					files = append(files, path)
 				}
 				return err
 			})).To(Succeed())
+			Expect(len(files)).To(BeNumerically(">", before), "no examples found in %s", dir)
 		}
-		Expect(len(files)).To(BeNumerically(">", 40), "the examples were not found")
 
-		applied := 0
+		refused, injected := map[string]bool{}, 0
 		for _, path := range files {
-			for i, obj := range manifests(path) {
+			name := rel(root, path)
+			objs := manifests(path)
+			if !dataFiles[name] {
+				Expect(objs).NotTo(BeEmpty(), "%s holds no Kubernetes object", name)
+			}
+			for i, obj := range objs {
 				if obj.GetNamespace() != "" || namespaced(obj) {
 					obj.SetNamespace(ns.Name)
 				}
@@ -51,18 +58,30 @@ var _ = Describe("the examples", func() {
 				// kubectl's default, is no option of Client.Apply.
 				err := k8sClient.Patch(ctx, obj, client.Apply, client.FieldOwner("examples-test"), client.ForceOwnership, //nolint:staticcheck // see above
 					client.DryRunAll, client.FieldValidation("Strict"))
-				if name := rel(root, path); refusedOnPurpose[name] != "" {
+				if why := refusedOnPurpose[name]; why != "" {
 					// A documented difference (docs/compatibility.md).
-					Expect(err).To(MatchError(ContainSubstring(refusedOnPurpose[name])), name)
+					Expect(err).To(MatchError(ContainSubstring(why)), name)
+					refused[name] = true
 					continue
 				}
-				Expect(err).NotTo(HaveOccurred(), "%s, document %d (%s %s)", rel(root, path), i, obj.GetKind(), obj.GetName())
-				applied++
+				Expect(err).NotTo(HaveOccurred(), "%s, document %d (%s %s)", name, i, obj.GetKind(), obj.GetName())
+				// The dry run's answer is the object as it would be stored:
+				// an InPlaceRestart JobSet went through the mutating webhook.
+				if _, ok := obj.GetAnnotations()[inject.InjectedAnnotation]; ok {
+					injected++
+				}
 			}
 		}
-		GinkgoWriter.Printf("%d objects from %d files admitted\n", applied, len(files))
+		for name := range refusedOnPurpose {
+			Expect(refused).To(HaveKey(name), "%s is no longer among the examples: drop it from refusedOnPurpose", name)
+		}
+		Expect(injected).To(BeNumerically(">", 0), "no InPlaceRestart example went through the mutating webhook")
 	})
 })
+
+// dataFiles are YAML files among the examples that hold no Kubernetes
+// object: a policy's parameters.
+var dataFiles = map[string]bool{"examples/policies/params.yaml": true}
 
 // refusedOnPurpose are the examples refused on purpose, by file, with the
 // message that says why: upstream's kubebuilder sample has an empty spec
@@ -87,7 +106,7 @@ func manifests(path string) []*unstructured.Unstructured {
 		}
 		Expect(err).NotTo(HaveOccurred(), path)
 		obj := &unstructured.Unstructured{}
-		Expect(yaml.Unmarshal(doc, &obj.Object)).To(Succeed(), path)
+		Expect(yaml.UnmarshalStrict(doc, &obj.Object)).To(Succeed(), path)
 		if obj.GetAPIVersion() != "" && obj.GetKind() != "" {
 			out = append(out, obj)
 		}

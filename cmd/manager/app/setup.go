@@ -59,8 +59,8 @@ func Options(cfg *configv1alpha1.Configuration, scheme *runtime.Scheme) ctrl.Opt
 		BindAddress:   cfg.Metrics.BindAddress,
 		SecureServing: ptr.Deref(cfg.Metrics.Secure, true),
 		// Beside /metrics, behind the same authentication: which build
-		// runs. Authorized as the apiserver's own /version is, for every
-		// authenticated identity (system:public-info-viewer).
+		// runs, for any identity the apiserver authenticates (the default
+		// system:public-info-viewer role grants /version).
 		ExtraHandlers: map[string]http.Handler{"/version": VersionHandler()},
 	}
 	if metrics.SecureServing {
