@@ -121,24 +121,12 @@ func (r Run) LastSaved() int {
 // ResumedStep is the step every rank resumed from, or an error saying
 // which ranks did not or disagree. ranks is how many there are.
 func (r Run) ResumedStep(ranks int) (int, error) {
-	if len(r.Resumed) != ranks {
-		return 0, &ResumeError{Resumed: r.Resumed, Ranks: ranks}
-	}
-	step := r.Resumed[0]
+	step, agree := r.Resumed[0], len(r.Resumed) == ranks
 	for _, s := range r.Resumed {
-		if s != step {
-			return 0, &ResumeError{Resumed: r.Resumed, Ranks: ranks}
-		}
+		agree = agree && s == step
+	}
+	if !agree {
+		return 0, fmt.Errorf("want every one of %d ranks to resume from one step, got (rank:step) %v", ranks, r.Resumed)
 	}
 	return step, nil
-}
-
-// ResumeError says that not every rank resumed from one step.
-type ResumeError struct {
-	Resumed map[int]int
-	Ranks   int
-}
-
-func (e *ResumeError) Error() string {
-	return fmt.Sprintf("want every one of %d ranks to resume from one step, got (rank:step) %v", e.Ranks, e.Resumed)
 }

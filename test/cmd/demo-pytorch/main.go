@@ -1,13 +1,12 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
-	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -195,7 +194,7 @@ func (d *demo) scenario(ctx context.Context, strategy jobset.JobSetRestartStrate
 		fmt.Printf("     | %s\n", l)
 	}
 
-	followed := d.follow(ctx, pod0)
+	followed := example.FollowLog(ctx, d.cs, pod0, true)
 	fmt.Printf("   kubectl exec %s -c %s -- touch /tmp/inplace-crash\n", pod0.Name, example.Container)
 	if out, err := exec.CommandContext(ctx, d.kubectl, "--kubeconfig", d.kubeconfig, "exec", "-n", ns, pod0.Name, "-c", example.Container,
 		"--", "touch", "/tmp/inplace-crash").CombinedOutput(); err != nil {
@@ -218,7 +217,8 @@ func (d *demo) scenario(ctx context.Context, strategy jobset.JobSetRestartStrate
 		return res, err
 	}
 
-	first := example.ReadRun(example.ParseLog(followed(), true))
+	crashedRun, _ := followed(waitLimit)
+	first := example.ReadRun(example.ParseLog(crashedRun, true))
 	if !first.Crashed {
 		return res, errors.New("the first run's log shows no crash")
 	}
@@ -265,7 +265,7 @@ func (d *demo) scenario(ctx context.Context, strategy jobset.JobSetRestartStrate
 		}
 		return t.Sub(first.CrashAt).Seconds()
 	}
-	last := slices.Max(mapKeys(first.StepAt))
+	last := slices.Max(slices.Collect(maps.Keys(first.StepAt)))
 	res.CrashStep, res.ResumedStep = first.CrashStep, resumed
 	res.StepSeconds = first.StepAt[last].Sub(first.StepAt[1]).Seconds() / float64(last-1)
 	res.AgentsRestarted, res.BarrierLifted = since(agentsRestarted), since(barrierLifted)
@@ -336,14 +336,6 @@ func latest(a, b time.Time) time.Time {
 	return a
 }
 
-func mapKeys(m map[int]time.Time) []int {
-	out := make([]int, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	return out
-}
-
 func tail(log string, n int) []string {
 	lines := strings.Split(strings.TrimRight(log, "\n"), "\n")
 	return lines[max(0, len(lines)-n):]
@@ -364,29 +356,6 @@ func (d *demo) log(ctx context.Context, p corev1.Pod, o Options) string {
 		return ""
 	}
 	return string(data)
-}
-
-// follow reads the log of the Pod's training container, timestamped, from
-// its start until it ends; the function it returns waits for that end.
-func (d *demo) follow(ctx context.Context, p corev1.Pod) func() string {
-	var buf bytes.Buffer
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		stream, err := d.cs.CoreV1().Pods(p.Namespace).GetLogs(p.Name, &corev1.PodLogOptions{Container: example.Container, Follow: true, Timestamps: true}).Stream(ctx)
-		if err != nil {
-			return
-		}
-		defer stream.Close()
-		_, _ = io.Copy(&buf, stream)
-	}()
-	return func() string {
-		select {
-		case <-done:
-		case <-time.After(waitLimit):
-		}
-		return buf.String()
-	}
 }
 
 func (d *demo) pods(ctx context.Context, js *jobset.JobSet) ([]corev1.Pod, error) {

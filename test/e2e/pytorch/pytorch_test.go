@@ -1,8 +1,6 @@
 package pytorch
 
 import (
-	"bytes"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,8 +9,6 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
 	"github.com/inplace-dev/inplace/test/cluster"
@@ -36,7 +32,7 @@ var _ = Describe("examples/pytorch on real kubelets", func() {
 		util.WaitForDefaultServiceAccount(ctx, k8sClient, ns.Name)
 		DeferCleanup(func() {
 			if CurrentSpecReport().Failed() {
-				dumpLogs(ns.Name)
+				util.DumpContainerLogs(ctx, clientset, ns.Name, 60)
 			}
 		})
 	})
@@ -130,7 +126,13 @@ func crashAfterCheckpoint(js *jobset.JobSet, script string) (uids map[string]str
 	}).WithTimeout(timeout).WithPolling(time.Second).Should(Succeed())
 	uids = podUIDs(js)
 	pod := podOf(js, 0)
-	firstRun = followLog(pod)
+	follow := example.FollowLog(ctx, clientset, pod, false)
+	firstRun = func() string {
+		GinkgoHelper()
+		log, ended := follow(timeout)
+		Expect(ended).To(BeTrue(), "the log of %s's first run did not end", pod.Name)
+		return log
+	}
 	bin, err := cluster.BinDir()
 	Expect(err).NotTo(HaveOccurred())
 	out, err := exec.CommandContext(ctx, filepath.Join(bin, "kubectl"), "--kubeconfig", fw.Cluster.Kubeconfig,
@@ -185,27 +187,6 @@ func expectResumed(js *jobset.JobSet, firstRunLog string) {
 	}
 }
 
-// followLog follows the log of the Pod's container from its start until
-// that container ends, and returns what it read then.
-func followLog(p corev1.Pod) func() string {
-	var buf bytes.Buffer
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		stream, err := clientset.CoreV1().Pods(p.Namespace).GetLogs(p.Name, &corev1.PodLogOptions{Container: container, Follow: true}).Stream(ctx)
-		if err != nil {
-			return
-		}
-		defer stream.Close()
-		_, _ = io.Copy(&buf, stream)
-	}()
-	return func() string {
-		GinkgoHelper()
-		Eventually(done).WithTimeout(timeout).Should(BeClosed(), "the log of %s's first run did not end", p.Name)
-		return buf.String()
-	}
-}
-
 func podLog(p corev1.Pod, previous bool) string {
 	GinkgoHelper()
 	data, err := clientset.CoreV1().Pods(p.Namespace).GetLogs(p.Name, &corev1.PodLogOptions{Container: container, Previous: previous}).DoRaw(ctx)
@@ -213,21 +194,4 @@ func podLog(p corev1.Pod, previous bool) string {
 		return ""
 	}
 	return string(data)
-}
-
-func dumpLogs(ns string) {
-	pods, err := clientset.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return
-	}
-	for _, p := range pods.Items {
-		for _, c := range append(append([]corev1.Container{}, p.Spec.InitContainers...), p.Spec.Containers...) {
-			for _, previous := range []bool{true, false} {
-				data, err := clientset.CoreV1().Pods(ns).GetLogs(p.Name, &corev1.PodLogOptions{Container: c.Name, Previous: previous, TailLines: ptr.To[int64](60)}).DoRaw(ctx)
-				if err == nil {
-					GinkgoWriter.Printf("=== log of %s/%s (previous %v)\n%s\n", p.Name, c.Name, previous, data)
-				}
-			}
-		}
-	}
 }

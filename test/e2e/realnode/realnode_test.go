@@ -73,27 +73,6 @@ func agentLog(pod corev1.Pod) string {
 	return string(data)
 }
 
-// dumpContainerLogs writes the last lines of every container's log in ns,
-// read through the apiserver from the kubelets, and of its previous run.
-func dumpContainerLogs(ns string) {
-	pods, err := clientset.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		GinkgoWriter.Printf("listing pods for their logs: %v\n", err)
-		return
-	}
-	for _, p := range pods.Items {
-		for _, c := range append(append([]corev1.Container{}, p.Spec.InitContainers...), p.Spec.Containers...) {
-			for _, previous := range []bool{true, false} {
-				data, err := clientset.CoreV1().Pods(ns).GetLogs(p.Name, &corev1.PodLogOptions{Container: c.Name, Previous: previous, TailLines: ptr.To[int64](40)}).DoRaw(ctx)
-				if err != nil {
-					continue
-				}
-				GinkgoWriter.Printf("=== log of %s/%s (previous %v)\n%s\n", p.Name, c.Name, previous, data)
-			}
-		}
-	}
-}
-
 // allStatuses are a Pod's container statuses, init containers (the agent)
 // first.
 func allStatuses(p *corev1.Pod) []corev1.ContainerStatus {
@@ -178,7 +157,7 @@ func specNamespace() *corev1.Namespace {
 	util.WaitForDefaultServiceAccount(ctx, k8sClient, ns.Name)
 	DeferCleanup(func() {
 		if CurrentSpecReport().Failed() {
-			dumpContainerLogs(ns.Name)
+			util.DumpContainerLogs(ctx, clientset, ns.Name, 40)
 		}
 	})
 	return ns
