@@ -85,8 +85,8 @@ var dataFiles = map[string]bool{"examples/policies/params.yaml": true}
 
 // refusedOnPurpose are the examples refused on purpose, by file, with the
 // message that says why: upstream's kubebuilder sample has an empty spec
-// ("TODO(user): Add fields here"), which upstream admits and we take for a
-// manifest cut short (docs/compatibility.md).
+// (only the scaffold's comment asking for fields), which upstream admits and
+// we take for a manifest cut short (docs/compatibility.md).
 var refusedOnPurpose = map[string]string{
 	"test/testdata/upstream-jobset/examples/config-samples__batch_v1alpha2_jobset.yaml": "spec.replicatedJobs must list at least one replicated job",
 }
