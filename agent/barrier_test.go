@@ -21,7 +21,7 @@ func TestBarrierHoldsTheProbeUntilItLifts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := serve(logr.Discard(), l, protocol.BarrierPath, b, 5*time.Second)
+	srv := serve(logr.Discard(), l, protocol.BarrierPath, b, 5*time.Second, nil)
 	defer srv.Close()
 	url := "http://" + srv.Addr + protocol.BarrierPath
 

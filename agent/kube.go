@@ -166,12 +166,28 @@ func watchOnce(ctx context.Context, open func(context.Context) (watch.Interface,
 
 // ReportEpoch patches the epoch annotation of the agent's Pod.
 func (k *KubeTransport) ReportEpoch(ctx context.Context, epoch int32) error {
-	return annotate(ctx, k.Client, k.Namespace, k.Pod, jobset.EpochKey, strconv.Itoa(int(epoch)))
+	return annotate(ctx, k.Client, k.Namespace, k.Pod, map[string]string{jobset.EpochKey: strconv.Itoa(int(epoch))})
 }
 
-// annotate sets one annotation of a Pod with a merge patch.
-func annotate(ctx context.Context, c kubernetes.Interface, namespace, pod, key, value string) error {
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{key: value}}})
+var _ ProcessTransport = &KubeTransport{}
+
+// ReportProcessEpoch patches the epoch and the worker restarts of the
+// agent's Pod.
+func (k *KubeTransport) ReportProcessEpoch(ctx context.Context, epoch, workerRestarts int32) error {
+	return annotate(ctx, k.Client, k.Namespace, k.Pod, map[string]string{
+		jobset.EpochKey:                   strconv.Itoa(int(epoch)),
+		protocol.WorkerRestartsAnnotation: strconv.Itoa(int(workerRestarts)),
+	})
+}
+
+// ReportWorkerExit patches a worker's exit on the agent's Pod.
+func (k *KubeTransport) ReportWorkerExit(ctx context.Context, exit protocol.WorkerExit) error {
+	return annotate(ctx, k.Client, k.Namespace, k.Pod, map[string]string{protocol.WorkerExitAnnotation: protocol.FormatWorkerExit(exit)})
+}
+
+// annotate sets annotations of a Pod with a merge patch.
+func annotate(ctx context.Context, c kubernetes.Interface, namespace, pod string, annotations map[string]string) error {
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": annotations}})
 	if err != nil {
 		return err
 	}

@@ -188,7 +188,7 @@ func TestRequestsRetriedByTheAgent(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Self after two refusals and a timeout: %v", err)
 	}
-	if _, err := report(ctx, testr.New(t), k, 4); err != nil {
+	if _, err := report(ctx, testr.New(t), k, k.ReportEpoch, 4); err != nil {
 		t.Fatalf("reporting the epoch after two refusals and a timeout: %v", err)
 	}
 	mu.Lock()

@@ -58,6 +58,19 @@ type Config struct {
 	// older manager, or one configured as upstream JobSet's. With it, an
 	// agent restarted in place with its Pod needs no read of the Pod.
 	PodEpoch *int32
+	// Process is set in process scope (protocol.EnvRestartScope): the
+	// agent restarts its Pod's workers through their supervisors instead
+	// of exiting with the restart code.
+	Process *ProcessConfig
+}
+
+// ProcessConfig is the agent's configuration in process scope.
+type ProcessConfig struct {
+	// Supervised names the worker containers run by a supervisor.
+	Supervised []string
+	// WorkerRestarts is the count of the Pod's worker restarts so far
+	// (protocol.WorkerRestartsAnnotation, from the Downward API).
+	WorkerRestarts int32
 }
 
 // ConfigFromEnv is the agent's configuration from the environment the
@@ -93,6 +106,24 @@ func ConfigFromEnv(lookup func(string) (string, bool)) (Config, error) {
 	}
 	// Optional as well: without it the agent reads its Pod when it starts.
 	cfg.PodEpoch = EpochFromEnv(lookup(protocol.EnvPodEpoch))
+	switch scope, _ := lookup(protocol.EnvRestartScope); scope {
+	case "", protocol.RestartScopeContainer:
+	case protocol.RestartScopeProcess:
+		supervised, _ := lookup(protocol.EnvSupervisedContainers)
+		if supervised == "" {
+			return cfg, fmt.Errorf("%s is %s but %s is not set; the mutating webhook sets both", protocol.EnvRestartScope, scope, protocol.EnvSupervisedContainers)
+		}
+		cfg.Process = &ProcessConfig{Supervised: strings.Split(supervised, ",")}
+		if v, _ := lookup(protocol.EnvWorkerRestarts); v != "" {
+			n, err := strconv.ParseInt(v, 10, 32)
+			if err != nil || n < 0 {
+				return cfg, fmt.Errorf("%s=%q: want a count", protocol.EnvWorkerRestarts, v)
+			}
+			cfg.Process.WorkerRestarts = int32(n)
+		}
+	default:
+		return cfg, fmt.Errorf("%s=%q: want %s or %s", protocol.EnvRestartScope, scope, protocol.RestartScopeContainer, protocol.RestartScopeProcess)
+	}
 	return cfg, nil
 }
 
@@ -119,6 +150,23 @@ func EpochFromEnv(value string, set bool) *int32 {
 // deprecated (the restart exit code).
 func Run(ctx context.Context, log logr.Logger, cfg Config, t Transport) (int, error) {
 	lifted := newBarrier()
+	write := t.ReportEpoch
+	var (
+		hub            *processHub
+		pt             ProcessTransport
+		exits          <-chan struct{}
+		workerRestarts int32
+	)
+	if cfg.Process != nil {
+		var ok bool
+		if pt, ok = t.(ProcessTransport); !ok {
+			return 1, errors.New("process scope needs a transport that reports the workers' exits")
+		}
+		hub = newProcessHub(cfg.Process.Supervised)
+		exits = hub.exited
+		workerRestarts = cfg.Process.WorkerRestarts
+		write = func(ctx context.Context, epoch int32) error { return pt.ReportProcessEpoch(ctx, epoch, workerRestarts) }
+	}
 	l := cfg.Listener
 	if l == nil {
 		var err error
@@ -133,7 +181,7 @@ func Run(ctx context.Context, log logr.Logger, cfg Config, t Transport) (int, er
 	if path == "" {
 		path = protocol.BarrierPath
 	}
-	srv := serve(log, l, path, lifted, cfg.BarrierHold)
+	srv := serve(log, l, path, lifted, cfg.BarrierHold, hub)
 	defer srv.Close()
 
 	updates, err := t.Broadcasts(ctx)
@@ -163,11 +211,26 @@ func Run(ctx context.Context, log logr.Logger, cfg Config, t Transport) (int, er
 	m := NewMachine(cfg.ReplicatedJob)
 	d := m.Start(first, podEpoch, workers)
 	last := first
+	// In process scope a worker let through by an earlier run of the agent
+	// may still run: a new epoch waits for word from every supervisor, for
+	// a while. A Pod without an epoch has run no worker.
+	var unheard time.Duration
+	if podEpoch > 0 {
+		unheard = unheardWait
+	}
 	log.Info("started", "epoch", m.Epoch(), "resumed", d.ReportEpoch == 0, "synced", first.SyncedEpoch, "deprecated", first.DeprecatedEpoch,
 		"envEpoch", cfg.PodEpoch, "readPod", readPod)
 	for {
 		if d.ReportEpoch != 0 {
-			ahead, err := report(ctx, log, t, d.ReportEpoch)
+			if hub != nil {
+				// The supervisors stop the workers of any other epoch; the
+				// new one is reported once they have.
+				hub.set(d.ReportEpoch, false)
+				if gaveUp := hub.waitStopped(ctx, unheard); len(gaveUp) > 0 && ctx.Err() == nil {
+					log.Info("reporting the new epoch without word from some supervisors", "epoch", d.ReportEpoch, "containers", gaveUp)
+				}
+			}
+			ahead, err := report(ctx, log, t, write, d.ReportEpoch)
 			if err != nil {
 				return 0, nil // ctx ended
 			}
@@ -185,7 +248,18 @@ func Run(ctx context.Context, log logr.Logger, cfg Config, t Transport) (int, er
 		}
 		if d.LiftBarrier {
 			lifted.lift(m.Epoch())
+			if hub != nil {
+				hub.set(m.Epoch(), true)
+			}
 			log.Info("barrier lifted", "epoch", m.Epoch())
+		}
+		if d.Restart && hub != nil {
+			from := m.Epoch()
+			workerRestarts++
+			m = NewMachine(cfg.ReplicatedJob)
+			d = m.Start(last, from, WorkersStopped)
+			log.Info("epoch deprecated: restarting the workers' processes", "from", from, "epoch", m.Epoch(), "workerRestarts", workerRestarts)
+			continue
 		}
 		if d.Restart {
 			// Not the restart code if the kubelet is already stopping this
@@ -203,6 +277,17 @@ func Run(ctx context.Context, log logr.Logger, cfg Config, t Transport) (int, er
 			}
 			last = b
 			d = m.Observe(b)
+		case <-exits:
+			d = Decision{}
+			for _, e := range hub.takeExits() {
+				if e.Epoch != m.Epoch() {
+					continue
+				}
+				log.Info("a worker exited: reporting it", "container", e.Container, "exitCode", e.Code, "epoch", e.Epoch)
+				if err := Retry(ctx, func(ctx context.Context) error { return pt.ReportWorkerExit(ctx, e) }, nil); err != nil {
+					return 0, nil // ctx ended
+				}
+			}
 		}
 	}
 }
@@ -240,11 +325,11 @@ var errPodAhead = errors.New("the Pod carries a later epoch")
 // carries), the agent reads its Pod: if its epoch is later than the one
 // reported, report returns it instead of trying again. Other refusals
 // (the agents' RoleBinding not created yet, say) are retried as before.
-func report(ctx context.Context, log logr.Logger, t Transport, epoch int32) (*podFacts, error) {
+func report(ctx context.Context, log logr.Logger, t Transport, write func(context.Context, int32) error, epoch int32) (*podFacts, error) {
 	var ahead *podFacts
 	checked := false
 	err := Retry(ctx, func(ctx context.Context) error {
-		err := t.ReportEpoch(ctx, epoch)
+		err := write(ctx, epoch)
 		if err == nil {
 			return nil
 		}
@@ -307,8 +392,11 @@ func (b *barrier) wait(ctx context.Context, hold time.Duration) bool {
 // serve answers /healthz always and the barrier's path once lifted,
 // holding a request up to hold for the lift, on l until the server is
 // closed.
-func serve(log logr.Logger, l net.Listener, barrierPath string, lifted *barrier, hold time.Duration) *http.Server {
+func serve(log logr.Logger, l net.Listener, barrierPath string, lifted *barrier, hold time.Duration, hub *processHub) *http.Server {
 	mux := http.NewServeMux()
+	if hub != nil {
+		hub.serveSupervisors(mux)
+	}
 	mux.HandleFunc(protocol.HealthPath, func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
 	mux.HandleFunc(barrierPath, func(w http.ResponseWriter, r *http.Request) {
 		// The body says at which epoch the barrier lifted, so that a

@@ -83,7 +83,7 @@ func UpstreamBroadcast(js map[string]any) (protocol.Broadcast, error) {
 
 // ReportEpoch writes the epoch as upstream's attempt.
 func (u *UpstreamTransport) ReportEpoch(ctx context.Context, epoch int32) error {
-	return annotate(ctx, u.Client, u.Namespace, u.Pod, jobset.InPlaceRestartAttemptKey, strconv.Itoa(int(epoch-1)))
+	return annotate(ctx, u.Client, u.Namespace, u.Pod, map[string]string{jobset.InPlaceRestartAttemptKey: strconv.Itoa(int(epoch - 1))})
 }
 
 // Self reads the agent's Pod: its attempt as an epoch, and whether its

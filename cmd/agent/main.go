@@ -30,6 +30,14 @@ func main() {
 		fmt.Println("inplace-agent", version.Get())
 		return
 	}
+	if len(os.Args) > 1 {
+		switch os.Args[1] {
+		case protocol.SupervisorCommand:
+			os.Exit(supervise(os.Args[2:]))
+		case protocol.InstallCommand:
+			os.Exit(installSupervisor(os.Args[2:]))
+		}
+	}
 	log := zap.New()
 	restCfg, err := clientConfig()
 	if err != nil {

@@ -1,0 +1,290 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/inplace-dev/inplace/agent/supervisor"
+	"github.com/inplace-dev/inplace/api/protocol"
+)
+
+// supervisorEnv makes the test binary run a supervisor, configured by the
+// variable's JSON, instead of the tests: the supervisor must be a process
+// of its own to reap, forward signals and exit with the container's code.
+const supervisorEnv = "INPLACE_TEST_SUPERVISOR"
+
+type supervisorSpec struct {
+	Agent, Restart string
+	Grace          time.Duration
+	Command        []string
+}
+
+func TestMain(m *testing.M) {
+	if v := os.Getenv(supervisorEnv); v != "" {
+		var spec supervisorSpec
+		if err := json.Unmarshal([]byte(v), &spec); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(2)
+		}
+		codes, err := supervisor.ParseExitCodes(spec.Restart)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(2)
+		}
+		os.Exit(supervisor.Run(context.Background(), supervisor.Config{
+			Agent: spec.Agent, Container: "trainer", Restart: codes, GracePeriod: spec.Grace, Command: spec.Command, Log: os.Stderr,
+		}))
+	}
+	os.Exit(m.Run())
+}
+
+// supervised is a supervisor process behind a real processHub, running a
+// shell worker that logs to a file and obeys files in dir.
+type supervised struct {
+	t   *testing.T
+	hub *processHub
+	dir string
+	cmd *exec.Cmd
+	// done is closed when the supervisor has exited, with code.
+	done chan struct{}
+	code int
+}
+
+// worker is the shell worker: it logs "start <epoch>", leaves a child in
+// its process group, exits with the code written to the file "exit", and
+// logs "term" on SIGTERM unless the file "stubborn" exists.
+const worker = `
+echo "start $INPLACE_EPOCH" >> "$DIR/log"
+sleep 600 &
+trap 'if [ -e "$DIR/stubborn" ]; then echo ignored >> "$DIR/log"; else echo term >> "$DIR/log"; exit 0; fi' TERM
+while true; do
+  if [ -e "$DIR/exit" ]; then code=$(cat "$DIR/exit"); rm "$DIR/exit"; exit "$code"; fi
+  sleep 0.02
+done`
+
+func startSupervised(t *testing.T, restart string, grace time.Duration) *supervised {
+	t.Helper()
+	hub := newProcessHub([]string{"trainer"})
+	mux := http.NewServeMux()
+	hub.serveSupervisors(mux)
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	dir := t.TempDir()
+	spec, _ := json.Marshal(supervisorSpec{Agent: strings.TrimPrefix(srv.URL, "http://"), Restart: restart, Grace: grace, Command: []string{"sh", "-c", worker}})
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), supervisorEnv+"="+string(spec), "DIR="+dir)
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	s := &supervised{t: t, hub: hub, dir: dir, cmd: cmd, done: make(chan struct{})}
+	go func() {
+		defer close(s.done)
+		var exit *exec.ExitError
+		if err := cmd.Wait(); errors.As(err, &exit) {
+			s.code = exit.ExitCode()
+		} else if err != nil {
+			s.code = -1
+		}
+	}()
+	t.Cleanup(func() {
+		// As the kubelet stops a container: the supervisor passes SIGTERM
+		// on and takes the worker's process group with it.
+		cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-s.done:
+		case <-time.After(10 * time.Second):
+			t.Error("the supervisor did not exit on SIGTERM")
+			cmd.Process.Kill()
+		}
+	})
+	return s
+}
+
+func (s *supervised) log() []string {
+	b, _ := os.ReadFile(filepath.Join(s.dir, "log"))
+	return strings.FieldsFunc(string(b), func(r rune) bool { return r == '\n' })
+}
+
+// waitLog waits until the worker's log lines are want.
+func (s *supervised) waitLog(want ...string) {
+	s.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if slices.Equal(s.log(), want) {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	s.t.Fatalf("worker log %q, want %q", s.log(), want)
+}
+
+func (s *supervised) write(name, content string) {
+	if err := os.WriteFile(filepath.Join(s.dir, name), []byte(content), 0o644); err != nil {
+		s.t.Fatal(err)
+	}
+}
+
+// waitRunning waits until the hub knows the supervisor runs a worker at
+// epoch (0: none).
+func (s *supervised) waitRunning(epoch int32) {
+	s.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		s.hub.mu.Lock()
+		r, ok := s.hub.running["trainer"]
+		s.hub.mu.Unlock()
+		if ok && r == epoch {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	s.t.Fatalf("the supervisor does not report running epoch %d", epoch)
+}
+
+func (s *supervised) exitCode() int {
+	s.t.Helper()
+	select {
+	case <-s.done:
+		return s.code
+	case <-time.After(10 * time.Second):
+		s.t.Fatal("the supervisor did not exit")
+		return 0
+	}
+}
+
+func (s *supervised) stillRunning() {
+	s.t.Helper()
+	select {
+	case <-s.done:
+		s.t.Fatalf("the supervisor exited with %d; it should run on", s.code)
+	default:
+	}
+}
+
+func TestSupervisorRestartsTheWorkerPerEpoch(t *testing.T) {
+	s := startSupervised(t, "NotIn:0,42", 5*time.Second)
+	s.hub.set(1, false)
+	s.waitRunning(0)
+	if got := s.log(); len(got) != 0 {
+		t.Fatalf("the worker started behind the barrier: %q", got)
+	}
+	s.hub.set(1, true)
+	s.waitLog("start 1")
+	s.waitRunning(1)
+
+	// A new epoch: the worker is stopped, and waitStopped says so.
+	s.hub.set(2, false)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	if gaveUp := s.hub.waitStopped(ctx, time.Second); len(gaveUp) > 0 {
+		t.Fatalf("waitStopped gave up on %v", gaveUp)
+	}
+	s.waitLog("start 1", "term")
+	s.hub.set(2, true)
+	s.waitLog("start 1", "term", "start 2")
+
+	// An exit that restarts in place is reported, and the worker waits
+	// for the next epoch: a lifted barrier of the same epoch starts it
+	// no more.
+	s.write("exit", "3")
+	select {
+	case <-s.hub.exited:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the exit was not reported")
+	}
+	if got := s.hub.takeExits(); !slices.Equal(got, []protocol.WorkerExit{{Epoch: 2, Container: "trainer", Code: 3}}) {
+		t.Fatalf("exits %v", got)
+	}
+	s.waitRunning(0)
+	s.stillRunning()
+	s.hub.set(3, false)
+	s.hub.set(3, true)
+	s.waitLog("start 1", "term", "start 2", "start 3")
+
+	// A code the podFailurePolicy decides ends the container with it.
+	s.write("exit", "42")
+	if code := s.exitCode(); code != 42 {
+		t.Fatalf("exit code %d, want 42", code)
+	}
+}
+
+func TestSupervisorEndsWithTheWorkersSuccess(t *testing.T) {
+	s := startSupervised(t, "NotIn:0", 5*time.Second)
+	s.hub.set(1, true)
+	s.waitLog("start 1")
+	s.write("exit", "0")
+	if code := s.exitCode(); code != 0 {
+		t.Fatalf("exit code %d, want 0", code)
+	}
+}
+
+func TestSupervisorKillsAStubbornWorkerAfterTheGracePeriod(t *testing.T) {
+	s := startSupervised(t, "NotIn:0", 300*time.Millisecond)
+	s.hub.set(1, true)
+	s.waitLog("start 1")
+	s.write("stubborn", "")
+	start := time.Now()
+	s.hub.set(2, false)
+	s.waitRunning(0)
+	if took := time.Since(start); took < 300*time.Millisecond {
+		t.Fatalf("the worker was stopped after %s, before its grace period", took)
+	}
+	s.waitLog("start 1", "ignored")
+}
+
+func TestSupervisorForwardsSIGTERM(t *testing.T) {
+	s := startSupervised(t, "NotIn:0", 5*time.Second)
+	s.hub.set(1, true)
+	s.waitLog("start 1")
+	s.waitRunning(1)
+	if err := s.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if code := s.exitCode(); code != 0 {
+		t.Fatalf("exit code %d, want the worker's 0", code)
+	}
+	s.waitLog("start 1", "term")
+}
+
+func TestSupervisorWaitsForTheAgent(t *testing.T) {
+	// The agent answers only after a while (it starts after the worker
+	// container): the supervisor keeps asking.
+	s := startSupervised(t, "NotIn:0", time.Second)
+	s.waitRunning(0)
+	s.hub.set(1, true)
+	s.waitLog("start 1")
+}
+
+func TestProcessHubStart(t *testing.T) {
+	h := newProcessHub([]string{"a"})
+	h.set(4, false)
+	if h.start("a", 4) {
+		t.Error("a start was granted behind the barrier")
+	}
+	h.set(4, true)
+	if h.start("a", 3) {
+		t.Error("a start at an older epoch was granted")
+	}
+	if !h.start("a", 4) {
+		t.Error("a start behind a lifted barrier was refused")
+	}
+	h.set(5, false)
+	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+	defer cancel()
+	if waiting := h.waitStopped(ctx, 0); !slices.Equal(waiting, []string{"a"}) {
+		t.Errorf("waitStopped with a worker of epoch 4 running: %v", waiting)
+	}
+}

@@ -1,0 +1,427 @@
+package supervisor
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strconv"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/inplace-dev/inplace/api/protocol"
+)
+
+// Config is what the supervisor runs and whom it asks.
+type Config struct {
+	// Agent is the agent's barrier address, host:port.
+	Agent string
+	// Container is the name of the worker container.
+	Container string
+	// Restart are the worker's exit codes that restart in place; any other
+	// ends the container with that code.
+	Restart ExitCodes
+	// GracePeriod is how long a worker being stopped has between SIGTERM
+	// and SIGKILL: the Pod's terminationGracePeriodSeconds.
+	GracePeriod time.Duration
+	// Command is the worker's command and arguments.
+	Command []string
+	// Log receives the supervisor's own lines (the container's stderr).
+	Log io.Writer
+	// Signals, if set, replaces the process's signals (tests).
+	Signals <-chan os.Signal
+}
+
+// forwarded are the signals passed on to the worker's process group.
+var forwarded = []os.Signal{syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGWINCH}
+
+// Run supervises the worker until the container must end, and returns the
+// container's exit code.
+func Run(ctx context.Context, cfg Config) int {
+	if len(cfg.Command) == 0 {
+		fmt.Fprintln(cfg.Log, "inplace-supervisor: no command to run after --")
+		return 2
+	}
+	if cfg.Log == nil {
+		cfg.Log = os.Stderr
+	}
+	if os.Getpid() != 1 {
+		// Orphans of the worker come to us, as they would to PID 1.
+		if _, _, errno := syscall.RawSyscall(syscall.SYS_PRCTL, prSetChildSubreaper, 1, 0); errno != 0 {
+			fmt.Fprintf(cfg.Log, "inplace-supervisor: cannot become the subreaper of the worker's orphans: %v\n", errno)
+		}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	s := &supervisor{
+		cfg:     cfg,
+		lastRun: -1,
+		kick:    make(chan struct{}, 1),
+		client: &http.Client{
+			// Never through a proxy of the worker's environment.
+			Transport: &http.Transport{Proxy: nil, DisableCompression: true},
+			Timeout:   stateHold + 10*time.Second,
+		},
+	}
+	sigs := cfg.Signals
+	if sigs == nil {
+		ch := make(chan os.Signal, 8)
+		signal.Notify(ch, forwarded...)
+		defer signal.Stop(ch)
+		sigs = ch
+	}
+	// Before the first fork: no exit may go unseen.
+	children := reaper(ctx)
+	states := make(chan protocol.SupervisorState)
+	go s.poll(ctx, states)
+	code := s.loop(ctx, states, children, sigs)
+	if s.w != nil {
+		syscall.Kill(-s.w.pid, syscall.SIGKILL)
+	}
+	return code
+}
+
+// prSetChildSubreaper is prctl's PR_SET_CHILD_SUBREAPER.
+const prSetChildSubreaper = 36
+
+// stateHold is how long the agent holds a state request that has nothing
+// new (the agent's side of it is agent.supervisorHold).
+const stateHold = 20 * time.Second
+
+type supervisor struct {
+	cfg    Config
+	client *http.Client
+	// running is the epoch the worker runs at, 0 for none: the poller
+	// tells the agent.
+	running atomic.Int32
+	// epoch is the agent's epoch as last seen.
+	epoch atomic.Int32
+	kick  chan struct{}
+
+	state protocol.SupervisorState
+	w     *worker
+	// lastRun is the last epoch a worker was started at (-1: none): a
+	// worker starts at most once per epoch.
+	lastRun     int64
+	terminating bool
+	killTimer   *time.Timer
+	retry       *time.Timer
+}
+
+type worker struct {
+	pid      int
+	epoch    int32
+	stopping bool
+}
+
+type childExit struct {
+	pid, code int
+}
+
+func (s *supervisor) logf(format string, args ...any) {
+	fmt.Fprintf(s.cfg.Log, "inplace-supervisor: "+format+"\n", args...)
+}
+
+func (s *supervisor) loop(ctx context.Context, states <-chan protocol.SupervisorState, children <-chan childExit, sigs <-chan os.Signal) int {
+	var killC, retryC <-chan time.Time
+	for {
+		select {
+		case <-ctx.Done():
+			return 1
+		case st := <-states:
+			s.state = st
+			s.epoch.Store(st.Epoch)
+		case c := <-children:
+			if s.w == nil || c.pid != s.w.pid {
+				continue // an orphan, reaped
+			}
+			if code, done := s.exited(ctx, c.code); done {
+				return code
+			}
+			killC = nil
+		case sig := <-sigs:
+			if sig == syscall.SIGTERM || sig == syscall.SIGINT {
+				s.terminating = true
+			}
+			if s.w != nil {
+				syscall.Kill(-s.w.pid, sig.(syscall.Signal))
+				continue
+			}
+			if s.terminating {
+				return 128 + int(sig.(syscall.Signal))
+			}
+			continue
+		case <-killC:
+			if s.w != nil {
+				s.logf("the worker of epoch %d did not stop within %s: SIGKILL", s.w.epoch, s.cfg.GracePeriod)
+				syscall.Kill(-s.w.pid, syscall.SIGKILL)
+			}
+			killC = nil
+			continue
+		case <-retryC:
+			retryC = nil
+		}
+		stopping, code, done := s.act(ctx)
+		if done {
+			return code
+		}
+		if stopping {
+			s.killTimer = time.NewTimer(s.cfg.GracePeriod)
+			killC = s.killTimer.C
+		}
+		if s.retry != nil {
+			retryC, s.retry = s.retry.C, nil
+		}
+	}
+}
+
+// act moves the worker towards the agent's state: stop a worker of another
+// epoch, start one behind a lifted barrier. It reports whether it began a
+// stop, or the container's exit code if it must end.
+func (s *supervisor) act(ctx context.Context) (stopping bool, code int, done bool) {
+	if s.w != nil {
+		if !s.w.stopping && s.state.Epoch != s.w.epoch {
+			s.logf("epoch %d is over (the agent is at epoch %d): stopping the worker's process group", s.w.epoch, s.state.Epoch)
+			s.w.stopping = true
+			syscall.Kill(-s.w.pid, syscall.SIGTERM)
+			return true, 0, false
+		}
+		return false, 0, false
+	}
+	if s.terminating || !s.state.Lifted || int64(s.state.Epoch) <= s.lastRun {
+		return false, 0, false
+	}
+	ok, err := s.askStart(ctx, s.state.Epoch)
+	if err != nil {
+		s.logf("asking the agent to start at epoch %d: %v; retrying", s.state.Epoch, err)
+		s.retry = time.NewTimer(100 * time.Millisecond)
+		return false, 0, false
+	}
+	if !ok {
+		return false, 0, false // the agent moved on; its new state follows
+	}
+	pid, err := s.start(s.state.Epoch)
+	if err != nil {
+		s.logf("starting %q: %v", s.cfg.Command[0], err)
+		return false, 127, true
+	}
+	s.w = &worker{pid: pid, epoch: s.state.Epoch}
+	s.lastRun = int64(s.state.Epoch)
+	s.setRunning(s.state.Epoch)
+	s.logf("barrier of epoch %d lifted: started the worker (pid %d)", s.state.Epoch, pid)
+	return false, 0, false
+}
+
+// exited handles the worker's exit with code.
+func (s *supervisor) exited(ctx context.Context, code int) (int, bool) {
+	w := s.w
+	s.w = nil
+	// What the worker left of its process group goes with it, as it would
+	// with its container.
+	syscall.Kill(-w.pid, syscall.SIGKILL)
+	if s.killTimer != nil {
+		s.killTimer.Stop()
+	}
+	s.setRunning(0)
+	switch {
+	case s.terminating:
+		return code, true
+	case w.stopping:
+		s.logf("the worker of epoch %d stopped (exit code %d)", w.epoch, code)
+		return 0, false
+	case code == 0:
+		return 0, true
+	case w.epoch == 0 || !s.cfg.Restart.Matches(code):
+		// In-place restarts are off, or the Job's podFailurePolicy judges
+		// this code: the container ends with it, as in container scope.
+		s.logf("the worker exited with code %d, which does not restart in place: the container exits with it", code)
+		return code, true
+	}
+	s.logf("the worker of epoch %d exited with code %d: asking for an in-place restart", w.epoch, code)
+	go s.reportExit(ctx, w.epoch, code)
+	return 0, false
+}
+
+func (s *supervisor) setRunning(epoch int32) {
+	s.running.Store(epoch)
+	select {
+	case s.kick <- struct{}{}:
+	default:
+	}
+}
+
+// start forks the worker in a process group of its own.
+func (s *supervisor) start(epoch int32) (int, error) {
+	path, err := exec.LookPath(s.cfg.Command[0])
+	if err != nil {
+		return 0, err
+	}
+	env := append(os.Environ(), protocol.EnvWorkerEpoch+"="+strconv.Itoa(int(epoch)))
+	return syscall.ForkExec(path, s.cfg.Command, &syscall.ProcAttr{
+		Env:   env,
+		Files: []uintptr{0, 1, 2},
+		Sys:   &syscall.SysProcAttr{Setpgid: true},
+	})
+}
+
+// reaper reaps every child of the process, the worker's orphans included,
+// and delivers their exits.
+func reaper(ctx context.Context) <-chan childExit {
+	sig := make(chan os.Signal, 8)
+	signal.Notify(sig, syscall.SIGCHLD)
+	out := make(chan childExit, 16)
+	go func() {
+		defer signal.Stop(sig)
+		for {
+			for {
+				var ws syscall.WaitStatus
+				pid, err := syscall.Wait4(-1, &ws, syscall.WNOHANG, nil)
+				if errors.Is(err, syscall.EINTR) {
+					continue
+				}
+				if err != nil || pid <= 0 {
+					break
+				}
+				code := ws.ExitStatus()
+				if ws.Signaled() {
+					code = 128 + int(ws.Signal())
+				}
+				select {
+				case out <- childExit{pid, code}:
+				case <-ctx.Done():
+					return
+				}
+			}
+			select {
+			case <-sig:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return out
+}
+
+// poll keeps a long poll of the agent's state open, delivering each new
+// state; a change of the worker (kick) re-asks at once with it.
+func (s *supervisor) poll(ctx context.Context, out chan<- protocol.SupervisorState) {
+	var after uint64
+	backoff, waited := 10*time.Millisecond, false
+	for ctx.Err() == nil {
+		reqCtx, cancel := context.WithCancel(ctx)
+		finished := make(chan struct{})
+		go func() {
+			select {
+			case <-s.kick:
+				cancel()
+			case <-finished:
+			}
+		}()
+		st, err := s.getState(reqCtx, after)
+		close(finished)
+		kicked := reqCtx.Err() != nil
+		cancel()
+		if err != nil {
+			if kicked && ctx.Err() == nil {
+				continue
+			}
+			if !waited {
+				s.logf("waiting for the agent at %s: %v", s.cfg.Agent, err)
+				waited = true
+			}
+			select {
+			case <-time.After(backoff):
+			case <-ctx.Done():
+				return
+			}
+			backoff = min(2*backoff, 500*time.Millisecond)
+			continue
+		}
+		backoff, waited = 10*time.Millisecond, false
+		if st.Version == after {
+			continue
+		}
+		after = st.Version
+		select {
+		case out <- st:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+func (s *supervisor) url(path string, q url.Values) string {
+	q.Set("container", s.cfg.Container)
+	return (&url.URL{Scheme: "http", Host: s.cfg.Agent, Path: path, RawQuery: q.Encode()}).String()
+}
+
+func (s *supervisor) getState(ctx context.Context, after uint64) (protocol.SupervisorState, error) {
+	var st protocol.SupervisorState
+	q := url.Values{"after": {strconv.FormatUint(after, 10)}, "running": {strconv.Itoa(int(s.running.Load()))}}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.url(protocol.SupervisorStatePath, q), nil)
+	if err != nil {
+		return st, err
+	}
+	resp, err := s.client.Do(req)
+	if err != nil {
+		return st, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return st, fmt.Errorf("%s: %s", protocol.SupervisorStatePath, resp.Status)
+	}
+	return st, json.NewDecoder(resp.Body).Decode(&st)
+}
+
+func (s *supervisor) post(ctx context.Context, path string, q url.Values) (int, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.url(path, q), nil)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := s.client.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode, nil
+}
+
+// askStart asks the agent's leave to start the worker at epoch: the agent
+// grants it only while that epoch's barrier is lifted, and records it, so
+// that it never reports a new epoch with a worker of an older one running.
+func (s *supervisor) askStart(ctx context.Context, epoch int32) (bool, error) {
+	code, err := s.post(ctx, protocol.SupervisorStartPath, url.Values{"epoch": {strconv.Itoa(int(epoch))}})
+	switch {
+	case err != nil:
+		return false, err
+	case code == http.StatusOK:
+		return true, nil
+	case code == http.StatusConflict:
+		return false, nil
+	}
+	return false, fmt.Errorf("%s: HTTP %d", protocol.SupervisorStartPath, code)
+}
+
+// reportExit tells the agent of the worker's exit, until it has heard it
+// or has moved past the epoch.
+func (s *supervisor) reportExit(ctx context.Context, epoch int32, code int) {
+	q := url.Values{"epoch": {strconv.Itoa(int(epoch))}, "code": {strconv.Itoa(code)}}
+	for ctx.Err() == nil && s.epoch.Load() == epoch {
+		status, err := s.post(ctx, protocol.SupervisorExitPath, q)
+		if err == nil && status < 500 {
+			return
+		}
+		select {
+		case <-time.After(100 * time.Millisecond):
+		case <-ctx.Done():
+		}
+	}
+}

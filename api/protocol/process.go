@@ -1,0 +1,134 @@
+package protocol
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// Process scope: a JobSet annotated RestartScopeAnnotation: process has each
+// worker run under a supervisor inside its own container, and the agent
+// restarts the workers' processes instead of having the kubelet restart
+// every container of the Pod. This file is the contract between the
+// webhook, which wraps the workers' commands, the supervisor, the agent and
+// the controller.
+
+// RestartScopeAnnotation on a JobSet chooses what an in-place restart
+// restarts: RestartScopeContainer (the default) or RestartScopeProcess.
+const RestartScopeAnnotation = "inplace.dev/restart-scope"
+
+// The values of RestartScopeAnnotation.
+const (
+	// RestartScopeContainer: the agent exits with the restart exit code and
+	// the kubelet restarts every container of the Pod (RestartAllContainers).
+	RestartScopeContainer = "container"
+	// RestartScopeProcess: the supervisors stop and start the workers'
+	// process groups; no container restarts.
+	RestartScopeProcess = "process"
+)
+
+// RestartScopes lists the values RestartScopeAnnotation accepts.
+var RestartScopes = []string{RestartScopeContainer, RestartScopeProcess}
+
+// The agent's environment in process scope.
+const (
+	// EnvRestartScope is RestartScopeProcess in process scope; unset (or
+	// RestartScopeContainer) otherwise.
+	EnvRestartScope = "RESTART_SCOPE"
+	// EnvSupervisedContainers is the comma-separated names of the worker
+	// containers whose supervisors the agent waits for before it reports a
+	// new epoch.
+	EnvSupervisedContainers = "SUPERVISED_CONTAINERS"
+	// EnvWorkerRestarts is the Pod's WorkerRestartsAnnotation through the
+	// Downward API: an agent that restarts keeps counting from it.
+	EnvWorkerRestarts = "WORKER_RESTARTS"
+	// EnvWorkerEpoch is set by the supervisor on the worker it starts: the
+	// epoch whose barrier let it through.
+	EnvWorkerEpoch = "INPLACE_EPOCH"
+)
+
+// The supervisor's files: the webhook's init container copies the agent's
+// binary to SupervisorBinary on an emptyDir mounted at SupervisorDir in
+// every worker container, whose command then starts with it and
+// SupervisorCommand.
+const (
+	SupervisorDir     = "/inplace-supervisor"
+	SupervisorBinary  = SupervisorDir + "/inplace-agent"
+	SupervisorCommand = "supervise"
+	// InstallCommand is the agent binary's command that copies itself.
+	InstallCommand = "install-supervisor"
+)
+
+// The agent's endpoints for the supervisors of its Pod, on the barrier's
+// port (supervisors reach it on localhost: a Pod's containers share its
+// network).
+const (
+	// SupervisorStatePath answers the supervisor's long poll with the
+	// agent's SupervisorState once it is newer than the query's "after"
+	// version (or after a while, unchanged). The query's "container" and
+	// "running" say which container asks and which epoch its worker runs
+	// (0: none).
+	SupervisorStatePath = "/supervisor/state"
+	// SupervisorStartPath asks leave to start the worker at the query's
+	// "epoch": 200 if that epoch's barrier is lifted, 409 otherwise.
+	SupervisorStartPath = "/supervisor/start"
+	// SupervisorExitPath reports that the worker of the query's "epoch"
+	// exited with the query's "code", a code that restarts in place.
+	SupervisorExitPath = "/supervisor/exit"
+)
+
+// SupervisorState is what the agent tells the supervisors.
+type SupervisorState struct {
+	// Version rises with every change.
+	Version uint64 `json:"version"`
+	// Epoch is the agent's epoch: a worker running at another one must
+	// stop.
+	Epoch int32 `json:"epoch"`
+	// Lifted: the barrier of Epoch is lifted; a worker that has not run at
+	// Epoch may start.
+	Lifted bool `json:"lifted"`
+}
+
+// The Pod annotations the agent writes in process scope, beside the epoch.
+const (
+	// WorkerExitAnnotation says that a worker exited with a code that
+	// restarts in place, as FormatWorkerExit writes it. The controller reads
+	// it as it reads a terminated worker container: while the Pod's epoch
+	// is the one the worker ran at, the worker has exited.
+	WorkerExitAnnotation = "inplace.dev/worker-exit"
+	// WorkerRestartsAnnotation counts the restarts of the Pod's workers in
+	// process scope, where the containers' restartCount does not move.
+	WorkerRestartsAnnotation = "inplace.dev/worker-restarts"
+)
+
+// WorkerExit is a worker's exit in process scope.
+type WorkerExit struct {
+	Epoch     int32
+	Container string
+	Code      int
+}
+
+// FormatWorkerExit is WorkerExitAnnotation's value: "<epoch>:<container>:<code>".
+func FormatWorkerExit(e WorkerExit) string {
+	return fmt.Sprintf("%d:%s:%d", e.Epoch, e.Container, e.Code)
+}
+
+// ParseWorkerExit parses WorkerExitAnnotation's value.
+func ParseWorkerExit(value string) (WorkerExit, error) {
+	parts := strings.Split(value, ":")
+	if len(parts) != 3 || parts[1] == "" {
+		return WorkerExit{}, errNotWorkerExit
+	}
+	epoch, err := ParseEpoch(parts[0], false)
+	if err != nil || epoch == 0 {
+		return WorkerExit{}, errNotWorkerExit
+	}
+	code, err := strconv.Atoi(parts[2])
+	if err != nil || code < 0 || code > 255 {
+		return WorkerExit{}, errNotWorkerExit
+	}
+	return WorkerExit{Epoch: epoch, Container: parts[1], Code: code}, nil
+}
+
+var errNotWorkerExit = errors.New(`not "<epoch>:<container>:<exit code>"`)
