@@ -196,7 +196,7 @@ func (h *processHub) serveSupervisors(mux *http.ServeMux) {
 			h.mu.Unlock()
 			if st.Version != after {
 				w.Header().Set("Content-Type", "application/json")
-				json.NewEncoder(w).Encode(st)
+				_ = json.NewEncoder(w).Encode(st) // a supervisor gone away asks again
 				return
 			}
 			select {

@@ -102,12 +102,12 @@ func startSupervised(t *testing.T, restart string, grace time.Duration) *supervi
 	t.Cleanup(func() {
 		// As the kubelet stops a container: the supervisor passes SIGTERM
 		// on and takes the worker's process group with it.
-		cmd.Process.Signal(syscall.SIGTERM)
+		_ = cmd.Process.Signal(syscall.SIGTERM)
 		select {
 		case <-s.done:
 		case <-time.After(10 * time.Second):
 			t.Error("the supervisor did not exit on SIGTERM")
-			cmd.Process.Kill()
+			_ = cmd.Process.Kill()
 		}
 	})
 	return s

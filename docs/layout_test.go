@@ -41,6 +41,7 @@ const stdlibOnly = "standard library only"
 // depend on, directly or through another package; docs/design.md says why.
 // An entry ending in "/" forbids everything under it.
 var forbidden = map[string][]string{
+	"agent/supervisor":             {module + "/agent", module + "/controller", module + "/webhook", module + "/policies", module + "/cmd", "k8s.io/", "sigs.k8s.io/", "github.com/open-policy-agent/"},
 	"agent":                        {module + "/controller", module + "/webhook", module + "/policies", module + "/cmd", "github.com/open-policy-agent/", "sigs.k8s.io/controller-runtime"},
 	"api/config/v1alpha1":          {module + "/", "k8s.io/client-go/", "sigs.k8s.io/controller-runtime"},
 	"api/jobset/v1alpha2":          {module + "/", "k8s.io/client-go/", "sigs.k8s.io/controller-runtime"},

@@ -83,7 +83,7 @@ func Run(ctx context.Context, cfg Config) int {
 	go s.poll(ctx, states)
 	code := s.loop(ctx, states, children, sigs)
 	if s.w != nil {
-		syscall.Kill(-s.w.pid, syscall.SIGKILL)
+		signalGroup(s.w.pid, syscall.SIGKILL)
 	}
 	return code
 }
@@ -151,7 +151,7 @@ func (s *supervisor) loop(ctx context.Context, states <-chan protocol.Supervisor
 				s.terminating = true
 			}
 			if s.w != nil {
-				syscall.Kill(-s.w.pid, sig.(syscall.Signal))
+				signalGroup(s.w.pid, sig.(syscall.Signal))
 				continue
 			}
 			if s.terminating {
@@ -161,7 +161,7 @@ func (s *supervisor) loop(ctx context.Context, states <-chan protocol.Supervisor
 		case <-killC:
 			if s.w != nil {
 				s.logf("the worker of epoch %d did not stop within %s: SIGKILL", s.w.epoch, s.cfg.GracePeriod)
-				syscall.Kill(-s.w.pid, syscall.SIGKILL)
+				signalGroup(s.w.pid, syscall.SIGKILL)
 			}
 			killC = nil
 			continue
@@ -190,7 +190,7 @@ func (s *supervisor) act(ctx context.Context) (stopping bool, code int, done boo
 		if !s.w.stopping && s.state.Epoch != s.w.epoch {
 			s.logf("epoch %d is over (the agent is at epoch %d): stopping the worker's process group", s.w.epoch, s.state.Epoch)
 			s.w.stopping = true
-			syscall.Kill(-s.w.pid, syscall.SIGTERM)
+			signalGroup(s.w.pid, syscall.SIGTERM)
 			return true, 0, false
 		}
 		return false, 0, false
@@ -225,7 +225,7 @@ func (s *supervisor) exited(ctx context.Context, code int) (int, bool) {
 	s.w = nil
 	// What the worker left of its process group goes with it, as it would
 	// with its container.
-	syscall.Kill(-w.pid, syscall.SIGKILL)
+	signalGroup(w.pid, syscall.SIGKILL)
 	if s.killTimer != nil {
 		s.killTimer.Stop()
 	}
@@ -269,6 +269,13 @@ func (s *supervisor) start(epoch int32) (int, error) {
 		Files: []uintptr{0, 1, 2},
 		Sys:   &syscall.SysProcAttr{Setpgid: true},
 	})
+}
+
+// signalGroup signals the worker's process group (its pid: the worker
+// leads it). A group already gone (ESRCH) is not an error: the worker and
+// what it left may have exited on their own.
+func signalGroup(pid int, sig syscall.Signal) {
+	_ = syscall.Kill(-pid, sig)
 }
 
 // reaper reaps every child of the process, the worker's orphans included,
@@ -389,7 +396,7 @@ func (s *supervisor) post(ctx context.Context, path string, q url.Values) (int, 
 	if err != nil {
 		return 0, err
 	}
-	io.Copy(io.Discard, resp.Body)
+	_, _ = io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
 	return resp.StatusCode, nil
 }
