@@ -278,3 +278,45 @@ upstream_agent(_, env) if {
 	some v in {"IN_PLACE_RESTART_EXIT_CODE", "WORKER_COMMAND", "STARTUP_PROBE_PATH", "STARTUP_PROBE_PORT"}
 	v in env
 }
+
+# inplace.dev/restart-scope chooses what an in-place restart restarts:
+# container (the default: the kubelet restarts every container of the
+# Pod) or process (a supervisor in each worker container restarts the
+# worker's processes).
+restart_scope := object.get(object.get(input.object.metadata, "annotations", {}), "inplace.dev/restart-scope", "container")
+
+deny contains msg if {
+	not restart_scope in {"container", "process"}
+	msg := sprintf("metadata.annotations[inplace.dev/restart-scope] must be container or process, not %q: container (the default) restarts every container of a Pod through the kubelet; process restarts the workers' processes under a supervisor, without a container restart", [restart_scope])
+}
+
+warn contains msg if {
+	restart_scope == "process"
+	not input.object.spec.failurePolicy.restartStrategy == "InPlaceRestart"
+	msg := "metadata.annotations[inplace.dev/restart-scope] is process, but spec.failurePolicy.restartStrategy is not InPlaceRestart: the scope of an in-place restart has no effect"
+}
+
+# In process scope the webhook runs every worker container's command under
+# the supervisor; one it could not wrap would never be restarted.
+deny contains msg if {
+	input.object.spec.failurePolicy.restartStrategy == "InPlaceRestart"
+	restart_scope == "process"
+	not disabled
+	some i, rj in input.object.spec.replicatedJobs
+	some j, c in rj.template.spec.template.spec.containers
+	not supervised(c)
+	msg := sprintf("spec.replicatedJobs[%d].template.spec.template.spec.containers[%d] (%s) %s", [i, j, c.name, unsupervised_why(c)])
+}
+
+supervised(c) if {
+	c.command[0] == "/inplace-supervisor/inplace-agent"
+	c.command[1] == "supervise"
+}
+
+unsupervised_why(c) := "is not run by the supervisor, which inplace.dev/restart-scope process needs: remove the annotation inplace.dev/inject: \"false\" to have the webhook inject it, or use restart scope container" if opted_out
+
+else := "has no command: with inplace.dev/restart-scope process its command runs under the supervisor, and admission cannot see an image's entrypoint; set command (and args) to what the image runs" if not has_command(c)
+
+else := "is not run by the supervisor, which inplace.dev/restart-scope process needs: the webhook adds it only beside the agent it injects, and this Pod has an agent of its own; remove that agent, or use restart scope container"
+
+has_command(c) if count(object.get(c, "command", [])) > 0

@@ -227,3 +227,35 @@ test_injected_worker_rules_allowed if {
 	# minimal: no podFailurePolicy.
 	count(inplace_restart.deny) == 0 with input as jobset(job({}))
 }
+
+process(js) := object.union(js, {"object": {"metadata": {"annotations": {"inplace.dev/restart-scope": "process"}}}})
+
+supervised_worker := object.union(worker, {"command": ["/inplace-supervisor/inplace-agent", "supervise", "--container=worker", "--", "python3", "train.py"]})
+
+test_process_scope_supervised_allowed if {
+	count(inplace_restart.deny) == 0 with input as process(jobset(job_with_pod({}, {"initContainers": [agent], "containers": [supervised_worker]})))
+}
+
+test_restart_scope_value_denied if {
+	js := object.union(jobset(job({})), {"object": {"metadata": {"annotations": {"inplace.dev/restart-scope": "pod"}}}})
+	some msg in inplace_restart.deny with input as js
+	contains(msg, `restart-scope] must be container or process, not "pod"`)
+}
+
+test_process_scope_without_command_denied if {
+	some msg in inplace_restart.deny with input as process(jobset(job({})))
+	contains(msg, "containers[0] (worker) has no command")
+	contains(msg, "admission cannot see an image's entrypoint")
+}
+
+test_process_scope_with_an_agent_of_its_own_denied if {
+	commanded := object.union(worker, {"command": ["python3", "train.py"]})
+	some msg in inplace_restart.deny with input as process(jobset(job_with_pod({}, {"initContainers": [agent], "containers": [commanded]})))
+	contains(msg, "this Pod has an agent of its own")
+}
+
+test_process_scope_recreate_warned if {
+	js := {"object": {"metadata": {"annotations": {"inplace.dev/restart-scope": "process"}}, "spec": {"replicatedJobs": []}}}
+	some msg in inplace_restart.warn with input as js
+	contains(msg, "has no effect")
+}

@@ -201,3 +201,14 @@ deny contains msg if {
 	p != c
 	msg := sprintf("spec.replicatedJobs[%d].template.spec.completions (%v) must equal parallelism (%v) to scale a replicated job: set both to the new number of Pods per Job", [i, c, p])
 }
+
+# The restart scope is built into the Pod templates at creation (the
+# supervisor wraps the workers' commands in process scope), and they cannot
+# change.
+scope_of(obj) := object.get(object.get(obj.metadata, "annotations", {}), "inplace.dev/restart-scope", "container")
+
+deny contains msg if {
+	input.operation == "UPDATE"
+	scope_of(input.oldObject) != scope_of(input.object)
+	msg := sprintf("metadata.annotations[inplace.dev/restart-scope] cannot change from %s to %s: the Pod templates were built for %s scope at creation; delete and recreate the JobSet to change it", [scope_of(input.oldObject), scope_of(input.object), scope_of(input.oldObject)])
+}

@@ -144,3 +144,11 @@ test_scale_with_replicas_denied if {
 	some msg in denials
 	startswith(msg, "spec.replicatedJobs[0].replicas is immutable")
 }
+
+test_restart_scope_change_denied if {
+	old := object.union(js(false, [rj("a")]), {"metadata": {}})
+	new := object.union(js(false, [rj("a")]), {"metadata": {"annotations": {"inplace.dev/restart-scope": "process"}}})
+	some msg in update.deny with input as request(old, new)
+	contains(msg, "cannot change from container to process")
+	count(update.deny) == 0 with input as request(new, new)
+}

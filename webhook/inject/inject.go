@@ -73,6 +73,9 @@ func Inject(js *jobset.JobSet, agent configv1alpha1.Agent) []Decision {
 	for i := range js.Spec.ReplicatedJobs {
 		rj := &js.Spec.ReplicatedJobs[i]
 		decisions = append(decisions, injectJob(rj, agent, !disabled)...)
+		if !disabled && ProcessScope(js) {
+			decisions = append(decisions, injectProcessScope(rj, agent)...)
+		}
 	}
 	// The record covers this pass and every earlier one, so that a second
 	// pass, which adds nothing, writes the same annotation.
@@ -233,14 +236,8 @@ func agentContainer(a configv1alpha1.Agent) corev1.Container {
 			PeriodSeconds:    10,
 			FailureThreshold: 3,
 		},
-		Resources: *a.Resources.DeepCopy(),
-		SecurityContext: &corev1.SecurityContext{
-			RunAsNonRoot:             ptr.To(true),
-			AllowPrivilegeEscalation: ptr.To(false),
-			ReadOnlyRootFilesystem:   ptr.To(true),
-			Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
-			SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
-		},
+		Resources:       *a.Resources.DeepCopy(),
+		SecurityContext: agentSecurityContext(),
 	}
 }
 

@@ -21,6 +21,7 @@ import (
 
 	"github.com/inplace-dev/inplace/agent"
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
+	"github.com/inplace-dev/inplace/api/protocol"
 	"github.com/inplace-dev/inplace/controller"
 	"github.com/inplace-dev/inplace/test/util"
 )
@@ -104,6 +105,20 @@ var _ = Describe("the agents' admission policy", func() {
 			`{"metadata":{"annotations":{"jobset.sigs.k8s.io/in-place-restart-attempt":"0"}}}`:  "the attempt may not decrease, from 1 to 0",
 			`{"metadata":{"annotations":{"jobset.sigs.k8s.io/in-place-restart-attempt":null}}}`: "the attempt may not be removed",
 			`{"metadata":{"annotations":{"jobset.sigs.k8s.io/in-place-restart-attempt":"-1"}}}`: `not "-1"`,
+		} {
+			Expect(patch(agentClient, pods[0].Name, body, false)).To(refused(why), body)
+		}
+
+		By("in process scope, its own Pod's worker exit and worker restarts through the agent's transport: allowed, in their formats")
+		Expect(t.ReportProcessEpoch(ctx, 3, 1)).To(Succeed())
+		Expect(t.ReportWorkerExit(ctx, protocol.WorkerExit{Epoch: 3, Container: "worker", Code: 1})).To(Succeed())
+		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(&pods[0]), &got)).To(Succeed())
+		Expect(got.Annotations).To(And(HaveKeyWithValue(jobset.EpochKey, "3"), HaveKeyWithValue(protocol.WorkerRestartsAnnotation, "1"),
+			HaveKeyWithValue(protocol.WorkerExitAnnotation, "3:worker:1")))
+		for body, why := range map[string]string{
+			`{"metadata":{"annotations":{"inplace.dev/worker-exit":"3:Worker:1"}}}`: `inplace.dev/worker-exit must be <epoch>:<container>:<exit code>, not "3:Worker:1"`,
+			`{"metadata":{"annotations":{"inplace.dev/worker-exit":"0:worker:1"}}}`: `not "0:worker:1"`,
+			`{"metadata":{"annotations":{"inplace.dev/worker-restarts":"-1"}}}`:     `inplace.dev/worker-restarts must be a count, not "-1"`,
 		} {
 			Expect(patch(agentClient, pods[0].Name, body, false)).To(refused(why), body)
 		}
@@ -199,7 +214,7 @@ var _ = Describe("the agents' admission policy", func() {
 
 		By("nothing refused was stored")
 		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(&pods[0]), &got)).To(Succeed())
-		Expect(got.Annotations).To(HaveKeyWithValue(jobset.EpochKey, "2"))
+		Expect(got.Annotations).To(HaveKeyWithValue(jobset.EpochKey, "3"))
 		Expect(got.Annotations).NotTo(HaveKey("other"))
 		Expect(got.Labels).NotTo(HaveKey("other"))
 		Expect(got.Finalizers).NotTo(ContainElement("example.com/keep"))

@@ -1,0 +1,148 @@
+package inject
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
+
+	configv1alpha1 "github.com/inplace-dev/inplace/api/config/v1alpha1"
+	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
+	"github.com/inplace-dev/inplace/api/protocol"
+)
+
+// supervisorVolume is the emptyDir that carries the supervisor's binary
+// from the install container to the worker containers.
+const supervisorVolume = "inplace-supervisor"
+
+// ProcessScope reports whether js asks for process-scope restarts.
+func ProcessScope(js *jobset.JobSet) bool {
+	return js.Annotations[protocol.RestartScopeAnnotation] == protocol.RestartScopeProcess
+}
+
+// injectProcessScope runs every worker container of the Pod under the
+// supervisor and tells the agent so. It needs the agent injection adds:
+// with an agent of the user's own (or upstream JobSet's) the workers are
+// left as they are, and the built-in policy refuses the JobSet, saying
+// why. A container without a command is left as well, and refused: the
+// image's entrypoint is not visible to admission.
+func injectProcessScope(rj *jobset.ReplicatedJob, agent configv1alpha1.Agent) []Decision {
+	pod := &rj.Template.Spec.Template.Spec
+	a := slices.IndexFunc(pod.InitContainers, func(c corev1.Container) bool {
+		return c.Name == agent.ContainerName && hasEnv(c, protocol.EnvRestartExitCode)
+	})
+	if a < 0 {
+		return nil
+	}
+	var out []Decision
+	grace := 30 * time.Second
+	if pod.TerminationGracePeriodSeconds != nil {
+		grace = time.Duration(*pod.TerminationGracePeriodSeconds) * time.Second
+	}
+	var supervised []string
+	for i := range pod.Containers {
+		ctr := &pod.Containers[i]
+		if Supervised(*ctr) {
+			supervised = append(supervised, ctr.Name)
+			continue
+		}
+		if len(ctr.Command) == 0 {
+			continue
+		}
+		ctr.Command = append([]string{protocol.SupervisorBinary, protocol.SupervisorCommand,
+			"--agent=127.0.0.1:" + strconv.Itoa(int(agent.BarrierPort)),
+			"--container=" + ctr.Name,
+			"--restart-exit-codes=" + restartCodes(ctr.RestartPolicyRules),
+			"--grace-period=" + grace.String(),
+			"--"}, append(ctr.Command, ctr.Args...)...)
+		ctr.Args = nil
+		ctr.VolumeMounts = append(ctr.VolumeMounts, corev1.VolumeMount{Name: supervisorVolume, MountPath: protocol.SupervisorDir, ReadOnly: true})
+		supervised = append(supervised, ctr.Name)
+		out = append(out, Decision{"supervisor", rj.Name + "/" + ctr.Name,
+			"runs the command under the supervisor, which restarts the worker's processes in place when the epoch changes"})
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	if !slices.ContainsFunc(pod.Volumes, func(v corev1.Volume) bool { return v.Name == supervisorVolume }) {
+		pod.Volumes = append(pod.Volumes, corev1.Volume{Name: supervisorVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
+	}
+	install := installName(agent)
+	if !slices.ContainsFunc(pod.InitContainers, func(c corev1.Container) bool { return c.Name == install }) {
+		pod.InitContainers = slices.Insert(pod.InitContainers, a, installContainer(agent))
+		a++
+	}
+	ag := &pod.InitContainers[a]
+	// The supervisors are the barrier: the workers' containers start at
+	// once and their supervisors hold the workers, so no probe period
+	// stands between the lift and the workers.
+	ag.StartupProbe = nil
+	setEnv(ag, corev1.EnvVar{Name: protocol.EnvRestartScope, Value: protocol.RestartScopeProcess})
+	setEnv(ag, corev1.EnvVar{Name: protocol.EnvSupervisedContainers, Value: strings.Join(supervised, ",")})
+	setEnv(ag, corev1.EnvVar{Name: protocol.EnvWorkerRestarts, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{
+		FieldPath: "metadata.annotations['" + protocol.WorkerRestartsAnnotation + "']"}}})
+	return out
+}
+
+// Supervised reports whether a container runs under the supervisor.
+func Supervised(c corev1.Container) bool {
+	return len(c.Command) > 1 && c.Command[0] == protocol.SupervisorBinary && c.Command[1] == protocol.SupervisorCommand
+}
+
+func installName(agent configv1alpha1.Agent) string { return agent.ContainerName + "-install" }
+
+// installContainer copies the agent's binary, which is also the
+// supervisor, onto the supervisor volume.
+func installContainer(a configv1alpha1.Agent) corev1.Container {
+	return corev1.Container{
+		Name:            installName(a),
+		Image:           a.Image,
+		Args:            []string{protocol.InstallCommand, protocol.SupervisorBinary},
+		VolumeMounts:    []corev1.VolumeMount{{Name: supervisorVolume, MountPath: protocol.SupervisorDir}},
+		Resources:       *a.Resources.DeepCopy(),
+		SecurityContext: agentSecurityContext(),
+	}
+}
+
+// restartCodes is the supervisor's --restart-exit-codes: the codes the
+// worker's own restart rule restarts in place, "In:" (none) without one.
+func restartCodes(rules []corev1.ContainerRestartRule) string {
+	for _, r := range rules {
+		if r.Action != corev1.ContainerRestartRuleActionRestartAllContainers && r.Action != corev1.ContainerRestartRuleActionRestart {
+			continue
+		}
+		if r.ExitCodes == nil {
+			return "NotIn:0"
+		}
+		vals := make([]string, len(r.ExitCodes.Values))
+		for i, v := range r.ExitCodes.Values {
+			vals[i] = fmt.Sprint(v)
+		}
+		return string(r.ExitCodes.Operator) + ":" + strings.Join(vals, ",")
+	}
+	return "In:"
+}
+
+func hasEnv(c corev1.Container, name string) bool {
+	return slices.ContainsFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == name })
+}
+
+func setEnv(c *corev1.Container, e corev1.EnvVar) {
+	if !hasEnv(*c, e.Name) {
+		c.Env = append(c.Env, e)
+	}
+}
+
+func agentSecurityContext() *corev1.SecurityContext {
+	return &corev1.SecurityContext{
+		RunAsNonRoot:             ptr.To(true),
+		AllowPrivilegeEscalation: ptr.To(false),
+		ReadOnlyRootFilesystem:   ptr.To(true),
+		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+		SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+	}
+}
