@@ -38,7 +38,8 @@ type PodEpoch struct {
 	// towards maxRestarts, as the Job does not count the Pod's failure
 	// towards its backoffLimit.
 	Ignored bool
-	// WorkerExited names a worker container that terminated, if any.
+	// WorkerExited names a worker container that terminated, or whose
+	// worker exited in process scope at the Pod's epoch, if any.
 	WorkerExited string
 	// Finished: the Pod succeeded, its workers done. It cannot restart in
 	// place: its agent is gone with it.
@@ -165,6 +166,14 @@ func ObservePod(pod *corev1.Pod) PodEpoch {
 			p.Epoch = v
 		} else {
 			p.InvalidEpoch, p.InvalidWhy = raw, "which is not a non-negative number"
+		}
+	}
+	// In process scope a worker exits without its container: the agent
+	// writes the exit on the Pod, for as long as the Pod stays at the epoch
+	// the worker ran at.
+	if raw, ok := pod.Annotations[protocol.WorkerExitAnnotation]; ok && p.Epoch > 0 {
+		if e, err := protocol.ParseWorkerExit(raw); err == nil && e.Epoch == p.Epoch {
+			p.WorkerExited = e.Container
 		}
 	}
 	if agent := agentContainerName(pod); agent != "" {

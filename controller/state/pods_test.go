@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
+	"github.com/inplace-dev/inplace/api/protocol"
 )
 
 func TestObservePod(t *testing.T) {
@@ -46,6 +47,30 @@ func TestObservePodUpstreamAttempt(t *testing.T) {
 		got := ObservePod(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Annotations: tc.annotations}})
 		if got.Epoch != tc.epoch || got.InvalidEpoch != tc.invalid {
 			t.Errorf("%v: epoch %d invalid %q, want %d %q", tc.annotations, got.Epoch, got.InvalidEpoch, tc.epoch, tc.invalid)
+		}
+	}
+}
+
+// In process scope the agent writes a worker's exit on the Pod: it counts
+// while the Pod is at the epoch the worker ran at, and not once the Pod has
+// moved on.
+func TestObservePodWorkerExitInProcessScope(t *testing.T) {
+	for _, tc := range []struct {
+		epoch, exit string
+		want        string
+	}{
+		{"4", "4:trainer:1", "trainer"},
+		{"5", "4:trainer:1", ""},
+		{"4", "not-an-exit", ""},
+		{"", "4:trainer:1", ""},
+	} {
+		annotations := map[string]string{protocol.WorkerExitAnnotation: tc.exit}
+		if tc.epoch != "" {
+			annotations[jobset.EpochKey] = tc.epoch
+		}
+		got := ObservePod(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Annotations: annotations}})
+		if got.WorkerExited != tc.want {
+			t.Errorf("epoch %q, worker exit %q: WorkerExited %q, want %q", tc.epoch, tc.exit, got.WorkerExited, tc.want)
 		}
 	}
 }

@@ -147,6 +147,11 @@ func writeStatus(out io.Writer, in statusInputs) {
 	if strategy != jobset.InPlaceRestart {
 		return
 	}
+	scope := js.Annotations[protocol.RestartScopeAnnotation]
+	if scope == "" {
+		scope = protocol.RestartScopeContainer
+	}
+	fmt.Fprintf(out, "scope    %s\n", scope)
 	fmt.Fprintf(out, "epochs   synced %d  deprecated %d", js.Status.SyncedEpoch, js.Status.DeprecatedEpoch)
 	if js.Status.DeprecatedEpoch >= js.Status.SyncedEpoch && js.Status.DeprecatedEpoch > 0 {
 		fmt.Fprintf(out, "  (restart in progress: waiting for every Pod at epoch %d)", js.Status.DeprecatedEpoch+1)
@@ -179,6 +184,8 @@ func writeStatus(out io.Writer, in statusInputs) {
 	}
 	tw.Flush()
 
+	writePods(out, js, in.pods)
+
 	fmt.Fprintln(out, "\nlast in-place restart")
 	timeline := lastRestart(in)
 	if len(timeline) == 0 {
@@ -199,6 +206,47 @@ func writeStatus(out io.Writer, in statusInputs) {
 		fmt.Fprintf(tw, "  %s\t+%.3fs\t%s\n", m.at.UTC().Format("15:04:05.000"), m.at.Sub(start).Seconds(), m.what)
 	}
 	tw.Flush()
+}
+
+// maxPodsShown bounds the Pods table: a JobSet of thousands of Pods is
+// summed up in the barriers table above it.
+const maxPodsShown = 50
+
+// writePods prints each Pod's epoch and its workers' restarts: in process
+// scope the count the agent keeps on the Pod (the containers do not
+// restart), otherwise the worker containers' restartCount.
+func writePods(out io.Writer, js *jobset.JobSet, pods []corev1.Pod) {
+	fmt.Fprintln(out, "\npods")
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "  POD\tEPOCH\tREADY\tWORKER RESTARTS")
+	shown := 0
+	for _, p := range pods {
+		if p.DeletionTimestamp != nil {
+			continue
+		}
+		if shown == maxPodsShown {
+			fmt.Fprintf(tw, "  ... %d Pods in all: kubectl get pods -n %s -l %s=%s\n", len(pods), js.Namespace, jobset.JobSetNameKey, js.Name)
+			break
+		}
+		shown++
+		epoch := p.Annotations[jobset.EpochKey]
+		if epoch == "" {
+			epoch = "-"
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%t\t%s\n", p.Name, epoch, podReady(p), workerRestarts(p))
+	}
+	tw.Flush()
+}
+
+func workerRestarts(p corev1.Pod) string {
+	if v, ok := p.Annotations[protocol.WorkerRestartsAnnotation]; ok {
+		return v
+	}
+	var n int32
+	for _, c := range p.Status.ContainerStatuses {
+		n += c.RestartCount
+	}
+	return fmt.Sprint(n)
 }
 
 func barrier(js *jobset.JobSet, b *protocol.Broadcast, rj string) string {

@@ -62,7 +62,10 @@ func TestWriteStatus(t *testing.T) {
 	for _, want := range []string{
 		"JobSet ml/train  strategy InPlaceRestart  state Active",
 		"restarts 1 (1 in place; 1 of maxRestarts 3 counted)",
+		"scope    container\n",
 		"epochs   synced 2  deprecated 1\n",
+		"POD  EPOCH  READY  WORKER RESTARTS",
+		"w-1  1      false  0",
 		"driver          1     1                1      lifted",
 		"workers         2     1                0      held: waiting for the replicated jobs before it (InOrder)",
 		"03:04:04.900  +0.000s         failure seen, epoch deprecated: pod w-1 failed",
@@ -92,5 +95,27 @@ func TestStatusUsage(t *testing.T) {
 	var out, errOut bytes.Buffer
 	if code := Run(t.Context(), []string{"status"}, &out, &errOut); code != 2 || !strings.Contains(errOut.String(), "name one JobSet") {
 		t.Errorf("status without a name: exit %d, %q", code, errOut.String())
+	}
+}
+
+// In process scope the workers' restarts are the agent's count on the Pod:
+// the containers' restartCount does not move.
+func TestWriteStatusProcessScope(t *testing.T) {
+	js := &jobset.JobSet{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ml", Name: "train", Annotations: map[string]string{protocol.RestartScopeAnnotation: protocol.RestartScopeProcess}},
+		Spec: jobset.JobSetSpec{
+			ReplicatedJobs: []jobset.ReplicatedJob{{Name: "workers", Replicas: 1}},
+			FailurePolicy:  &jobset.FailurePolicy{RestartStrategy: jobset.InPlaceRestart},
+		},
+		Status: jobset.JobSetStatus{SyncedEpoch: 3},
+	}
+	pod := statusPod("w-0", "workers", "3", true, time.Now(), time.Now())
+	pod.Annotations[protocol.WorkerRestartsAnnotation] = "2"
+	var out bytes.Buffer
+	writeStatus(&out, statusInputs{jobSet: js, pods: []corev1.Pod{pod}})
+	for _, want := range []string{"scope    process\n", "w-0  3      true   2"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("status lacks %q:\n%s", want, out.String())
+		}
 	}
 }
