@@ -185,6 +185,11 @@ func (k *KubeTransport) ReportWorkerExit(ctx context.Context, exit protocol.Work
 	return annotate(ctx, k.Client, k.Namespace, k.Pod, map[string]string{protocol.WorkerExitAnnotation: protocol.FormatWorkerExit(exit)})
 }
 
+// ReportReady patches the epoch at which the Pod's workers are ready.
+func (k *KubeTransport) ReportReady(ctx context.Context, epoch int32) error {
+	return annotate(ctx, k.Client, k.Namespace, k.Pod, map[string]string{protocol.ReadyEpochAnnotation: strconv.Itoa(int(epoch))})
+}
+
 // annotate sets annotations of a Pod with a merge patch.
 func annotate(ctx context.Context, c kubernetes.Interface, namespace, pod string, annotations map[string]string) error {
 	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": annotations}})

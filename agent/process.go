@@ -29,6 +29,9 @@ type ProcessTransport interface {
 	// ReportWorkerExit writes a worker's exit on the Pod, which the
 	// controller reads as a terminated worker container.
 	ReportWorkerExit(ctx context.Context, exit protocol.WorkerExit) error
+	// ReportReady writes the epoch at which every supervised worker of the
+	// Pod passed its readiness probe.
+	ReportReady(ctx context.Context, epoch int32) error
 }
 
 // supervisorHold is how long a supervisor's state request with nothing new
@@ -53,6 +56,11 @@ type processHub struct {
 	containers []string
 	exits      []protocol.WorkerExit
 	exited     chan struct{}
+	// readyAt is the epoch at which each supervisor's worker last passed
+	// its readiness probe; readied is signalled when all have at the
+	// current epoch.
+	readyAt map[string]int32
+	readied chan struct{}
 }
 
 func newProcessHub(containers []string) *processHub {
@@ -64,7 +72,41 @@ func newProcessHub(containers []string) *processHub {
 		running:    map[string]int32{},
 		containers: containers,
 		exited:     make(chan struct{}, 1),
+		readyAt:    map[string]int32{},
+		readied:    make(chan struct{}, 1),
 	}
+}
+
+// ready records a worker's readiness at epoch.
+func (h *processHub) ready(container string, epoch int32) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.readyAt[container] = epoch
+	if epoch != h.state.Epoch {
+		return
+	}
+	for _, c := range h.containers {
+		if h.readyAt[c] != epoch {
+			return
+		}
+	}
+	select {
+	case h.readied <- struct{}{}:
+	default:
+	}
+}
+
+// readyEpoch is the epoch at which every supervised worker is ready, 0 if
+// none.
+func (h *processHub) readyEpoch() int32 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, c := range h.containers {
+		if h.readyAt[c] != h.state.Epoch {
+			return 0
+		}
+	}
+	return h.state.Epoch
 }
 
 func (h *processHub) notify() {
@@ -218,6 +260,15 @@ func (h *processHub) serveSupervisors(mux *http.ServeMux) {
 		default:
 			w.WriteHeader(http.StatusConflict)
 		}
+	})
+	mux.HandleFunc("POST "+protocol.SupervisorReadyPath, func(w http.ResponseWriter, r *http.Request) {
+		container, epoch, ok := query(r)
+		if !ok {
+			http.Error(w, "want container and epoch", http.StatusBadRequest)
+			return
+		}
+		h.ready(container, epoch)
+		w.WriteHeader(http.StatusOK)
 	})
 	mux.HandleFunc("POST "+protocol.SupervisorExitPath, func(w http.ResponseWriter, r *http.Request) {
 		container, epoch, ok := query(r)

@@ -29,6 +29,7 @@ type supervisorSpec struct {
 	Agent, Restart string
 	Grace          time.Duration
 	Command        []string
+	Readiness      *protocol.ReadinessProbe
 }
 
 func TestMain(m *testing.M) {
@@ -45,6 +46,7 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(supervisor.Run(context.Background(), supervisor.Config{
 			Agent: spec.Agent, Container: "trainer", Restart: codes, GracePeriod: spec.Grace, Command: spec.Command, Log: os.Stderr,
+			Readiness: spec.Readiness,
 		}))
 	}
 	os.Exit(m.Run())
@@ -76,13 +78,18 @@ done`
 
 func startSupervised(t *testing.T, restart string, grace time.Duration) *supervised {
 	t.Helper()
+	return startSupervisedProbed(t, restart, grace, nil)
+}
+
+func startSupervisedProbed(t *testing.T, restart string, grace time.Duration, readiness *protocol.ReadinessProbe) *supervised {
+	t.Helper()
 	hub := newProcessHub([]string{"trainer"})
 	mux := http.NewServeMux()
 	hub.serveSupervisors(mux)
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	dir := t.TempDir()
-	spec, _ := json.Marshal(supervisorSpec{Agent: strings.TrimPrefix(srv.URL, "http://"), Restart: restart, Grace: grace, Command: []string{"sh", "-c", worker}})
+	spec, _ := json.Marshal(supervisorSpec{Agent: strings.TrimPrefix(srv.URL, "http://"), Restart: restart, Grace: grace, Command: []string{"sh", "-c", worker}, Readiness: readiness})
 	cmd := exec.Command(os.Args[0])
 	cmd.Env = append(os.Environ(), supervisorEnv+"="+string(spec), "DIR="+dir)
 	cmd.Stderr = os.Stderr
@@ -286,5 +293,47 @@ func TestProcessHubStart(t *testing.T) {
 	defer cancel()
 	if waiting := h.waitStopped(ctx, 0); !slices.Equal(waiting, []string{"a"}) {
 		t.Errorf("waitStopped with a worker of epoch 4 running: %v", waiting)
+	}
+}
+
+// Under ordered barriers the supervisor runs the readiness probe against
+// each worker it starts and reports its passing at that epoch only.
+func TestSupervisorReportsReadinessPerEpoch(t *testing.T) {
+	s := startSupervisedProbed(t, "NotIn:0", 5*time.Second, &protocol.ReadinessProbe{
+		// Ready once the worker of this epoch has logged its start and the
+		// file "ready" exists.
+		Exec: []string{"sh", "-c", `test -e "$DIR/ready" && grep -q "start $(cat "$DIR/ready")" "$DIR/log"`}, PeriodSeconds: 1,
+	})
+	readyAt := func() int32 {
+		s.hub.mu.Lock()
+		defer s.hub.mu.Unlock()
+		return s.hub.readyAt["trainer"]
+	}
+	s.hub.set(1, true)
+	s.waitLog("start 1")
+	s.write("ready", "1")
+	select {
+	case <-s.hub.readied:
+	case <-time.After(10 * time.Second):
+		t.Fatal("readiness at epoch 1 not reported")
+	}
+	if got := s.hub.readyEpoch(); got != 1 {
+		t.Fatalf("readyEpoch %d, want 1", got)
+	}
+	s.hub.set(2, false)
+	s.waitRunning(0)
+	if got := s.hub.readyEpoch(); got != 0 {
+		t.Fatalf("readyEpoch %d after a new epoch, want 0", got)
+	}
+	s.hub.set(2, true)
+	s.waitLog("start 1", "term", "start 2")
+	s.write("ready", "2")
+	select {
+	case <-s.hub.readied:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("readiness at epoch 2 not reported (ready at %d)", readyAt())
+	}
+	if got := s.hub.readyEpoch(); got != 2 {
+		t.Fatalf("readyEpoch %d, want 2", got)
 	}
 }

@@ -154,7 +154,7 @@ func Run(ctx context.Context, log logr.Logger, cfg Config, t Transport) (int, er
 	var (
 		hub            *processHub
 		pt             ProcessTransport
-		exits          <-chan struct{}
+		exits, ready   <-chan struct{}
 		workerRestarts int32
 	)
 	if cfg.Process != nil {
@@ -163,7 +163,7 @@ func Run(ctx context.Context, log logr.Logger, cfg Config, t Transport) (int, er
 			return 1, errors.New("process scope needs a transport that reports the workers' exits")
 		}
 		hub = newProcessHub(cfg.Process.Supervised)
-		exits = hub.exited
+		exits, ready = hub.exited, hub.readied
 		workerRestarts = cfg.Process.WorkerRestarts
 		write = func(ctx context.Context, epoch int32) error { return pt.ReportProcessEpoch(ctx, epoch, workerRestarts) }
 	}
@@ -226,7 +226,7 @@ func Run(ctx context.Context, log logr.Logger, cfg Config, t Transport) (int, er
 				// The supervisors stop the workers of any other epoch; the
 				// new one is reported once they have.
 				hub.set(d.ReportEpoch, false)
-				if gaveUp := hub.waitStopped(ctx, unheard); len(gaveUp) > 0 && ctx.Err() == nil {
+				if gaveUp := hub.waitStopped(ctx, unheard); len(gaveUp) > 0 && unheard > 0 && ctx.Err() == nil {
 					log.Info("reporting the new epoch without word from some supervisors", "epoch", d.ReportEpoch, "containers", gaveUp)
 				}
 			}
@@ -258,6 +258,7 @@ func Run(ctx context.Context, log logr.Logger, cfg Config, t Transport) (int, er
 			workerRestarts++
 			m = NewMachine(cfg.ReplicatedJob)
 			d = m.Start(last, from, WorkersStopped)
+			lifted.reset()
 			log.Info("epoch deprecated: restarting the workers' processes", "from", from, "epoch", m.Epoch(), "workerRestarts", workerRestarts)
 			continue
 		}
@@ -277,6 +278,14 @@ func Run(ctx context.Context, log logr.Logger, cfg Config, t Transport) (int, er
 			}
 			last = b
 			d = m.Observe(b)
+		case <-ready:
+			d = Decision{}
+			if epoch := hub.readyEpoch(); epoch != 0 && epoch == m.Epoch() {
+				log.Info("every worker is ready", "epoch", epoch)
+				if err := Retry(ctx, func(ctx context.Context) error { return pt.ReportReady(ctx, epoch) }, nil); err != nil {
+					return 0, nil // ctx ended
+				}
+			}
 		case <-exits:
 			d = Decision{}
 			for _, e := range hub.takeExits() {
@@ -352,26 +361,48 @@ func report(ctx context.Context, log logr.Logger, t Transport, write func(contex
 	return nil, err
 }
 
-// barrier is closed once lifted, at epoch.
+// barrier is closed once lifted, at epoch; in process scope it is held
+// again (reset) when the agent moves to a new epoch.
 type barrier struct {
-	once  sync.Once
-	ch    chan struct{}
-	epoch atomic.Int32
+	mu     sync.Mutex
+	ch     chan struct{}
+	lifted bool
+	epoch  atomic.Int32
 }
 
 func newBarrier() *barrier { return &barrier{ch: make(chan struct{})} }
 
 func (b *barrier) lift(epoch int32) {
-	b.once.Do(func() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.lifted {
+		b.lifted = true
 		b.epoch.Store(epoch)
 		close(b.ch)
-	})
+	}
+}
+
+// reset holds the barrier again.
+func (b *barrier) reset() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.lifted {
+		b.lifted = false
+		b.ch = make(chan struct{})
+	}
+}
+
+func (b *barrier) liftedCh() <-chan struct{} {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.ch
 }
 
 // wait reports whether the barrier is lifted, waiting up to hold for it.
 func (b *barrier) wait(ctx context.Context, hold time.Duration) bool {
+	ch := b.liftedCh()
 	select {
-	case <-b.ch:
+	case <-ch:
 		return true
 	default:
 	}
@@ -381,7 +412,7 @@ func (b *barrier) wait(ctx context.Context, hold time.Duration) bool {
 	t := time.NewTimer(hold)
 	defer t.Stop()
 	select {
-	case <-b.ch:
+	case <-ch:
 		return true
 	case <-t.C:
 	case <-ctx.Done():

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -37,6 +38,9 @@ type Config struct {
 	Log io.Writer
 	// Signals, if set, replaces the process's signals (tests).
 	Signals <-chan os.Signal
+	// Readiness, if set, is run against each worker started, and its
+	// passing reported to the agent.
+	Readiness *protocol.ReadinessProbe
 }
 
 // forwarded are the signals passed on to the worker's process group.
@@ -78,7 +82,8 @@ func Run(ctx context.Context, cfg Config) int {
 		sigs = ch
 	}
 	// Before the first fork: no exit may go unseen.
-	children := reaper(ctx)
+	s.reaper = newReaper()
+	children := s.reaper.run(ctx)
 	states := make(chan protocol.SupervisorState)
 	go s.poll(ctx, states)
 	code := s.loop(ctx, states, children, sigs)
@@ -113,6 +118,9 @@ type supervisor struct {
 	terminating bool
 	killTimer   *time.Timer
 	retry       *time.Timer
+	reaper      *reaper
+	// stopProbe ends the readiness probe of the running worker.
+	stopProbe context.CancelFunc
 }
 
 type worker struct {
@@ -215,6 +223,11 @@ func (s *supervisor) act(ctx context.Context) (stopping bool, code int, done boo
 	s.w = &worker{pid: pid, epoch: s.state.Epoch}
 	s.lastRun = int64(s.state.Epoch)
 	s.setRunning(s.state.Epoch)
+	if s.cfg.Readiness != nil {
+		probeCtx, cancel := context.WithCancel(ctx)
+		s.stopProbe = cancel
+		go s.probeReady(probeCtx, s.state.Epoch)
+	}
 	s.logf("barrier of epoch %d lifted: started the worker (pid %d)", s.state.Epoch, pid)
 	return false, 0, false
 }
@@ -223,6 +236,10 @@ func (s *supervisor) act(ctx context.Context) (stopping bool, code int, done boo
 func (s *supervisor) exited(ctx context.Context, code int) (int, bool) {
 	w := s.w
 	s.w = nil
+	if s.stopProbe != nil {
+		s.stopProbe()
+		s.stopProbe = nil
+	}
 	// What the worker left of its process group goes with it, as it would
 	// with its container.
 	signalGroup(w.pid, syscall.SIGKILL)
@@ -279,8 +296,31 @@ func signalGroup(pid int, sig syscall.Signal) {
 }
 
 // reaper reaps every child of the process, the worker's orphans included,
-// and delivers their exits.
-func reaper(ctx context.Context) <-chan childExit {
+// and delivers their exits: to whoever forked the child through forkExec,
+// or else on run's channel.
+type reaper struct {
+	mu      sync.Mutex
+	waiters map[int]chan int
+}
+
+func newReaper() *reaper { return &reaper{waiters: map[int]chan int{}} }
+
+// forkExec forks a child whose exit code comes on the channel returned.
+func (r *reaper) forkExec(path string, argv []string, attr *syscall.ProcAttr) (int, <-chan int, error) {
+	// Held across the fork, so that the child's exit, however soon, finds
+	// its waiter.
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	pid, err := syscall.ForkExec(path, argv, attr)
+	if err != nil {
+		return 0, nil, err
+	}
+	ch := make(chan int, 1)
+	r.waiters[pid] = ch
+	return pid, ch, nil
+}
+
+func (r *reaper) run(ctx context.Context) <-chan childExit {
 	sig := make(chan os.Signal, 8)
 	signal.Notify(sig, syscall.SIGCHLD)
 	out := make(chan childExit, 16)
@@ -299,6 +339,14 @@ func reaper(ctx context.Context) <-chan childExit {
 				code := ws.ExitStatus()
 				if ws.Signaled() {
 					code = 128 + int(ws.Signal())
+				}
+				r.mu.Lock()
+				waiter, ok := r.waiters[pid]
+				delete(r.waiters, pid)
+				r.mu.Unlock()
+				if ok {
+					waiter <- code
+					continue
 				}
 				select {
 				case out <- childExit{pid, code}:

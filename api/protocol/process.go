@@ -76,7 +76,33 @@ const (
 	// SupervisorExitPath reports that the worker of the query's "epoch"
 	// exited with the query's "code", a code that restarts in place.
 	SupervisorExitPath = "/supervisor/exit"
+	// SupervisorReadyPath reports that the worker of the query's "epoch"
+	// passed its readiness probe, as the supervisor ran it.
+	SupervisorReadyPath = "/supervisor/ready"
 )
+
+// ReadinessProbe is a worker container's readiness probe as the supervisor
+// runs it (its --readiness flag, in JSON) in a JobSet whose barriers lift
+// in order: a Pod's Ready condition survives a process restart, so the
+// order is kept by the supervisors' own verdict at the new epoch. With no
+// handler the worker is ready once started.
+type ReadinessProbe struct {
+	Exec []string `json:"exec,omitempty"`
+	// HTTPGet: a GET of http(s)://127.0.0.1:<port><path> below 400.
+	HTTPGet *HTTPGetProbe `json:"httpGet,omitempty"`
+	// TCPPort: a connection to 127.0.0.1:<port>.
+	TCPPort             int `json:"tcpPort,omitempty"`
+	InitialDelaySeconds int `json:"initialDelaySeconds,omitempty"`
+	PeriodSeconds       int `json:"periodSeconds,omitempty"`
+	TimeoutSeconds      int `json:"timeoutSeconds,omitempty"`
+}
+
+// HTTPGetProbe is a ReadinessProbe's GET.
+type HTTPGetProbe struct {
+	Port   int    `json:"port"`
+	Path   string `json:"path,omitempty"`
+	Scheme string `json:"scheme,omitempty"`
+}
 
 // SupervisorState is what the agent tells the supervisors.
 type SupervisorState struct {
@@ -100,6 +126,11 @@ const (
 	// WorkerRestartsAnnotation counts the restarts of the Pod's workers in
 	// process scope, where the containers' restartCount does not move.
 	WorkerRestartsAnnotation = "inplace.dev/worker-restarts"
+	// ReadyEpochAnnotation is the last epoch at which every supervised
+	// worker of the Pod passed its readiness probe, in a JobSet whose
+	// barriers lift in order. The controller counts a Pod ready at an
+	// epoch only with it, in process scope.
+	ReadyEpochAnnotation = "inplace.dev/ready-epoch"
 )
 
 // WorkerExit is a worker's exit in process scope.

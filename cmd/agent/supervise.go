@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
@@ -21,6 +22,7 @@ func supervise(args []string) int {
 	fs.StringVar(&cfg.Agent, "agent", "127.0.0.1:8081", "the agent's barrier address in the Pod")
 	fs.StringVar(&cfg.Container, "container", "", "the name of this worker container")
 	fs.DurationVar(&cfg.GracePeriod, "grace-period", 30*time.Second, "how long a worker being stopped has between SIGTERM and SIGKILL")
+	readiness := fs.String("readiness", "", "the worker container's readiness probe, in JSON, to run against each worker started and report to the agent (in JobSets whose barriers lift in order)")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: inplace-agent supervise [flags] -- COMMAND [ARG...]")
 		fs.PrintDefaults()
@@ -32,6 +34,13 @@ func supervise(args []string) int {
 	if cfg.Restart, err = supervisor.ParseExitCodes(*restart); err != nil {
 		fmt.Fprintln(os.Stderr, "inplace-supervisor: --restart-exit-codes:", err)
 		return 2
+	}
+	if *readiness != "" {
+		cfg.Readiness = &protocol.ReadinessProbe{}
+		if err := json.Unmarshal([]byte(*readiness), cfg.Readiness); err != nil {
+			fmt.Fprintln(os.Stderr, "inplace-supervisor: --readiness:", err)
+			return 2
+		}
 	}
 	if cfg.Container == "" {
 		fmt.Fprintln(os.Stderr, "inplace-supervisor: --container is required")
