@@ -7,6 +7,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
+	"github.com/inplace-dev/inplace/api/protocol"
 	"github.com/inplace-dev/inplace/controller/state"
 )
 
@@ -253,7 +254,8 @@ func lostMember(pods []state.PodGroup, synced int32, expected int) (why string, 
 // what keeps the order:
 //
 //   - startupPolicyOrder InOrder: each replicated job once every Pod of the
-//     previous one is ready at the synced epoch;
+//     previous one is ready at the synced epoch (in process scope, its
+//     supervisors' readiness probes passed at that epoch);
 //   - dependsOn: once every Pod of each dependency is ready (status Ready:
 //     ready or finished) or finished (status Complete) at the synced epoch.
 //     A dependency that must complete cannot run again in place: once it
@@ -265,6 +267,9 @@ func openBarriers(js *jobset.JobSet, alive []state.PodGroup, synced int32) []str
 	if !ordered {
 		return nil
 	}
+	// In process scope a Pod's Ready condition outlives the restart of its
+	// workers: only the supervisors' verdict at the synced epoch counts.
+	process := js.Annotations[protocol.RestartScopeAnnotation] == protocol.RestartScopeProcess
 	ready, finished := map[string]int{}, map[string]int{}
 	for _, p := range alive {
 		switch {
@@ -273,6 +278,7 @@ func openBarriers(js *jobset.JobSet, alive []state.PodGroup, synced int32) []str
 			// completed before a suspension is not run again on resume).
 			finished[p.ReplicatedJob] += p.N()
 		case p.Epoch != synced:
+		case process && p.ReadyEpoch != synced:
 		case p.Ready:
 			ready[p.ReplicatedJob] += p.N()
 		}

@@ -133,6 +133,26 @@ func TestOpenBarriersInOrder(t *testing.T) {
 	}
 }
 
+// In process scope a Pod's Ready condition survives the restart of its
+// workers: only the supervisors' readiness at the synced epoch opens the
+// next replicated job.
+func TestOpenBarriersInOrderProcessScope(t *testing.T) {
+	js := inPlaceJobSet(1, 2)
+	js.Spec.StartupPolicy.StartupPolicyOrder = jobset.InOrder
+	js.Annotations = map[string]string{protocol.RestartScopeAnnotation: protocol.RestartScopeProcess}
+	p := pods(2, 2, 2, 2)
+	for i := range p {
+		p[i].ReadyEpoch = 1 // ready at the epoch before the restart
+	}
+	if diff := cmp.Diff([]string{"driver"}, decideEpochs(js, groupsOf(p)).openReplicatedJobs); diff != "" {
+		t.Errorf("driver Ready from the previous epoch: open barriers (-want +got):\n%s", diff)
+	}
+	p[0].ReadyEpoch, p[1].ReadyEpoch = 2, 2
+	if diff := cmp.Diff([]string{"driver", "workers"}, decideEpochs(js, groupsOf(p)).openReplicatedJobs); diff != "" {
+		t.Errorf("driver ready at the synced epoch: open barriers (-want +got):\n%s", diff)
+	}
+}
+
 func TestUpstreamAttemptsInStepWithEpochs(t *testing.T) {
 	s := jobset.JobSetStatus{}
 	inStepWithEpochs(&s)

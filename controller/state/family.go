@@ -564,6 +564,7 @@ func comparePodEpochs(a, b PodEpoch) int {
 		cmp.Compare(a.WorkerExited, b.WorkerExited),
 		bools(a.Finished, b.Finished),
 		bools(a.Ready, b.Ready),
+		cmp.Compare(a.ReadyEpoch, b.ReadyEpoch),
 		cmp.Compare(a.RawEpoch, b.RawEpoch),
 		cmp.Compare(a.InvalidEpoch, b.InvalidEpoch),
 		cmp.Compare(a.InvalidWhy, b.InvalidWhy),

@@ -45,6 +45,10 @@ type PodEpoch struct {
 	// place: its agent is gone with it.
 	Finished bool
 	Ready    bool
+	// ReadyEpoch is the epoch at which the Pod's supervised workers last
+	// passed their readiness probes (process scope, ordered barriers); 0
+	// if none.
+	ReadyEpoch int32
 	// InvalidEpoch is an epoch annotation the controller cannot use (the
 	// Pod then counts as not reported): not a positive number, or, once
 	// the JobSet is known (boundEpoch), beyond syncedEpoch + 1.
@@ -174,6 +178,11 @@ func ObservePod(pod *corev1.Pod) PodEpoch {
 	if raw, ok := pod.Annotations[protocol.WorkerExitAnnotation]; ok && p.Epoch > 0 {
 		if e, err := protocol.ParseWorkerExit(raw); err == nil && e.Epoch == p.Epoch {
 			p.WorkerExited = e.Container
+		}
+	}
+	if raw, ok := pod.Annotations[protocol.ReadyEpochAnnotation]; ok {
+		if e, err := protocol.ParseEpoch(raw, false); err == nil {
+			p.ReadyEpoch = e
 		}
 	}
 	if agent := agentContainerName(pod); agent != "" {

@@ -74,7 +74,7 @@ func Inject(js *jobset.JobSet, agent configv1alpha1.Agent) []Decision {
 		rj := &js.Spec.ReplicatedJobs[i]
 		decisions = append(decisions, injectJob(rj, agent, !disabled)...)
 		if !disabled && ProcessScope(js) {
-			decisions = append(decisions, injectProcessScope(rj, agent)...)
+			decisions = append(decisions, injectProcessScope(rj, agent, Ordered(js))...)
 		}
 	}
 	// The record covers this pass and every earlier one, so that a second

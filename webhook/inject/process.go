@@ -1,6 +1,7 @@
 package inject
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
@@ -8,6 +9,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
 	configv1alpha1 "github.com/inplace-dev/inplace/api/config/v1alpha1"
@@ -30,7 +32,7 @@ func ProcessScope(js *jobset.JobSet) bool {
 // left as they are, and the built-in policy refuses the JobSet, saying
 // why. A container without a command is left as well, and refused: the
 // image's entrypoint is not visible to admission.
-func injectProcessScope(rj *jobset.ReplicatedJob, agent configv1alpha1.Agent) []Decision {
+func injectProcessScope(rj *jobset.ReplicatedJob, agent configv1alpha1.Agent, ordered bool) []Decision {
 	pod := &rj.Template.Spec.Template.Spec
 	a := slices.IndexFunc(pod.InitContainers, func(c corev1.Container) bool {
 		return c.Name == agent.ContainerName && hasEnv(c, protocol.EnvRestartExitCode)
@@ -53,12 +55,19 @@ func injectProcessScope(rj *jobset.ReplicatedJob, agent configv1alpha1.Agent) []
 		if len(ctr.Command) == 0 {
 			continue
 		}
-		ctr.Command = append([]string{protocol.SupervisorBinary, protocol.SupervisorCommand,
+		flags := []string{protocol.SupervisorBinary, protocol.SupervisorCommand,
 			"--agent=127.0.0.1:" + strconv.Itoa(int(agent.BarrierPort)),
 			"--container=" + ctr.Name,
 			"--restart-exit-codes=" + restartCodes(ctr.RestartPolicyRules),
-			"--grace-period=" + grace.String(),
-			"--"}, append(ctr.Command, ctr.Args...)...)
+			"--grace-period=" + grace.String()}
+		if ordered {
+			// The barriers lift in order of readiness, and a Pod's Ready
+			// condition outlives a restart of its workers: the supervisor
+			// runs the probe at each epoch and says so.
+			probe, _ := json.Marshal(readinessOf(*ctr))
+			flags = append(flags, "--readiness="+string(probe))
+		}
+		ctr.Command = append(append(flags, "--"), append(ctr.Command, ctr.Args...)...)
 		ctr.Args = nil
 		ctr.VolumeMounts = append(ctr.VolumeMounts, corev1.VolumeMount{Name: supervisorVolume, MountPath: protocol.SupervisorDir, ReadOnly: true})
 		supervised = append(supervised, ctr.Name)
@@ -85,6 +94,45 @@ func injectProcessScope(rj *jobset.ReplicatedJob, agent configv1alpha1.Agent) []
 	setEnv(ag, corev1.EnvVar{Name: protocol.EnvSupervisedContainers, Value: strings.Join(supervised, ",")})
 	setEnv(ag, corev1.EnvVar{Name: protocol.EnvWorkerRestarts, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{
 		FieldPath: "metadata.annotations['" + protocol.WorkerRestartsAnnotation + "']"}}})
+	return out
+}
+
+// Ordered reports whether js's barriers lift in order of readiness:
+// startupPolicyOrder InOrder, or a replicated job with dependsOn.
+func Ordered(js *jobset.JobSet) bool {
+	return (js.Spec.StartupPolicy != nil && js.Spec.StartupPolicy.StartupPolicyOrder == jobset.InOrder) ||
+		slices.ContainsFunc(js.Spec.ReplicatedJobs, func(rj jobset.ReplicatedJob) bool { return len(rj.DependsOn) > 0 })
+}
+
+// readinessOf is a container's readiness probe as the supervisor runs it:
+// a probe with no handler it can run (none, or gRPC) is passed once the
+// worker has started.
+func readinessOf(c corev1.Container) protocol.ReadinessProbe {
+	var out protocol.ReadinessProbe
+	p := c.ReadinessProbe
+	if p == nil {
+		return out
+	}
+	out.InitialDelaySeconds, out.PeriodSeconds, out.TimeoutSeconds = int(p.InitialDelaySeconds), int(p.PeriodSeconds), int(p.TimeoutSeconds)
+	port := func(v intstr.IntOrString) int {
+		if v.Type == intstr.Int {
+			return v.IntValue()
+		}
+		for _, cp := range c.Ports {
+			if cp.Name == v.StrVal {
+				return int(cp.ContainerPort)
+			}
+		}
+		return 0
+	}
+	switch {
+	case p.Exec != nil:
+		out.Exec = p.Exec.Command
+	case p.HTTPGet != nil:
+		out.HTTPGet = &protocol.HTTPGetProbe{Port: port(p.HTTPGet.Port), Path: p.HTTPGet.Path, Scheme: string(p.HTTPGet.Scheme)}
+	case p.TCPSocket != nil:
+		out.TCPPort = port(p.TCPSocket.Port)
+	}
 	return out
 }
 

@@ -112,13 +112,15 @@ var _ = Describe("the agents' admission policy", func() {
 		By("in process scope, its own Pod's worker exit and worker restarts through the agent's transport: allowed, in their formats")
 		Expect(t.ReportProcessEpoch(ctx, 3, 1)).To(Succeed())
 		Expect(t.ReportWorkerExit(ctx, protocol.WorkerExit{Epoch: 3, Container: "worker", Code: 1})).To(Succeed())
+		Expect(t.ReportReady(ctx, 3)).To(Succeed())
 		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(&pods[0]), &got)).To(Succeed())
 		Expect(got.Annotations).To(And(HaveKeyWithValue(jobset.EpochKey, "3"), HaveKeyWithValue(protocol.WorkerRestartsAnnotation, "1"),
-			HaveKeyWithValue(protocol.WorkerExitAnnotation, "3:worker:1")))
+			HaveKeyWithValue(protocol.WorkerExitAnnotation, "3:worker:1"), HaveKeyWithValue(protocol.ReadyEpochAnnotation, "3")))
 		for body, why := range map[string]string{
 			`{"metadata":{"annotations":{"inplace.dev/worker-exit":"3:Worker:1"}}}`: `inplace.dev/worker-exit must be <epoch>:<container>:<exit code>, not "3:Worker:1"`,
 			`{"metadata":{"annotations":{"inplace.dev/worker-exit":"0:worker:1"}}}`: `not "0:worker:1"`,
 			`{"metadata":{"annotations":{"inplace.dev/worker-restarts":"-1"}}}`:     `inplace.dev/worker-restarts must be a count, not "-1"`,
+			`{"metadata":{"annotations":{"inplace.dev/ready-epoch":"x"}}}`:          `inplace.dev/ready-epoch must be an epoch, not "x"`,
 		} {
 			Expect(patch(agentClient, pods[0].Name, body, false)).To(refused(why), body)
 		}
