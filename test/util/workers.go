@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	jobsetv1alpha2 "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
+	"github.com/inplace-dev/inplace/api/protocol"
 	"github.com/inplace-dev/inplace/test/cluster"
 	"github.com/inplace-dev/inplace/test/images"
 	"github.com/inplace-dev/inplace/test/wrappers"
@@ -28,6 +29,9 @@ func WorkerJobSet(name, ns string, replicas int32, pfp *batchv1.PodFailurePolicy
 	pod := &rj.Template.Spec.Template.Spec
 	pod.TerminationGracePeriodSeconds = ptr.To[int64](5)
 	pod.Containers[0].Image = images.Worker
+	// The image's entrypoint, written out: process scope runs the command
+	// under the supervisor and cannot see an image's entrypoint.
+	pod.Containers[0].Command = []string{images.WorkerBinary, "run"}
 	pod.Containers[0].Env = []corev1.EnvVar{
 		{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}},
 	}
@@ -74,4 +78,14 @@ func ExitWorker(ctx context.Context, kubeconfig string, pod corev1.Pod, code int
 	execCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	gomega.Expect(images.ExitWorker(execCtx, filepath.Join(bin, "kubectl"), kubeconfig, pod.Namespace, pod.Name, "worker", code)).To(gomega.Succeed())
+}
+
+// SetRestartScope gives js the restart scope (protocol.RestartScopeContainer
+// or protocol.RestartScopeProcess).
+func SetRestartScope(js *jobsetv1alpha2.JobSet, scope string) *jobsetv1alpha2.JobSet {
+	if js.Annotations == nil {
+		js.Annotations = map[string]string{}
+	}
+	js.Annotations[protocol.RestartScopeAnnotation] = scope
+	return js
 }

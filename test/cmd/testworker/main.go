@@ -21,7 +21,9 @@ import (
 // container (each has its own file system).
 var socketPath = filepath.Join(os.TempDir(), "inplace-testworker.sock")
 
-// startedPath records when the running worker started, for `ready`.
+// startedPath records when the running worker started, and its pid, for
+// `ready`: in process scope the container's file system outlives the
+// worker, and a record of a worker that is gone says nothing.
 var startedPath = filepath.Join(os.TempDir(), "inplace-testworker.started")
 
 // defaultBarrierURL is the injected agent's barrier with the default
@@ -78,7 +80,12 @@ func main() {
 // starts it only once the agent's startup probe passed, so the answer says
 // at which epoch the barrier let it through — then waits for `exit C`.
 func run() error {
-	logf("started pod=%s", os.Getenv("POD_NAME"))
+	if epoch := os.Getenv("INPLACE_EPOCH"); epoch != "" {
+		// Started by the supervisor (process scope), which says at which epoch.
+		logf("started pod=%s epoch=%s", os.Getenv("POD_NAME"), epoch)
+	} else {
+		logf("started pod=%s", os.Getenv("POD_NAME"))
+	}
 	// Listening first: from the moment the container runs, `exit C` works.
 	_ = os.Remove(socketPath) // a stale socket of this container's previous run
 	l, err := net.Listen("unix", socketPath)
@@ -88,7 +95,7 @@ func run() error {
 	defer l.Close()
 	codes := make(chan int, 1)
 	go serveExit(l, codes)
-	if err := os.WriteFile(startedPath, []byte(time.Now().UTC().Format(time.RFC3339Nano)), 0o644); err != nil {
+	if err := os.WriteFile(startedPath, []byte(time.Now().UTC().Format(time.RFC3339Nano)+" "+strconv.Itoa(os.Getpid())), 0o644); err != nil {
 		return err
 	}
 	url := os.Getenv("BARRIER_URL")
@@ -133,9 +140,13 @@ func ready() error {
 	if err != nil {
 		return fmt.Errorf("no running worker in this container (%w)", err)
 	}
-	started, err := time.Parse(time.RFC3339Nano, string(data))
+	at, pid, _ := strings.Cut(string(data), " ")
+	started, err := time.Parse(time.RFC3339Nano, at)
 	if err != nil {
 		return err
+	}
+	if _, err := os.Stat("/proc/" + pid); pid == "" || err != nil {
+		return fmt.Errorf("the worker that started at %s (pid %s) is gone", at, pid)
 	}
 	after, _ := strconv.Atoi(os.Getenv("READY_AFTER_SECONDS"))
 	if d := time.Since(started); d < time.Duration(after)*time.Second {

@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -11,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
+	"github.com/inplace-dev/inplace/api/protocol"
 	"github.com/inplace-dev/inplace/test/cluster"
 	example "github.com/inplace-dev/inplace/test/pytorch"
 	"github.com/inplace-dev/inplace/test/util"
@@ -46,6 +48,34 @@ var _ = Describe("examples/pytorch on real kubelets", func() {
 		Expect(got.Status.Restarts).To(BeEquivalentTo(1), "one crash, one restart")
 		Expect(podUIDs(js)).To(Equal(before), "every Pod kept its identity")
 		expectResumed(js, firstRun())
+	})
+
+	It("in process scope, restarts every rank's processes in place, no container restarted, and training resumes from the checkpoint", func() {
+		js := createExample(ns.Name, func(ex *example.Example) { util.SetRestartScope(ex.JobSet, protocol.RestartScopeProcess) })
+		before, _ := crashAfterCheckpoint(js, "touch /tmp/inplace-crash")
+
+		got := util.ExpectJobSetCondition(ctx, k8sClient, js, jobset.JobSetCompleted, "AllJobsCompleted", timeout)
+		Expect(got.Status.InPlaceRestarts).To(BeEquivalentTo(1), "one crash, one in-place restart")
+		Expect(got.Status.Restarts).To(BeEquivalentTo(1), "one crash, one restart")
+		Expect(podUIDs(js)).To(Equal(before), "every Pod kept its identity")
+		// The containers ran on: each log holds both runs, split where the
+		// supervisor started the worker behind the new epoch's barrier.
+		var firstRun string
+		var resumed []string
+		for i := range nodes {
+			p := podOf(js, i)
+			Expect(p.Annotations).To(HaveKeyWithValue(protocol.WorkerRestartsAnnotation, "1"), "worker restarts of %s", p.Name)
+			for _, s := range p.Status.ContainerStatuses {
+				Expect(s.RestartCount).To(BeZero(), "container %s of %s restarted", s.Name, p.Name)
+			}
+			first, second, found := strings.Cut(podLog(p, false), "inplace-supervisor: barrier of epoch 2 lifted")
+			Expect(found).To(BeTrue(), "the supervisor of %s did not start the worker at epoch 2", p.Name)
+			if i == 0 {
+				firstRun = first
+			}
+			resumed = append(resumed, second)
+		}
+		expectResumedFrom(resumed, firstRun)
 	})
 
 	It("fails the JobSet without a restart when a rank exits with a fatal code", MustPassRepeatedly(2), func() {
@@ -158,9 +188,20 @@ func podUIDs(js *jobset.JobSet) map[string]string {
 // where it was rather than from the untrained model's, and training ended.
 func expectResumed(js *jobset.JobSet, firstRunLog string) {
 	GinkgoHelper()
-	var logs [][]example.Line
+	var logs []string
 	for i := range nodes {
-		logs = append(logs, example.ParseLog(podLog(podOf(js, i), false), false))
+		logs = append(logs, podLog(podOf(js, i), false))
+	}
+	expectResumedFrom(logs, firstRunLog)
+}
+
+// expectResumedFrom checks the run after the crash, from each node's log
+// of it.
+func expectResumedFrom(resumedLogs []string, firstRunLog string) {
+	GinkgoHelper()
+	var logs [][]example.Line
+	for _, l := range resumedLogs {
+		logs = append(logs, example.ParseLog(l, false))
 	}
 	second := example.ReadRun(logs...)
 	step, err := second.ResumedStep(ranks)
