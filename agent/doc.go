@@ -21,6 +21,13 @@
 //	exit RESTART_POD_IN_PLACE_EXIT_CODE: the kubelet restarts every
 //	container of the Pod (RestartAllContainers) and the agent starts over
 //
+// In process scope (process.go) the agent does not exit at a deprecated
+// epoch: it moves to synced+1, its Pod's supervisors (agent/supervisor)
+// stop their workers, and once they all have it reports the new epoch and
+// waits as above; the supervisors start the workers when it lifts. A
+// worker's exit that restarts in place reaches it from its supervisor, and
+// it writes the exit on its Pod for the controller.
+//
 // Imports: api/ (the JobSet's keys and the protocol's wire format) and
 // client-go. It never imports the controller, the webhook, the policy engine
 // (OPA) or controller-runtime: the agent runs in every Pod of every

@@ -83,7 +83,7 @@ type Config struct {
 	// level (config/manager/flowcontrol.yaml), which are installed by
 	// default: its requests then share the agents' priority level.
 	NoManagerFlowSchema bool
-	Strategies          []jobset.JobSetRestartStrategy
+	Strategies          []Strategy
 	Failures            []string
 	// Floors are the kinds of floor measured once per size (FloorKinds);
 	// nil measures every kind, empty none.
@@ -110,6 +110,16 @@ type Report struct {
 	ManagerFlowSchema bool     `json:"managerFlowSchema"`
 	Floors            []Floor  `json:"floors"`
 	Results           []Result `json:"results"`
+	// FirstStarts are the JobSets' first starts, on real nodes.
+	FirstStarts []FirstStart `json:"firstStarts,omitempty"`
+}
+
+// FirstStart is how long a new JobSet took from its creation until every
+// worker ran, by the workers' own logs (real nodes).
+type FirstStart struct {
+	Nodes    int           `json:"nodes"`
+	Strategy string        `json:"strategy"`
+	Took     time.Duration `json:"tookNanos"`
 }
 
 // Run measures, one local cluster per size.
@@ -160,6 +170,7 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 		stop()
 		report.Results = append(report.Results, results...)
 		report.Floors = append(report.Floors, floors...)
+		report.FirstStarts = append(report.FirstStarts, e.firstStarts...)
 		if err != nil {
 			return report, fmt.Errorf("at %d nodes: %w", n, err)
 		}
@@ -188,7 +199,7 @@ func (e *env) measure(ctx context.Context, cfg Config, progress func(string, ...
 			e.sim.SetLatency(lat)
 		}
 		for s, strategy := range cfg.Strategies {
-			floorsNext := !e.real && !measured && strategy == jobset.InPlaceRestart && len(kinds) > 0
+			floorsNext := !e.real && !measured && strategy == InPlace && len(kinds) > 0
 			// The last JobSet of a size on simulated nodes is left to the
 			// cluster's end: deleting N Pods and Jobs takes the
 			// controllers minutes at N = 5,000, and nothing is measured
@@ -225,7 +236,7 @@ func (e *env) measure(ctx context.Context, cfg Config, progress func(string, ...
 // scenario runs one JobSet of a strategy through every failure kind,
 // repeated, and, if cleanUp, deletes it. It returns one of the JobSet's
 // Pods, as it was after the last restart, for the floor to copy.
-func (e *env) scenario(ctx context.Context, cfg Config, profile string, strategy jobset.JobSetRestartStrategy, cleanUp bool, progress func(string, ...any)) (results []Result, sample *corev1.Pod, err error) {
+func (e *env) scenario(ctx context.Context, cfg Config, profile string, strategy Strategy, cleanUp bool, progress func(string, ...any)) (results []Result, sample *corev1.Pod, err error) {
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: benchNamespacePrefix}}
 	if err := e.client.Create(ctx, ns); err != nil {
 		return nil, nil, err
@@ -244,6 +255,9 @@ func (e *env) scenario(ctx context.Context, cfg Config, profile string, strategy
 		return nil, nil, err
 	}
 	js := jobSetFor("train", ns.Name, e.nodes, strategy)
+	if strategy.process() && !e.real {
+		return nil, nil, fmt.Errorf("%s: the simulated nodes do not run supervisors; measure process scope on real nodes (-real-nodes)", strategy)
+	}
 	if e.real {
 		realWorkers(js)
 	}
@@ -252,15 +266,27 @@ func (e *env) scenario(ctx context.Context, cfg Config, profile string, strategy
 		return nil, nil, err
 	}
 	defer jw.stop()
+	created := time.Now()
 	if err := e.client.Create(ctx, js); err != nil {
 		return nil, nil, err
 	}
 	if err := e.steady(ctx, js, jw, cfg.Timeout); err != nil {
 		return nil, nil, fmt.Errorf("%s: the JobSet's %d workers did not all start: %w", strategy, e.nodes, err)
 	}
+	if e.real {
+		// What the agent costs a job at its first start: Recreate's
+		// JobSets have none.
+		starts, err := workerStartsFromLogs(ctx, e.cs, ns.Name, e.nodes, created, cfg.Timeout)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s: first start: %w", strategy, err)
+		}
+		first := FirstStart{Nodes: e.nodes, Strategy: string(strategy), Took: latest(starts, e.nodes).Sub(created)}
+		e.firstStarts = append(e.firstStarts, first)
+		progress("N=%d %-16s first start: every worker running %v after the JobSet's creation", e.nodes, strategy, first.Took.Round(time.Millisecond))
+	}
 	for repeat := range cfg.Repeats {
 		for _, failure := range cfg.Failures {
-			r, err := e.restart(ctx, js, jw, failure, cfg.Timeout)
+			r, err := e.restart(ctx, js, jw, strategy, failure, cfg.Timeout)
 			if err != nil {
 				return results, nil, err
 			}
@@ -320,15 +346,38 @@ func (e *env) deleteNamespace(ctx context.Context, name string, timeout time.Dur
 	})
 }
 
+// Strategy is a restart strategy as the benchmark runs it: a JobSet's
+// restart strategy, and for InPlaceRestart its restart scope.
+type Strategy string
+
+// The strategies.
+const (
+	InPlace          = Strategy(jobset.InPlaceRestart)
+	InPlaceProcess   = Strategy(jobset.InPlaceRestart + "/process")
+	Recreate         = Strategy(jobset.Recreate)
+	BlockingRecreate = Strategy(jobset.BlockingRecreate)
+)
+
+// restartStrategy is the JobSet's restart strategy.
+func (s Strategy) restartStrategy() jobset.JobSetRestartStrategy {
+	if s == InPlaceProcess {
+		return jobset.InPlaceRestart
+	}
+	return jobset.JobSetRestartStrategy(s)
+}
+
+// process reports whether the JobSet restarts in process scope.
+func (s Strategy) process() bool { return s == InPlaceProcess }
+
 // ParseStrategies reads a comma-separated list of restart strategies.
-func ParseStrategies(s string) ([]jobset.JobSetRestartStrategy, error) {
-	var out []jobset.JobSetRestartStrategy
+func ParseStrategies(s string) ([]Strategy, error) {
+	var out []Strategy
 	for _, name := range strings.Split(s, ",") {
-		switch st := jobset.JobSetRestartStrategy(strings.TrimSpace(name)); st {
-		case jobset.InPlaceRestart, jobset.Recreate, jobset.BlockingRecreate:
+		switch st := Strategy(strings.TrimSpace(name)); st {
+		case InPlace, InPlaceProcess, Recreate, BlockingRecreate:
 			out = append(out, st)
 		default:
-			return nil, fmt.Errorf("unknown restart strategy %q: use InPlaceRestart, Recreate or BlockingRecreate", name)
+			return nil, fmt.Errorf("unknown restart strategy %q: use %s, %s, %s or %s", name, InPlace, InPlaceProcess, Recreate, BlockingRecreate)
 		}
 	}
 	return out, nil

@@ -12,13 +12,11 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
-
-	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
 )
 
 // strategyOrder is the order of the strategies in charts, each with the
 // same color everywhere.
-var strategyOrder = []string{string(jobset.InPlaceRestart), string(jobset.Recreate), string(jobset.BlockingRecreate)}
+var strategyOrder = []string{string(InPlace), string(InPlaceProcess), string(Recreate), string(BlockingRecreate)}
 
 // Charts writes the report's charts as SVG into dir and returns their
 // paths:

@@ -42,15 +42,17 @@ const (
 
 // env is one local cluster with the manager and N simulated nodes.
 type env struct {
-	nodes    int
-	cluster  *cluster.Cluster
-	admin    *rest.Config
-	client   client.WithWatch
-	cs       kubernetes.Interface
-	sim      *simnode.Sim
-	recorder *simnode.Recorder
-	counters map[string]*requestCounter
-	cpu      *cpuAccount
+	nodes int
+	// firstStarts are the first starts measured (real nodes).
+	firstStarts []FirstStart
+	cluster     *cluster.Cluster
+	admin       *rest.Config
+	client      client.WithWatch
+	cs          kubernetes.Interface
+	sim         *simnode.Sim
+	recorder    *simnode.Recorder
+	counters    map[string]*requestCounter
+	cpu         *cpuAccount
 	// profileDir receives a CPU profile of this process per restart, if
 	// set.
 	profileDir string

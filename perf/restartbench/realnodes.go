@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
+	"github.com/inplace-dev/inplace/api/protocol"
 	"github.com/inplace-dev/inplace/test/deploy"
 	"github.com/inplace-dev/inplace/test/simnode"
 )
@@ -140,6 +141,8 @@ type podSeen struct {
 	containers map[string]string // running container ID by name
 	exited     map[string]bool   // container IDs whose exit was recorded
 	epoch      int32
+	// workerExit is the last worker exit written in process scope.
+	workerExit string
 }
 
 func observePods(ctx context.Context, cs kubernetes.Interface, recorder *simnode.Recorder) error {
@@ -187,6 +190,12 @@ func (o *podObserver) observe(obj any) {
 		if epoch, err := strconv.Atoi(v); err == nil && int32(epoch) != seen.epoch {
 			seen.epoch = int32(epoch)
 			record(simnode.EpochWritten, 0)
+		}
+	}
+	if v, ok := p.Annotations[protocol.WorkerExitAnnotation]; ok && v != seen.workerExit {
+		seen.workerExit = v
+		if e, err := protocol.ParseWorkerExit(v); err == nil {
+			record(simnode.ExitWritten, int32(e.Code))
 		}
 	}
 	for _, s := range p.Status.InitContainerStatuses {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -15,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
+	"github.com/inplace-dev/inplace/api/protocol"
 	"github.com/inplace-dev/inplace/test/images"
 	"github.com/inplace-dev/inplace/test/simnode"
 	"github.com/inplace-dev/inplace/test/wrappers"
@@ -156,13 +158,17 @@ func thin(series []RunningAt, maxPoints int) []RunningAt {
 
 // jobSetFor is N worker Jobs of one Pod each, one per node. Under
 // InPlaceRestart it says only that: the webhook injects the rest.
-func jobSetFor(name, namespace string, nodes int, strategy jobset.JobSetRestartStrategy) *jobset.JobSet {
+func jobSetFor(name, namespace string, nodes int, strategy Strategy) *jobset.JobSet {
 	rj := wrappers.MakeReplicatedJob("workers").Replicas(int32(nodes)).Obj()
-	if strategy == jobset.InPlaceRestart {
+	if strategy.restartStrategy() == jobset.InPlaceRestart {
 		rj.Template.Spec.BackoffLimit = nil
 	}
-	return wrappers.MakeJobSet(name, namespace).ReplicatedJob(rj).
-		FailurePolicy(&jobset.FailurePolicy{RestartStrategy: strategy, MaxRestarts: 1000}).Obj()
+	js := wrappers.MakeJobSet(name, namespace).ReplicatedJob(rj).
+		FailurePolicy(&jobset.FailurePolicy{RestartStrategy: strategy.restartStrategy(), MaxRestarts: 1000}).Obj()
+	if strategy.process() {
+		js.Annotations = map[string]string{protocol.RestartScopeAnnotation: protocol.RestartScopeProcess}
+	}
+	return js
 }
 
 // realWorkers makes a JobSet's workers the test worker, which the real
@@ -172,6 +178,8 @@ func realWorkers(js *jobset.JobSet) {
 		pod := &js.Spec.ReplicatedJobs[i].Template.Spec.Template.Spec
 		pod.TerminationGracePeriodSeconds = ptr.To[int64](5)
 		pod.Containers[0].Image = images.Worker
+		// Written out: process scope runs it under the supervisor.
+		pod.Containers[0].Command = []string{images.WorkerBinary, "run"}
 	}
 }
 
@@ -256,8 +264,8 @@ func podNotRunning(p *corev1.Pod) string {
 }
 
 // restart injects one failure and measures the recovery.
-func (e *env) restart(ctx context.Context, js *jobset.JobSet, jw *jobSetWatch, failure string, timeout time.Duration) (Result, error) {
-	r := Result{Nodes: e.nodes, Strategy: string(js.Spec.FailurePolicy.RestartStrategy), Failure: failure}
+func (e *env) restart(ctx context.Context, js *jobset.JobSet, jw *jobSetWatch, strategy Strategy, failure string, timeout time.Duration) (Result, error) {
+	r := Result{Nodes: e.nodes, Strategy: string(strategy), Failure: failure}
 	// A different victim each time: the Job controller delays the
 	// replacement of a Job's failed Pod by a backoff that doubles with each
 	// failure of that Job, and the first failure is the case to measure.
@@ -309,7 +317,7 @@ func (e *env) restart(ctx context.Context, js *jobset.JobSet, jw *jobSetWatch, f
 	switch failure {
 	case FailureExit:
 		if e.real {
-			if err := images.ExitWorker(ctx, e.kubectl, e.cluster.Kubeconfig, victim.Namespace, victim.Name, "worker", 1); err != nil {
+			if err := e.exitWorker(ctx, victim); err != nil {
 				return r, err
 			}
 			// The worker has exited when the exec that told it to
@@ -333,6 +341,15 @@ func (e *env) restart(ctx context.Context, js *jobset.JobSet, jw *jobSetWatch, f
 	var workers, exitWritten time.Time
 	t0 := exited
 	started := map[string]time.Time{}
+	if e.real {
+		if failure == FailureDelete {
+			t0 = injected
+		}
+		// The workers' own logs say when each started again.
+		if started, err = workerStartsFromLogs(ctx, e.cs, js.Namespace, e.nodes, t0, timeout); err != nil {
+			return r, fmt.Errorf("%s after a %s: %w", r.Strategy, failure, err)
+		}
+	}
 	err = wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
 		var events []simnode.Event
 		events, cursor = e.recorder.EventsSince(js.Namespace, cursor)
@@ -343,7 +360,7 @@ func (e *env) restart(ctx context.Context, js *jobset.JobSet, jw *jobSetWatch, f
 				t0 = ev.Time
 			case failure == FailureExit && ev.Kind == simnode.ExitWritten && ev.Pod == victim.Name && exitWritten.IsZero():
 				exitWritten = ev.Time
-			case ev.Kind == simnode.WorkersStarted:
+			case ev.Kind == simnode.WorkersStarted && !e.real:
 				started[ev.Pod] = ev.Time
 			}
 		}
@@ -400,7 +417,7 @@ func (e *env) restart(ctx context.Context, js *jobset.JobSet, jw *jobSetWatch, f
 	// between these three moments can be read off it.
 	e.log.Info("failure", "strategy", r.Strategy, "kind", failure, "pod", victim.Name,
 		"at", stamp(t0), "written", stamp(exitWritten), "seen", stamp(fw.at()), "detected", stamp(detected))
-	if r.Strategy == string(jobset.InPlaceRestart) {
+	if strategy.restartStrategy() == jobset.InPlaceRestart {
 		newEpoch := before.SyncedEpoch + 1
 		_ = wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
 			return jw.status().SyncedEpoch >= newEpoch, nil
@@ -435,6 +452,24 @@ func (e *env) restart(ctx context.Context, js *jobset.JobSet, jw *jobSetWatch, f
 	}
 	r.FollowerCalls = jw.callsBetween(injected, lastTimed)
 	return r, nil
+}
+
+// exitWorker makes the victim's worker exit with code 1, as kubectl exec
+// does. In process scope a container runs before its worker starts: a
+// worker not started yet is waited for.
+func (e *env) exitWorker(ctx context.Context, victim corev1.Pod) error {
+	var last error
+	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		last = images.ExitWorker(ctx, e.kubectl, e.cluster.Kubeconfig, victim.Namespace, victim.Name, "worker", 1)
+		if last != nil && strings.Contains(last.Error(), "no running worker") {
+			return false, nil
+		}
+		return true, last
+	})
+	if err != nil && last != nil {
+		return last
+	}
+	return err
 }
 
 func stamp(t time.Time) string { return t.Format(time.StampMicro) }

@@ -25,7 +25,7 @@ func TestSmoke(t *testing.T) {
 	}
 	report, err := Run(t.Context(), Config{
 		Nodes: []int{10, 50}, Repeats: 1, Profiles: []string{ProfileRealistic},
-		Strategies: []jobset.JobSetRestartStrategy{jobset.InPlaceRestart, jobset.Recreate},
+		Strategies: []Strategy{InPlace, Recreate},
 		Failures:   []string{FailureExit},
 		Timeout:    3 * time.Minute,
 		Progress:   os.Stderr,

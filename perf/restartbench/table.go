@@ -324,3 +324,28 @@ func cpuTotal(columns []string, cpu map[string]float64) float64 {
 	}
 	return total
 }
+
+// FirstStarts prints the JobSets' first starts (real nodes), each strategy
+// against Recreate's, which runs no agent.
+func FirstStarts(w io.Writer, report Report) {
+	if len(report.FirstStarts) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "\nfirst start: from the JobSet's creation until every worker ran (the workers' logs)")
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "N\tstrategy\tfirst start\tvs without agent (Recreate)\t")
+	base := map[int]time.Duration{}
+	for _, f := range report.FirstStarts {
+		if f.Strategy == string(Recreate) {
+			base[f.Nodes] = f.Took
+		}
+	}
+	for _, f := range report.FirstStarts {
+		vs := "-"
+		if b, ok := base[f.Nodes]; ok && f.Strategy != string(Recreate) {
+			vs = fmt.Sprintf("%+.2f s", (f.Took - b).Seconds())
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t\n", f.Nodes, f.Strategy, seconds(f.Took), vs)
+	}
+	tw.Flush()
+}
