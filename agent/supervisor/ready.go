@@ -89,6 +89,9 @@ func (s *supervisor) probeOnce(ctx context.Context, timeout time.Duration) bool 
 // execProbe runs command and reports whether it exited 0 in time. Its exit
 // comes through the reaper, which reaps every child.
 func (s *supervisor) execProbe(ctx context.Context, command []string) bool {
+	if s.reaper == nil {
+		return true // a modelled worker: no command to run
+	}
 	path, err := exec.LookPath(command[0])
 	if err != nil {
 		return false

@@ -41,6 +41,27 @@ type Config struct {
 	// Readiness, if set, is run against each worker started, and its
 	// passing reported to the agent.
 	Readiness *protocol.ReadinessProbe
+	// Processes, if set, runs the worker instead of the operating system's
+	// process groups: the simulated nodes model a worker with it.
+	Processes Processes
+	// Client, if set, is how the supervisor reaches the agent (the
+	// simulated nodes' Pod network).
+	Client *http.Client
+}
+
+// Processes starts and signals the worker's processes.
+type Processes interface {
+	// Start starts the worker at epoch and returns its id (a pid).
+	Start(epoch int32) (int, error)
+	// Signal signals the worker's process group; a group gone is no error.
+	Signal(id int, sig syscall.Signal)
+	// Exits delivers the exits of the workers started, by id.
+	Exits() <-chan ChildExit
+}
+
+// ChildExit is a worker's exit.
+type ChildExit struct {
+	ID, Code int
 }
 
 // forwarded are the signals passed on to the worker's process group.
@@ -56,23 +77,32 @@ func Run(ctx context.Context, cfg Config) int {
 	if cfg.Log == nil {
 		cfg.Log = os.Stderr
 	}
-	if os.Getpid() != 1 {
-		// Orphans of the worker come to us, as they would to PID 1.
-		if _, _, errno := syscall.RawSyscall(syscall.SYS_PRCTL, prSetChildSubreaper, 1, 0); errno != 0 {
-			fmt.Fprintf(cfg.Log, "inplace-supervisor: cannot become the subreaper of the worker's orphans: %v\n", errno)
-		}
-	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	s := &supervisor{
 		cfg:     cfg,
 		lastRun: -1,
 		kick:    make(chan struct{}, 1),
-		client: &http.Client{
+		client:  cfg.Client,
+		procs:   cfg.Processes,
+	}
+	if s.client == nil {
+		s.client = &http.Client{
 			// Never through a proxy of the worker's environment.
 			Transport: &http.Transport{Proxy: nil, DisableCompression: true},
 			Timeout:   stateHold + 10*time.Second,
-		},
+		}
+	}
+	if s.procs == nil {
+		if os.Getpid() != 1 {
+			// Orphans of the worker come to us, as they would to PID 1.
+			if _, _, errno := syscall.RawSyscall(syscall.SYS_PRCTL, prSetChildSubreaper, 1, 0); errno != 0 {
+				fmt.Fprintf(cfg.Log, "inplace-supervisor: cannot become the subreaper of the worker's orphans: %v\n", errno)
+			}
+		}
+		// Before the first fork: no exit may go unseen.
+		s.reaper = newReaper()
+		s.procs = &osProcesses{command: cfg.Command, exits: s.reaper.run(ctx)}
 	}
 	sigs := cfg.Signals
 	if sigs == nil {
@@ -81,14 +111,11 @@ func Run(ctx context.Context, cfg Config) int {
 		defer signal.Stop(ch)
 		sigs = ch
 	}
-	// Before the first fork: no exit may go unseen.
-	s.reaper = newReaper()
-	children := s.reaper.run(ctx)
 	states := make(chan protocol.SupervisorState)
 	go s.poll(ctx, states)
-	code := s.loop(ctx, states, children, sigs)
+	code := s.loop(ctx, states, s.procs.Exits(), sigs)
 	if s.w != nil {
-		signalGroup(s.w.pid, syscall.SIGKILL)
+		s.procs.Signal(s.w.pid, syscall.SIGKILL)
 	}
 	return code
 }
@@ -119,6 +146,7 @@ type supervisor struct {
 	killTimer   *time.Timer
 	retry       *time.Timer
 	reaper      *reaper
+	procs       Processes
 	// stopProbe ends the readiness probe of the running worker.
 	stopProbe context.CancelFunc
 }
@@ -129,15 +157,11 @@ type worker struct {
 	stopping bool
 }
 
-type childExit struct {
-	pid, code int
-}
-
 func (s *supervisor) logf(format string, args ...any) {
 	fmt.Fprintf(s.cfg.Log, "inplace-supervisor: "+format+"\n", args...)
 }
 
-func (s *supervisor) loop(ctx context.Context, states <-chan protocol.SupervisorState, children <-chan childExit, sigs <-chan os.Signal) int {
+func (s *supervisor) loop(ctx context.Context, states <-chan protocol.SupervisorState, children <-chan ChildExit, sigs <-chan os.Signal) int {
 	var killC, retryC <-chan time.Time
 	for {
 		select {
@@ -147,10 +171,10 @@ func (s *supervisor) loop(ctx context.Context, states <-chan protocol.Supervisor
 			s.state = st
 			s.epoch.Store(st.Epoch)
 		case c := <-children:
-			if s.w == nil || c.pid != s.w.pid {
+			if s.w == nil || c.ID != s.w.pid {
 				continue // an orphan, reaped
 			}
-			if code, done := s.exited(ctx, c.code); done {
+			if code, done := s.exited(ctx, c.Code); done {
 				return code
 			}
 			killC = nil
@@ -159,7 +183,7 @@ func (s *supervisor) loop(ctx context.Context, states <-chan protocol.Supervisor
 				s.terminating = true
 			}
 			if s.w != nil {
-				signalGroup(s.w.pid, sig.(syscall.Signal))
+				s.procs.Signal(s.w.pid, sig.(syscall.Signal))
 				continue
 			}
 			if s.terminating {
@@ -169,7 +193,7 @@ func (s *supervisor) loop(ctx context.Context, states <-chan protocol.Supervisor
 		case <-killC:
 			if s.w != nil {
 				s.logf("the worker of epoch %d did not stop within %s: SIGKILL", s.w.epoch, s.cfg.GracePeriod)
-				signalGroup(s.w.pid, syscall.SIGKILL)
+				s.procs.Signal(s.w.pid, syscall.SIGKILL)
 			}
 			killC = nil
 			continue
@@ -198,7 +222,7 @@ func (s *supervisor) act(ctx context.Context) (stopping bool, code int, done boo
 		if !s.w.stopping && s.state.Epoch != s.w.epoch {
 			s.logf("epoch %d is over (the agent is at epoch %d): stopping the worker's process group", s.w.epoch, s.state.Epoch)
 			s.w.stopping = true
-			signalGroup(s.w.pid, syscall.SIGTERM)
+			s.procs.Signal(s.w.pid, syscall.SIGTERM)
 			return true, 0, false
 		}
 		return false, 0, false
@@ -215,7 +239,7 @@ func (s *supervisor) act(ctx context.Context) (stopping bool, code int, done boo
 	if !ok {
 		return false, 0, false // the agent moved on; its new state follows
 	}
-	pid, err := s.start(s.state.Epoch)
+	pid, err := s.procs.Start(s.state.Epoch)
 	if err != nil {
 		s.logf("starting %q: %v", s.cfg.Command[0], err)
 		return false, 127, true
@@ -242,7 +266,7 @@ func (s *supervisor) exited(ctx context.Context, code int) (int, bool) {
 	}
 	// What the worker left of its process group goes with it, as it would
 	// with its container.
-	signalGroup(w.pid, syscall.SIGKILL)
+	s.procs.Signal(w.pid, syscall.SIGKILL)
 	if s.killTimer != nil {
 		s.killTimer.Stop()
 	}
@@ -274,19 +298,30 @@ func (s *supervisor) setRunning(epoch int32) {
 	}
 }
 
-// start forks the worker in a process group of its own.
-func (s *supervisor) start(epoch int32) (int, error) {
-	path, err := exec.LookPath(s.cfg.Command[0])
+// osProcesses runs the worker as a process group of its own, reaped by
+// the reaper.
+type osProcesses struct {
+	command []string
+	exits   <-chan ChildExit
+}
+
+// Start forks the worker in a process group of its own.
+func (o *osProcesses) Start(epoch int32) (int, error) {
+	path, err := exec.LookPath(o.command[0])
 	if err != nil {
 		return 0, err
 	}
 	env := append(os.Environ(), protocol.EnvWorkerEpoch+"="+strconv.Itoa(int(epoch)))
-	return syscall.ForkExec(path, s.cfg.Command, &syscall.ProcAttr{
+	return syscall.ForkExec(path, o.command, &syscall.ProcAttr{
 		Env:   env,
 		Files: []uintptr{0, 1, 2},
 		Sys:   &syscall.SysProcAttr{Setpgid: true},
 	})
 }
+
+func (o *osProcesses) Signal(pid int, sig syscall.Signal) { signalGroup(pid, sig) }
+
+func (o *osProcesses) Exits() <-chan ChildExit { return o.exits }
 
 // signalGroup signals the worker's process group (its pid: the worker
 // leads it). A group already gone (ESRCH) is not an error: the worker and
@@ -320,10 +355,10 @@ func (r *reaper) forkExec(path string, argv []string, attr *syscall.ProcAttr) (i
 	return pid, ch, nil
 }
 
-func (r *reaper) run(ctx context.Context) <-chan childExit {
+func (r *reaper) run(ctx context.Context) <-chan ChildExit {
 	sig := make(chan os.Signal, 8)
 	signal.Notify(sig, syscall.SIGCHLD)
-	out := make(chan childExit, 16)
+	out := make(chan ChildExit, 16)
 	go func() {
 		defer signal.Stop(sig)
 		for {
@@ -349,7 +384,7 @@ func (r *reaper) run(ctx context.Context) <-chan childExit {
 					continue
 				}
 				select {
-				case out <- childExit{pid, code}:
+				case out <- ChildExit{pid, code}:
 				case <-ctx.Done():
 					return
 				}

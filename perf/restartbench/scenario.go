@@ -167,6 +167,9 @@ func jobSetFor(name, namespace string, nodes int, strategy Strategy) *jobset.Job
 		FailurePolicy(&jobset.FailurePolicy{RestartStrategy: strategy.restartStrategy(), MaxRestarts: 1000}).Obj()
 	if strategy.process() {
 		js.Annotations = map[string]string{protocol.RestartScopeAnnotation: protocol.RestartScopeProcess}
+		// Written out: the supervisor runs the command (the simulated
+		// nodes run none; the real ones' is realWorkers').
+		js.Spec.ReplicatedJobs[0].Template.Spec.Template.Spec.Containers[0].Command = []string{"train"}
 	}
 	return js
 }

@@ -101,6 +101,37 @@ var _ = Describe("in-place restart", func() {
 			}
 		}
 	})
+
+	It("Story 1 in process scope on simulated nodes: the supervisors restart the workers, no container restarts", func() {
+		js := util.SetRestartScope(loadStory1WithoutAgent(ns.Name), protocol.RestartScopeProcess)
+		for i := range js.Spec.ReplicatedJobs {
+			js.Spec.ReplicatedJobs[i].Template.Spec.Template.Spec.Containers[0].Command = []string{"train"}
+		}
+		Expect(k8sClient.Create(ctx, js)).To(Succeed())
+		before := expectRunning(js, 8, 1)
+		restartsBefore := framework.MetricValue(fw.Metrics(), "inplace_jobset_restarts_total", "kind", "in_place")
+
+		victim := podsOf(js)[3]
+		patch := client.MergeFrom(victim.DeepCopy())
+		victim.Annotations[simnode.ExitCodeAnnotation] = "1"
+		Expect(k8sClient.Patch(ctx, &victim, patch)).To(Succeed())
+
+		Expect(expectRunning(js, 8, 2)).To(Equal(before), "a Pod was recreated instead of restarted in place")
+		pods := names(podsOf(js))
+		expectBarrierHeld(ns.Name, pods, 2)
+		Expect(framework.MetricValue(fw.Metrics(), "inplace_jobset_restarts_total", "kind", "in_place") - restartsBefore).To(Equal(1.0))
+		got := getJobSet(js)
+		Expect(got.Status.Restarts).To(Equal(int32(1)))
+		Expect(got.Status.InPlaceRestarts).To(Equal(int32(1)))
+		Eventually(func(g Gomega) {
+			for _, p := range podsOf(js) {
+				g.Expect(p.Annotations).To(HaveKeyWithValue(protocol.WorkerRestartsAnnotation, "1"), "pod %s", p.Name)
+				for _, cs := range slices.Concat(p.Status.InitContainerStatuses, p.Status.ContainerStatuses) {
+					g.Expect(cs.RestartCount).To(BeZero(), "container %s of pod %s restarted", cs.Name, p.Name)
+				}
+			}
+		}).WithTimeout(timeout).Should(Succeed())
+	})
 })
 
 func itoa(i int32) string { return strconv.Itoa(int(i)) }

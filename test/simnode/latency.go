@@ -25,6 +25,12 @@ type Latency struct {
 	// containers' handling of SIGTERM, bounded by the grace period, as in
 	// a real node.
 	ContainerStop time.Duration
+	// ProcessStart: a supervisor's start of its worker in process scope,
+	// a fork and exec in a running container.
+	ProcessStart time.Duration
+	// ProcessStop: a worker's exit on the supervisor's SIGTERM in process
+	// scope: the same handling of the signal as ContainerStop's.
+	ProcessStop time.Duration
 }
 
 // RealisticLatency is a node profile for large training Pods, with images
@@ -43,11 +49,18 @@ type Latency struct {
 //   - ContainerStop 2 s: a PyTorch worker's exit on SIGTERM (closing NCCL
 //     communicators and data loader processes) takes seconds; the default
 //     grace period, 30 s, is its bound.
+//   - ProcessStart 10 ms: a fork and exec of the worker by its supervisor
+//     (measured on the real nodes: the supervisor's line and the worker's
+//     first line a few milliseconds apart); the worker's own start (a
+//     Python import) is in neither this nor ContainerStart.
+//   - ProcessStop 2 s: the same worker's exit on SIGTERM, whoever sends it.
 var RealisticLatency = Latency{
 	PodStart:       1500 * time.Millisecond,
 	ImagePull:      0,
 	ContainerStart: 300 * time.Millisecond,
 	ContainerStop:  2 * time.Second,
+	ProcessStart:   10 * time.Millisecond,
+	ProcessStop:    2 * time.Second,
 }
 
 // spend waits d, or until ctx ends; it reports whether ctx is still live.

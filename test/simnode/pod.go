@@ -185,6 +185,11 @@ func (r *podRunner) incarnation(parent context.Context) (bool, error) {
 
 	for _, c := range spec.InitContainers {
 		if ptr.Deref(c.RestartPolicy, "") != corev1.ContainerRestartPolicyAlways {
+			// A regular init container (process scope's install) runs
+			// to completion before the next starts.
+			if !spend(ctx, lat.ContainerStart) {
+				return true, nil
+			}
 			st.setInit(c.Name, terminated(0, "Completed"))
 			continue
 		}
@@ -226,10 +231,26 @@ func (r *podRunner) incarnation(parent context.Context) (bool, error) {
 	if !spend(ctx, lat.ContainerStart) {
 		return true, nil
 	}
+	// In process scope the containers run their supervisors, which start
+	// the workers behind the barrier and record it.
+	procs := map[string]*simProcesses{}
 	for _, c := range spec.Containers {
 		st.setMain(c.Name, running())
+		if !supervised(c) {
+			continue
+		}
+		p := newSimProcesses(r)
+		procs[c.Name] = p
+		go func() {
+			code := r.runSupervisor(ctx, c, p)
+			if ctx.Err() == nil {
+				exits <- exit{c.Name, int32(code)}
+			}
+		}()
 	}
-	r.record(WorkersStarted, 0)
+	if len(procs) == 0 {
+		r.record(WorkersStarted, 0)
+	}
 	r.status.publish(st)
 
 	// driven applies the failure annotations; it runs once now, for what
@@ -242,7 +263,12 @@ func (r *podRunner) incarnation(parent context.Context) (bool, error) {
 		if v, ok := r.unconsumed(pod, ExitCodeAnnotation); ok {
 			r.clearAnnotation(ctx, ExitCodeAnnotation)
 			code, err := strconv.Atoi(v)
-			if err == nil && len(spec.Containers) > 0 {
+			switch {
+			case err != nil || len(spec.Containers) == 0:
+			case procs[spec.Containers[0].Name] != nil:
+				// The worker exits; its supervisor decides what follows.
+				procs[spec.Containers[0].Name].exit(code)
+			default:
 				exits <- exit{spec.Containers[0].Name, int32(code)}
 			}
 		}
@@ -643,11 +669,20 @@ type recordingTransport struct {
 }
 
 func (t *recordingTransport) ReportEpoch(ctx context.Context, epoch int32) error {
+	return t.recorded(epoch, func() error { return t.KubeTransport.ReportEpoch(ctx, epoch) })
+}
+
+// ReportProcessEpoch is ReportEpoch in process scope.
+func (t *recordingTransport) ReportProcessEpoch(ctx context.Context, epoch, workerRestarts int32) error {
+	return t.recorded(epoch, func() error { return t.KubeTransport.ReportProcessEpoch(ctx, epoch, workerRestarts) })
+}
+
+func (t *recordingTransport) recorded(epoch int32, write func() error) error {
 	t.runner.mu.Lock()
 	t.runner.epoch = epoch
 	t.runner.mu.Unlock()
 	t.runner.record(EpochReported, 0)
-	err := t.KubeTransport.ReportEpoch(ctx, epoch)
+	err := write()
 	if err == nil {
 		t.runner.record(EpochWritten, 0)
 	}

@@ -1,0 +1,139 @@
+package simnode
+
+import (
+	"context"
+	"io"
+	"os"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/inplace-dev/inplace/agent/supervisor"
+	"github.com/inplace-dev/inplace/api/protocol"
+)
+
+// Process scope on a simulated node: a worker container whose command the
+// webhook wrapped runs the real supervisor's logic (agent/supervisor),
+// speaking to the Pod's agent over the Pod network, with the worker's
+// processes modelled by simProcesses: a start takes Latency.ProcessStart,
+// a stop on SIGTERM Latency.ProcessStop.
+
+// supervised reports whether a container runs under the supervisor.
+func supervised(c corev1.Container) bool {
+	return len(c.Command) > 1 && c.Command[0] == protocol.SupervisorBinary && c.Command[1] == protocol.SupervisorCommand
+}
+
+// supervisorConfig reads the supervisor's flags from the container's
+// command, as the binary would.
+func (r *podRunner) supervisorConfig(c corev1.Container, procs *simProcesses) supervisor.Config {
+	cfg := supervisor.Config{Container: c.Name, GracePeriod: 30 * time.Second, Log: io.Discard, Processes: procs,
+		Client: r.sim.prober, Signals: make(chan os.Signal), Restart: supervisor.ExitCodes{NotIn: true, Values: []int{0}}}
+	for _, arg := range c.Command[2:] {
+		if arg == "--" {
+			break
+		}
+		name, value, _ := strings.Cut(strings.TrimPrefix(arg, "--"), "=")
+		switch name {
+		case "agent":
+			// The agent listens on the Pod's address in the Pod network.
+			_, port, _ := strings.Cut(value, ":")
+			cfg.Agent = r.ip + ":" + port
+		case "restart-exit-codes":
+			if codes, err := supervisor.ParseExitCodes(value); err == nil {
+				cfg.Restart = codes
+			}
+		case "grace-period":
+			if d, err := time.ParseDuration(value); err == nil {
+				cfg.GracePeriod = d
+			}
+		}
+	}
+	cfg.Command = c.Command
+	return cfg
+}
+
+// runSupervisor runs container c's supervisor until it ends the container,
+// and returns its exit code.
+func (r *podRunner) runSupervisor(ctx context.Context, c corev1.Container, procs *simProcesses) int {
+	return supervisor.Run(ctx, r.supervisorConfig(c, procs))
+}
+
+// simProcesses models one container's worker processes.
+type simProcesses struct {
+	r     *podRunner
+	exits chan supervisor.ChildExit
+
+	mu      sync.Mutex
+	next    int
+	running int // the id of the worker running, 0 for none
+	stopped bool
+}
+
+func newSimProcesses(r *podRunner) *simProcesses {
+	return &simProcesses{r: r, exits: make(chan supervisor.ChildExit, 4)}
+}
+
+func (p *simProcesses) Start(int32) (int, error) {
+	p.mu.Lock()
+	p.next++
+	id := p.next
+	p.running, p.stopped = id, false
+	p.mu.Unlock()
+	go func() {
+		spend(context.Background(), p.r.sim.latency().ProcessStart)
+		p.r.record(WorkersStarted, 0)
+	}()
+	return id, nil
+}
+
+func (p *simProcesses) Signal(id int, sig syscall.Signal) {
+	p.mu.Lock()
+	if p.running != id || p.stopped {
+		p.mu.Unlock()
+		return
+	}
+	switch sig {
+	case syscall.SIGKILL:
+		p.running = 0
+		p.mu.Unlock()
+		p.r.record(WorkersStopped, 0)
+		p.exits <- supervisor.ChildExit{ID: id, Code: 137}
+	case syscall.SIGTERM, syscall.SIGINT:
+		p.stopped = true
+		p.mu.Unlock()
+		go func() {
+			// The worker's own handling of the signal.
+			spend(context.Background(), p.r.sim.latency().ProcessStop)
+			p.mu.Lock()
+			live := p.running == id
+			p.running = 0
+			p.mu.Unlock()
+			if live {
+				p.r.record(WorkersStopped, 0)
+				p.exits <- supervisor.ChildExit{ID: id, Code: 143}
+			}
+		}()
+	default:
+		p.mu.Unlock()
+	}
+}
+
+func (p *simProcesses) Exits() <-chan supervisor.ChildExit { return p.exits }
+
+// exit makes the running worker exit with code, as the failure annotation
+// asks; it reports whether one ran.
+func (p *simProcesses) exit(code int) bool {
+	p.mu.Lock()
+	id := p.running
+	p.running = 0
+	p.mu.Unlock()
+	if id == 0 {
+		return false
+	}
+	p.r.record(WorkerExited, int32(code))
+	p.exits <- supervisor.ChildExit{ID: id, Code: code}
+	return true
+}
