@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"encoding/json"
+	"net"
 	"net/http"
 	"slices"
 	"strconv"
@@ -47,12 +48,20 @@ const unheardWait = 10 * time.Second
 type processHub struct {
 	mu    sync.Mutex
 	state protocol.SupervisorState
+	// set: the agent has chosen its epoch. Until then a supervisor's
+	// question is held and an exit refused (503): an agent that restarted
+	// alone must not tell its Pod's running workers anything before it
+	// knows whether they may run on.
+	set bool
 	// changed is closed and replaced at each change of state, and at each
 	// change of what a supervisor runs.
 	changed chan struct{}
 	// running is the epoch each supervisor's worker runs at (0: none), for
 	// the supervisors heard from.
-	running    map[string]int32
+	running map[string]int32
+	// granted is the generation of each supervisor's last granted start:
+	// a report of an older generation, sent before the start, is stale.
+	granted    map[string]uint64
 	containers []string
 	exits      []protocol.WorkerExit
 	exited     chan struct{}
@@ -61,6 +70,9 @@ type processHub struct {
 	// current epoch.
 	readyAt map[string]int32
 	readied chan struct{}
+	// anyPeer serves supervisors from any address, not only the Pod's
+	// loopback (the simulated nodes' Pod network has none).
+	anyPeer bool
 }
 
 func newProcessHub(containers []string) *processHub {
@@ -70,6 +82,7 @@ func newProcessHub(containers []string) *processHub {
 		state:      protocol.SupervisorState{Version: uint64(time.Now().UnixNano())},
 		changed:    make(chan struct{}),
 		running:    map[string]int32{},
+		granted:    map[string]uint64{},
 		containers: containers,
 		exited:     make(chan struct{}, 1),
 		readyAt:    map[string]int32{},
@@ -114,22 +127,26 @@ func (h *processHub) notify() {
 	h.changed = make(chan struct{})
 }
 
-// set moves the supervisors to epoch, its barrier lifted or not.
-func (h *processHub) set(epoch int32, lifted bool) {
+// setState moves the supervisors to epoch, its barrier lifted or not.
+func (h *processHub) setState(epoch int32, lifted bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.state.Epoch == epoch && h.state.Lifted == lifted {
+	if h.set && h.state.Epoch == epoch && h.state.Lifted == lifted {
 		return
 	}
+	h.set = true
 	h.state.Version++
 	h.state.Epoch, h.state.Lifted = epoch, lifted
 	h.notify()
 }
 
-// heard records what a supervisor runs.
-func (h *processHub) heard(container string, running int32) {
+// heard records what a supervisor runs, as of its report's generation.
+func (h *processHub) heard(container string, running int32, gen uint64) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if gen < h.granted[container] {
+		return // sent before its last start was granted
+	}
 	if old, ok := h.running[container]; ok && old == running {
 		return
 	}
@@ -137,34 +154,40 @@ func (h *processHub) heard(container string, running int32) {
 	h.notify()
 }
 
-// start grants a supervisor's start at epoch if its barrier is lifted.
-func (h *processHub) start(container string, epoch int32) bool {
+// start grants a supervisor's start at epoch if its barrier is lifted; gen
+// is the generation its reports carry from the start on.
+func (h *processHub) start(container string, epoch int32, gen uint64) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.state.Epoch != epoch || !h.state.Lifted {
+	if !h.set || h.state.Epoch != epoch || !h.state.Lifted {
 		return false
 	}
 	h.running[container] = epoch
+	h.granted[container] = gen
 	h.notify()
 	return true
 }
 
-// exit records a worker's exit.
-func (h *processHub) exit(e protocol.WorkerExit) {
+// exit records a worker's exit; false if the agent is not ready to hear it.
+func (h *processHub) exit(e protocol.WorkerExit) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if !h.set {
+		return false
+	}
 	if h.running[e.Container] == e.Epoch {
 		h.running[e.Container] = 0
 		h.notify()
 	}
 	if e.Epoch != h.state.Epoch || slices.Contains(h.exits, e) {
-		return
+		return true // of an epoch the agent has left: nothing to report
 	}
 	h.exits = append(h.exits, e)
 	select {
 	case h.exited <- struct{}{}:
 	default:
 	}
+	return true
 }
 
 func (h *processHub) takeExits() []protocol.WorkerExit {
@@ -199,44 +222,83 @@ func (h *processHub) waitStopped(ctx context.Context, unheard time.Duration) []s
 			return unknown
 		}
 		var timeout <-chan time.Time
+		var timer *time.Timer
 		if len(waiting) == 0 {
-			t := time.NewTimer(left)
-			defer t.Stop()
-			timeout = t.C
+			timer = time.NewTimer(left)
+			timeout = timer.C
 		}
 		select {
 		case <-changed:
 		case <-timeout:
 		case <-ctx.Done():
+		}
+		if timer != nil {
+			timer.Stop()
+		}
+		if ctx.Err() != nil {
 			return append(waiting, unknown...)
 		}
 	}
 }
 
-// serveSupervisors adds the supervisors' endpoints to mux.
+// serveSupervisors adds the supervisors' endpoints to mux. Only the Pod's
+// own containers may call them: they answer on the Pod's loopback alone,
+// and only for the containers the agent supervises.
 func (h *processHub) serveSupervisors(mux *http.ServeMux) {
-	query := func(r *http.Request) (container string, epoch int32, ok bool) {
-		container = r.URL.Query().Get("container")
-		n, err := strconv.ParseInt(r.URL.Query().Get("epoch"), 10, 32)
-		return container, int32(n), container != "" && err == nil
+	type query struct {
+		container string
+		epoch     int32
+		gen       uint64
+	}
+	parse := func(w http.ResponseWriter, r *http.Request, needEpoch bool) (query, bool) {
+		var q query
+		if !h.anyPeer && !fromLoopback(r) {
+			http.Error(w, "only the Pod's own containers may call the supervisors' endpoints", http.StatusForbidden)
+			return q, false
+		}
+		v := r.URL.Query()
+		q.container = v.Get("container")
+		if !slices.Contains(h.containers, q.container) {
+			http.Error(w, "not a supervised container: "+q.container, http.StatusNotFound)
+			return q, false
+		}
+		if needEpoch {
+			n, err := strconv.ParseInt(v.Get("epoch"), 10, 32)
+			if err != nil || n < 0 {
+				http.Error(w, "want epoch", http.StatusBadRequest)
+				return q, false
+			}
+			q.epoch = int32(n)
+		}
+		if g := v.Get("gen"); g != "" {
+			n, err := strconv.ParseUint(g, 10, 64)
+			if err != nil {
+				http.Error(w, "want gen", http.StatusBadRequest)
+				return q, false
+			}
+			q.gen = n
+		}
+		return q, true
 	}
 	mux.HandleFunc("GET "+protocol.SupervisorStatePath, func(w http.ResponseWriter, r *http.Request) {
-		q := r.URL.Query()
-		container := q.Get("container")
-		running, err1 := strconv.ParseInt(q.Get("running"), 10, 32)
-		after, err2 := strconv.ParseUint(q.Get("after"), 10, 64)
-		if container == "" || err1 != nil || err2 != nil {
-			http.Error(w, "want container, running and after", http.StatusBadRequest)
+		q, ok := parse(w, r, false)
+		if !ok {
 			return
 		}
-		h.heard(container, int32(running))
+		running, err1 := strconv.ParseInt(r.URL.Query().Get("running"), 10, 32)
+		after, err2 := strconv.ParseUint(r.URL.Query().Get("after"), 10, 64)
+		if err1 != nil || err2 != nil || running < 0 {
+			http.Error(w, "want running and after", http.StatusBadRequest)
+			return
+		}
+		h.heard(q.container, int32(running), q.gen)
 		t := time.NewTimer(supervisorHold)
 		defer t.Stop()
 		for {
 			h.mu.Lock()
-			st, changed := h.state, h.changed
+			st, set, changed := h.state, h.set, h.changed
 			h.mu.Unlock()
-			if st.Version != after {
+			if set && st.Version != after {
 				w.Header().Set("Content-Type", "application/json")
 				_ = json.NewEncoder(w).Encode(st) // a supervisor gone away asks again
 				return
@@ -244,6 +306,10 @@ func (h *processHub) serveSupervisors(mux *http.ServeMux) {
 			select {
 			case <-changed:
 			case <-t.C:
+				if !set {
+					http.Error(w, "the agent has not chosen its epoch yet", http.StatusServiceUnavailable)
+					return
+				}
 				after = st.Version + 1 // answer with what is, unchanged
 			case <-r.Context().Done():
 				return
@@ -251,33 +317,48 @@ func (h *processHub) serveSupervisors(mux *http.ServeMux) {
 		}
 	})
 	mux.HandleFunc("POST "+protocol.SupervisorStartPath, func(w http.ResponseWriter, r *http.Request) {
-		container, epoch, ok := query(r)
+		q, ok := parse(w, r, true)
 		switch {
 		case !ok:
-			http.Error(w, "want container and epoch", http.StatusBadRequest)
-		case h.start(container, epoch):
+		case h.start(q.container, q.epoch, q.gen):
 			w.WriteHeader(http.StatusOK)
 		default:
 			w.WriteHeader(http.StatusConflict)
 		}
 	})
 	mux.HandleFunc("POST "+protocol.SupervisorReadyPath, func(w http.ResponseWriter, r *http.Request) {
-		container, epoch, ok := query(r)
+		q, ok := parse(w, r, true)
 		if !ok {
-			http.Error(w, "want container and epoch", http.StatusBadRequest)
 			return
 		}
-		h.ready(container, epoch)
+		h.ready(q.container, q.epoch)
 		w.WriteHeader(http.StatusOK)
 	})
 	mux.HandleFunc("POST "+protocol.SupervisorExitPath, func(w http.ResponseWriter, r *http.Request) {
-		container, epoch, ok := query(r)
-		code, err := strconv.Atoi(r.URL.Query().Get("code"))
-		if !ok || err != nil {
-			http.Error(w, "want container, epoch and code", http.StatusBadRequest)
+		q, ok := parse(w, r, true)
+		if !ok {
 			return
 		}
-		h.exit(protocol.WorkerExit{Epoch: epoch, Container: container, Code: code})
+		code, err := strconv.Atoi(r.URL.Query().Get("code"))
+		if err != nil || code < 1 || code > 255 {
+			http.Error(w, "want code, 1 to 255", http.StatusBadRequest)
+			return
+		}
+		if !h.exit(protocol.WorkerExit{Epoch: q.epoch, Container: q.container, Code: code}) {
+			http.Error(w, "the agent has not chosen its epoch yet", http.StatusServiceUnavailable)
+			return
+		}
 		w.WriteHeader(http.StatusOK)
 	})
+}
+
+// fromLoopback reports whether a request came over the loopback: from a
+// container of the agent's own Pod, which shares its network.
+func fromLoopback(r *http.Request) bool {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return false
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }

@@ -70,6 +70,7 @@ type supervised struct {
 const worker = `
 echo "start $INPLACE_EPOCH" >> "$DIR/log"
 sleep 600 &
+echo $! > "$DIR/child"
 trap 'if [ -e "$DIR/stubborn" ]; then echo ignored >> "$DIR/log"; else echo term >> "$DIR/log"; exit 0; fi' TERM
 while true; do
   if [ -e "$DIR/exit" ]; then code=$(cat "$DIR/exit"); rm "$DIR/exit"; exit "$code"; fi
@@ -144,6 +145,22 @@ func (s *supervised) write(name, content string) {
 	}
 }
 
+// waitHeard waits until the supervisor has asked the hub.
+func (s *supervised) waitHeard() {
+	s.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		s.hub.mu.Lock()
+		_, ok := s.hub.running["trainer"]
+		s.hub.mu.Unlock()
+		if ok {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	s.t.Fatal("the supervisor never asked the agent")
+}
+
 // waitRunning waits until the hub knows the supervisor runs a worker at
 // epoch (0: none).
 func (s *supervised) waitRunning(epoch int32) {
@@ -183,24 +200,40 @@ func (s *supervised) stillRunning() {
 
 func TestSupervisorRestartsTheWorkerPerEpoch(t *testing.T) {
 	s := startSupervised(t, "NotIn:0,42", 5*time.Second)
-	s.hub.set(1, false)
+	s.hub.setState(1, false)
 	s.waitRunning(0)
 	if got := s.log(); len(got) != 0 {
 		t.Fatalf("the worker started behind the barrier: %q", got)
 	}
-	s.hub.set(1, true)
+	s.hub.setState(1, true)
 	s.waitLog("start 1")
 	s.waitRunning(1)
 
 	// A new epoch: the worker is stopped, and waitStopped says so.
-	s.hub.set(2, false)
+	s.hub.setState(2, false)
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
 	if gaveUp := s.hub.waitStopped(ctx, time.Second); len(gaveUp) > 0 {
 		t.Fatalf("waitStopped gave up on %v", gaveUp)
 	}
 	s.waitLog("start 1", "term")
-	s.hub.set(2, true)
+	// What the worker left in its process group went with it.
+	child, err := os.ReadFile(filepath.Join(s.dir, "child"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Gone once killed and reaped (the supervisor is the orphans'
+	// subreaper), which follows the stop within moments.
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		if _, err := os.Stat("/proc/" + strings.TrimSpace(string(child))); err != nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the worker's child %s outlived the worker's stop", strings.TrimSpace(string(child)))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	s.hub.setState(2, true)
 	s.waitLog("start 1", "term", "start 2")
 
 	// An exit that restarts in place is reported, and the worker waits
@@ -217,8 +250,8 @@ func TestSupervisorRestartsTheWorkerPerEpoch(t *testing.T) {
 	}
 	s.waitRunning(0)
 	s.stillRunning()
-	s.hub.set(3, false)
-	s.hub.set(3, true)
+	s.hub.setState(3, false)
+	s.hub.setState(3, true)
 	s.waitLog("start 1", "term", "start 2", "start 3")
 
 	// A code the podFailurePolicy decides ends the container with it.
@@ -230,7 +263,7 @@ func TestSupervisorRestartsTheWorkerPerEpoch(t *testing.T) {
 
 func TestSupervisorEndsWithTheWorkersSuccess(t *testing.T) {
 	s := startSupervised(t, "NotIn:0", 5*time.Second)
-	s.hub.set(1, true)
+	s.hub.setState(1, true)
 	s.waitLog("start 1")
 	s.write("exit", "0")
 	if code := s.exitCode(); code != 0 {
@@ -240,11 +273,11 @@ func TestSupervisorEndsWithTheWorkersSuccess(t *testing.T) {
 
 func TestSupervisorKillsAStubbornWorkerAfterTheGracePeriod(t *testing.T) {
 	s := startSupervised(t, "NotIn:0", 300*time.Millisecond)
-	s.hub.set(1, true)
+	s.hub.setState(1, true)
 	s.waitLog("start 1")
 	s.write("stubborn", "")
 	start := time.Now()
-	s.hub.set(2, false)
+	s.hub.setState(2, false)
 	s.waitRunning(0)
 	if took := time.Since(start); took < 300*time.Millisecond {
 		t.Fatalf("the worker was stopped after %s, before its grace period", took)
@@ -254,7 +287,7 @@ func TestSupervisorKillsAStubbornWorkerAfterTheGracePeriod(t *testing.T) {
 
 func TestSupervisorForwardsSIGTERM(t *testing.T) {
 	s := startSupervised(t, "NotIn:0", 5*time.Second)
-	s.hub.set(1, true)
+	s.hub.setState(1, true)
 	s.waitLog("start 1")
 	s.waitRunning(1)
 	if err := s.cmd.Process.Signal(syscall.SIGTERM); err != nil {
@@ -266,33 +299,82 @@ func TestSupervisorForwardsSIGTERM(t *testing.T) {
 	s.waitLog("start 1", "term")
 }
 
-func TestSupervisorWaitsForTheAgent(t *testing.T) {
-	// The agent answers only after a while (it starts after the worker
-	// container): the supervisor keeps asking.
+// An agent that has not chosen its epoch (it restarted alone, and has not
+// read its broadcast yet) tells its supervisors nothing: a running worker
+// runs on, and no worker starts.
+func TestSupervisorWaitsForTheAgentsEpoch(t *testing.T) {
 	s := startSupervised(t, "NotIn:0", time.Second)
-	s.waitRunning(0)
-	s.hub.set(1, true)
+	// The supervisor asks, and is held: the hub has no epoch yet.
+	s.waitHeard()
+	if got := s.log(); len(got) != 0 {
+		t.Fatalf("the worker started before the agent chose an epoch: %q", got)
+	}
+	s.hub.setState(1, true)
 	s.waitLog("start 1")
 }
 
 func TestProcessHubStart(t *testing.T) {
 	h := newProcessHub([]string{"a"})
-	h.set(4, false)
-	if h.start("a", 4) {
+	if h.start("a", 0, 1) {
+		t.Error("a start was granted before the agent chose an epoch")
+	}
+	if h.exit(protocol.WorkerExit{Epoch: 1, Container: "a", Code: 1}) {
+		t.Error("an exit was taken before the agent chose an epoch")
+	}
+	h.setState(4, false)
+	if h.start("a", 4, 1) {
 		t.Error("a start was granted behind the barrier")
 	}
-	h.set(4, true)
-	if h.start("a", 3) {
+	h.setState(4, true)
+	if h.start("a", 3, 1) {
 		t.Error("a start at an older epoch was granted")
 	}
-	if !h.start("a", 4) {
+	if !h.start("a", 4, 2) {
 		t.Error("a start behind a lifted barrier was refused")
 	}
-	h.set(5, false)
+	// A report sent before the start was granted, arriving after it, is
+	// stale: it must not make the agent think the worker stopped.
+	h.heard("a", 0, 1)
+	h.setState(5, false)
 	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
 	defer cancel()
 	if waiting := h.waitStopped(ctx, 0); !slices.Equal(waiting, []string{"a"}) {
 		t.Errorf("waitStopped with a worker of epoch 4 running: %v", waiting)
+	}
+	h.heard("a", 0, 3)
+	if waiting := h.waitStopped(t.Context(), 0); len(waiting) != 0 {
+		t.Errorf("waitStopped after the worker stopped: %v", waiting)
+	}
+}
+
+func TestSupervisorEndpointsServeThePodAlone(t *testing.T) {
+	h := newProcessHub([]string{"a"})
+	h.setState(1, true)
+	mux := http.NewServeMux()
+	h.serveSupervisors(mux)
+	for _, tc := range []struct {
+		remote, query string
+		want          int
+	}{
+		{"127.0.0.1:5000", "container=a&epoch=1&gen=1", http.StatusOK},
+		{"[::1]:5000", "container=a&epoch=1&gen=2", http.StatusOK},
+		{"10.244.0.7:5000", "container=a&epoch=1&gen=3", http.StatusForbidden},
+		{"127.0.0.1:5000", "container=b&epoch=1&gen=4", http.StatusNotFound},
+	} {
+		req := httptest.NewRequest(http.MethodPost, protocol.SupervisorStartPath+"?"+tc.query, nil)
+		req.RemoteAddr = tc.remote
+		rec := httptest.NewRecorder()
+		mux.ServeHTTP(rec, req)
+		if rec.Code != tc.want {
+			t.Errorf("start from %s with %s: %d, want %d", tc.remote, tc.query, rec.Code, tc.want)
+		}
+	}
+	req := httptest.NewRequest(http.MethodPost, protocol.SupervisorExitPath+"?container=a&epoch=1&code=300", nil)
+	req.RemoteAddr = "127.0.0.1:5000"
+	rec := httptest.NewRecorder()
+	mux.ServeHTTP(rec, req)
+	if rec.Code != http.StatusBadRequest {
+		t.Errorf("an exit code of 300: %d, want 400", rec.Code)
 	}
 }
 
@@ -309,7 +391,7 @@ func TestSupervisorReportsReadinessPerEpoch(t *testing.T) {
 		defer s.hub.mu.Unlock()
 		return s.hub.readyAt["trainer"]
 	}
-	s.hub.set(1, true)
+	s.hub.setState(1, true)
 	s.waitLog("start 1")
 	s.write("ready", "1")
 	select {
@@ -320,12 +402,12 @@ func TestSupervisorReportsReadinessPerEpoch(t *testing.T) {
 	if got := s.hub.readyEpoch(); got != 1 {
 		t.Fatalf("readyEpoch %d, want 1", got)
 	}
-	s.hub.set(2, false)
+	s.hub.setState(2, false)
 	s.waitRunning(0)
 	if got := s.hub.readyEpoch(); got != 0 {
 		t.Fatalf("readyEpoch %d after a new epoch, want 0", got)
 	}
-	s.hub.set(2, true)
+	s.hub.setState(2, true)
 	s.waitLog("start 1", "term", "start 2")
 	s.write("ready", "2")
 	select {

@@ -68,6 +68,9 @@ type Config struct {
 type ProcessConfig struct {
 	// Supervised names the worker containers run by a supervisor.
 	Supervised []string
+	// AnyPeer serves the supervisors from any address, not only the
+	// Pod's loopback: the simulated nodes' Pod network has none.
+	AnyPeer bool
 	// WorkerRestarts is the count of the Pod's worker restarts so far
 	// (protocol.WorkerRestartsAnnotation, from the Downward API).
 	WorkerRestarts int32
@@ -114,11 +117,11 @@ func ConfigFromEnv(lookup func(string) (string, bool)) (Config, error) {
 			return cfg, fmt.Errorf("%s is %s but %s is not set; the mutating webhook sets both", protocol.EnvRestartScope, scope, protocol.EnvSupervisedContainers)
 		}
 		cfg.Process = &ProcessConfig{Supervised: strings.Split(supervised, ",")}
-		if v, _ := lookup(protocol.EnvWorkerRestarts); v != "" {
-			n, err := strconv.ParseInt(v, 10, 32)
-			if err != nil || n < 0 {
-				return cfg, fmt.Errorf("%s=%q: want a count", protocol.EnvWorkerRestarts, v)
-			}
+		// A count that is not one (the annotation is the Pod's, which its
+		// workers' token may write too) starts the count again: a wrong
+		// count must not stop the agent.
+		restarts, _ := lookup(protocol.EnvWorkerRestarts)
+		if n, err := strconv.ParseInt(restarts, 10, 32); err == nil && n >= 0 {
 			cfg.Process.WorkerRestarts = int32(n)
 		}
 	default:
@@ -163,6 +166,7 @@ func Run(ctx context.Context, log logr.Logger, cfg Config, t Transport) (int, er
 			return 1, errors.New("process scope needs a transport that reports the workers' exits")
 		}
 		hub = newProcessHub(cfg.Process.Supervised)
+		hub.anyPeer = cfg.Process.AnyPeer
 		exits, ready = hub.exited, hub.readied
 		workerRestarts = cfg.Process.WorkerRestarts
 		write = func(ctx context.Context, epoch int32) error { return pt.ReportProcessEpoch(ctx, epoch, workerRestarts) }
@@ -225,7 +229,7 @@ func Run(ctx context.Context, log logr.Logger, cfg Config, t Transport) (int, er
 			if hub != nil {
 				// The supervisors stop the workers of any other epoch; the
 				// new one is reported once they have.
-				hub.set(d.ReportEpoch, false)
+				hub.setState(d.ReportEpoch, false)
 				if gaveUp := hub.waitStopped(ctx, unheard); len(gaveUp) > 0 && unheard > 0 && ctx.Err() == nil {
 					log.Info("reporting the new epoch without word from some supervisors", "epoch", d.ReportEpoch, "containers", gaveUp)
 				}
@@ -249,7 +253,7 @@ func Run(ctx context.Context, log logr.Logger, cfg Config, t Transport) (int, er
 		if d.LiftBarrier {
 			lifted.lift(m.Epoch())
 			if hub != nil {
-				hub.set(m.Epoch(), true)
+				hub.setState(m.Epoch(), true)
 			}
 			log.Info("barrier lifted", "epoch", m.Epoch())
 		}
@@ -282,8 +286,11 @@ func Run(ctx context.Context, log logr.Logger, cfg Config, t Transport) (int, er
 			d = Decision{}
 			if epoch := hub.readyEpoch(); epoch != 0 && epoch == m.Epoch() {
 				log.Info("every worker is ready", "epoch", epoch)
-				if err := Retry(ctx, func(ctx context.Context) error { return pt.ReportReady(ctx, epoch) }, nil); err != nil {
-					return 0, nil // ctx ended
+				if err := Retry(ctx, func(ctx context.Context) error { return pt.ReportReady(ctx, epoch) }, refused); err != nil {
+					if ctx.Err() != nil {
+						return 0, nil
+					}
+					log.Error(err, "reporting the workers ready was refused")
 				}
 			}
 		case <-exits:
@@ -293,13 +300,20 @@ func Run(ctx context.Context, log logr.Logger, cfg Config, t Transport) (int, er
 					continue
 				}
 				log.Info("a worker exited: reporting it", "container", e.Container, "exitCode", e.Code, "epoch", e.Epoch)
-				if err := Retry(ctx, func(ctx context.Context) error { return pt.ReportWorkerExit(ctx, e) }, nil); err != nil {
-					return 0, nil // ctx ended
+				if err := Retry(ctx, func(ctx context.Context) error { return pt.ReportWorkerExit(ctx, e) }, refused); err != nil {
+					if ctx.Err() != nil {
+						return 0, nil
+					}
+					log.Error(err, "reporting a worker's exit was refused", "container", e.Container)
 				}
 			}
 		}
 	}
 }
+
+// refused says a report was refused as it stands (ErrReportRefused):
+// trying it again would not help.
+func refused(err error) bool { return errors.Is(err, ErrReportRefused) }
 
 // FinalExitCode is the code the agent's process exits with: code, except
 // that once ctx has ended (the kubelet is stopping the Pod: SIGTERM) it is

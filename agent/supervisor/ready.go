@@ -47,6 +47,12 @@ func (s *supervisor) probeReady(ctx context.Context, epoch int32) {
 	}
 }
 
+// probeClient is the HTTP probes' client: as the kubelet's, it does not
+// verify the worker's certificate, and keeps no connection between probes.
+var probeClient = &http.Client{Transport: &http.Transport{
+	Proxy: nil, DisableKeepAlives: true, TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec
+}}
+
 // probeOnce runs the probe once, as the kubelet would from outside the
 // container: the supervisor shares its network and file system.
 func (s *supervisor) probeOnce(ctx context.Context, timeout time.Duration) bool {
@@ -66,9 +72,7 @@ func (s *supervisor) probeOnce(ctx context.Context, timeout time.Duration) bool 
 		if err != nil {
 			return false
 		}
-		// As the kubelet: no verification of the worker's certificate.
-		c := &http.Client{Transport: &http.Transport{Proxy: nil, TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec
-		resp, err := c.Do(req)
+		resp, err := probeClient.Do(req)
 		if err != nil {
 			return false
 		}

@@ -116,7 +116,9 @@ func Run(ctx context.Context, cfg Config) int {
 	code := s.loop(ctx, states, s.procs.Exits(), sigs)
 	if s.w != nil {
 		s.procs.Signal(s.w.pid, syscall.SIGKILL)
+		s.setRunning(0)
 	}
+	s.farewell()
 	return code
 }
 
@@ -133,6 +135,9 @@ type supervisor struct {
 	// running is the epoch the worker runs at, 0 for none: the poller
 	// tells the agent.
 	running atomic.Int32
+	// gen counts the changes of running; the agent ignores a report older
+	// than the start it last granted.
+	gen atomic.Uint64
 	// epoch is the agent's epoch as last seen.
 	epoch atomic.Int32
 	kick  chan struct{}
@@ -219,7 +224,8 @@ func (s *supervisor) loop(ctx context.Context, states <-chan protocol.Supervisor
 // stop, or the container's exit code if it must end.
 func (s *supervisor) act(ctx context.Context) (stopping bool, code int, done bool) {
 	if s.w != nil {
-		if !s.w.stopping && s.state.Epoch != s.w.epoch {
+		// Epoch 0 is no epoch (in-place restarts off): a worker runs on.
+		if !s.w.stopping && s.state.Epoch != s.w.epoch && s.state.Epoch != 0 {
 			s.logf("epoch %d is over (the agent is at epoch %d): stopping the worker's process group", s.w.epoch, s.state.Epoch)
 			s.w.stopping = true
 			s.procs.Signal(s.w.pid, syscall.SIGTERM)
@@ -292,6 +298,7 @@ func (s *supervisor) exited(ctx context.Context, code int) (int, bool) {
 
 func (s *supervisor) setRunning(epoch int32) {
 	s.running.Store(epoch)
+	s.gen.Add(1)
 	select {
 	case s.kick <- struct{}{}:
 	default:
@@ -454,7 +461,8 @@ func (s *supervisor) url(path string, q url.Values) string {
 
 func (s *supervisor) getState(ctx context.Context, after uint64) (protocol.SupervisorState, error) {
 	var st protocol.SupervisorState
-	q := url.Values{"after": {strconv.FormatUint(after, 10)}, "running": {strconv.Itoa(int(s.running.Load()))}}
+	q := url.Values{"after": {strconv.FormatUint(after, 10)}, "running": {strconv.Itoa(int(s.running.Load()))},
+		"gen": {strconv.FormatUint(s.gen.Load(), 10)}}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.url(protocol.SupervisorStatePath, q), nil)
 	if err != nil {
 		return st, err
@@ -488,7 +496,9 @@ func (s *supervisor) post(ctx context.Context, path string, q url.Values) (int, 
 // grants it only while that epoch's barrier is lifted, and records it, so
 // that it never reports a new epoch with a worker of an older one running.
 func (s *supervisor) askStart(ctx context.Context, epoch int32) (bool, error) {
-	code, err := s.post(ctx, protocol.SupervisorStartPath, url.Values{"epoch": {strconv.Itoa(int(epoch))}})
+	// The generation the reports carry once the worker runs (setRunning).
+	gen := strconv.FormatUint(s.gen.Load()+1, 10)
+	code, err := s.post(ctx, protocol.SupervisorStartPath, url.Values{"epoch": {strconv.Itoa(int(epoch))}, "gen": {gen}})
 	switch {
 	case err != nil:
 		return false, err
@@ -498,6 +508,14 @@ func (s *supervisor) askStart(ctx context.Context, epoch int32) (bool, error) {
 		return false, nil
 	}
 	return false, fmt.Errorf("%s: HTTP %d", protocol.SupervisorStartPath, code)
+}
+
+// farewell tells the agent, as the container ends, that no worker runs
+// here any more: it would otherwise wait for this one at its next epoch.
+func (s *supervisor) farewell() {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	_, _ = s.getState(ctx, 0) // version 0 is never the agent's: answered at once
 }
 
 // reportExit tells the agent of the worker's exit, until it has heard it

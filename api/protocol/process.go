@@ -163,3 +163,15 @@ func ParseWorkerExit(value string) (WorkerExit, error) {
 }
 
 var errNotWorkerExit = errors.New(`not "<epoch>:<container>:<exit code>"`)
+
+// ProcessScope reports whether a JobSet with these annotations restarts in
+// process scope.
+func ProcessScope(annotations map[string]string) bool {
+	return annotations[RestartScopeAnnotation] == RestartScopeProcess
+}
+
+// IsSupervised reports whether a container's command runs it under the
+// supervisor, as the webhook writes it.
+func IsSupervised(command []string) bool {
+	return len(command) > 1 && command[0] == SupervisorBinary && command[1] == SupervisorCommand
+}

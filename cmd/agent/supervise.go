@@ -2,11 +2,10 @@ package main
 
 import (
 	"context"
-	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
-	"time"
 
 	"github.com/inplace-dev/inplace/agent/supervisor"
 	"github.com/inplace-dev/inplace/api/protocol"
@@ -16,37 +15,14 @@ import (
 // command the webhook gives a worker container in process scope, and
 // returns the container's exit code.
 func supervise(args []string) int {
-	fs := flag.NewFlagSet(protocol.SupervisorCommand, flag.ContinueOnError)
-	var cfg supervisor.Config
-	restart := fs.String("restart-exit-codes", "NotIn:0", "the worker's exit codes that restart in place, as In:<codes> or NotIn:<codes>; any other ends the container with it")
-	fs.StringVar(&cfg.Agent, "agent", "127.0.0.1:8081", "the agent's barrier address in the Pod")
-	fs.StringVar(&cfg.Container, "container", "", "the name of this worker container")
-	fs.DurationVar(&cfg.GracePeriod, "grace-period", 30*time.Second, "how long a worker being stopped has between SIGTERM and SIGKILL")
-	readiness := fs.String("readiness", "", "the worker container's readiness probe, in JSON, to run against each worker started and report to the agent (in JobSets whose barriers lift in order)")
-	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: inplace-agent supervise [flags] -- COMMAND [ARG...]")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		return 2
-	}
-	var err error
-	if cfg.Restart, err = supervisor.ParseExitCodes(*restart); err != nil {
-		fmt.Fprintln(os.Stderr, "inplace-supervisor: --restart-exit-codes:", err)
-		return 2
-	}
-	if *readiness != "" {
-		cfg.Readiness = &protocol.ReadinessProbe{}
-		if err := json.Unmarshal([]byte(*readiness), cfg.Readiness); err != nil {
-			fmt.Fprintln(os.Stderr, "inplace-supervisor: --readiness:", err)
-			return 2
+	cfg, err := supervisor.ParseArgs(args, os.Stderr)
+	if err != nil {
+		if !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(os.Stderr, "inplace-supervisor:", err)
 		}
-	}
-	if cfg.Container == "" {
-		fmt.Fprintln(os.Stderr, "inplace-supervisor: --container is required")
 		return 2
 	}
-	cfg.Command, cfg.Log = fs.Args(), os.Stderr
+	cfg.Log = os.Stderr
 	return supervisor.Run(context.Background(), cfg)
 }
 

@@ -269,7 +269,7 @@ func openBarriers(js *jobset.JobSet, alive []state.PodGroup, synced int32) []str
 	}
 	// In process scope a Pod's Ready condition outlives the restart of its
 	// workers: only the supervisors' verdict at the synced epoch counts.
-	process := js.Annotations[protocol.RestartScopeAnnotation] == protocol.RestartScopeProcess
+	process := protocol.ProcessScope(js.Annotations)
 	ready, finished := map[string]int{}, map[string]int{}
 	for _, p := range alive {
 		switch {

@@ -15,7 +15,7 @@ import (
 
 // workerStartsFromLogs waits until n Pods of the namespace have a worker
 // that started after t0, by the workers' own logs (the test worker logs
-// "<RFC3339Nano> started pod=<name>" as its first line), and returns each
+// "<RFC3339Nano> started pod=..." as its first line), and returns each
 // Pod's start. On real nodes this is the one measure of "past its barrier"
 // that holds in every scope: in container scope the kubelet starts the
 // worker's container once the barrier lifted, in process scope the
@@ -37,7 +37,7 @@ func workerStartsFromLogs(ctx context.Context, cs kubernetes.Interface, namespac
 			if err != nil {
 				continue
 			}
-			if at, ok := workerStarted(string(raw), p.Name, t0); ok {
+			if at, ok := workerStarted(string(raw), t0); ok {
 				starts[p.Name] = at
 			}
 		}
@@ -49,14 +49,15 @@ func workerStartsFromLogs(ctx context.Context, cs kubernetes.Interface, namespac
 	return starts, nil
 }
 
-// workerStarted finds the last start of the Pod's worker after t0 in its
-// log.
-func workerStarted(log, pod string, t0 time.Time) (time.Time, bool) {
+// workerStarted finds the last start of a worker after t0 in the log of
+// one Pod's worker container (the Pod's name in the line, if any, is the
+// POD_NAME the worker was given).
+func workerStarted(log string, t0 time.Time) (time.Time, bool) {
 	var last time.Time
 	sc := bufio.NewScanner(strings.NewReader(log))
 	for sc.Scan() {
 		stamp, rest, ok := strings.Cut(sc.Text(), " ")
-		if !ok || (rest != "started pod="+pod && !strings.HasPrefix(rest, "started pod="+pod+" ")) {
+		if !ok || !strings.HasPrefix(rest, "started pod=") {
 			continue
 		}
 		at, err := time.Parse(time.RFC3339Nano, stamp)

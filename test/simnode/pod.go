@@ -24,6 +24,7 @@ import (
 
 	"github.com/inplace-dev/inplace/agent"
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
+	"github.com/inplace-dev/inplace/api/protocol"
 )
 
 // podRunner runs one Pod, in incarnations: an in-place restart of every
@@ -236,7 +237,7 @@ func (r *podRunner) incarnation(parent context.Context) (bool, error) {
 	procs := map[string]*simProcesses{}
 	for _, c := range spec.Containers {
 		st.setMain(c.Name, running())
-		if !supervised(c) {
+		if !protocol.IsSupervised(c.Command) {
 			continue
 		}
 		p := newSimProcesses(r)
@@ -502,8 +503,11 @@ func (r *podRunner) agentConfig(c *corev1.Container) (agent.Config, error) {
 		return v, ok
 	})
 	// The agent listens on its port of the Pod's address in the simulated
-	// Pod network.
+	// Pod network, which has no loopback: its supervisors reach it there.
 	cfg.Listen = r.ip + cfg.Listen
+	if cfg.Process != nil {
+		cfg.Process.AnyPeer = true
+	}
 	return cfg, err
 }
 

@@ -7,12 +7,10 @@ import (
 	"strings"
 	"sync"
 	"syscall"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/inplace-dev/inplace/agent/supervisor"
-	"github.com/inplace-dev/inplace/api/protocol"
 )
 
 // Process scope on a simulated node: a worker container whose command the
@@ -21,37 +19,17 @@ import (
 // processes modelled by simProcesses: a start takes Latency.ProcessStart,
 // a stop on SIGTERM Latency.ProcessStop.
 
-// supervised reports whether a container runs under the supervisor.
-func supervised(c corev1.Container) bool {
-	return len(c.Command) > 1 && c.Command[0] == protocol.SupervisorBinary && c.Command[1] == protocol.SupervisorCommand
-}
-
-// supervisorConfig reads the supervisor's flags from the container's
-// command, as the binary would.
+// supervisorConfig reads the supervisor's arguments from the container's
+// command, as the binary does, for a worker modelled by procs.
 func (r *podRunner) supervisorConfig(c corev1.Container, procs *simProcesses) supervisor.Config {
-	cfg := supervisor.Config{Container: c.Name, GracePeriod: 30 * time.Second, Log: io.Discard, Processes: procs,
-		Client: r.sim.prober, Signals: make(chan os.Signal), Restart: supervisor.ExitCodes{NotIn: true, Values: []int{0}}}
-	for _, arg := range c.Command[2:] {
-		if arg == "--" {
-			break
-		}
-		name, value, _ := strings.Cut(strings.TrimPrefix(arg, "--"), "=")
-		switch name {
-		case "agent":
-			// The agent listens on the Pod's address in the Pod network.
-			_, port, _ := strings.Cut(value, ":")
-			cfg.Agent = r.ip + ":" + port
-		case "restart-exit-codes":
-			if codes, err := supervisor.ParseExitCodes(value); err == nil {
-				cfg.Restart = codes
-			}
-		case "grace-period":
-			if d, err := time.ParseDuration(value); err == nil {
-				cfg.GracePeriod = d
-			}
-		}
+	cfg, err := supervisor.ParseArgs(c.Command[2:], io.Discard)
+	if err != nil {
+		r.sim.opts.Log.Error(err, "the supervisor's arguments", "pod", r.namespace+"/"+r.name, "container", c.Name)
 	}
-	cfg.Command = c.Command
+	// The agent listens on the Pod's address in the Pod network.
+	_, port, _ := strings.Cut(cfg.Agent, ":")
+	cfg.Agent = r.ip + ":" + port
+	cfg.Log, cfg.Processes, cfg.Client, cfg.Signals = io.Discard, procs, r.sim.prober, make(chan os.Signal)
 	return cfg
 }
 
@@ -91,12 +69,14 @@ func (p *simProcesses) Start(int32) (int, error) {
 
 func (p *simProcesses) Signal(id int, sig syscall.Signal) {
 	p.mu.Lock()
-	if p.running != id || p.stopped {
+	if p.running != id || (p.stopped && sig != syscall.SIGKILL) {
 		p.mu.Unlock()
 		return
 	}
 	switch sig {
 	case syscall.SIGKILL:
+		// Also after a SIGTERM the worker has not answered yet: the grace
+		// period is over.
 		p.running = 0
 		p.mu.Unlock()
 		p.r.record(WorkersStopped, 0)

@@ -73,7 +73,7 @@ func Inject(js *jobset.JobSet, agent configv1alpha1.Agent) []Decision {
 	for i := range js.Spec.ReplicatedJobs {
 		rj := &js.Spec.ReplicatedJobs[i]
 		decisions = append(decisions, injectJob(rj, agent, !disabled)...)
-		if !disabled && ProcessScope(js) {
+		if !disabled && protocol.ProcessScope(js.Annotations) {
 			decisions = append(decisions, injectProcessScope(rj, agent, Ordered(js))...)
 		}
 	}

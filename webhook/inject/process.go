@@ -21,16 +21,11 @@ import (
 // from the install container to the worker containers.
 const supervisorVolume = "inplace-supervisor"
 
-// ProcessScope reports whether js asks for process-scope restarts.
-func ProcessScope(js *jobset.JobSet) bool {
-	return js.Annotations[protocol.RestartScopeAnnotation] == protocol.RestartScopeProcess
-}
-
 // injectProcessScope runs every worker container of the Pod under the
 // supervisor and tells the agent so. It needs the agent injection adds:
 // with an agent of the user's own (or upstream JobSet's) the workers are
 // left as they are, and the built-in policy refuses the JobSet, saying
-// why. A container without a command is left as well, and refused: the
+// why. So are they all when one has no command, which is refused too: the
 // image's entrypoint is not visible to admission.
 func injectProcessScope(rj *jobset.ReplicatedJob, agent configv1alpha1.Agent, ordered bool) []Decision {
 	pod := &rj.Template.Spec.Template.Spec
@@ -40,6 +35,14 @@ func injectProcessScope(rj *jobset.ReplicatedJob, agent configv1alpha1.Agent, or
 	if a < 0 {
 		return nil
 	}
+	// All or nothing: a worker that could not be wrapped would start
+	// without a barrier once the agent's startup probe is gone. The
+	// built-in policy refuses such a JobSet, saying which container.
+	for _, c := range pod.Containers {
+		if len(c.Command) == 0 && !protocol.IsSupervised(c.Command) {
+			return nil
+		}
+	}
 	var out []Decision
 	grace := 30 * time.Second
 	if pod.TerminationGracePeriodSeconds != nil {
@@ -48,7 +51,7 @@ func injectProcessScope(rj *jobset.ReplicatedJob, agent configv1alpha1.Agent, or
 	var supervised []string
 	for i := range pod.Containers {
 		ctr := &pod.Containers[i]
-		if Supervised(*ctr) {
+		if protocol.IsSupervised(ctr.Command) {
 			supervised = append(supervised, ctr.Name)
 			continue
 		}
@@ -65,7 +68,9 @@ func injectProcessScope(rj *jobset.ReplicatedJob, agent configv1alpha1.Agent, or
 			// condition outlives a restart of its workers: the supervisor
 			// runs the probe at each epoch and says so.
 			probe, _ := json.Marshal(readinessOf(*ctr))
-			flags = append(flags, "--readiness="+string(probe))
+			// The kubelet expands $(VAR) in a command: the probe's own
+			// text must reach the supervisor as written.
+			flags = append(flags, "--readiness="+strings.ReplaceAll(string(probe), "$", "$$"))
 		}
 		ctr.Command = append(append(flags, "--"), append(ctr.Command, ctr.Args...)...)
 		ctr.Args = nil
@@ -134,11 +139,6 @@ func readinessOf(c corev1.Container) protocol.ReadinessProbe {
 		out.TCPPort = port(p.TCPSocket.Port)
 	}
 	return out
-}
-
-// Supervised reports whether a container runs under the supervisor.
-func Supervised(c corev1.Container) bool {
-	return len(c.Command) > 1 && c.Command[0] == protocol.SupervisorBinary && c.Command[1] == protocol.SupervisorCommand
 }
 
 func installName(agent configv1alpha1.Agent) string { return agent.ContainerName + "-install" }

@@ -117,10 +117,13 @@ var _ = Describe("the agents' admission policy", func() {
 		Expect(got.Annotations).To(And(HaveKeyWithValue(jobset.EpochKey, "3"), HaveKeyWithValue(protocol.WorkerRestartsAnnotation, "1"),
 			HaveKeyWithValue(protocol.WorkerExitAnnotation, "3:worker:1"), HaveKeyWithValue(protocol.ReadyEpochAnnotation, "3")))
 		for body, why := range map[string]string{
-			`{"metadata":{"annotations":{"inplace.dev/worker-exit":"3:Worker:1"}}}`: `inplace.dev/worker-exit must be <epoch>:<container>:<exit code>, not "3:Worker:1"`,
-			`{"metadata":{"annotations":{"inplace.dev/worker-exit":"0:worker:1"}}}`: `not "0:worker:1"`,
-			`{"metadata":{"annotations":{"inplace.dev/worker-restarts":"-1"}}}`:     `inplace.dev/worker-restarts must be a count, not "-1"`,
-			`{"metadata":{"annotations":{"inplace.dev/ready-epoch":"x"}}}`:          `inplace.dev/ready-epoch must be an epoch, not "x"`,
+			`{"metadata":{"annotations":{"inplace.dev/worker-exit":"3:Worker:1"}}}`:          `inplace.dev/worker-exit must be <epoch>:<container>:<exit code 1 to 255>, not "3:Worker:1"`,
+			`{"metadata":{"annotations":{"inplace.dev/worker-exit":"3:worker:256"}}}`:        `not "3:worker:256"`,
+			`{"metadata":{"annotations":{"inplace.dev/worker-exit":"9999999999:worker:1"}}}`: `not "9999999999:worker:1"`,
+			`{"metadata":{"annotations":{"inplace.dev/worker-restarts":"9999999999"}}}`:      `inplace.dev/worker-restarts must be a count, not "9999999999"`,
+			`{"metadata":{"annotations":{"inplace.dev/worker-exit":"0:worker:1"}}}`:          `not "0:worker:1"`,
+			`{"metadata":{"annotations":{"inplace.dev/worker-restarts":"-1"}}}`:              `inplace.dev/worker-restarts must be a count, not "-1"`,
+			`{"metadata":{"annotations":{"inplace.dev/ready-epoch":"x"}}}`:                   `inplace.dev/ready-epoch must be an epoch, not "x"`,
 		} {
 			Expect(patch(agentClient, pods[0].Name, body, false)).To(refused(why), body)
 		}

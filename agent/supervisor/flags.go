@@ -1,0 +1,50 @@
+package supervisor
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/inplace-dev/inplace/api/protocol"
+)
+
+// ParseArgs reads the arguments of `inplace-agent supervise`, as the
+// webhook writes them: flags, "--", then the worker's command. Usage and
+// errors go to output.
+func ParseArgs(args []string, output io.Writer) (Config, error) {
+	fs := flag.NewFlagSet(protocol.SupervisorCommand, flag.ContinueOnError)
+	fs.SetOutput(output)
+	var cfg Config
+	restart := fs.String("restart-exit-codes", "NotIn:0", "the worker's exit codes that restart in place, as In:<codes> or NotIn:<codes>; any other ends the container with it")
+	readiness := fs.String("readiness", "", "the worker container's readiness probe, in JSON, to run against each worker started and report to the agent (in JobSets whose barriers lift in order)")
+	fs.StringVar(&cfg.Agent, "agent", "127.0.0.1:18080", "the agent's barrier address in the Pod")
+	fs.StringVar(&cfg.Container, "container", "", "the name of this worker container")
+	fs.DurationVar(&cfg.GracePeriod, "grace-period", 30*time.Second, "how long a worker being stopped has between SIGTERM and SIGKILL")
+	fs.Usage = func() {
+		fmt.Fprintln(output, "usage: inplace-agent supervise [flags] -- COMMAND [ARG...]")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return cfg, err
+	}
+	var err error
+	if cfg.Restart, err = ParseExitCodes(*restart); err != nil {
+		return cfg, fmt.Errorf("--restart-exit-codes: %w", err)
+	}
+	if *readiness != "" {
+		cfg.Readiness = &protocol.ReadinessProbe{}
+		if err := json.Unmarshal([]byte(*readiness), cfg.Readiness); err != nil {
+			return cfg, fmt.Errorf("--readiness: %w", err)
+		}
+	}
+	if cfg.Container == "" {
+		return cfg, errors.New("--container is required")
+	}
+	if cfg.Command = fs.Args(); len(cfg.Command) == 0 {
+		return cfg, errors.New("no command to run after --")
+	}
+	return cfg, nil
+}
