@@ -39,6 +39,11 @@ type ProcessTransport interface {
 // is held (below the supervisor's own timeout).
 const supervisorHold = 15 * time.Second
 
+// stoppedWait is how long past its worker's grace period a new epoch
+// waits for a supervisor that is stopping its worker (a variable for the
+// tests).
+var stoppedWait = 10 * time.Second
+
 // unheardWait is how long a new epoch waits for a supervisor the agent has
 // not heard from, when an earlier run of the agent may have let its worker
 // start; a supervisor it has heard from is waited for until its worker
@@ -61,7 +66,10 @@ type processHub struct {
 	running map[string]int32
 	// granted is the generation of each supervisor's last granted start:
 	// a report of an older generation, sent before the start, is stale.
-	granted    map[string]uint64
+	granted map[string]uint64
+	// grace is the longest grace period a supervisor gives its worker
+	// between SIGTERM and SIGKILL, as the supervisors report it.
+	grace      time.Duration
 	containers []string
 	exits      []protocol.WorkerExit
 	exited     chan struct{}
@@ -140,10 +148,12 @@ func (h *processHub) setState(epoch int32, lifted bool) {
 	h.notify()
 }
 
-// heard records what a supervisor runs, as of its report's generation.
-func (h *processHub) heard(container string, running int32, gen uint64) {
+// heard records what a supervisor runs, as of its report's generation,
+// and the grace period it gives its worker.
+func (h *processHub) heard(container string, running int32, gen uint64, grace time.Duration) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	h.grace = max(h.grace, grace)
 	if gen < h.granted[container] {
 		return // sent before its last start was granted
 	}
@@ -200,12 +210,19 @@ func (h *processHub) takeExits() []protocol.WorkerExit {
 
 // waitStopped waits until no supervisor runs a worker of an epoch other
 // than the current one. A supervisor not heard from counts as stopped
-// after unheard (0: at once). It returns the containers it gave up on.
-func (h *processHub) waitStopped(ctx context.Context, unheard time.Duration) []string {
-	deadline := time.Now().Add(unheard)
+// after unheard (0: at once); one heard from, after the grace period its
+// worker has and stoppedWait more (a supervisor that does not answer
+// then is stuck, and the group must not wait for it for ever: the
+// controller's in-place restart timeout would recreate every Pod). It
+// returns the containers it gave up on: stuck, still stopping their
+// worker, and unknown, never heard from.
+func (h *processHub) waitStopped(ctx context.Context, unheard time.Duration) (stuck, unknown []string) {
+	start := time.Now()
+	deadline := start.Add(unheard)
 	for {
 		h.mu.Lock()
-		var waiting, unknown []string
+		var waiting []string
+		unknown = nil
 		for _, c := range h.containers {
 			r, ok := h.running[c]
 			switch {
@@ -215,28 +232,28 @@ func (h *processHub) waitStopped(ctx context.Context, unheard time.Duration) []s
 				waiting = append(waiting, c)
 			}
 		}
-		changed := h.changed
+		changed, stuckAfter := h.changed, start.Add(h.grace+stoppedWait)
 		h.mu.Unlock()
 		left := time.Until(deadline)
 		if len(waiting) == 0 && (len(unknown) == 0 || left <= 0) {
-			return unknown
+			return nil, unknown
 		}
-		var timeout <-chan time.Time
-		var timer *time.Timer
-		if len(waiting) == 0 {
-			timer = time.NewTimer(left)
-			timeout = timer.C
+		if len(waiting) > 0 && time.Until(stuckAfter) <= 0 {
+			return waiting, unknown
 		}
+		if len(waiting) > 0 {
+			left = time.Until(stuckAfter)
+		}
+		timer := time.NewTimer(left)
+		timeout := timer.C
 		select {
 		case <-changed:
 		case <-timeout:
 		case <-ctx.Done():
 		}
-		if timer != nil {
-			timer.Stop()
-		}
+		timer.Stop()
 		if ctx.Err() != nil {
-			return append(waiting, unknown...)
+			return waiting, unknown
 		}
 	}
 }
@@ -291,7 +308,9 @@ func (h *processHub) serveSupervisors(mux *http.ServeMux) {
 			http.Error(w, "want running and after", http.StatusBadRequest)
 			return
 		}
-		h.heard(q.container, int32(running), q.gen)
+		// Optional: the grace period its worker has, in seconds.
+		grace, _ := strconv.Atoi(r.URL.Query().Get("grace"))
+		h.heard(q.container, int32(running), q.gen, time.Duration(max(grace, 0))*time.Second)
 		t := time.NewTimer(supervisorHold)
 		defer t.Stop()
 		for {

@@ -213,8 +213,8 @@ func TestSupervisorRestartsTheWorkerPerEpoch(t *testing.T) {
 	s.hub.setState(2, false)
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
-	if gaveUp := s.hub.waitStopped(ctx, time.Second); len(gaveUp) > 0 {
-		t.Fatalf("waitStopped gave up on %v", gaveUp)
+	if stuck, unknown := s.hub.waitStopped(ctx, time.Second); len(stuck)+len(unknown) > 0 {
+		t.Fatalf("waitStopped gave up on %v %v", stuck, unknown)
 	}
 	s.waitLog("start 1", "term")
 	// What the worker left in its process group went with it.
@@ -334,15 +334,15 @@ func TestProcessHubStart(t *testing.T) {
 	}
 	// A report sent before the start was granted, arriving after it, is
 	// stale: it must not make the agent think the worker stopped.
-	h.heard("a", 0, 1)
+	h.heard("a", 0, 1, 0)
 	h.setState(5, false)
 	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
 	defer cancel()
-	if waiting := h.waitStopped(ctx, 0); !slices.Equal(waiting, []string{"a"}) {
+	if waiting, _ := h.waitStopped(ctx, 0); !slices.Equal(waiting, []string{"a"}) {
 		t.Errorf("waitStopped with a worker of epoch 4 running: %v", waiting)
 	}
-	h.heard("a", 0, 3)
-	if waiting := h.waitStopped(t.Context(), 0); len(waiting) != 0 {
+	h.heard("a", 0, 3, 0)
+	if waiting, _ := h.waitStopped(t.Context(), 0); len(waiting) != 0 {
 		t.Errorf("waitStopped after the worker stopped: %v", waiting)
 	}
 }
@@ -417,5 +417,28 @@ func TestSupervisorReportsReadinessPerEpoch(t *testing.T) {
 	}
 	if got := s.hub.readyEpoch(); got != 2 {
 		t.Fatalf("readyEpoch %d, want 2", got)
+	}
+}
+
+// A supervisor that does not report its worker stopped within the grace
+// period it gives it (and stoppedWait more) is stuck: the new epoch goes
+// on without it rather than hold the group until the in-place timeout.
+func TestWaitStoppedGivesUpOnAStuckSupervisor(t *testing.T) {
+	defer func(d time.Duration) { stoppedWait = d }(stoppedWait)
+	stoppedWait = 50 * time.Millisecond
+	h := newProcessHub([]string{"a"})
+	h.setState(1, true)
+	h.heard("a", 0, 0, 100*time.Millisecond)
+	if !h.start("a", 1, 1) {
+		t.Fatal("start refused")
+	}
+	h.setState(2, false)
+	start := time.Now()
+	stuck, _ := h.waitStopped(t.Context(), 0)
+	if !slices.Equal(stuck, []string{"a"}) {
+		t.Fatalf("stuck %v, want [a]", stuck)
+	}
+	if took := time.Since(start); took < 150*time.Millisecond {
+		t.Errorf("gave up after %v, before the grace period and stoppedWait (150ms)", took)
 	}
 }

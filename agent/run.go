@@ -230,8 +230,10 @@ func Run(ctx context.Context, log logr.Logger, cfg Config, t Transport) (int, er
 				// The supervisors stop the workers of any other epoch; the
 				// new one is reported once they have.
 				hub.setState(d.ReportEpoch, false)
-				if gaveUp := hub.waitStopped(ctx, unheard); len(gaveUp) > 0 && unheard > 0 && ctx.Err() == nil {
-					log.Info("reporting the new epoch without word from some supervisors", "epoch", d.ReportEpoch, "containers", gaveUp)
+				stuck, unknown := hub.waitStopped(ctx, unheard)
+				if ctx.Err() == nil && (len(stuck) > 0 || (unheard > 0 && len(unknown) > 0)) {
+					log.Info("reporting the new epoch without word that every supervisor stopped its worker", "epoch", d.ReportEpoch,
+						"stillStopping", stuck, "neverHeard", unknown)
 				}
 			}
 			ahead, err := report(ctx, log, t, write, d.ReportEpoch)
