@@ -64,14 +64,15 @@ type supervised struct {
 	code int
 }
 
-// worker is the shell worker: it logs "start <epoch>", leaves a child in
-// its process group, exits with the code written to the file "exit", and
-// logs "term" on SIGTERM unless the file "stubborn" exists.
+// worker is the shell worker: it sets its SIGTERM trap, leaves a child in
+// its process group, then logs "start <epoch>" (so that a test that saw it
+// start knows the trap is set); it exits with the code written to the file
+// "exit", and logs "term" on SIGTERM unless the file "stubborn" exists.
 const worker = `
-echo "start $INPLACE_EPOCH" >> "$DIR/log"
+trap 'if [ -e "$DIR/stubborn" ]; then echo ignored >> "$DIR/log"; else echo term >> "$DIR/log"; exit 0; fi' TERM
 sleep 600 &
 echo $! > "$DIR/child"
-trap 'if [ -e "$DIR/stubborn" ]; then echo ignored >> "$DIR/log"; else echo term >> "$DIR/log"; exit 0; fi' TERM
+echo "start $INPLACE_EPOCH" >> "$DIR/log"
 while true; do
   if [ -e "$DIR/exit" ]; then code=$(cat "$DIR/exit"); rm "$DIR/exit"; exit "$code"; fi
   sleep 0.02
@@ -384,7 +385,7 @@ func TestSupervisorReportsReadinessPerEpoch(t *testing.T) {
 	s := startSupervisedProbed(t, "NotIn:0", 5*time.Second, &protocol.ReadinessProbe{
 		// Ready once the worker of this epoch has logged its start and the
 		// file "ready" exists.
-		Exec: []string{"sh", "-c", `test -e "$DIR/ready" && grep -q "start $(cat "$DIR/ready")" "$DIR/log"`}, PeriodSeconds: 1,
+		Exec: []string{"sh", "-c", `test -e "$DIR/ready" && grep -q "start $(cat "$DIR/ready")" "$DIR/log"`}, PeriodSeconds: 1, TimeoutSeconds: 10,
 	})
 	readyAt := func() int32 {
 		s.hub.mu.Lock()
@@ -396,7 +397,7 @@ func TestSupervisorReportsReadinessPerEpoch(t *testing.T) {
 	s.write("ready", "1")
 	select {
 	case <-s.hub.readied:
-	case <-time.After(10 * time.Second):
+	case <-time.After(time.Minute):
 		t.Fatal("readiness at epoch 1 not reported")
 	}
 	if got := s.hub.readyEpoch(); got != 1 {
@@ -412,7 +413,7 @@ func TestSupervisorReportsReadinessPerEpoch(t *testing.T) {
 	s.write("ready", "2")
 	select {
 	case <-s.hub.readied:
-	case <-time.After(10 * time.Second):
+	case <-time.After(time.Minute):
 		t.Fatalf("readiness at epoch 2 not reported (ready at %d)", readyAt())
 	}
 	if got := s.hub.readyEpoch(); got != 2 {
