@@ -25,6 +25,12 @@ func withoutPolicyWebhook(fn func()) {
 	cfg.Webhooks = slices.DeleteFunc(cfg.Webhooks, func(w admissionregistrationv1.ValidatingWebhook) bool { return w.Name == "vjobsetpolicy.inplace.dev" })
 	Expect(cfg.Webhooks).To(HaveLen(len(saved.Webhooks)-1), "no JobSetPolicy webhook to take out")
 	Expect(k8sClient.Update(ctx, &cfg)).To(Succeed())
+	// The API server's webhooks follow their configuration a moment
+	// later: out of force once an empty policy, which the webhook refuses,
+	// is admitted.
+	Eventually(func() error {
+		return k8sClient.Create(ctx, &policyv1alpha1.JobSetPolicy{ObjectMeta: metav1.ObjectMeta{Name: "probe-empty"}, Spec: policyv1alpha1.JobSetPolicySpec{Rego: "package probe\n"}}, client.DryRunAll)
+	}).WithTimeout(10 * time.Second).Should(Succeed(), "the JobSetPolicy webhook is still in force")
 	defer func() {
 		Expect(k8sClient.Get(ctx, client.ObjectKey{Name: "inplace-validating-webhook"}, &cfg)).To(Succeed())
 		cfg.Webhooks = saved.Webhooks
