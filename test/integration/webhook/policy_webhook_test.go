@@ -30,7 +30,7 @@ func withoutPolicyWebhook(fn func()) {
 	// is admitted.
 	Eventually(func() error {
 		return k8sClient.Create(ctx, &policyv1alpha1.JobSetPolicy{ObjectMeta: metav1.ObjectMeta{Name: "probe-empty"}, Spec: policyv1alpha1.JobSetPolicySpec{Rego: "package probe\n"}}, client.DryRunAll)
-	}).WithTimeout(10 * time.Second).Should(Succeed(), "the JobSetPolicy webhook is still in force")
+	}).WithTimeout(10*time.Second).Should(Succeed(), "the JobSetPolicy webhook is still in force")
 	defer func() {
 		Expect(k8sClient.Get(ctx, client.ObjectKey{Name: "inplace-validating-webhook"}, &cfg)).To(Succeed())
 		cfg.Webhooks = saved.Webhooks
