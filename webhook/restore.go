@@ -8,7 +8,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
-	"github.com/inplace-dev/inplace/api/protocol"
 	"github.com/inplace-dev/inplace/webhook/inject"
 )
 
@@ -113,7 +112,7 @@ func restoreReplicatedJob(rj, was *jobset.ReplicatedJob, injected map[string]boo
 		// The stored agent, where it was: not one rendered from today's
 		// configuration, which may differ, name included; it is known by
 		// the variable the webhook sets on it.
-		if a := slices.IndexFunc(wasPod.InitContainers, injectedAgent); a >= 0 && !inject.HasAgent(pod, wasPod.InitContainers[a].Name) {
+		if a := slices.IndexFunc(wasPod.InitContainers, inject.InjectedAgent); a >= 0 && !inject.HasAgent(pod, wasPod.InitContainers[a].Name) {
 			at := min(a, len(pod.InitContainers))
 			pod.InitContainers = slices.Insert(pod.InitContainers, at, *wasPod.InitContainers[a].DeepCopy())
 		}
@@ -150,9 +149,4 @@ func copyOf[T any](p *T) *T {
 	}
 	v := *p
 	return &v
-}
-
-// injectedAgent reports whether c is the agent the webhook injected.
-func injectedAgent(c corev1.Container) bool {
-	return slices.ContainsFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == protocol.EnvRestartExitCode })
 }

@@ -262,11 +262,10 @@ func lostMember(pods []state.PodGroup, synced int32, expected int) (why string, 
 //     finished, a restart recreates the Jobs (finishedMember), which runs
 //     it again first.
 func openBarriers(js *jobset.JobSet, alive []state.PodGroup, synced int32) []string {
-	inOrder := js.Spec.StartupPolicy != nil && js.Spec.StartupPolicy.StartupPolicyOrder == jobset.InOrder
-	ordered := inOrder || slices.ContainsFunc(js.Spec.ReplicatedJobs, func(rj jobset.ReplicatedJob) bool { return len(rj.DependsOn) > 0 })
-	if !ordered {
+	if !jobset.StartsInOrder(js) {
 		return nil
 	}
+	inOrder := js.Spec.StartupPolicy != nil && js.Spec.StartupPolicy.StartupPolicyOrder == jobset.InOrder
 	// In process scope a Pod's Ready condition outlives the restart of its
 	// workers: only the supervisors' verdict at the synced epoch counts.
 	process := protocol.ProcessScope(js.Annotations)

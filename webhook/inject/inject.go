@@ -69,12 +69,13 @@ func Inject(js *jobset.JobSet, agent configv1alpha1.Agent) []Decision {
 	// still get what InPlaceRestart needs of them, but no agent and no
 	// restart rules: nothing restarts in place.
 	_, disabled := js.Annotations[jobset.DisableInPlaceRestartKey]
+	process, ordered := !disabled && protocol.ProcessScope(js.Annotations), jobset.StartsInOrder(js)
 	var decisions []Decision
 	for i := range js.Spec.ReplicatedJobs {
 		rj := &js.Spec.ReplicatedJobs[i]
 		decisions = append(decisions, injectJob(rj, agent, !disabled)...)
-		if !disabled && protocol.ProcessScope(js.Annotations) {
-			decisions = append(decisions, injectProcessScope(rj, agent, Ordered(js))...)
+		if process {
+			decisions = append(decisions, injectProcessScope(rj, agent, ordered)...)
 		}
 	}
 	// The record covers this pass and every earlier one, so that a second

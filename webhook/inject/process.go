@@ -30,7 +30,7 @@ const supervisorVolume = "inplace-supervisor"
 func injectProcessScope(rj *jobset.ReplicatedJob, agent configv1alpha1.Agent, ordered bool) []Decision {
 	pod := &rj.Template.Spec.Template.Spec
 	a := slices.IndexFunc(pod.InitContainers, func(c corev1.Container) bool {
-		return c.Name == agent.ContainerName && hasEnv(c, protocol.EnvRestartExitCode)
+		return c.Name == agent.ContainerName && InjectedAgent(c)
 	})
 	if a < 0 {
 		return nil
@@ -39,7 +39,7 @@ func injectProcessScope(rj *jobset.ReplicatedJob, agent configv1alpha1.Agent, or
 	// without a barrier once the agent's startup probe is gone. The
 	// built-in policy refuses such a JobSet, saying which container.
 	for _, c := range pod.Containers {
-		if len(c.Command) == 0 && !protocol.IsSupervised(c.Command) {
+		if len(c.Command) == 0 {
 			return nil
 		}
 	}
@@ -100,13 +100,6 @@ func injectProcessScope(rj *jobset.ReplicatedJob, agent configv1alpha1.Agent, or
 	setEnv(ag, corev1.EnvVar{Name: protocol.EnvWorkerRestarts, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{
 		FieldPath: "metadata.annotations['" + protocol.WorkerRestartsAnnotation + "']"}}})
 	return out
-}
-
-// Ordered reports whether js's barriers lift in order of readiness:
-// startupPolicyOrder InOrder, or a replicated job with dependsOn.
-func Ordered(js *jobset.JobSet) bool {
-	return (js.Spec.StartupPolicy != nil && js.Spec.StartupPolicy.StartupPolicyOrder == jobset.InOrder) ||
-		slices.ContainsFunc(js.Spec.ReplicatedJobs, func(rj jobset.ReplicatedJob) bool { return len(rj.DependsOn) > 0 })
 }
 
 // readinessOf is a container's readiness probe as the supervisor runs it:
@@ -175,12 +168,16 @@ func restartCodes(rules []corev1.ContainerRestartRule) string {
 	return "In:"
 }
 
-func hasEnv(c corev1.Container, name string) bool {
-	return slices.ContainsFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == name })
+// InjectedAgent reports whether c is the agent injection adds: the
+// sidecar whose environment carries the restart exit code.
+func InjectedAgent(c corev1.Container) bool {
+	return slices.ContainsFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == protocol.EnvRestartExitCode })
 }
 
+// setEnv adds e to c unless c already sets it: injection runs again on
+// its own output.
 func setEnv(c *corev1.Container, e corev1.EnvVar) {
-	if !hasEnv(*c, e.Name) {
+	if !slices.ContainsFunc(c.Env, func(have corev1.EnvVar) bool { return have.Name == e.Name }) {
 		c.Env = append(c.Env, e)
 	}
 }
