@@ -103,25 +103,23 @@ func (h *processHub) ready(container string, epoch int32) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.readyAt[container] = epoch
-	if epoch != h.state.Epoch {
-		return
-	}
-	for _, c := range h.containers {
-		if h.readyAt[c] != epoch {
-			return
+	if h.readyEpochLocked() != 0 {
+		select {
+		case h.readied <- struct{}{}:
+		default:
 		}
-	}
-	select {
-	case h.readied <- struct{}{}:
-	default:
 	}
 }
 
-// readyEpoch is the epoch at which every supervised worker is ready, 0 if
-// none.
+// readyEpoch is the current epoch if every supervised worker is ready at
+// it, else 0.
 func (h *processHub) readyEpoch() int32 {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	return h.readyEpochLocked()
+}
+
+func (h *processHub) readyEpochLocked() int32 {
 	for _, c := range h.containers {
 		if h.readyAt[c] != h.state.Epoch {
 			return 0

@@ -34,17 +34,7 @@ func (s *supervisor) probeReady(ctx context.Context, epoch int32) {
 			break
 		}
 	}
-	q := url.Values{"epoch": {strconv.Itoa(int(epoch))}}
-	for ctx.Err() == nil {
-		status, err := s.post(ctx, protocol.SupervisorReadyPath, q)
-		if err == nil && status < 500 {
-			return
-		}
-		select {
-		case <-time.After(100 * time.Millisecond):
-		case <-ctx.Done():
-		}
-	}
+	s.postUntilHeard(ctx, protocol.SupervisorReadyPath, url.Values{"epoch": {strconv.Itoa(int(epoch))}}, func() bool { return true })
 }
 
 // probeClient is the HTTP probes' client: as the kubelet's, it does not

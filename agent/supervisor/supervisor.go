@@ -522,8 +522,15 @@ func (s *supervisor) farewell() {
 // or has moved past the epoch.
 func (s *supervisor) reportExit(ctx context.Context, epoch int32, code int) {
 	q := url.Values{"epoch": {strconv.Itoa(int(epoch))}, "code": {strconv.Itoa(code)}}
-	for ctx.Err() == nil && s.epoch.Load() == epoch {
-		status, err := s.post(ctx, protocol.SupervisorExitPath, q)
+	s.postUntilHeard(ctx, protocol.SupervisorExitPath, q, func() bool { return s.epoch.Load() == epoch })
+}
+
+// postUntilHeard posts to the agent until it answers (a 5xx, as an agent
+// that has not chosen its epoch yet gives, is asked again), while ctx
+// lasts and still says the report is wanted.
+func (s *supervisor) postUntilHeard(ctx context.Context, path string, q url.Values, still func() bool) {
+	for ctx.Err() == nil && still() {
+		status, err := s.post(ctx, path, q)
 		if err == nil && status < 500 {
 			return
 		}
