@@ -48,11 +48,12 @@ const (
 	EnvWorkerEpoch = "INPLACE_EPOCH"
 )
 
-// The supervisor's files: the webhook's init container copies the agent's
-// binary to SupervisorBinary on an emptyDir mounted at SupervisorDir in
-// every worker container, whose command then starts with it and
-// SupervisorCommand.
+// The supervisor's files: the agent container's postStart hook copies the
+// agent's binary (AgentBinary in the agent's image) to SupervisorBinary on
+// an emptyDir mounted at SupervisorDir in every worker container, whose
+// command then starts with it and SupervisorCommand.
 const (
+	AgentBinary       = "/inplace-agent"
 	SupervisorDir     = "/inplace-supervisor"
 	SupervisorBinary  = SupervisorDir + "/inplace-agent"
 	SupervisorCommand = "supervise"

@@ -186,8 +186,8 @@ func (r *podRunner) incarnation(parent context.Context) (bool, error) {
 
 	for _, c := range spec.InitContainers {
 		if ptr.Deref(c.RestartPolicy, "") != corev1.ContainerRestartPolicyAlways {
-			// A regular init container (process scope's install) runs
-			// to completion before the next starts.
+			// A regular init container runs to completion before the
+			// next starts.
 			if !spend(ctx, lat.ContainerStart) {
 				return true, nil
 			}

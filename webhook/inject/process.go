@@ -18,7 +18,7 @@ import (
 )
 
 // supervisorVolume is the emptyDir that carries the supervisor's binary
-// from the install container to the worker containers.
+// from the agent's container to the worker containers.
 const supervisorVolume = "inplace-supervisor"
 
 // injectProcessScope runs every worker container of the Pod under the
@@ -85,16 +85,25 @@ func injectProcessScope(rj *jobset.ReplicatedJob, agent configv1alpha1.Agent, or
 	if !slices.ContainsFunc(pod.Volumes, func(v corev1.Volume) bool { return v.Name == supervisorVolume }) {
 		pod.Volumes = append(pod.Volumes, corev1.Volume{Name: supervisorVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
 	}
-	install := installName(agent)
-	if !slices.ContainsFunc(pod.InitContainers, func(c corev1.Container) bool { return c.Name == install }) {
-		pod.InitContainers = slices.Insert(pod.InitContainers, a, installContainer(agent))
-		a++
-	}
 	ag := &pod.InitContainers[a]
 	// The supervisors are the barrier: the workers' containers start at
 	// once and their supervisors hold the workers, so no probe period
 	// stands between the lift and the workers.
 	ag.StartupProbe = nil
+	// The agent's container puts the supervisor on the volume before any
+	// worker's container starts: the kubelet runs a sidecar's postStart
+	// hook to its end before it starts the next container. A hook rather
+	// than an init container of its own: each container the kubelet
+	// starts one after the other waits for its next look at the node's
+	// containers, about a second.
+	if !slices.ContainsFunc(ag.VolumeMounts, func(m corev1.VolumeMount) bool { return m.Name == supervisorVolume }) {
+		ag.VolumeMounts = append(ag.VolumeMounts, corev1.VolumeMount{Name: supervisorVolume, MountPath: protocol.SupervisorDir})
+	}
+	if ag.Lifecycle == nil {
+		ag.Lifecycle = &corev1.Lifecycle{}
+	}
+	ag.Lifecycle.PostStart = &corev1.LifecycleHandler{Exec: &corev1.ExecAction{
+		Command: []string{protocol.AgentBinary, protocol.InstallCommand, protocol.SupervisorBinary}}}
 	setEnv(ag, corev1.EnvVar{Name: protocol.EnvRestartScope, Value: protocol.RestartScopeProcess})
 	setEnv(ag, corev1.EnvVar{Name: protocol.EnvSupervisedContainers, Value: strings.Join(supervised, ",")})
 	setEnv(ag, corev1.EnvVar{Name: protocol.EnvWorkerRestarts, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{
@@ -132,21 +141,6 @@ func readinessOf(c corev1.Container) protocol.ReadinessProbe {
 		out.TCPPort = port(p.TCPSocket.Port)
 	}
 	return out
-}
-
-func installName(agent configv1alpha1.Agent) string { return agent.ContainerName + "-install" }
-
-// installContainer copies the agent's binary, which is also the
-// supervisor, onto the supervisor volume.
-func installContainer(a configv1alpha1.Agent) corev1.Container {
-	return corev1.Container{
-		Name:            installName(a),
-		Image:           a.Image,
-		Args:            []string{protocol.InstallCommand, protocol.SupervisorBinary},
-		VolumeMounts:    []corev1.VolumeMount{{Name: supervisorVolume, MountPath: protocol.SupervisorDir}},
-		Resources:       *a.Resources.DeepCopy(),
-		SecurityContext: agentSecurityContext(),
-	}
 }
 
 // restartCodes is the supervisor's --restart-exit-codes: the codes the
