@@ -326,8 +326,10 @@ var _ = inScopes(func(scope string) {
 			Expect(got.Status.Restarts).To(Equal(int32(1)))
 		})
 
-		It("InOrder: after an in-place restart the barriers lift replicated job by replicated job", func() {
-			js := workerJobSet("inorder", ns.Name, nil)
+		// The two ways a JobSet starts in order of readiness: the same
+		// barriers, lifted replicated job by replicated job.
+		startsInOrder := func(name string, order func(js *jobset.JobSet)) {
+			js := workerJobSet(name, ns.Name, nil)
 			driver := js.Spec.ReplicatedJobs[0].DeepCopy()
 			driver.Name, driver.Replicas = "driver", 1
 			// The driver is Ready only 3 s after its worker starts: under
@@ -340,7 +342,7 @@ var _ = inScopes(func(scope string) {
 			}
 			js.Spec.ReplicatedJobs[0].Replicas = nodes - 1
 			js.Spec.ReplicatedJobs = append([]jobset.ReplicatedJob{*driver}, js.Spec.ReplicatedJobs...)
-			js.Spec.StartupPolicy = &jobset.StartupPolicy{StartupPolicyOrder: jobset.InOrder}
+			order(js)
 			Expect(k8sClient.Create(ctx, js)).To(Succeed())
 			before := expectRunning(js, 1)
 			var victim corev1.Pod
@@ -382,6 +384,16 @@ var _ = inScopes(func(scope string) {
 			for _, w := range started["workers"] {
 				Expect(w.Sub(started["driver"][0])).To(BeNumerically(">=", 3*time.Second), "a worker of workers started at %v, before the driver (started at %v) could be Ready", w, started["driver"][0])
 			}
+		}
+		It("InOrder: after an in-place restart the barriers lift replicated job by replicated job", func() {
+			startsInOrder("inorder", func(js *jobset.JobSet) {
+				js.Spec.StartupPolicy = &jobset.StartupPolicy{StartupPolicyOrder: jobset.InOrder}
+			})
+		})
+		It("dependsOn Ready: after an in-place restart the workers' barriers lift once the driver is Ready", func() {
+			startsInOrder("depends", func(js *jobset.JobSet) {
+				js.Spec.ReplicatedJobs[1].DependsOn = []jobset.DependsOn{{Name: "driver", Status: jobset.DependencyReady}}
+			})
 		})
 	})
 })
