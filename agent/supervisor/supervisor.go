@@ -90,7 +90,7 @@ func Run(ctx context.Context, cfg Config) int {
 		s.client = &http.Client{
 			// Never through a proxy of the worker's environment.
 			Transport: &http.Transport{Proxy: nil, DisableCompression: true},
-			Timeout:   stateHold + 10*time.Second,
+			Timeout:   RequestTimeout,
 		}
 	}
 	if s.procs == nil {
@@ -128,6 +128,12 @@ const prSetChildSubreaper = 36
 // stateHold is how long the agent holds a state request that has nothing
 // new (the agent's side of it is agent.supervisorHold).
 const stateHold = 20 * time.Second
+
+// RequestTimeout bounds each request to the agent: a long poll the agent
+// holds for stateHold, with room to spare. A connection that stops
+// answering (an agent gone without closing it) is given up and asked
+// again.
+const RequestTimeout = stateHold + 10*time.Second
 
 type supervisor struct {
 	cfg    Config

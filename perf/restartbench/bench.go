@@ -115,11 +115,18 @@ type Report struct {
 }
 
 // FirstStart is how long a new JobSet took from its creation until every
-// worker ran, by the workers' own logs (real nodes).
+// worker ran, by the workers' own logs (real nodes), and the moments on
+// the way, each from the creation until the last Pod's: every Pod seen by
+// a watch, every agent running and every epoch written (by the kubelets'
+// and the agents' writes, seen by a watch), the epoch synced.
 type FirstStart struct {
-	Nodes    int           `json:"nodes"`
-	Strategy string        `json:"strategy"`
-	Took     time.Duration `json:"tookNanos"`
+	Nodes         int           `json:"nodes"`
+	Strategy      string        `json:"strategy"`
+	Took          time.Duration `json:"tookNanos"`
+	PodsCreated   time.Duration `json:"podsCreatedNanos,omitempty"`
+	AgentsStarted time.Duration `json:"agentsStartedNanos,omitempty"`
+	EpochsWritten time.Duration `json:"epochsWrittenNanos,omitempty"`
+	Synced        time.Duration `json:"syncedNanos,omitempty"`
 }
 
 // Run measures, one local cluster per size.
@@ -278,9 +285,11 @@ func (e *env) scenario(ctx context.Context, cfg Config, profile string, strategy
 		if err != nil {
 			return nil, nil, fmt.Errorf("%s: first start: %w", strategy, err)
 		}
-		first := FirstStart{Nodes: e.nodes, Strategy: string(strategy), Took: latest(starts, e.nodes).Sub(created)}
+		first := e.firstStart(js, jw, strategy, created, latest(starts, e.nodes))
 		e.firstStarts = append(e.firstStarts, first)
-		progress("N=%d %-16s first start: every worker running %v after the JobSet's creation", e.nodes, strategy, first.Took.Round(time.Millisecond))
+		progress("N=%d %-16s first start: every worker running %v after the JobSet's creation (Pods created %v, agents running %v, epochs written %v, synced %v)",
+			e.nodes, strategy, first.Took.Round(time.Millisecond), first.PodsCreated.Round(time.Millisecond),
+			first.AgentsStarted.Round(time.Millisecond), first.EpochsWritten.Round(time.Millisecond), first.Synced.Round(time.Millisecond))
 	}
 	for repeat := range cfg.Repeats {
 		for _, failure := range cfg.Failures {
@@ -379,4 +388,27 @@ func ParseStrategies(s string) ([]Strategy, error) {
 		}
 	}
 	return out, nil
+}
+
+// firstStart splits a JobSet's first start, from its creation until
+// workersRunning, by what the real nodes' Pods recorded on the way.
+func (e *env) firstStart(js *jobset.JobSet, jw *jobSetWatch, strategy Strategy, created, workersRunning time.Time) FirstStart {
+	byKind := map[simnode.EventKind]map[string]time.Time{}
+	for _, ev := range e.recorder.Events(js.Namespace) {
+		if byKind[ev.Kind] == nil {
+			byKind[ev.Kind] = map[string]time.Time{}
+		}
+		if _, seen := byKind[ev.Kind][ev.Pod]; !seen {
+			byKind[ev.Kind][ev.Pod] = ev.Time
+		}
+	}
+	first := FirstStart{Nodes: e.nodes, Strategy: string(strategy), Took: workersRunning.Sub(created),
+		PodsCreated:   since(created, latest(byKind[simnode.PodCreated], e.nodes)),
+		AgentsStarted: since(created, latest(byKind[simnode.AgentStarted], e.nodes)),
+		EpochsWritten: since(created, latest(byKind[simnode.EpochWritten], e.nodes)),
+	}
+	if strategy.restartStrategy() == jobset.InPlaceRestart {
+		first.Synced = since(created, jw.first(created, func(s jobset.JobSetStatus) bool { return s.SyncedEpoch > 0 }))
+	}
+	return first
 }

@@ -141,6 +141,7 @@ type podSeen struct {
 	containers map[string]string // running container ID by name
 	exited     map[string]bool   // container IDs whose exit was recorded
 	epoch      int32
+	created    bool // PodCreated recorded
 	// workerExit is the last worker exit written in process scope.
 	workerExit string
 }
@@ -185,6 +186,10 @@ func (o *podObserver) observe(obj any) {
 	record := func(kind simnode.EventKind, exitCode int32) {
 		o.recorder.Record(simnode.Event{Time: now, Kind: kind, Namespace: p.Namespace, Pod: p.Name,
 			ReplicatedJob: p.Labels[jobset.ReplicatedJobNameKey], Epoch: seen.epoch, ExitCode: exitCode})
+	}
+	if !seen.created {
+		seen.created = true
+		record(simnode.PodCreated, 0)
 	}
 	if v, ok := p.Annotations[jobset.EpochKey]; ok {
 		if epoch, err := strconv.Atoi(v); err == nil && int32(epoch) != seen.epoch {

@@ -381,7 +381,7 @@ func (e *env) restart(ctx context.Context, js *jobset.JobSet, jw *jobSetWatch, s
 		return true, nil
 	})
 	if err != nil {
-		return r, fmt.Errorf("%s after a %s: not every worker ran again within %v", r.Strategy, failure, timeout)
+		return r, fmt.Errorf("%s after a %s: not every worker ran again within %v: %s", r.Strategy, failure, timeout, e.notStarted(ctx, js.Namespace, restartFrom, started))
 	}
 	r.WorkersRunning, r.to = workers.Sub(t0), workers
 	if !e.real {
@@ -489,4 +489,35 @@ func latest(times map[string]time.Time, n int) time.Time {
 		}
 	}
 	return last
+}
+
+// notStarted says which Pods of the namespace have no worker started since
+// the failure (at most five), each with the last moment it recorded: what
+// to read first when a restart does not end.
+func (e *env) notStarted(ctx context.Context, namespace string, from int, started map[string]time.Time) string {
+	var pods corev1.PodList
+	if err := e.client.List(ctx, &pods, client.InNamespace(namespace)); err != nil {
+		return fmt.Sprintf("%d workers started; listing the Pods: %v", len(started), err)
+	}
+	events, _ := e.recorder.EventsSince(namespace, from)
+	last := map[string]simnode.Event{}
+	for _, ev := range events {
+		last[ev.Pod] = ev
+	}
+	var missing []string
+	for _, p := range pods.Items {
+		if _, ok := started[p.Name]; ok {
+			continue
+		}
+		if len(missing) == 5 {
+			missing = append(missing, "...")
+			break
+		}
+		desc := p.Name + " (nothing recorded since the failure)"
+		if ev, ok := last[p.Name]; ok {
+			desc = fmt.Sprintf("%s (last %s at epoch %d, %s)", p.Name, ev.Kind, ev.Epoch, stamp(ev.Time))
+		}
+		missing = append(missing, desc)
+	}
+	return fmt.Sprintf("%d of %d workers started; not: %s", len(started), e.nodes, strings.Join(missing, ", "))
 }

@@ -128,6 +128,14 @@ func Summarize(results []Result) []Summary {
 
 func seconds(d time.Duration) string { return fmt.Sprintf("%.2fs", d.Seconds()) }
 
+// orDash is seconds(d), or "-" for a moment not measured.
+func orDash(d time.Duration) string {
+	if d == 0 {
+		return "-"
+	}
+	return seconds(d)
+}
+
 // Table prints the summaries: the time until every worker runs again, with
 // in place as a multiple of the floor and the other strategies as multiples
 // of in place; then what the control plane paid, per Pod (the CPU of the
@@ -333,7 +341,7 @@ func FirstStarts(w io.Writer, report Report) {
 	}
 	fmt.Fprintln(w, "\nfirst start: from the JobSet's creation until every worker ran (the workers' logs)")
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "N\tstrategy\tfirst start\tvs without agent (Recreate)\t")
+	fmt.Fprintln(tw, "N\tstrategy\tfirst start\tvs without agent (Recreate)\tPods created\tagents running\tepochs written\tsynced\t")
 	base := map[int]time.Duration{}
 	for _, f := range report.FirstStarts {
 		if f.Strategy == string(Recreate) {
@@ -345,7 +353,8 @@ func FirstStarts(w io.Writer, report Report) {
 		if b, ok := base[f.Nodes]; ok && f.Strategy != string(Recreate) {
 			vs = fmt.Sprintf("%+.2f s", (f.Took - b).Seconds())
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t\n", f.Nodes, f.Strategy, seconds(f.Took), vs)
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", f.Nodes, f.Strategy, seconds(f.Took), vs,
+			orDash(f.PodsCreated), orDash(f.AgentsStarted), orDash(f.EpochsWritten), orDash(f.Synced))
 	}
 	tw.Flush()
 }

@@ -3,6 +3,7 @@ package simnode
 import (
 	"context"
 	"io"
+	"net/http"
 	"os"
 	"strings"
 	"sync"
@@ -29,7 +30,9 @@ func (r *podRunner) supervisorConfig(c corev1.Container, procs *simProcesses) su
 	// The agent listens on the Pod's address in the Pod network.
 	_, port, _ := strings.Cut(cfg.Agent, ":")
 	cfg.Agent = r.ip + ":" + port
-	cfg.Log, cfg.Processes, cfg.Client, cfg.Signals = io.Discard, procs, r.sim.prober, make(chan os.Signal)
+	// The Pod network's client, bounded as the binary's own.
+	client := &http.Client{Transport: r.sim.prober.Transport, Timeout: supervisor.RequestTimeout}
+	cfg.Log, cfg.Processes, cfg.Client, cfg.Signals = io.Discard, procs, client, make(chan os.Signal)
 	return cfg
 }
 
