@@ -7,6 +7,8 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -220,4 +222,33 @@ func TestRunRestartsTheWorkersInProcessScope(t *testing.T) {
 	if code := <-done; code != 0 {
 		t.Errorf("exit code %d when stopped, want 0", code)
 	}
+}
+
+// TestRunReportsNoEpochBeforeTheSupervisorIsInstalled: in process scope
+// the agent's first epoch waits for the postStart hook's copy of the
+// supervisor, so that a failed hook cannot let the JobSet sync.
+func TestRunReportsNoEpochBeforeTheSupervisorIsInstalled(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	binary := filepath.Join(t.TempDir(), "inplace-agent")
+	p := &processTransport{updates: make(chan protocol.Broadcast, 8), changed: make(chan struct{}, 1)}
+	p.updates <- protocol.Broadcast{}
+	cfg := Config{ReplicatedJob: "workers", RestartExitCode: 88, Listener: l, PodEpoch: ptr.To[int32](0),
+		Process: &ProcessConfig{Supervised: []string{"trainer"}, SupervisorBinary: binary}}
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	go func() { _, _ = Run(ctx, testr.New(t), cfg, p) }()
+
+	// Long enough for the agent to have reported, were it not waiting.
+	select {
+	case <-p.changed:
+		t.Fatalf("an epoch was reported before the supervisor's binary existed: %v", p.epochs)
+	case <-time.After(300 * time.Millisecond):
+	}
+	if err := os.WriteFile(binary, []byte("#!"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	p.waitFor(t, "epoch 1 reported", func() bool { return len(p.epochs) == 1 && p.epochs[0] == 1 })
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -74,6 +75,12 @@ type ProcessConfig struct {
 	// WorkerRestarts is the count of the Pod's worker restarts so far
 	// (protocol.WorkerRestartsAnnotation, from the Downward API).
 	WorkerRestarts int32
+	// SupervisorBinary, if set, is the supervisor's binary as the agent's
+	// postStart hook installs it: the agent reports no epoch before it
+	// exists. A hook that failed leaves the workers' containers unable to
+	// start; an epoch reported meanwhile would let the JobSet sync, and
+	// nothing would say why its workers never run.
+	SupervisorBinary string
 }
 
 // ConfigFromEnv is the agent's configuration from the environment the
@@ -224,6 +231,11 @@ func Run(ctx context.Context, log logr.Logger, cfg Config, t Transport) (int, er
 	}
 	log.Info("started", "epoch", m.Epoch(), "resumed", d.ReportEpoch == 0, "synced", first.SyncedEpoch, "deprecated", first.DeprecatedEpoch,
 		"envEpoch", cfg.PodEpoch, "readPod", readPod)
+	if cfg.Process != nil && cfg.Process.SupervisorBinary != "" {
+		if !awaitFile(ctx, log, cfg.Process.SupervisorBinary) {
+			return 0, nil
+		}
+	}
 	for {
 		if d.ReportEpoch != 0 {
 			if hub != nil {
@@ -465,4 +477,28 @@ func serve(log logr.Logger, l net.Listener, barrierPath string, lifted *barrier,
 		}
 	}()
 	return srv
+}
+
+// awaitFile waits until path exists, saying once that it waits; false if
+// ctx ended first.
+func awaitFile(ctx context.Context, log logr.Logger, path string) bool {
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for said := false; ; {
+		if _, err := os.Stat(path); err == nil {
+			if said {
+				log.Info("the supervisor's binary is installed", "path", path)
+			}
+			return true
+		}
+		if !said {
+			log.Info("waiting for the agent container's postStart hook to install the supervisor's binary before reporting an epoch", "path", path)
+			said = true
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-tick.C:
+		}
+	}
 }

@@ -8,8 +8,10 @@ import (
 )
 
 // Install copies the running binary to dest, executable by every user,
-// whole or not at all: the webhook's init container runs it to put the
-// supervisor on the volume the worker containers mount.
+// whole or not at all: the agent container's postStart hook runs it to
+// put the supervisor on the volume the worker containers mount. A rename
+// replaces dest: supervisors running the previous copy (the agent
+// restarted alone) keep it.
 func Install(dest string) error {
 	self, err := os.Executable()
 	if err != nil {

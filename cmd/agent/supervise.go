@@ -27,15 +27,22 @@ func supervise(args []string) int {
 }
 
 // installSupervisor runs `inplace-agent install-supervisor DEST`, the
-// webhook's init container in process scope.
+// agent container's postStart hook in process scope.
 func installSupervisor(args []string) int {
 	if len(args) != 1 {
 		fmt.Fprintln(os.Stderr, "usage: inplace-agent", protocol.InstallCommand, "DEST")
 		return 2
 	}
 	if err := supervisor.Install(args[0]); err != nil {
-		fmt.Fprintln(os.Stderr, "inplace-agent:", err)
+		msg := fmt.Sprintf("inplace-agent: postStart hook: %v", err)
+		fmt.Fprintln(os.Stderr, msg)
+		// The kubelet keeps a hook's output in its own log only, and kills
+		// the container: its termination message is where a user sees why.
+		_ = os.WriteFile(terminationLog, []byte(msg), 0o644)
 		return 1
 	}
 	return 0
 }
+
+// terminationLog is the container's default terminationMessagePath.
+const terminationLog = "/dev/termination-log"

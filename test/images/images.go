@@ -17,6 +17,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
+
+	"github.com/inplace-dev/inplace/api/protocol"
 )
 
 // Image names, as config/ and the manager's configuration reference them.
@@ -44,7 +46,7 @@ type image struct {
 
 var all = []image{
 	{refs: []string{Manager, "ghcr.io/inplace-dev/inplace-manager:latest"}, pkg: "./cmd/manager", binary: "/inplace-manager", entrypoint: []string{"/inplace-manager"}},
-	{refs: []string{Agent, "ghcr.io/inplace-dev/inplace-agent:latest"}, pkg: "./cmd/agent", binary: "/inplace-agent", entrypoint: []string{"/inplace-agent"}},
+	{refs: []string{Agent, "ghcr.io/inplace-dev/inplace-agent:latest"}, pkg: "./cmd/agent", binary: protocol.AgentBinary, entrypoint: []string{protocol.AgentBinary}},
 	{refs: []string{Worker}, pkg: "./test/cmd/testworker", binary: WorkerBinary, entrypoint: []string{WorkerBinary, "run"}},
 	{refs: []string{Pause}, pkg: "./test/cmd/testworker", binary: WorkerBinary, entrypoint: []string{WorkerBinary, "pause"}},
 }

@@ -66,9 +66,6 @@ func expectContainerRestarts(scope string, p corev1.Pod, n int32) {
 		Expect(p.Annotations).To(HaveKeyWithValue(protocol.WorkerRestartsAnnotation, fmt.Sprint(n)), "worker restarts of pod %s", p.Name)
 	}
 	for _, s := range allStatuses(&p) {
-		if s.Name == agentContainer+"-install" {
-			continue // an init container: it ran once, before the agent
-		}
 		Expect(s.RestartCount).To(Equal(perContainer), "container %s of pod %s", s.Name, p.Name)
 	}
 }
@@ -328,7 +325,7 @@ var _ = inScopes(func(scope string) {
 
 		// The two ways a JobSet starts in order of readiness: the same
 		// barriers, lifted replicated job by replicated job.
-		startsInOrder := func(name string, order func(js *jobset.JobSet)) {
+		liftsInOrder := func(name string, order func(js *jobset.JobSet)) {
 			js := workerJobSet(name, ns.Name, nil)
 			driver := js.Spec.ReplicatedJobs[0].DeepCopy()
 			driver.Name, driver.Replicas = "driver", 1
@@ -386,13 +383,14 @@ var _ = inScopes(func(scope string) {
 			}
 		}
 		It("InOrder: after an in-place restart the barriers lift replicated job by replicated job", func() {
-			startsInOrder("inorder", func(js *jobset.JobSet) {
+			liftsInOrder("inorder", func(js *jobset.JobSet) {
 				js.Spec.StartupPolicy = &jobset.StartupPolicy{StartupPolicyOrder: jobset.InOrder}
 			})
 		})
 		It("dependsOn Ready: after an in-place restart the workers' barriers lift once the driver is Ready", func() {
-			startsInOrder("depends", func(js *jobset.JobSet) {
-				js.Spec.ReplicatedJobs[1].DependsOn = []jobset.DependsOn{{Name: "driver", Status: jobset.DependencyReady}}
+			liftsInOrder("depends", func(js *jobset.JobSet) {
+				workers := &js.Spec.ReplicatedJobs[slices.IndexFunc(js.Spec.ReplicatedJobs, func(rj jobset.ReplicatedJob) bool { return rj.Name == "workers" })]
+				workers.DependsOn = []jobset.DependsOn{{Name: "driver", Status: jobset.DependencyReady}}
 			})
 		})
 	})
