@@ -39,6 +39,7 @@ func main() {
 		}
 	}
 	log := zap.New()
+	log.Info("inplace-agent starting", "version", version.Get().String())
 	restCfg, err := clientConfig()
 	if err != nil {
 		fail(err)
@@ -113,6 +114,13 @@ func injected(log logr.Logger, restCfg *rest.Config) (agent.Config, agent.Transp
 	}
 	if len(missing) > 0 {
 		return cfg, nil, fmt.Errorf("environment variables %s are not set; the mutating webhook sets them", strings.Join(missing, ", "))
+	}
+	// In process scope the agent's postStart hook installs the supervisor
+	// on the volume mounted here; the agent reports no epoch before it
+	// has. (A Pod of an earlier injection installed it from an init
+	// container, and mounts nothing here.)
+	if fi, err := os.Stat(protocol.SupervisorDir); cfg.Process != nil && err == nil && fi.IsDir() {
+		cfg.Process.SupervisorBinary = protocol.SupervisorBinary
 	}
 	return cfg, t, nil
 }

@@ -117,13 +117,13 @@ type Report struct {
 // FirstStart is how long a new JobSet took from its creation until every
 // worker ran, by the workers' own logs (real nodes), and the moments on
 // the way, each from the creation until the last Pod's: every Pod seen by
-// a watch, every agent running and every epoch written (by the kubelets'
-// and the agents' writes, seen by a watch), the epoch synced.
+// a watch, every agent's process up (its first log line), every epoch
+// written (seen by a watch), the epoch synced.
 type FirstStart struct {
 	Nodes         int           `json:"nodes"`
 	Strategy      string        `json:"strategy"`
 	Took          time.Duration `json:"tookNanos"`
-	PodsCreated   time.Duration `json:"podsCreatedNanos,omitempty"`
+	PodsSeen      time.Duration `json:"podsSeenNanos,omitempty"`
 	AgentsStarted time.Duration `json:"agentsStartedNanos,omitempty"`
 	EpochsWritten time.Duration `json:"epochsWrittenNanos,omitempty"`
 	Synced        time.Duration `json:"syncedNanos,omitempty"`
@@ -285,11 +285,11 @@ func (e *env) scenario(ctx context.Context, cfg Config, profile string, strategy
 		if err != nil {
 			return nil, nil, fmt.Errorf("%s: first start: %w", strategy, err)
 		}
-		first := e.firstStart(js, jw, strategy, created, latest(starts, e.nodes))
+		first := e.firstStart(ctx, js, jw, strategy, created, latest(starts, e.nodes))
 		e.firstStarts = append(e.firstStarts, first)
-		progress("N=%d %-16s first start: every worker running %v after the JobSet's creation (Pods created %v, agents running %v, epochs written %v, synced %v)",
-			e.nodes, strategy, first.Took.Round(time.Millisecond), first.PodsCreated.Round(time.Millisecond),
-			first.AgentsStarted.Round(time.Millisecond), first.EpochsWritten.Round(time.Millisecond), first.Synced.Round(time.Millisecond))
+		progress("N=%d %-16s first start: every worker running %v after the JobSet's creation (Pods seen %s, agents up %s, epochs written %s, synced %s)",
+			e.nodes, strategy, first.Took.Round(time.Millisecond), orDash(first.PodsSeen),
+			orDash(first.AgentsStarted), orDash(first.EpochsWritten), orDash(first.Synced))
 	}
 	for repeat := range cfg.Repeats {
 		for _, failure := range cfg.Failures {
@@ -392,7 +392,7 @@ func ParseStrategies(s string) ([]Strategy, error) {
 
 // firstStart splits a JobSet's first start, from its creation until
 // workersRunning, by what the real nodes' Pods recorded on the way.
-func (e *env) firstStart(js *jobset.JobSet, jw *jobSetWatch, strategy Strategy, created, workersRunning time.Time) FirstStart {
+func (e *env) firstStart(ctx context.Context, js *jobset.JobSet, jw *jobSetWatch, strategy Strategy, created, workersRunning time.Time) FirstStart {
 	byKind := map[simnode.EventKind]map[string]time.Time{}
 	for _, ev := range e.recorder.Events(js.Namespace) {
 		if byKind[ev.Kind] == nil {
@@ -402,9 +402,17 @@ func (e *env) firstStart(js *jobset.JobSet, jw *jobSetWatch, strategy Strategy, 
 			byKind[ev.Kind][ev.Pod] = ev.Time
 		}
 	}
+	// The agents' first log lines say when their processes were up; the
+	// kubelets' status writes say it a sync later.
+	agents := byKind[simnode.AgentStarted]
+	if strategy.restartStrategy() == jobset.InPlaceRestart {
+		if logged, err := firstLogLines(ctx, e.cs, js.Namespace, agentContainer); err == nil {
+			agents = logged
+		}
+	}
 	first := FirstStart{Nodes: e.nodes, Strategy: string(strategy), Took: workersRunning.Sub(created),
-		PodsCreated:   since(created, latest(byKind[simnode.PodCreated], e.nodes)),
-		AgentsStarted: since(created, latest(byKind[simnode.AgentStarted], e.nodes)),
+		PodsSeen:      since(created, latest(byKind[simnode.PodObserved], e.nodes)),
+		AgentsStarted: since(created, latest(agents, e.nodes)),
 		EpochsWritten: since(created, latest(byKind[simnode.EpochWritten], e.nodes)),
 	}
 	if strategy.restartStrategy() == jobset.InPlaceRestart {

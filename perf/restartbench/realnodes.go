@@ -141,7 +141,7 @@ type podSeen struct {
 	containers map[string]string // running container ID by name
 	exited     map[string]bool   // container IDs whose exit was recorded
 	epoch      int32
-	created    bool // PodCreated recorded
+	observed   bool // PodObserved recorded
 	// workerExit is the last worker exit written in process scope.
 	workerExit string
 }
@@ -187,9 +187,9 @@ func (o *podObserver) observe(obj any) {
 		o.recorder.Record(simnode.Event{Time: now, Kind: kind, Namespace: p.Namespace, Pod: p.Name,
 			ReplicatedJob: p.Labels[jobset.ReplicatedJobNameKey], Epoch: seen.epoch, ExitCode: exitCode})
 	}
-	if !seen.created {
-		seen.created = true
-		record(simnode.PodCreated, 0)
+	if !seen.observed {
+		seen.observed = true
+		record(simnode.PodObserved, 0)
 	}
 	if v, ok := p.Annotations[jobset.EpochKey]; ok {
 		if epoch, err := strconv.Atoi(v); err == nil && int32(epoch) != seen.epoch {

@@ -506,7 +506,7 @@ func (e *env) notStarted(ctx context.Context, namespace string, from int, starte
 	}
 	var missing []string
 	for _, p := range pods.Items {
-		if _, ok := started[p.Name]; ok {
+		if _, ok := started[p.Name]; ok || p.DeletionTimestamp != nil {
 			continue
 		}
 		if len(missing) == 5 {

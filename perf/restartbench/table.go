@@ -341,7 +341,7 @@ func FirstStarts(w io.Writer, report Report) {
 	}
 	fmt.Fprintln(w, "\nfirst start: from the JobSet's creation until every worker ran (the workers' logs)")
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "N\tstrategy\tfirst start\tvs without agent (Recreate)\tPods created\tagents running\tepochs written\tsynced\t")
+	fmt.Fprintln(tw, "N\tstrategy\tfirst start\tvs without agent (Recreate)\tPods seen\tagents up\tepochs written\tsynced\t")
 	base := map[int]time.Duration{}
 	for _, f := range report.FirstStarts {
 		if f.Strategy == string(Recreate) {
@@ -354,7 +354,7 @@ func FirstStarts(w io.Writer, report Report) {
 			vs = fmt.Sprintf("%+.2f s", (f.Took - b).Seconds())
 		}
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", f.Nodes, f.Strategy, seconds(f.Took), vs,
-			orDash(f.PodsCreated), orDash(f.AgentsStarted), orDash(f.EpochsWritten), orDash(f.Synced))
+			orDash(f.PodsSeen), orDash(f.AgentsStarted), orDash(f.EpochsWritten), orDash(f.Synced))
 	}
 	tw.Flush()
 }

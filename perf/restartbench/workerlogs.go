@@ -67,3 +67,29 @@ func workerStarted(log string, t0 time.Time) (time.Time, bool) {
 	}
 	return last, !last.IsZero()
 }
+
+// firstLogLines returns, for every Pod of the namespace, when the given
+// container wrote its first line, by the container runtime's own stamp on
+// it (kubectl logs --timestamps): when its process was up, without waiting
+// for the kubelet's next status write.
+func firstLogLines(ctx context.Context, cs kubernetes.Interface, namespace, container string) (map[string]time.Time, error) {
+	pods, err := cs.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]time.Time{}
+	// The stamp and a little of the line: the kubelet counts the stamp
+	// in the limit.
+	limit := int64(128)
+	for _, p := range pods.Items {
+		raw, err := cs.CoreV1().Pods(namespace).GetLogs(p.Name, &corev1.PodLogOptions{Container: container, Timestamps: true, LimitBytes: &limit}).DoRaw(ctx)
+		if err != nil {
+			continue
+		}
+		stamp, _, _ := strings.Cut(string(raw), " ")
+		if at, err := time.Parse(time.RFC3339Nano, stamp); err == nil {
+			out[p.Name] = at
+		}
+	}
+	return out, nil
+}

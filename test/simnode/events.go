@@ -11,9 +11,9 @@ import (
 type EventKind string
 
 const (
-	// PodCreated: the Pod was first seen by a watch (real nodes only: a
-	// simulated node's Pods exist before it sees them).
-	PodCreated EventKind = "PodCreated"
+	// PodObserved: the Pod was first seen by the benchmark's watch (real
+	// nodes only).
+	PodObserved EventKind = "PodObserved"
 	// AgentStarted: the agent container (re)started.
 	AgentStarted EventKind = "AgentStarted"
 	// EpochReported: the agent began writing its epoch on its Pod. Recorded
