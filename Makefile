@@ -79,9 +79,10 @@ VERSION_PKG := github.com/inplace-dev/inplace/cmd/internal/version
 GO_LDFLAGS := -X $(VERSION_PKG).version=$(VERSION) -X $(VERSION_PKG).commit=$(COMMIT)
 
 .PHONY: build
-build: ## Build inplace-manager, inplace-agent and inplacectl into ./bin, stamped with VERSION.
+build: ## Build inplace-manager, inplace-agent, inplace-supervisor and inplacectl into ./bin, stamped with VERSION.
 	CGO_ENABLED=0 go build -trimpath -ldflags "$(GO_LDFLAGS)" -o $(BIN)/inplace-manager ./cmd/manager
 	CGO_ENABLED=0 go build -trimpath -ldflags "$(GO_LDFLAGS)" -o $(BIN)/inplace-agent ./cmd/agent
+	CGO_ENABLED=0 go build -trimpath -ldflags "$(GO_LDFLAGS)" -o $(BIN)/inplace-supervisor ./cmd/supervisor
 	CGO_ENABLED=0 go build -trimpath -ldflags "$(GO_LDFLAGS)" -o $(BIN)/inplacectl ./cmd/inplacectl
 
 .PHONY: lint

@@ -48,6 +48,7 @@ var forbidden = map[string][]string{
 	"api/policy/v1alpha1":          {module + "/", "k8s.io/client-go/", "sigs.k8s.io/controller-runtime"},
 	"api/protocol":                 {stdlibOnly},
 	"cmd/agent":                    {module + "/controller", module + "/webhook", module + "/policies", "github.com/open-policy-agent/"},
+	"cmd/supervisor":               {module + "/agent", module + "/controller", module + "/webhook", module + "/policies", module + "/cmd/agent", module + "/cmd/manager", module + "/cmd/inplacectl", "k8s.io/", "sigs.k8s.io/", "github.com/open-policy-agent/"},
 	"cmd/inplacectl":               {module + "/controller", module + "/agent"},
 	"cmd/inplacectl/app":           {module + "/controller", module + "/agent"},
 	"cmd/manager":                  {module + "/agent"},
@@ -86,6 +87,7 @@ var allowed = map[string][]string{
 	"webhook/offline":              {module + "/controller/podfailure"},
 	"cmd/inplacectl":               {module + "/controller/podfailure"},
 	"cmd/inplacectl/app":           {module + "/controller/podfailure"},
+	"cmd/supervisor":               {module + "/agent/supervisor"},
 }
 
 // pureTestsAvoid is what the tests of the pure packages must not import:

@@ -48,17 +48,20 @@ const (
 	EnvWorkerEpoch = "INPLACE_EPOCH"
 )
 
-// The supervisor's files: the agent container's postStart hook copies the
-// agent's binary (AgentBinary in the agent's image) to SupervisorBinary on
-// an emptyDir mounted at SupervisorDir in every worker container, whose
-// command then starts with it and SupervisorCommand.
+// The supervisor's files: the agent container's postStart hook runs the
+// supervisor's binary of the agent's image (ImageSupervisorBinary), which
+// copies itself to SupervisorBinary on an emptyDir mounted at SupervisorDir
+// in the agent's and every worker container; a worker's command then
+// starts with SupervisorBinary and SupervisorCommand. A binary of its own,
+// not the agent's: a few megabytes with no Kubernetes client, copied into
+// every Pod at its start.
 const (
-	AgentBinary       = "/inplace-agent"
-	SupervisorDir     = "/inplace-supervisor"
-	SupervisorBinary  = SupervisorDir + "/inplace-agent"
-	SupervisorCommand = "supervise"
-	// InstallCommand is the agent binary's command that copies itself.
-	InstallCommand = "install-supervisor"
+	ImageSupervisorBinary = "/usr/local/bin/inplace-supervisor"
+	SupervisorDir         = "/inplace-supervisor"
+	SupervisorBinary      = SupervisorDir + "/inplace-supervisor"
+	SupervisorCommand     = "supervise"
+	// InstallCommand is the supervisor's command that copies itself.
+	InstallCommand = "install"
 )
 
 // The agent's endpoints for the supervisors of its Pod, on the barrier's

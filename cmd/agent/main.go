@@ -30,14 +30,6 @@ func main() {
 		fmt.Println("inplace-agent", version.Get())
 		return
 	}
-	if len(os.Args) > 1 {
-		switch os.Args[1] {
-		case protocol.SupervisorCommand:
-			os.Exit(supervise(os.Args[2:]))
-		case protocol.InstallCommand:
-			os.Exit(installSupervisor(os.Args[2:]))
-		}
-	}
 	log := zap.New()
 	log.Info("inplace-agent starting", "version", version.Get().String())
 	restCfg, err := clientConfig()

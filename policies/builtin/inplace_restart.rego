@@ -309,7 +309,7 @@ deny contains msg if {
 }
 
 supervised(c) if {
-	c.command[0] == "/inplace-supervisor/inplace-agent"
+	c.command[0] == "/inplace-supervisor/inplace-supervisor"
 	c.command[1] == "supervise"
 }
 

@@ -230,7 +230,7 @@ test_injected_worker_rules_allowed if {
 
 process(js) := object.union(js, {"object": {"metadata": {"annotations": {"inplace.dev/restart-scope": "process"}}}})
 
-supervised_worker := object.union(worker, {"command": ["/inplace-supervisor/inplace-agent", "supervise", "--container=worker", "--", "python3", "train.py"]})
+supervised_worker := object.union(worker, {"command": ["/inplace-supervisor/inplace-supervisor", "supervise", "--container=worker", "--", "python3", "train.py"]})
 
 test_process_scope_supervised_allowed if {
 	count(inplace_restart.deny) == 0 with input as process(jobset(job_with_pod({}, {"initContainers": [agent], "containers": [supervised_worker]})))

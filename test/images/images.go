@@ -6,10 +6,12 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -39,14 +41,16 @@ const WorkerBinary = "/inplace-testworker"
 
 type image struct {
 	refs       []string
-	pkg        string // the Go package of its one binary
+	pkg        string // the Go package of its entrypoint's binary
 	binary     string // where the binary goes in the image
 	entrypoint []string
+	also       map[string]string // more binaries: path in the image by Go package
 }
 
 var all = []image{
 	{refs: []string{Manager, "ghcr.io/inplace-dev/inplace-manager:latest"}, pkg: "./cmd/manager", binary: "/inplace-manager", entrypoint: []string{"/inplace-manager"}},
-	{refs: []string{Agent, "ghcr.io/inplace-dev/inplace-agent:latest"}, pkg: "./cmd/agent", binary: protocol.AgentBinary, entrypoint: []string{protocol.AgentBinary}},
+	{refs: []string{Agent, "ghcr.io/inplace-dev/inplace-agent:latest"}, pkg: "./cmd/agent", binary: "/inplace-agent", entrypoint: []string{"/inplace-agent"},
+		also: map[string]string{"./cmd/supervisor": protocol.ImageSupervisorBinary}},
 	{refs: []string{Worker}, pkg: "./test/cmd/testworker", binary: WorkerBinary, entrypoint: []string{WorkerBinary, "run"}},
 	{refs: []string{Pause}, pkg: "./test/cmd/testworker", binary: WorkerBinary, entrypoint: []string{WorkerBinary, "pause"}},
 }
@@ -60,20 +64,31 @@ func Build(ctx context.Context, root, dir string) ([]string, error) {
 		return nil, err
 	}
 	binaries := map[string]string{}
-	for _, img := range all {
-		if _, ok := binaries[img.pkg]; ok {
-			continue
+	build := func(pkg, path string) error {
+		if _, ok := binaries[pkg]; ok {
+			return nil
 		}
-		out := filepath.Join(dir, filepath.Base(img.binary))
+		out := filepath.Join(dir, filepath.Base(path))
 		// Stamped as a release is (the Makefile's LDFLAGS), with the
 		// version the images are tagged with.
-		cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags=-s -w -X github.com/inplace-dev/inplace/cmd/internal/version.version="+Version, "-o", out, img.pkg)
+		cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags=-s -w -X github.com/inplace-dev/inplace/cmd/internal/version.version="+Version, "-o", out, pkg)
 		cmd.Dir = root
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux")
 		if msg, err := cmd.CombinedOutput(); err != nil {
-			return nil, fmt.Errorf("building %s: %w\n%s", img.pkg, err, msg)
+			return fmt.Errorf("building %s: %w\n%s", pkg, err, msg)
 		}
-		binaries[img.pkg] = out
+		binaries[pkg] = out
+		return nil
+	}
+	for _, img := range all {
+		if err := build(img.pkg, img.binary); err != nil {
+			return nil, err
+		}
+		for pkg, path := range img.also {
+			if err := build(pkg, path); err != nil {
+				return nil, err
+			}
+		}
 	}
 	var archives []string
 	for _, img := range all {
@@ -82,7 +97,7 @@ func Build(ctx context.Context, root, dir string) ([]string, error) {
 			return nil, err
 		}
 		path := filepath.Join(dir, filepath.Base(tag.RepositoryStr())+".tar")
-		if err := write(img, binaries[img.pkg], path); err != nil {
+		if err := write(img, binaries, path); err != nil {
 			return nil, fmt.Errorf("writing the image %s: %w", img.refs[0], err)
 		}
 		archives = append(archives, path)
@@ -92,12 +107,30 @@ func Build(ctx context.Context, root, dir string) ([]string, error) {
 
 // write builds an image of one layer — the binary and an empty /tmp — that
 // runs as a non-root user, as the Dockerfile's distroless images do.
-func write(img image, binary, path string) error {
-	data, err := os.ReadFile(binary)
-	if err != nil {
+func write(img image, binaries map[string]string, path string) error {
+	entries := []entry{{path: "/tmp", mode: 0o1777, dir: true}}
+	add := func(pkg, at string) error {
+		data, err := os.ReadFile(binaries[pkg])
+		if err != nil {
+			return err
+		}
+		// Its directories first, as a tar of a file system lists them.
+		var dirs []entry
+		for d := filepath.Dir(at); d != "/"; d = filepath.Dir(d) {
+			dirs = append([]entry{{path: d, mode: 0o755, dir: true}}, dirs...)
+		}
+		entries = append(append(entries, dirs...), entry{path: at, mode: 0o755, data: data})
+		return nil
+	}
+	if err := add(img.pkg, img.binary); err != nil {
 		return err
 	}
-	l, err := layerOf(entry{path: "/tmp", mode: 0o1777, dir: true}, entry{path: img.binary, mode: 0o755, data: data})
+	for _, pkg := range slices.Sorted(maps.Keys(img.also)) {
+		if err := add(pkg, img.also[pkg]); err != nil {
+			return err
+		}
+	}
+	l, err := layerOf(entries...)
 	if err != nil {
 		return err
 	}

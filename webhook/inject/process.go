@@ -103,7 +103,7 @@ func injectProcessScope(rj *jobset.ReplicatedJob, agent configv1alpha1.Agent, or
 		ag.Lifecycle = &corev1.Lifecycle{}
 	}
 	ag.Lifecycle.PostStart = &corev1.LifecycleHandler{Exec: &corev1.ExecAction{
-		Command: []string{protocol.AgentBinary, protocol.InstallCommand, protocol.SupervisorBinary}}}
+		Command: []string{protocol.ImageSupervisorBinary, protocol.InstallCommand, protocol.SupervisorBinary}}}
 	setEnv(ag, corev1.EnvVar{Name: protocol.EnvRestartScope, Value: protocol.RestartScopeProcess})
 	setEnv(ag, corev1.EnvVar{Name: protocol.EnvSupervisedContainers, Value: strings.Join(supervised, ",")})
 	setEnv(ag, corev1.EnvVar{Name: protocol.EnvWorkerRestarts, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{

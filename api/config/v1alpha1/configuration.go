@@ -43,9 +43,9 @@ type Configuration struct {
 // Agent describes the injected agent sidecar.
 type Agent struct {
 	// Image of the agent. Default ghcr.io/inplace-dev/inplace-agent:latest.
-	// An image of its own must keep the agent's binary at /inplace-agent,
-	// its entrypoint: in process scope the agent container's postStart
-	// hook runs it by that path.
+	// An image of its own must keep the supervisor's binary at
+	// /usr/local/bin/inplace-supervisor: in process scope the agent
+	// container's postStart hook runs it by that path.
 	Image string `json:"image,omitempty"`
 	// ContainerName of the injected init container. Default inplace-agent.
 	ContainerName string `json:"containerName,omitempty"`

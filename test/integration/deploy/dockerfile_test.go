@@ -23,7 +23,7 @@ func TestDockerfileBuilds(t *testing.T) {
 		t.Fatal(err)
 	}
 	stages := parseDockerfile(t, filepath.Join(root, "Dockerfile"))
-	for _, name := range []string{"build-agent", "build-manager"} {
+	for _, name := range []string{"build-agent", "build-supervisor", "build-manager"} {
 		st, ok := stages[name]
 		if !ok {
 			t.Fatalf("the Dockerfile has no stage %s", name)

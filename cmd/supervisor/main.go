@@ -9,11 +9,32 @@ import (
 
 	"github.com/inplace-dev/inplace/agent/supervisor"
 	"github.com/inplace-dev/inplace/api/protocol"
+	"github.com/inplace-dev/inplace/cmd/internal/version"
 )
 
-// supervise runs `inplace-agent supervise [flags] -- COMMAND [ARG...]`, the
-// command the webhook gives a worker container in process scope, and
-// returns the container's exit code.
+func main() {
+	if len(os.Args) < 2 {
+		usage()
+	}
+	switch os.Args[1] {
+	case protocol.SupervisorCommand:
+		os.Exit(supervise(os.Args[2:]))
+	case protocol.InstallCommand:
+		os.Exit(install(os.Args[2:]))
+	case "version", "--version":
+		fmt.Println("inplace-supervisor", version.Get())
+	default:
+		usage()
+	}
+}
+
+func usage() {
+	fmt.Fprintf(os.Stderr, "usage: inplace-supervisor %s [flags] -- COMMAND [ARG...]\n       inplace-supervisor %s DEST\n       inplace-supervisor version\n",
+		protocol.SupervisorCommand, protocol.InstallCommand)
+	os.Exit(2)
+}
+
+// supervise runs the worker, and returns the container's exit code.
 func supervise(args []string) int {
 	cfg, err := supervisor.ParseArgs(args, os.Stderr)
 	if err != nil {
@@ -26,15 +47,14 @@ func supervise(args []string) int {
 	return supervisor.Run(context.Background(), cfg)
 }
 
-// installSupervisor runs `inplace-agent install-supervisor DEST`, the
-// agent container's postStart hook in process scope.
-func installSupervisor(args []string) int {
+// install copies this binary to DEST: the agent container's postStart
+// hook.
+func install(args []string) int {
 	if len(args) != 1 {
-		fmt.Fprintln(os.Stderr, "usage: inplace-agent", protocol.InstallCommand, "DEST")
-		return 2
+		usage()
 	}
 	if err := supervisor.Install(args[0]); err != nil {
-		msg := fmt.Sprintf("inplace-agent: postStart hook: %v", err)
+		msg := fmt.Sprintf("inplace-supervisor: postStart hook: %v", err)
 		fmt.Fprintln(os.Stderr, msg)
 		// The kubelet keeps a hook's output in its own log only, and kills
 		// the container: its termination message is where a user sees why.
