@@ -419,17 +419,22 @@ func (s *supervisor) poll(ctx context.Context, out chan<- protocol.SupervisorSta
 	backoff, waited := 10*time.Millisecond, false
 	for ctx.Err() == nil {
 		reqCtx, cancel := context.WithCancel(ctx)
-		finished := make(chan struct{})
+		finished, watched := make(chan struct{}), make(chan bool, 1)
 		go func() {
 			select {
 			case <-s.kick:
 				cancel()
+				watched <- true
 			case <-finished:
+				watched <- false
 			}
 		}()
 		st, err := s.getState(reqCtx, after)
 		close(finished)
-		kicked := reqCtx.Err() != nil
+		// Waited for, so that this request's watcher never takes a kick
+		// meant for the next one: the next request, built after the kick,
+		// carries the worker's change.
+		kicked := <-watched
 		cancel()
 		if err != nil {
 			if kicked && ctx.Err() == nil {
