@@ -232,7 +232,7 @@ func TestRunReportsNoEpochBeforeTheSupervisorIsInstalled(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	binary := filepath.Join(t.TempDir(), "inplace-agent")
+	binary := filepath.Join(t.TempDir(), "inplace-supervisor")
 	p := &processTransport{updates: make(chan protocol.Broadcast, 8), changed: make(chan struct{}, 1)}
 	p.updates <- protocol.Broadcast{}
 	cfg := Config{ReplicatedJob: "workers", RestartExitCode: 88, Listener: l, PodEpoch: ptr.To[int32](0),
@@ -244,6 +244,8 @@ func TestRunReportsNoEpochBeforeTheSupervisorIsInstalled(t *testing.T) {
 	// Long enough for the agent to have reported, were it not waiting.
 	select {
 	case <-p.changed:
+		p.mu.Lock()
+		defer p.mu.Unlock()
 		t.Fatalf("an epoch was reported before the supervisor's binary existed: %v", p.epochs)
 	case <-time.After(300 * time.Millisecond):
 	}
@@ -251,4 +253,29 @@ func TestRunReportsNoEpochBeforeTheSupervisorIsInstalled(t *testing.T) {
 		t.Fatal(err)
 	}
 	p.waitFor(t, "epoch 1 reported", func() bool { return len(p.epochs) == 1 && p.epochs[0] == 1 })
+}
+
+// TestRunGivesUpWaitingForTheSupervisor: a hook that never installed the
+// supervisor ends the agent with an error, so that the kubelet starts its
+// container, and the hook, again.
+func TestRunGivesUpWaitingForTheSupervisor(t *testing.T) {
+	defer func(d time.Duration) { installWait = d }(installWait)
+	installWait = 100 * time.Millisecond
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &processTransport{updates: make(chan protocol.Broadcast, 8), changed: make(chan struct{}, 1)}
+	p.updates <- protocol.Broadcast{}
+	cfg := Config{ReplicatedJob: "workers", RestartExitCode: 88, Listener: l, PodEpoch: ptr.To[int32](0),
+		Process: &ProcessConfig{Supervised: []string{"trainer"}, SupervisorBinary: filepath.Join(t.TempDir(), "inplace-supervisor")}}
+	code, err := Run(t.Context(), testr.New(t), cfg, p)
+	if code == 0 || err == nil {
+		t.Fatalf("Run returned %d, %v; want a non-zero code and an error", code, err)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.epochs) != 0 {
+		t.Errorf("epochs reported: %v", p.epochs)
+	}
 }

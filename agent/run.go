@@ -232,8 +232,13 @@ func Run(ctx context.Context, log logr.Logger, cfg Config, t Transport) (int, er
 	log.Info("started", "epoch", m.Epoch(), "resumed", d.ReportEpoch == 0, "synced", first.SyncedEpoch, "deprecated", first.DeprecatedEpoch,
 		"envEpoch", cfg.PodEpoch, "readPod", readPod)
 	if cfg.Process != nil && cfg.Process.SupervisorBinary != "" {
-		if !awaitFile(ctx, log, cfg.Process.SupervisorBinary) {
-			return 0, nil
+		if err := awaitFile(ctx, log, cfg.Process.SupervisorBinary, installWait); err != nil {
+			if ctx.Err() != nil {
+				return 0, nil
+			}
+			// Exited, the agent's container is started again by the
+			// kubelet, and its hook run again.
+			return 1, err
 		}
 	}
 	for {
@@ -479,17 +484,24 @@ func serve(log logr.Logger, l net.Listener, barrierPath string, lifted *barrier,
 	return srv
 }
 
-// awaitFile waits until path exists, saying once that it waits; false if
-// ctx ended first.
-func awaitFile(ctx context.Context, log logr.Logger, path string) bool {
+// installWait bounds the wait for the postStart hook's copy of the
+// supervisor: a hook that never ended (a kubelet restarted in the middle
+// of it does not run it again) is run again by the agent's exit.
+var installWait = time.Minute
+
+// awaitFile waits until path exists, saying once that it waits, for at
+// most timeout.
+func awaitFile(ctx context.Context, log logr.Logger, path string, timeout time.Duration) error {
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
 	for said := false; ; {
 		if _, err := os.Stat(path); err == nil {
 			if said {
 				log.Info("the supervisor's binary is installed", "path", path)
 			}
-			return true
+			return nil
 		}
 		if !said {
 			log.Info("waiting for the agent container's postStart hook to install the supervisor's binary before reporting an epoch", "path", path)
@@ -497,7 +509,9 @@ func awaitFile(ctx context.Context, log logr.Logger, path string) bool {
 		}
 		select {
 		case <-ctx.Done():
-			return false
+			return ctx.Err()
+		case <-deadline.C:
+			return fmt.Errorf("the supervisor's binary %s is not there %v after the agent's start: its container's postStart hook did not install it (see the Pod's events and the kubelet's log)", path, timeout)
 		case <-tick.C:
 		}
 	}

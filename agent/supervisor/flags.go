@@ -11,7 +11,7 @@ import (
 	"github.com/inplace-dev/inplace/api/protocol"
 )
 
-// ParseArgs reads the arguments of `inplace-agent supervise`, as the
+// ParseArgs reads the arguments of `inplace-supervisor supervise`, as the
 // webhook writes them: flags, "--", then the worker's command. Usage and
 // errors go to output.
 func ParseArgs(args []string, output io.Writer) (Config, error) {
@@ -24,7 +24,7 @@ func ParseArgs(args []string, output io.Writer) (Config, error) {
 	fs.StringVar(&cfg.Container, "container", "", "the name of this worker container")
 	fs.DurationVar(&cfg.GracePeriod, "grace-period", 30*time.Second, "how long a worker being stopped has between SIGTERM and SIGKILL")
 	fs.Usage = func() {
-		fmt.Fprintln(output, "usage: inplace-agent supervise [flags] -- COMMAND [ARG...]")
+		fmt.Fprintln(output, "usage: inplace-supervisor supervise [flags] -- COMMAND [ARG...]")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {

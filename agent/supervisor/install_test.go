@@ -50,7 +50,7 @@ func TestInstallCopiesItselfWhole(t *testing.T) {
 	}
 }
 
-// TestInstallFailsWithoutItsDirectory: an error, and nothing written.
+// TestInstallFailsWithoutItsDirectory: an error, not a copy elsewhere.
 func TestInstallFailsWithoutItsDirectory(t *testing.T) {
 	if err := Install(filepath.Join(t.TempDir(), "missing", "inplace-supervisor")); err == nil {
 		t.Fatal("installed into a directory that does not exist")

@@ -30,6 +30,12 @@ func main() {
 		fmt.Println("inplace-agent", version.Get())
 		return
 	}
+	if len(os.Args) == 3 && os.Args[1] == legacyInstallCommand {
+		installLegacy(os.Args[2])
+	}
+	if len(os.Args) > 1 {
+		fail(fmt.Errorf("takes no arguments, only its environment (got %q); the supervisor of process scope is inplace-supervisor, in the same image", os.Args[1:]))
+	}
 	log := zap.New()
 	log.Info("inplace-agent starting", "version", version.Get().String())
 	restCfg, err := clientConfig()
@@ -160,4 +166,16 @@ func upstream(log logr.Logger, restCfg *rest.Config) (agent.Config, agent.Transp
 	}
 	log.Info("speaking upstream JobSet's in-place restart protocol", "jobset", t.JobSet, "barrier", cfg.Listen+cfg.BarrierPath)
 	return cfg, t, nil
+}
+
+// legacyInstallCommand is how Pods injected by earlier versions install
+// the supervisor: an init container running this image with
+// `install-supervisor /inplace-supervisor/inplace-agent`, and workers
+// running that copy with `supervise`. The supervisor's own binary does
+// both, so it is installed under the old name.
+const legacyInstallCommand = "install-supervisor"
+
+func installLegacy(dest string) {
+	err := syscall.Exec(protocol.ImageSupervisorBinary, []string{protocol.ImageSupervisorBinary, protocol.InstallCommand, dest}, os.Environ())
+	fail(fmt.Errorf("running %s: %w", protocol.ImageSupervisorBinary, err))
 }

@@ -58,7 +58,10 @@ func install(args []string) int {
 		fmt.Fprintln(os.Stderr, msg)
 		// The kubelet keeps a hook's output in its own log only, and kills
 		// the container: its termination message is where a user sees why.
-		_ = os.WriteFile(terminationLog, []byte(msg), 0o644)
+		if f, err := os.OpenFile(terminationLog, os.O_WRONLY|os.O_TRUNC, 0); err == nil {
+			_, _ = f.WriteString(msg)
+			_ = f.Close()
+		}
 		return 1
 	}
 	return 0

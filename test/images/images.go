@@ -105,7 +105,7 @@ func Build(ctx context.Context, root, dir string) ([]string, error) {
 	return archives, nil
 }
 
-// write builds an image of one layer — the binary and an empty /tmp — that
+// write builds an image of one layer — its binaries and an empty /tmp — that
 // runs as a non-root user, as the Dockerfile's distroless images do.
 func write(img image, binaries map[string]string, path string) error {
 	entries := []entry{{path: "/tmp", mode: 0o1777, dir: true}}

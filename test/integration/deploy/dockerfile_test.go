@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/inplace-dev/inplace/api/protocol"
 	"github.com/inplace-dev/inplace/test/cluster"
 )
 
@@ -113,4 +114,22 @@ func parseDockerfile(t *testing.T, path string) map[string]*stage {
 		t.Fatal(err)
 	}
 	return stages
+}
+
+// TestDockerfilePutsTheSupervisorWhereTheHookRunsIt: the agent's image
+// carries the supervisor at the path the webhook's postStart hook runs
+// (the test images are built from the same constant).
+func TestDockerfilePutsTheSupervisorWhereTheHookRunsIt(t *testing.T) {
+	root, err := cluster.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(filepath.Join(root, "Dockerfile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "COPY --from=build-supervisor /out/inplace-supervisor " + protocol.ImageSupervisorBinary
+	if !strings.Contains(string(data), want) {
+		t.Errorf("the Dockerfile has no %q", want)
+	}
 }
