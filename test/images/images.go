@@ -114,12 +114,8 @@ func write(img image, binaries map[string]string, path string) error {
 		if err != nil {
 			return err
 		}
-		// Its directories first, as a tar of a file system lists them.
-		var dirs []entry
-		for d := filepath.Dir(at); d != "/"; d = filepath.Dir(d) {
-			dirs = append([]entry{{path: d, mode: 0o755, dir: true}}, dirs...)
-		}
-		entries = append(append(entries, dirs...), entry{path: at, mode: 0o755, data: data})
+		// layerOf writes its directories before it.
+		entries = append(entries, entry{path: at, mode: 0o755, data: data})
 		return nil
 	}
 	if err := add(img.pkg, img.binary); err != nil {
