@@ -402,21 +402,20 @@ func (e *env) firstStart(ctx context.Context, js *jobset.JobSet, jw *jobSetWatch
 			byKind[ev.Kind][ev.Pod] = ev.Time
 		}
 	}
+	first := FirstStart{Nodes: e.nodes, Strategy: string(strategy), Took: workersRunning.Sub(created),
+		PodsSeen: since(created, latest(byKind[simnode.PodObserved], e.nodes)),
+	}
+	if strategy.restartStrategy() != jobset.InPlaceRestart {
+		return first // no agent
+	}
 	// The agents' first log lines say when their processes were up; the
 	// kubelets' status writes say it a sync later.
 	agents := byKind[simnode.AgentStarted]
-	if strategy.restartStrategy() == jobset.InPlaceRestart {
-		if logged, err := firstLogLines(ctx, e.cs, js.Namespace, agentContainer); err == nil {
-			agents = logged
-		}
+	if logged, err := firstLogLines(ctx, e.cs, js.Namespace, agentContainer); err == nil {
+		agents = logged
 	}
-	first := FirstStart{Nodes: e.nodes, Strategy: string(strategy), Took: workersRunning.Sub(created),
-		PodsSeen:      since(created, latest(byKind[simnode.PodObserved], e.nodes)),
-		AgentsStarted: since(created, latest(agents, e.nodes)),
-		EpochsWritten: since(created, latest(byKind[simnode.EpochWritten], e.nodes)),
-	}
-	if strategy.restartStrategy() == jobset.InPlaceRestart {
-		first.Synced = since(created, jw.first(created, func(s jobset.JobSetStatus) bool { return s.SyncedEpoch > 0 }))
-	}
+	first.AgentsStarted = since(created, latest(agents, e.nodes))
+	first.EpochsWritten = since(created, latest(byKind[simnode.EpochWritten], e.nodes))
+	first.Synced = since(created, jw.first(created, func(s jobset.JobSetStatus) bool { return s.SyncedEpoch > 0 }))
 	return first
 }
