@@ -68,6 +68,22 @@ func (p *processTransport) signal() {
 	}
 }
 
+// newProcessAgent is an agent's configuration in process scope, supervising
+// "trainer" and listening on a free loopback port, with a fresh Pod that
+// has had its first broadcast; supervisorBinary is the hook's copy to
+// wait for ("" for none).
+func newProcessAgent(t *testing.T, supervisorBinary string) (Config, *processTransport) {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &processTransport{updates: make(chan protocol.Broadcast, 8), changed: make(chan struct{}, 1)}
+	p.updates <- protocol.Broadcast{}
+	return Config{ReplicatedJob: "workers", RestartExitCode: 88, Listener: l, PodEpoch: ptr.To[int32](0),
+		Process: &ProcessConfig{Supervised: []string{"trainer"}, SupervisorBinary: supervisorBinary}}, p
+}
+
 // waitFor waits until cond holds of what the Pod was told.
 func (p *processTransport) waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
@@ -142,14 +158,8 @@ func (s *fakeSupervisor) post(path string, q url.Values) int {
 // agent never exits, reports the new epoch only once its supervisor has
 // stopped the worker, and counts the restart.
 func TestRunRestartsTheWorkersInProcessScope(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &processTransport{updates: make(chan protocol.Broadcast, 8), changed: make(chan struct{}, 1)}
-	p.updates <- protocol.Broadcast{}
-	cfg := Config{ReplicatedJob: "workers", RestartExitCode: 88, Listener: l, PodEpoch: ptr.To[int32](0),
-		Process: &ProcessConfig{Supervised: []string{"trainer"}}}
+	cfg, p := newProcessAgent(t, "")
+	l := cfg.Listener
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan int, 1)
 	go func() {
@@ -228,15 +238,8 @@ func TestRunRestartsTheWorkersInProcessScope(t *testing.T) {
 // the agent's first epoch waits for the postStart hook's copy of the
 // supervisor, so that a failed hook cannot let the JobSet sync.
 func TestRunReportsNoEpochBeforeTheSupervisorIsInstalled(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
 	binary := filepath.Join(t.TempDir(), "inplace-supervisor")
-	p := &processTransport{updates: make(chan protocol.Broadcast, 8), changed: make(chan struct{}, 1)}
-	p.updates <- protocol.Broadcast{}
-	cfg := Config{ReplicatedJob: "workers", RestartExitCode: 88, Listener: l, PodEpoch: ptr.To[int32](0),
-		Process: &ProcessConfig{Supervised: []string{"trainer"}, SupervisorBinary: binary}}
+	cfg, p := newProcessAgent(t, binary)
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	go func() { _, _ = Run(ctx, testr.New(t), cfg, p) }()
@@ -261,14 +264,7 @@ func TestRunReportsNoEpochBeforeTheSupervisorIsInstalled(t *testing.T) {
 func TestRunGivesUpWaitingForTheSupervisor(t *testing.T) {
 	defer func(d time.Duration) { installWait = d }(installWait)
 	installWait = 100 * time.Millisecond
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &processTransport{updates: make(chan protocol.Broadcast, 8), changed: make(chan struct{}, 1)}
-	p.updates <- protocol.Broadcast{}
-	cfg := Config{ReplicatedJob: "workers", RestartExitCode: 88, Listener: l, PodEpoch: ptr.To[int32](0),
-		Process: &ProcessConfig{Supervised: []string{"trainer"}, SupervisorBinary: filepath.Join(t.TempDir(), "inplace-supervisor")}}
+	cfg, p := newProcessAgent(t, filepath.Join(t.TempDir(), "inplace-supervisor"))
 	code, err := Run(t.Context(), testr.New(t), cfg, p)
 	if code == 0 || err == nil {
 		t.Fatalf("Run returned %d, %v; want a non-zero code and an error", code, err)
