@@ -55,6 +55,8 @@ type Violation struct {
 	// that failed, a message cut, the count of the messages left out), so
 	// the same text need not mean the same violation.
 	Inexact bool
+	// Failed: the message says that the policy's evaluation failed.
+	Failed bool
 }
 
 func (v Violation) String() string { return v.Policy + ": " + v.Message }
@@ -69,6 +71,9 @@ type Decision struct {
 	DryRun []Violation
 	// Patches are the operations of the patch rules, in policy order.
 	Patches []Patch
+	// Evaluated names the admin policies that matched and were evaluated,
+	// in name order, whether or not they said anything.
+	Evaluated []string
 }
 
 // Patch is one RFC 6902 operation, the policy it came from and that
@@ -405,6 +410,7 @@ func (e *Engine) evaluate(ctx context.Context, in Input, builtins, judgeHealth b
 		if p.Match != nil && !p.Match(in) {
 			continue
 		}
+		d.Evaluated = append(d.Evaluated, p.Name)
 		err := p.eval(ctx, base, &d, e.limits.PolicyTimeout, e.metrics)
 		// A policy reached after the request's deadline, or cut short by
 		// its caller, failed through no fault of its own.
@@ -521,7 +527,7 @@ func (p *Policy) eval(ctx context.Context, base *ast.Term, d *Decision, timeout 
 		m.countFailure(p.Name, kindOf(err))
 		// The policy's own enforcement action: an admin's Warn or DryRun
 		// policy that cannot decide warns or records, it never blocks.
-		p.record(d, p.Action, message{text: fmt.Sprintf("evaluation failed: %v", err), inexact: true}, m)
+		p.record(d, p.Action, message{text: fmt.Sprintf("evaluation failed: %v", err), inexact: true, failed: true}, m)
 		return fmt.Errorf("policy %s: %w", p.Name, err)
 	}
 	p.collect(rs, d, m)
@@ -570,7 +576,7 @@ func (p *Policy) collect(rs rego.ResultSet, d *Decision, m *metrics) {
 }
 
 func (p *Policy) record(d *Decision, action EnforcementAction, msg message, m *metrics) {
-	v := Violation{Policy: p.Name, Message: msg.text, Inexact: msg.inexact}
+	v := Violation{Policy: p.Name, Message: msg.text, Inexact: msg.inexact, Failed: msg.failed}
 	switch action {
 	case Deny:
 		d.Denied = append(d.Denied, v)

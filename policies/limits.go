@@ -175,6 +175,7 @@ func (e *Engine) OnHealthChange(fn func(policy string)) { e.onHealthChange = fn 
 type message struct {
 	text    string
 	inexact bool
+	failed  bool
 }
 
 // bounded returns at most maxMessagesPerPolicy messages, each cut to
