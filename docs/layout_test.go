@@ -64,6 +64,7 @@ var forbidden = map[string][]string{
 	"policies":                     {module + "/", "k8s.io/client-go/", "sigs.k8s.io/controller-runtime"},
 	"policies/builtin":             {stdlibOnly},
 	"policies/reconciler":          {module + "/agent", module + "/controller", module + "/webhook", module + "/cmd"},
+	"policies/report":              {module + "/agent", module + "/controller", module + "/webhook", module + "/cmd"},
 	"webhook":                      {module + "/agent", module + "/controller", module + "/cmd", module + "/webhook/offline", "k8s.io/apiextensions-apiserver/pkg/apiserver/"},
 	"webhook/offline":              {module + "/agent", module + "/controller", module + "/cmd"},
 	"webhook/certs":                {stdlibOnly},

@@ -13,8 +13,9 @@ import (
 // TestManagerRBACIsLeastPrivilege reads the Roles of config/rbac and
 // config/selfsigned: no wildcards, no Secrets, no verbs that grant more
 // than the role holds, Leases only in the manager's namespace, and the
-// admission server writes nothing but Events, its policies' status and,
-// without cert-manager, its own webhook configurations. That the rules are
+// admission server writes nothing but Events, its policies' status, the
+// audit's PolicyReports and, without cert-manager, its own webhook
+// configurations. That the rules are
 // enough, and no more than the code uses, is shown by the e2e suite, which
 // runs the managers with them and compares their calls with the rules.
 func TestManagerRBACIsLeastPrivilege(t *testing.T) {
@@ -72,7 +73,7 @@ func TestManagerRBACIsLeastPrivilege(t *testing.T) {
 			}
 			if u.GetName() == "inplace-webhook" && u.GetKind() == "ClusterRole" {
 				for _, res := range rule.Resources {
-					writable := res == "events" || res == "jobsetpolicies/status"
+					writable := res == "events" || res == "jobsetpolicies/status" || res == "policyreports" && slices.Equal(rule.APIGroups, []string{"wgpolicyk8s.io"})
 					for _, verb := range rule.Verbs {
 						if !writable && !slices.Contains([]string{"get", "list", "watch"}, verb) && !slices.Contains(rule.APIGroups, "authentication.k8s.io") && !slices.Contains(rule.APIGroups, "authorization.k8s.io") {
 							t.Errorf("ClusterRole inplace-webhook: the admission server writes no %s: %v", res, rule)
