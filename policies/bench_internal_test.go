@@ -56,7 +56,7 @@ func BenchmarkAdminPolicies(b *testing.B) {
 			}
 			for i := range n {
 				src := strings.Replace(maxRestartsPolicy, "package guardrails.maxrestarts", fmt.Sprintf("package guardrails.maxrestarts_%d", i), 1)
-				p, err := Compile(fmt.Sprintf("p%04d", i), src, Deny, match, map[string]any{"limit": 100})
+				p, err := Compile(Source{Name: fmt.Sprintf("p%04d", i), Rego: src, Action: Deny, Match: match, Parameters: map[string]any{"limit": 100}})
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -38,6 +38,7 @@ const builtinPackage = "inplace.builtin"
 
 // Input is one admission request or audit item.
 type Input struct {
+	// Operation is CREATE or UPDATE, or AUDIT in the audit.
 	Operation string
 	Object    map[string]any
 	OldObject map[string]any
@@ -45,6 +46,21 @@ type Input struct {
 	Namespace       string
 	NamespaceLabels map[string]string
 	Labels          map[string]string
+	// Name of the JobSet, as the request names it.
+	Name string
+	// UserInfo is the requesting user; nil in the audit and offline.
+	UserInfo *UserInfo
+	// DryRun: the request is a dry run, nothing will be stored.
+	DryRun bool
+}
+
+// UserInfo is the user of an admission request, as authentication.k8s.io
+// has it.
+type UserInfo struct {
+	Username string              `json:"username,omitempty"`
+	UID      string              `json:"uid,omitempty"`
+	Groups   []string            `json:"groups,omitempty"`
+	Extra    map[string][]string `json:"extra,omitempty"`
 }
 
 // Violation is one message of one policy.
@@ -95,6 +111,8 @@ type Policy struct {
 	Match func(Input) bool
 	// Parameters are passed as input.parameters.
 	Parameters any
+	// Target is what the policy is evaluated on.
+	Target Target
 	// UID and Generation name the JobSetPolicy and its generation
 	// compiled (empty and 0 when unknown): replacing a policy by the same
 	// generation of the same object keeps what the engine learned of its
@@ -111,6 +129,27 @@ type Policy struct {
 	// bindings name the query's variable of each decision rule.
 	bindings map[string]string
 }
+
+// Target is what a policy is evaluated on.
+type Target string
+
+const (
+	// TargetJobSet evaluates the policy on the JobSet.
+	TargetJobSet Target = "JobSet"
+	// TargetPodTemplates evaluates the policy once per replicated Job, on
+	// its Pod template as a Pod.
+	TargetPodTemplates Target = "PodTemplates"
+)
+
+// RegoVersion is the syntax of a policy's module.
+type RegoVersion string
+
+const (
+	// RegoV1 is OPA 1.0's syntax, the default.
+	RegoV1 RegoVersion = "v1"
+	// RegoV0 is the syntax before OPA 1.0, that of Gatekeeper's library.
+	RegoV0 RegoVersion = "v0"
+)
 
 // Engine evaluates the built-in policies and the current admin policies.
 type Engine struct {
@@ -129,6 +168,11 @@ type Engine struct {
 	// onHealthChange, if set, is told of a policy that starts or stops
 	// failing.
 	onHealthChange func(policy string)
+	// inventory is data.inventory of every admin policy compiled by
+	// Compile.
+	inventory *Inventory
+	// exempt namespaces no admin policy applies to.
+	exempt atomic.Pointer[[]string]
 }
 
 // NewEngine compiles the built-in policies, less the disabled ones.
@@ -159,8 +203,9 @@ func NewEngine(disabled []string) (*Engine, error) {
 // newEngine prepares a query per built-in module (named by its package's
 // last part, as its file), each compiled with all of them.
 func newEngine(builtins map[string]string) (*Engine, error) {
-	e := &Engine{limits: DefaultLimits()}
+	e := &Engine{limits: DefaultLimits(), inventory: NewInventory(0)}
 	e.admin.Store(&[]*Policy{})
+	e.exempt.Store(&[]string{})
 	files := map[string]string{}
 	modules := map[string]*ast.Module{}
 	for name, src := range builtins {
@@ -183,7 +228,7 @@ func newEngine(builtins map[string]string) (*Engine, error) {
 	var all []string
 	for _, name := range slices.Sorted(maps.Keys(builtins)) {
 		body, bindings := decisionQuery(modules[name], name+"_")
-		q, err := prepare(files, strings.Join(body, "; "))
+		q, err := prepare(files, strings.Join(body, "; "), ast.RegoV1, nil)
 		if err != nil {
 			return nil, fmt.Errorf("compiling built-in policy %s: %w", name, err)
 		}
@@ -191,7 +236,7 @@ func newEngine(builtins map[string]string) (*Engine, error) {
 		all = append(all, body...)
 	}
 	if len(all) > 0 {
-		q, err := prepare(files, strings.Join(all, "; "))
+		q, err := prepare(files, strings.Join(all, "; "), ast.RegoV1, nil)
 		if err != nil {
 			return nil, fmt.Errorf("compiling built-in policies: %w", err)
 		}
@@ -203,7 +248,7 @@ func newEngine(builtins map[string]string) (*Engine, error) {
 // decisionRules are the rules of a policy's package the engine reads: its
 // helper rules are evaluated only as these need them, and never converted
 // into results.
-var decisionRules = []string{"deny", "warn", "patch"}
+var decisionRules = []string{"deny", "warn", "patch", "violation"}
 
 // decisionQuery returns the query that reads the decision rules module
 // defines, each bound to prefix+rule, and the bindings by rule. A rule
@@ -232,12 +277,12 @@ func decisionQuery(module *ast.Module, prefix string) ([]string, map[string]stri
 		v, ref := prefix+rule, module.Package.Path.String()+"."+rule
 		bindings[rule] = v
 		switch {
-		case rule == "patch":
-			body = append(body, fmt.Sprintf("%s := [x | some x in %s]", v, ref))
+		case rule == "patch" || rule == "violation":
+			body = append(body, fmt.Sprintf("%s := [x | x := %s[_]]", v, ref))
 		case partialSet[rule]:
 			body = append(body, fmt.Sprintf("%s := %s", v, ref))
 		default:
-			body = append(body, fmt.Sprintf("%s := {x | some x in %s}", v, ref))
+			body = append(body, fmt.Sprintf("%s := {x | x := %s[_]}", v, ref))
 		}
 	}
 	if len(body) == 0 {
@@ -262,12 +307,56 @@ func BuiltinNames() ([]string, error) {
 	return names, nil
 }
 
+// Source is what an admin policy is compiled from.
+type Source struct {
+	// Name identifies the policy in messages, metrics and status.
+	Name string
+	// Rego is one module; its package is the policy's document.
+	Rego string
+	// RegoVersion is its syntax; empty means v1.
+	RegoVersion RegoVersion
+	// Action applies to deny and violation messages; empty means Deny.
+	Action EnforcementAction
+	// Target is what the policy is evaluated on; empty means the JobSet.
+	Target Target
+	// Match selects the requests the policy applies to; nil selects all.
+	Match func(Input) bool
+	// Parameters are passed as input.parameters.
+	Parameters any
+	// Inventory is the policy's data.inventory; nil is an empty one. A
+	// policy put in an engine must be compiled with the engine's
+	// (Engine.Compile).
+	Inventory *Inventory
+}
+
 // Compile compiles an admin policy from one Rego module. The policy's
 // document is the module's package; errors name the line.
-func Compile(name, source string, action EnforcementAction, match func(Input) bool, parameters any) (*Policy, error) {
+func Compile(src Source) (*Policy, error) {
+	name := src.Name
 	file := name + ".rego"
-	module, err := ast.ParseModuleWithOpts(file, source, ast.ParserOptions{RegoVersion: ast.RegoV1})
+	version := ast.RegoV1
+	switch src.RegoVersion {
+	case "", RegoV1:
+	case RegoV0:
+		version = ast.RegoV0
+	default:
+		return nil, fmt.Errorf("spec.regoVersion: %q is not a Rego version: use v1, or v0 for a policy in the syntax before OPA 1.0", src.RegoVersion)
+	}
+	target := src.Target
+	switch target {
+	case "":
+		target = TargetJobSet
+	case TargetJobSet, TargetPodTemplates:
+	default:
+		return nil, fmt.Errorf("spec.target: %q is not a target: use JobSet or PodTemplates", src.Target)
+	}
+	module, err := ast.ParseModuleWithOpts(file, src.Rego, ast.ParserOptions{RegoVersion: version})
 	if err != nil {
+		if version == ast.RegoV1 && strings.Contains(err.Error(), "rego_parse_error") {
+			// The most common cause, by far: a policy from Gatekeeper's
+			// library or written for OPA before 1.0.
+			return nil, fmt.Errorf("%w\n(if this policy is written in the syntax before OPA 1.0, as Gatekeeper's library is, set spec.regoVersion: v0)", err)
+		}
 		return nil, err
 	}
 	if strings.HasPrefix(module.Package.Path.String(), "data."+builtinPackage) {
@@ -279,30 +368,79 @@ func Compile(name, source string, action EnforcementAction, match func(Input) bo
 	body, bindings := decisionQuery(module, "")
 	if len(bindings) == 0 {
 		// It would compile, report Ready and enforce nothing.
-		return nil, fmt.Errorf("%s: package %s defines no deny, warn or patch rule, so the policy would enforce nothing: add one, e.g. `deny contains msg if { ... }`", file, strings.TrimPrefix(module.Package.Path.String(), "data."))
+		return nil, fmt.Errorf("%s: package %s defines no deny, violation, warn or patch rule, so the policy would enforce nothing: add one, e.g. `deny contains msg if { ... }`", file, strings.TrimPrefix(module.Package.Path.String(), "data."))
 	}
-	q, err := prepare(map[string]string{file: source}, strings.Join(body, "; "))
+	if _, patches := bindings["patch"]; patches && target == TargetPodTemplates {
+		return nil, fmt.Errorf("%s: a policy with spec.target PodTemplates has no patch rules: it sees each Pod template apart from its JobSet; patch the JobSet with a policy of target JobSet", file)
+	}
+	inventory := src.Inventory
+	if inventory == nil {
+		inventory = NewInventory(0)
+	}
+	q, err := prepare(map[string]string{file: src.Rego}, strings.Join(body, "; "), version, inventory)
 	if err != nil {
 		return nil, err
 	}
-	p := &Policy{Name: name, Action: action, Match: match, Parameters: parameters, query: q, bindings: bindings, health: &policyHealth{}}
-	if parameters != nil {
-		if p.params, err = ast.InterfaceToValue(parameters); err != nil {
+	action := src.Action
+	if action == "" {
+		action = Deny
+	}
+	p := &Policy{Name: name, Action: action, Target: target, Match: src.Match, Parameters: src.Parameters, query: q, bindings: bindings, health: &policyHealth{}}
+	if src.Parameters != nil {
+		if p.params, err = ast.InterfaceToValue(src.Parameters); err != nil {
 			return nil, fmt.Errorf("policy %s: parameters: %w", name, err)
 		}
 	}
 	return p, nil
 }
 
+// Compile compiles an admin policy that reads the engine's inventory.
+func (e *Engine) Compile(src Source) (*Policy, error) {
+	src.Inventory = e.inventory
+	return Compile(src)
+}
+
+// Inventory is the engine's data.inventory.
+func (e *Engine) Inventory() *Inventory { return e.inventory }
+
+// SetExemptNamespaces sets the namespaces no admin policy applies to; a
+// trailing * matches any suffix.
+func (e *Engine) SetExemptNamespaces(namespaces []string) {
+	ns := slices.Clone(namespaces)
+	e.exempt.Store(&ns)
+}
+
+// exempted reports whether no admin policy applies in namespace.
+func (e *Engine) exempted(namespace string) bool {
+	return MatchesAny(*e.exempt.Load(), namespace)
+}
+
+// MatchesAny reports whether s is one of patterns, a pattern ending in *
+// matching any string with what precedes the *.
+func MatchesAny(patterns []string, s string) bool {
+	for _, p := range patterns {
+		if prefix, glob := strings.CutSuffix(p, "*"); glob && strings.HasPrefix(s, prefix) || p == s {
+			return true
+		}
+	}
+	return false
+}
+
 // prepare compiles modules with the sandbox's compiler (see sandbox.go)
 // and prepares the query once.
-func prepare(modules map[string]string, query string) (rego.PreparedEvalQuery, error) {
+func prepare(modules map[string]string, query string, version ast.RegoVersion, inventory *Inventory) (rego.PreparedEvalQuery, error) {
 	opts := []func(*rego.Rego){
 		rego.Query(query),
-		rego.Compiler(newCompiler()),
+		rego.Compiler(newCompiler(version)),
 		rego.Capabilities(sandboxCapabilities()),
-		rego.Strict(true),
-		rego.SetRegoVersion(ast.RegoV1),
+		// Strict as OPA 1.0 is; a v0 policy compiles as Gatekeeper
+		// compiles it, whose library relies on what strict refuses
+		// (deprecated builtins, unused imports).
+		rego.Strict(version == ast.RegoV1),
+		rego.SetRegoVersion(version),
+	}
+	if inventory != nil {
+		opts = append(opts, rego.Store(inventory.store))
 	}
 	files := make([]string, 0, len(modules))
 	for f := range modules {
@@ -406,12 +544,30 @@ func (e *Engine) evaluate(ctx context.Context, in Input, builtins, judgeHealth b
 	if builtins {
 		errs = e.evalBuiltins(ctx, base, &d)
 	}
+	if e.exempted(in.Namespace) {
+		return d, errors.Join(errs...)
+	}
+	var pods []podInput // made once, for the first PodTemplates policy
 	for _, p := range *e.admin.Load() {
 		if p.Match != nil && !p.Match(in) {
 			continue
 		}
 		d.Evaluated = append(d.Evaluated, p.Name)
-		err := p.eval(ctx, base, &d, e.limits.PolicyTimeout, e.metrics)
+		var err error
+		if p.Target == TargetPodTemplates {
+			if pods == nil {
+				if pods, err = podInputs(in); err != nil {
+					return d, err
+				}
+			}
+			var perPod []error
+			for _, pod := range pods {
+				perPod = append(perPod, p.eval(ctx, pod.input, pod.prefix, &d, e.limits.PolicyTimeout, e.metrics))
+			}
+			err = errors.Join(perPod...)
+		} else {
+			err = p.eval(ctx, base, "", &d, e.limits.PolicyTimeout, e.metrics)
+		}
 		// A policy reached after the request's deadline, or cut short by
 		// its caller, failed through no fault of its own.
 		if judgeHealth && (err == nil || ctx.Err() == nil) && p.health.observe(err) && e.onHealthChange != nil {
@@ -438,13 +594,13 @@ func (e *Engine) evalBuiltins(ctx context.Context, base *ast.Term, d *Decision) 
 	e.metrics.observeEvaluation("builtin", time.Since(start))
 	if err == nil {
 		for _, p := range e.builtins {
-			p.collect(rs, d, e.metrics)
+			p.collect(rs, "", d, e.metrics)
 		}
 		return nil
 	}
 	var errs []error
 	for _, p := range e.builtins {
-		if err := p.eval(ctx, base, d, 0, e.metrics); err != nil {
+		if err := p.eval(ctx, base, "", d, 0, e.metrics); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -479,18 +635,16 @@ func evalBounded(ctx context.Context, q rego.PreparedEvalQuery, input ast.Value,
 }
 
 func baseInput(in Input) (*ast.Term, error) {
-	items := [][2]*ast.Term{{ast.StringTerm("operation"), ast.StringTerm(in.Operation)}}
-	var object *ast.Term
+	var object, old *ast.Term
 	if in.Object != nil {
 		v, err := ast.InterfaceToValue(in.Object)
 		if err != nil {
 			return nil, fmt.Errorf("converting object: %w", err)
 		}
 		object = ast.NewTerm(v)
-		items = append(items, [2]*ast.Term{ast.StringTerm("object"), object})
 	}
 	if in.OldObject != nil {
-		old := object
+		old = object
 		// The ratchet evaluates the stored JobSet as both: converted once.
 		// Evaluation never writes its input.
 		if old == nil || reflect.ValueOf(in.OldObject).UnsafePointer() != reflect.ValueOf(in.Object).UnsafePointer() {
@@ -500,22 +654,23 @@ func baseInput(in Input) (*ast.Term, error) {
 			}
 			old = ast.NewTerm(v)
 		}
-		items = append(items, [2]*ast.Term{ast.StringTerm("oldObject"), old})
 	}
-	return ast.ObjectTerm(items...), nil
+	return inputTerm(in, jobSetKind, in.Name, object, old, nil), nil
 }
 
-// eval runs one policy and sorts its messages into d. An evaluation error
-// counts as a violation of the policy, with the policy's enforcement action:
-// a Deny policy that cannot decide does not let a JobSet through silently,
-// and a Warn or DryRun policy that cannot decide never blocks one.
-func (p *Policy) eval(ctx context.Context, base *ast.Term, d *Decision, timeout time.Duration, m *metrics) error {
+// eval runs one policy on one input (the JobSet's, or one of its Pod
+// templates', whose messages start with prefix) and sorts its messages
+// into d. An evaluation error counts as a violation of the policy, with
+// the policy's enforcement action: a Deny policy that cannot decide does
+// not let a JobSet through silently, and a Warn or DryRun policy that
+// cannot decide never blocks one.
+func (p *Policy) eval(ctx context.Context, base *ast.Term, prefix string, d *Decision, timeout time.Duration, m *metrics) error {
 	input := base.Value
 	if p.params != nil {
 		// A new top-level object over the same terms: a copy of the
 		// JobSet per policy cost 26 KB and 100 µs each, 100 ms per request
 		// with 1,000 policies. Evaluation never writes its input.
-		items := make([][2]*ast.Term, 0, 4)
+		items := make([][2]*ast.Term, 0, base.Value.(ast.Object).Len()+1)
 		base.Value.(ast.Object).Foreach(func(k, v *ast.Term) { items = append(items, [2]*ast.Term{k, v}) })
 		items = append(items, [2]*ast.Term{ast.StringTerm("parameters"), ast.NewTerm(p.params)})
 		input = ast.NewObject(items...)
@@ -527,16 +682,16 @@ func (p *Policy) eval(ctx context.Context, base *ast.Term, d *Decision, timeout 
 		m.countFailure(p.Name, kindOf(err))
 		// The policy's own enforcement action: an admin's Warn or DryRun
 		// policy that cannot decide warns or records, it never blocks.
-		p.record(d, p.Action, message{text: fmt.Sprintf("evaluation failed: %v", err), inexact: true, failed: true}, m)
+		p.record(d, p.Action, message{text: prefix + fmt.Sprintf("evaluation failed: %v", err), inexact: true, failed: true}, m)
 		return fmt.Errorf("policy %s: %w", p.Name, err)
 	}
-	p.collect(rs, d, m)
+	p.collect(rs, prefix, d, m)
 	return nil
 }
 
 // collect sorts the policy's decisions in the result of its query (or of
-// the built-ins' combined query) into d.
-func (p *Policy) collect(rs rego.ResultSet, d *Decision, m *metrics) {
+// the built-ins' combined query) into d, each message after prefix.
+func (p *Policy) collect(rs rego.ResultSet, prefix string, d *Decision, m *metrics) {
 	if len(rs) == 0 {
 		return
 	}
@@ -544,7 +699,11 @@ func (p *Policy) collect(rs rego.ResultSet, d *Decision, m *metrics) {
 	for rule, v := range p.bindings {
 		doc[rule] = rs[0].Bindings[v]
 	}
-	for _, msg := range bounded(messages(doc["deny"])) {
+	// Gatekeeper's violation rule denies as deny does, with its msg.
+	denials := append(messages(doc["deny"]), violationMessages(doc["violation"])...)
+	slices.Sort(denials)
+	for _, msg := range bounded(slices.Compact(denials)) {
+		msg.text = prefix + msg.text
 		p.record(d, p.Action, msg, m)
 	}
 	warnAction := Warn
@@ -552,6 +711,7 @@ func (p *Policy) collect(rs rego.ResultSet, d *Decision, m *metrics) {
 		warnAction = DryRun
 	}
 	for _, msg := range bounded(messages(doc["warn"])) {
+		msg.text = prefix + msg.text
 		p.record(d, warnAction, msg, m)
 	}
 	ops, _ := doc["patch"].([]any)
@@ -573,6 +733,25 @@ func (p *Policy) collect(rs rego.ResultSet, d *Decision, m *metrics) {
 	for _, msg := range bounded(wouldPatch) {
 		p.record(d, DryRun, msg, m)
 	}
+}
+
+// violationMessages returns the msg of each result of a Gatekeeper-style
+// violation rule ({"msg": ..., "details": ...}); a result without one is
+// shown whole, so that it still denies with something to read.
+func violationMessages(v any) []string {
+	items, _ := v.([]any)
+	out := make([]string, 0, len(items))
+	for _, it := range items {
+		if obj, ok := it.(map[string]any); ok {
+			if msg, ok := obj["msg"].(string); ok {
+				out = append(out, msg)
+				continue
+			}
+		}
+		raw, _ := json.Marshal(it)
+		out = append(out, string(raw))
+	}
+	return out
 }
 
 func (p *Policy) record(d *Decision, action EnforcementAction, msg message, m *metrics) {

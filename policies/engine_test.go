@@ -152,7 +152,7 @@ func TestAdminPolicies(t *testing.T) {
 		// A DryRun policy's patch is recorded as what it would patch.
 		{DryRun, 5, 0, 0, 2},
 	} {
-		p, err := Compile("max-restarts", maxRestartsPolicy, tc.action, nil, map[string]any{"limit": tc.limit})
+		p, err := Compile(Source{Name: "max-restarts", Rego: maxRestartsPolicy, Action: tc.action, Parameters: map[string]any{"limit": tc.limit}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -185,7 +185,7 @@ func TestAdminPolicies(t *testing.T) {
 
 func TestAdminPolicyMatch(t *testing.T) {
 	e, _ := NewEngine(BuiltinNamesOrDie(t))
-	p, err := Compile("max-restarts", maxRestartsPolicy, Deny, func(in Input) bool { return in.Namespace == "prod" }, map[string]any{"limit": 1})
+	p, err := Compile(Source{Name: "max-restarts", Rego: maxRestartsPolicy, Action: Deny, Match: func(in Input) bool { return in.Namespace == "prod" }, Parameters: map[string]any{"limit": 1}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -217,8 +217,8 @@ func TestCompileErrors(t *testing.T) {
 			want: "bad.rego:4",
 		},
 		"no decision rule": {
-			src:  "package p\n\nviolation contains {\"msg\": \"x\"} if true\n",
-			want: "bad.rego: package p defines no deny, warn or patch rule, so the policy would enforce nothing",
+			src:  "package p\n\nallow if true\n",
+			want: "bad.rego: package p defines no deny, violation, warn or patch rule, so the policy would enforce nothing",
 		},
 		"reserved package": {
 			src:  "package inplace.builtin.mine\n\ndeny contains \"x\" if true\n",
@@ -227,7 +227,7 @@ func TestCompileErrors(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			_, err := Compile("bad", tc.src, Deny, nil, nil)
+			_, err := Compile(Source{Name: "bad", Rego: tc.src, Action: Deny})
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("error %v, want one containing %q", err, tc.want)
 			}
@@ -293,7 +293,7 @@ f := 2 if input.object.metadata.name
 			if err != nil {
 				t.Fatal(err)
 			}
-			p, err := Compile("guard", conflicting, action, nil, nil)
+			p, err := Compile(Source{Name: "guard", Rego: conflicting, Action: action})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -379,7 +379,7 @@ func TestDecisionRuleShapes(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			p, err := Compile("p", tc.src, Deny, nil, nil)
+			p, err := Compile(Source{Name: "p", Rego: tc.src, Action: Deny})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -32,7 +32,7 @@ deny contains "never" if {
 
 func compileOrDie(t *testing.T, name, src string, action EnforcementAction) *Policy {
 	t.Helper()
-	p, err := Compile(name, src, action, nil, nil)
+	p, err := Compile(Source{Name: name, Rego: src, Action: action})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -50,7 +50,7 @@ func RunRegoTests(ctx context.Context, fsys fs.FS) ([]TestResult, error) {
 	// The production compiler: a test passes only where the policy would
 	// compile and run in the manager.
 	ch, err := tester.NewRunner().
-		SetCompiler(newCompiler()).
+		SetCompiler(newCompiler(ast.RegoV1)).
 		SetDefaultRegoVersion(ast.RegoV1).
 		RaiseBuiltinErrors(true).
 		SetModules(modules).

@@ -120,12 +120,12 @@ func checkSandbox(module *ast.Module) error {
 }
 
 // newCompiler returns the compiler of every policy and every policy test:
-// strict, with the sandbox's capabilities.
-func newCompiler() *ast.Compiler {
+// with the sandbox's capabilities, and strict for Rego v1.
+func newCompiler(version ast.RegoVersion) *ast.Compiler {
 	return ast.NewCompiler().
 		WithCapabilities(sandboxCapabilities()).
-		WithStrict(true).
+		WithStrict(version == ast.RegoV1).
 		// As rego.New's own compiler: `# METADATA` schemas type-check.
 		WithUseTypeCheckAnnotations(true).
-		WithDefaultRegoVersion(ast.RegoV1)
+		WithDefaultRegoVersion(version)
 }

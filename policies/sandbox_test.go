@@ -35,7 +35,7 @@ func TestSandboxRefusesEachDeniedBuiltin(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			src := "package p\n\ndeny contains msg if {\n\tx := " + tc.call + "\n\tmsg := sprintf(\"%v\", [x])\n}\n"
-			_, err := Compile("bad", src, Deny, nil, nil)
+			_, err := Compile(Source{Name: "bad", Rego: src, Action: Deny})
 			want := "bad.rego:4: " + name + " is not allowed in a policy: "
 			if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), tc.why) {
 				t.Fatalf("error %v, want one containing %q and %q", err, want, tc.why)
@@ -63,7 +63,7 @@ func TestSandboxCompilerRefusesWithoutTheCheck(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := newCompiler()
+	c := newCompiler(ast.RegoV1)
 	c.Compile(map[string]*ast.Module{"x.rego": m})
 	if !c.Failed() || !strings.Contains(c.Errors.Error(), "undefined function http.send") {
 		t.Errorf("compiler errors %v, want http.send undefined", c.Errors)

@@ -21,7 +21,7 @@ func TestDryRunPolicyRecordsAnEventOnlyOutsideDryRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := policies.Compile("always", "package always\n\ndeny contains \"every JobSet\" if true\n", policies.DryRun, nil, nil)
+	p, err := policies.Compile(policies.Source{Name: "always", Rego: "package always\n\ndeny contains \"every JobSet\" if true\n", Action: policies.DryRun})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,7 +24,7 @@ func engineWith(t *testing.T, src string) *policies.Engine {
 		t.Fatal(err)
 	}
 	if src != "" {
-		p, err := policies.Compile("guard", src, policies.Deny, nil, nil)
+		p, err := policies.Compile(policies.Source{Name: "guard", Rego: src, Action: policies.Deny})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -114,7 +114,7 @@ func TestUpdatesRatchet(t *testing.T) {
 
 func compiled(t *testing.T, name, src string, action policies.EnforcementAction) *policies.Policy {
 	t.Helper()
-	p, err := policies.Compile(name, src, action, nil, nil)
+	p, err := policies.Compile(policies.Source{Name: name, Rego: src, Action: action})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -241,7 +241,7 @@ func TestPolicyValidator(t *testing.T) {
 		want     string // "" allows
 	}{
 		"a good policy":                 {op: admissionv1.Create, obj: good},
-		"no rule":                       {op: admissionv1.Create, obj: empty, want: "the policy would not be in force: spec.rego: p.rego: package p defines no deny, warn or patch rule"},
+		"no rule":                       {op: admissionv1.Create, obj: empty, want: "the policy would not be in force: spec.rego: p.rego: package p defines no deny, violation, warn or patch rule"},
 		"an update to no rule":          {op: admissionv1.Update, obj: empty, old: good, want: "defines no deny"},
 		"an update that keeps the spec": {op: admissionv1.Update, obj: empty, old: empty},
 		"a match the selector refuses":  {op: admissionv1.Create, obj: []byte(strings.Replace(string(good), `"rego"`, `"match":{"labelSelector":{"matchExpressions":[{"key":"a","operator":"Bogus"}]}},"rego"`, 1)), want: "the policy would not be in force: spec.match.labelSelector"},

@@ -57,7 +57,7 @@ func (v *PolicyValidator) handle(req admission.Request) admission.Response {
 			return admission.Allowed("")
 		}
 	}
-	if _, err := reconciler.Compile(p.Name, &p.Spec, nil); err != nil {
+	if _, err := reconciler.Compile(p.Name, &p.Spec, nil, nil); err != nil {
 		msg := strings.TrimSpace(err.Error())
 		if !strings.HasPrefix(msg, "spec.") {
 			// The compiler's errors name the file and line, not the field.

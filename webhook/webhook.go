@@ -12,6 +12,7 @@ import (
 	jsonpatch "github.com/evanphx/json-patch/v5"
 	"github.com/prometheus/client_golang/prometheus"
 	admissionv1 "k8s.io/api/admission/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -441,9 +442,28 @@ func newInput(req admission.Request, obj, old map[string]any, nsLabels map[strin
 		Object:          obj,
 		OldObject:       old,
 		Labels:          labelsOf(obj),
+		Name:            req.Name,
 		Namespace:       req.Namespace,
 		NamespaceLabels: nsLabels,
+		UserInfo: &policies.UserInfo{
+			Username: req.UserInfo.Username,
+			UID:      req.UserInfo.UID,
+			Groups:   req.UserInfo.Groups,
+			Extra:    extraOf(req.UserInfo.Extra),
+		},
+		DryRun: req.DryRun != nil && *req.DryRun,
 	}
+}
+
+func extraOf(extra map[string]authenticationv1.ExtraValue) map[string][]string {
+	if len(extra) == 0 {
+		return nil
+	}
+	out := make(map[string][]string, len(extra))
+	for k, v := range extra {
+		out[k] = v
+	}
+	return out
 }
 
 // labelsOf returns metadata.labels of a JobSet given as JSON values.

@@ -110,6 +110,44 @@ type Policies struct {
 	// together, every pass of the mutating webhook's patch rules included;
 	// at most 8s, within the webhooks' own timeout of 10s. Default 5s.
 	RequestTimeout *metav1.Duration `json:"requestTimeout,omitempty"`
+	// ExemptNamespaces are namespaces whose JobSets no JobSetPolicy
+	// applies to, at admission or in the audit; a trailing * matches any
+	// suffix. The built-in policies, which hold the JobSet API's own
+	// rules, still apply. Only who can edit this configuration (the
+	// manager's namespace) can exempt a namespace: a policy's subjects
+	// cannot.
+	ExemptNamespaces []string `json:"exemptNamespaces,omitempty"`
+	// Inventory is what the manager syncs into data.inventory for the
+	// policies.
+	Inventory Inventory `json:"inventory,omitempty"`
+}
+
+// Inventory configures the objects the manager keeps in data.inventory, in
+// Gatekeeper's shape: data.inventory.namespace[NS][GROUP/VERSION][KIND][NAME]
+// and data.inventory.cluster[GROUP/VERSION][KIND][NAME].
+type Inventory struct {
+	// Sync lists the kinds to sync. Default: Namespaces (v1) and JobSets
+	// (jobset.x-k8s.io/v1alpha2), which the manager reads already. Each
+	// other kind needs list and watch in the manager's ClusterRole: the
+	// Helm chart grants them from this list.
+	Sync []SyncedKind `json:"sync,omitempty"`
+	// MaxObjects bounds the objects held, all kinds together; past it,
+	// objects are left out (inplace_policy_inventory_dropped_total counts
+	// them) and the policies see an incomplete inventory. Default 20000.
+	MaxObjects int `json:"maxObjects,omitempty"`
+}
+
+// SyncedKind is one kind the inventory holds.
+type SyncedKind struct {
+	// Group of the kind; empty for the core group.
+	Group string `json:"group,omitempty"`
+	// Version of the kind.
+	Version string `json:"version"`
+	// Kind, e.g. Namespace, ResourceQuota, LocalQueue.
+	Kind string `json:"kind"`
+	// Resource is the kind's resource name, for the Helm chart's RBAC
+	// alone; default the kind in lower case and plural (localqueues).
+	Resource string `json:"resource,omitempty"`
 }
 
 // LeaderElection configures leader election.
@@ -211,6 +249,14 @@ func Load(path string) (*Configuration, error) {
 	case evaluation > request:
 		return nil, fmt.Errorf("configuration %s: policies.evaluationTimeout (%v) is above policies.requestTimeout (%v): lower it", path, evaluation, request)
 	}
+	for i, k := range cfg.Policies.Inventory.Sync {
+		if k.Version == "" || k.Kind == "" {
+			return nil, fmt.Errorf("configuration %s: policies.inventory.sync[%d]: version and kind are required, e.g. {group: kueue.x-k8s.io, version: v1beta1, kind: LocalQueue}", path, i)
+		}
+	}
+	if n := cfg.Policies.Inventory.MaxObjects; n < 0 {
+		return nil, fmt.Errorf("configuration %s: policies.inventory.maxObjects is %d: set a positive number (default 20000) or leave it out", path, n)
+	}
 	if settle := cfg.Controller.FatalExitSettle.Duration; settle < 0 || settle > time.Minute {
 		return nil, fmt.Errorf("configuration %s: controller.fatalExitSettle is %v: set a duration from 0 (off) to 1m (default 2s), or leave it out", path, settle)
 	}
@@ -310,5 +356,12 @@ func SetDefaults(cfg *Configuration) {
 	}
 	if cfg.Policies.RequestTimeout == nil {
 		cfg.Policies.RequestTimeout = &metav1.Duration{Duration: 5 * time.Second}
+	}
+	if cfg.Policies.Inventory.Sync == nil {
+		// What the manager caches already: syncing them costs no RBAC.
+		cfg.Policies.Inventory.Sync = []SyncedKind{{Version: "v1", Kind: "Namespace"}, {Group: "jobset.x-k8s.io", Version: "v1alpha2", Kind: "JobSet"}}
+	}
+	if cfg.Policies.Inventory.MaxObjects == 0 {
+		cfg.Policies.Inventory.MaxObjects = 20000
 	}
 }

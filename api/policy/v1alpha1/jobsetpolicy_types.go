@@ -49,13 +49,33 @@ const (
 
 // JobSetPolicySpec is the policy.
 type JobSetPolicySpec struct {
-	// rego is one Rego (v1) module. Its package is the policy's document;
-	// its rules are `deny contains msg`, `warn contains msg` and
-	// `patch contains op`. The input is {operation, object, oldObject,
-	// parameters}.
+	// rego is one Rego module. Its package is the policy's document; its
+	// rules are `deny contains msg`, `warn contains msg`, `patch contains
+	// op` and, as Gatekeeper's, `violation contains {"msg": msg}`. The
+	// input is {operation, object, oldObject, parameters, review}, review
+	// being the admission request as Gatekeeper gives it; data.inventory
+	// holds the objects the manager syncs (see docs/policies.md).
 	//
 	// +kubebuilder:validation:MinLength=1
 	Rego string `json:"rego"`
+
+	// regoVersion is the Rego syntax of rego: v1 (the default), or v0,
+	// the syntax of Gatekeeper's library (`deny[msg] { ... }`).
+	//
+	// +optional
+	// +kubebuilder:default=v1
+	RegoVersion RegoVersion `json:"regoVersion,omitempty"`
+
+	// target is what the policy is evaluated on: JobSet (the default), the
+	// JobSet itself; or PodTemplates, the Pod template of every replicated
+	// Job, each as a Pod in input.review.object (its metadata and spec
+	// after injection), so that a policy written for Pods applies to a
+	// JobSet before any of its Pods exists. A PodTemplates policy has no
+	// patch rules.
+	//
+	// +optional
+	// +kubebuilder:default=JobSet
+	Target Target `json:"target,omitempty"`
 
 	// enforcementAction is what deny does: Deny, Warn or DryRun.
 	//
@@ -68,17 +88,86 @@ type JobSetPolicySpec struct {
 	// +optional
 	Match *Match `json:"match,omitempty"`
 
-	// parameters are passed to the policy as input.parameters.
+	// exclude exempts requests and JobSets that match would select.
+	//
+	// +optional
+	Exclude *Exclude `json:"exclude,omitempty"`
+
+	// parameters are passed to the policy as input.parameters. With a
+	// parametersSchema, they must validate against it.
 	//
 	// +optional
 	// +kubebuilder:pruning:PreserveUnknownFields
 	// +kubebuilder:validation:Schemaless
 	// +kubebuilder:validation:Type=object
 	Parameters *apiextensionsv1.JSON `json:"parameters,omitempty"`
+
+	// parametersSchema is an OpenAPI v3 schema, structural as a CRD's
+	// (every field typed), of parameters: a policy whose parameters break
+	// it is refused at create and update, with the field's path, rather
+	// than stored to enforce nothing. Its root has type object.
+	//
+	// +optional
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Schemaless
+	// +kubebuilder:validation:Type=object
+	ParametersSchema *apiextensionsv1.JSON `json:"parametersSchema,omitempty"`
 }
 
-// Match selects JobSets by namespace and labels; both must match.
+// RegoVersion is a Rego syntax.
+//
+// +kubebuilder:validation:Enum=v0;v1
+type RegoVersion string
+
+const (
+	// RegoV0 is the syntax before OPA 1.0, Gatekeeper library's.
+	RegoV0 RegoVersion = "v0"
+	// RegoV1 is OPA 1.0's syntax (`deny contains msg if { ... }`).
+	RegoV1 RegoVersion = "v1"
+)
+
+// Target is what a policy is evaluated on.
+//
+// +kubebuilder:validation:Enum=JobSet;PodTemplates
+type Target string
+
+const (
+	// TargetJobSet evaluates the policy on the JobSet.
+	TargetJobSet Target = "JobSet"
+	// TargetPodTemplates evaluates it on each replicated Job's Pod
+	// template, as a Pod.
+	TargetPodTemplates Target = "PodTemplates"
+)
+
+// Operation is an admission operation on a JobSet.
+//
+// +kubebuilder:validation:Enum=CREATE;UPDATE
+type Operation string
+
+// Match selects the requests a policy applies to: by operation, by the
+// requesting user, by the JobSet's namespace and labels; each field set
+// must match. The audit, which has no request, applies the namespace and
+// label selectors alone.
 type Match struct {
+	// operations the policy applies to at admission; empty means CREATE
+	// and UPDATE.
+	//
+	// +optional
+	// +listType=set
+	Operations []Operation `json:"operations,omitempty"`
+	// users are the names of the requesting users the policy applies to
+	// (e.g. system:serviceaccount:ci:deployer); a trailing * matches any
+	// suffix. With groups, a request matches if its user matches either.
+	// Empty, with groups empty, means every user.
+	//
+	// +optional
+	// +listType=set
+	Users []string `json:"users,omitempty"`
+	// groups of the requesting user the policy applies to.
+	//
+	// +optional
+	// +listType=set
+	Groups []string `json:"groups,omitempty"`
 	// namespaceSelector selects the namespaces by their labels.
 	//
 	// +optional
@@ -87,6 +176,30 @@ type Match struct {
 	//
 	// +optional
 	LabelSelector *metav1.LabelSelector `json:"labelSelector,omitempty"`
+}
+
+// Exclude exempts from a policy the requests of some users and groups
+// and the JobSets of some namespaces. The manager's configuration
+// (policies.exemptNamespaces) exempts namespaces from every policy.
+type Exclude struct {
+	// users whose requests the policy does not apply to, e.g. a CI
+	// service account; a trailing * matches any suffix. The audit still
+	// reports their JobSets: it does not know who created them.
+	//
+	// +optional
+	// +listType=set
+	Users []string `json:"users,omitempty"`
+	// groups whose members' requests the policy does not apply to.
+	//
+	// +optional
+	// +listType=set
+	Groups []string `json:"groups,omitempty"`
+	// namespaces whose JobSets the policy does not apply to; a trailing *
+	// matches any suffix.
+	//
+	// +optional
+	// +listType=set
+	Namespaces []string `json:"namespaces,omitempty"`
 }
 
 // JobSetPolicyStatus is the state of the policy.

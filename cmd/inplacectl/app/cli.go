@@ -179,7 +179,7 @@ func policyEval(ctx context.Context, args []string, out io.Writer) (int, error) 
 		if err != nil {
 			return 1, err
 		}
-		p, err := policies.Compile(strings.TrimSuffix(filepath.Base(f), ".rego"), string(src), policies.Deny, nil, params)
+		p, err := policies.Compile(policies.Source{Name: strings.TrimSuffix(filepath.Base(f), ".rego"), Rego: string(src), Parameters: params})
 		if err != nil {
 			return 1, err
 		}

@@ -29,6 +29,7 @@ import (
 	policyv1alpha1 "github.com/inplace-dev/inplace/api/policy/v1alpha1"
 	"github.com/inplace-dev/inplace/controller"
 	"github.com/inplace-dev/inplace/policies"
+	"github.com/inplace-dev/inplace/policies/inventorysync"
 	"github.com/inplace-dev/inplace/policies/reconciler"
 	"github.com/inplace-dev/inplace/webhook"
 	"github.com/inplace-dev/inplace/webhook/selfsigned"
@@ -153,6 +154,11 @@ func Setup(mgr ctrl.Manager, cfg *configv1alpha1.Configuration, reg prometheus.R
 	if err := engine.RegisterMetrics(reg); err != nil {
 		return err
 	}
+	engine.SetExemptNamespaces(cfg.Policies.ExemptNamespaces)
+	inventory, err := setupInventory(mgr, cfg, engine, reg)
+	if err != nil {
+		return err
+	}
 	policyMetrics, err := reconciler.NewMetrics(reg)
 	if err != nil {
 		return err
@@ -181,7 +187,10 @@ func Setup(mgr ctrl.Manager, cfg *configv1alpha1.Configuration, reg prometheus.R
 		APIReader: mgr.GetAPIReader(),
 		Recorder:  mgr.GetEventRecorder("inplace-admission"),
 		Metrics:   reg,
-		Ready:     tracker.Ready,
+		// Nothing is admitted before the policies are loaded and their
+		// inventory is listed: a quota policy would otherwise count from
+		// zero.
+		Ready: func() bool { return tracker.Ready() && inventory.Synced() },
 	}); err != nil {
 		return fmt.Errorf("setting up the webhooks: %w", err)
 	}
@@ -191,6 +200,31 @@ func Setup(mgr ctrl.Manager, cfg *configv1alpha1.Configuration, reg prometheus.R
 		}
 	}
 	return mgr.AddReadyzCheck("webhook", mgr.GetWebhookServer().StartedChecker())
+}
+
+// setupInventory syncs the configured kinds into the engine's
+// data.inventory, on every replica that admits.
+func setupInventory(mgr ctrl.Manager, cfg *configv1alpha1.Configuration, engine *policies.Engine, reg prometheus.Registerer) (*inventorysync.Syncer, error) {
+	inv := engine.Inventory()
+	inv.SetMaxObjects(cfg.Policies.Inventory.MaxObjects)
+	s := &inventorysync.Syncer{Cache: mgr.GetCache(), Scheme: mgr.GetScheme(), Inventory: inv}
+	for i, k := range cfg.Policies.Inventory.Sync {
+		gvk, err := inventorysync.ParseKind(k.Group, k.Version, k.Kind)
+		if err != nil {
+			return nil, fmt.Errorf("policies.inventory.sync[%d]: %w", i, err)
+		}
+		s.Kinds = append(s.Kinds, gvk)
+	}
+	if err := inventorysync.RegisterMetrics(reg, inv); err != nil {
+		return nil, err
+	}
+	if err := mgr.Add(s); err != nil {
+		return nil, err
+	}
+	if err := mgr.AddReadyzCheck("policy-inventory", func(_ *http.Request) error { return s.Check(nil) }); err != nil {
+		return nil, err
+	}
+	return s, nil
 }
 
 // selfSign writes a serving certificate now, before the webhook server

@@ -41,7 +41,7 @@ deny contains msg if {
 func guards(n int, limit int, match func(policies.Input) bool) ([]*policies.Policy, error) {
 	out := make([]*policies.Policy, 0, n)
 	for i := range n {
-		p, err := policies.Compile(fmt.Sprintf("p%04d", i), fmt.Sprintf(guardRego, i), policies.Deny, match, map[string]any{"limit": limit})
+		p, err := policies.Compile(policies.Source{Name: fmt.Sprintf("p%04d", i), Rego: fmt.Sprintf(guardRego, i), Match: match, Parameters: map[string]any{"limit": limit}})
 		if err != nil {
 			return nil, err
 		}

@@ -52,7 +52,7 @@ var _ = Describe("The JobSetPolicy webhook", func() {
 		},
 		Entry("a syntax error", "package p\n\ndeny contains msg if {\n\tmsg := \n}\n", "refused.rego:5"),
 		Entry("a denied builtin", "package p\n\ndeny contains msg if {\n\tmsg := sprintf(\"%d\", [time.now_ns()])\n}\n", "time.now_ns is not allowed in a policy"),
-		Entry("no rule", "package p\n\nviolation contains {\"msg\": \"x\"} if true\n", "defines no deny, warn or patch rule"),
+		Entry("no rule", "package p\n\nallow if true\n", "defines no deny, violation, warn or patch rule"),
 		Entry("strict mode", "package p\n\ndeny contains \"x\" if {\n\tunused := 1\n\ttrue\n}\n", "refused.rego:4"),
 	)
 

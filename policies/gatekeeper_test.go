@@ -1,0 +1,217 @@
+package policies
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// containerLimits is written as gatekeeper-library writes its policies:
+// Rego v0, input.review.object, input.parameters, violation.
+const containerLimits = `package k8scontainerlimits
+
+missing(obj, field) = true {
+  not obj[field]
+}
+
+missing(obj, field) = true {
+  obj[field] == ""
+}
+
+violation[{"msg": msg}] {
+  container := input.review.object.spec.containers[_]
+  not container.resources.limits.cpu
+  msg := sprintf("container <%v> has no cpu limit", [container.name])
+}
+
+violation[{"msg": msg}] {
+  container := input.review.object.spec.containers[_]
+  missing(object.get(container, ["resources", "limits"], {}), "memory")
+  input.parameters.requireMemory
+  msg := sprintf("container <%v> has no memory limit", [container.name])
+}
+`
+
+func twoJobs(workerLimits map[string]any) map[string]any {
+	rj := func(name string, resources map[string]any) map[string]any {
+		c := map[string]any{"name": "main", "image": "busybox"}
+		if resources != nil {
+			c["resources"] = resources
+		}
+		return map[string]any{"name": name, "replicas": 1, "template": map[string]any{"spec": map[string]any{"template": map[string]any{
+			"metadata": map[string]any{"labels": map[string]any{"app": name}},
+			"spec":     map[string]any{"containers": []any{c}},
+		}}}}
+	}
+	return map[string]any{
+		"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
+		"metadata": map[string]any{"name": "train", "namespace": "ml"},
+		"spec": map[string]any{"replicatedJobs": []any{
+			rj("driver", map[string]any{"limits": map[string]any{"cpu": "1", "memory": "1Gi"}}),
+			rj("workers", workerLimits),
+		}},
+	}
+}
+
+func adminEngine(t *testing.T, ps ...Source) *Engine {
+	t.Helper()
+	names, _ := BuiltinNames()
+	e, err := NewEngine(names)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, src := range ps {
+		p, err := e.Compile(src)
+		if err != nil {
+			t.Fatalf("compiling %s: %v", src.Name, err)
+		}
+		e.SetPolicy(p)
+	}
+	return e
+}
+
+func TestGatekeeperPodPolicyRunsOnPodTemplatesUnedited(t *testing.T) {
+	e := adminEngine(t, Source{Name: "limits", Rego: containerLimits, RegoVersion: RegoV0, Target: TargetPodTemplates, Parameters: map[string]any{"requireMemory": true}})
+	cases := map[string]struct {
+		workers map[string]any
+		want    []string
+	}{
+		"no limits":       {workers: nil, want: []string{"limits: replicatedJobs[workers]: container <main> has no cpu limit", "limits: replicatedJobs[workers]: container <main> has no memory limit"}},
+		"cpu only":        {workers: map[string]any{"limits": map[string]any{"cpu": "2"}}, want: []string{"limits: replicatedJobs[workers]: container <main> has no memory limit"}},
+		"every limit set": {workers: map[string]any{"limits": map[string]any{"cpu": "2", "memory": "2Gi"}}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			d, err := e.Evaluate(context.Background(), Input{Operation: "CREATE", Object: twoJobs(tc.workers), Namespace: "ml"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, v := range d.Denied {
+				got = append(got, v.String())
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("denied %q, want %q", got, tc.want)
+			}
+			if !slices.Equal(d.Evaluated, []string{"limits"}) {
+				t.Errorf("evaluated %v, want [limits]", d.Evaluated)
+			}
+		})
+	}
+}
+
+func TestReviewCarriesTheRequest(t *testing.T) {
+	const who = `package who
+
+deny contains msg if {
+	input.review.kind.kind == "JobSet"
+	input.review.object.metadata.name == input.object.metadata.name
+	input.review.operation == "CREATE"
+	not input.review.dryRun
+	"ml-team" in input.review.userInfo.groups
+	msg := sprintf("%s may not create %s/%s", [input.review.userInfo.username, input.review.namespace, input.review.name])
+}
+`
+	e := adminEngine(t, Source{Name: "who", Rego: who})
+	in := Input{Operation: "CREATE", Object: twoJobs(nil), Namespace: "ml", Name: "train", UserInfo: &UserInfo{Username: "alice", Groups: []string{"ml-team"}}}
+	d, err := e.Evaluate(context.Background(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.Denied) != 1 || d.Denied[0].Message != "alice may not create ml/train" {
+		t.Fatalf("denied %v, want alice's create", d.Denied)
+	}
+	in.DryRun = true
+	if d, _ := e.Evaluate(context.Background(), in); len(d.Denied) != 0 {
+		t.Errorf("a dry run: denied %v, want review.dryRun true", d.Denied)
+	}
+}
+
+func TestRegoV1RefusesV0WithAHint(t *testing.T) {
+	_, err := Compile(Source{Name: "limits", Rego: containerLimits})
+	if err == nil || !strings.Contains(err.Error(), "set spec.regoVersion: v0") {
+		t.Fatalf("error %v, want the hint to set regoVersion v0", err)
+	}
+}
+
+func TestPodTemplatesPoliciesHaveNoPatches(t *testing.T) {
+	_, err := Compile(Source{Name: "p", Rego: "package p\n\npatch contains {\"op\": \"add\", \"path\": \"/x\", \"value\": 1} if true\n", Target: TargetPodTemplates})
+	if err == nil || !strings.Contains(err.Error(), "has no patch rules") {
+		t.Fatalf("error %v, want a PodTemplates policy with patches refused", err)
+	}
+}
+
+func TestExemptNamespacesSkipAdminPoliciesOnly(t *testing.T) {
+	e := adminEngine(t, Source{Name: "always", Rego: "package always\n\ndeny contains \"no\" if true\n"})
+	e.SetExemptNamespaces([]string{"kube-*", "ci"})
+	for ns, want := range map[string]int{"ml": 1, "ci": 0, "kube-system": 0, "cim": 1} {
+		d, err := e.Evaluate(context.Background(), Input{Operation: "CREATE", Object: twoJobs(nil), Namespace: ns})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(d.Denied) != want {
+			t.Errorf("namespace %s: denied %v, want %d", ns, d.Denied, want)
+		}
+	}
+}
+
+func TestPoliciesReadTheInventory(t *testing.T) {
+	const quota = `package quota
+
+deny contains msg if {
+	running := count(data.inventory.namespace[input.object.metadata.namespace]["jobset.x-k8s.io/v1alpha2"].JobSet)
+	max := to_number(data.inventory.cluster.v1.Namespace[input.object.metadata.namespace].metadata.labels["max-jobsets"])
+	running >= max
+	msg := sprintf("namespace %s runs %d JobSets, its limit", [input.object.metadata.namespace, running])
+}
+`
+	e := adminEngine(t, Source{Name: "quota", Rego: quota})
+	ctx := context.Background()
+	inv := e.Inventory()
+	put := func(ns, apiVersion, kind, name string, obj map[string]any) {
+		t.Helper()
+		if err := inv.Put(ctx, InventoryObject{APIVersion: apiVersion, Kind: kind, Namespace: ns, Name: name, Object: obj, Size: 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put("", "v1", "Namespace", "ml", map[string]any{"metadata": map[string]any{"name": "ml", "labels": map[string]any{"max-jobsets": "2"}}})
+	put("ml", "jobset.x-k8s.io/v1alpha2", "JobSet", "a", map[string]any{"metadata": map[string]any{"name": "a"}})
+	in := Input{Operation: "CREATE", Object: twoJobs(nil), Namespace: "ml"}
+	if d, err := e.Evaluate(ctx, in); err != nil || len(d.Denied) != 0 {
+		t.Fatalf("one JobSet running of 2: denied %v (%v), want none", d.Denied, err)
+	}
+	put("ml", "jobset.x-k8s.io/v1alpha2", "JobSet", "b", map[string]any{"metadata": map[string]any{"name": "b"}})
+	if d, _ := e.Evaluate(ctx, in); len(d.Denied) != 1 || d.Denied[0].Message != "namespace ml runs 2 JobSets, its limit" {
+		t.Fatalf("two JobSets running of 2: denied %v, want the limit", d.Denied)
+	}
+	if err := inv.Delete(ctx, "jobset.x-k8s.io/v1alpha2", "JobSet", "ml", "a"); err != nil {
+		t.Fatal(err)
+	}
+	if d, _ := e.Evaluate(ctx, in); len(d.Denied) != 0 {
+		t.Fatalf("after a delete: denied %v, want none", d.Denied)
+	}
+	if s := inv.Stats(); s.Objects != 2 || s.ByKind["v1/Namespace"] != 1 {
+		t.Errorf("stats %+v, want 2 objects, 1 Namespace", s)
+	}
+}
+
+func TestInventoryIsBounded(t *testing.T) {
+	inv := NewInventory(1)
+	ctx := context.Background()
+	obj := func(name string) InventoryObject {
+		return InventoryObject{APIVersion: "v1", Kind: "Namespace", Name: name, Object: map[string]any{}, Size: 10}
+	}
+	if err := inv.Put(ctx, obj("a")); err != nil {
+		t.Fatal(err)
+	}
+	if err := inv.Put(ctx, obj("a")); err != nil {
+		t.Fatalf("replacing an object held: %v", err)
+	}
+	if err := inv.Put(ctx, obj("b")); !IsInventoryFull(err) {
+		t.Fatalf("a second object: %v, want the inventory full", err)
+	}
+	if s := inv.Stats(); s.Objects != 1 || s.Dropped != 1 || s.Bytes != 10 {
+		t.Errorf("stats %+v, want 1 object of 10 bytes, 1 dropped", s)
+	}
+}
