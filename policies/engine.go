@@ -680,12 +680,15 @@ func (p *Policy) eval(ctx context.Context, base *ast.Term, prefix string, d *Dec
 	m.observeEvaluation(p.Name, time.Since(start))
 	if err != nil {
 		m.countFailure(p.Name, kindOf(err))
+		m.countEvaluation(p.Name, outcomeError)
 		// The policy's own enforcement action: an admin's Warn or DryRun
 		// policy that cannot decide warns or records, it never blocks.
 		p.record(d, p.Action, message{text: prefix + fmt.Sprintf("evaluation failed: %v", err), inexact: true, failed: true}, m)
 		return fmt.Errorf("policy %s: %w", p.Name, err)
 	}
+	denied, warned, dryRun := len(d.Denied), len(d.Warned), len(d.DryRun)
 	p.collect(rs, prefix, d, m)
+	m.countEvaluation(p.Name, outcome(d, denied, warned, dryRun))
 	return nil
 }
 

@@ -5,6 +5,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
 // containerLimits is written as gatekeeper-library writes its policies:
@@ -213,5 +216,32 @@ func TestInventoryIsBounded(t *testing.T) {
 	}
 	if s := inv.Stats(); s.Objects != 1 || s.Dropped != 1 || s.Bytes != 10 {
 		t.Errorf("stats %+v, want 1 object of 10 bytes, 1 dropped", s)
+	}
+}
+
+func TestEvaluationsAreCountedByOutcome(t *testing.T) {
+	e := adminEngine(t,
+		Source{Name: "deny-ml", Rego: "package denyml\n\ndeny contains \"no\" if input.object.metadata.namespace == \"ml\"\n"},
+		Source{Name: "broken", Rego: "package broken\n\ndeny contains \"x\" if f == 3\n\nf := 1 if input.object.metadata.name\n\nf := 2 if input.object.metadata.name\n"},
+	)
+	reg := prometheus.NewRegistry()
+	if err := e.RegisterMetrics(reg); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	ml, other := twoJobs(nil), twoJobs(nil)
+	other["metadata"] = map[string]any{"name": "train", "namespace": "other"}
+	for _, obj := range []map[string]any{ml, other, other} {
+		_, _ = e.Evaluate(ctx, Input{Operation: "CREATE", Object: obj})
+	}
+	want := `
+# HELP inplace_policy_evaluations_total Evaluations of a policy on a JobSet (or, for target PodTemplates, on one of its Pod templates), by policy and outcome: allow, deny, warn, dryrun (what its messages did; deny if any denied) or error (the evaluation failed).
+# TYPE inplace_policy_evaluations_total counter
+inplace_policy_evaluations_total{outcome="allow",policy="deny-ml"} 2
+inplace_policy_evaluations_total{outcome="deny",policy="deny-ml"} 1
+inplace_policy_evaluations_total{outcome="error",policy="broken"} 3
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "inplace_policy_evaluations_total"); err != nil {
+		t.Error(err)
 	}
 }

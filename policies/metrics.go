@@ -15,6 +15,7 @@ type metrics struct {
 	evaluationSeconds *prometheus.HistogramVec
 	decisionsTotal    *prometheus.CounterVec
 	failuresTotal     *prometheus.CounterVec
+	evaluationsTotal  *prometheus.CounterVec
 }
 
 // RegisterMetrics makes the engine count its evaluations and decisions on
@@ -38,8 +39,12 @@ func (e *Engine) RegisterMetrics(reg prometheus.Registerer) error {
 			Name: "inplace_policy_evaluation_failures_total",
 			Help: "Policy evaluations that failed, by policy and by why (timeout, panic, error).",
 		}, []string{"policy", "reason"}),
+		evaluationsTotal: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "inplace_policy_evaluations_total",
+			Help: "Evaluations of a policy on a JobSet (or, for target PodTemplates, on one of its Pod templates), by policy and outcome: allow, deny, warn, dryrun (what its messages did; deny if any denied) or error (the evaluation failed).",
+		}, []string{"policy", "outcome"}),
 	}
-	for _, c := range []prometheus.Collector{m.evaluationSeconds, m.decisionsTotal, m.failuresTotal} {
+	for _, c := range []prometheus.Collector{m.evaluationSeconds, m.decisionsTotal, m.failuresTotal, m.evaluationsTotal} {
 		if err := reg.Register(c); err != nil {
 			return fmt.Errorf("registering the policy engine's metrics: %w", err)
 		}
@@ -64,4 +69,33 @@ func (m *metrics) countFailure(policy string, kind failureKind) {
 	if m != nil {
 		m.failuresTotal.WithLabelValues(policy, string(kind)).Inc()
 	}
+}
+
+// Outcomes of one evaluation, for inplace_policy_evaluations_total.
+const (
+	outcomeAllow  = "allow"
+	outcomeDeny   = "deny"
+	outcomeWarn   = "warn"
+	outcomeDryRun = "dryrun"
+	outcomeError  = "error"
+)
+
+func (m *metrics) countEvaluation(policy, outcome string) {
+	if m != nil {
+		m.evaluationsTotal.WithLabelValues(policy, outcome).Inc()
+	}
+}
+
+// outcome is what one evaluation's messages did, given the counts of d's
+// messages before it: the strongest of them.
+func outcome(d *Decision, denied, warned, dryRun int) string {
+	switch {
+	case len(d.Denied) > denied:
+		return outcomeDeny
+	case len(d.Warned) > warned:
+		return outcomeWarn
+	case len(d.DryRun) > dryRun:
+		return outcomeDryRun
+	}
+	return outcomeAllow
 }
