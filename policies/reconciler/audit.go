@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"runtime"
 	"slices"
 	"sync"
@@ -21,6 +23,7 @@ import (
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
 	policyv1alpha1 "github.com/inplace-dev/inplace/api/policy/v1alpha1"
 	"github.com/inplace-dev/inplace/policies"
+	"github.com/inplace-dev/inplace/policies/report"
 )
 
 // maxListedViolations caps the violations a policy's status lists.
@@ -44,6 +47,9 @@ type Auditor struct {
 	// Budget bounds one audit; 0 means Interval. An audit out of time
 	// records what it found, marked incomplete.
 	Budget time.Duration
+	// Reports, if set, writes what every complete audit found into
+	// PolicyReports, one per namespace; nil writes none.
+	Reports *report.Writer
 }
 
 var _ manager.LeaderElectionRunnable = &Auditor{}
@@ -67,15 +73,21 @@ func (a *Auditor) Start(ctx context.Context) error {
 // Audit runs one audit: every JobSet against every admin policy, in
 // parallel, within the budget. Memory is bounded by the policies, not by
 // the JobSets: each policy keeps its count and its first
-// maxListedViolations violations (by namespace, name and message), and a
-// JobSet's input lives only while it is evaluated.
+// maxListedViolations violations (by namespace, name and message), the
+// reports keep at most report.DefaultMaxResults results per namespace,
+// and a JobSet's input lives only while it is evaluated.
+//
+// It writes each policy's status, then, if the audit reached every
+// JobSet, the PolicyReports: an incomplete audit leaves them as they were,
+// since a namespace it did not reach would lose its results.
 func (a *Auditor) Audit(ctx context.Context) error {
 	var list policyv1alpha1.JobSetPolicyList
 	if err := a.Client.List(ctx, &list); err != nil {
 		return err
 	}
 	if len(list.Items) == 0 {
-		return nil
+		// No policy, so no result: the reports of the last ones go.
+		return a.writeReports(ctx, &report.Results{})
 	}
 	start := a.Clock.Now()
 	budget := a.Budget
@@ -87,15 +99,28 @@ func (a *Auditor) Audit(ctx context.Context) error {
 	if err := a.Client.List(ctx, &jobsets, client.UnsafeDisableDeepCopy); err != nil {
 		return err
 	}
-	found, complete := a.evaluate(ctx, jobsets.Items, budget)
+	var results *report.Results
+	if a.Reports != nil {
+		results = &report.Results{}
+	}
+	found, complete := a.evaluateInto(ctx, jobsets.Items, budget, results, actions(list.Items))
 	if !complete {
-		log.FromContext(ctx).Info("policy audit out of time: recording what it found", "budget", budget, "jobsets", len(jobsets.Items))
+		log.FromContext(ctx).Info("policy audit out of time: recording what it found, leaving the policy reports as they were", "budget", budget, "jobsets", len(jobsets.Items))
 	}
 	a.Metrics.observeAudit(a.Clock.Since(start), len(jobsets.Items), complete)
 
+	err := a.writeStatus(ctx, list.Items, found, complete)
+	if !complete {
+		return err
+	}
+	return errors.Join(err, a.writeReports(ctx, results))
+}
+
+// writeStatus records in each policy's status what the audit found of it.
+func (a *Auditor) writeStatus(ctx context.Context, items []policyv1alpha1.JobSetPolicy, found map[string]*policyFindings, complete bool) error {
 	now := metav1.NewTime(a.Clock.Now())
-	for i := range list.Items {
-		p := &list.Items[i]
+	for i := range items {
+		p := &items[i]
 		f := found[p.Name]
 		if f == nil {
 			f = &policyFindings{}
@@ -116,6 +141,28 @@ func (a *Auditor) Audit(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// writeReports hands the results of a complete audit to the report
+// writer, if there is one.
+func (a *Auditor) writeReports(ctx context.Context, results *report.Results) error {
+	if a.Reports == nil {
+		return nil
+	}
+	if err := a.Reports.Write(ctx, results); err != nil {
+		return fmt.Errorf("writing the policy reports: %w", err)
+	}
+	return nil
+}
+
+// actions are the enforcement actions of the policies, by name, as their
+// results in the reports state them.
+func actions(items []policyv1alpha1.JobSetPolicy) map[string]string {
+	out := make(map[string]string, len(items))
+	for i := range items {
+		out[items[i].Name] = string(cmp.Or(items[i].Spec.EnforcementAction, policyv1alpha1.Deny))
+	}
+	return out
 }
 
 // DefaultAuditWorkers is how many JobSets an audit evaluates at once
@@ -149,6 +196,13 @@ func compareViolations(a, b policyv1alpha1.AuditViolation) int {
 // evaluate runs the policies on the JobSets with Workers goroutines until
 // done or out of budget, and reports whether it reached every JobSet.
 func (a *Auditor) evaluate(ctx context.Context, items []jobset.JobSet, budget time.Duration) (map[string]*policyFindings, bool) {
+	return a.evaluateInto(ctx, items, budget, nil, nil)
+}
+
+// evaluateInto is evaluate that, given results, also gathers there every
+// result of every policy on every JobSet for the reports, with the
+// policies' actions.
+func (a *Auditor) evaluateInto(ctx context.Context, items []jobset.JobSet, budget time.Duration, results *report.Results, actions map[string]string) (map[string]*policyFindings, bool) {
 	ctx, cancel := context.WithTimeout(ctx, budget)
 	defer cancel()
 	workers := a.Workers
@@ -178,7 +232,14 @@ func (a *Auditor) evaluate(ctx context.Context, items []jobset.JobSet, budget ti
 				if ctx.Err() != nil {
 					return // cut short: its evaluations say nothing
 				}
+				var forReport []report.Result
+				if results != nil {
+					forReport = report.FromDecision(report.JobSet{Namespace: js.Namespace, Name: js.Name, UID: js.UID}, d, actions)
+				}
 				mu.Lock()
+				if results != nil {
+					results.Add(forReport...)
+				}
 				for _, group := range [][]policies.Violation{d.Denied, d.Warned, d.DryRun} {
 					for _, v := range group {
 						f := found[v.Policy]

@@ -31,6 +31,7 @@ import (
 	"github.com/inplace-dev/inplace/policies"
 	"github.com/inplace-dev/inplace/policies/inventorysync"
 	"github.com/inplace-dev/inplace/policies/reconciler"
+	"github.com/inplace-dev/inplace/policies/report"
 	"github.com/inplace-dev/inplace/webhook"
 	"github.com/inplace-dev/inplace/webhook/selfsigned"
 )
@@ -176,7 +177,14 @@ func Setup(mgr ctrl.Manager, cfg *configv1alpha1.Configuration, reg prometheus.R
 		return fmt.Errorf("setting up the policy controller: %w", err)
 	}
 	if d := cfg.Policies.AuditInterval.Duration; d > 0 {
-		if err := mgr.Add(&reconciler.Auditor{Client: mgr.GetClient(), Engine: engine, Interval: d, Metrics: policyMetrics}); err != nil {
+		reportMetrics, err := report.NewMetrics(reg)
+		if err != nil {
+			return err
+		}
+		// The reports are read and written past the cache, which holds no
+		// unstructured object: no watch on them.
+		reports := &report.Writer{Client: mgr.GetClient(), Metrics: reportMetrics}
+		if err := mgr.Add(&reconciler.Auditor{Client: mgr.GetClient(), Engine: engine, Interval: d, Metrics: policyMetrics, Reports: reports}); err != nil {
 			return err
 		}
 	}
