@@ -1,0 +1,245 @@
+package suite
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	configv1alpha1 "github.com/inplace-dev/inplace/api/config/v1alpha1"
+	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
+	policyv1alpha1 "github.com/inplace-dev/inplace/api/policy/v1alpha1"
+	"github.com/inplace-dev/inplace/policies"
+	"github.com/inplace-dev/inplace/policies/reconciler"
+	"github.com/inplace-dev/inplace/webhook"
+)
+
+// Result is what a suite's policy decided on each case.
+type Result struct {
+	// Suite is the suite file, Policy the policy's name.
+	Suite, Policy string
+	Cases         []CaseResult
+}
+
+// CaseResult is one case's outcome.
+type CaseResult struct {
+	Name   string
+	Passed bool
+	// Got is the outcome: deny, warn or allow; empty when the case could
+	// not be evaluated (its parameters broke the schema, the policy
+	// failed).
+	Got Expect
+	// Messages are every message of the policy, as the engine gives them.
+	Messages []string
+	// Why says what was decided and, for a failed case, what was wanted.
+	Why string
+}
+
+// Failed counts the failed cases.
+func (r *Result) Failed() int {
+	n := 0
+	for _, c := range r.Cases {
+		if !c.Passed {
+			n++
+		}
+	}
+	return n
+}
+
+// Run loads the suite at path (a suite file, or a directory holding
+// suite.yaml) and runs it.
+func Run(ctx context.Context, path string) (*Result, error) {
+	s, err := Load(path)
+	if err != nil {
+		return nil, err
+	}
+	return s.Run(ctx)
+}
+
+// request is a case read from its files.
+type request struct {
+	c       *Case
+	js, old *jobset.JobSet
+}
+
+// Run runs every case. An error says the suite could not run: a file that
+// does not parse, a policy that does not compile or whose parameters
+// break its schema. A case whose outcome or messages differ from its
+// expectations is a failed CaseResult.
+func (s *Suite) Run(ctx context.Context) (*Result, error) {
+	policy, err := ReadPolicy(s.resolve(s.Policy))
+	if err != nil {
+		return nil, fmt.Errorf("%s: policy: %w", s.path, err)
+	}
+	res := &Result{Suite: s.path, Policy: policy.Name}
+	builtins, err := policies.BuiltinNames()
+	if err != nil {
+		return nil, err
+	}
+	// Every built-in disabled: only the policy under test decides.
+	engine, err := policies.NewEngine(builtins)
+	if err != nil {
+		return nil, err
+	}
+	var objs []policies.InventoryObject
+	for i, f := range s.Inventory {
+		o, err := readObjects(s.resolve(f))
+		if err != nil {
+			return nil, fmt.Errorf("%s: inventory[%d]: %w", s.path, i, err)
+		}
+		objs = append(objs, o...)
+	}
+	nsLabels, err := fill(ctx, engine.Inventory(), objs)
+	if err != nil {
+		return nil, fmt.Errorf("%s: inventory: %w", s.path, err)
+	}
+	namespaceLabels := func(ns string) labels.Set { return nsLabels[ns] }
+	// The policy as written first: parameters that break its schema fail
+	// the suite, as the API server would refuse the policy.
+	if _, err := reconciler.Compile(policy.Name, &policy.Spec, namespaceLabels, engine); err != nil {
+		return nil, fmt.Errorf("%s: policy %s: %w", s.path, policy.Name, err)
+	}
+	reqs := make([]request, len(s.Cases))
+	for i := range s.Cases {
+		c := &s.Cases[i]
+		r := request{c: c}
+		if r.js, err = readJobSet(s.resolve(c.Object)); err != nil {
+			return nil, fmt.Errorf("%s: cases[%d].object: %w", s.path, i, err)
+		}
+		if c.OldObject != "" {
+			if r.old, err = readJobSet(s.resolve(c.OldObject)); err != nil {
+				return nil, fmt.Errorf("%s: cases[%d].oldObject: %w", s.path, i, err)
+			}
+		}
+		reqs[i] = r
+	}
+	cfg, err := configv1alpha1.Load("")
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range reqs {
+		res.Cases = append(res.Cases, runCase(ctx, engine, cfg.Agent, policy, namespaceLabels, r))
+	}
+	return res, nil
+}
+
+func runCase(ctx context.Context, engine *policies.Engine, agent configv1alpha1.Agent, policy *policyv1alpha1.JobSetPolicy, nsLabels func(string) labels.Set, r request) CaseResult {
+	c := r.c
+	out := CaseResult{Name: c.Name}
+	fail := func(format string, args ...any) CaseResult {
+		out.Why = fmt.Sprintf(format, args...)
+		return out
+	}
+	spec := policy.Spec.DeepCopy()
+	if c.Parameters != nil {
+		raw, err := json.Marshal(c.Parameters)
+		if err != nil {
+			return fail("parameters: %v", err)
+		}
+		spec.Parameters = &apiextensionsv1.JSON{Raw: raw}
+	}
+	p, err := reconciler.Compile(policy.Name, spec, nsLabels, engine)
+	if err != nil {
+		return fail("parameters: %v", err)
+	}
+	engine.SetPolicy(p)
+
+	namespace := c.Namespace
+	if namespace == "" {
+		namespace = r.js.Namespace
+	}
+	if namespace == "" {
+		namespace = "default"
+	}
+	object, err := admitted(ctx, r.js, namespace, agent)
+	if err != nil {
+		return fail("object: %v", err)
+	}
+	var old map[string]any
+	if r.old != nil {
+		if old, err = admitted(ctx, r.old, namespace, agent); err != nil {
+			return fail("oldObject: %v", err)
+		}
+	}
+	user := c.UserInfo
+	if user == nil {
+		user = &policies.UserInfo{}
+	}
+	d, err := engine.Evaluate(ctx, policies.Input{
+		Operation: c.Operation, Object: object, OldObject: old,
+		Name: r.js.Name, Namespace: namespace, Labels: r.js.Labels, UserInfo: user,
+	})
+	if err != nil {
+		return fail("the policy's evaluation failed: %v", err)
+	}
+	for _, vs := range [][]policies.Violation{d.Denied, d.Warned, d.DryRun} {
+		for _, v := range vs {
+			if v.Failed {
+				return fail("the policy's evaluation failed: %s", v.Message)
+			}
+			out.Messages = append(out.Messages, v.Message)
+		}
+	}
+	switch {
+	case len(d.Denied) > 0:
+		out.Got = ExpectDeny
+	case len(d.Warned) > 0:
+		out.Got = ExpectWarn
+	default:
+		out.Got = ExpectAllow
+	}
+	said := string(out.Got)
+	switch {
+	case len(d.Evaluated) == 0:
+		said += " (the policy's match or exclude leaves the request out)"
+	case len(out.Messages) > 0:
+		said += ": " + quoted(out.Messages)
+	}
+	if out.Got != c.Expect {
+		return fail("got %s, want %s", said, c.Expect)
+	}
+	for _, want := range c.Messages {
+		if !containsSubstring(out.Messages, want) {
+			return fail("no message contains %q; got %s", want, said)
+		}
+	}
+	out.Passed = true
+	out.Why = said
+	return out
+}
+
+// admitted is the JobSet as the mutating webhook would store it in
+// namespace: defaulted and injected.
+func admitted(ctx context.Context, js *jobset.JobSet, namespace string, agent configv1alpha1.Agent) (map[string]any, error) {
+	js = js.DeepCopy()
+	js.Namespace = namespace
+	raw, _, err := webhook.Mutate(ctx, js, agent, nil, policies.Input{})
+	if err != nil {
+		return nil, err
+	}
+	var obj map[string]any
+	if err := json.Unmarshal(raw, &obj); err != nil {
+		return nil, err
+	}
+	return obj, nil
+}
+
+func containsSubstring(msgs []string, s string) bool {
+	for _, m := range msgs {
+		if strings.Contains(m, s) {
+			return true
+		}
+	}
+	return false
+}
+
+func quoted(msgs []string) string {
+	q := make([]string, len(msgs))
+	for i, m := range msgs {
+		q[i] = fmt.Sprintf("%q", m)
+	}
+	return strings.Join(q, ", ")
+}
