@@ -17,6 +17,7 @@ import (
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
 	"github.com/inplace-dev/inplace/cmd/internal/version"
 	"github.com/inplace-dev/inplace/policies"
+	"github.com/inplace-dev/inplace/policies/suite"
 	"github.com/inplace-dev/inplace/webhook"
 	"github.com/inplace-dev/inplace/webhook/offline"
 )
@@ -31,14 +32,23 @@ const usage = `inplacectl: offline tools for inplace
   inplacectl policy eval -p DIR -f JOBSET.yaml [-params PARAMS.yaml] [-mutate]
       evaluate the Rego policies in DIR (one policy per .rego file) on a JobSet
   inplacectl policy test DIR
-      run the Rego tests (test_* rules) of the policies in DIR
+      run the Rego tests (test_* rules) of the .rego files under DIR, and
+      every policy suite (suite.yaml) under DIR: each case's JobSet is
+      defaulted and injected, then the suite's JobSetPolicy alone decides
+      (see docs/policy-library.md)
+  inplacectl policy describe -f POLICY.yaml
+      show a JobSetPolicy: its enforcement action, target, Rego version,
+      match and exclude, its parametersSchema explained field by field, its
+      parameters checked against it (defaults applied), and whether its
+      Rego compiles
   inplacectl status JOBSET [-n NAMESPACE] [-kubeconfig PATH]
       show a JobSet's epochs, the barrier of every replicated job and the
       timeline of its last in-place restart, from the cluster
   inplacectl version
       print the version of this build
 
-Exit status: 0 on success, 1 when a policy denies or a test fails, 2 on bad usage.
+Exit status: 0 on success, 1 when a policy denies, a test fails or a described
+policy is invalid, 2 on bad usage.
 `
 
 // Run runs inplacectl with args (without the program name).
@@ -56,6 +66,8 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		code, err = policyEval(ctx, args[2:], stdout)
 	case len(args) > 1 && args[0] == "policy" && args[1] == "test":
 		code, err = policyTest(ctx, args[2:], stdout)
+	case len(args) > 1 && args[0] == "policy" && args[1] == "describe":
+		code, err = policyDescribe(args[2:], stdout)
 	case args[0] == "status":
 		code, err = status(ctx, args[1:], stdout)
 	case args[0] == "version" || args[0] == "--version":
@@ -224,32 +236,79 @@ func policyEval(ctx context.Context, args []string, out io.Writer) (int, error) 
 	return 0, nil
 }
 
+// policyTest runs the Rego tests of the .rego files under DIR, and every
+// policy suite (suite.yaml) under it.
 func policyTest(ctx context.Context, args []string, out io.Writer) (int, error) {
 	if len(args) != 1 {
 		return 2, usageError{fmt.Errorf("policy test needs one DIR")}
 	}
-	results, err := policies.RunRegoTests(ctx, os.DirFS(args[0]))
+	dir := args[0]
+	rego, err := hasRegoFiles(dir)
 	if err != nil {
 		return 1, err
 	}
-	failed := 0
-	for _, r := range results {
+	suites, err := suite.Find(dir)
+	if err != nil {
+		return 1, err
+	}
+	if !rego && len(suites) == 0 {
+		return 1, fmt.Errorf("no .rego files and no %s under %s", suite.FileName, dir)
+	}
+	passed, failed := 0, 0
+	report := func(ok bool, line string) {
 		status := "PASS"
-		if !r.Passed {
+		if ok {
+			passed++
+		} else {
 			status = "FAIL"
 			failed++
 		}
-		fmt.Fprintf(out, "%s %s", status, r.Name)
-		if r.Detail != "" {
-			fmt.Fprintf(out, " (%s)", r.Detail)
-		}
-		fmt.Fprintln(out)
+		fmt.Fprintf(out, "%s %s\n", status, line)
 	}
-	fmt.Fprintf(out, "%d passed, %d failed\n", len(results)-failed, failed)
+	if rego {
+		results, err := policies.RunRegoTests(ctx, os.DirFS(dir))
+		if err != nil {
+			return 1, err
+		}
+		for _, r := range results {
+			line := r.Name
+			if r.Detail != "" {
+				line += " (" + r.Detail + ")"
+			}
+			report(r.Passed, line)
+		}
+	}
+	for _, path := range suites {
+		name := filepath.Dir(path)
+		res, err := suite.Run(ctx, path)
+		if err != nil {
+			report(false, fmt.Sprintf("%s: the suite did not run: %v", name, err))
+			continue
+		}
+		for _, c := range res.Cases {
+			report(c.Passed, fmt.Sprintf("%s: %s (%s)", name, c.Name, c.Why))
+		}
+	}
+	fmt.Fprintf(out, "%d passed, %d failed\n", passed, failed)
 	if failed > 0 {
 		return 1, nil
 	}
 	return 0, nil
+}
+
+func hasRegoFiles(dir string) (bool, error) {
+	found := false
+	err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() && strings.HasSuffix(path, ".rego") {
+			found = true
+			return filepath.SkipAll
+		}
+		return nil
+	})
+	return found, err
 }
 
 func verdict(out io.Writer, d policies.Decision) {
