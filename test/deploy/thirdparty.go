@@ -13,10 +13,11 @@ import (
 
 // thirdPartyCRDs are the CRDs config/ refers to, from the projects' own
 // modules: cert-manager's Issuer and Certificate, the Prometheus
-// Operator's ServiceMonitor.
+// Operator's ServiceMonitor and PrometheusRule.
 var thirdPartyCRDs = []struct{ module, files string }{
 	{"github.com/cert-manager/cert-manager@v1.19.1", "deploy/crds/cert-manager.io_*.yaml"},
 	{"github.com/prometheus-operator/prometheus-operator@v0.85.0", "example/prometheus-operator-crd/monitoring.coreos.com_servicemonitors.yaml"},
+	{"github.com/prometheus-operator/prometheus-operator@v0.85.0", "example/prometheus-operator-crd/monitoring.coreos.com_prometheusrules.yaml"},
 }
 
 // InstallThirdPartyCRDs installs the CRDs of cert-manager and the

@@ -171,7 +171,7 @@ var _ = Describe("the deployment configuration", func() {
 		Expect(keys(fromKustomize)).NotTo(ContainElement(And(HavePrefix("PodDisruptionBudget "), HaveSuffix("inplace-webhook"))), "one replica and a budget of one block every drain")
 	})
 
-	It("installs without the Prometheus Operator, and adds its ServiceMonitor as an optional component, as Helm does when asked", func() {
+	It("installs without the Prometheus Operator, and adds its ServiceMonitor and alerts as an optional component, as Helm does when asked", func() {
 		Expect(keys(byKey(kustomize("config/default")))).NotTo(ContainElement(HavePrefix("ServiceMonitor ")))
 		root, err := cluster.RepoRoot()
 		Expect(err).NotTo(HaveOccurred())
@@ -183,8 +183,8 @@ var _ = Describe("the deployment configuration", func() {
 		withMonitor := kustomize(overlay)
 		fromKustomize := byKey(withMonitor)
 		delete(fromKustomize, "Namespace /inplace-system")
-		Expect(keys(fromKustomize)).To(ContainElement(HavePrefix("ServiceMonitor ")))
-		objs, err := helmTemplate("--set", "serviceMonitor.enabled=true")
+		Expect(keys(fromKustomize)).To(ContainElements(HavePrefix("ServiceMonitor "), HavePrefix("PrometheusRule ")))
+		objs, err := helmTemplate("--set", "serviceMonitor.enabled=true,prometheusRule.enabled=true")
 		Expect(err).NotTo(HaveOccurred())
 		fromHelm := byKey(objs)
 		Expect(keys(fromHelm)).To(ConsistOf(keys(fromKustomize)))
