@@ -68,6 +68,7 @@ var forbidden = map[string][]string{
 	"policies/params":              {module + "/", "k8s.io/client-go/", "sigs.k8s.io/controller-runtime", "github.com/open-policy-agent/"},
 	"policies/inventorysync":       {module + "/agent", module + "/controller", module + "/webhook", module + "/cmd"},
 	"policies/suite":               {module + "/agent", module + "/controller", module + "/cmd"},
+	"policies/library":             {stdlibOnly},
 	"webhook":                      {module + "/agent", module + "/controller", module + "/cmd", module + "/webhook/offline"},
 	"webhook/offline":              {module + "/agent", module + "/controller", module + "/cmd"},
 	"webhook/certs":                {stdlibOnly},
