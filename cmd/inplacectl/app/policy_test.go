@@ -124,3 +124,22 @@ func TestPolicyDescribeInvalid(t *testing.T) {
 		t.Errorf("no -f: exit %d, stderr %s", code, errOut)
 	}
 }
+
+func TestPolicyDescribeGatekeeperStyle(t *testing.T) {
+	code, out, errOut := run(t, "policy", "describe", "-f", "../../../policies/library/allowed-registries/policy.yaml")
+	if code != 0 {
+		t.Fatalf("exit %d: %s%s", code, out, errOut)
+	}
+	for _, want := range []string{
+		"EnforcementAction:  Deny\n",
+		"Target:             PodTemplates\n",
+		"RegoVersion:        v0\n",
+		"    registries\t<[]string> -required- (default: [\"ghcr.io/inplace-dev/\",\"registry.k8s.io/\"])\n",
+		"  registries:\n  - ghcr.io/inplace-dev/\n",
+		"Rego:               compiles\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("describe lacks %q:\n%s", want, out)
+		}
+	}
+}
