@@ -36,6 +36,9 @@ const (
 // builtinPackage is the package prefix of the built-in policies.
 const builtinPackage = "inplace.builtin"
 
+// OperationAudit is Input.Operation in the audit.
+const OperationAudit = "AUDIT"
+
 // Input is one admission request or audit item.
 type Input struct {
 	// Operation is CREATE or UPDATE, or AUDIT in the audit.
@@ -122,6 +125,10 @@ type Policy struct {
 	Generation int64
 
 	query rego.PreparedEvalQuery
+	// inventory is the data.inventory query reads, and prepareFor
+	// prepares query again for another one.
+	inventory  *Inventory
+	prepareFor func(*Inventory) (rego.PreparedEvalQuery, error)
 	// health of this version's evaluations (admin policies only).
 	health *policyHealth
 	// params are Parameters converted once, at Compile.
@@ -377,7 +384,10 @@ func Compile(src Source) (*Policy, error) {
 	if inventory == nil {
 		inventory = NewInventory(0)
 	}
-	q, err := prepare(map[string]string{file: src.Rego}, strings.Join(body, "; "), version, inventory)
+	prepareFor := func(inv *Inventory) (rego.PreparedEvalQuery, error) {
+		return prepare(map[string]string{file: src.Rego}, strings.Join(body, "; "), version, inv)
+	}
+	q, err := prepareFor(inventory)
 	if err != nil {
 		return nil, err
 	}
@@ -385,7 +395,8 @@ func Compile(src Source) (*Policy, error) {
 	if action == "" {
 		action = Deny
 	}
-	p := &Policy{Name: name, Action: action, Target: target, Match: src.Match, Parameters: src.Parameters, query: q, bindings: bindings, health: &policyHealth{}}
+	p := &Policy{Name: name, Action: action, Target: target, Match: src.Match, Parameters: src.Parameters, query: q, bindings: bindings, health: &policyHealth{},
+		inventory: inventory, prepareFor: prepareFor}
 	if src.Parameters != nil {
 		if p.params, err = ast.InterfaceToValue(src.Parameters); err != nil {
 			return nil, fmt.Errorf("policy %s: parameters: %w", name, err)
@@ -440,7 +451,7 @@ func prepare(modules map[string]string, query string, version ast.RegoVersion, i
 		rego.SetRegoVersion(version),
 	}
 	if inventory != nil {
-		opts = append(opts, rego.Store(inventory.store))
+		opts = append(opts, rego.Store(inventory))
 	}
 	files := make([]string, 0, len(modules))
 	for f := range modules {
@@ -454,7 +465,20 @@ func prepare(modules map[string]string, query string, version ast.RegoVersion, i
 }
 
 // SetPolicy adds or replaces the admin policy of the same name.
+//
+// A policy compiled with another inventory than the engine's (Compile
+// without Engine.Compile) is prepared again to read the engine's: a
+// policy in an engine never reads another data.inventory than the one the
+// engine's sync fills.
 func (e *Engine) SetPolicy(p *Policy) {
+	if p.inventory != e.inventory && p.prepareFor != nil {
+		q, err := p.prepareFor(e.inventory)
+		if err != nil {
+			// The same module and query prepared once already.
+			panic(fmt.Sprintf("policy %s compiled, but not again for the engine's inventory: %v", p.Name, err))
+		}
+		p.query, p.inventory = q, e.inventory
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	old := *e.admin.Load()
@@ -513,23 +537,23 @@ func (e *Engine) Policies() []string {
 // Evaluate runs every built-in and matching admin policy on in. The input
 // is converted once and shared by every policy.
 func (e *Engine) Evaluate(ctx context.Context, in Input) (Decision, error) {
-	return e.evaluate(ctx, in, true, true)
+	return e.evaluate(ctx, in, true, true, false)
 }
 
-// EvaluateAdmin runs only the matching admin policies, for their patch
-// rules.
+// EvaluateAdmin runs only the matching admin policies that have patch
+// rules, for those rules.
 func (e *Engine) EvaluateAdmin(ctx context.Context, in Input) (Decision, error) {
-	return e.evaluate(ctx, in, false, true)
+	return e.evaluate(ctx, in, false, true, true)
 }
 
 // Audit runs the matching admin policies for the audit. Its evaluations
 // say nothing of a policy's health: the audit's own time budget cuts
 // them short, through no fault of the policy.
 func (e *Engine) Audit(ctx context.Context, in Input) (Decision, error) {
-	return e.evaluate(ctx, in, false, false)
+	return e.evaluate(ctx, in, false, false, false)
 }
 
-func (e *Engine) evaluate(ctx context.Context, in Input, builtins, judgeHealth bool) (Decision, error) {
+func (e *Engine) evaluate(ctx context.Context, in Input, builtins, judgeHealth, patchesOnly bool) (Decision, error) {
 	var d Decision
 	base, err := baseInput(in)
 	if err != nil {
@@ -552,12 +576,20 @@ func (e *Engine) evaluate(ctx context.Context, in Input, builtins, judgeHealth b
 		if p.Match != nil && !p.Match(in) {
 			continue
 		}
+		if _, patches := p.bindings["patch"]; patchesOnly && !patches {
+			continue
+		}
 		d.Evaluated = append(d.Evaluated, p.Name)
 		var err error
 		if p.Target == TargetPodTemplates {
 			if pods == nil {
 				if pods, err = podInputs(in); err != nil {
-					return d, err
+					// A JobSet whose templates cannot be read: every
+					// PodTemplates policy fails on it, with its action,
+					// and the other policies still decide.
+					p.record(&d, p.Action, message{text: "evaluation failed: " + err.Error(), inexact: true, failed: true}, e.metrics)
+					errs = append(errs, fmt.Errorf("policy %s: %w", p.Name, err))
+					continue
 				}
 			}
 			var perPod []error

@@ -2,9 +2,15 @@ package policies
 
 import (
 	"context"
+	"fmt"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/open-policy-agent/opa/v1/storage"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -243,5 +249,62 @@ inplace_policy_evaluations_total{outcome="error",policy="broken"} 3
 `
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "inplace_policy_evaluations_total"); err != nil {
 		t.Error(err)
+	}
+}
+
+// TestInventoryWritesDoNotWaitForEvaluations: a slow policy's evaluation
+// holds no lock that a write, or another evaluation after the write, waits
+// for; each evaluation reads one snapshot whole.
+func TestInventoryWritesDoNotWaitForEvaluations(t *testing.T) {
+	const slow = "package slow\n\ndeny contains \"never\" if {\n\tcount(data.inventory.cluster) >= 0\n\tsome i in numbers.range(1, 1000000000)\n\ti < 0\n}\n"
+	e := adminEngine(t, Source{Name: "slow", Rego: slow})
+	e.SetLimits(Limits{PolicyTimeout: 2 * time.Second, TotalTimeout: 3 * time.Second})
+	ctx := context.Background()
+	done := make(chan struct{})
+	reads := inventoryTxnIDs.Load()
+	go func() {
+		defer close(done)
+		_, _ = e.Evaluate(ctx, Input{Operation: "CREATE", Object: twoJobs(nil)})
+	}()
+	// The slow evaluation has begun its read of the inventory.
+	for deadline := time.Now().Add(time.Second); inventoryTxnIDs.Load() == reads; {
+		if time.Now().After(deadline) {
+			t.Fatal("the slow evaluation never read the inventory")
+		}
+		runtime.Gosched()
+	}
+	begin := time.Now()
+	for i := range 100 {
+		if err := e.Inventory().Put(ctx, InventoryObject{APIVersion: "v1", Kind: "Namespace", Name: fmt.Sprint("ns-", i), Object: map[string]any{}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if took := time.Since(begin); took > 500*time.Millisecond {
+		t.Errorf("100 writes took %v beside a slow evaluation, want them not to wait for it", took)
+	}
+	select {
+	case <-done:
+		t.Fatal("the slow evaluation ended before the writes: the test proves nothing")
+	default:
+	}
+	<-done
+}
+
+func TestInventoryLeavesNothingOfDeletedNamespaces(t *testing.T) {
+	inv := NewInventory(0)
+	ctx := context.Background()
+	if err := inv.Put(ctx, InventoryObject{APIVersion: "v1", Kind: "ConfigMap", Namespace: "gone", Name: "a", Object: map[string]any{}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := inv.Delete(ctx, "v1", "ConfigMap", "gone", "a"); err != nil {
+		t.Fatal(err)
+	}
+	txn, _ := inv.NewTransaction(ctx)
+	v, err := inv.Read(ctx, txn, storage.Path{"inventory"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := v.(ast.Value).String(); got != `{"cluster": {}, "namespace": {}}` {
+		t.Errorf("inventory %s, want the namespace removed with its last object", got)
 	}
 }
