@@ -34,6 +34,14 @@ type Syncer struct {
 
 	synced  atomic.Bool
 	fullLog sync.Once
+
+	mu      sync.Mutex
+	pending []pendingKind
+}
+
+type pendingKind struct {
+	gvk    schema.GroupVersionKind
+	synced toolscache.InformerSynced
 }
 
 // Start registers an informer per kind, waits for each to sync, and
@@ -46,7 +54,9 @@ func (s *Syncer) Start(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		inf, err := s.Cache.GetInformer(ctx, obj)
+		// Not blocking: a kind whose list is refused (RBAC) or slow must be
+		// named by the readiness check, not hang this start.
+		inf, err := s.Cache.GetInformer(ctx, obj, cache.BlockUntilSynced(false))
 		if err != nil {
 			return fmt.Errorf("policies.inventory.sync: watching %s: %w (the manager's ClusterRole needs list and watch on it)", gvk, err)
 		}
@@ -59,6 +69,9 @@ func (s *Syncer) Start(ctx context.Context) error {
 			return err
 		}
 		syncs = append(syncs, reg.HasSynced)
+		s.mu.Lock()
+		s.pending = append(s.pending, pendingKind{gvk: gvk, synced: reg.HasSynced})
+		s.mu.Unlock()
 	}
 	if !toolscache.WaitForCacheSync(ctx.Done(), syncs...) {
 		return ctx.Err()
@@ -76,12 +89,25 @@ func (s *Syncer) NeedLeaderElection() bool { return false }
 // policy would decide on a partial inventory.
 func (s *Syncer) Synced() bool { return s.synced.Load() }
 
-// Check is a readyz check: not ready until synced.
+// Check is a readyz check: not ready until synced, naming the kinds not
+// listed yet (a kind the admission server may not list stays there: see
+// its ClusterRole).
 func (s *Syncer) Check(_ any) error {
-	if !s.Synced() {
+	if s.Synced() {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var kinds []string
+	for _, k := range s.pending {
+		if !k.synced() {
+			kinds = append(kinds, k.gvk.GroupKind().String())
+		}
+	}
+	if len(kinds) == 0 {
 		return errors.New("the policy inventory is not synced yet")
 	}
-	return nil
+	return fmt.Errorf("the policy inventory has not listed %s yet (policies.inventory.sync; the admission server needs list and watch on each)", strings.Join(kinds, ", "))
 }
 
 func (s *Syncer) newObject(gvk schema.GroupVersionKind) (client.Object, error) {
@@ -166,8 +192,8 @@ func ParseKind(group, version, kind string) (schema.GroupVersionKind, error) {
 // collector reports an inventory's size when scraped: nothing is counted
 // on the path of an object's change.
 type collector struct {
-	inventory               *policies.Inventory
-	objects, bytes, dropped *prometheus.Desc
+	inventory                        *policies.Inventory
+	objects, bytes, dropped, missing *prometheus.Desc
 }
 
 // RegisterMetrics reports the inventory's size on reg.
@@ -177,6 +203,7 @@ func RegisterMetrics(reg prometheus.Registerer, inv *policies.Inventory) error {
 		objects:   prometheus.NewDesc("inplace_policy_inventory_objects", "Objects in the policies' data.inventory, by kind (GROUP/VERSION/KIND).", []string{"kind"}, nil),
 		bytes:     prometheus.NewDesc("inplace_policy_inventory_bytes", "Size of the objects in the policies' data.inventory, as JSON.", nil, nil),
 		dropped:   prometheus.NewDesc("inplace_policy_inventory_dropped_total", "Objects left out of data.inventory because it held policies.inventory.maxObjects: the policies saw an incomplete inventory.", nil, nil),
+		missing:   prometheus.NewDesc("inplace_policy_inventory_missing", "Objects left out of data.inventory now, for want of room: the policies see an incomplete inventory until it is 0.", nil, nil),
 	}
 	if err := reg.Register(c); err != nil {
 		return fmt.Errorf("registering the policy inventory's metrics: %w", err)
@@ -188,6 +215,7 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.objects
 	ch <- c.bytes
 	ch <- c.dropped
+	ch <- c.missing
 }
 
 func (c *collector) Collect(ch chan<- prometheus.Metric) {
@@ -197,4 +225,5 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(c.bytes, prometheus.GaugeValue, float64(s.Bytes))
 	ch <- prometheus.MustNewConstMetric(c.dropped, prometheus.CounterValue, float64(s.Dropped))
+	ch <- prometheus.MustNewConstMetric(c.missing, prometheus.GaugeValue, float64(s.Missing))
 }

@@ -3,6 +3,7 @@ package params
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -42,6 +43,9 @@ func Compile(raw []byte) (*Schema, error) {
 	if err := apiextensionsv1.Convert_v1_JSONSchemaProps_To_apiextensions_JSONSchemaProps(&s.props, &internal, nil); err != nil {
 		return nil, fmt.Errorf("%s: %w", schemaPath, err)
 	}
+	if path := celRules(&internal, schemaPath); path != nil {
+		return nil, field.Forbidden(path.Child("x-kubernetes-validations"), "CEL rules are not evaluated on parameters; express the rule in the policy's Rego, or with the schema's own keywords (enum, pattern, minimum, ...)")
+	}
 	if internal.Type != "object" {
 		return nil, field.Invalid(schemaPath.Child("type"), internal.Type, `the root of a parameters schema has type "object"`)
 	}
@@ -57,7 +61,45 @@ func Compile(raw []byte) (*Schema, error) {
 		return nil, fmt.Errorf("%s: %w", schemaPath, err)
 	}
 	s.structural, s.validator = structural, validator
+	// The schema's defaults must themselves validate: a wrong-typed
+	// default would otherwise surface later as an error in
+	// spec.parameters that the parameters did not cause.
+	empty := map[string]any{}
+	structuraldefaulting.Default(empty, structural)
+	if len(empty) > 0 {
+		// Only what the defaults hold: the fields they leave out are the
+		// parameters' to give.
+		errs := validation.ValidateCustomResource(schemaPath.Child("default"), empty, validator).Filter(func(err error) bool {
+			var e *field.Error
+			return errors.As(err, &e) && e.Type == field.ErrorTypeRequired
+		})
+		if len(errs) > 0 {
+			return nil, fmt.Errorf("the schema's defaults break the schema: %w", errs.ToAggregate())
+		}
+	}
 	return s, nil
+}
+
+// celRules returns the path of the first schema with x-kubernetes-validations,
+// or nil.
+func celRules(p *apiextensions.JSONSchemaProps, path *field.Path) *field.Path {
+	if len(p.XValidations) > 0 {
+		return path
+	}
+	for name, child := range p.Properties {
+		if found := celRules(&child, path.Child("properties").Key(name)); found != nil {
+			return found
+		}
+	}
+	if p.Items != nil && p.Items.Schema != nil {
+		if found := celRules(p.Items.Schema, path.Child("items")); found != nil {
+			return found
+		}
+	}
+	if p.AdditionalProperties != nil && p.AdditionalProperties.Schema != nil {
+		return celRules(p.AdditionalProperties.Schema, path.Child("additionalProperties"))
+	}
+	return nil
 }
 
 // Validate defaults params from the schema's defaults, in place, and

@@ -67,6 +67,8 @@ func TestCompileRefusesANonStructuralSchema(t *testing.T) {
 		"root not an object": `{"type": "string"}`,
 		"untyped field":      `{"type": "object", "properties": {"x": {"description": "no type"}}}`,
 		"unknown keyword":    `{"type": "object", "propertiez": {}}`,
+		"a CEL rule":         `{"type": "object", "properties": {"x": {"type": "integer", "x-kubernetes-validations": [{"rule": "self > 1"}]}}}`,
+		"a wrong default":    `{"type": "object", "properties": {"x": {"type": "integer", "default": "one"}}}`,
 	}
 	for name, raw := range cases {
 		t.Run(name, func(t *testing.T) {

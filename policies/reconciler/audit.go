@@ -228,7 +228,7 @@ func (a *Auditor) evaluateInto(ctx context.Context, items []jobset.JobSet, budge
 					log.FromContext(ctx).Error(err, "converting a JobSet for the audit", "jobset", js.Namespace+"/"+js.Name)
 					continue
 				}
-				d, _ := a.Engine.Audit(ctx, policies.Input{Operation: "AUDIT", Object: obj, Namespace: js.Namespace, Labels: js.Labels})
+				d, _ := a.Engine.Audit(ctx, policies.Input{Operation: policies.OperationAudit, Name: js.Name, Object: obj, Namespace: js.Namespace, Labels: js.Labels})
 				if ctx.Err() != nil {
 					return // cut short: its evaluations say nothing
 				}

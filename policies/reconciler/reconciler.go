@@ -321,16 +321,28 @@ func matcher(m *policyv1alpha1.Match, ex *policyv1alpha1.Exclude, nsLabels func(
 		if policies.MatchesAny(ex.Namespaces, in.Namespace) {
 			return false
 		}
-		// Who and how apply at admission; the audit has no request, and
-		// reports on every JobSet the selectors pick.
-		if in.UserInfo != nil {
+		if in.Operation == policies.OperationAudit {
+			// The audit has no request. A policy for some users only is
+			// left out of it, as Kyverno leaves it out of its background
+			// scan: who created a JobSet is not known, and reporting
+			// every JobSet would report those the policy never meant.
+			// Excluded users and operations say nothing of a JobSet's
+			// state: the audit reports on every JobSet the selectors pick.
+			if len(m.Users) > 0 || len(m.Groups) > 0 {
+				return false
+			}
+		} else {
 			if len(m.Operations) > 0 && !slices.Contains(m.Operations, policyv1alpha1.Operation(in.Operation)) {
 				return false
 			}
-			if (len(m.Users) > 0 || len(m.Groups) > 0) && !userMatches(m.Users, m.Groups, in.UserInfo) {
+			u := in.UserInfo
+			if u == nil {
+				u = &policies.UserInfo{}
+			}
+			if (len(m.Users) > 0 || len(m.Groups) > 0) && !userMatches(m.Users, m.Groups, u) {
 				return false
 			}
-			if userMatches(ex.Users, ex.Groups, in.UserInfo) {
+			if userMatches(ex.Users, ex.Groups, u) {
 				return false
 			}
 		}

@@ -3,6 +3,7 @@ package v1alpha1
 import (
 	"fmt"
 	"os"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -126,10 +127,13 @@ type Policies struct {
 // Gatekeeper's shape: data.inventory.namespace[NS][GROUP/VERSION][KIND][NAME]
 // and data.inventory.cluster[GROUP/VERSION][KIND][NAME].
 type Inventory struct {
-	// Sync lists the kinds to sync. Default: Namespaces (v1) and JobSets
-	// (jobset.x-k8s.io/v1alpha2), which the manager reads already. Each
-	// other kind needs list and watch in the manager's ClusterRole: the
-	// Helm chart grants them from this list.
+	// Sync lists the kinds to sync besides Namespaces (v1) and JobSets
+	// (jobset.x-k8s.io/v1alpha2), which are always synced: the manager
+	// reads them already. Each other kind needs list and watch in the
+	// admission server's ClusterRole: the Helm chart grants them from this
+	// list. Secrets, and the kinds the manager caches only in part (Pods,
+	// Jobs, Services, ConfigMaps, PersistentVolumeClaims, Roles,
+	// RoleBindings), are refused.
 	Sync []SyncedKind `json:"sync,omitempty"`
 	// MaxObjects bounds the objects held, all kinds together; past it,
 	// objects are left out (inplace_policy_inventory_dropped_total counts
@@ -253,6 +257,9 @@ func Load(path string) (*Configuration, error) {
 		if k.Version == "" || k.Kind == "" {
 			return nil, fmt.Errorf("configuration %s: policies.inventory.sync[%d]: version and kind are required, e.g. {group: kueue.x-k8s.io, version: v1beta1, kind: LocalQueue}", path, i)
 		}
+		if why, ok := unsyncable[k.Group+"/"+k.Kind]; ok {
+			return nil, fmt.Errorf("configuration %s: policies.inventory.sync[%d]: %s cannot be synced: %s", path, i, k.Kind, why)
+		}
 	}
 	if n := cfg.Policies.Inventory.MaxObjects; n < 0 {
 		return nil, fmt.Errorf("configuration %s: policies.inventory.maxObjects is %d: set a positive number (default 20000) or leave it out", path, n)
@@ -261,6 +268,21 @@ func Load(path string) (*Configuration, error) {
 		return nil, fmt.Errorf("configuration %s: controller.fatalExitSettle is %v: set a duration from 0 (off) to 1m (default 2s), or leave it out", path, settle)
 	}
 	return cfg, nil
+}
+
+// unsyncable are the kinds policies.inventory.sync refuses, by GROUP/KIND.
+var unsyncable = map[string]string{
+	"/Secret": "a policy's messages go back to the requester, and the admission server would need to read every Secret of the cluster",
+	// The manager's cache holds only its own of these (controller.CacheOptions):
+	// synced, they would give the policies a part of the cluster that
+	// looks like the whole.
+	"/Pod":                                  "the manager's cache holds only the Pods of JobSets",
+	"/Service":                              "the manager's cache holds only the Services of JobSets",
+	"/ConfigMap":                            "the manager's cache holds only the ConfigMaps of JobSets",
+	"/PersistentVolumeClaim":                "the manager's cache holds only the claims of JobSets",
+	"batch/Job":                             "the manager's cache holds only the Jobs of JobSets",
+	"rbac.authorization.k8s.io/Role":        "the manager's cache holds only the Roles it makes",
+	"rbac.authorization.k8s.io/RoleBinding": "the manager's cache holds only the RoleBindings it makes",
 }
 
 // SetDefaults fills every unset field.
@@ -357,9 +379,12 @@ func SetDefaults(cfg *Configuration) {
 	if cfg.Policies.RequestTimeout == nil {
 		cfg.Policies.RequestTimeout = &metav1.Duration{Duration: 5 * time.Second}
 	}
-	if cfg.Policies.Inventory.Sync == nil {
-		// What the manager caches already: syncing them costs no RBAC.
-		cfg.Policies.Inventory.Sync = []SyncedKind{{Version: "v1", Kind: "Namespace"}, {Group: "jobset.x-k8s.io", Version: "v1alpha2", Kind: "JobSet"}}
+	// Always Namespaces and JobSets, which the manager caches already:
+	// syncing them costs no RBAC, and a list of more kinds adds to them.
+	for _, k := range []SyncedKind{{Version: "v1", Kind: "Namespace"}, {Group: "jobset.x-k8s.io", Version: "v1alpha2", Kind: "JobSet"}} {
+		if !slices.ContainsFunc(cfg.Policies.Inventory.Sync, func(s SyncedKind) bool { return s.Group == k.Group && s.Kind == k.Kind }) {
+			cfg.Policies.Inventory.Sync = append(cfg.Policies.Inventory.Sync, k)
+		}
 	}
 	if cfg.Policies.Inventory.MaxObjects == 0 {
 		cfg.Policies.Inventory.MaxObjects = 20000

@@ -92,3 +92,21 @@ func TestLoad(t *testing.T) {
 		})
 	}
 }
+
+func TestLoadRefusesKindsTheInventoryCannotHoldWhole(t *testing.T) {
+	for kind, want := range map[string]string{
+		"{version: v1, kind: Secret}":               "Secret cannot be synced",
+		"{group: batch, version: v1, kind: Job}":    "holds only the Jobs of JobSets",
+		"{version: v1, kind: Pod}":                  "holds only the Pods of JobSets",
+		"{group: kueue.x-k8s.io, kind: LocalQueue}": "version and kind are required",
+	} {
+		path := filepath.Join(t.TempDir(), "config.yaml")
+		data := "apiVersion: config.inplace.dev/v1alpha1\nkind: Configuration\npolicies:\n  inventory:\n    sync: [" + kind + "]\n"
+		if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Load(path); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: error %v, want one containing %q", kind, err, want)
+		}
+	}
+}
