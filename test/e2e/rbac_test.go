@@ -18,7 +18,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/authentication/serviceaccount"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
@@ -198,13 +200,35 @@ deny contains "e2e: twice" if input.object.kind == "JobSet"
 					notes = append(notes, e.Note)
 				}
 			}
-			g.Expect(notes).To(ConsistOf(policy.Name + ": e2e: every JobSet is reported; e2e: twice"))
+			// Two occurrences close together may each start a series (the
+			// recorder patches a series it has not finished writing):
+			// what matters is that every series carries the policy's
+			// whole note.
+			g.Expect(notes).To(And(Not(BeEmpty()), HaveEach(policy.Name+": e2e: every JobSet is reported; e2e: twice")))
 		}).WithTimeout(timeout).Should(Succeed())
 		Eventually(func(g Gomega) {
 			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(policy), policy)).To(Succeed())
 			g.Expect(policy.Status.Audit).NotTo(BeNil())
 			g.Expect(policy.Status.Audit.TotalViolations).NotTo(BeZero())
 		}).WithTimeout(timeout).Should(Succeed())
+		// The audit's PolicyReport of the namespace: created with the
+		// JobSet's results, updated as JobSets come, deleted once none is
+		// left (below).
+		reportedIn := func(g Gomega) []string {
+			report := &unstructured.Unstructured{}
+			report.SetGroupVersionKind(schema.GroupVersionKind{Group: "wgpolicyk8s.io", Version: "v1alpha2", Kind: "PolicyReport"})
+			g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns.Name, Name: "inplace-jobsetpolicies"}, report)).To(Succeed())
+			results, _, _ := unstructured.NestedSlice(report.Object, "results")
+			var names []string
+			for _, r := range results {
+				resources, _ := r.(map[string]any)["resources"].([]any)
+				for _, res := range resources {
+					names = append(names, res.(map[string]any)["name"].(string))
+				}
+			}
+			return names
+		}
+		Eventually(reportedIn).WithTimeout(timeout).Should(ContainElement(reported.Name))
 
 		By("a JobSet that finishes: ttlSecondsAfterFinished deletes it")
 		done := wrappers.MakeJobSet("done", ns.Name).ReplicatedJob(wrappers.MakeReplicatedJob("w").Obj()).TTLSecondsAfterFinished(0).Obj()
@@ -230,6 +254,7 @@ deny contains "e2e: twice" if input.object.kind == "JobSet"
 		Eventually(func() error {
 			return k8sClient.Get(ctx, client.ObjectKey{Namespace: ns.Name, Name: "data-claimed"}, &corev1.PersistentVolumeClaim{})
 		}).WithTimeout(timeout).Should(Succeed())
+		Eventually(reportedIn).WithTimeout(timeout).Should(ContainElements(reported.Name, claimed.Name), "the PolicyReport updated with a new JobSet")
 
 		By("a failed JobSet restarted by Recreate: its Jobs are deleted")
 		recreated := wrappers.MakeJobSet("recreated", ns.Name).ReplicatedJob(wrappers.MakeReplicatedJob("w").Obj()).
@@ -324,12 +349,17 @@ deny contains "e2e: twice" if input.object.kind == "JobSet"
 		// The agents of Pods being deleted may outlive their grants: their
 		// calls from here on are not compared.
 		deleting := time.Now()
-		for _, js := range []*jobset.JobSet{first, second, squatted, fatal, claimed, recreated} {
+		for _, js := range []*jobset.JobSet{first, second, squatted, fatal, claimed, recreated, reported} {
 			Expect(k8sClient.Delete(ctx, js)).To(Succeed())
 		}
 		Eventually(func() bool {
 			return apierrors.IsNotFound(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns.Name, Name: controller.AgentRoleName}, &rbacv1.Role{}))
 		}).WithTimeout(timeout).Should(BeTrue())
+		Eventually(func() bool {
+			report := &unstructured.Unstructured{}
+			report.SetGroupVersionKind(schema.GroupVersionKind{Group: "wgpolicyk8s.io", Version: "v1alpha2", Kind: "PolicyReport"})
+			return apierrors.IsNotFound(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns.Name, Name: "inplace-jobsetpolicies"}, report))
+		}).WithTimeout(timeout).Should(BeTrue(), "the PolicyReport of a namespace without JobSets is deleted")
 
 		By("comparing every call each manager and the agents made with their Roles")
 		calls, err := util.ReadCalls(util.AuditLog(auditDir))

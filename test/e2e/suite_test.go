@@ -31,7 +31,7 @@ var (
 	// authentication; the apiserver enforces the owner references'
 	// permissions (as some clusters do) and records the managers' calls,
 	// which rbac_test.go compares with their Roles.
-	fw = &framework.Framework{Name: "e2e", FullCluster: true, Webhooks: true, LeaderElection: true, ServeMetrics: true,
+	fw = &framework.Framework{Name: "e2e", FullCluster: true, Webhooks: true, LeaderElection: true, ServeMetrics: true, PolicyReports: true,
 		Configure: func(c *configv1alpha1.Configuration) {
 			// Restarts here converge in about two seconds (ten on a loaded
 			// machine); the fallback spec waits this long for one that cannot.

@@ -60,6 +60,9 @@ type Framework struct {
 	// NoCRDs leaves the CRDs out of Init, for suites that install them as
 	// a user does.
 	NoCRDs bool
+	// PolicyReports installs the wg-policy PolicyReport CRDs too
+	// (config/policyreport), as config/default does.
+	PolicyReports bool
 	// APIServerFlags are set on the kube-apiserver.
 	APIServerFlags map[string]string
 
@@ -97,6 +100,9 @@ func (f *Framework) Init() *rest.Config {
 	bin, err := cluster.BinDir()
 	gomega.Expect(err).NotTo(gomega.HaveOccurred())
 	crds := []string{filepath.Join(root, "config", "crd", "bases")}
+	if f.PolicyReports {
+		crds = append(crds, filepath.Join(root, "config", "policyreport"))
+	}
 
 	if f.FullCluster {
 		f.Cluster, err = cluster.Start(context.Background(), cluster.Options{Name: f.Name, RealNodes: f.RealNodes, ExtraImageArchives: f.ExtraImages, APIServerFlags: f.APIServerFlags})
