@@ -2,6 +2,8 @@ package webhook
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -14,10 +16,12 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	policyv1alpha1 "github.com/inplace-dev/inplace/api/policy/v1alpha1"
 	"github.com/inplace-dev/inplace/policies"
 	policyreconciler "github.com/inplace-dev/inplace/policies/reconciler"
+	"github.com/inplace-dev/inplace/test/cluster"
 	"github.com/inplace-dev/inplace/test/framework"
 	"github.com/inplace-dev/inplace/test/wrappers"
 )
@@ -197,5 +201,23 @@ var _ = Describe("Guardrails", func() {
 			js.Labels = map[string]string{"edited": "yes"}
 			return k8sClient.Update(ctx, js)
 		})).To(Succeed())
+	})
+})
+
+var _ = Describe("The policy library", func() {
+	It("is admitted as it is by the apiserver and the JobSetPolicy webhook", func() {
+		root, err := cluster.RepoRoot()
+		Expect(err).NotTo(HaveOccurred())
+		files, err := filepath.Glob(filepath.Join(root, "policies/library/*/policy.yaml"))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(len(files)).To(BeNumerically(">=", 10))
+		for _, f := range files {
+			raw, err := os.ReadFile(f)
+			Expect(err).NotTo(HaveOccurred())
+			var p policyv1alpha1.JobSetPolicy
+			Expect(yaml.UnmarshalStrict(raw, &p)).To(Succeed(), f)
+			Eventually(func() error { return k8sClient.Create(ctx, &p, client.DryRunAll) }).
+				WithTimeout(10*time.Second).Should(Succeed(), f)
+		}
 	})
 })
