@@ -133,7 +133,9 @@ func build(ns *namespaceResults, max int, stored []reportResult, now Timestamp) 
 		c.Results = append(c.Results, stamp(reportResult{
 			Source: Source,
 			Policy: OmittedPolicy,
-			Result: Warn,
+			// Not a warning of any policy: the results it stands for are
+			// skipped from the list, and counted in the summary.
+			Result: Skip,
 			Message: fmt.Sprintf("%d more results are not listed: a report lists at most %d, the most severe first (error, fail, warn, pass); the summary counts them all",
 				omitted, max),
 			Scored:     false,

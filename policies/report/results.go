@@ -21,6 +21,9 @@ const (
 	Warn Outcome = "warn"
 	// Error: the policy's evaluation failed.
 	Error Outcome = "error"
+	// Skip: results a report does not list (see OmittedPolicy); never a
+	// JobSet's own.
+	Skip Outcome = "skip"
 )
 
 // severity orders outcomes for the results a report keeps when it cannot
