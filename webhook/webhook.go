@@ -347,6 +347,10 @@ func (v *Validator) handle(ctx context.Context, req admission.Request) admission
 // maxEventNote is the most an Event's note may hold (events.k8s.io/v1).
 const maxEventNote = 1024
 
+// ReasonPolicyViolationDryRun is the reason of the Warning Event that
+// says what a DryRun policy would have denied.
+const ReasonPolicyViolationDryRun = "PolicyViolationDryRun"
+
 // recordDryRun records one PolicyViolationDryRun Event per DryRun policy
 // that js violates, related to that policy, with its messages joined. The
 // Event recorder counts Events of one object, reason and related object as
@@ -364,7 +368,7 @@ func recordDryRun(recorder events.EventRecorder, js *jobset.JobSet, violations [
 	for _, name := range order {
 		note := policies.Truncate(name+": "+strings.Join(byPolicy[name], "; "), maxEventNote)
 		policy := &policyv1alpha1.JobSetPolicy{ObjectMeta: metav1.ObjectMeta{Name: name}}
-		recorder.Eventf(js, policy, corev1.EventTypeWarning, "PolicyViolationDryRun", "Admit", "%s", note)
+		recorder.Eventf(js, policy, corev1.EventTypeWarning, ReasonPolicyViolationDryRun, "Admit", "%s", note)
 	}
 }
 
