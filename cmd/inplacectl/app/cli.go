@@ -28,7 +28,8 @@ const usage = `inplacectl: offline tools for inplace
       answer a create of the JobSet as the API server with inplace's CRD
       and webhooks would (schema, defaults, CEL rules, injection, policies):
       print every decision, the verdict with the API server's text, and the
-      JobSet it would store
+      JobSet it would store; every document of the file, separated by ---
+      (-f - reads standard input; a file with no document is an error)
   inplacectl policy eval -p DIR -f JOBSET.yaml [-params PARAMS.yaml] [-mutate]
       evaluate the Rego policies in DIR (one policy per .rego file) on a JobSet
   inplacectl policy test DIR
@@ -106,7 +107,7 @@ func render(ctx context.Context, args []string, out io.Writer) (int, error) {
 	if err != nil {
 		return 1, err
 	}
-	manifest, err := os.ReadFile(*file)
+	docs, err := readDocuments(*file)
 	if err != nil {
 		return 1, err
 	}
@@ -119,9 +120,31 @@ func render(ctx context.Context, args []string, out io.Writer) (int, error) {
 	if err != nil {
 		return 1, err
 	}
-	res, err := admitter.Create(ctx, manifest, *namespace)
+	// Every document, as kubectl apply -f sends every one: the exit
+	// status is 1 if any is refused.
+	code := 0
+	for i, manifest := range docs {
+		if i > 0 {
+			fmt.Fprintln(out, "---")
+		}
+		c, err := renderOne(ctx, admitter, manifest, *namespace, out)
+		if err != nil {
+			where := *file
+			if len(docs) > 1 {
+				where = fmt.Sprintf("%s (document %d)", *file, i+1)
+			}
+			return 1, fmt.Errorf("%s: %w", where, err)
+		}
+		code = max(code, c)
+	}
+	return code, nil
+}
+
+// renderOne answers the create of one manifest.
+func renderOne(ctx context.Context, admitter *offline.Admitter, manifest []byte, namespace string, out io.Writer) (int, error) {
+	res, err := admitter.Create(ctx, manifest, namespace)
 	if err != nil {
-		return 1, fmt.Errorf("%s: %w", *file, err)
+		return 1, err
 	}
 	if res.Stored == nil {
 		// Refused before the validating webhook: nothing to show but why.
@@ -329,10 +352,14 @@ func verdict(out io.Writer, d policies.Decision) {
 }
 
 func readJobSet(path string) (*jobset.JobSet, error) {
-	data, err := os.ReadFile(path)
+	docs, err := readDocuments(path)
 	if err != nil {
 		return nil, err
 	}
+	if len(docs) > 1 {
+		return nil, fmt.Errorf("%s: %d documents: policy eval takes one JobSet; split the file, or use render, which answers each", path, len(docs))
+	}
+	data := docs[0]
 	var js jobset.JobSet
 	if err := yaml.UnmarshalStrict(data, &js); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)

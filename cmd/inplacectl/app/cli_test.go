@@ -97,3 +97,66 @@ func TestVersion(t *testing.T) {
 		t.Errorf("exit %d, output %q", code, out)
 	}
 }
+
+func TestRenderReadsEveryDocumentAndStandardInput(t *testing.T) {
+	dir := t.TempDir()
+	const good = `apiVersion: jobset.x-k8s.io/v1alpha2
+kind: JobSet
+metadata: {name: good}
+spec:
+  replicatedJobs:
+  - name: w
+    template:
+      spec:
+        template:
+          spec:
+            restartPolicy: Never
+            containers: [{name: c, image: registry.example/c:1}]
+`
+	const unknownField = `apiVersion: jobset.x-k8s.io/v1alpha2
+kind: JobSet
+metadata: {name: bad}
+spec:
+  replicatedJob: []
+`
+	write := func(name, content string) string {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	policyDir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(policyDir, "p.rego"), []byte("package p\n\ndeny contains \"x\" if false\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cases := map[string]struct {
+		args     []string
+		stdin    string
+		wantCode int
+		want     []string
+	}{
+		"two documents, one refused": {args: []string{"render", "-f", write("two.yaml", good+"---\n"+unknownField)}, wantCode: 1,
+			want: []string{"# Verdict: accepted", "---", `# Verdict: refused: JobSet in version "v1alpha2" cannot be handled as a JobSet: strict decoding error: unknown field "spec.replicatedJob"`}},
+		"standard input":           {args: []string{"render", "-f", "-"}, stdin: good, wantCode: 0, want: []string{"# Verdict: accepted", "name: good"}},
+		"an empty file":            {args: []string{"render", "-f", write("empty.yaml", "# nothing\n---\n")}, wantCode: 1, want: []string{"empty.yaml: no object in it"}},
+		"empty standard input":     {args: []string{"render", "-f", "-"}, stdin: "", wantCode: 1, want: []string{"standard input: no object in it"}},
+		"policy eval, two JobSets": {args: []string{"policy", "eval", "-p", policyDir, "-f", write("two-again.yaml", good+"---\n"+good)}, wantCode: 1, want: []string{"2 documents: policy eval takes one JobSet"}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			stdin = strings.NewReader(tc.stdin)
+			t.Cleanup(func() { stdin = os.Stdin })
+			var out, errOut bytes.Buffer
+			code := Run(context.Background(), tc.args, &out, &errOut)
+			if code != tc.wantCode {
+				t.Errorf("exit %d, want %d; stdout:\n%s\nstderr:\n%s", code, tc.wantCode, out.String(), errOut.String())
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(out.String()+errOut.String(), w) {
+					t.Errorf("output lacks %q; stdout:\n%s\nstderr:\n%s", w, out.String(), errOut.String())
+				}
+			}
+		})
+	}
+}
