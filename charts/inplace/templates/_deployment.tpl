@@ -1,3 +1,15 @@
+{{/* The replicas of one Deployment preferably on different nodes. */}}
+{{- define "inplace.affinity" -}}
+podAntiAffinity:
+  preferredDuringSchedulingIgnoredDuringExecution:
+  - weight: 100
+    podAffinityTerm:
+      topologyKey: kubernetes.io/hostname
+      labelSelector:
+        matchLabels:
+          {{- include "inplace.selector" .component | nindent 10 }}
+{{- end }}
+
 {{/* One half of the manager: the JobSet controller, or the admission server. */}}
 {{- define "inplace.deployment" -}}
 apiVersion: apps/v1
@@ -26,21 +38,34 @@ spec:
         checksum/config: {{ include "inplace.config" .root | sha256sum }}
     spec:
       serviceAccountName: {{ .name }}
-      priorityClassName: {{ .root.Values.manager.priorityClass.name }}
+      {{- with .root.Values.manager.priorityClass.name }}
+      priorityClassName: {{ . }}
+      {{- end }}
+      {{- with .root.Values.imagePullSecrets }}
+      imagePullSecrets:
+        {{- toYaml . | nindent 8 }}
+      {{- end }}
       terminationGracePeriodSeconds: 10
       securityContext:
         runAsNonRoot: true
         seccompProfile:
           type: RuntimeDefault
+      {{- with .root.Values.nodeSelector }}
+      nodeSelector:
+        {{- toYaml . | nindent 8 }}
+      {{- end }}
+      {{- with .root.Values.tolerations }}
+      tolerations:
+        {{- toYaml . | nindent 8 }}
+      {{- end }}
+      {{- /* The chart's podAntiAffinity spreads the replicas over nodes;
+      each field of affinity is added to it, a podAntiAffinity replacing it. */}}
+      {{- $affinity := include "inplace.affinity" . | fromYaml }}
+      {{- range $k, $v := .root.Values.affinity }}
+      {{- $_ := set $affinity $k $v }}
+      {{- end }}
       affinity:
-        podAntiAffinity:
-          preferredDuringSchedulingIgnoredDuringExecution:
-          - weight: 100
-            podAffinityTerm:
-              topologyKey: kubernetes.io/hostname
-              labelSelector:
-                matchLabels:
-                  {{- include "inplace.selector" .component | nindent 18 }}
+        {{- toYaml $affinity | nindent 8 }}
       containers:
       - name: manager
         image: "{{ .root.Values.manager.image.repository }}:{{ .root.Values.manager.image.tag }}"
