@@ -122,11 +122,25 @@ func render(ctx context.Context, args []string, out io.Writer) (int, error) {
 	}
 	// Every document, as kubectl apply -f sends every one: the exit
 	// status is 1 if any is refused.
-	code := 0
+	code, rendered := 0, 0
 	for i, manifest := range docs {
-		if i > 0 {
+		var meta struct {
+			APIVersion string `json:"apiVersion"`
+			Kind       string `json:"kind"`
+			Metadata   struct {
+				Name string `json:"name"`
+			} `json:"metadata"`
+		}
+		if err := yaml.Unmarshal(manifest, &meta); err == nil && meta.Kind != "" && meta.Kind != jobset.Kind {
+			// A JobSet's file often holds its ServiceAccount too: what
+			// is not a JobSet is named and passed over.
+			fmt.Fprintf(out, "# Skipped: %s %s %s: render answers JobSets\n", meta.APIVersion, meta.Kind, meta.Metadata.Name)
+			continue
+		}
+		if rendered > 0 {
 			fmt.Fprintln(out, "---")
 		}
+		rendered++
 		c, err := renderOne(ctx, admitter, manifest, *namespace, out)
 		if err != nil {
 			where := *file
@@ -136,6 +150,9 @@ func render(ctx context.Context, args []string, out io.Writer) (int, error) {
 			return 1, fmt.Errorf("%s: %w", where, err)
 		}
 		code = max(code, c)
+	}
+	if rendered == 0 {
+		return 1, fmt.Errorf("%s: no JobSet in it", *file)
 	}
 	return code, nil
 }

@@ -138,7 +138,10 @@ spec:
 	}{
 		"two documents, one refused": {args: []string{"render", "-f", write("two.yaml", good+"---\n"+unknownField)}, wantCode: 1,
 			want: []string{"# Verdict: accepted", "---", `# Verdict: refused: JobSet in version "v1alpha2" cannot be handled as a JobSet: strict decoding error: unknown field "spec.replicatedJob"`}},
-		"standard input":           {args: []string{"render", "-f", "-"}, stdin: good, wantCode: 0, want: []string{"# Verdict: accepted", "name: good"}},
+		"standard input": {args: []string{"render", "-f", "-"}, stdin: good, wantCode: 0, want: []string{"# Verdict: accepted", "name: good"}},
+		"a ServiceAccount beside": {args: []string{"render", "-f", "-"}, stdin: "apiVersion: v1\nkind: ServiceAccount\nmetadata: {name: train}\n---\n" + good, wantCode: 0,
+			want: []string{"# Skipped: v1 ServiceAccount train: render answers JobSets", "# Verdict: accepted"}},
+		"no JobSet":                {args: []string{"render", "-f", "-"}, stdin: "apiVersion: v1\nkind: ServiceAccount\nmetadata: {name: train}\n", wantCode: 1, want: []string{"-: no JobSet in it"}},
 		"an empty file":            {args: []string{"render", "-f", write("empty.yaml", "# nothing\n---\n")}, wantCode: 1, want: []string{"empty.yaml: no object in it"}},
 		"empty standard input":     {args: []string{"render", "-f", "-"}, stdin: "", wantCode: 1, want: []string{"standard input: no object in it"}},
 		"policy eval, two JobSets": {args: []string{"policy", "eval", "-p", policyDir, "-f", write("two-again.yaml", good+"---\n"+good)}, wantCode: 1, want: []string{"2 documents: policy eval takes one JobSet"}},
