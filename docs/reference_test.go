@@ -1,14 +1,17 @@
 package docs
 
 import (
+	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -156,27 +159,219 @@ func TestReferenceNamesEveryFlagAndAgentVariable(t *testing.T) {
 	expectNamed(t, doc, "agent environment variable", env)
 }
 
-// TestReferenceNamesEveryReason keeps docs/reference.md naming every
-// condition and Event reason the code sets: the constants named Reason*
-// (not api/protocol's, which are the kubelet's reasons the code reads),
-// and the reasons given to an Event as a literal (its fourth argument).
-func TestReferenceNamesEveryReason(t *testing.T) {
-	constant := regexp.MustCompile(`\bReason[A-Za-z]*\s*=\s*"([A-Za-z_]+)"`)
-	literal := regexp.MustCompile(`Eventf\([^,\n]+,[^,\n]+,[^,\n]+,\s*"([A-Z][A-Za-z]+)"`)
-	var names []string
-	for _, f := range goSources(t) {
-		if filepath.Dir(f) == filepath.Join("..", "api", "protocol") {
+// reasonPackages are the trees whose code sets conditions and records
+// Events. Left out: api/protocol, whose reasons are the kubelet's, which
+// the agent reads, and cmd/, where inplacectl names the controller's
+// reasons it reads (it may not import the controller).
+var reasonPackages = []string{"api/jobset", "api/policy", "controller", "webhook", "policies", "agent"}
+
+// isReasonConstant says whether a constant names a condition type or
+// reason: Reason*, Condition* and reason* (a format such as
+// "FailurePolicy_%s"), or a constant of a *ConditionType type.
+func isReasonConstant(name string, typ ast.Expr) bool {
+	if id, ok := typ.(*ast.Ident); ok && strings.HasSuffix(id.Name, "ConditionType") {
+		return true
+	}
+	for _, prefix := range []string{"Reason", "Condition", "reason"} {
+		if rest, ok := strings.CutPrefix(name, prefix); ok && (rest == "" || rest[0] >= 'A' && rest[0] <= 'Z') {
+			return true
+		}
+	}
+	return false
+}
+
+// eventReasonArg is the index of the reason among the arguments of an
+// Event recorder's method: events.EventRecorder's Eventf(regarding,
+// related, type, reason, action, note, args...), or record.EventRecorder's
+// Event(object, type, reason, message) and Eventf(object, type, reason,
+// format, args...).
+func eventReasonArg(call *ast.CallExpr) int {
+	sel, ok := call.Fun.(*ast.SelectorExpr)
+	if !ok {
+		return -1
+	}
+	switch {
+	case sel.Sel.Name == "Eventf" && len(call.Args) >= 6:
+		return 3
+	case sel.Sel.Name == "Eventf" && len(call.Args) >= 4, sel.Sel.Name == "Event" && len(call.Args) == 4:
+		return 2
+	case sel.Sel.Name == "AnnotatedEventf" && len(call.Args) >= 5:
+		return 3
+	}
+	return -1
+}
+
+// reasonsInCode returns the condition types and reasons the product's code
+// sets, each with where it is defined or used: the string constants that
+// isReasonConstant keeps, the reason of every Event recorded with a
+// constant or a literal, and the Type and Reason of every metav1.Condition
+// written with one. A format's verbs read as "<": "FailurePolicy_%s" is
+// "FailurePolicy_<".
+func reasonsInCode(t *testing.T) map[string]string {
+	t.Helper()
+	type file struct {
+		dir string
+		ast *ast.File
+	}
+	fset := token.NewFileSet()
+	var files []file
+	for _, path := range goSources(t) {
+		dir := filepath.ToSlash(filepath.Dir(strings.TrimPrefix(path, "../")))
+		if !slices.ContainsFunc(reasonPackages, func(p string) bool { return dir == p || strings.HasPrefix(dir, p+"/") }) {
 			continue
 		}
-		data, err := os.ReadFile(f)
+		f, err := parser.ParseFile(fset, path, nil, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, re := range []*regexp.Regexp{constant, literal} {
-			for _, m := range re.FindAllStringSubmatch(string(data), -1) {
-				names = append(names, m[1])
+		files = append(files, file{dir, f})
+	}
+
+	found := map[string]string{}
+	add := func(value string, pos token.Pos) {
+		if i := strings.IndexByte(value, '%'); i >= 0 {
+			value = value[:i] + "<"
+		}
+		if _, seen := found[value]; !seen {
+			p := fset.Position(pos)
+			found[value] = fmt.Sprintf("%s:%d", strings.TrimPrefix(p.Filename, "../"), p.Line)
+		}
+	}
+	// Every string constant, by package directory and name, to resolve the
+	// reasons that Events and conditions are given.
+	constants := map[string]string{}
+	for _, f := range files {
+		for _, d := range f.ast.Decls {
+			g, ok := d.(*ast.GenDecl)
+			if !ok || g.Tok != token.CONST {
+				continue
+			}
+			for _, s := range g.Specs {
+				vs := s.(*ast.ValueSpec)
+				for i, v := range vs.Values {
+					lit, ok := v.(*ast.BasicLit)
+					if !ok || lit.Kind != token.STRING {
+						continue
+					}
+					value, _ := strconv.Unquote(lit.Value)
+					constants[f.dir+"."+vs.Names[i].Name] = value
+					if isReasonConstant(vs.Names[i].Name, vs.Type) {
+						add(value, vs.Names[i].Pos())
+					}
+				}
 			}
 		}
 	}
-	expectNamed(t, reference(t), "reason", names)
+	for _, f := range files {
+		imports := map[string]string{}
+		for _, imp := range f.ast.Imports {
+			path, _ := strconv.Unquote(imp.Path.Value)
+			name := filepath.Base(path)
+			if imp.Name != nil {
+				name = imp.Name.Name
+			}
+			imports[name] = strings.TrimPrefix(path, module+"/")
+		}
+		// value resolves a literal or a constant; a variable (an Event
+		// planned elsewhere) resolves to nothing, its reason being one of
+		// the constants.
+		value := func(e ast.Expr) (string, bool) {
+			switch e := e.(type) {
+			case *ast.BasicLit:
+				if e.Kind == token.STRING {
+					v, err := strconv.Unquote(e.Value)
+					return v, err == nil
+				}
+			case *ast.Ident:
+				v, ok := constants[f.dir+"."+e.Name]
+				return v, ok
+			case *ast.SelectorExpr:
+				if pkg, ok := e.X.(*ast.Ident); ok {
+					v, ok := constants[imports[pkg.Name]+"."+e.Sel.Name]
+					return v, ok
+				}
+			}
+			return "", false
+		}
+		ast.Inspect(f.ast, func(n ast.Node) bool {
+			switch n := n.(type) {
+			case *ast.CallExpr:
+				if i := eventReasonArg(n); i >= 0 {
+					if v, ok := value(n.Args[i]); ok {
+						add(v, n.Args[i].Pos())
+					}
+				}
+			case *ast.CompositeLit:
+				if sel, ok := n.Type.(*ast.SelectorExpr); !ok || sel.Sel.Name != "Condition" {
+					return true
+				}
+				for _, elt := range n.Elts {
+					kv, ok := elt.(*ast.KeyValueExpr)
+					if key, isIdent := kv.Key.(*ast.Ident); !ok || !isIdent || (key.Name != "Type" && key.Name != "Reason") {
+						continue
+					}
+					if v, ok := value(kv.Value); ok {
+						add(v, kv.Value.Pos())
+					}
+				}
+			}
+			return true
+		})
+	}
+	return found
+}
+
+// reasonsDocumented returns the names in backquotes in the first column of
+// the tables of reference.md's "Conditions and reasons", with "<" ending a
+// name that has a placeholder ("FailurePolicy_<rule>" is "FailurePolicy_<").
+func reasonsDocumented(t *testing.T) map[string]bool {
+	t.Helper()
+	const heading = "\n## Conditions and reasons\n"
+	doc := reference(t)
+	start := strings.Index(doc, heading)
+	if start < 0 {
+		t.Fatalf("docs/reference.md has no section %q", strings.TrimSpace(heading))
+	}
+	section := doc[start+len(heading):]
+	if end := strings.Index(section, "\n## "); end >= 0 {
+		section = section[:end]
+	}
+	code := regexp.MustCompile("`([^`]+)`")
+	documented := map[string]bool{}
+	for line := range strings.SplitSeq(section, "\n") {
+		cells := strings.Split(line, "|")
+		if len(cells) < 3 || !strings.HasPrefix(line, "|") {
+			continue
+		}
+		for _, m := range code.FindAllStringSubmatch(cells[1], -1) {
+			name := m[1]
+			if i := strings.IndexByte(name, '<'); i >= 0 {
+				name = name[:i+1]
+			}
+			documented[name] = true
+		}
+	}
+	return documented
+}
+
+// TestReferenceNamesEveryReason keeps the tables of reference.md's
+// "Conditions and reasons" and the code in step: every condition type and
+// reason the code sets is in a table, and every name in a table is set by
+// the code.
+func TestReferenceNamesEveryReason(t *testing.T) {
+	inCode := reasonsInCode(t)
+	if len(inCode) == 0 {
+		t.Fatal("found no condition or reason in the code: the test no longer reads it")
+	}
+	documented := reasonsDocumented(t)
+	for _, name := range slices.Sorted(maps.Keys(inCode)) {
+		if !documented[name] {
+			t.Errorf("docs/reference.md's \"Conditions and reasons\" does not name %q (%s) in the first column of a table", name, inCode[name])
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(documented)) {
+		if _, ok := inCode[name]; !ok {
+			t.Errorf("docs/reference.md's \"Conditions and reasons\" names %q, which no code sets", name)
+		}
+	}
 }
