@@ -58,7 +58,7 @@ manifests: $(CONTROLLER_GEN) ## Generate CRDs into config/crd and the Roles of t
 	cp config/rbac/role.yaml config/rbac/webhook_role.yaml config/rbac/role_binding.yaml config/rbac/metrics_reader_role.yaml \
 	   config/rbac/service_account.yaml config/selfsigned/cabundle_role.yaml config/selfsigned/cabundle_role_binding.yaml \
 	   config/certmanager/certificate.yaml config/agent/validating-admission-policy.yaml config/agent/cluster-role.yaml \
-	   config/prometheus/monitor.yaml config/prometheus/policy-alerts.yaml config/manager/flowcontrol.yaml charts/inplace/files/
+	   config/prometheus/monitor.yaml config/prometheus/policy-alerts.yaml config/prometheus/restart-alerts.yaml config/manager/flowcontrol.yaml charts/inplace/files/
 	cp config/webhook/manifests.yaml charts/inplace/files/webhook.yaml
 	cp config/webhook/service.yaml charts/inplace/files/webhook_service.yaml
 	cp config/webhook/exemption-guard.yaml charts/inplace/files/
