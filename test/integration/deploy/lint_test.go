@@ -62,6 +62,12 @@ var _ = Describe("the chart", func() {
 		Entry("a PriorityClass to create without a name", "manager.priorityClass.name=", "at '/manager/priorityClass/name'"),
 	)
 
+	It("accepts the global values Helm gives a chart that is a dependency of another", func() {
+		objs, err := helmTemplate("--set", "global.imageRegistry=registry.example")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(objs).NotTo(BeEmpty())
+	})
+
 	It("leaves config open: it is the manager's configuration file, merged as is", func() {
 		objs, err := helmTemplate("--set", "config.policies.auditInterval=5m")
 		Expect(err).NotTo(HaveOccurred())
