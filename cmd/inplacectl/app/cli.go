@@ -152,7 +152,11 @@ func render(ctx context.Context, args []string, out io.Writer) (int, error) {
 		code = max(code, c)
 	}
 	if rendered == 0 {
-		return 1, fmt.Errorf("%s: no JobSet in it", *file)
+		name := *file
+		if name == "-" {
+			name = "standard input"
+		}
+		return 1, fmt.Errorf("%s: no JobSet in it", name)
 	}
 	return code, nil
 }
