@@ -113,6 +113,17 @@ func stringConstants(t *testing.T, file string, keep func(name, value string) bo
 		t.Fatal(err)
 	}
 	var out []string
+	eachStringConstant(f, func(vs *ast.ValueSpec, name *ast.Ident, value string) {
+		if keep(name.Name, value) {
+			out = append(out, value)
+		}
+	})
+	return out
+}
+
+// eachStringConstant calls visit with every constant of f whose value is a
+// string literal.
+func eachStringConstant(f *ast.File, visit func(spec *ast.ValueSpec, name *ast.Ident, value string)) {
 	for _, d := range f.Decls {
 		g, ok := d.(*ast.GenDecl)
 		if !ok || g.Tok != token.CONST {
@@ -121,18 +132,13 @@ func stringConstants(t *testing.T, file string, keep func(name, value string) bo
 		for _, s := range g.Specs {
 			vs := s.(*ast.ValueSpec)
 			for i, v := range vs.Values {
-				lit, ok := v.(*ast.BasicLit)
-				if !ok || lit.Kind != token.STRING {
-					continue
-				}
-				value, _ := strconv.Unquote(lit.Value)
-				if keep(vs.Names[i].Name, value) {
-					out = append(out, value)
+				if lit, ok := v.(*ast.BasicLit); ok && lit.Kind == token.STRING {
+					value, _ := strconv.Unquote(lit.Value)
+					visit(vs, vs.Names[i], value)
 				}
 			}
 		}
 	}
-	return out
 }
 
 func TestReferenceNamesEveryReservedKey(t *testing.T) {
@@ -241,26 +247,12 @@ func reasonsInCode(t *testing.T) map[string]string {
 	// reasons that Events and conditions are given.
 	constants := map[string]string{}
 	for _, f := range files {
-		for _, d := range f.ast.Decls {
-			g, ok := d.(*ast.GenDecl)
-			if !ok || g.Tok != token.CONST {
-				continue
+		eachStringConstant(f.ast, func(vs *ast.ValueSpec, name *ast.Ident, value string) {
+			constants[f.dir+"."+name.Name] = value
+			if isReasonConstant(name.Name, vs.Type) {
+				add(value, name.Pos())
 			}
-			for _, s := range g.Specs {
-				vs := s.(*ast.ValueSpec)
-				for i, v := range vs.Values {
-					lit, ok := v.(*ast.BasicLit)
-					if !ok || lit.Kind != token.STRING {
-						continue
-					}
-					value, _ := strconv.Unquote(lit.Value)
-					constants[f.dir+"."+vs.Names[i].Name] = value
-					if isReasonConstant(vs.Names[i].Name, vs.Type) {
-						add(value, vs.Names[i].Pos())
-					}
-				}
-			}
-		}
+		})
 	}
 	for _, f := range files {
 		imports := map[string]string{}
