@@ -571,7 +571,7 @@ func (e *Engine) evaluate(ctx context.Context, in Input, builtins, judgeHealth, 
 	if e.exempted(in.Namespace) {
 		return d, errors.Join(errs...)
 	}
-	var pods []podInput // made once, for the first PodTemplates policy
+	var pods []podInput // made once, for the first PodTemplates policy (nil: not yet)
 	for _, p := range *e.admin.Load() {
 		if p.Match != nil && !p.Match(in) {
 			continue
@@ -583,14 +583,7 @@ func (e *Engine) evaluate(ctx context.Context, in Input, builtins, judgeHealth, 
 		var err error
 		if p.Target == TargetPodTemplates {
 			if pods == nil {
-				if pods, err = podInputs(in); err != nil {
-					// A JobSet whose templates cannot be read: every
-					// PodTemplates policy fails on it, with its action,
-					// and the other policies still decide.
-					p.record(&d, p.Action, message{text: "evaluation failed: " + err.Error(), inexact: true, failed: true}, e.metrics)
-					errs = append(errs, fmt.Errorf("policy %s: %w", p.Name, err))
-					continue
-				}
+				pods = podInputs(in, base)
 			}
 			var perPod []error
 			for _, pod := range pods {

@@ -85,90 +85,105 @@ type podInput struct {
 	input  *ast.Term
 }
 
-// podInputs returns an input per replicated Job of the JobSet in in: its
-// Pod template as a Pod (the template's metadata, with the JobSet's
-// namespace and the name JOBSET-REPLICATEDJOB, and its spec), the
-// replicated Job of the same name in the old JobSet as oldObject, the
-// JobSet itself as input.jobSet and the replicated Job's name as
-// input.replicatedJob.
-func podInputs(in Input) ([]podInput, error) {
-	jobSet, err := ast.InterfaceToValue(in.Object)
-	if err != nil {
-		return nil, fmt.Errorf("converting object: %w", err)
+// podInputs returns an input per replicated Job of the JobSet in base
+// (the request's input, baseInput's): its Pod template as a Pod (the
+// template's metadata, with the JobSet's namespace and the name
+// JOBSET-REPLICATEDJOB, and its spec), the replicated Job of the same name
+// in the old JobSet as oldObject, the JobSet itself as input.jobSet and
+// the replicated Job's name as input.replicatedJob. Every part is a term
+// base holds already: the JobSet is converted once per request, whatever
+// the number of PodTemplates policies.
+func podInputs(in Input, base *ast.Term) []podInput {
+	obj := base.Value.(ast.Object)
+	jobSet, old := obj.Get(ast.StringTerm("object")), obj.Get(ast.StringTerm("oldObject"))
+	if jobSet == nil {
+		return []podInput{}
 	}
-	oldPods := map[string]map[string]any{}
-	for _, rj := range replicatedJobs(in.OldObject) {
-		oldPods[rj.name] = rj.pod(in)
+	oldPods := map[string]*ast.Term{}
+	if old != nil {
+		for _, rj := range replicatedJobs(old) {
+			oldPods[rj.name] = rj.pod(in)
+		}
 	}
 	out := []podInput{}
-	for _, rj := range replicatedJobs(in.Object) {
-		pod, err := ast.InterfaceToValue(rj.pod(in))
-		if err != nil {
-			return nil, fmt.Errorf("converting the Pod template of replicated Job %s: %w", rj.name, err)
-		}
-		var old *ast.Term
-		if o, ok := oldPods[rj.name]; ok {
-			v, err := ast.InterfaceToValue(o)
-			if err != nil {
-				return nil, fmt.Errorf("converting the old Pod template of replicated Job %s: %w", rj.name, err)
-			}
-			old = ast.NewTerm(v)
-		}
+	for _, rj := range replicatedJobs(jobSet) {
 		extra := [][2]*ast.Term{
-			{ast.StringTerm("jobSet"), ast.NewTerm(jobSet)},
+			{ast.StringTerm("jobSet"), jobSet},
 			{ast.StringTerm("replicatedJob"), ast.StringTerm(rj.name)},
 		}
 		out = append(out, podInput{
 			prefix: fmt.Sprintf("replicatedJobs[%s]: ", rj.name),
-			input:  inputTerm(in, podKind, podName(in, rj.name), ast.NewTerm(pod), old, extra),
+			input:  inputTerm(in, podKind, podName(in, rj.name), rj.pod(in), oldPods[rj.name], extra),
 		})
-	}
-	return out, nil
-}
-
-type replicatedJob struct {
-	name     string
-	template map[string]any // spec.template.spec.template
-}
-
-// replicatedJobs returns the Pod template of every replicated Job of a
-// JobSet given as JSON values; a malformed one (the schema refuses it
-// before a policy sees it) is skipped.
-func replicatedJobs(obj map[string]any) []replicatedJob {
-	spec, _ := obj["spec"].(map[string]any)
-	items, _ := spec["replicatedJobs"].([]any)
-	var out []replicatedJob
-	for _, it := range items {
-		rj, _ := it.(map[string]any)
-		name, _ := rj["name"].(string)
-		job, _ := rj["template"].(map[string]any)
-		jobSpec, _ := job["spec"].(map[string]any)
-		template, _ := jobSpec["template"].(map[string]any)
-		if name == "" || template == nil {
-			continue
-		}
-		out = append(out, replicatedJob{name: name, template: template})
 	}
 	return out
 }
 
-// pod is the replicated Job's template as a Pod of the JobSet's namespace.
-func (rj replicatedJob) pod(in Input) map[string]any {
-	meta := map[string]any{}
-	if m, ok := rj.template["metadata"].(map[string]any); ok {
-		for k, v := range m {
-			meta[k] = v
+type replicatedJob struct {
+	name     string
+	template ast.Object // spec.template.spec.template
+}
+
+// replicatedJobs returns the Pod template of every replicated Job of a
+// JobSet; a malformed one (the schema refuses it before a policy sees it)
+// is skipped.
+func replicatedJobs(jobSet *ast.Term) []replicatedJob {
+	items, _ := find(jobSet, "spec", "replicatedJobs").(*ast.Array)
+	if items == nil {
+		return nil
+	}
+	var out []replicatedJob
+	items.Foreach(func(rj *ast.Term) {
+		name, _ := find(rj, "name").(ast.String)
+		template, _ := find(rj, "template", "spec", "template").(ast.Object)
+		if name != "" && template != nil {
+			out = append(out, replicatedJob{name: string(name), template: template})
 		}
+	})
+	return out
+}
+
+// find returns the value at path of objects in t, or nil.
+func find(t *ast.Term, path ...string) ast.Value {
+	v := t.Value
+	for _, key := range path {
+		obj, ok := v.(ast.Object)
+		if !ok {
+			return nil
+		}
+		next := obj.Get(ast.StringTerm(key))
+		if next == nil {
+			return nil
+		}
+		v = next.Value
 	}
-	meta["name"] = podName(in, rj.name)
+	return v
+}
+
+// pod is the replicated Job's template as a Pod of the JobSet's namespace:
+// a new top level and metadata over the template's own terms.
+func (rj replicatedJob) pod(in Input) *ast.Term {
+	name, namespace := ast.StringTerm("name"), ast.StringTerm("namespace")
+	meta := [][2]*ast.Term{{name, ast.StringTerm(podName(in, rj.name))}}
 	if in.Namespace != "" {
-		meta["namespace"] = in.Namespace
+		meta = append(meta, [2]*ast.Term{namespace, ast.StringTerm(in.Namespace)})
 	}
-	pod := map[string]any{"apiVersion": "v1", "kind": "Pod", "metadata": meta}
-	if spec, ok := rj.template["spec"]; ok {
-		pod["spec"] = spec
+	if m, ok := find(ast.NewTerm(rj.template), "metadata").(ast.Object); ok {
+		m.Foreach(func(k, v *ast.Term) {
+			if !k.Equal(name) && (in.Namespace == "" || !k.Equal(namespace)) {
+				meta = append(meta, [2]*ast.Term{k, v})
+			}
+		})
 	}
-	return pod
+	pod := [][2]*ast.Term{
+		{ast.StringTerm("apiVersion"), ast.StringTerm("v1")},
+		{ast.StringTerm("kind"), ast.StringTerm("Pod")},
+		{ast.StringTerm("metadata"), ast.ObjectTerm(meta...)},
+	}
+	if spec := rj.template.Get(ast.StringTerm("spec")); spec != nil {
+		pod = append(pod, [2]*ast.Term{ast.StringTerm("spec"), spec})
+	}
+	return ast.ObjectTerm(pod...)
 }
 
 func podName(in Input, replicatedJob string) string {
