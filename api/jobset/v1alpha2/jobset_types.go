@@ -12,6 +12,7 @@ import (
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Namespaced,shortName=js
+// +kubebuilder:metadata:labels="inplace.dev/crd-owner=inplace"
 // +kubebuilder:printcolumn:name="TerminalState",type=string,JSONPath=".status.terminalState",description="Completed or Failed once the JobSet has finished"
 // +kubebuilder:printcolumn:name="Restarts",type=integer,JSONPath=".status.restarts",description="Restarts so far, in place and by recreation"
 // +kubebuilder:printcolumn:name="Epoch",type=integer,JSONPath=".status.syncedEpoch",description="Synced epoch of the in-place restart protocol"

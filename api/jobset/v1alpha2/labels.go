@@ -94,3 +94,14 @@ const (
 	// controller.
 	JobSetControllerName = "jobset.sigs.k8s.io/jobset-controller"
 )
+
+// CRDOwnerLabel marks the JobSet CustomResourceDefinition as inplace's, with
+// the value CRDOwner (the +kubebuilder:metadata:labels marker of JobSet puts
+// it there). Upstream JobSet's CRD serves the same group and kind without
+// our status fields, which the API server would then prune from every
+// status write: the manager reconciles no JobSet until the CRD carries
+// this label (docs/migrate-from-jobset.md).
+const (
+	CRDOwnerLabel = "inplace.dev/crd-owner"
+	CRDOwner      = "inplace"
+)
