@@ -60,6 +60,7 @@ var forbidden = map[string][]string{
 	"controller/internal/testutil": {module + "/", "k8s.io/client-go/", "sigs.k8s.io/controller-runtime"},
 	"controller/state":             {module + "/", "k8s.io/client-go/", "sigs.k8s.io/controller-runtime"},
 	"controller/decide":            {module + "/", "k8s.io/client-go/", "sigs.k8s.io/controller-runtime"},
+	"controller/coexist":           {module + "/", "k8s.io/client-go/", "sigs.k8s.io/controller-runtime"},
 	"docs":                         {module + "/"},
 	"policies":                     {module + "/", "k8s.io/client-go/", "sigs.k8s.io/controller-runtime"},
 	"policies/builtin":             {stdlibOnly},
@@ -86,6 +87,7 @@ var allowed = map[string][]string{
 	"controller/internal/testutil": {module + "/api/jobset/v1alpha2"},
 	"controller/state":             {module + "/api/jobset/v1alpha2", module + "/api/protocol", module + "/controller/podfailure"},
 	"controller/decide":            {module + "/api/jobset/v1alpha2", module + "/api/protocol", module + "/controller/podfailure", module + "/controller/state"},
+	"controller/coexist":           {module + "/api/jobset/v1alpha2"},
 	"policies":                     {module + "/policies/builtin"},
 	"policies/suite":               {module + "/controller/podfailure"},
 	"webhook":                      {module + "/controller/podfailure"},
@@ -103,6 +105,7 @@ var pureTestsAvoid = map[string]string{
 	"controller/podfailure": module + "/test/",
 	"controller/state":      module + "/test/",
 	"controller/decide":     module + "/test/",
+	"controller/coexist":    module + "/test/",
 	"api/protocol":          module + "/test/",
 }
 

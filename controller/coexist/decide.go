@@ -1,0 +1,109 @@
+package coexist
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
+)
+
+// Reasons of the verdicts, for the Events on the CRD and on JobSets, the
+// logs and the readiness check.
+const (
+	// ReasonUpstreamRunning: upstream's controller holds its Lease.
+	ReasonUpstreamRunning = "UpstreamJobSetControllerRunning"
+	// ReasonForeignCRD: the JobSet CRD is not ours (upstream's, say).
+	ReasonForeignCRD = "ForeignJobSetCRD"
+	// ReasonOutdatedCRD: the CRD is ours but from an older release,
+	// without status fields this controller writes.
+	ReasonOutdatedCRD = "OutdatedJobSetCRD"
+	// ReasonCRDMissing: no JobSet CRD, or none serving v1alpha2.
+	ReasonCRDMissing = "JobSetCRDMissing"
+	// ReasonResumed: what held the controller back is gone.
+	ReasonResumed = "JobSetReconcileResumed"
+)
+
+// Input is what the verdict is taken on.
+type Input struct {
+	CRD CRD
+	// Leases are upstream's Leases that exist.
+	Leases []Lease
+	// Namespace is where upstream's controller was looked for.
+	Namespace string
+	Now       time.Time
+}
+
+// Verdict says whether the JobSet controller may write JobSets and their
+// children.
+type Verdict struct {
+	// Hold: it may not; Reason and Message say why and what to do.
+	Hold            bool
+	Reason, Message string
+	// Upstream is the Lease upstream's controller holds, when it runs.
+	Upstream *Lease
+	// CRD as inspected.
+	CRD CRD
+}
+
+// Decide takes the verdict. Upstream's controller running comes first:
+// two controllers writing the same JobSets and Jobs is the harm that is
+// happening now, whatever the CRD. Any CRD but ours holds the controller
+// back as well, with or without upstream's controller: the API server
+// would prune the status fields it writes (Pruned), and without
+// status.inPlaceRestarts a JobSet restarted in place once reads as being
+// on a later attempt than its Jobs, which would all be recreated.
+func Decide(in Input) Verdict {
+	v := Verdict{CRD: in.CRD}
+	for i := range in.Leases {
+		if l := in.Leases[i]; l.Held {
+			v.Hold, v.Reason, v.Upstream = true, ReasonUpstreamRunning, &l
+			v.Message = fmt.Sprintf("upstream JobSet's controller is running: Lease %s/%s is held by %s, renewed %s ago, until %s: "+
+				"inplace reconciles no JobSet while it runs, as both would write the same JobSets and Jobs. "+
+				"Stop it (kubectl -n %s scale deployment %s --replicas=0, the Deployment of Pod %s) and follow docs/migrate-from-jobset.md; "+
+				"inplace resumes once the Lease lapses",
+				l.Namespace, l.Name, l.Holder, in.Now.Sub(l.Renewed).Round(time.Second), l.Expires.UTC().Format(time.RFC3339),
+				l.Namespace, strings.Join(UpstreamDeployments, " or "), podOf(l.Holder))
+			return v
+		}
+	}
+	c := in.CRD
+	switch {
+	case !c.Installed || !c.Served:
+		v.Hold, v.Reason = true, ReasonCRDMissing
+		what := "is not installed"
+		if c.Installed {
+			what = "does not serve " + jobset.GroupVersion.String()
+		}
+		v.Message = fmt.Sprintf("the JobSet CRD %s %s: apply inplace's (kubectl apply --server-side -f config/crd/bases/jobset.x-k8s.io_jobsets.yaml, or the chart's crds/)", CRDName, what)
+	case !c.Ours:
+		v.Hold, v.Reason = true, ReasonForeignCRD
+		v.Message = fmt.Sprintf("the JobSet CRD %s is not inplace's (no label %s=%s; upstream JobSet's, say)%s: "+
+			"inplace reconciles no JobSet until it is replaced with inplace's: "+
+			"kubectl apply --server-side --force-conflicts -f config/crd/bases/jobset.x-k8s.io_jobsets.yaml (JobSets stay; see docs/migrate-from-jobset.md)",
+			CRDName, jobset.CRDOwnerLabel, jobset.CRDOwner, prunedClause(c.Pruned))
+	case len(c.Pruned) > 0:
+		v.Hold, v.Reason = true, ReasonOutdatedCRD
+		v.Message = fmt.Sprintf("the JobSet CRD %s is inplace's but older than this manager%s: "+
+			"inplace reconciles no JobSet until the CRD is upgraded (kubectl apply --server-side -f config/crd/bases/jobset.x-k8s.io_jobsets.yaml; see docs/upgrade.md)",
+			CRDName, prunedClause(c.Pruned))
+	default:
+		v.Message = fmt.Sprintf("the JobSet CRD is inplace's and upstream JobSet's controller is not running (no Lease %s held in namespace %s)",
+			strings.Join(UpstreamLeaseNames, " or "), in.Namespace)
+	}
+	return v
+}
+
+func prunedClause(pruned []string) string {
+	if len(pruned) == 0 {
+		return ""
+	}
+	return fmt.Sprintf(", and its schema lacks %s, which the API server would drop from every status write", strings.Join(pruned, ", "))
+}
+
+// podOf is the Pod's name in a controller-runtime holder identity
+// ("<pod>_<uuid>").
+func podOf(holder string) string {
+	pod, _, _ := strings.Cut(holder, "_")
+	return pod
+}

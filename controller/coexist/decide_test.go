@@ -1,0 +1,88 @@
+package coexist
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestDecide(t *testing.T) {
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	ours := CRD{Installed: true, Ours: true, Served: true}
+	upstream := CRD{Installed: true, Served: true, Pruned: []string{"status.inPlaceRestarts", "status.syncedEpoch"}}
+	held := Lease{Namespace: UpstreamNamespace, Name: UpstreamLeaseNames[0], Holder: "jobset-controller-manager-7d9f-x2x4q_1b2c",
+		Renewed: now.Add(-3 * time.Second), Expires: now.Add(12 * time.Second), Held: true}
+	lapsed := held
+	lapsed.Held = false
+
+	for name, tc := range map[string]struct {
+		crd    CRD
+		leases []Lease
+		// want
+		hold     bool
+		reason   string
+		upstream bool
+		// mentions are in the message: the cause and the fix.
+		mentions []string
+	}{
+		"our CRD, no upstream Lease: run": {
+			crd:      ours,
+			mentions: []string{"not running"},
+		},
+		"our CRD, upstream's Lease lapsed: run": {
+			crd:    ours,
+			leases: []Lease{lapsed},
+		},
+		"upstream's controller runs: hold, whatever the CRD": {
+			crd:      ours,
+			leases:   []Lease{lapsed, held},
+			hold:     true,
+			reason:   ReasonUpstreamRunning,
+			upstream: true,
+			mentions: []string{"jobset-system/6d4f6a47.jobset.x-k8s.io", "renewed 3s ago", "Pod jobset-controller-manager-7d9f-x2x4q", "--replicas=0", "docs/migrate-from-jobset.md"},
+		},
+		"upstream's controller runs on upstream's CRD: its running is said first": {
+			crd:      upstream,
+			leases:   []Lease{held},
+			hold:     true,
+			reason:   ReasonUpstreamRunning,
+			upstream: true,
+		},
+		"upstream's CRD, its controller stopped: hold, naming the pruned fields and the fix": {
+			crd:      upstream,
+			leases:   []Lease{lapsed},
+			hold:     true,
+			reason:   ReasonForeignCRD,
+			mentions: []string{"status.inPlaceRestarts, status.syncedEpoch", "inplace.dev/crd-owner=inplace", "--force-conflicts"},
+		},
+		"ours, older: hold until upgraded": {
+			crd:      CRD{Installed: true, Ours: true, Served: true, Pruned: []string{"status.syncedPods"}},
+			hold:     true,
+			reason:   ReasonOutdatedCRD,
+			mentions: []string{"status.syncedPods", "docs/upgrade.md"},
+		},
+		"no CRD": {
+			hold:     true,
+			reason:   ReasonCRDMissing,
+			mentions: []string{"is not installed"},
+		},
+		"a CRD that does not serve v1alpha2": {
+			crd:      CRD{Installed: true, Ours: true},
+			hold:     true,
+			reason:   ReasonCRDMissing,
+			mentions: []string{"does not serve jobset.x-k8s.io/v1alpha2"},
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			v := Decide(Input{CRD: tc.crd, Leases: tc.leases, Namespace: UpstreamNamespace, Now: now})
+			if v.Hold != tc.hold || v.Reason != tc.reason || (v.Upstream != nil) != tc.upstream {
+				t.Errorf("Decide = hold %v, reason %q, upstream %v; want %v, %q, %v", v.Hold, v.Reason, v.Upstream != nil, tc.hold, tc.reason, tc.upstream)
+			}
+			for _, m := range tc.mentions {
+				if !strings.Contains(v.Message, m) {
+					t.Errorf("message %q does not mention %q", v.Message, m)
+				}
+			}
+		})
+	}
+}
