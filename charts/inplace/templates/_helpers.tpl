@@ -17,7 +17,7 @@ app.kubernetes.io/component: {{ . }}
   "metrics" (dict "bindAddress" ":8443")
   "health" (dict "probeBindAddress" ":8081")
   "webhook" (dict "port" 9443 "certDir" "/tmp/k8s-webhook-server/serving-certs")
-  "agent" (dict "image" (printf "%s:%s" .Values.agent.image.repository .Values.agent.image.tag))
+  "agent" (dict "image" (printf "%s:%s" .Values.agent.image.repository (.Values.agent.image.tag | default .Chart.AppVersion)))
 -}}
 {{- if not .Values.certManager.enabled }}
 {{- $_ := set $config.webhook "selfSignedCerts" true }}

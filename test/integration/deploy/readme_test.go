@@ -34,6 +34,11 @@ func leaves(prefix string, v any, out map[string]string) {
 			return
 		}
 		out[prefix] = "[]"
+	case string:
+		out[prefix] = v
+		if v == "" {
+			out[prefix] = `""` // as values.yaml writes it
+		}
 	case float64: // sigs.k8s.io/yaml's numbers
 		out[prefix] = strconv.FormatFloat(v, 'f', -1, 64)
 	default:
