@@ -100,6 +100,15 @@ verify: generate manifests lint verify-tree ## Fail if generated files are stale
 verify-tree: ## Fail if a tracked file is over 1 MB or is an executable binary.
 	./hack/verify-tree.sh
 
+##@ Release
+
+RELEASE_DIR ?= dist
+RELEASE_PLATFORMS ?= linux/amd64,linux/arm64
+
+.PHONY: release
+release: $(KUSTOMIZE) $(HELM) ## Write a release into dist/ (VERSION=vX.Y.Z): install manifests, the chart archive, the images as OCI archives, SHA256SUMS.
+	go run ./hack/release --version $(VERSION) --commit $(COMMIT) --out $(RELEASE_DIR) --platforms $(RELEASE_PLATFORMS)
+
 ##@ Images
 
 IMG_MANAGER ?= ghcr.io/inplace-dev/inplace-manager:$(VERSION)

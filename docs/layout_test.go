@@ -20,15 +20,16 @@ const module = "github.com/inplace-dev/inplace"
 // benchmarks.
 var topLevel = []string{
 	".ci", ".dockerignore", ".gitignore", ".golangci.yml",
-	"Dockerfile", "LICENSE", "Makefile", "README.md",
+	"CHANGELOG.md", "Dockerfile", "LICENSE", "Makefile", "README.md",
 	"agent", "api", "charts", "cmd", "config", "controller", "docs", "examples",
 	"go.mod", "go.sum", "hack", "perf", "policies", "test", "webhook",
 }
 
 // notProduct are the trees outside the product: test/ holds the product's
-// tests, perf/ the benchmark programs and their lab. Product code never
-// imports them, and test/ never imports perf/.
-var notProduct = []string{"test/", "perf/"}
+// tests, perf/ the benchmark programs and their lab, hack/ the repository's
+// own tools (the release builder). Product code never imports them, and
+// test/ never imports perf/.
+var notProduct = []string{"test/", "perf/", "hack/"}
 
 func isProduct(name string) bool {
 	return !slices.ContainsFunc(notProduct, func(p string) bool { return strings.HasPrefix(name, p) })

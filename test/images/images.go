@@ -28,12 +28,15 @@ import (
 // IfNotPresent, which needs no registry once the image is imported.
 const (
 	Version   = "v0.1.0"
-	Manager   = "ghcr.io/inplace-dev/inplace-manager:" + Version
-	Agent     = "ghcr.io/inplace-dev/inplace-agent:" + Version
+	Manager   = ManagerRepository + ":" + Version
+	Agent     = AgentRepository + ":" + Version
 	Worker    = "ghcr.io/inplace-dev/inplace-testworker:" + Version
 	Pause     = "ghcr.io/inplace-dev/inplace-pause:" + Version
 	nonRootID = "65532"
 )
+
+// versionPkg is where the linker stamps a binary's version and commit.
+const versionPkg = "github.com/inplace-dev/inplace/cmd/internal/version"
 
 // WorkerBinary is the test worker's path inside its image:
 // `kubectl exec POD -c C -- /inplace-testworker exit 1` makes it exit.
@@ -47,12 +50,22 @@ type image struct {
 	also       map[string]string // more binaries: path in the image by Go package
 }
 
-var all = []image{
-	{refs: []string{Manager, "ghcr.io/inplace-dev/inplace-manager:latest"}, pkg: "./cmd/manager", binary: "/inplace-manager", entrypoint: []string{"/inplace-manager"}},
-	{refs: []string{Agent, "ghcr.io/inplace-dev/inplace-agent:latest"}, pkg: "./cmd/agent", binary: "/inplace-agent", entrypoint: []string{"/inplace-agent"},
-		also: map[string]string{"./cmd/supervisor": protocol.ImageSupervisorBinary}},
-	{refs: []string{Worker}, pkg: "./test/cmd/testworker", binary: WorkerBinary, entrypoint: []string{WorkerBinary, "run"}},
-	{refs: []string{Pause}, pkg: "./test/cmd/testworker", binary: WorkerBinary, entrypoint: []string{WorkerBinary, "pause"}},
+var (
+	managerImage = image{refs: []string{Manager, ManagerRepository + ":latest"}, pkg: "./cmd/manager", binary: "/inplace-manager", entrypoint: []string{"/inplace-manager"}}
+	agentImage   = image{refs: []string{Agent, AgentRepository + ":latest"}, pkg: "./cmd/agent", binary: "/inplace-agent", entrypoint: []string{"/inplace-agent"},
+		also: map[string]string{"./cmd/supervisor": protocol.ImageSupervisorBinary}}
+	all = []image{
+		managerImage,
+		agentImage,
+		{refs: []string{Worker}, pkg: "./test/cmd/testworker", binary: WorkerBinary, entrypoint: []string{WorkerBinary, "run"}},
+		{refs: []string{Pause}, pkg: "./test/cmd/testworker", binary: WorkerBinary, entrypoint: []string{WorkerBinary, "pause"}},
+	}
+)
+
+// tagged is img under refs alone.
+func (img image) tagged(refs ...string) image {
+	img.refs = refs
+	return img
 }
 
 // Build compiles the project's binaries statically and writes one image
@@ -63,32 +76,11 @@ func Build(ctx context.Context, root, dir string) ([]string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	binaries := map[string]string{}
-	build := func(pkg, path string) error {
-		if _, ok := binaries[pkg]; ok {
-			return nil
-		}
-		out := filepath.Join(dir, filepath.Base(path))
-		// Stamped as a release is (the Makefile's LDFLAGS), with the
-		// version the images are tagged with.
-		cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags=-s -w -X github.com/inplace-dev/inplace/cmd/internal/version.version="+Version, "-o", out, pkg)
-		cmd.Dir = root
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux")
-		if msg, err := cmd.CombinedOutput(); err != nil {
-			return fmt.Errorf("building %s: %w\n%s", pkg, err, msg)
-		}
-		binaries[pkg] = out
-		return nil
-	}
-	for _, img := range all {
-		if err := build(img.pkg, img.binary); err != nil {
-			return nil, err
-		}
-		for pkg, path := range img.also {
-			if err := build(pkg, path); err != nil {
-				return nil, err
-			}
-		}
+	// Stamped as a release is (the Makefile's LDFLAGS), with the version
+	// the images are tagged with.
+	binaries, err := buildBinaries(ctx, root, dir, all, runtime.GOARCH, Version, "")
+	if err != nil {
+		return nil, err
 	}
 	var archives []string
 	for _, img := range all {
@@ -105,45 +97,47 @@ func Build(ctx context.Context, root, dir string) ([]string, error) {
 	return archives, nil
 }
 
-// write builds an image of one layer — its binaries and an empty /tmp — that
-// runs as a non-root user, as the Dockerfile's distroless images do.
-func write(img image, binaries map[string]string, path string) error {
-	entries := []entry{{path: "/tmp", mode: 0o1777, dir: true}}
-	add := func(pkg, at string) error {
-		data, err := os.ReadFile(binaries[pkg])
-		if err != nil {
-			return err
+// buildBinaries compiles, for linux/goarch, every binary the images need
+// into dir, stamped with version and commit; it returns their paths by Go
+// package.
+func buildBinaries(ctx context.Context, root, dir string, imgs []image, goarch, version, commit string) (map[string]string, error) {
+	binaries := map[string]string{}
+	build := func(pkg, path string) error {
+		if _, ok := binaries[pkg]; ok {
+			return nil
 		}
-		// layerOf writes its directories before it.
-		entries = append(entries, entry{path: at, mode: 0o755, data: data})
+		out := filepath.Join(dir, filepath.Base(path))
+		ldflags := "-s -w -X " + versionPkg + ".version=" + version
+		if commit != "" {
+			ldflags += " -X " + versionPkg + ".commit=" + commit
+		}
+		cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags="+ldflags, "-o", out, pkg)
+		cmd.Dir = root
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+goarch)
+		if msg, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("building %s for linux/%s: %w\n%s", pkg, goarch, err, msg)
+		}
+		binaries[pkg] = out
 		return nil
 	}
-	if err := add(img.pkg, img.binary); err != nil {
-		return err
-	}
-	for _, pkg := range slices.Sorted(maps.Keys(img.also)) {
-		if err := add(pkg, img.also[pkg]); err != nil {
-			return err
+	for _, img := range imgs {
+		if err := build(img.pkg, img.binary); err != nil {
+			return nil, err
+		}
+		for _, pkg := range slices.Sorted(maps.Keys(img.also)) {
+			if err := build(pkg, img.also[pkg]); err != nil {
+				return nil, err
+			}
 		}
 	}
-	l, err := layerOf(entries...)
+	return binaries, nil
+}
+
+// write writes the image of img, tagged with every one of its refs, as a
+// docker archive at path.
+func write(img image, binaries map[string]string, path string) error {
+	i, err := imageOf(img, binaries, runtime.GOARCH)
 	if err != nil {
-		return err
-	}
-	i, err := mutate.AppendLayers(empty.Image, l)
-	if err != nil {
-		return err
-	}
-	cf, err := i.ConfigFile()
-	if err != nil {
-		return err
-	}
-	cf = cf.DeepCopy()
-	cf.OS, cf.Architecture = "linux", runtime.GOARCH
-	cf.Config.Entrypoint = img.entrypoint
-	cf.Config.User = nonRootID + ":" + nonRootID
-	cf.Config.Env = []string{"PATH=/", "TMPDIR=/tmp"}
-	if i, err = mutate.ConfigFile(i, cf); err != nil {
 		return err
 	}
 	refs := map[name.Reference]v1.Image{}
@@ -155,6 +149,47 @@ func write(img image, binaries map[string]string, path string) error {
 		refs[tag] = i
 	}
 	return tarball.MultiRefWriteToFile(path, refs)
+}
+
+// imageOf builds an image of one layer — its binaries and an empty /tmp —
+// that runs as a non-root user, as the Dockerfile's distroless images do.
+func imageOf(img image, binaries map[string]string, goarch string) (v1.Image, error) {
+	entries := []entry{{path: "/tmp", mode: 0o1777, dir: true}}
+	add := func(pkg, at string) error {
+		data, err := os.ReadFile(binaries[pkg])
+		if err != nil {
+			return err
+		}
+		// layerOf writes its directories before it.
+		entries = append(entries, entry{path: at, mode: 0o755, data: data})
+		return nil
+	}
+	if err := add(img.pkg, img.binary); err != nil {
+		return nil, err
+	}
+	for _, pkg := range slices.Sorted(maps.Keys(img.also)) {
+		if err := add(pkg, img.also[pkg]); err != nil {
+			return nil, err
+		}
+	}
+	l, err := layerOf(entries...)
+	if err != nil {
+		return nil, err
+	}
+	i, err := mutate.AppendLayers(empty.Image, l)
+	if err != nil {
+		return nil, err
+	}
+	cf, err := i.ConfigFile()
+	if err != nil {
+		return nil, err
+	}
+	cf = cf.DeepCopy()
+	cf.OS, cf.Architecture = "linux", goarch
+	cf.Config.Entrypoint = img.entrypoint
+	cf.Config.User = nonRootID + ":" + nonRootID
+	cf.Config.Env = []string{"PATH=/", "TMPDIR=/tmp"}
+	return mutate.ConfigFile(i, cf)
 }
 
 // entry is one directory or file of a layer.

@@ -1,0 +1,14 @@
+// Command release writes a release of inplace into a directory (dist/ by
+// default), everything a cluster admin installs without building:
+//
+//	install.yaml                 config/default, images pinned to the version
+//	install-selfsigned.yaml      config/selfsigned (no cert-manager), pinned
+//	inplace-X.Y.Z.tgz            the Helm chart, appVersion vX.Y.Z
+//	inplace-manager-vX.Y.Z.tar   the manager's image, an OCI archive
+//	inplace-agent-vX.Y.Z.tar     the agent's image (and the supervisor)
+//	SHA256SUMS                   the checksums of the files above
+//
+// `make release VERSION=vX.Y.Z` runs it; docs/release.md says how a release
+// is cut and published. It is a tool of the repository, not of the product:
+// it builds the images with test/images, as the local cluster does.
+package main

@@ -1,0 +1,258 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+
+	"golang.org/x/mod/semver"
+
+	"github.com/inplace-dev/inplace/test/images"
+)
+
+// options are the command's flags.
+type options struct {
+	version   string
+	out       string
+	platforms string
+	commit    string
+	kustomize string
+	helm      string
+}
+
+func main() {
+	var o options
+	flag.StringVar(&o.version, "version", "", "the release's version, vX.Y.Z (semantic versioning; a pre-release as vX.Y.Z-rc.1)")
+	flag.StringVar(&o.out, "out", "dist", "the directory to write the release into; replaced whole")
+	flag.StringVar(&o.platforms, "platforms", "linux/amd64,linux/arm64", "the images' platforms, comma-separated")
+	flag.StringVar(&o.commit, "commit", "", "the commit stamped into the binaries (default: git rev-parse HEAD)")
+	flag.StringVar(&o.kustomize, "kustomize", os.Getenv("KUSTOMIZE"), "the kustomize binary (default: $KUSTOMIZE, as make sets it)")
+	flag.StringVar(&o.helm, "helm", os.Getenv("HELM"), "the helm binary (default: $HELM, as make sets it)")
+	flag.Parse()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	files, err := run(ctx, o)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "release:", err)
+		os.Exit(1)
+	}
+	printTable(os.Stdout, o.out, files)
+}
+
+// file is one file of a release.
+type file struct {
+	name, sha256 string
+	size         int64
+}
+
+// run writes the release described by o, whole or not at all: it is built
+// beside o.out and takes its place once every file is written.
+func run(ctx context.Context, o options) ([]file, error) {
+	if err := checkVersion(o.version); err != nil {
+		return nil, err
+	}
+	if o.kustomize == "" || o.helm == "" {
+		return nil, errors.New("--kustomize and --helm are needed (make release sets both)")
+	}
+	var goarchs []string
+	for p := range strings.SplitSeq(o.platforms, ",") {
+		arch, err := images.Goarch(strings.TrimSpace(p))
+		if err != nil {
+			return nil, fmt.Errorf("--platforms: %w", err)
+		}
+		goarchs = append(goarchs, arch)
+	}
+	root, err := repoRoot(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if o.commit == "" {
+		if o.commit, err = output(ctx, root, "git", "rev-parse", "HEAD"); err != nil {
+			return nil, err
+		}
+	}
+	out, err := filepath.Abs(o.out)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+		return nil, err
+	}
+	staging, err := os.MkdirTemp(filepath.Dir(out), "."+filepath.Base(out)+"-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(staging)
+
+	for _, m := range []struct{ dir, name string }{
+		{"config/default", "install.yaml"},
+		{"config/selfsigned", "install-selfsigned.yaml"},
+	} {
+		built, err := output(ctx, root, o.kustomize, "build", m.dir)
+		if err != nil {
+			return nil, err
+		}
+		pinned, err := pinImages(built+"\n", o.version)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", m.dir, err)
+		}
+		if err := os.WriteFile(filepath.Join(staging, m.name), []byte(manifestHeader(o.version, m.name)+pinned), 0o644); err != nil {
+			return nil, err
+		}
+	}
+
+	chartVersion := strings.TrimPrefix(o.version, "v")
+	if _, err := output(ctx, root, o.helm, "package", "charts/inplace", "--version", chartVersion, "--app-version", o.version, "--destination", staging); err != nil {
+		return nil, err
+	}
+	// The archive is what users install: lint it, not the directory.
+	if _, err := output(ctx, root, o.helm, "lint", "--strict", filepath.Join(staging, "inplace-"+chartVersion+".tgz")); err != nil {
+		return nil, err
+	}
+
+	if _, err := images.BuildRelease(ctx, root, staging, o.version, o.commit, goarchs); err != nil {
+		return nil, err
+	}
+
+	files, err := checksum(staging)
+	if err != nil {
+		return nil, err
+	}
+	var sums strings.Builder
+	for _, f := range files {
+		// sha256sum's format: `sha256sum -c SHA256SUMS` checks it.
+		fmt.Fprintf(&sums, "%s  %s\n", f.sha256, f.name)
+	}
+	if err := os.WriteFile(filepath.Join(staging, "SHA256SUMS"), []byte(sums.String()), 0o644); err != nil {
+		return nil, err
+	}
+	if err := os.RemoveAll(out); err != nil {
+		return nil, err
+	}
+	if err := os.Chmod(staging, 0o755); err != nil {
+		return nil, err
+	}
+	if err := os.Rename(staging, out); err != nil {
+		return nil, err
+	}
+	return files, nil
+}
+
+// checkVersion refuses what is not a full semantic version with its v.
+func checkVersion(v string) error {
+	if v == "" {
+		return errors.New("--version is needed: make release VERSION=vX.Y.Z")
+	}
+	if !semver.IsValid(v) || semver.Canonical(v) != v {
+		return fmt.Errorf("--version %q: want a semantic version vMAJOR.MINOR.PATCH, e.g. v0.9.0 or v0.9.0-rc.1 (no build metadata)", v)
+	}
+	return nil
+}
+
+// ourImage is a reference to the manager's or the agent's image, whatever
+// its tag, in a rendered manifest; the manager's configuration names the
+// agent's in a ConfigMap, where kustomize's images transformer does not
+// reach.
+var ourImage = regexp.MustCompile(`(` + regexp.QuoteMeta(images.ManagerRepository) + `|` + regexp.QuoteMeta(images.AgentRepository) + `):[\w][\w.-]*`)
+
+// pinImages tags every reference to the manager's and the agent's images
+// in manifest with version. A manifest that does not name both, or names
+// another image of the project, is refused: a release must install what it
+// ships.
+func pinImages(manifest, version string) (string, error) {
+	count := map[string]int{}
+	pinned := ourImage.ReplaceAllStringFunc(manifest, func(ref string) string {
+		repo := ref[:strings.LastIndex(ref, ":")]
+		count[repo]++
+		return repo + ":" + version
+	})
+	for _, repo := range []string{images.ManagerRepository, images.AgentRepository} {
+		if count[repo] == 0 {
+			return "", fmt.Errorf("no reference to %s: the release would not install the image it ships", repo)
+		}
+	}
+	for _, line := range strings.Split(pinned, "\n") {
+		if strings.Contains(line, "ghcr.io/inplace-dev/") && !ourImage.MatchString(line) {
+			return "", fmt.Errorf("an image the release does not ship: %s", strings.TrimSpace(line))
+		}
+	}
+	return pinned, nil
+}
+
+// manifestHeader says, atop an install manifest, what it is and how it is
+// applied.
+func manifestHeader(version, name string) string {
+	needs := "cert-manager issues the webhooks' serving certificate"
+	if name == "install-selfsigned.yaml" {
+		needs = "no cert-manager: the manager signs its own serving certificate (one admission replica)"
+	}
+	return fmt.Sprintf("# inplace %s (%s).\n#   kubectl apply --server-side -f %s\n# Kubernetes 1.35+; docs/install.md says what each object is for.\n---\n", version, needs, name)
+}
+
+// checksum returns the regular files of dir, by name, with their SHA-256.
+func checksum(dir string) ([]file, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var files []file
+	for _, e := range entries {
+		if !e.Type().IsRegular() {
+			continue
+		}
+		f, err := os.Open(filepath.Join(dir, e.Name()))
+		if err != nil {
+			return nil, err
+		}
+		h := sha256.New()
+		n, err := io.Copy(h, f)
+		f.Close()
+		if err != nil {
+			return nil, err
+		}
+		files = append(files, file{name: e.Name(), sha256: hex.EncodeToString(h.Sum(nil)), size: n})
+	}
+	slices.SortFunc(files, func(a, b file) int { return strings.Compare(a.name, b.name) })
+	return files, nil
+}
+
+func printTable(w io.Writer, out string, files []file) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "FILE\tSIZE\tSHA256\n")
+	for _, f := range files {
+		fmt.Fprintf(tw, "%s\t%.1f MB\t%s\n", filepath.Join(out, f.name), float64(f.size)/1e6, f.sha256[:16])
+	}
+	fmt.Fprintf(tw, "%s\t\t\n", filepath.Join(out, "SHA256SUMS"))
+	tw.Flush()
+}
+
+func repoRoot(ctx context.Context) (string, error) {
+	return output(ctx, ".", "git", "rev-parse", "--show-toplevel")
+}
+
+// output runs a command in dir and returns its standard output, trimmed;
+// its error says what ran and what it printed.
+func output(ctx context.Context, dir, name string, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Dir = dir
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("%s %s: %w\n%s%s", filepath.Base(name), strings.Join(args, " "), err, stderr.String(), stdout.String())
+	}
+	return strings.TrimSpace(stdout.String()), nil
+}

@@ -1,0 +1,94 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestCheckVersion(t *testing.T) {
+	cases := map[string]struct {
+		version string
+		wantErr string
+	}{
+		"release":        {version: "v0.9.0"},
+		"pre-release":    {version: "v1.0.0-rc.1"},
+		"missing":        {version: "", wantErr: "make release VERSION=vX.Y.Z"},
+		"no v":           {version: "0.9.0", wantErr: "want a semantic version"},
+		"short":          {version: "v0.9", wantErr: "want a semantic version"},
+		"build metadata": {version: "v0.9.0+abc", wantErr: "no build metadata"},
+		"leading zero":   {version: "v0.09.0", wantErr: "want a semantic version"},
+		"not a version":  {version: "latest", wantErr: "want a semantic version"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			err := checkVersion(tc.version)
+			switch {
+			case tc.wantErr == "" && err != nil:
+				t.Fatalf("checkVersion(%q) = %v, want nil", tc.version, err)
+			case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
+				t.Fatalf("checkVersion(%q) = %v, want an error saying %q", tc.version, err, tc.wantErr)
+			}
+		})
+	}
+}
+
+func TestPinImages(t *testing.T) {
+	const manifest = `kind: ConfigMap
+data:
+  config.yaml: |
+    agent:
+      image: ghcr.io/inplace-dev/inplace-agent:v0.1.0
+---
+kind: Deployment
+spec:
+  template:
+    spec:
+      containers:
+      - image: ghcr.io/inplace-dev/inplace-manager:v0.1.0
+      - image: "ghcr.io/inplace-dev/inplace-manager:latest"
+`
+	cases := map[string]struct {
+		manifest string
+		want     []string // substrings of the result
+		wantErr  string
+	}{
+		"both pinned, whatever their tag": {
+			manifest: manifest,
+			want: []string{
+				"image: ghcr.io/inplace-dev/inplace-agent:v0.9.0\n",
+				"- image: ghcr.io/inplace-dev/inplace-manager:v0.9.0\n",
+				`- image: "ghcr.io/inplace-dev/inplace-manager:v0.9.0"`,
+			},
+		},
+		"no agent": {
+			manifest: "image: ghcr.io/inplace-dev/inplace-manager:v0.1.0\n",
+			wantErr:  "no reference to ghcr.io/inplace-dev/inplace-agent",
+		},
+		"an image the release does not ship": {
+			manifest: manifest + "      - image: ghcr.io/inplace-dev/inplace-testworker:v0.1.0\n",
+			wantErr:  "inplace-testworker",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got, err := pinImages(tc.manifest, "v0.9.0")
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("pinImages() error = %v, want one saying %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(got, w) {
+					t.Errorf("pinImages() lacks %q:\n%s", w, got)
+				}
+			}
+			if strings.Contains(got, "v0.1.0") || strings.Contains(got, ":latest") {
+				t.Errorf("pinImages() left a tag other than the release's:\n%s", got)
+			}
+		})
+	}
+}
