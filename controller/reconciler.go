@@ -25,9 +25,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
 	"github.com/inplace-dev/inplace/api/protocol"
@@ -62,6 +64,9 @@ type Options struct {
 	// controller-runtime's registry, which the manager's metrics endpoint
 	// serves.
 	Metrics prometheus.Registerer
+	// Gate, if set, holds every reconcile back while upstream JobSet's
+	// controller runs or the JobSet CRD is not ours (upstream_gate.go).
+	Gate *UpstreamGate
 }
 
 func (o *Options) complete() {
@@ -177,7 +182,12 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		return err
 	}
 	r := &Reconciler{client: mgr.GetClient(), apiReader: mgr.GetAPIReader(), recorder: mgr.GetEventRecorder(ControllerName), opts: opts, metrics: metrics, expectations: state.NewJobExpectations(), children: state.NewChildIndex(), since: opts.Clock.Now()}
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr)
+	if opts.Gate != nil {
+		// The JobSets the gate held back, once it lets them through.
+		b = b.WatchesRawSource(source.Channel(opts.Gate.resume, &handler.EnqueueRequestForObject{}))
+	}
+	return b.
 		Named(ControllerName).
 		For(&jobset.JobSet{}).
 		Owns(&corev1.Service{}).
@@ -227,6 +237,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, nil
 	}
 	if m := ptr.Deref(js.Spec.ManagedBy, jobset.JobSetControllerName); m != jobset.JobSetControllerName {
+		return ctrl.Result{}, nil
+	}
+	if r.opts.Gate != nil && !r.opts.Gate.admit(&js, r.recorder) {
+		// Upstream's controller runs, or the CRD would prune our status:
+		// no write at all, to the JobSet or its children.
 		return ctrl.Result{}, nil
 	}
 	if r.expectations.InTerminatingNamespace(req.NamespacedName, js.UID) {
@@ -294,6 +309,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 	}
 	r.metrics.epochs(&js)
+	r.metrics.imagePulls(&js)
 	// The broadcast mirrors the status, which stays the truth: it is written
 	// after the status, and rewritten by the next reconcile if this fails.
 	if p.Broadcast != nil {

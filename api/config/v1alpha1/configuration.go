@@ -221,6 +221,23 @@ type Controller struct {
 	// kubelets may report first. 0 turns the wait off. Default 2s; at
 	// most 1m.
 	FatalExitSettle *metav1.Duration `json:"fatalExitSettle,omitempty"`
+	// UpstreamJobSet is where the manager looks for upstream JobSet's
+	// controller, which must not run beside it.
+	UpstreamJobSet UpstreamJobSet `json:"upstreamJobSet"`
+}
+
+// UpstreamJobSet is where upstream JobSet's controller would run. While
+// it holds its Lease, or while the JobSet CRD is not inplace's, the JobSet
+// controller reconciles no JobSet (docs/migrate-from-jobset.md).
+type UpstreamJobSet struct {
+	// Namespace upstream JobSet's controller runs and elects its leader
+	// in. Default jobset-system, where its manifests install it; set the
+	// namespace its Helm release went to.
+	Namespace string `json:"namespace,omitempty"`
+	// CheckInterval is how often its Lease and the JobSet CRD are read
+	// again: the controller resumes at most this long after upstream's
+	// Lease lapses or the CRD is replaced. Default 10s; from 100ms to 5m.
+	CheckInterval *metav1.Duration `json:"checkInterval,omitempty"`
 }
 
 // Load reads a configuration file; an empty path gives the defaults.
@@ -266,6 +283,9 @@ func Load(path string) (*Configuration, error) {
 	}
 	if settle := cfg.Controller.FatalExitSettle.Duration; settle < 0 || settle > time.Minute {
 		return nil, fmt.Errorf("configuration %s: controller.fatalExitSettle is %v: set a duration from 0 (off) to 1m (default 2s), or leave it out", path, settle)
+	}
+	if d := cfg.Controller.UpstreamJobSet.CheckInterval.Duration; d < 100*time.Millisecond || d > 5*time.Minute {
+		return nil, fmt.Errorf("configuration %s: controller.upstreamJobSet.checkInterval is %v: set a duration from 100ms to 5m (default 10s), or leave it out", path, d)
 	}
 	return cfg, nil
 }
@@ -333,6 +353,12 @@ func SetDefaults(cfg *Configuration) {
 	}
 	if cfg.Controller.FatalExitSettle == nil {
 		cfg.Controller.FatalExitSettle = &metav1.Duration{Duration: 2 * time.Second}
+	}
+	if cfg.Controller.UpstreamJobSet.Namespace == "" {
+		cfg.Controller.UpstreamJobSet.Namespace = "jobset-system"
+	}
+	if cfg.Controller.UpstreamJobSet.CheckInterval == nil {
+		cfg.Controller.UpstreamJobSet.CheckInterval = &metav1.Duration{Duration: 10 * time.Second}
 	}
 	a := &cfg.Agent
 	if a.Image == "" {

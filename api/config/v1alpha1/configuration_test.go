@@ -61,6 +61,16 @@ func TestLoad(t *testing.T) {
 			file:    "apiVersion: config.inplace.dev/v1alpha1\nkind: Configuration\ncontroller:\n  fatalExitSettle: -1s\n",
 			wantErr: "controller.fatalExitSettle is -1s: set a duration from 0 (off) to 1m",
 		},
+		"upstream JobSet: jobset-system and 10s by default, the namespace set": {
+			file: "apiVersion: config.inplace.dev/v1alpha1\nkind: Configuration\ncontroller:\n  upstreamJobSet:\n    namespace: jobset\n",
+			check: func(c *Configuration) bool {
+				return c.Controller.UpstreamJobSet.Namespace == "jobset" && c.Controller.UpstreamJobSet.CheckInterval.Duration == 10*time.Second
+			},
+		},
+		"an upstream check interval of 0 is an error": {
+			file:    "apiVersion: config.inplace.dev/v1alpha1\nkind: Configuration\ncontroller:\n  upstreamJobSet:\n    checkInterval: 0s\n",
+			wantErr: "controller.upstreamJobSet.checkInterval is 0s: set a duration from 100ms to 5m",
+		},
 		"unknown field is an error": {
 			file:    "apiVersion: config.inplace.dev/v1alpha1\nkind: Configuration\ncontroler: {}\n",
 			wantErr: `unknown field "controler"`,

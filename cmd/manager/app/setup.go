@@ -129,6 +129,23 @@ func Setup(mgr ctrl.Manager, cfg *configv1alpha1.Configuration, reg prometheus.R
 		reg = ctrlmetrics.Registry
 	}
 	if !cfg.Controller.Disabled {
+		// Upstream JobSet's controller must not run beside ours, nor our
+		// status be written through its CRD: until neither is the case,
+		// the controller reconciles nothing and the manager is not ready.
+		gate, err := controller.NewUpstreamGate(mgr.GetAPIReader(), mgr.GetEventRecorder(controller.ControllerName), controller.UpstreamGateOptions{
+			Namespace: cfg.Controller.UpstreamJobSet.Namespace,
+			Interval:  cfg.Controller.UpstreamJobSet.CheckInterval.Duration,
+			Metrics:   reg,
+		})
+		if err != nil {
+			return err
+		}
+		if err := mgr.Add(gate); err != nil {
+			return err
+		}
+		if err := mgr.AddReadyzCheck("upstream-jobset", gate.Check); err != nil {
+			return err
+		}
 		if err := controller.Setup(mgr, controller.Options{
 			MaxConcurrentReconciles: cfg.Controller.MaxConcurrentReconciles,
 			ChildParallelism:        cfg.Controller.ChildParallelism,
@@ -136,6 +153,7 @@ func Setup(mgr ctrl.Manager, cfg *configv1alpha1.Configuration, reg prometheus.R
 			UpdateBatchPeriod:       cfg.Controller.UpdateBatchPeriod.Duration,
 			FatalExitSettle:         &cfg.Controller.FatalExitSettle.Duration,
 			Metrics:                 reg,
+			Gate:                    gate,
 		}); err != nil {
 			return fmt.Errorf("setting up the jobset controller: %w", err)
 		}

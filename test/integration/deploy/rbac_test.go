@@ -7,6 +7,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/inplace-dev/inplace/controller/coexist"
 	testdeploy "github.com/inplace-dev/inplace/test/deploy"
 )
 
@@ -65,8 +66,15 @@ func TestManagerRBACIsLeastPrivilege(t *testing.T) {
 			if slices.Contains(rule.Resources, "secrets") {
 				t.Errorf("%s %s: the manager reads no Secrets: %v", u.GetKind(), u.GetName(), rule)
 			}
-			if u.GetKind() == "ClusterRole" && slices.Contains(rule.Resources, "leases") {
-				t.Errorf("ClusterRole %s: Leases belong in the namespaced Role", u.GetName())
+			// The one exception: the controller reads upstream JobSet's
+			// Leases, by name, in a namespace that is configurable and may
+			// not exist (controller/upstream_gate.go).
+			upstreamLeases := u.GetName() == "inplace-manager" && slices.Equal(rule.Verbs, []string{"get"}) && slices.Equal(rule.ResourceNames, coexist.UpstreamLeaseNames)
+			if u.GetKind() == "ClusterRole" && slices.Contains(rule.Resources, "leases") && !upstreamLeases {
+				t.Errorf("ClusterRole %s: Leases belong in the namespaced Role, but for get on upstream JobSet's by name: %v", u.GetName(), rule)
+			}
+			if slices.Contains(rule.Resources, "customresourcedefinitions") && (!slices.Equal(rule.Verbs, []string{"get"}) || !slices.Equal(rule.ResourceNames, []string{coexist.CRDName})) {
+				t.Errorf("%s %s: CustomResourceDefinitions only get, and only the JobSet's by name: %v", u.GetKind(), u.GetName(), rule)
 			}
 			if (slices.Contains(rule.Resources, "mutatingwebhookconfigurations") || slices.Contains(rule.Resources, "validatingwebhookconfigurations")) && (len(rule.ResourceNames) == 0 || u.GetName() != "inplace-webhook-cabundle") {
 				t.Errorf("ClusterRole %s: webhook configurations only by name, and only in the role an install without cert-manager binds: %v", u.GetName(), rule)
