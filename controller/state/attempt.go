@@ -3,6 +3,8 @@ package state
 import (
 	"fmt"
 
+	batchv1 "k8s.io/api/batch/v1"
+
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
 )
 
@@ -14,6 +16,20 @@ import (
 // times this Job was recreated alone (status.replicatedJobsStatus[].jobRestarts
 // of its index) when it was created. A Job whose value is older is deleted.
 const JobRestartAttemptKey = "jobset.sigs.k8s.io/job-restart-attempt"
+
+// jobRestartAttempt is a Job's job-restart-attempt label as the Job's
+// attempt is decided on: -1 when not written as a number is, and 0 when
+// the label is absent. A Job without it was made by a controller that
+// recreates no Job alone (upstream JobSet before its RestartJob action),
+// so it was never recreated alone: a JobSet moved over from it keeps its
+// Jobs instead of having every one recreated (docs/migrate-from-jobset.md).
+func jobRestartAttempt(job *batchv1.Job) int32 {
+	v, ok := job.Labels[JobRestartAttemptKey]
+	if !ok {
+		return 0
+	}
+	return canonicalInt(v)
+}
 
 // JobName is the name of the Job at index of a replicated Job.
 func JobName(jobSetName, replicatedJob string, index int) string {

@@ -156,7 +156,12 @@ func isCurrentAttempt(js *jobset.JobSet, job *batchv1.Job) bool {
 		return false
 	}
 	want := JobRestarts(js, job.Labels[jobset.ReplicatedJobNameKey], index)
-	return job.Labels[JobRestartAttemptKey] == strconv.Itoa(int(want))
+	got, ok := job.Labels[JobRestartAttemptKey]
+	if !ok {
+		// Made by a controller that recreates no Job alone (jobRestartAttempt).
+		got = "0"
+	}
+	return got == strconv.Itoa(int(want))
 }
 
 // JobFinished reports whether the Job carries the final condition t.

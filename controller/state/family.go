@@ -130,7 +130,7 @@ func jobFactsOf(job *batchv1.Job) *JobFacts {
 		ReplicatedJob: job.Labels[jobset.ReplicatedJobNameKey],
 		index:         index,
 		attempt:       canonicalInt(job.Labels[jobset.RestartsKey]),
-		jobAttempt:    canonicalInt(job.Labels[JobRestartAttemptKey]),
+		jobAttempt:    jobRestartAttempt(job),
 		deleting:      job.DeletionTimestamp != nil,
 		Failed:        JobFinished(job, batchv1.JobFailed),
 		Complete:      JobFinished(job, batchv1.JobComplete),

@@ -80,6 +80,10 @@ func (w *randomWorld) job() *batchv1.Job {
 		OwnerReferences: []metav1.OwnerReference{{APIVersion: jobset.GroupVersion.String(), Kind: jobset.Kind, Name: "js",
 			UID: w.uids[w.r.IntN(len(w.uids))], Controller: ptr.To(true)}},
 	}}
+	if w.r.IntN(8) == 0 {
+		// Made by upstream JobSet before it restarted Jobs alone.
+		delete(job.Labels, state.JobRestartAttemptKey)
+	}
 	if w.r.IntN(6) == 0 {
 		job.DeletionTimestamp = ptr.To(testutil.T0)
 	}
