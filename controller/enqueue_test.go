@@ -32,30 +32,53 @@ func TestPodSignal(t *testing.T) {
 			},
 		}
 	}
+	waitOn := func(container int, init bool, reason string) func(*corev1.Pod) {
+		return func(p *corev1.Pod) {
+			statuses := p.Status.ContainerStatuses
+			if init {
+				statuses = p.Status.InitContainerStatuses
+			}
+			statuses[container].State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: reason, Message: "pulling registry.example/agent:1"}}
+		}
+	}
 	for _, tc := range []struct {
 		name   string
+		before func(*corev1.Pod) // of both the old Pod and the new one
 		change func(*corev1.Pod)
 		want   signal
 	}{
-		{"a worker exits with an error", func(p *corev1.Pod) {
+		// The kubelet's image pull failures: the JobSet says so
+		// (ImagePullFailure), batched.
+		{"the agent cannot pull its image", nil, waitOn(0, true, "ErrImagePull"), ordinary},
+		{"the agent's pull backs off", waitOn(0, true, "ErrImagePull"), waitOn(0, true, "ImagePullBackOff"), ordinary},
+		{"the agent's image may never be pulled", nil, waitOn(0, true, "ErrImageNeverPull"), ordinary},
+		{"a worker cannot pull its image", nil, waitOn(0, false, "ImagePullBackOff"), ordinary},
+		{"the agent runs again", waitOn(0, true, "ImagePullBackOff"), func(p *corev1.Pod) {
+			p.Status.InitContainerStatuses[0].State = corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}
+		}, ordinary},
+		{"a worker exits with an error", nil, func(p *corev1.Pod) {
 			p.Status.ContainerStatuses[0].State = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1}}
 		}, urgent},
-		{"the Pod fails", func(p *corev1.Pod) { p.Status.Phase = corev1.PodFailed }, urgent},
-		{"the Pod is being deleted", func(p *corev1.Pod) { p.DeletionTimestamp = ptr.To(metav1.Now()) }, urgent},
-		{"the agent restarts", func(p *corev1.Pod) { p.Status.InitContainerStatuses[0].RestartCount = 1 }, urgent},
-		{"an epoch is reported", func(p *corev1.Pod) { p.Annotations = map[string]string{jobset.EpochKey: "2"} }, ordinary},
-		{"a garbled epoch is reported", func(p *corev1.Pod) { p.Annotations = map[string]string{jobset.EpochKey: "x"} }, ordinary},
-		{"the Pod becomes ready", func(p *corev1.Pod) {
+		{"the Pod fails", nil, func(p *corev1.Pod) { p.Status.Phase = corev1.PodFailed }, urgent},
+		{"the Pod is being deleted", nil, func(p *corev1.Pod) { p.DeletionTimestamp = ptr.To(metav1.Now()) }, urgent},
+		{"the agent restarts", nil, func(p *corev1.Pod) { p.Status.InitContainerStatuses[0].RestartCount = 1 }, urgent},
+		{"an epoch is reported", nil, func(p *corev1.Pod) { p.Annotations = map[string]string{jobset.EpochKey: "2"} }, ordinary},
+		{"a garbled epoch is reported", nil, func(p *corev1.Pod) { p.Annotations = map[string]string{jobset.EpochKey: "x"} }, ordinary},
+		{"the Pod becomes ready", nil, func(p *corev1.Pod) {
 			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
 		}, ordinary},
-		{"the informer resyncs", func(p *corev1.Pod) { p.ResourceVersion = "1" }, ordinary},
-		{"another annotation", func(p *corev1.Pod) { p.Annotations = map[string]string{"example.com/note": "x"} }, ignored},
-		{"a worker succeeds", func(p *corev1.Pod) {
+		{"the informer resyncs", nil, func(p *corev1.Pod) { p.ResourceVersion = "1" }, ordinary},
+		{"another annotation", nil, func(p *corev1.Pod) { p.Annotations = map[string]string{"example.com/note": "x"} }, ignored},
+		{"a worker succeeds", nil, func(p *corev1.Pod) {
 			p.Status.ContainerStatuses[0].State = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0}}
 		}, ignored},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			old, cur := base(), base()
+			if tc.before != nil {
+				tc.before(old)
+				tc.before(cur)
+			}
 			cur.ResourceVersion = "2"
 			tc.change(cur)
 			if got := podSignal(old, cur); got != tc.want {

@@ -13,7 +13,9 @@ import (
 // member (being deleted, or Failed), a worker exits with an error, or the
 // agent restarts; each may start a restart or fail the JobSet. Ordinary:
 // any other change of what the controller reads of a Pod (its epoch
-// annotation, readiness, containers' states).
+// annotation, readiness, containers' states, among them a container that
+// starts or stops waiting for an image the kubelet cannot pull, which
+// only a condition reports).
 func podSignal(old, cur *corev1.Pod) signal {
 	o, n := state.ObservePod(old), state.ObservePod(cur)
 	switch {

@@ -11,6 +11,7 @@
 //	failure_policy.go    rule matching and the restart or failure it causes
 //	success_policy.go    All / Any over target replicated Jobs
 //	startup_policy.go    InOrder and dependsOn gating and their conditions
+//	image_pull.go        the ImagePullFailure condition: Pods waiting for an image the kubelet cannot pull
 //	jobs.go, service.go  the desired Jobs and Service, and a suspended Job resumed
 //	volume_claims.go     the claims of spec.volumeClaimPolicies
 //	scaling.go           elastic replicated jobs: which Jobs to patch to a new size

@@ -176,6 +176,13 @@ func decideSteps(js *jobset.JobSet, obs Observed, now metav1.Time, t Timeouts) P
 	if !suspended {
 		updateStartupConditions(js, &p.Status, now)
 	}
+	// The Pods of the current attempt as the epoch protocol sees them, read
+	// once for it and for the images they wait for; only an InPlaceRestart
+	// JobSet's Pods have agents.
+	var pods []state.PodGroup
+	if InPlaceActive(js) {
+		pods = fam.PodGroups(js, strconv.Itoa(int(state.RecreateAttempt(&js.Status))))
+	}
 	switch {
 	case InPlaceActive(js) && suspended:
 		p.suspendEpochs(js, obs.Broadcast, now)
@@ -183,7 +190,12 @@ func decideSteps(js *jobset.JobSet, obs Observed, now metav1.Time, t Timeouts) P
 		// A Job the Job controller is failing (FailureTarget) deletes its
 		// Pods before it is marked Failed: the failure policy decides, not
 		// an in-place restart.
-		p.reconcileEpochs(js, fam, obs, now, t)
+		p.reconcileEpochs(js, pods, obs, now, t)
+	}
+	if InPlaceActive(js) && !finished(&p.Status) {
+		// After the epochs, which may have failed the JobSet: a finished
+		// JobSet's Pods stop, and its condition was closed with the rest.
+		p.reportImagePulls(pods, now)
 	}
 	if !InPlaceActive(js) && conditionTrue(&p.Status, jobset.JobSetRestarting) && allStarted(js, p.Status.ReplicatedJobsStatus) {
 		setCondition(&p.Status, jobset.JobSetRestarting, metav1.ConditionFalse, ReasonRestartJobsReady, MessageRestartJobsReady, now)
@@ -207,9 +219,9 @@ func InPlaceActive(js *jobset.JobSet) bool {
 }
 
 // reconcileEpochs runs the in-place restart protocol: the epochs from the
-// Pods of the current attempt, the restart they may start, counted against
+// Pods of the current attempt (pods, nil unless InPlaceActive), the restart they may start, counted against
 // maxRestarts, and the broadcast the agents watch.
-func (p *Plan) reconcileEpochs(js *jobset.JobSet, fam *state.Family, obs Observed, now metav1.Time, t Timeouts) {
+func (p *Plan) reconcileEpochs(js *jobset.JobSet, pods []state.PodGroup, obs Observed, now metav1.Time, t Timeouts) {
 	broadcast := obs.Broadcast
 	if !InPlaceActive(js) {
 		// In-place restarts are off: the agents lift their barriers at
@@ -222,7 +234,6 @@ func (p *Plan) reconcileEpochs(js *jobset.JobSet, fam *state.Family, obs Observe
 		}
 		return
 	}
-	pods := fam.PodGroups(js, strconv.Itoa(int(state.RecreateAttempt(&js.Status))))
 	for _, uneven := range unevenJobs(js) {
 		p.Warnings = append(p.Warnings, Event{corev1.EventTypeWarning, ReasonInvalidInPlaceRestartJobs, fmt.Sprintf(
 			"InPlaceRestart needs completions == parallelism in every Job: %s; the group is expected to have %d Pods", uneven, expectedPods(js))})

@@ -58,6 +58,12 @@ const (
 	// recreated.
 	ReasonInPlaceRestartImpossible = "InPlaceRestartImpossible"
 
+	// ImagePullFailure condition (image_pull.go).
+	ReasonAgentImagePullFailed  = "AgentImagePullFailed"
+	ReasonWorkerImagePullFailed = "WorkerImagePullFailed"
+	ReasonImagePullResolved     = "ImagePullResolved"
+	MessageImagePullResolved    = "no Pod of the JobSet waits for an image it cannot pull any more"
+
 	// Events without a condition.
 	ReasonInvalidEpoch              = "InvalidEpoch"
 	ReasonFatalExitPodDeleted       = "FatalExitPodDeleted"

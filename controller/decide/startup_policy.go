@@ -100,4 +100,7 @@ func endTransientConditions(status *jobset.JobSetStatus, now metav1.Time) {
 	if conditionTrue(status, jobset.JobSetStartupPolicyInProgress) {
 		setCondition(status, jobset.JobSetStartupPolicyInProgress, metav1.ConditionFalse, ReasonJobSetFinished, MessageJobSetFinished, now)
 	}
+	if conditionTrue(status, jobset.JobSetImagePullFailure) {
+		setCondition(status, jobset.JobSetImagePullFailure, metav1.ConditionFalse, ReasonJobSetFinished, MessageJobSetFinished, now)
+	}
 }

@@ -474,6 +474,9 @@ type PodGroup struct {
 	// Pods are the group's Pods, given only for a group whose agents
 	// crash-loop (AgentCrashLooping), which a restart may have to delete.
 	Pods []*corev1.Pod
+	// ImagePullMessage is the kubelet's message on the group's first Pod
+	// (First) for the container that waits for its image (ImagePull).
+	ImagePullMessage string
 }
 
 // N is the number of Pods in the group.
@@ -528,6 +531,9 @@ func (f *Family) PodGroups(js *jobset.JobSet, attempt string) []PodGroup {
 			}
 			slices.SortFunc(g.Stuck, byName)
 		}
+		if class.ImagePull.Reason != "" {
+			g.ImagePullMessage = imagePullMessage(f.pods[g.First()].pod, class.ImagePull.Container)
+		}
 		if class.AgentCrashLooping {
 			for name := range names {
 				g.Pods = append(g.Pods, f.pods[name].pod)
@@ -571,6 +577,11 @@ func comparePodEpochs(a, b PodEpoch) int {
 		cmp.Compare(a.EpochKey, b.EpochKey),
 		cmp.Compare(a.AgentRestarts, b.AgentRestarts),
 		bools(a.AgentCrashLooping, b.AgentCrashLooping),
+		bools(a.ImagePull.Agent, b.ImagePull.Agent),
+		cmp.Compare(a.ImagePull.Container, b.ImagePull.Container),
+		cmp.Compare(a.ImagePull.Image, b.ImagePull.Image),
+		cmp.Compare(a.ImagePull.Reason, b.ImagePull.Reason),
+		cmp.Compare(a.ImagePull.ServiceAccount, b.ImagePull.ServiceAccount),
 		cmp.Compare(a.Name, b.Name),
 	)
 }

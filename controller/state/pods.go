@@ -14,7 +14,8 @@ import (
 
 // This file observes what the epoch protocol needs of one Pod (PodEpoch):
 // the epoch its agent reported, whether it is gone, finished or ready,
-// whether a worker exited, and whether its agent crash-loops; then, given
+// whether a worker exited, whether its agent crash-loops, and which of its
+// containers waits for an image the kubelet cannot pull; then, given
 // the JobSet, the epoch bounded by its status (boundEpoch) and the Pod
 // judged by its Job's podFailurePolicy (judgePod). The family records every
 // Pod this way (podClassOf, PodGroups), and the Pods' event handler compares
@@ -66,7 +67,62 @@ type PodEpoch struct {
 	// of its Pod runs. It cannot see a deprecated epoch, so its Pod cannot
 	// restart in place.
 	AgentCrashLooping bool
+	// ImagePull is the container that waits for an image the kubelet
+	// cannot pull, if any.
+	ImagePull ImagePull
 }
+
+// ImagePull is a container of a Pod that waits for an image the kubelet
+// cannot pull (imagePullWait); the zero value is none. It holds what the
+// Pods of one replicated job share, so that they stay in one class (the
+// kubelet's message, which may differ from Pod to Pod, is read from one
+// Pod of the class: PodGroup.ImagePullMessage).
+type ImagePull struct {
+	// Container names the container; Agent says whether it is the Pod's
+	// agent.
+	Container string
+	Agent     bool
+	// Image is the image it waits for.
+	Image string
+	// Reason is the kubelet's: ErrImagePull, ImagePullBackOff,
+	// ErrImageNeverPull, InvalidImageName or ImageInspectError.
+	Reason string
+	// ServiceAccount is the Pod's, whose imagePullSecrets the Pod was given
+	// when it was created.
+	ServiceAccount string
+}
+
+// The kubelet's reasons for a container waiting on its image
+// (pkg/kubelet/images). Named without a Reason prefix: they are the
+// kubelet's, not reasons this project sets.
+const (
+	errImagePull      = "ErrImagePull"
+	imagePullBackOff  = "ImagePullBackOff"
+	errImageNeverPull = "ErrImageNeverPull"
+	invalidImageName  = "InvalidImageName"
+	imageInspectError = "ImageInspectError"
+)
+
+// imagePullWait reports whether a container waiting for reason waits on
+// an image it cannot have.
+func imagePullWait(reason string) bool {
+	switch reason {
+	case errImagePull, imagePullBackOff, errImageNeverPull, invalidImageName, imageInspectError:
+		return true
+	}
+	return false
+}
+
+// Retried reports whether the kubelet's next attempt may succeed by
+// itself: not for an image it must not pull (imagePullPolicy Never and the
+// image absent from the node) or whose name does not parse.
+func (i ImagePull) Retried() bool {
+	return i.Reason != errImageNeverPull && i.Reason != invalidImageName
+}
+
+// NeverPulled reports whether the kubelet does not pull the image at all:
+// imagePullPolicy Never, and the image is not on the node.
+func (i ImagePull) NeverPulled() bool { return i.Reason == errImageNeverPull }
 
 // judgePod says what the Job controller will make of a suspect Pod (failed,
 // being deleted, or with an exited worker) under its Job's podFailurePolicy
@@ -185,7 +241,8 @@ func ObservePod(pod *corev1.Pod) PodEpoch {
 			p.ReadyEpoch = e
 		}
 	}
-	if agent := agentContainerName(pod); agent != "" {
+	agent := agentContainerName(pod)
+	if agent != "" {
 		for _, s := range pod.Status.InitContainerStatuses {
 			if s.Name == agent {
 				p.AgentRestarts = s.RestartCount
@@ -201,6 +258,7 @@ func ObservePod(pod *corev1.Pod) PodEpoch {
 			p.WorkerExited = s.Name
 		}
 	}
+	p.ImagePull = imagePullOf(pod, agent)
 	for _, c := range pod.Status.Conditions {
 		if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
 			p.Ready = true
@@ -228,6 +286,63 @@ func agentContainerName(pod *corev1.Pod) string {
 		}
 		if protocol.IsUpstreamAgent(c.Name, names) {
 			return c.Name
+		}
+	}
+	return ""
+}
+
+// imagePullOf returns the container of pod that waits for an image the
+// kubelet cannot pull: its agent first, as every regular container waits
+// behind it, then the first other one, init containers before regular
+// ones, in the order of their statuses.
+func imagePullOf(pod *corev1.Pod, agent string) ImagePull {
+	var found ImagePull
+	take := func(s *corev1.ContainerStatus, isAgent bool) {
+		if s.State.Waiting == nil || !imagePullWait(s.State.Waiting.Reason) || (found.Reason != "" && !isAgent) {
+			return
+		}
+		found = ImagePull{Container: s.Name, Agent: isAgent, Image: imageOf(pod, s), Reason: s.State.Waiting.Reason, ServiceAccount: pod.Spec.ServiceAccountName}
+		if found.ServiceAccount == "" {
+			found.ServiceAccount = "default"
+		}
+	}
+	for i := range pod.Status.InitContainerStatuses {
+		s := &pod.Status.InitContainerStatuses[i]
+		take(s, agent != "" && s.Name == agent)
+		if found.Agent {
+			return found
+		}
+	}
+	for i := range pod.Status.ContainerStatuses {
+		take(&pod.Status.ContainerStatuses[i], false)
+	}
+	return found
+}
+
+// imageOf is the image a container's status names, or its spec's: the
+// kubelet names it in the status of a container that waits for it.
+func imageOf(pod *corev1.Pod, s *corev1.ContainerStatus) string {
+	if s.Image != "" {
+		return s.Image
+	}
+	for _, cs := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+		for _, c := range cs {
+			if c.Name == s.Name {
+				return c.Image
+			}
+		}
+	}
+	return ""
+}
+
+// imagePullMessage is the kubelet's message on the container of pod that
+// waits for its image, "" if none does.
+func imagePullMessage(pod *corev1.Pod, container string) string {
+	for _, statuses := range [][]corev1.ContainerStatus{pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses} {
+		for _, s := range statuses {
+			if s.Name == container && s.State.Waiting != nil {
+				return s.State.Waiting.Message
+			}
 		}
 	}
 	return ""

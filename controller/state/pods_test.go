@@ -74,3 +74,78 @@ func TestObservePodWorkerExitInProcessScope(t *testing.T) {
 		}
 	}
 }
+
+// A container waiting for an image the kubelet cannot pull: the agent is
+// named before any other container, which waits behind it; the image is
+// the status's, or the spec's when the status has none.
+func TestObservePodImagePull(t *testing.T) {
+	agent := corev1.Container{Name: "inplace-agent", Image: "registry.example/agent:1", Env: []corev1.EnvVar{{Name: protocol.EnvRestartExitCode, Value: "88"}}}
+	waiting := func(name, image, reason string) corev1.ContainerStatus {
+		return corev1.ContainerStatus{Name: name, Image: image, State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: reason, Message: "the kubelet's words"}}}
+	}
+	running := func(name string) corev1.ContainerStatus {
+		return corev1.ContainerStatus{Name: name, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}
+	}
+	cases := map[string]struct {
+		serviceAccount string
+		init, regular  []corev1.ContainerStatus
+		want           ImagePull
+	}{
+		"every container runs": {
+			init: []corev1.ContainerStatus{running("inplace-agent")}, regular: []corev1.ContainerStatus{running("trainer")},
+		},
+		"the agent backs off": {
+			init: []corev1.ContainerStatus{waiting("inplace-agent", "registry.example/agent:1", "ImagePullBackOff")},
+			want: ImagePull{Container: "inplace-agent", Agent: true, Image: "registry.example/agent:1", Reason: "ImagePullBackOff", ServiceAccount: "default"},
+		},
+		"the agent's image is never pulled, its status names no image: the spec's": {
+			serviceAccount: "train",
+			init:           []corev1.ContainerStatus{waiting("inplace-agent", "", "ErrImageNeverPull")},
+			want:           ImagePull{Container: "inplace-agent", Agent: true, Image: "registry.example/agent:1", Reason: "ErrImageNeverPull", ServiceAccount: "train"},
+		},
+		"a worker cannot pull": {
+			init: []corev1.ContainerStatus{running("inplace-agent")}, regular: []corev1.ContainerStatus{running("sidecar"), waiting("trainer", "registry.example/trainer:1", "ErrImagePull")},
+			want: ImagePull{Container: "trainer", Image: "registry.example/trainer:1", Reason: "ErrImagePull", ServiceAccount: "default"},
+		},
+		"an init container of the user's and the agent wait: the agent": {
+			init: []corev1.ContainerStatus{waiting("setup", "registry.example/setup:1", "InvalidImageName"), waiting("inplace-agent", "registry.example/agent:1", "ErrImagePull")},
+			want: ImagePull{Container: "inplace-agent", Agent: true, Image: "registry.example/agent:1", Reason: "ErrImagePull", ServiceAccount: "default"},
+		},
+		"another wait is no image pull": {
+			init: []corev1.ContainerStatus{running("inplace-agent")}, regular: []corev1.ContainerStatus{waiting("trainer", "registry.example/trainer:1", "CreateContainerConfigError")},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			pod := &corev1.Pod{
+				ObjectMeta: metav1.ObjectMeta{Name: "p"},
+				Spec:       corev1.PodSpec{ServiceAccountName: tc.serviceAccount, InitContainers: []corev1.Container{{Name: "setup"}, agent}, Containers: []corev1.Container{{Name: "trainer"}}},
+				Status:     corev1.PodStatus{InitContainerStatuses: tc.init, ContainerStatuses: tc.regular},
+			}
+			if diff := cmp.Diff(tc.want, ObservePod(pod).ImagePull); diff != "" {
+				t.Errorf("ImagePull (-want +got):\n%s", diff)
+			}
+		})
+	}
+	if (ImagePull{Reason: "ErrImageNeverPull"}).Retried() || (ImagePull{Reason: "InvalidImageName"}).Retried() || !(ImagePull{Reason: "ImagePullBackOff"}).Retried() {
+		t.Error("Retried: want false for ErrImageNeverPull and InvalidImageName only")
+	}
+}
+
+// Pods waiting for the same image share a class whatever the kubelet's
+// words on each; the group quotes its first Pod's.
+func TestPodGroupsQuoteTheFirstPodsImagePullMessage(t *testing.T) {
+	js := &jobset.JobSet{}
+	pod := func(name, message string) corev1.Pod {
+		return corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{jobset.ReplicatedJobNameKey: "w", jobset.RestartsKey: "0"}},
+			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "trainer", Image: "registry.example/trainer:1"}}},
+			Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{Name: "trainer",
+				State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ErrImagePull", Message: message}}}}},
+		}
+	}
+	groups := FamilyOf(js, nil, []corev1.Pod{pod("c", "on c"), pod("a", "on a"), pod("b", "on b")}).PodGroups(js, "0")
+	if len(groups) != 1 || groups[0].N() != 3 || groups[0].ImagePullMessage != "on a" {
+		t.Fatalf("groups %+v, want one of 3 Pods quoting Pod a", groups)
+	}
+}

@@ -562,6 +562,12 @@ const (
 	JobSetStartupPolicyCompleted JobSetConditionType = "StartupPolicyCompleted"
 	// JobSetRestarting is True while a restart of the JobSet is under way.
 	JobSetRestarting JobSetConditionType = "RestartingJobSet"
+	// JobSetImagePullFailure is True while Pods of an InPlaceRestart JobSet
+	// wait for an image the kubelet cannot pull, the agent's or a
+	// worker's: the group cannot start, and the Pods alone say why. Not
+	// upstream JobSet's. It never fails the JobSet: the kubelet keeps
+	// retrying, and the image may become available.
+	JobSetImagePullFailure JobSetConditionType = "ImagePullFailure"
 )
 
 // TerminalState values of status.terminalState.
