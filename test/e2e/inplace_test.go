@@ -379,7 +379,7 @@ var _ = Describe("in-place restart, more cases", func() {
 
 		// inplacectl status shows it from the cluster.
 		var out, errOut bytes.Buffer
-		code := inplacectl.Run(ctx, []string{"status", js.Name, "-n", ns.Name, "-kubeconfig", framework.WriteKubeconfig(cfg)}, &out, &errOut)
+		code := inplacectl.Run(ctx, []string{"status", js.Name, "-n", ns.Name, "--kubeconfig", framework.WriteKubeconfig(cfg)}, &out, &errOut)
 		Expect(code).To(BeZero(), errOut.String())
 		Expect(out.String()).To(And(
 			ContainSubstring("epochs   synced 2  deprecated 1\n"),

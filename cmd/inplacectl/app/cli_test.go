@@ -1,18 +1,31 @@
 package app
 
 import (
-	"bytes"
 	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
 )
 
 func run(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
-	var out, errOut bytes.Buffer
-	code := Run(context.Background(), args, &out, &errOut)
+	return runWith(t, NewCommand, "", args...)
+}
+
+// runWith runs the command line args of the command newCmd builds,
+// reading stdin, and returns the exit status and what it printed. The
+// kubeconfig is one that does not exist, so that the namespace is
+// default whatever the machine's kubeconfig says.
+func runWith(t *testing.T, newCmd func(genericiooptions.IOStreams) *cobra.Command, stdin string, args ...string) (int, string, string) {
+	t.Helper()
+	t.Setenv("KUBECONFIG", filepath.Join(t.TempDir(), "no-kubeconfig"))
+	streams, in, out, errOut := genericiooptions.NewTestIOStreams()
+	in.WriteString(stdin)
+	code := Execute(context.Background(), newCmd(streams), args)
 	return code, out.String(), errOut.String()
 }
 
@@ -76,14 +89,14 @@ func TestPolicyEval(t *testing.T) {
 	if err := os.WriteFile(params, []byte("limit: 5\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	code, out, errOut := run(t, "policy", "eval", "-p", "../../../examples/policies", "-f", "../../../examples/failure-policy/fail-fast-on-bugs.yaml", "-params", params)
+	code, out, errOut := run(t, "policy", "eval", "-p", "../../../examples/policies", "-f", "../../../examples/failure-policy/fail-fast-on-bugs.yaml", "--params", params)
 	if code != 1 || !strings.Contains(out, "# deny   max_restarts: spec.failurePolicy.maxRestarts is 10, above this cluster's limit of 5") {
 		t.Errorf("exit %d: %s%s", code, out, errOut)
 	}
 }
 
 func TestUsage(t *testing.T) {
-	if code, _, errOut := run(t, "render"); code != 2 || !strings.Contains(errOut, "render needs -f") {
+	if code, _, errOut := run(t, "render"); code != 2 || !strings.Contains(errOut, `required flag(s) "filename" not set`) {
 		t.Errorf("render without -f: exit %d %s", code, errOut)
 	}
 	if code, _, _ := run(t, "frobnicate"); code != 2 {
@@ -148,16 +161,13 @@ spec:
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			stdin = strings.NewReader(tc.stdin)
-			t.Cleanup(func() { stdin = os.Stdin })
-			var out, errOut bytes.Buffer
-			code := Run(context.Background(), tc.args, &out, &errOut)
+			code, out, errOut := runWith(t, NewCommand, tc.stdin, tc.args...)
 			if code != tc.wantCode {
-				t.Errorf("exit %d, want %d; stdout:\n%s\nstderr:\n%s", code, tc.wantCode, out.String(), errOut.String())
+				t.Errorf("exit %d, want %d; stdout:\n%s\nstderr:\n%s", code, tc.wantCode, out, errOut)
 			}
 			for _, w := range tc.want {
-				if !strings.Contains(out.String()+errOut.String(), w) {
-					t.Errorf("output lacks %q; stdout:\n%s\nstderr:\n%s", w, out.String(), errOut.String())
+				if !strings.Contains(out+errOut, w) {
+					t.Errorf("output lacks %q; stdout:\n%s\nstderr:\n%s", w, out, errOut)
 				}
 			}
 		})

@@ -3,11 +3,11 @@ package app
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"strings"
 
+	"github.com/spf13/cobra"
 	"sigs.k8s.io/yaml"
 
 	policyv1alpha1 "github.com/inplace-dev/inplace/api/policy/v1alpha1"
@@ -16,19 +16,35 @@ import (
 	"github.com/inplace-dev/inplace/policies/suite"
 )
 
+func newPolicyDescribeCommand(root *rootOptions) *cobra.Command {
+	var filename string
+	cmd := &cobra.Command{
+		Use:   "describe -f FILENAME",
+		Short: "Show a JobSetPolicy and check its parameters and its Rego",
+		Long: root.examples(`Show a JobSetPolicy manifest: its enforcement action, target, Rego
+version, match and exclude, its parametersSchema explained field by field,
+its parameters checked against it (defaults applied), and whether its Rego
+compiles. The exit status is 1 if the API server or the manager would
+refuse it.`),
+		Example: root.examples(`  inplacectl policy describe -f policies/library/max-pods-per-jobset/policy.yaml`),
+		Args:    noArgs("give the JobSetPolicy with -f FILENAME"),
+		RunE: func(*cobra.Command, []string) error {
+			return policyDescribe(filename, root.streams.Out)
+		},
+	}
+	cmd.Flags().StringVarP(&filename, "filename", "f", "", "the JobSetPolicy manifest")
+	mustMark(cmd.MarkFlagRequired("filename"))
+	mustMark(cmd.MarkFlagFilename("filename", "yaml", "yml", "json"))
+	return cmd
+}
+
 // policyDescribe shows what a JobSetPolicy manifest says and checks what
 // the API server and the manager would check: its parameters against its
 // schema, and its Rego. It exits 1 if either fails.
-func policyDescribe(args []string, out io.Writer) (int, error) {
-	fs := flag.NewFlagSet("policy describe", flag.ContinueOnError)
-	file := fs.String("f", "", "the JobSetPolicy manifest")
-	fs.SetOutput(io.Discard)
-	if err := fs.Parse(args); err != nil || *file == "" || fs.NArg() > 0 {
-		return 2, usageError{fmt.Errorf("policy describe needs -f POLICY.yaml")}
-	}
-	p, err := suite.ReadPolicy(*file)
+func policyDescribe(file string, out io.Writer) error {
+	p, err := suite.ReadPolicy(file)
 	if err != nil {
-		return 1, err
+		return err
 	}
 	spec := &p.Spec
 	orDefault := func(v, def string) string {
@@ -48,7 +64,7 @@ func policyDescribe(args []string, out io.Writer) (int, error) {
 	var values map[string]any
 	if spec.Parameters != nil && len(spec.Parameters.Raw) > 0 {
 		if err := json.Unmarshal(spec.Parameters.Raw, &values); err != nil {
-			return 1, fmt.Errorf("%s: spec.parameters: %w", *file, err)
+			return fmt.Errorf("%s: spec.parameters: %w", file, err)
 		}
 	}
 	var schema *params.Schema
@@ -89,7 +105,7 @@ func policyDescribe(args []string, out io.Writer) (int, error) {
 		fmt.Fprintln(out, label)
 		y, err := yaml.Marshal(values)
 		if err != nil {
-			return 1, err
+			return err
 		}
 		fmt.Fprint(out, indent(string(y)))
 	}
@@ -99,10 +115,10 @@ func policyDescribe(args []string, out io.Writer) (int, error) {
 	})
 	if err != nil {
 		fmt.Fprintf(out, "Rego:               does not compile:\n%s", indent(err.Error()+"\n"))
-		return 1, nil
+		return exitCode(1)
 	}
 	fmt.Fprintln(out, "Rego:               compiles")
-	return code, nil
+	return exitCode(code)
 }
 
 // section prints a field as YAML under its name, or what its absence means.

@@ -11,13 +11,10 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 )
 
-// stdin is what `-f -` reads.
-var stdin io.Reader = os.Stdin
-
-// readDocuments reads the YAML documents of path ("-": standard input),
+// readDocuments reads the YAML documents of path ("-": stdin),
 // as kubectl does: documents separated by ---, empty ones skipped. A file
 // with no document is an error, not a silent success.
-func readDocuments(path string) ([][]byte, error) {
+func readDocuments(path string, stdin io.Reader) ([][]byte, error) {
 	var r io.Reader
 	name := path
 	if path == "-" {

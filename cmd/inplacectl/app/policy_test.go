@@ -120,7 +120,7 @@ func TestPolicyDescribeInvalid(t *testing.T) {
 	if code != 1 {
 		t.Errorf("exit %d, want 1", code)
 	}
-	if code, _, errOut := run(t, "policy", "describe"); code != 2 || !strings.Contains(errOut, "policy describe needs -f POLICY.yaml") {
+	if code, _, errOut := run(t, "policy", "describe"); code != 2 || !strings.Contains(errOut, `required flag(s) "filename" not set`) {
 		t.Errorf("no -f: exit %d, stderr %s", code, errOut)
 	}
 }

@@ -57,7 +57,7 @@ func TestWriteStatus(t *testing.T) {
 		},
 	}
 	var out bytes.Buffer
-	writeStatus(&out, in)
+	writeStatusTable(&out, buildStatusReport(in), false)
 	got := out.String()
 	for _, want := range []string{
 		"JobSet ml/train  strategy InPlaceRestart  state Active",
@@ -84,7 +84,7 @@ func TestWriteStatus(t *testing.T) {
 	// During a restart every barrier holds.
 	js.Status.DeprecatedEpoch = 2
 	out.Reset()
-	writeStatus(&out, in)
+	writeStatusTable(&out, buildStatusReport(in), false)
 	if got := out.String(); !strings.Contains(got, "restart in progress: waiting for every Pod at epoch 3") ||
 		strings.Count(got, "held: restarting") != 2 {
 		t.Errorf("status during a restart:\n%s", got)
@@ -112,7 +112,7 @@ func TestWriteStatusProcessScope(t *testing.T) {
 	pod := statusPod("w-0", "workers", "3", true, time.Now(), time.Now())
 	pod.Annotations[protocol.WorkerRestartsAnnotation] = "2"
 	var out bytes.Buffer
-	writeStatus(&out, statusInputs{jobSet: js, pods: []corev1.Pod{pod}})
+	writeStatusTable(&out, buildStatusReport(statusInputs{jobSet: js, pods: []corev1.Pod{pod}}), false)
 	for _, want := range []string{"scope    process\n", "w-0  3      true   2"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("status lacks %q:\n%s", want, out.String())

@@ -1,0 +1,228 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+)
+
+// rootOptions is what every subcommand shares: the flags kubectl users
+// know for choosing a cluster and a namespace (--kubeconfig, --context,
+// -n/--namespace, --as, ..., cli-runtime's ConfigFlags), and the streams.
+//
+// A subcommand lives in a file of its own as
+//
+//	func newXCommand(o *rootOptions) *cobra.Command
+//
+// and is one row of subcommands below (migrate.go adds newMigrateCommand
+// there). Its RunE returns nil for success, an error for a failure (exit
+// 1), usageErrorf(...) for bad usage (exit 2), or exitCode(n) once it has
+// printed a verdict itself; see Execute.
+type rootOptions struct {
+	configFlags *genericclioptions.ConfigFlags
+	streams     genericiooptions.IOStreams
+	// displayName is how a user calls the program: "inplacectl", or
+	// "kubectl inplace" for the plugin. Examples and usage lines show it.
+	displayName string
+}
+
+// subcommands are the root's commands, in the order help lists them.
+var subcommands = []func(o *rootOptions) *cobra.Command{
+	newRenderCommand,
+	newPolicyCommand,
+	newStatusCommand,
+	newVersionCommand,
+}
+
+// NewCommand returns the inplacectl command, which reads from and writes
+// to streams.
+func NewCommand(streams genericiooptions.IOStreams) *cobra.Command {
+	return newRootCommand(streams, "inplacectl", "")
+}
+
+// PluginName is the name of the kubectl plugin's binary: kubectl runs
+// `kubectl inplace ...` as kubectl-inplace, found on PATH.
+const PluginName = "kubectl-inplace"
+
+// NewPluginCommand returns the same command as NewCommand, named as the
+// kubectl plugin: its usage lines and examples read `kubectl inplace ...`.
+func NewPluginCommand(streams genericiooptions.IOStreams) *cobra.Command {
+	return newRootCommand(streams, PluginName, "kubectl inplace")
+}
+
+func newRootCommand(streams genericiooptions.IOStreams, name, displayName string) *cobra.Command {
+	o := &rootOptions{
+		configFlags: genericclioptions.NewConfigFlags(true).WithWarningPrinter(streams),
+		streams:     streams,
+		displayName: name,
+	}
+	if displayName != "" {
+		o.displayName = displayName
+	}
+	cmd := &cobra.Command{
+		Use:   name,
+		Short: "Answer JobSets offline as inplace's webhooks would, test policies, and show in-place restarts",
+		Long: o.examples(`inplacectl runs the code of inplace's webhooks offline: it answers the
+create of a JobSet as the API server with inplace's CRD and webhooks would
+(render), and evaluates and tests policies (policy). With a cluster, it
+shows a JobSet's in-place restarts (status).
+
+Exit status: 0 on success; 1 when the API server would refuse a JobSet,
+a policy denies, a test fails, a described policy is invalid or a command
+fails; 2 on bad usage.`),
+		// Execute prints errors and usage hints once, itself.
+		SilenceErrors: true,
+		SilenceUsage:  true,
+	}
+	if displayName != "" {
+		cmd.Annotations = map[string]string{cobra.CommandDisplayNameAnnotation: displayName}
+	}
+	o.configFlags.AddFlags(cmd.PersistentFlags())
+	registerConfigFlagCompletions(cmd, o)
+	cmd.SetIn(streams.In)
+	cmd.SetOut(streams.Out)
+	cmd.SetErr(streams.ErrOut)
+	cmd.SetFlagErrorFunc(flagError)
+	for _, newCmd := range subcommands {
+		cmd.AddCommand(newCmd(o))
+	}
+	classify(cmd)
+	return cmd
+}
+
+// examples writes a help text or an example for the name the user calls
+// the program by.
+func (o *rootOptions) examples(s string) string {
+	return strings.ReplaceAll(s, "inplacectl", o.displayName)
+}
+
+// groupRunE runs a command below the root that only groups others: alone
+// it prints its help; with an argument, that argument is a command it does
+// not know. (Cobra says so itself for the root's commands only.)
+func groupRunE(cmd *cobra.Command, args []string) error {
+	if len(args) == 0 {
+		return cmd.Help()
+	}
+	msg := fmt.Sprintf("unknown command %q for %q", args[0], cmd.CommandPath())
+	if cmd.SuggestionsMinimumDistance <= 0 {
+		cmd.SuggestionsMinimumDistance = 2 // cobra's default for the root
+	}
+	if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+		msg += "\n\nDid you mean this?\n\t" + strings.Join(s, "\n\t") + "\n"
+	}
+	return usageErrorf("%s", msg)
+}
+
+// exitError ends the program with code, after err's message if err is
+// not nil.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string {
+	if e.err == nil {
+		return fmt.Sprintf("exit status %d", e.code)
+	}
+	return e.err.Error()
+}
+
+func (e *exitError) Unwrap() error { return e.err }
+
+// usageErrorf is bad usage: exit 2, with a hint to the command's help.
+func usageErrorf(format string, args ...any) error {
+	return &exitError{code: 2, err: fmt.Errorf(format, args...)}
+}
+
+// exitCode ends the program with code and no further message: the command
+// has printed its verdict. exitCode(0) is nil.
+func exitCode(code int) error {
+	if code == 0 {
+		return nil
+	}
+	return &exitError{code: code}
+}
+
+// classify makes every error a command's run returns a failure (exit 1)
+// unless it says otherwise, and every error of its argument check bad usage
+// (exit 2). Whatever else cobra returns — a flag, a required flag, a
+// command it does not know — is bad usage too. It runs once the tree is
+// built, so that a subcommand added to subcommands needs nothing more.
+func classify(cmd *cobra.Command) {
+	for _, c := range cmd.Commands() {
+		classify(c)
+	}
+	if run := cmd.RunE; run != nil {
+		cmd.RunE = func(c *cobra.Command, args []string) error {
+			err := run(c, args)
+			var e *exitError
+			if err == nil || errors.As(err, &e) {
+				return err
+			}
+			return &exitError{code: 1, err: err}
+		}
+	}
+	if check := cmd.Args; check != nil {
+		cmd.Args = func(c *cobra.Command, args []string) error {
+			if err := check(c, args); err != nil {
+				var e *exitError
+				if errors.As(err, &e) {
+					return err
+				}
+				return &exitError{code: 2, err: err}
+			}
+			return nil
+		}
+	}
+}
+
+// flagError names the flag, and says so when a long flag was given with
+// one dash as inplacectl's flags once were (-kubeconfig is -k -u -b ...).
+func flagError(cmd *cobra.Command, err error) error {
+	msg := err.Error()
+	if _, arg, ok := strings.Cut(msg, " in -"); ok && strings.HasPrefix(msg, "unknown shorthand flag") {
+		name, _, _ := strings.Cut(arg, "=")
+		if cmd.Flags().Lookup(name) != nil {
+			msg += fmt.Sprintf(": long flags take two dashes: --%s", name)
+		}
+	}
+	return usageErrorf("%s", msg)
+}
+
+// Execute runs cmd with args (without the program name) and returns the
+// exit status: 0, 1 for a refusal or a failure, 2 for bad usage. It prints
+// the error, if any, to cmd's error stream.
+func Execute(ctx context.Context, cmd *cobra.Command, args []string) int {
+	cmd.SetArgs(args)
+	c, err := cmd.ExecuteContextC(ctx)
+	if err == nil {
+		return 0
+	}
+	errOut := cmd.ErrOrStderr()
+	code := 2
+	var e *exitError
+	if errors.As(err, &e) {
+		code = e.code
+		err = e.err
+	}
+	if err != nil {
+		fmt.Fprintf(errOut, "error: %v\n", err)
+	}
+	if code == 2 {
+		fmt.Fprintf(errOut, "See '%s --help' for usage.\n", c.CommandPath())
+	}
+	return code
+}
+
+// Run runs inplacectl with args (without the program name), reading
+// standard input, and returns the exit status.
+func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	return Execute(ctx, NewCommand(genericiooptions.IOStreams{In: os.Stdin, Out: stdout, ErrOut: stderr}), args)
+}
