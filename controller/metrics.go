@@ -7,6 +7,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
@@ -32,6 +33,7 @@ type restartMetrics struct {
 	inPlaceFallbacksTotal prometheus.Counter
 	inPlaceRestartSeconds prometheus.Histogram
 	epochGauge            *prometheus.GaugeVec
+	imagePullGauge        *prometheus.GaugeVec
 
 	mu sync.Mutex
 	// started is when each JobSet's in-place restart in progress began, as
@@ -59,9 +61,13 @@ func newRestartMetrics(reg prometheus.Registerer) (*restartMetrics, error) {
 			Name: "inplace_jobset_epoch",
 			Help: "The epochs of an InPlaceRestart JobSet: synced (every Pod at it) and deprecated (the last one restarted away from).",
 		}, []string{"namespace", "jobset", "epoch"}),
+		imagePullGauge: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "inplace_jobset_image_pull_failure",
+			Help: "1 while Pods of an InPlaceRestart JobSet wait for an image the kubelet cannot pull (its ImagePullFailure condition), by whose image: agent or worker.",
+		}, []string{"namespace", "jobset", "image"}),
 		started: map[types.UID]time.Time{},
 	}
-	for _, c := range []prometheus.Collector{m.restartsTotal, m.inPlaceFallbacksTotal, m.inPlaceRestartSeconds, m.epochGauge} {
+	for _, c := range []prometheus.Collector{m.restartsTotal, m.inPlaceFallbacksTotal, m.inPlaceRestartSeconds, m.epochGauge, m.imagePullGauge} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("registering the controller's metrics: %w", err)
 		}
@@ -123,9 +129,30 @@ func (m *restartMetrics) epochs(js *jobset.JobSet) {
 	m.epochGauge.WithLabelValues(js.Namespace, js.Name, "deprecated").Set(float64(js.Status.DeprecatedEpoch))
 }
 
+// imagePulls publishes whether an InPlaceRestart JobSet's Pods wait for an
+// image, from its status: the agent's, which the manager's configuration
+// names, or a worker's, which the JobSet's template does.
+func (m *restartMetrics) imagePulls(js *jobset.JobSet) {
+	if !decide.InPlace(js) {
+		return
+	}
+	var agent, worker float64
+	if c := meta.FindStatusCondition(js.Status.Conditions, string(jobset.JobSetImagePullFailure)); c != nil && c.Status == metav1.ConditionTrue {
+		if c.Reason == decide.ReasonAgentImagePullFailed {
+			agent = 1
+		} else {
+			worker = 1
+		}
+	}
+	m.imagePullGauge.WithLabelValues(js.Namespace, js.Name, "agent").Set(agent)
+	m.imagePullGauge.WithLabelValues(js.Namespace, js.Name, "worker").Set(worker)
+}
+
 // gone forgets a deleted JobSet.
 func (m *restartMetrics) gone(key types.NamespacedName) {
-	m.epochGauge.DeletePartialMatch(prometheus.Labels{"namespace": key.Namespace, "jobset": key.Name})
+	of := prometheus.Labels{"namespace": key.Namespace, "jobset": key.Name}
+	m.epochGauge.DeletePartialMatch(of)
+	m.imagePullGauge.DeletePartialMatch(of)
 }
 
 func (m *restartMetrics) forget(uid types.UID) {

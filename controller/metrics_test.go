@@ -124,3 +124,39 @@ func TestHeldRestartsAreForgottenAndKeyedByUID(t *testing.T) {
 		t.Errorf("after a plan that holds nothing: get = %v, want zero", got)
 	}
 }
+
+func TestImagePullMetrics(t *testing.T) {
+	m, err := newRestartMetrics(prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	js := ctrltestutil.InPlaceJobSet(0, 0)
+	gauge := func(image string) float64 {
+		return testutil.ToFloat64(m.imagePullGauge.WithLabelValues(js.Namespace, js.Name, image))
+	}
+	for _, tc := range []struct {
+		status, reason string
+		agent, worker  float64
+	}{
+		{"", "", 0, 0},
+		{"True", decide.ReasonAgentImagePullFailed, 1, 0},
+		{"True", decide.ReasonWorkerImagePullFailed, 0, 1},
+		{"False", decide.ReasonImagePullResolved, 0, 0},
+	} {
+		js.Status.Conditions = nil
+		if tc.status != "" {
+			js.Status.Conditions = []metav1.Condition{{Type: string(jobset.JobSetImagePullFailure), Status: metav1.ConditionStatus(tc.status), Reason: tc.reason}}
+		}
+		m.imagePulls(js)
+		if a, w := gauge("agent"), gauge("worker"); a != tc.agent || w != tc.worker {
+			t.Errorf("condition %s %s: agent %v worker %v, want %v %v", tc.status, tc.reason, a, w, tc.agent, tc.worker)
+		}
+	}
+	m.gone(types.NamespacedName{Namespace: js.Namespace, Name: js.Name})
+	if n := testutil.CollectAndCount(m.imagePullGauge); n != 0 {
+		t.Errorf("%d image pull series left for a deleted JobSet", n)
+	}
+	if m.imagePulls(ctrltestutil.JobSet("w", 1)); testutil.CollectAndCount(m.imagePullGauge) != 0 {
+		t.Error("a JobSet without InPlaceRestart has image pull series")
+	}
+}

@@ -309,6 +309,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 	}
 	r.metrics.epochs(&js)
+	r.metrics.imagePulls(&js)
 	// The broadcast mirrors the status, which stays the truth: it is written
 	// after the status, and rewritten by the next reconcile if this fails.
 	if p.Broadcast != nil {
