@@ -52,6 +52,7 @@ var forbidden = map[string][]string{
 	"cmd/supervisor":               {module + "/agent", module + "/controller", module + "/webhook", module + "/policies", module + "/cmd/agent", module + "/cmd/manager", module + "/cmd/inplacectl", "k8s.io/", "sigs.k8s.io/", "github.com/open-policy-agent/"},
 	"cmd/inplacectl":               {module + "/controller", module + "/agent"},
 	"cmd/inplacectl/app":           {module + "/controller", module + "/agent"},
+	"cmd/inplacectl/migration":     {module + "/controller", module + "/agent", module + "/webhook", module + "/policies"},
 	"cmd/manager":                  {module + "/agent"},
 	"cmd/manager/app":              {module + "/agent"},
 	"cmd/internal/version":         {stdlibOnly},
@@ -79,8 +80,9 @@ var forbidden = map[string][]string{
 }
 
 // allowed are the exceptions to forbidden: the APIs everyone may import,
-// and the one sideways import the layering allows (injection and the
-// controller share podFailurePolicy matching).
+// and the sideways imports the layering allows (injection and the
+// controller share podFailurePolicy matching; the migration check and the
+// manager judge upstream JobSet's presence alike).
 var allowed = map[string][]string{
 	"api/config/v1alpha1":          {module + "/api/config/v1alpha1"},
 	"api/jobset/v1alpha2":          {module + "/api/jobset/v1alpha2"},
@@ -94,8 +96,9 @@ var allowed = map[string][]string{
 	"webhook":                      {module + "/controller/podfailure"},
 	"webhook/inject":               {module + "/controller/podfailure"},
 	"webhook/offline":              {module + "/controller/podfailure"},
-	"cmd/inplacectl":               {module + "/controller/podfailure"},
-	"cmd/inplacectl/app":           {module + "/controller/podfailure"},
+	"cmd/inplacectl":               {module + "/controller/podfailure", module + "/controller/coexist"},
+	"cmd/inplacectl/app":           {module + "/controller/podfailure", module + "/controller/coexist"},
+	"cmd/inplacectl/migration":     {module + "/controller/coexist"},
 	"cmd/supervisor":               {module + "/agent/supervisor"},
 }
 

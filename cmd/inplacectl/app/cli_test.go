@@ -173,3 +173,66 @@ spec:
 		})
 	}
 }
+
+// The API server stores a JobSet whose container has no image, as
+// upstream JobSet does, and then refuses its Jobs: render accepts it, as
+// the API server does, and says so.
+func TestRenderWarnsOfAContainerWithoutImage(t *testing.T) {
+	const manifest = `apiVersion: jobset.x-k8s.io/v1alpha2
+kind: JobSet
+metadata: {name: no-image}
+spec:
+  replicatedJobs:
+  - name: a
+    template:
+      spec:
+        template:
+          spec:
+            restartPolicy: Never
+            containers: [{name: c, image: registry.example/c:1}]
+  - name: b
+    template:
+      spec:
+        template:
+          spec:
+            restartPolicy: Never
+            initContainers: [{name: fetch}]
+            containers: [{name: ok, image: registry.example/c:1}, {name: trainer}]
+`
+	cases := map[string]struct {
+		args       []string
+		wantStdout []string
+		wantStderr []string
+	}{
+		"the default output": {args: []string{"render", "-f", "-"}, wantStdout: []string{
+			`# warn   render: spec.replicatedJobs[1].template.spec.template.spec.initContainers[0].image: Required value: the API server stores the JobSet`,
+			`but refuses every Job created from it (spec.template.spec.initContainers[0].image: Required value); give container "fetch" an image`,
+			`# warn   render: spec.replicatedJobs[1].template.spec.template.spec.containers[1].image: Required value`,
+			"# Verdict: accepted",
+		}},
+		"-o yaml": {args: []string{"render", "-f", "-", "-o", "yaml"},
+			wantStdout: []string{"name: no-image"},
+			wantStderr: []string{"spec.replicatedJobs[1].template.spec.template.spec.containers[1].image: Required value", "# Verdict: accepted"}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			code, out, errOut := runWith(t, NewCommand, manifest, tc.args...)
+			if code != 0 {
+				t.Errorf("exit %d, want 0 (the API server stores it); stderr:\n%s", code, errOut)
+			}
+			for _, w := range tc.wantStdout {
+				if !strings.Contains(out, w) {
+					t.Errorf("stdout lacks %q:\n%s", w, out)
+				}
+			}
+			for _, w := range tc.wantStderr {
+				if !strings.Contains(errOut, w) {
+					t.Errorf("stderr lacks %q:\n%s", w, errOut)
+				}
+			}
+			if n := strings.Count(out+errOut, "# warn   render:"); n != 2 {
+				t.Errorf("%d warnings, want 2, one per container without an image:\n%s%s", n, out, errOut)
+			}
+		})
+	}
+}

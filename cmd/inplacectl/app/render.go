@@ -47,6 +47,9 @@ passed over; a manifest with no document is an error. A JobSet whose
 manifest names no namespace is created in -n, else the kubeconfig
 context's namespace, else default, as kubectl apply -f would.
 
+render also warns of what the API server admits but the Jobs then refuse
+(a container without an image).
+
 With -o json or -o yaml it prints only the JobSets the API server would
 store, to pipe to kubectl apply -f -; the decisions and verdicts go to
 standard error. The exit status is 1 if any JobSet is refused.`),
@@ -178,6 +181,13 @@ func writeAnswer(notes, out io.Writer, printer printers.ResourcePrinter, res off
 		fmt.Fprintf(notes, "#   %s %s: %s\n", d.What, d.Where, d.Why)
 	}
 	verdict(notes, res.Policies)
+	warnings, err := jobTemplateWarnings(res.Stored)
+	if err != nil {
+		return 1, err
+	}
+	for _, w := range warnings {
+		fmt.Fprintf(notes, "# %-6s %s\n", "warn", w)
+	}
 	if res.Refusal != "" {
 		fmt.Fprintf(notes, "# Verdict: refused: %s\n", res.Refusal)
 		if printer != nil {

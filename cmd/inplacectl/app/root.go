@@ -38,6 +38,7 @@ var subcommands = []func(o *rootOptions) *cobra.Command{
 	newRenderCommand,
 	newPolicyCommand,
 	newStatusCommand,
+	newMigrateCommand,
 	newVersionCommand,
 }
 

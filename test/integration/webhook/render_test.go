@@ -17,6 +17,9 @@ import (
 	"github.com/inplace-dev/inplace/webhook/offline"
 )
 
+// noImage is the case of a container without an image.
+const noImage = "a container without an image"
+
 // renderCases are manifests the offline admission must answer as the API
 // server does: every JobSet the repository ships, and one refused at each
 // step of the API server's create.
@@ -59,6 +62,9 @@ spec:
 	add("a built-in policy", "  failurePolicy:\n    restartStrategy: InPlaceRestart\n", "    replicas: 2\n")
 	add("an in-place restart", "  failurePolicy:\n    restartStrategy: InPlaceRestart\n    maxRestarts: 3\n", "")
 	cases["an invalid name"] = []byte(strings.Replace(string(cases["an in-place restart"]), "name: render-case", "name: Render_Case", 1))
+	// Stored, as upstream JobSet stores it; its Jobs are refused later,
+	// which render warns of.
+	cases[noImage] = []byte(strings.Replace(string(cases["an in-place restart"]), ", image: busybox", "", 1))
 	return cases
 }
 
@@ -90,6 +96,9 @@ var _ = Describe("inplacectl render", func() {
 				// lacks what it would inject) and the process-scope one
 				// with a worker without a command, which show a refusal.
 				Expect(err).NotTo(HaveOccurred(), "%s: a shipped JobSet is refused", name)
+			}
+			if name == noImage {
+				Expect(err).NotTo(HaveOccurred(), "the API server stores a JobSet whose container has no image")
 			}
 			if err != nil {
 				refused++

@@ -1,0 +1,182 @@
+package migration
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	batchv1 "k8s.io/api/batch/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/utils/ptr"
+
+	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
+)
+
+// jobRestartAttemptKey is the label on a Job that counts its recreations
+// alone, as upstream and inplace write it.
+const jobRestartAttemptKey = "jobset.sigs.k8s.io/job-restart-attempt"
+
+// jobSetNotes says what changes for one JobSet when inplace takes it
+// over; none of it blocks the migration. A JobSet another controller
+// manages (spec.managedBy) is left alone by both, and a finished one
+// creates no Job again: of those, only the fields the CRD drops matter.
+func jobSetNotes(j JobSet) []string {
+	js := j.JobSet
+	var notes []string
+	if len(j.Undeclared) > 0 {
+		notes = append(notes, fmt.Sprintf("stored fields inplace's CRD does not have, which the API server drops once the CRD is replaced: %s", strings.Join(j.Undeclared, ", ")))
+	}
+	if m := ptr.Deref(js.Spec.ManagedBy, jobset.JobSetControllerName); m != jobset.JobSetControllerName || finished(js) {
+		return notes
+	}
+	if keys := exclusivePlacement(js); len(keys) > 0 {
+		notes = append(notes, fmt.Sprintf("exclusive placement (%s) is not implemented by inplace: Jobs created from now on (by a restart) are placed without it; its running Jobs keep the placement upstream gave them", strings.Join(keys, ", ")))
+	}
+	if why := restartUnderWay(j); why != "" {
+		notes = append(notes, "a restart is under way ("+why+"): inplace carries it on, deleting the Jobs of the earlier attempt and creating those of the new one")
+	}
+	var recreated []string
+	for i := range j.Jobs {
+		if why := notAdopted(js, &j.Jobs[i]); why != "" {
+			recreated = append(recreated, j.Jobs[i].Name+" ("+why+")")
+		}
+	}
+	if len(recreated) > 0 {
+		sort.Strings(recreated)
+		notes = append(notes, fmt.Sprintf("inplace would delete and recreate these Jobs of the current attempt, restarting their Pods: %s", strings.Join(recreated, ", ")))
+	}
+	return notes
+}
+
+func finished(js *jobset.JobSet) bool {
+	return js.Status.TerminalState != "" ||
+		meta.IsStatusConditionTrue(js.Status.Conditions, string(jobset.JobSetCompleted)) ||
+		meta.IsStatusConditionTrue(js.Status.Conditions, string(jobset.JobSetFailed))
+}
+
+// exclusivePlacement lists where the JobSet asks for upstream's exclusive
+// placement.
+func exclusivePlacement(js *jobset.JobSet) []string {
+	var out []string
+	for _, k := range []string{jobset.ExclusiveKey, jobset.NodeSelectorStrategyKey} {
+		if _, ok := js.Annotations[k]; ok {
+			out = append(out, "annotation "+k)
+		}
+	}
+	for _, rj := range js.Spec.ReplicatedJobs {
+		if _, ok := rj.Template.Annotations[jobset.ExclusiveKey]; ok {
+			out = append(out, "replicated job "+rj.Name+"'s annotation "+jobset.ExclusiveKey)
+		}
+	}
+	return out
+}
+
+// recreateAttempt is the attempt the current Jobs belong to, as inplace
+// reads it: restarts that recreated the Jobs.
+func recreateAttempt(js *jobset.JobSet) int32 {
+	return js.Status.Restarts - js.Status.InPlaceRestarts
+}
+
+// restartUnderWay says why a restart of the JobSet is under way, or "".
+func restartUnderWay(j JobSet) string {
+	js := j.JobSet
+	if meta.IsStatusConditionTrue(js.Status.Conditions, string(jobset.JobSetRestarting)) {
+		return "condition " + string(jobset.JobSetRestarting)
+	}
+	if p, c := js.Status.PreviousInPlaceRestartAttempt, js.Status.CurrentInPlaceRestartAttempt; p != nil && (c == nil || *p >= *c) {
+		return fmt.Sprintf("in-place restart attempt %d deprecated, none synced after it", *p)
+	}
+	var old []string
+	for _, job := range j.Jobs {
+		if a, err := strconv.Atoi(job.Labels[jobset.RestartsKey]); err == nil && int32(a) < recreateAttempt(js) {
+			old = append(old, job.Name)
+		}
+	}
+	if len(old) > 0 {
+		slices.Sort(old)
+		return fmt.Sprintf("Jobs of an earlier attempt remain: %s", strings.Join(old, ", "))
+	}
+	return ""
+}
+
+// notAdopted says why inplace would not take a Job of the JobSet's
+// current attempt as its own, or "": the rules of the controller's
+// current attempt (controller/state), read from the labels.
+func notAdopted(js *jobset.JobSet, job *batchv1.Job) string {
+	attempt := job.Labels[jobset.RestartsKey]
+	if attempt != strconv.Itoa(int(recreateAttempt(js))) || job.DeletionTimestamp != nil {
+		// Of another attempt: deleted by either controller.
+		return ""
+	}
+	rj := job.Labels[jobset.ReplicatedJobNameKey]
+	i := slices.IndexFunc(js.Spec.ReplicatedJobs, func(r jobset.ReplicatedJob) bool { return r.Name == rj })
+	if i < 0 {
+		return fmt.Sprintf("label %s=%q names no replicated job", jobset.ReplicatedJobNameKey, rj)
+	}
+	index, err := strconv.Atoi(job.Labels[jobset.JobIndexKey])
+	if err != nil || index < 0 || index >= int(js.Spec.ReplicatedJobs[i].Replicas) {
+		return fmt.Sprintf("label %s=%q is not an index of replicated job %s", jobset.JobIndexKey, job.Labels[jobset.JobIndexKey], rj)
+	}
+	var want int32
+	for _, s := range js.Status.ReplicatedJobsStatus {
+		if s.Name == rj && index < len(s.JobRestarts) {
+			want = s.JobRestarts[index]
+		}
+	}
+	got, ok := job.Labels[jobRestartAttemptKey]
+	if !ok {
+		got = "0" // never recreated alone
+	}
+	if got != strconv.Itoa(int(want)) {
+		return fmt.Sprintf("label %s=%q, status.replicatedJobsStatus says %d", jobRestartAttemptKey, got, want)
+	}
+	return ""
+}
+
+// undeclared lists the fields of a stored object that schema does not
+// declare, as dotted paths ("[]" for the items of a list).
+func undeclared(obj map[string]any, schema *apiextensionsv1.JSONSchemaProps) []string {
+	var out []string
+	var walk func(path string, v any, s *apiextensionsv1.JSONSchemaProps)
+	walk = func(path string, v any, s *apiextensionsv1.JSONSchemaProps) {
+		if s == nil || ptr.Deref(s.XPreserveUnknownFields, false) {
+			return
+		}
+		switch v := v.(type) {
+		case map[string]any:
+			for k, child := range v {
+				p := k
+				if path != "" {
+					p = path + "." + k
+				}
+				// The object's metadata, and an embedded object's (a Job
+				// template's), are the API server's to keep or drop,
+				// under either CRD alike.
+				if k == "metadata" && (path == "" || s.XEmbeddedResource) || path == "" && (k == "apiVersion" || k == "kind") {
+					continue
+				}
+				if ps, ok := s.Properties[k]; ok {
+					walk(p, child, &ps)
+					continue
+				}
+				if ap := s.AdditionalProperties; ap != nil && (ap.Allows || ap.Schema != nil) {
+					walk(p, child, ap.Schema)
+					continue
+				}
+				out = append(out, p)
+			}
+		case []any:
+			if s.Items != nil && s.Items.Schema != nil {
+				for _, item := range v {
+					walk(path+"[]", item, s.Items.Schema)
+				}
+			}
+		}
+	}
+	walk("", obj, schema)
+	slices.Sort(out)
+	return slices.Compact(out)
+}
