@@ -79,11 +79,16 @@ VERSION_PKG := github.com/inplace-dev/inplace/cmd/internal/version
 GO_LDFLAGS := -X $(VERSION_PKG).version=$(VERSION) -X $(VERSION_PKG).commit=$(COMMIT)
 
 .PHONY: build
-build: ## Build inplace-manager, inplace-agent, inplace-supervisor and inplacectl into ./bin, stamped with VERSION.
+# kubectl-inplace is inplacectl as a kubectl plugin (kubectl inplace ...);
+# kubectl (1.26+) completes `kubectl inplace <TAB>` by running
+# kubectl_complete-inplace, which is the same binary under that name.
+build: ## Build inplace-manager, inplace-agent, inplace-supervisor, inplacectl and the kubectl plugin kubectl-inplace into ./bin, stamped with VERSION.
 	CGO_ENABLED=0 go build -trimpath -ldflags "$(GO_LDFLAGS)" -o $(BIN)/inplace-manager ./cmd/manager
 	CGO_ENABLED=0 go build -trimpath -ldflags "$(GO_LDFLAGS)" -o $(BIN)/inplace-agent ./cmd/agent
 	CGO_ENABLED=0 go build -trimpath -ldflags "$(GO_LDFLAGS)" -o $(BIN)/inplace-supervisor ./cmd/supervisor
 	CGO_ENABLED=0 go build -trimpath -ldflags "$(GO_LDFLAGS)" -o $(BIN)/inplacectl ./cmd/inplacectl
+	CGO_ENABLED=0 go build -trimpath -ldflags "$(GO_LDFLAGS)" -o $(BIN)/kubectl-inplace ./cmd/kubectl-inplace
+	ln -sf kubectl-inplace $(BIN)/kubectl_complete-inplace
 
 .PHONY: lint
 lint: $(GOLANGCI_LINT) ## Run golangci-lint (configuration in .golangci.yml).

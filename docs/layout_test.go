@@ -53,6 +53,7 @@ var forbidden = map[string][]string{
 	"cmd/inplacectl":               {module + "/controller", module + "/agent"},
 	"cmd/inplacectl/app":           {module + "/controller", module + "/agent"},
 	"cmd/inplacectl/migration":     {module + "/controller", module + "/agent", module + "/webhook", module + "/policies"},
+	"cmd/kubectl-inplace":          {module + "/controller", module + "/agent"},
 	"cmd/manager":                  {module + "/agent"},
 	"cmd/manager/app":              {module + "/agent"},
 	"cmd/internal/version":         {stdlibOnly},
@@ -99,6 +100,7 @@ var allowed = map[string][]string{
 	"cmd/inplacectl":               {module + "/controller/podfailure", module + "/controller/coexist"},
 	"cmd/inplacectl/app":           {module + "/controller/podfailure", module + "/controller/coexist"},
 	"cmd/inplacectl/migration":     {module + "/controller/coexist"},
+	"cmd/kubectl-inplace":          {module + "/controller/podfailure", module + "/controller/coexist"},
 	"cmd/supervisor":               {module + "/agent/supervisor"},
 }
 

@@ -48,16 +48,6 @@ func NewCommand(streams genericiooptions.IOStreams) *cobra.Command {
 	return newRootCommand(streams, "inplacectl", "")
 }
 
-// PluginName is the name of the kubectl plugin's binary: kubectl runs
-// `kubectl inplace ...` as kubectl-inplace, found on PATH.
-const PluginName = "kubectl-inplace"
-
-// NewPluginCommand returns the same command as NewCommand, named as the
-// kubectl plugin: its usage lines and examples read `kubectl inplace ...`.
-func NewPluginCommand(streams genericiooptions.IOStreams) *cobra.Command {
-	return newRootCommand(streams, PluginName, "kubectl inplace")
-}
-
 func newRootCommand(streams genericiooptions.IOStreams, name, displayName string) *cobra.Command {
 	o := &rootOptions{
 		configFlags: genericclioptions.NewConfigFlags(true).WithWarningPrinter(streams),
