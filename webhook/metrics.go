@@ -22,7 +22,9 @@ func newAdmissionMetrics(reg prometheus.Registerer) (*admissionMetrics, error) {
 		seconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "inplace_admission_duration_seconds",
 			Help:    "Time to handle one admission request, by webhook (mutate, validate, validate-policy).",
-			Buckets: []float64{100e-6, 250e-6, 500e-6, 1e-3, 2e-3, 5e-3, 10e-3, 50e-3, 250e-3, 1, 5, 10},
+			// 2 s is the threshold of the alert InplaceWebhookSlow
+			// (config/prometheus): a quantile is exact at a bucket's bound.
+			Buckets: []float64{100e-6, 250e-6, 500e-6, 1e-3, 2e-3, 5e-3, 10e-3, 50e-3, 250e-3, 1, 2, 5, 10},
 		}, []string{"webhook"}),
 		total: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "inplace_admission_requests_total",
