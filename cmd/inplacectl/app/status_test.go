@@ -2,10 +2,12 @@ package app
 
 import (
 	"bytes"
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -117,5 +119,80 @@ func TestWriteStatusProcessScope(t *testing.T) {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("status lacks %q:\n%s", want, out.String())
 		}
+	}
+}
+
+// -o json and yaml print the report the table shows, every Pod included;
+// -o wide adds columns to the table.
+func TestStatusReport(t *testing.T) {
+	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	js := &jobset.JobSet{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ml", Name: "train"},
+		Spec: jobset.JobSetSpec{
+			ReplicatedJobs: []jobset.ReplicatedJob{{Name: "workers", Replicas: 2}},
+			FailurePolicy:  &jobset.FailurePolicy{RestartStrategy: jobset.InPlaceRestart, MaxRestarts: 3},
+		},
+		Status: jobset.JobSetStatus{Restarts: 1, InPlaceRestarts: 1, RestartsCountTowardsMax: 1, DeprecatedEpoch: 2, SyncedEpoch: 2},
+	}
+	w0 := statusPod("w-0", "workers", "2", true, t0, t0)
+	w0.Spec.NodeName, w0.Status.Phase = "node-a", corev1.PodRunning
+	gone := statusPod("w-old", "workers", "1", false, t0, t0)
+	gone.DeletionTimestamp = &metav1.Time{Time: t0}
+	in := statusInputs{
+		jobSet:         js,
+		broadcast:      &protocol.Broadcast{DeprecatedEpoch: 1, SyncedEpoch: 2, OpenReplicatedJobs: []string{"workers"}},
+		agentContainer: "inplace-agent",
+		pods:           []corev1.Pod{w0, gone},
+		events:         []corev1.Event{{Reason: "InPlaceRestart", Message: "pod w-old failed", EventTime: metav1.NewMicroTime(t0)}},
+	}
+	want := statusReport{
+		Namespace: "ml", Name: "train", RestartStrategy: "InPlaceRestart", State: "Active",
+		Restarts: 1, InPlaceRestarts: 1, RestartsCountTowardsMax: 1, MaxRestarts: 3,
+		InPlace: &inPlaceReport{
+			Scope: "container", SyncedEpoch: 2, DeprecatedEpoch: 2, WaitingForEpoch: 3,
+			Broadcast:      &broadcastReport{DeprecatedEpoch: 1, SyncedEpoch: 2, OpenReplicatedJobs: []string{"workers"}, BehindStatus: true},
+			ReplicatedJobs: []replicatedJobReport{{Name: "workers", Replicas: 2, Pods: 1, AtSyncedEpoch: 1, Ready: 1, Barrier: "held: restarting"}},
+			Pods:           []podReport{{Name: "w-0", ReplicatedJob: "workers", Node: "node-a", Phase: "Running", Epoch: "2", Ready: true, WorkerRestarts: "0"}},
+			LastRestart: []moment{
+				{At: t0, What: "failure seen, epoch deprecated: pod w-old failed"},
+				{At: t0, What: "every agent restarted (last agent start)", Coarse: true},
+				{At: t0, What: "every worker running (last worker start)", Coarse: true},
+			},
+		},
+	}
+	got := buildStatusReport(in)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("report (-want +got):\n%s", diff)
+	}
+
+	raw, err := json.Marshal(got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, field := range []string{`"restartStrategy":"InPlaceRestart"`, `"waitingForEpoch":3`, `"behindStatus":true`, `"atSyncedEpoch":1`,
+		`"workerRestarts":"0"`, `"at":"2026-01-02T03:04:05Z"`, `"coarse":true`} {
+		if !strings.Contains(string(raw), field) {
+			t.Errorf("JSON lacks %s:\n%s", field, raw)
+		}
+	}
+
+	var out bytes.Buffer
+	writeStatusTable(&out, got, true)
+	for _, line := range []string{
+		"REPLICATED JOB  REPLICAS  PODS  AT SYNCED EPOCH  READY  BARRIER",
+		"workers         2         1     1                1      held: restarting",
+		"POD  REPLICATED JOB  NODE    PHASE    EPOCH  READY  WORKER RESTARTS",
+		"w-0  workers         node-a  Running  2      true   0",
+		"broadcast behind the status: deprecated 1 synced 2",
+	} {
+		if !strings.Contains(out.String(), line) {
+			t.Errorf("the wide table lacks %q:\n%s", line, out.String())
+		}
+	}
+
+	// A JobSet that restarts by recreating has no in-place section.
+	js.Spec.FailurePolicy = nil
+	if r := buildStatusReport(statusInputs{jobSet: js}); r.InPlace != nil || r.RestartStrategy != "Recreate" {
+		t.Errorf("a Recreate JobSet's report: %+v", r)
 	}
 }
