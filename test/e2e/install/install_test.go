@@ -3,15 +3,18 @@ package install
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -21,6 +24,7 @@ import (
 
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
 	"github.com/inplace-dev/inplace/test/cluster"
+	"github.com/inplace-dev/inplace/test/images"
 	"github.com/inplace-dev/inplace/test/util"
 	"github.com/inplace-dev/inplace/webhook/certs"
 	"github.com/inplace-dev/inplace/webhook/selfsigned"
@@ -44,6 +48,9 @@ const (
 	deleteDefault     = "kubectl delete -k config/default"
 	deleteSelfSigned  = "kubectl delete -k config/selfsigned"
 	helmUninstall     = "helm uninstall inplace -n inplace-system"
+	releaseVersion    = "v0.9.0"
+	applyRelease      = "kubectl apply --server-side -f dist/install.yaml"
+	deleteRelease     = "kubectl delete -f dist/install.yaml"
 	mutatingWebhook   = "inplace-mutating-webhook"
 	validatingWebhook = "inplace-validating-webhook"
 )
@@ -52,6 +59,18 @@ const (
 // root, with the cluster's kubeconfig and the kubectl and helm this
 // project builds first on the PATH.
 func sh(line string) string {
+	GinkgoHelper()
+	return shWithin(timeout, line)
+}
+
+// shInDir is sh in dir rather than at the repository's root.
+func shInDir(dir, line string) string {
+	GinkgoHelper()
+	return sh("cd " + dir + " && " + line)
+}
+
+// shWithin is sh with a time limit of its own.
+func shWithin(limit time.Duration, line string) string {
 	GinkgoHelper()
 	root, err := cluster.RepoRoot()
 	Expect(err).NotTo(HaveOccurred())
@@ -68,7 +87,7 @@ func sh(line string) string {
 	Expect(os.Symlink(helm, filepath.Join(tools, "helm"))).To(Succeed())
 	Expect(os.Symlink(filepath.Join(bin, "kubectl"), filepath.Join(tools, "kubectl"))).To(Succeed())
 
-	cmdCtx, cancel := context.WithTimeout(ctx, timeout)
+	cmdCtx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	cmd := exec.CommandContext(cmdCtx, "sh", "-c", line)
 	cmd.Dir = root
@@ -151,7 +170,7 @@ func killManager() {
 // killMidRestart, the manager is killed once the restart began, and the
 // next one finishes it. The JobSet is deleted at the end, before inplace is
 // uninstalled, as docs/install.md says.
-func runsAJobSetInPlace(name string, killMidRestart bool) {
+func runsAJobSetInPlace(name string, killMidRestart bool, agentImage string) {
 	GinkgoHelper()
 	sh(webhooksAnswer)
 	ns := fw.NewNamespace(ctx, k8sClient)
@@ -161,7 +180,7 @@ func runsAJobSetInPlace(name string, killMidRestart bool) {
 	before := util.ExpectWorkersRunning(ctx, k8sClient, js, 2, 1, timeout)
 	pods := util.JobSetPods(ctx, k8sClient, js)
 	for _, p := range pods {
-		Expect(p.Spec.InitContainers).To(ContainElement(HaveField("Name", "inplace-agent")), "the webhook injected the agent into %s", p.Name)
+		Expect(p.Spec.InitContainers).To(ContainElement(And(HaveField("Name", "inplace-agent"), HaveField("Image", agentImage))), "the webhook injected the agent, %s, into %s", agentImage, p.Name)
 	}
 	util.ExitWorker(ctx, fw.Cluster.Kubeconfig, pods[0], 1)
 	if killMidRestart {
@@ -198,6 +217,11 @@ var _ = Describe("installing inplace", Ordered, func() {
 		for _, c := range []string{applyDefault, applySelfSigned, rolloutStatus, rolloutWebhook, helmInstall, labelNamespace, webhooksAnswer, deleteDefault, deleteSelfSigned, helmUninstall} {
 			Expect(string(install)).To(ContainSubstring(c))
 		}
+		release, err := os.ReadFile(filepath.Join(root, "docs", "release.md"))
+		Expect(err).NotTo(HaveOccurred())
+		for _, c := range []string{"make release VERSION=" + releaseVersion, applyRelease, deleteRelease, rolloutStatus, rolloutWebhook, "sha256sum -c SHA256SUMS"} {
+			Expect(string(release)).To(ContainSubstring(c))
+		}
 	})
 
 	It("with kustomize and cert-manager, the README's command: the apiserver takes every object, the manager serves its webhooks from the cluster", func() {
@@ -206,7 +230,7 @@ var _ = Describe("installing inplace", Ordered, func() {
 		issueAsCertManager()
 		sh(rolloutStatus + " --timeout=3m")
 		sh(rolloutWebhook + " --timeout=3m")
-		runsAJobSetInPlace("kustomize", false)
+		runsAJobSetInPlace("kustomize", false, images.Agent)
 		sh(deleteDefault)
 		expectUninstalled()
 	})
@@ -216,8 +240,38 @@ var _ = Describe("installing inplace", Ordered, func() {
 		expectWebhooksPointAtTheService()
 		sh(rolloutStatus + " --timeout=3m")
 		sh(rolloutWebhook + " --timeout=3m")
-		runsAJobSetInPlace("selfsigned", true)
+		runsAJobSetInPlace("selfsigned", true, images.Agent)
 		sh(deleteSelfSigned)
+		expectUninstalled()
+	})
+
+	It("from a release: make release's archives and install.yaml, on a node that never had its images", func() {
+		dist := GinkgoT().TempDir()
+		// The host's platform alone: the test runs here.
+		shWithin(10*time.Minute, fmt.Sprintf("make release VERSION=%s RELEASE_DIR=%s RELEASE_PLATFORMS=linux/%s", releaseVersion, dist, runtime.GOARCH))
+		shInDir(dist, "sha256sum -c SHA256SUMS")
+		sh("helm lint " + filepath.Join(dist, "inplace-"+strings.TrimPrefix(releaseVersion, "v")+".tgz"))
+		manager, agent := images.ManagerRepository+":"+releaseVersion, images.AgentRepository+":"+releaseVersion
+		// The release's images come from its archives alone: the local
+		// cluster imports its own, under another tag.
+		for _, img := range []string{"inplace-manager", "inplace-agent"} {
+			for _, socket := range fw.Cluster.ContainerdSockets() {
+				Expect(cluster.ImportImage(ctx, socket, filepath.Join(dist, img+"-"+releaseVersion+".tar"))).To(Succeed())
+			}
+		}
+		sh(strings.Replace(applyRelease, "dist/", dist+"/", 1))
+		expectWebhooksPointAtTheService()
+		issueAsCertManager()
+		sh(rolloutStatus + " --timeout=3m")
+		sh(rolloutWebhook + " --timeout=3m")
+		for _, d := range []string{"inplace-manager", "inplace-webhook"} {
+			var dep appsv1.Deployment
+			Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: namespace, Name: d}, &dep)).To(Succeed())
+			Expect(dep.Spec.Template.Spec.Containers).To(HaveExactElements(HaveField("Image", manager)), "%s runs the release's image", d)
+		}
+		Expect(sh("kubectl -n inplace-system exec deploy/inplace-manager -- /inplace-manager --version")).To(ContainSubstring(releaseVersion), "the binary says its release")
+		runsAJobSetInPlace("release", false, agent)
+		sh(strings.Replace(deleteRelease, "dist/", dist+"/", 1))
 		expectUninstalled()
 	})
 
@@ -225,7 +279,7 @@ var _ = Describe("installing inplace", Ordered, func() {
 		sh(helmInstall + " --wait --timeout=3m")
 		sh(labelNamespace)
 		expectWebhooksPointAtTheService()
-		runsAJobSetInPlace("helm", false)
+		runsAJobSetInPlace("helm", false, images.Agent)
 		sh(helmUninstall + " --wait")
 		Expect(k8sClient.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}})).To(Succeed())
 		expectUninstalled()
