@@ -115,6 +115,9 @@ func (f *Framework) Init() *rest.Config {
 		return rest.CopyConfig(f.Cluster.Config)
 	}
 
+	if f.NoCRDs {
+		crds = nil
+	}
 	f.env = &envtest.Environment{
 		CRDDirectoryPaths:     crds,
 		ErrorIfCRDPathMissing: true,

@@ -1,0 +1,526 @@
+package migration
+
+import (
+	"context"
+	"crypto/sha1" //nolint:gosec // upstream's job-key label, not a security boundary
+	"encoding/hex"
+	"fmt"
+	"io"
+	"maps"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	configv1alpha1 "github.com/inplace-dev/inplace/api/config/v1alpha1"
+	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
+	"github.com/inplace-dev/inplace/cmd/inplacectl/migration"
+	"github.com/inplace-dev/inplace/controller/coexist"
+	"github.com/inplace-dev/inplace/test/cluster"
+	"github.com/inplace-dev/inplace/test/framework"
+	"github.com/inplace-dev/inplace/test/wrappers"
+)
+
+const timeout = 20 * time.Second
+
+// The procedure's commands, as docs/migrate-from-jobset.md shows them; the
+// test runs them with bin/kubectl, from the repository's root.
+var (
+	stopUpstream           = "kubectl -n jobset-system scale deployment jobset-controller-manager --replicas=0"
+	deleteUpstreamWebhooks = []string{
+		"kubectl delete mutatingwebhookconfiguration jobset-mutating-webhook-configuration",
+		"kubectl delete validatingwebhookconfiguration jobset-validating-webhook-configuration",
+	}
+	replaceCRD = "kubectl apply --server-side --force-conflicts -f config/crd/bases/jobset.x-k8s.io_jobsets.yaml"
+)
+
+var _ = It("shows the commands the migration test runs", func() {
+	doc, err := os.ReadFile(filepath.Join(root, "docs", "migrate-from-jobset.md"))
+	Expect(err).NotTo(HaveOccurred())
+	for _, cmd := range append([]string{stopUpstream, replaceCRD}, deleteUpstreamWebhooks...) {
+		Expect(string(doc)).To(ContainSubstring(cmd), "docs/migrate-from-jobset.md no longer shows a command the migration test runs")
+	}
+})
+
+var _ = It("moves JobSets from upstream's CRD to ours with nothing lost", func() {
+	ns := fw.NewNamespace(ctx, k8sClient).Name
+	for _, name := range []string{coexist.UpstreamNamespace, "inplace-system"} {
+		Expect(client.IgnoreAlreadyExists(k8sClient.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}))).To(Succeed())
+	}
+
+	By("JobSets, Jobs and Services as upstream's controller left them")
+	running := upstreamJobSet(ns, "running", 2, nil)
+	running.Status.ReplicatedJobsStatus = []jobset.ReplicatedJobStatus{{Name: "workers", Ready: 2, Active: 2}}
+	restarted := upstreamJobSet(ns, "restarted", 2, func(js *jobset.JobSet) {
+		js.Spec.FailurePolicy = &jobset.FailurePolicy{MaxRestarts: 3, RestartStrategy: jobset.Recreate, Rules: []jobset.FailurePolicyRule{
+			{Name: "restartWorker", Action: jobset.RestartJob, TargetReplicatedJobs: []string{"workers"}},
+		}}
+	})
+	restarted.Status = jobset.JobSetStatus{
+		Restarts: 2, RestartsCountTowardsMax: 2,
+		Conditions:           []metav1.Condition{{Type: string(jobset.JobSetRestarting), Status: metav1.ConditionFalse, Reason: "JobsReady", Message: "all jobs are ready", LastTransitionTime: metav1.NewTime(time.Now().Add(-time.Hour).Truncate(time.Second))}},
+		ReplicatedJobsStatus: []jobset.ReplicatedJobStatus{{Name: "workers", Ready: 2, Active: 2, JobRestarts: []int32{0, 1}, JobRestartsCountTowardsMax: []int32{0, 1}}},
+	}
+	completed := upstreamJobSet(ns, "completed", 1, nil)
+	completed.Status = jobset.JobSetStatus{
+		TerminalState:        jobset.TerminalStateCompleted,
+		Conditions:           []metav1.Condition{{Type: string(jobset.JobSetCompleted), Status: metav1.ConditionTrue, Reason: "AllJobsCompleted", Message: "jobset completed successfully", LastTransitionTime: metav1.NewTime(time.Now().Add(-time.Hour).Truncate(time.Second))}},
+		ReplicatedJobsStatus: []jobset.ReplicatedJobStatus{{Name: "workers", Succeeded: 1}},
+	}
+	suspended := upstreamJobSet(ns, "suspended", 2, func(js *jobset.JobSet) { js.Spec.Suspend = ptr.To(true) })
+	suspended.Status = jobset.JobSetStatus{
+		Conditions:           []metav1.Condition{{Type: string(jobset.JobSetSuspended), Status: metav1.ConditionTrue, Reason: "SuspendedJobs", Message: "jobset is suspended", LastTransitionTime: metav1.NewTime(time.Now().Add(-time.Hour).Truncate(time.Second))}},
+		ReplicatedJobsStatus: []jobset.ReplicatedJobStatus{{Name: "workers", Suspended: 2}},
+	}
+	jobSets := []*jobset.JobSet{running, restarted, completed, suspended}
+	for _, js := range jobSets {
+		status := js.Status
+		Expect(k8sClient.Create(ctx, js)).To(Succeed())
+		js.Status = status
+		Expect(k8sClient.Status().Update(ctx, js)).To(Succeed(), "status of %s through the status subresource", js.Name)
+		Expect(k8sClient.Create(ctx, headlessService(js))).To(Succeed())
+	}
+	// Upstream's running Jobs; one made before upstream restarted Jobs
+	// alone, without a job-restart-attempt label.
+	createJobs(running, "0", func(i int, job *batchv1.Job) {
+		if i == 1 {
+			delete(job.Labels, jobRestartAttemptKey)
+			delete(job.Annotations, jobRestartAttemptKey)
+		}
+	}, runningStatus)
+	createJobs(restarted, "2", nil, runningStatus)
+	createJobs(completed, "0", nil, completeStatus)
+	createJobs(suspended, "0", nil, nil)
+
+	By("upstream's controller running: its Deployment, its webhooks, its Lease renewed")
+	upstream := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: coexist.UpstreamNamespace, Name: "jobset-controller-manager"}}
+	createDeployment(upstream, 1)
+	createUpstreamWebhooks()
+	stopRenewing := renewUpstreamLease()
+	DeferCleanup(stopRenewing)
+	// With failurePolicy Fail and no webhook Service, every JobSet write is
+	// refused: the reason the procedure deletes them.
+	err := k8sClient.Patch(ctx, running.DeepCopy(), client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"team":"ml"}}}`)))
+	Expect(err).To(MatchError(ContainSubstring("failed calling webhook")), "a JobSet update with upstream's webhooks and no webhook Service")
+
+	before := snapshot(ns)
+
+	By("inplace installed while upstream runs: it holds back")
+	// The manager runs in this process; its Deployments stand for it in
+	// inplace-system, available, as the check reads them.
+	for _, name := range migration.ManagerDeployments {
+		createDeployment(&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "inplace-system", Name: name}}, 1)
+	}
+	probe := startManager()
+	for _, js := range jobSets {
+		expectEvent(ns, js.Name, coexist.ReasonUpstreamRunning)
+	}
+	expectEvent(metav1.NamespaceDefault, coexist.CRDName, coexist.ReasonUpstreamRunning)
+	Eventually(probe).WithTimeout(timeout).Should(And(HavePrefix("500"), ContainSubstring("[-]upstream-jobset failed")))
+	Expect(framework.MetricValue(fw.Metrics(), "inplace_upstream_jobset_controller_detected")).To(Equal(1.0))
+	Consistently(func(g Gomega) {
+		g.Expect(snapshot(ns).versions).To(Equal(before.versions), "resourceVersions of the JobSets, Jobs and Services")
+		for _, w := range fw.ManagerWrites() {
+			g.Expect(w).To(ContainSubstring("/events"), "the manager wrote something else than an Event")
+		}
+	}).WithTimeout(2 * time.Second).Should(Succeed())
+
+	By("inplacectl migrate lists what blocks")
+	Expect(blocking(check())).To(ConsistOf(
+		HavePrefix(migration.StepUpstreamController+": Deployment jobset-system/jobset-controller-manager has 1 replica(s)"),
+		HavePrefix(migration.StepUpstreamController+": Lease jobset-system/6d4f6a47.jobset.x-k8s.io is held by jobset-controller-manager-"),
+		HavePrefix(migration.StepUpstreamWebhooks+": mutatingwebhookconfiguration/jobset-mutating-webhook-configuration and validatingwebhookconfiguration/jobset-validating-webhook-configuration remain"),
+		HavePrefix(migration.StepCRD+": the JobSet CRD jobsets.jobset.x-k8s.io is not inplace's"),
+	))
+
+	By("the procedure of docs/migrate-from-jobset.md")
+	kubeconfig := framework.WriteKubeconfig(cfg)
+	kubectl(kubeconfig, stopUpstream)
+	// The Deployment controller's part (none runs here): its Pod gone, the
+	// controller stopped, its Lease no longer renewed.
+	Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(upstream), upstream)).To(Succeed())
+	Expect(upstream.Spec.Replicas).To(HaveValue(BeZero()))
+	upstream.Status = appsv1.DeploymentStatus{}
+	Expect(k8sClient.Status().Update(ctx, upstream)).To(Succeed())
+	stopRenewing()
+	for _, cmd := range deleteUpstreamWebhooks {
+		kubectl(kubeconfig, cmd)
+	}
+	kubectl(kubeconfig, replaceCRD)
+
+	By("every JobSet kept its UID, spec and status; every Job and Service its UID")
+	after := snapshot(ns)
+	for _, js := range jobSets {
+		b, a := before.jobSets[js.Name], after.jobSets[js.Name]
+		Expect(a.UID).To(Equal(b.UID), "JobSet %s", js.Name)
+		Expect(equality.Semantic.DeepEqual(a.Spec, b.Spec)).To(BeTrue(), "JobSet %s: spec changed", js.Name)
+		Expect(equality.Semantic.DeepEqual(a.Status, b.Status)).To(BeTrue(), "JobSet %s: status changed from\n%+v\nto\n%+v", js.Name, b.Status, a.Status)
+	}
+	Expect(after.uids).To(Equal(before.uids))
+
+	By("inplace resumes: it reconciles them, adopting their Jobs")
+	expectEvent(metav1.NamespaceDefault, coexist.CRDName, coexist.ReasonResumed)
+	Eventually(probe).WithTimeout(timeout).Should(HavePrefix("200"))
+	Expect(framework.MetricValue(fw.Metrics(), "inplace_jobset_controller_held")).To(Equal(0.0))
+	// A failure now is inplace's to handle: the running JobSet has no
+	// failure policy, so its first failed Job fails it.
+	failJob(ns, running.Name+"-workers-0")
+	Eventually(func(g Gomega) {
+		var js jobset.JobSet
+		g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(running), &js)).To(Succeed())
+		g.Expect(meta.IsStatusConditionTrue(js.Status.Conditions, string(jobset.JobSetFailed))).To(BeTrue(), "conditions %v", js.Status.Conditions)
+		g.Expect(js.Status.TerminalState).To(Equal(jobset.TerminalStateFailed))
+	}).WithTimeout(timeout).Should(Succeed())
+	now := snapshot(ns)
+	for _, js := range jobSets {
+		Expect(now.jobSets[js.Name].UID).To(Equal(before.jobSets[js.Name].UID))
+		if js != running {
+			Expect(equality.Semantic.DeepEqual(now.jobSets[js.Name].Status, before.jobSets[js.Name].Status)).To(BeTrue(),
+				"JobSet %s: status changed under inplace from\n%+v\nto\n%+v", js.Name, before.jobSets[js.Name].Status, now.jobSets[js.Name].Status)
+		}
+	}
+	Expect(now.uids).To(Equal(before.uids), "Jobs and Services, adopted: none recreated")
+	// Nothing created; nothing deleted but the active Job of the JobSet
+	// that failed, as upstream deletes it too.
+	for _, w := range fw.ManagerWrites() {
+		Expect(w).NotTo(Or(HavePrefix("POST /apis/batch/"), HavePrefix("POST /api/v1/namespaces/"+ns+"/services")), "inplace recreated a child")
+		if strings.HasPrefix(w, "DELETE ") {
+			Expect(w).To(Equal("DELETE /apis/batch/v1/namespaces/"+ns+"/jobs/"+running.Name+"-workers-1"), "inplace deleted a child")
+		}
+	}
+
+	By("inplacectl migrate: nothing blocks")
+	Expect(blocking(check())).To(BeEmpty())
+})
+
+// jobRestartAttemptKey is upstream's (and inplace's) label counting a
+// Job's recreations alone.
+const jobRestartAttemptKey = "jobset.sigs.k8s.io/job-restart-attempt"
+
+// upstreamJobSet is a JobSet of one replicated job of replicas Jobs of two
+// Pods, as upstream's webhook defaults it.
+func upstreamJobSet(ns, name string, replicas int32, mutate func(*jobset.JobSet)) *jobset.JobSet {
+	rj := wrappers.MakeReplicatedJob("workers").Replicas(replicas).Parallelism(2).Obj()
+	rj.GroupName = "default"
+	rj.Template.Spec.CompletionMode = ptr.To(batchv1.IndexedCompletion)
+	js := wrappers.MakeJobSet(name, ns).ReplicatedJob(rj).Obj()
+	js.Spec.Network = &jobset.Network{EnableDNSHostnames: ptr.To(true), PublishNotReadyAddresses: ptr.To(true)}
+	js.Spec.SuccessPolicy = &jobset.SuccessPolicy{Operator: jobset.OperatorAll}
+	js.Spec.StartupPolicy = &jobset.StartupPolicy{StartupPolicyOrder: jobset.AnyOrder}
+	if mutate != nil {
+		mutate(js)
+	}
+	return js
+}
+
+// createJobs creates the Jobs of js's current attempt as upstream's
+// controller makes them (names, labels and annotations, the controller
+// owner reference) and gives them a status.
+func createJobs(js *jobset.JobSet, attempt string, mutate func(int, *batchv1.Job), status func(*batchv1.Job)) {
+	GinkgoHelper()
+	rj := js.Spec.ReplicatedJobs[0]
+	for i := range int(rj.Replicas) {
+		name := fmt.Sprintf("%s-%s-%d", js.Name, rj.Name, i)
+		jobRestarts := "0"
+		for _, s := range js.Status.ReplicatedJobsStatus {
+			if i < len(s.JobRestarts) {
+				jobRestarts = strconv.Itoa(int(s.JobRestarts[i]))
+			}
+		}
+		sum := sha1.Sum([]byte(js.Namespace + "/" + name)) //nolint:gosec // as upstream computes it
+		meta := map[string]string{
+			jobset.JobSetNameKey:            js.Name,
+			jobset.JobSetUIDKey:             string(js.UID),
+			jobset.ReplicatedJobNameKey:     rj.Name,
+			jobset.ReplicatedJobReplicasKey: strconv.Itoa(int(rj.Replicas)),
+			jobset.GlobalReplicasKey:        strconv.Itoa(int(rj.Replicas)),
+			jobset.JobIndexKey:              strconv.Itoa(i),
+			jobset.JobGlobalIndexKey:        strconv.Itoa(i),
+			jobset.JobKey:                   hex.EncodeToString(sum[:]),
+			jobset.RestartsKey:              attempt,
+			jobRestartAttemptKey:            jobRestarts,
+			jobset.GroupNameKey:             rj.GroupName,
+			jobset.GroupReplicasKey:         strconv.Itoa(int(rj.Replicas)),
+			jobset.JobGroupIndexKey:         strconv.Itoa(i),
+		}
+		job := &batchv1.Job{
+			ObjectMeta: metav1.ObjectMeta{
+				Name: name, Namespace: js.Namespace, Labels: maps.Clone(meta), Annotations: maps.Clone(meta),
+				OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(js, jobset.GroupVersion.WithKind(jobset.Kind))},
+			},
+			Spec: *rj.Template.Spec.DeepCopy(),
+		}
+		job.Spec.Template.Labels, job.Spec.Template.Annotations = maps.Clone(meta), maps.Clone(meta)
+		job.Spec.Template.Spec.Subdomain = js.Name
+		job.Spec.Suspend = ptr.To(ptr.Deref(js.Spec.Suspend, false))
+		if mutate != nil {
+			mutate(i, job)
+		}
+		Expect(k8sClient.Create(ctx, job)).To(Succeed())
+		if status != nil {
+			status(job)
+			Expect(k8sClient.Status().Update(ctx, job)).To(Succeed(), "status of Job %s", job.Name)
+		}
+	}
+}
+
+func runningStatus(job *batchv1.Job) {
+	job.Status.StartTime = ptr.To(metav1.NewTime(time.Now().Add(-time.Hour)))
+	job.Status.Active, job.Status.Ready = 2, ptr.To[int32](2)
+}
+
+func completeStatus(job *batchv1.Job) {
+	start := metav1.NewTime(time.Now().Add(-time.Hour))
+	job.Status.StartTime, job.Status.CompletionTime = &start, ptr.To(metav1.Now())
+	job.Status.Succeeded, job.Status.Ready = 2, ptr.To[int32](0)
+	job.Status.CompletedIndexes = "0,1"
+	job.Status.Conditions = []batchv1.JobCondition{
+		{Type: batchv1.JobSuccessCriteriaMet, Status: corev1.ConditionTrue, Reason: batchv1.JobReasonCompletionsReached},
+		{Type: batchv1.JobComplete, Status: corev1.ConditionTrue, Reason: batchv1.JobReasonCompletionsReached},
+	}
+}
+
+// failJob fails a running Job as the Job controller does.
+func failJob(ns, name string) {
+	GinkgoHelper()
+	Eventually(func() error {
+		var job batchv1.Job
+		if err := k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, &job); err != nil {
+			return err
+		}
+		job.Status.Active, job.Status.Ready, job.Status.Failed = 0, ptr.To[int32](0), 1
+		job.Status.Conditions = []batchv1.JobCondition{
+			{Type: batchv1.JobFailureTarget, Status: corev1.ConditionTrue, Reason: batchv1.JobReasonBackoffLimitExceeded, Message: "Job has reached the specified backoff limit"},
+			{Type: batchv1.JobFailed, Status: corev1.ConditionTrue, Reason: batchv1.JobReasonBackoffLimitExceeded, Message: "Job has reached the specified backoff limit"},
+		}
+		return k8sClient.Status().Update(ctx, &job)
+	}).WithTimeout(timeout).Should(Succeed())
+}
+
+// headlessService is the Service upstream makes for a JobSet's Pod DNS names.
+func headlessService(js *jobset.JobSet) *corev1.Service {
+	return &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: js.Name, Namespace: js.Namespace,
+			Labels:          map[string]string{jobset.JobSetNameKey: js.Name},
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(js, jobset.GroupVersion.WithKind(jobset.Kind))},
+		},
+		Spec: corev1.ServiceSpec{
+			ClusterIP:                corev1.ClusterIPNone,
+			Selector:                 map[string]string{jobset.JobSetNameKey: js.Name},
+			PublishNotReadyAddresses: true,
+		},
+	}
+}
+
+// createDeployment creates a Deployment of one container and writes the
+// status its Deployment controller would (none runs here).
+func createDeployment(d *appsv1.Deployment, replicas int32) {
+	GinkgoHelper()
+	labels := map[string]string{"app": d.Name}
+	d.Spec = appsv1.DeploymentSpec{
+		Replicas: ptr.To(replicas),
+		Selector: &metav1.LabelSelector{MatchLabels: labels},
+		Template: corev1.PodTemplateSpec{
+			ObjectMeta: metav1.ObjectMeta{Labels: labels},
+			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "manager", Image: "registry.example/" + d.Name + ":1"}}},
+		},
+	}
+	Expect(k8sClient.Create(ctx, d)).To(Succeed())
+	d.Status = appsv1.DeploymentStatus{Replicas: replicas, ReadyReplicas: replicas, AvailableReplicas: replicas, UpdatedReplicas: replicas}
+	Expect(k8sClient.Status().Update(ctx, d)).To(Succeed())
+}
+
+// createUpstreamWebhooks creates upstream's webhook configurations as its
+// manifests do: failurePolicy Fail, its Service in jobset-system.
+func createUpstreamWebhooks() {
+	GinkgoHelper()
+	service := func(path string) admissionregistrationv1.WebhookClientConfig {
+		return admissionregistrationv1.WebhookClientConfig{Service: &admissionregistrationv1.ServiceReference{
+			Namespace: coexist.UpstreamNamespace, Name: "jobset-webhook-service", Path: ptr.To(path)}}
+	}
+	rules := []admissionregistrationv1.RuleWithOperations{{
+		Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
+		Rule:       admissionregistrationv1.Rule{APIGroups: []string{jobset.GroupVersion.Group}, APIVersions: []string{jobset.GroupVersion.Version}, Resources: []string{"jobsets"}},
+	}}
+	none := ptr.To(admissionregistrationv1.SideEffectClassNone)
+	fail := ptr.To(admissionregistrationv1.Fail)
+	Expect(k8sClient.Create(ctx, &admissionregistrationv1.MutatingWebhookConfiguration{
+		ObjectMeta: metav1.ObjectMeta{Name: coexist.UpstreamMutatingWebhook},
+		Webhooks: []admissionregistrationv1.MutatingWebhook{{
+			Name: "mutate-jobset-x-k8s-io-v1alpha2-jobset.x-k8s.io", ClientConfig: service("/mutate-jobset-x-k8s-io-v1alpha2-jobset"),
+			Rules: rules, FailurePolicy: fail, SideEffects: none, AdmissionReviewVersions: []string{"v1"},
+		}},
+	})).To(Succeed())
+	Expect(k8sClient.Create(ctx, &admissionregistrationv1.ValidatingWebhookConfiguration{
+		ObjectMeta: metav1.ObjectMeta{Name: coexist.UpstreamValidatingWebhook},
+		Webhooks: []admissionregistrationv1.ValidatingWebhook{{
+			Name: "validate-jobset-x-k8s-io-v1alpha2-jobset.x-k8s.io", ClientConfig: service("/validate-jobset-x-k8s-io-v1alpha2-jobset"),
+			Rules: rules, FailurePolicy: fail, SideEffects: none, AdmissionReviewVersions: []string{"v1"},
+		}},
+	})).To(Succeed())
+}
+
+// upstreamLeaseDuration is the Lease's duration as the test's upstream
+// controller writes it: shorter than upstream's 15 s, so that the test
+// need not wait for it to lapse; the manager reads it from the Lease.
+const upstreamLeaseDuration = 2
+
+// renewUpstreamLease plays upstream's leader: it takes the Lease and
+// renews it every half second until the returned function is called, which
+// returns once the renewals have stopped.
+func renewUpstreamLease() (stop func()) {
+	GinkgoHelper()
+	lease := &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Namespace: coexist.UpstreamNamespace, Name: coexist.UpstreamLeaseNames[0]},
+		Spec: coordinationv1.LeaseSpec{
+			HolderIdentity:       ptr.To("jobset-controller-manager-7d9f5c6b8-x2x4q_6f1c2a7e-0d4b-4c5e-9a8e-1f2b3c4d5e6f"),
+			LeaseDurationSeconds: ptr.To[int32](upstreamLeaseDuration),
+			AcquireTime:          ptr.To(metav1.NewMicroTime(time.Now())),
+			RenewTime:            ptr.To(metav1.NewMicroTime(time.Now())),
+		},
+	}
+	Expect(k8sClient.Create(ctx, lease)).To(Succeed())
+	renewCtx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer GinkgoRecover()
+		defer close(done)
+		ticker := time.NewTicker(500 * time.Millisecond)
+		defer ticker.Stop()
+		for {
+			select {
+			case <-renewCtx.Done():
+				return
+			case <-ticker.C:
+			}
+			l := lease.DeepCopy()
+			if err := k8sClient.Get(renewCtx, client.ObjectKeyFromObject(l), l); err != nil {
+				continue
+			}
+			l.Spec.RenewTime = ptr.To(metav1.NewMicroTime(time.Now()))
+			_ = k8sClient.Update(renewCtx, l) // a conflict is retried at the next tick
+		}
+	}()
+	return func() {
+		cancel()
+		<-done
+	}
+}
+
+// startManager starts inplace's manager as installed, checking upstream's
+// presence every 200 ms, and returns a probe of its /readyz: the status
+// code and the body.
+func startManager() func() string {
+	GinkgoHelper()
+	ports, err := cluster.FreePorts(1)
+	Expect(err).NotTo(HaveOccurred())
+	addr := fmt.Sprintf("127.0.0.1:%d", ports[0])
+	fw.Configure = func(c *configv1alpha1.Configuration) {
+		c.Health.ProbeBindAddress = addr
+		c.Controller.UpstreamJobSet.CheckInterval = &metav1.Duration{Duration: 200 * time.Millisecond}
+	}
+	fw.StartManager(cfg)
+	DeferCleanup(fw.StopManager)
+	return func() string {
+		resp, err := http.Get("http://" + addr + "/readyz?verbose")
+		if err != nil {
+			return err.Error()
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return fmt.Sprintf("%d %s", resp.StatusCode, body)
+	}
+}
+
+// state is what the migration must keep: the JobSets as stored, and the
+// UIDs and resourceVersions of them and their Jobs and Services.
+type state struct {
+	jobSets  map[string]*jobset.JobSet
+	uids     map[string]types.UID
+	versions map[string]string
+}
+
+func snapshot(ns string) state {
+	GinkgoHelper()
+	s := state{jobSets: map[string]*jobset.JobSet{}, uids: map[string]types.UID{}, versions: map[string]string{}}
+	var jss jobset.JobSetList
+	Expect(k8sClient.List(ctx, &jss, client.InNamespace(ns))).To(Succeed())
+	for i := range jss.Items {
+		js := &jss.Items[i]
+		s.jobSets[js.Name] = js
+		s.versions["jobset/"+js.Name] = js.ResourceVersion
+	}
+	var jobs batchv1.JobList
+	Expect(k8sClient.List(ctx, &jobs, client.InNamespace(ns))).To(Succeed())
+	for _, j := range jobs.Items {
+		s.uids["job/"+j.Name], s.versions["job/"+j.Name] = j.UID, j.ResourceVersion
+	}
+	var svcs corev1.ServiceList
+	Expect(k8sClient.List(ctx, &svcs, client.InNamespace(ns))).To(Succeed())
+	for _, svc := range svcs.Items {
+		s.uids["service/"+svc.Name], s.versions["service/"+svc.Name] = svc.UID, svc.ResourceVersion
+	}
+	return s
+}
+
+// expectEvent waits for an Event of reason about the named object.
+func expectEvent(ns, name, reason string) {
+	GinkgoHelper()
+	Eventually(func(g Gomega) {
+		var events corev1.EventList
+		g.Expect(k8sClient.List(ctx, &events, client.InNamespace(ns))).To(Succeed())
+		g.Expect(events.Items).To(ContainElement(And(HaveField("InvolvedObject.Name", name), HaveField("Reason", reason))))
+	}).WithTimeout(timeout).Should(Succeed(), "Event %s on %s/%s", reason, ns, name)
+}
+
+// check runs inplacectl migrate's check.
+func check() []migration.Finding {
+	GinkgoHelper()
+	in, err := migration.Gather(ctx, k8sClient, migration.Options{})
+	Expect(err).NotTo(HaveOccurred())
+	return migration.Check(in)
+}
+
+// blocking lists the blocking findings as "step: message".
+func blocking(fs []migration.Finding) []string {
+	var out []string
+	for _, f := range fs {
+		if f.Severity == migration.Blocking {
+			out = append(out, f.Step+": "+f.Message)
+		}
+	}
+	return out
+}
+
+// kubectl runs one of the procedure's commands with bin/kubectl on the
+// test's API server, from the repository's root.
+func kubectl(kubeconfig, command string) {
+	GinkgoHelper()
+	args := strings.Fields(command)
+	Expect(args[0]).To(Equal("kubectl"))
+	bin, err := cluster.BinDir()
+	Expect(err).NotTo(HaveOccurred())
+	cmd := exec.CommandContext(ctx, filepath.Join(bin, "kubectl"), append([]string{"--kubeconfig", kubeconfig}, args[1:]...)...)
+	cmd.Dir = root
+	out, err := cmd.CombinedOutput()
+	Expect(err).NotTo(HaveOccurred(), "%s:\n%s", command, out)
+	GinkgoWriter.Printf("$ %s\n%s", command, out)
+}
