@@ -96,6 +96,13 @@ var _ = Describe("inplacectl status", func() {
 		Expect(report.InPlace.LastRestart[0].What).To(Equal("failure seen, epoch deprecated: pod train-workers-0-1 failed"))
 		Expect(report.InPlace.LastRestart[0].At.Equal(failed.Time)).To(BeTrue(), "the Event's time")
 
+		By("completing a JobSet's name from the cluster")
+		out.Reset()
+		errOut.Reset()
+		code = inplacectl.Run(ctx, []string{"__complete", "status", "--kubeconfig", framework.WriteKubeconfig(cfg), "-n", ns.Name, "tr"}, &out, &errOut)
+		Expect(code).To(BeZero(), errOut.String())
+		Expect(out.String()).To(Equal("train\n:4\n"), errOut.String())
+
 		By("a JobSet that is not there")
 		out.Reset()
 		errOut.Reset()
