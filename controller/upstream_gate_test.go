@@ -97,7 +97,8 @@ func TestUpstreamGate(t *testing.T) {
 		t.Fatal(err)
 	}
 	g.check(ctx)
-	if g.admit(js, recorder) || g.admit(js, recorder) {
+	// Reconciled twice: held back both times, warned once.
+	if first, second := g.admit(js, recorder), g.admit(js, recorder); first || second {
 		t.Error("upstream's Lease held: want the JobSet held back")
 	}
 	if err := g.Check(nil); err == nil || !strings.Contains(err.Error(), "upstream JobSet's controller is running") {
