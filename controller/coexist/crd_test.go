@@ -64,17 +64,19 @@ func TestInspectCRD(t *testing.T) {
 			crd:  upstreamCRD(t),
 			want: CRD{Installed: true, Served: true, Pruned: []string{"status.inPlaceRestarts", "status.deprecatedEpoch", "status.syncedEpoch", "status.syncedPods"}},
 		},
-		"ours without the label: not ours, though nothing is pruned": {
-			crd:  unlabelled,
-			want: CRD{Installed: true, Served: true},
+		"ours without the label (an earlier release's): not ours, but fit, as nothing is pruned": {
+			crd:     unlabelled,
+			want:    CRD{Installed: true, Served: true},
+			wantFit: true,
 		},
 		"v1alpha2 not served": {
 			crd:  notServed,
 			want: CRD{Installed: true, Ours: true},
 		},
 		"a status that preserves unknown fields prunes nothing": {
-			crd:  preserving,
-			want: CRD{Installed: true, Served: true},
+			crd:     preserving,
+			want:    CRD{Installed: true, Served: true},
+			wantFit: true,
 		},
 		"a nested field missing": {
 			crd:  withoutJobRestarts,

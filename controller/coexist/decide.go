@@ -48,11 +48,13 @@ type Verdict struct {
 
 // Decide takes the verdict. Upstream's controller running comes first:
 // two controllers writing the same JobSets and Jobs is the harm that is
-// happening now, whatever the CRD. Any CRD but ours holds the controller
-// back as well, with or without upstream's controller: the API server
-// would prune the status fields it writes (Pruned), and without
-// status.inPlaceRestarts a JobSet restarted in place once reads as being
-// on a later attempt than its Jobs, which would all be recreated.
+// happening now, whatever the CRD. A CRD that would prune the status
+// fields the controller writes (Pruned) holds it back as well, with or
+// without upstream's controller: without status.inPlaceRestarts a JobSet
+// restarted in place once reads as being on a later attempt than its
+// Jobs, which would all be recreated, and without the epochs no barrier
+// would lift. A CRD that keeps them all but lacks our label (ours from a
+// release before the label) is safe to write through: said, not held.
 func Decide(in Input) Verdict {
 	v := Verdict{CRD: in.CRD}
 	for i := range in.Leases {
@@ -76,7 +78,7 @@ func Decide(in Input) Verdict {
 			what = "does not serve " + jobset.GroupVersion.String()
 		}
 		v.Message = fmt.Sprintf("the JobSet CRD %s %s: apply inplace's (kubectl apply --server-side -f config/crd/bases/jobset.x-k8s.io_jobsets.yaml, or the chart's crds/)", CRDName, what)
-	case !c.Ours:
+	case !c.Ours && len(c.Pruned) > 0:
 		v.Hold, v.Reason = true, ReasonForeignCRD
 		v.Message = fmt.Sprintf("the JobSet CRD %s is not inplace's (no label %s=%s; upstream JobSet's, say)%s: "+
 			"inplace reconciles no JobSet until it is replaced with inplace's: "+
@@ -87,6 +89,10 @@ func Decide(in Input) Verdict {
 		v.Message = fmt.Sprintf("the JobSet CRD %s is inplace's but older than this manager%s: "+
 			"inplace reconciles no JobSet until the CRD is upgraded (kubectl apply --server-side -f config/crd/bases/jobset.x-k8s.io_jobsets.yaml; see docs/upgrade.md)",
 			CRDName, prunedClause(c.Pruned))
+	case !c.Ours:
+		v.Message = fmt.Sprintf("the JobSet CRD %s keeps every status field inplace writes but lacks the label %s=%s (inplace's from an earlier release, say): "+
+			"apply this release's (kubectl apply --server-side -f config/crd/bases/jobset.x-k8s.io_jobsets.yaml; see docs/upgrade.md); upstream JobSet's controller is not running",
+			CRDName, jobset.CRDOwnerLabel, jobset.CRDOwner)
 	default:
 		v.Message = fmt.Sprintf("the JobSet CRD is inplace's and upstream JobSet's controller is not running (no Lease %s held in namespace %s)",
 			strings.Join(UpstreamLeaseNames, " or "), in.Namespace)

@@ -55,6 +55,10 @@ func TestDecide(t *testing.T) {
 			reason:   ReasonForeignCRD,
 			mentions: []string{"status.inPlaceRestarts, status.syncedEpoch", "inplace.dev/crd-owner=inplace", "--force-conflicts"},
 		},
+		"ours before the label, every field kept: run, saying the CRD is old": {
+			crd:      CRD{Installed: true, Served: true},
+			mentions: []string{"lacks the label inplace.dev/crd-owner=inplace", "docs/upgrade.md"},
+		},
 		"ours, older: hold until upgraded": {
 			crd:      CRD{Installed: true, Ours: true, Served: true, Pruned: []string{"status.syncedPods"}},
 			hold:     true,

@@ -87,6 +87,8 @@ func Check(in Inputs) []Finding {
 	switch v := coexist.Decide(coexist.Input{CRD: in.CRD, Namespace: in.UpstreamNamespace, Now: in.Now}); {
 	case v.Hold:
 		add(Blocking, StepCRD, "%s", v.Message)
+	case !in.CRD.Ours:
+		add(Warning, StepCRD, "%s", v.Message)
 	default:
 		add(Done, StepCRD, "%s serves every status field inplace writes", coexist.CRDName)
 	}

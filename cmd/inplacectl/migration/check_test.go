@@ -52,6 +52,8 @@ func TestCheck(t *testing.T) {
 	terminating.Upstream[0].Replicas = 0
 	notReady := migrated()
 	notReady.Manager[0].Available = 0
+	unlabelled := migrated()
+	unlabelled.CRD.Ours = false
 
 	for name, tc := range map[string]struct {
 		in   Inputs
@@ -90,6 +92,10 @@ func TestCheck(t *testing.T) {
 				{Blocking, StepInplace, "inplace-system/inplace-manager has no available replica"},
 				{Done, StepInplace, "inplace-system/inplace-webhook: 2 of 2 replica(s) available"},
 			},
+		},
+		"a CRD that keeps every field without our label: a warning": {
+			in:   unlabelled,
+			want: []line{{Warning, StepCRD, "lacks the label inplace.dev/crd-owner=inplace"}},
 		},
 		"migrated: nothing blocks": {
 			in: migrated(),
