@@ -194,6 +194,9 @@ func (g *UpstreamGate) check(ctx context.Context) {
 		if crd.object != nil {
 			g.recorder.Eventf(crd.object, nil, corev1.EventTypeNormal, coexist.ReasonResumed, "Resume", "%s; was: %s", v.Message, before.Message)
 		}
+	case changed && !v.CRD.Ours:
+		// Safe, but a CRD of an earlier release: say so where it is seen.
+		logger.Info("the JobSet controller may run; the JobSet CRD is old", "why", v.Message)
 	case changed:
 		logger.V(1).Info("the JobSet controller may run", "why", v.Message)
 	}
