@@ -109,10 +109,11 @@ verify-tree: ## Fail if a tracked file is over 1 MB or is an executable binary.
 
 RELEASE_DIR ?= dist
 RELEASE_PLATFORMS ?= linux/amd64,linux/arm64
+RELEASE_CLI_PLATFORMS ?= linux/amd64,linux/arm64,darwin/amd64,darwin/arm64
 
 .PHONY: release
-release: $(KUSTOMIZE) $(HELM) ## Write a release into dist/ (VERSION=vX.Y.Z): install manifests, the chart archive, the images as OCI archives, SHA256SUMS.
-	go run ./hack/release --version $(VERSION) --commit $(COMMIT) --out $(RELEASE_DIR) --platforms $(RELEASE_PLATFORMS)
+release: $(KUSTOMIZE) $(HELM) ## Write a release into dist/ (VERSION=vX.Y.Z): install manifests, the chart archive, the images as OCI archives, the kubectl plugin, SHA256SUMS.
+	go run ./hack/release --version $(VERSION) --commit $(COMMIT) --out $(RELEASE_DIR) --platforms $(RELEASE_PLATFORMS) --cli-platforms $(RELEASE_CLI_PLATFORMS)
 
 ##@ Images
 

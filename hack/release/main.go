@@ -24,14 +24,19 @@ import (
 	"github.com/inplace-dev/inplace/test/images"
 )
 
+// versionPkg is where the linker stamps a binary's version and commit.
+const versionPkg = "github.com/inplace-dev/inplace/cmd/internal/version"
+
 // options are the command's flags.
 type options struct {
 	version   string
 	out       string
 	platforms string
-	commit    string
-	kustomize string
-	helm      string
+	// cliPlatforms are the kubectl plugin's, OS/ARCH.
+	cliPlatforms string
+	commit       string
+	kustomize    string
+	helm         string
 }
 
 func main() {
@@ -39,6 +44,7 @@ func main() {
 	flag.StringVar(&o.version, "version", "", "the release's version, vX.Y.Z (semantic versioning; a pre-release as vX.Y.Z-rc.1)")
 	flag.StringVar(&o.out, "out", "dist", "the directory to write the release into; replaced whole")
 	flag.StringVar(&o.platforms, "platforms", "linux/amd64,linux/arm64", "the images' platforms, comma-separated")
+	flag.StringVar(&o.cliPlatforms, "cli-platforms", "linux/amd64,linux/arm64,darwin/amd64,darwin/arm64", "the kubectl plugin's platforms, comma-separated")
 	flag.StringVar(&o.commit, "commit", "", "the commit stamped into the binaries (default: git rev-parse HEAD)")
 	flag.StringVar(&o.kustomize, "kustomize", os.Getenv("KUSTOMIZE"), "the kustomize binary (default: $KUSTOMIZE, as make sets it)")
 	flag.StringVar(&o.helm, "helm", os.Getenv("HELM"), "the helm binary (default: $HELM, as make sets it)")
@@ -75,6 +81,15 @@ func run(ctx context.Context, o options) ([]file, error) {
 			return nil, fmt.Errorf("--platforms: %w", err)
 		}
 		goarchs = append(goarchs, arch)
+	}
+	type platform struct{ goos, goarch string }
+	var clis []platform
+	for p := range strings.SplitSeq(o.cliPlatforms, ",") {
+		goos, goarch, err := cliPlatform(p)
+		if err != nil {
+			return nil, fmt.Errorf("--cli-platforms: %w", err)
+		}
+		clis = append(clis, platform{goos, goarch})
 	}
 	root, err := repoRoot(ctx)
 	if err != nil {
@@ -125,6 +140,31 @@ func run(ctx context.Context, o options) ([]file, error) {
 	}
 
 	if _, err := images.BuildRelease(ctx, root, staging, o.version, o.commit, goarchs); err != nil {
+		return nil, err
+	}
+
+	work, err := os.MkdirTemp("", "inplace-release-cli-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(work)
+	var archives []cliArchive
+	for _, p := range clis {
+		path, err := buildCLI(ctx, root, work, staging, o.version, o.commit, p.goos, p.goarch)
+		if err != nil {
+			return nil, err
+		}
+		sum, _, err := sha256File(path)
+		if err != nil {
+			return nil, err
+		}
+		archives = append(archives, cliArchive{goos: p.goos, goarch: p.goarch, name: filepath.Base(path), sha256: sum})
+	}
+	krew, err := krewManifest(o.version, archives)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(staging, "inplace.krew.yaml"), krew, 0o644); err != nil {
 		return nil, err
 	}
 
@@ -214,20 +254,29 @@ func checksum(dir string) ([]file, error) {
 		if !e.Type().IsRegular() {
 			continue
 		}
-		f, err := os.Open(filepath.Join(dir, e.Name()))
+		sum, n, err := sha256File(filepath.Join(dir, e.Name()))
 		if err != nil {
 			return nil, err
 		}
-		h := sha256.New()
-		n, err := io.Copy(h, f)
-		f.Close()
-		if err != nil {
-			return nil, err
-		}
-		files = append(files, file{name: e.Name(), sha256: hex.EncodeToString(h.Sum(nil)), size: n})
+		files = append(files, file{name: e.Name(), sha256: sum, size: n})
 	}
 	slices.SortFunc(files, func(a, b file) int { return strings.Compare(a.name, b.name) })
 	return files, nil
+}
+
+// sha256File returns the SHA-256 of the file at path, in hex, and its size.
+func sha256File(path string) (string, int64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", 0, err
+	}
+	defer f.Close()
+	h := sha256.New()
+	n, err := io.Copy(h, f)
+	if err != nil {
+		return "", 0, err
+	}
+	return hex.EncodeToString(h.Sum(nil)), n, nil
 }
 
 func printTable(w io.Writer, out string, files []file) {
@@ -247,8 +296,14 @@ func repoRoot(ctx context.Context) (string, error) {
 // output runs a command in dir and returns its standard output, trimmed;
 // its error says what ran and what it printed.
 func output(ctx context.Context, dir, name string, args ...string) (string, error) {
+	return outputEnv(ctx, dir, nil, name, args...)
+}
+
+// outputEnv is output with env added to the command's environment.
+func outputEnv(ctx context.Context, dir string, env []string, name string, args ...string) (string, error) {
 	cmd := exec.CommandContext(ctx, name, args...)
 	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), env...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {

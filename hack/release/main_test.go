@@ -92,3 +92,26 @@ spec:
 		})
 	}
 }
+
+func TestKrewManifest(t *testing.T) {
+	got, err := krewManifest("v0.9.0", []cliArchive{
+		{goos: "linux", goarch: "amd64", name: "kubectl-inplace_v0.9.0_linux_amd64.tar.gz", sha256: "abc"},
+		{goos: "darwin", goarch: "arm64", name: "kubectl-inplace_v0.9.0_darwin_arm64.tar.gz", sha256: "def"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"kind: Plugin\n",
+		"  name: inplace\n",
+		"  version: v0.9.0\n",
+		"    uri: https://github.com/inplace-dev/inplace/releases/download/v0.9.0/kubectl-inplace_v0.9.0_linux_amd64.tar.gz\n",
+		"    sha256: abc\n",
+		"        arch: arm64\n        os: darwin\n",
+		"  - bin: kubectl-inplace\n",
+	} {
+		if !strings.Contains(string(got), want) {
+			t.Errorf("the krew manifest lacks %q:\n%s", want, got)
+		}
+	}
+}

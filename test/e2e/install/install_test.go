@@ -248,8 +248,15 @@ var _ = Describe("installing inplace", Ordered, func() {
 	It("from a release: make release's archives and install.yaml, on a node that never had its images", func() {
 		dist := GinkgoT().TempDir()
 		// The host's platform alone: the test runs here.
-		shWithin(10*time.Minute, fmt.Sprintf("make release VERSION=%s RELEASE_DIR=%s RELEASE_PLATFORMS=linux/%s", releaseVersion, dist, runtime.GOARCH))
+		shWithin(10*time.Minute, fmt.Sprintf("make release VERSION=%s RELEASE_DIR=%s RELEASE_PLATFORMS=linux/%[3]s RELEASE_CLI_PLATFORMS=linux/%[3]s", releaseVersion, dist, runtime.GOARCH))
 		shInDir(dist, "sha256sum -c SHA256SUMS")
+		for _, f := range []string{"install.yaml", "install-selfsigned.yaml", "inplace.krew.yaml"} {
+			Expect(filepath.Join(dist, f)).To(BeAnExistingFile())
+		}
+		// The kubectl plugin, from its archive, found by kubectl on the PATH.
+		plugin := GinkgoT().TempDir()
+		sh(fmt.Sprintf("tar -xzf %s -C %s", filepath.Join(dist, fmt.Sprintf("kubectl-inplace_%s_linux_%s.tar.gz", releaseVersion, runtime.GOARCH)), plugin))
+		Expect(sh(fmt.Sprintf("PATH=%s:$PATH kubectl inplace version", plugin))).To(ContainSubstring(releaseVersion))
 		sh("helm lint " + filepath.Join(dist, "inplace-"+strings.TrimPrefix(releaseVersion, "v")+".tgz"))
 		manager, agent := images.ManagerRepository+":"+releaseVersion, images.AgentRepository+":"+releaseVersion
 		// The release's images come from its archives alone: the local
