@@ -20,8 +20,8 @@ type admissionMetrics struct {
 func newAdmissionMetrics(reg prometheus.Registerer) (*admissionMetrics, error) {
 	m := &admissionMetrics{
 		seconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "inplace_admission_duration_seconds",
-			Help:    "Time to handle one admission request, by webhook (mutate, validate, validate-policy).",
+			Name: "inplace_admission_duration_seconds",
+			Help: "Time to handle one admission request, by webhook (mutate, validate, validate-policy).",
 			// 2 s is the threshold of the alert InplaceWebhookSlow
 			// (config/prometheus): a quantile is exact at a bucket's bound.
 			Buckets: []float64{100e-6, 250e-6, 500e-6, 1e-3, 2e-3, 5e-3, 10e-3, 50e-3, 250e-3, 1, 2, 5, 10},
