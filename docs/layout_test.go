@@ -39,7 +39,7 @@ func isProduct(name string) bool {
 const stdlibOnly = "standard library only"
 
 // forbidden lists, for every package of the product, what it must never
-// depend on, directly or through another package; docs/design.md says why.
+// depend on, directly or through another package; docs/explanation/design.md says why.
 // An entry ending in "/" forbids everything under it.
 var forbidden = map[string][]string{
 	"agent/supervisor":             {module + "/agent", module + "/controller", module + "/webhook", module + "/policies", module + "/cmd", "k8s.io/", "sigs.k8s.io/", "github.com/open-policy-agent/"},
@@ -166,14 +166,14 @@ func TestTopLevelIsTheCard(t *testing.T) {
 	want := slices.Clone(topLevel)
 	slices.Sort(want)
 	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("top-level entries (-want +got); a new one belongs under one of the card's, and docs/design.md says where:\n%s", diff)
+		t.Errorf("top-level entries (-want +got); a new one belongs under one of the card's, and docs/explanation/design.md says where:\n%s", diff)
 	}
 }
 
 // TestImportRules checks what each package must never import, directly or
 // not, and that every package says in its doc.go what it owns.
 func TestImportRules(t *testing.T) {
-	design, err := os.ReadFile("design.md")
+	design, err := os.ReadFile("explanation/design.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -198,7 +198,7 @@ func TestImportRules(t *testing.T) {
 			}
 		}
 		if !strings.Contains(string(design), "`"+name+"`") {
-			t.Errorf("%s: docs/design.md does not say why the package is where it is", name)
+			t.Errorf("%s: docs/explanation/design.md does not say why the package is where it is", name)
 		}
 		rules, ok := forbidden[name]
 		if !ok {

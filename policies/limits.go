@@ -24,7 +24,7 @@ type Limits struct {
 }
 
 // Defaults: a policy on the admission path takes microseconds to a
-// millisecond (docs/performance.md). The limits are wall time, so they
+// millisecond (docs/explanation/performance.md). The limits are wall time, so they
 // are far above any honest policy: a replica starved of CPU must not fail
 // one. 5 s for all of them leaves the webhook's 10 s room for the rest.
 const (

@@ -98,7 +98,7 @@ func checkSandbox(module *ast.Module) error {
 		if loc != nil {
 			where = fmt.Sprintf("%s:%d", loc.File, loc.Row)
 		}
-		errs = append(errs, fmt.Sprintf("%s: %s is not allowed in a policy: %s; policies run sandboxed, with no network, files, environment, clock or randomness (see docs/security.md)", where, name, why))
+		errs = append(errs, fmt.Sprintf("%s: %s is not allowed in a policy: %s; policies run sandboxed, with no network, files, environment, clock or randomness (see docs/explanation/security.md)", where, name, why))
 	}
 	ast.WalkExprs(module, func(e *ast.Expr) bool {
 		if e.IsCall() {

@@ -123,15 +123,15 @@ func TestPolicyTestsCompileAsProduction(t *testing.T) {
 	}
 }
 
-// TestSecurityDocListsTheDeniedBuiltins keeps docs/security.md true.
+// TestSecurityDocListsTheDeniedBuiltins keeps docs/explanation/security.md true.
 func TestSecurityDocListsTheDeniedBuiltins(t *testing.T) {
-	doc, err := os.ReadFile(filepath.Join("..", "docs", "security.md"))
+	doc, err := os.ReadFile(filepath.Join("..", "docs", "explanation", "security.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, name := range DeniedBuiltins() {
 		if !strings.Contains(string(doc), "`"+name+"`") {
-			t.Errorf("docs/security.md does not list the denied builtin `%s`", name)
+			t.Errorf("docs/explanation/security.md does not list the denied builtin `%s`", name)
 		}
 	}
 }

@@ -76,7 +76,7 @@ type Webhook struct {
 	// accepts only clients that present a certificate it signed: the
 	// apiserver, configured to present one (its admission configuration's
 	// kubeconfig), and nobody else who can reach the webhook Service.
-	// Empty, any client is served. See docs/security.md.
+	// Empty, any client is served. See docs/explanation/security.md.
 	ClientCAName string `json:"clientCAName,omitempty"`
 	// SelfSignedCerts makes the manager create its own CA and serving
 	// certificate in CertDir and write the CA into the caBundle of both

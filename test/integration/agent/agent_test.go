@@ -225,7 +225,7 @@ var _ = Describe("the agent binary", func() {
 		Expect(err).NotTo(HaveOccurred())
 		AddReportEntry("agent", fmt.Sprintf("healthy after %v, epoch reported after %v, RSS %d KiB (peak %d KiB), binary %.1f MiB",
 			healthy.Round(time.Millisecond), reported.Round(time.Millisecond), rss, peak, float64(info.Size())/(1<<20)))
-		// Budgets with room for a loaded machine; docs/in-place-restart.md
+		// Budgets with room for a loaded machine; docs/explanation/in-place-restart.md
 		// has the numbers measured here.
 		Expect(reported).To(BeNumerically("<", 5*time.Second), "start-up to the first epoch report")
 		Expect(peak).To(BeNumerically("<", 64*1024), "peak resident memory, KiB")

@@ -26,7 +26,7 @@ var _ = Describe("the chart's notes", func() {
 		out := notes()
 		Expect(out).To(ContainSubstring("kubectl -n inplace-system get deploy"))
 		Expect(out).To(ContainSubstring("kubectl get jobsetpolicies"))
-		Expect(out).To(ContainSubstring("docs/in-place-restart.md"))
+		Expect(out).To(ContainSubstring("docs/explanation/in-place-restart.md"))
 		Expect(out).To(ContainSubstring("inplace.dev/webhooks=disabled"))
 		Expect(out).NotTo(ContainSubstring("WARNING"))
 	})
