@@ -62,7 +62,7 @@ func Decide(in Input) Verdict {
 			v.Hold, v.Reason, v.Upstream = true, ReasonUpstreamRunning, &l
 			v.Message = fmt.Sprintf("upstream JobSet's controller is running: Lease %s/%s is held by %s, renewed %s ago, until %s: "+
 				"inplace reconciles no JobSet while it runs, as both would write the same JobSets and Jobs. "+
-				"Stop it (kubectl -n %s scale deployment %s --replicas=0, the Deployment of Pod %s) and follow docs/migrate-from-jobset.md; "+
+				"Stop it (kubectl -n %s scale deployment %s --replicas=0, the Deployment of Pod %s) and follow docs/how-to/migrate-from-jobset.md; "+
 				"inplace resumes once the Lease lapses",
 				l.Namespace, l.Name, l.Holder, in.Now.Sub(l.Renewed).Round(time.Second), l.Expires.UTC().Format(time.RFC3339),
 				l.Namespace, strings.Join(UpstreamDeployments, " or "), podOf(l.Holder))
@@ -82,16 +82,16 @@ func Decide(in Input) Verdict {
 		v.Hold, v.Reason = true, ReasonForeignCRD
 		v.Message = fmt.Sprintf("the JobSet CRD %s is not inplace's (no label %s=%s; upstream JobSet's, say)%s: "+
 			"inplace reconciles no JobSet until it is replaced with inplace's: "+
-			"kubectl apply --server-side --force-conflicts -f config/crd/bases/jobset.x-k8s.io_jobsets.yaml (JobSets stay; see docs/migrate-from-jobset.md)",
+			"kubectl apply --server-side --force-conflicts -f config/crd/bases/jobset.x-k8s.io_jobsets.yaml (JobSets stay; see docs/how-to/migrate-from-jobset.md)",
 			CRDName, jobset.CRDOwnerLabel, jobset.CRDOwner, prunedClause(c.Pruned))
 	case len(c.Pruned) > 0:
 		v.Hold, v.Reason = true, ReasonOutdatedCRD
 		v.Message = fmt.Sprintf("the JobSet CRD %s is inplace's but older than this manager%s: "+
-			"inplace reconciles no JobSet until the CRD is upgraded (kubectl apply --server-side -f config/crd/bases/jobset.x-k8s.io_jobsets.yaml; see docs/upgrade.md)",
+			"inplace reconciles no JobSet until the CRD is upgraded (kubectl apply --server-side -f config/crd/bases/jobset.x-k8s.io_jobsets.yaml; see docs/how-to/upgrade.md)",
 			CRDName, prunedClause(c.Pruned))
 	case !c.Ours:
 		v.Message = fmt.Sprintf("the JobSet CRD %s keeps every status field inplace writes but lacks the label %s=%s (inplace's from an earlier release, say): "+
-			"apply this release's (kubectl apply --server-side -f config/crd/bases/jobset.x-k8s.io_jobsets.yaml; see docs/upgrade.md); upstream JobSet's controller is not running",
+			"apply this release's (kubectl apply --server-side -f config/crd/bases/jobset.x-k8s.io_jobsets.yaml; see docs/how-to/upgrade.md); upstream JobSet's controller is not running",
 			CRDName, jobset.CRDOwnerLabel, jobset.CRDOwner)
 	default:
 		v.Message = fmt.Sprintf("the JobSet CRD is inplace's and upstream JobSet's controller is not running (no Lease %s held in namespace %s)",

@@ -39,7 +39,7 @@ func TestDecide(t *testing.T) {
 			hold:     true,
 			reason:   ReasonUpstreamRunning,
 			upstream: true,
-			mentions: []string{"jobset-system/6d4f6a47.jobset.x-k8s.io", "renewed 3s ago", "Pod jobset-controller-manager-7d9f-x2x4q", "--replicas=0", "docs/migrate-from-jobset.md"},
+			mentions: []string{"jobset-system/6d4f6a47.jobset.x-k8s.io", "renewed 3s ago", "Pod jobset-controller-manager-7d9f-x2x4q", "--replicas=0", "docs/how-to/migrate-from-jobset.md"},
 		},
 		"upstream's controller runs on upstream's CRD: its running is said first": {
 			crd:      upstream,
@@ -57,13 +57,13 @@ func TestDecide(t *testing.T) {
 		},
 		"ours before the label, every field kept: run, saying the CRD is old": {
 			crd:      CRD{Installed: true, Served: true},
-			mentions: []string{"lacks the label inplace.dev/crd-owner=inplace", "docs/upgrade.md"},
+			mentions: []string{"lacks the label inplace.dev/crd-owner=inplace", "docs/how-to/upgrade.md"},
 		},
 		"ours, older: hold until upgraded": {
 			crd:      CRD{Installed: true, Ours: true, Served: true, Pruned: []string{"status.syncedPods"}},
 			hold:     true,
 			reason:   ReasonOutdatedCRD,
-			mentions: []string{"status.syncedPods", "docs/upgrade.md"},
+			mentions: []string{"status.syncedPods", "docs/how-to/upgrade.md"},
 		},
 		"no CRD": {
 			hold:     true,

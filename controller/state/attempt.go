@@ -22,7 +22,7 @@ const JobRestartAttemptKey = "jobset.sigs.k8s.io/job-restart-attempt"
 // the label is absent. A Job without it was made by a controller that
 // recreates no Job alone (upstream JobSet before its RestartJob action),
 // so it was never recreated alone: a JobSet moved over from it keeps its
-// Jobs instead of having every one recreated (docs/migrate-from-jobset.md).
+// Jobs instead of having every one recreated (docs/how-to/migrate-from-jobset.md).
 func jobRestartAttempt(job *batchv1.Job) int32 {
 	v, ok := job.Labels[JobRestartAttemptKey]
 	if !ok {

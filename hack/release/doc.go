@@ -11,7 +11,7 @@
 //	inplace.krew.yaml            the plugin's manifest for krew
 //	SHA256SUMS                   the checksums of the files above
 //
-// `make release VERSION=vX.Y.Z` runs it; docs/release.md says how a release
+// `make release VERSION=vX.Y.Z` runs it; docs/how-to/release.md says how a release
 // is cut and published. It is a tool of the repository, not of the product:
 // it builds the images with test/images, as the local cluster does.
 package main

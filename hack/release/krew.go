@@ -6,7 +6,7 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// downloadURL is where a release's files are published (docs/release.md,
+// downloadURL is where a release's files are published (docs/how-to/release.md,
 // "Cutting a release"): the krew manifest points at the plugin's archives
 // there.
 const downloadURL = "https://github.com/inplace-dev/inplace/releases/download"

@@ -240,7 +240,7 @@ func manifestHeader(version, name string) string {
 	if name == "install-selfsigned.yaml" {
 		needs = "no cert-manager: the manager signs its own serving certificate (one admission replica)"
 	}
-	return fmt.Sprintf("# inplace %s (%s).\n#   kubectl apply --server-side -f %s\n# Kubernetes 1.35+; docs/install.md says what each object is for.\n---\n", version, needs, name)
+	return fmt.Sprintf("# inplace %s (%s).\n#   kubectl apply --server-side -f %s\n# Kubernetes 1.35+; docs/how-to/install.md says what each object is for.\n---\n", version, needs, name)
 }
 
 // checksum returns the regular files of dir, by name, with their SHA-256.

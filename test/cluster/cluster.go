@@ -34,7 +34,7 @@ const FeatureGates = "ContainerRestartRules=true,RestartAllContainersOnContainer
 // health, and a node-lifecycle controller would taint them otherwise.
 var Controllers = []string{
 	"job-controller",
-	// The manager installed as docs/install.md says is a Deployment.
+	// The manager installed as docs/how-to/install.md says is a Deployment.
 	"deployment-controller",
 	"replicaset-controller",
 	"garbage-collector-controller",

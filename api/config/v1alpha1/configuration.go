@@ -228,7 +228,7 @@ type Controller struct {
 
 // UpstreamJobSet is where upstream JobSet's controller would run. While
 // it holds its Lease, or while the JobSet CRD is not inplace's, the JobSet
-// controller reconciles no JobSet (docs/migrate-from-jobset.md).
+// controller reconciles no JobSet (docs/how-to/migrate-from-jobset.md).
 type UpstreamJobSet struct {
 	// Namespace upstream JobSet's controller runs and elects its leader
 	// in. Default jobset-system, where its manifests install it; set the

@@ -100,7 +100,7 @@ const (
 // it there). Upstream JobSet's CRD serves the same group and kind without
 // our status fields, which the API server would then prune from every
 // status write: the manager reconciles no JobSet until the CRD carries
-// this label (docs/migrate-from-jobset.md).
+// this label (docs/how-to/migrate-from-jobset.md).
 const (
 	CRDOwnerLabel = "inplace.dev/crd-owner"
 	CRDOwner      = "inplace"

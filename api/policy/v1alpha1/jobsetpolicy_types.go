@@ -7,7 +7,7 @@ import (
 
 // JobSetPolicy is a Rego policy that cluster admins apply to JobSets. Its
 // module's deny rules reject (or warn about, or only record) a JobSet, its
-// warn rules warn, and its patch rules mutate it. See docs/policies.md.
+// warn rules warn, and its patch rules mutate it. See docs/how-to/write-a-policy.md.
 //
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
@@ -54,7 +54,7 @@ type JobSetPolicySpec struct {
 	// op` and, as Gatekeeper's, `violation contains {"msg": msg}`. The
 	// input is {operation, object, oldObject, parameters, review}, review
 	// being the admission request as Gatekeeper gives it; data.inventory
-	// holds the objects the manager syncs (see docs/policies.md).
+	// holds the objects the manager syncs (see docs/how-to/write-a-policy.md).
 	//
 	// +kubebuilder:validation:MinLength=1
 	Rego string `json:"rego"`

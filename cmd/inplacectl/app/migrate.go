@@ -20,7 +20,7 @@ func newMigrateCommand(root *rootOptions) *cobra.Command {
 		Use:   "migrate",
 		Short: "List what blocks moving the cluster from upstream JobSet to inplace, and what is done",
 		Long: root.examples(`Check the migration from upstream JobSet (kubernetes-sigs/jobset) to
-inplace, step by step as docs/migrate-from-jobset.md takes them: upstream's
+inplace, step by step as docs/how-to/migrate-from-jobset.md takes them: upstream's
 controller stopped (its Deployment at 0 replicas, its Lease lapsed), its
 webhook configurations deleted, the JobSet CRD inplace's, inplace installed
 and ready. Each line says BLOCKS, with the command that clears it, or done.

@@ -9,7 +9,7 @@ import (
 // test/integration/migration; here, the command's wiring.
 func TestMigrateCommand(t *testing.T) {
 	code, out, _ := run(t, "migrate", "--help")
-	if code != 0 || !strings.Contains(out, "--upstream-namespace") || !strings.Contains(out, "docs/migrate-from-jobset.md") {
+	if code != 0 || !strings.Contains(out, "--upstream-namespace") || !strings.Contains(out, "docs/how-to/migrate-from-jobset.md") {
 		t.Errorf("migrate --help: exit %d, printed:\n%s", code, out)
 	}
 	code, _, errOut := run(t, "migrate")

@@ -25,7 +25,7 @@ func (s Severity) String() string {
 	return [...]string{"done", "warning", "BLOCKS"}[s]
 }
 
-// Finding is one line of the check: a step of docs/migrate-from-jobset.md
+// Finding is one line of the check: a step of docs/how-to/migrate-from-jobset.md
 // or one JobSet, and what of it blocks, is done, or warns.
 type Finding struct {
 	Severity Severity
@@ -34,7 +34,7 @@ type Finding struct {
 	Message string
 }
 
-// Steps of docs/migrate-from-jobset.md, in its order.
+// Steps of docs/how-to/migrate-from-jobset.md, in its order.
 const (
 	StepUpstreamController = "1. upstream controller stopped"
 	StepUpstreamWebhooks   = "2. upstream webhooks removed"
@@ -97,7 +97,7 @@ func Check(in Inputs) []Finding {
 	for _, d := range in.Manager {
 		switch {
 		case !d.Found:
-			add(Blocking, StepInplace, "no Deployment %s/%s: install inplace (kubectl apply --server-side -k config/default, or the chart; docs/install.md)", d.Namespace, d.Name)
+			add(Blocking, StepInplace, "no Deployment %s/%s: install inplace (kubectl apply --server-side -k config/default, or the chart; docs/how-to/install.md)", d.Namespace, d.Name)
 		case d.Available == 0:
 			add(Blocking, StepInplace, "Deployment %s/%s has no available replica: its readiness check says why (kubectl -n %s describe pods), upstream-jobset among them while upstream's controller runs or the CRD is not inplace's", d.Namespace, d.Name, d.Namespace)
 		default:

@@ -1,6 +1,6 @@
 // Package migration is `inplacectl migrate` (`kubectl inplace migrate`):
 // what blocks moving a cluster from upstream JobSet to inplace, and what
-// is done, step by step as docs/migrate-from-jobset.md takes them.
+// is done, step by step as docs/how-to/migrate-from-jobset.md takes them.
 //
 //	gather.go   reads the cluster (the only file that talks to it): the CRD, upstream's Leases, Deployments and webhook configurations, inplace's Deployments, every JobSet and its Jobs
 //	check.go    the findings, a pure function of what was read: blocking, done, or a warning

@@ -17,7 +17,7 @@ func Write(w io.Writer, fs []Finding) error {
 	}
 	var err error
 	if n := Blocked(fs); n > 0 {
-		_, err = fmt.Fprintf(w, "\n%d finding(s) block the migration from upstream JobSet; docs/migrate-from-jobset.md says how to clear each.\n", n)
+		_, err = fmt.Fprintf(w, "\n%d finding(s) block the migration from upstream JobSet; docs/how-to/migrate-from-jobset.md says how to clear each.\n", n)
 	} else {
 		_, err = fmt.Fprintln(w, "\nNothing blocks: inplace runs the JobSets, and upstream JobSet's controller, webhooks and CRD are gone.")
 	}

@@ -35,7 +35,7 @@ const (
 	namespace = "inplace-system"
 )
 
-// The commands of the README and docs/install.md, run as written (a test
+// The commands of the README and docs/how-to/install.md, run as written (a test
 // checks that the docs still say them).
 const (
 	applyDefault      = "kubectl apply --server-side -k config/default"
@@ -169,7 +169,7 @@ func killManager() {
 // exit restarts both Pods in place on the real kubelet; with
 // killMidRestart, the manager is killed once the restart began, and the
 // next one finishes it. The JobSet is deleted at the end, before inplace is
-// uninstalled, as docs/install.md says.
+// uninstalled, as docs/how-to/install.md says.
 func runsAJobSetInPlace(name string, killMidRestart bool, agentImage string) {
 	GinkgoHelper()
 	sh(webhooksAnswer)
@@ -211,13 +211,13 @@ var _ = Describe("installing inplace", Ordered, func() {
 		Expect(err).NotTo(HaveOccurred())
 		readme, err := os.ReadFile(filepath.Join(root, "README.md"))
 		Expect(err).NotTo(HaveOccurred())
-		install, err := os.ReadFile(filepath.Join(root, "docs", "install.md"))
+		install, err := os.ReadFile(filepath.Join(root, "docs", "how-to", "install.md"))
 		Expect(err).NotTo(HaveOccurred())
 		Expect(string(readme)).To(And(ContainSubstring(applyDefault), ContainSubstring(rolloutStatus), ContainSubstring(rolloutWebhook)))
 		for _, c := range []string{applyDefault, applySelfSigned, rolloutStatus, rolloutWebhook, helmInstall, labelNamespace, webhooksAnswer, deleteDefault, deleteSelfSigned, helmUninstall} {
 			Expect(string(install)).To(ContainSubstring(c))
 		}
-		release, err := os.ReadFile(filepath.Join(root, "docs", "release.md"))
+		release, err := os.ReadFile(filepath.Join(root, "docs", "how-to", "release.md"))
 		Expect(err).NotTo(HaveOccurred())
 		for _, c := range []string{"make release VERSION=" + releaseVersion, applyRelease, deleteRelease, rolloutStatus, rolloutWebhook, "sha256sum -c SHA256SUMS"} {
 			Expect(string(release)).To(ContainSubstring(c))

@@ -27,7 +27,7 @@ var (
 func TestInstall(t *testing.T) {
 	cluster.SkipWithoutRealNodes(t)
 	RegisterFailHandler(Fail)
-	RunSpecs(t, "Installing inplace as docs/install.md says")
+	RunSpecs(t, "Installing inplace as docs/how-to/install.md says")
 }
 
 var _ = BeforeSuite(func() {

@@ -1,5 +1,5 @@
 // Package migration tests the migration from upstream JobSet of
-// docs/migrate-from-jobset.md on a real kube-apiserver and etcd (envtest)
+// docs/how-to/migrate-from-jobset.md on a real kube-apiserver and etcd (envtest)
 // holding upstream's CRD (test/testdata/upstream-jobset) and JobSets with
 // their Jobs and Service as upstream's controller leaves them: the
 // manager holding back while upstream's Lease is held and its CRD

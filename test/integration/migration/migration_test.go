@@ -40,7 +40,7 @@ import (
 
 const timeout = 20 * time.Second
 
-// The procedure's commands, as docs/migrate-from-jobset.md shows them; the
+// The procedure's commands, as docs/how-to/migrate-from-jobset.md shows them; the
 // test runs them with bin/kubectl, from the repository's root.
 var (
 	stopUpstream           = "kubectl -n jobset-system scale deployment jobset-controller-manager --replicas=0"
@@ -52,10 +52,10 @@ var (
 )
 
 var _ = It("shows the commands the migration test runs", func() {
-	doc, err := os.ReadFile(filepath.Join(root, "docs", "migrate-from-jobset.md"))
+	doc, err := os.ReadFile(filepath.Join(root, "docs", "how-to", "migrate-from-jobset.md"))
 	Expect(err).NotTo(HaveOccurred())
 	for _, cmd := range append([]string{stopUpstream, replaceCRD}, deleteUpstreamWebhooks...) {
-		Expect(string(doc)).To(ContainSubstring(cmd), "docs/migrate-from-jobset.md no longer shows a command the migration test runs")
+		Expect(string(doc)).To(ContainSubstring(cmd), "docs/how-to/migrate-from-jobset.md no longer shows a command the migration test runs")
 	}
 })
 
@@ -150,7 +150,7 @@ var _ = It("moves JobSets from upstream's CRD to ours with nothing lost", func()
 		HavePrefix(migration.StepCRD+": the JobSet CRD jobsets.jobset.x-k8s.io is not inplace's"),
 	))
 
-	By("the procedure of docs/migrate-from-jobset.md")
+	By("the procedure of docs/how-to/migrate-from-jobset.md")
 	kubeconfig := framework.WriteKubeconfig(cfg)
 	kubectl(kubeconfig, stopUpstream)
 	// The Deployment controller's part (none runs here): its Pod gone, the
