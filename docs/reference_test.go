@@ -19,23 +19,34 @@ import (
 	configv1alpha1 "github.com/inplace-dev/inplace/api/config/v1alpha1"
 )
 
-func reference(t *testing.T) string {
+// The pages of the reference that the tests below keep complete, relative
+// to docs/.
+const (
+	labelsPage     = "reference/labels-and-annotations.md"
+	configPage     = "reference/configuration.md"
+	metricsPage    = "reference/metrics.md"
+	conditionsPage = "reference/conditions-and-reasons.md"
+)
+
+func readPage(t *testing.T, page string) string {
 	t.Helper()
-	data, err := os.ReadFile("reference.md")
+	data, err := os.ReadFile(page)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return string(data)
 }
 
-func expectNamed(t *testing.T, doc, what string, names []string) {
+// expectNamed checks that page names each of names in backquotes.
+func expectNamed(t *testing.T, page, what string, names []string) {
 	t.Helper()
 	if len(names) == 0 {
 		t.Fatalf("found no %s in the code: the test no longer reads it", what)
 	}
+	doc := readPage(t, page)
 	for _, n := range names {
 		if !strings.Contains(doc, "`"+n+"`") && !strings.Contains(doc, "`"+n+":") && !strings.Contains(doc, "`"+n+" ") {
-			t.Errorf("docs/reference.md does not name the %s %q", what, n)
+			t.Errorf("docs/%s does not name the %s %q", page, what, n)
 		}
 	}
 }
@@ -75,7 +86,7 @@ func TestReferenceNamesEveryMetric(t *testing.T) {
 			names = append(names, m[1])
 		}
 	}
-	expectNamed(t, reference(t), "metric", names)
+	expectNamed(t, metricsPage, "metric", names)
 }
 
 func TestReferenceNamesEveryConfigurationField(t *testing.T) {
@@ -102,7 +113,7 @@ func TestReferenceNamesEveryConfigurationField(t *testing.T) {
 		}
 	}
 	walk("", reflect.TypeFor[configv1alpha1.Configuration]())
-	expectNamed(t, reference(t), "configuration field", paths)
+	expectNamed(t, configPage, "configuration field", paths)
 }
 
 // stringConstants returns the string constants of a Go file.
@@ -147,7 +158,7 @@ func TestReferenceNamesEveryReservedKey(t *testing.T) {
 	keys = append(keys, stringConstants(t, "../api/jobset/v1alpha2/labels.go", isKey)...)
 	keys = append(keys, stringConstants(t, "../webhook/inject/inject.go", isKey)...)
 	keys = append(keys, stringConstants(t, "../test/simnode/simnode.go", isKey)...)
-	expectNamed(t, reference(t), "label or annotation", keys)
+	expectNamed(t, labelsPage, "label or annotation", keys)
 }
 
 func TestReferenceNamesEveryFlagAndAgentVariable(t *testing.T) {
@@ -159,10 +170,9 @@ func TestReferenceNamesEveryFlagAndAgentVariable(t *testing.T) {
 	for _, m := range regexp.MustCompile(`flag\.\w+Var\(&\w+, "([^"]+)"`).FindAllStringSubmatch(string(data), -1) {
 		flags = append(flags, "--"+m[1])
 	}
-	doc := reference(t)
-	expectNamed(t, doc, "inplace-manager flag", flags)
+	expectNamed(t, configPage, "inplace-manager flag", flags)
 	env := stringConstants(t, "../api/protocol/agent.go", func(name, _ string) bool { return strings.HasPrefix(name, "Env") })
-	expectNamed(t, doc, "agent environment variable", env)
+	expectNamed(t, configPage, "agent environment variable", env)
 }
 
 // reasonPackages are the trees whose code sets conditions and records
@@ -314,20 +324,11 @@ func reasonsInCode(t *testing.T) map[string]string {
 }
 
 // reasonsDocumented returns the names in backquotes in the first column of
-// the tables of reference.md's "Conditions and reasons", with "<" ending a
-// name that has a placeholder ("FailurePolicy_<rule>" is "FailurePolicy_<").
+// the tables of the conditions-and-reasons page, with "<" ending a name
+// that has a placeholder ("FailurePolicy_<rule>" is "FailurePolicy_<").
 func reasonsDocumented(t *testing.T) map[string]bool {
 	t.Helper()
-	const heading = "\n## Conditions and reasons\n"
-	doc := reference(t)
-	start := strings.Index(doc, heading)
-	if start < 0 {
-		t.Fatalf("docs/reference.md has no section %q", strings.TrimSpace(heading))
-	}
-	section := doc[start+len(heading):]
-	if end := strings.Index(section, "\n## "); end >= 0 {
-		section = section[:end]
-	}
+	section := readPage(t, conditionsPage)
 	code := regexp.MustCompile("`([^`]+)`")
 	documented := map[string]bool{}
 	for line := range strings.SplitSeq(section, "\n") {
@@ -346,8 +347,8 @@ func reasonsDocumented(t *testing.T) map[string]bool {
 	return documented
 }
 
-// TestReferenceNamesEveryReason keeps the tables of reference.md's
-// "Conditions and reasons" and the code in step: every condition type and
+// TestReferenceNamesEveryReason keeps the tables of the
+// conditions-and-reasons page and the code in step: every condition type and
 // reason the code sets is in a table, and every name in a table is set by
 // the code.
 func TestReferenceNamesEveryReason(t *testing.T) {
@@ -358,12 +359,12 @@ func TestReferenceNamesEveryReason(t *testing.T) {
 	documented := reasonsDocumented(t)
 	for _, name := range slices.Sorted(maps.Keys(inCode)) {
 		if !documented[name] {
-			t.Errorf("docs/reference.md's \"Conditions and reasons\" does not name %q (%s) in the first column of a table", name, inCode[name])
+			t.Errorf("docs/%s does not name %q (%s) in the first column of a table", conditionsPage, name, inCode[name])
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(documented)) {
 		if _, ok := inCode[name]; !ok {
-			t.Errorf("docs/reference.md's \"Conditions and reasons\" names %q, which no code sets", name)
+			t.Errorf("docs/%s names %q, which no code sets", conditionsPage, name)
 		}
 	}
 }

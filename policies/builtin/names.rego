@@ -70,7 +70,7 @@ deny contains msg if {
 # hostname <job>-<podIndex>, a DNS label. (Its name, <job>-<podIndex>- with
 # 5 random characters, never overflows: the API server cuts a generateName
 # to 58 characters. Upstream budgets those 6 characters too and refuses
-# names 58 to 63 characters long; see docs/compatibility.md.)
+# names 58 to 63 characters long; see docs/reference/compatibility.md.)
 deny contains msg if {
 	some i, rj in input.object.spec.replicatedJobs
 	job := longest_job_name(rj)

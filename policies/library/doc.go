@@ -1,7 +1,7 @@
 // Package library is the policy library: ready-made JobSetPolicies, one
 // directory each, with policy.yaml (the manifest to kubectl apply),
 // suite.yaml and the cases and inventory fixtures it runs on. See
-// docs/policy-library.md.
+// docs/reference/policy-library.md.
 //
 // Its only Go is its test, which runs every suite through policies/suite,
 // so that `make test` checks every policy of the library. It imports

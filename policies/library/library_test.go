@@ -12,7 +12,7 @@ import (
 	"github.com/inplace-dev/inplace/policies/suite"
 )
 
-// documented are the policies docs/policy-library.md lists.
+// documented are the policies docs/reference/policy-library.md lists.
 var documented = []string{
 	"allowed-registries",
 	"container-limits",
@@ -74,10 +74,10 @@ func TestLayout(t *testing.T) {
 	dirs := policyDirs(t)
 	for _, name := range documented {
 		if !slices.Contains(dirs, name) {
-			t.Errorf("%s: documented in docs/policy-library.md, but there is no such directory", name)
+			t.Errorf("%s: documented in docs/reference/policy-library.md, but there is no such directory", name)
 		}
 	}
-	doc, err := os.ReadFile("../../docs/policy-library.md")
+	doc, err := os.ReadFile("../../docs/reference/policy-library.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +88,7 @@ func TestLayout(t *testing.T) {
 			}
 		}
 		if !strings.Contains(string(doc), "`"+dir+"`") {
-			t.Errorf("%s: docs/policy-library.md does not list it", dir)
+			t.Errorf("%s: docs/reference/policy-library.md does not list it", dir)
 		}
 		raw, err := os.ReadFile(filepath.Join(dir, "policy.yaml"))
 		if err != nil {

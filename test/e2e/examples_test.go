@@ -59,7 +59,7 @@ var _ = Describe("the examples", func() {
 				err := k8sClient.Patch(ctx, obj, client.Apply, client.FieldOwner("examples-test"), client.ForceOwnership, //nolint:staticcheck // see above
 					client.DryRunAll, client.FieldValidation("Strict"))
 				if why := refusedOnPurpose[name]; why != "" {
-					// A documented difference (docs/compatibility.md).
+					// A documented difference (docs/reference/compatibility.md).
 					Expect(err).To(MatchError(ContainSubstring(why)), name)
 					refused[name] = true
 					continue
@@ -86,7 +86,7 @@ var dataFiles = map[string]bool{"examples/policies/params.yaml": true}
 // refusedOnPurpose are the examples refused on purpose, by file, with the
 // message that says why: upstream's kubebuilder sample has an empty spec
 // (only the scaffold's comment asking for fields), which upstream admits and
-// we take for a manifest cut short (docs/compatibility.md).
+// we take for a manifest cut short (docs/reference/compatibility.md).
 var refusedOnPurpose = map[string]string{
 	"test/testdata/upstream-jobset/examples/config-samples__batch_v1alpha2_jobset.yaml": "spec.replicatedJobs must list at least one replicated job",
 }

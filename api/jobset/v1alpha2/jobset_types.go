@@ -44,7 +44,7 @@ type JobSetList struct {
 type JobSetSpec struct {
 	// replicatedJobs are the groups of identical Jobs that form the set.
 	// A Job is named <jobset>-<replicatedJob>-<index>. At least one is
-	// required (upstream admits none; see docs/compatibility.md).
+	// required (upstream admits none; see docs/reference/compatibility.md).
 	//
 	// +listType=map
 	// +listMapKey=name

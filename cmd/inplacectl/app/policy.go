@@ -154,7 +154,7 @@ func newPolicyTestCommand(root *rootOptions) *cobra.Command {
 		Long: root.examples(`Run the Rego tests (test_* rules) of the .rego files under DIR, and every
 policy suite (suite.yaml) under DIR: each case's JobSet is defaulted and
 injected, then the suite's JobSetPolicy alone decides (see
-docs/policy-library.md). The exit status is 1 if a test or a case fails.`),
+docs/reference/policy-library.md). The exit status is 1 if a test or a case fails.`),
 		Example: root.examples(`  # The example policies' Rego tests
   inplacectl policy test examples/policies
 

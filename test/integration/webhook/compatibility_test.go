@@ -22,7 +22,7 @@ import (
 // The decisions of upstream JobSet's webhook and CRD on upstream's own
 // cases, through this apiserver, the CRD and both webhooks; where this
 // project decides otherwise on purpose, the entry says so and
-// docs/compatibility.md says why.
+// docs/reference/compatibility.md says why.
 
 func rjob(name string) *wrappers.ReplicatedJobWrapper { return wrappers.MakeReplicatedJob(name) }
 
