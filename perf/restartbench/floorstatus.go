@@ -50,7 +50,7 @@ type restartStep struct {
 
 // kubeletRestart is the status writes a kubelet makes of a Pod that
 // restarts all its containers after a worker's exit, measured on kubelet
-// v1.36 with containerd (docs/development.md, "Calibrated against the real
+// v1.36 with containerd (docs/development/README.md, "Calibrated against the real
 // kubelet", 6.5 per Pod on real nodes where the kubelet also writes the
 // containers' resources): the exit; every container restarting; Pending,
 // the agent running; the agent started (its startup probe, the barrier,

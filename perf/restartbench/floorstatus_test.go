@@ -106,7 +106,7 @@ func observe(pod *corev1.Pod) observed {
 
 // TestRestartPatches applies each floor's status writes in order, as the
 // API server would, to a ready Pod, and reads after each what the
-// kubelet's writes say (docs/development.md, "Calibrated against the real
+// kubelet's writes say (docs/development/README.md, "Calibrated against the real
 // kubelet"): each write changes the Pod (a write that changes nothing
 // costs the API server no etcd write, and would make the floor cheaper
 // than the kubelet), and the Pod ends ready again, its containers

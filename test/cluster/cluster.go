@@ -191,7 +191,7 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 		// Holding the lock: every other real-node cluster's directory is a
 		// dead one's, and what it left is undone now.
 		if err := sweepStaleWorkDirs(true); err != nil {
-			return nil, fmt.Errorf("undoing what a crashed real-node cluster left on this host (see docs/development.md): %w", err)
+			return nil, fmt.Errorf("undoing what a crashed real-node cluster left on this host (see docs/development/README.md): %w", err)
 		}
 		if c.host, err = recordHost(); err != nil {
 			return nil, fmt.Errorf("recording the host's state: %w", err)

@@ -445,7 +445,7 @@ func mustLookPath(name string) string {
 
 // containerdConfig is a containerd of one node, everything under its
 // directory: the settings this machine needs are explained in
-// docs/development.md.
+// docs/development/README.md.
 func containerdConfig(n *realNode, cniConfDir string) string {
 	d := filepath.Join(n.dir, "containerd")
 	return fmt.Sprintf(`version = 2

@@ -273,7 +273,7 @@ var _ = Describe("the simulated node, calibrated against the real kubelet", func
 			// Some status writes of the real kubelet change nothing a
 			// controller reads (its report of the container resources on
 			// cgroup v1: one or two per restart, as the kubelet's cgroup
-			// reads fall); docs/development.md lists them. The simulated
+			// reads fall); docs/development/README.md lists them. The simulated
 			// node writes none.
 			Expect(c.sim.RawWrites).To(Equal(len(c.sim.States)))
 		}
