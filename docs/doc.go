@@ -1,8 +1,11 @@
-// Package docs holds inplace's documentation. Its tests keep the reference
-// complete (every metric, configuration field, reserved key, flag, agent
-// environment variable, condition and reason of the code is named on its
-// page of reference/) and the package layout that explanation/design.md
-// describes.
+// Package docs holds inplace's documentation, indexed by README.md. Its
+// tests keep the reference complete (every metric, configuration field,
+// reserved key, flag, agent environment variable, condition and reason of
+// the code is named on its page of reference/), the package layout that
+// explanation/design.md describes, the index listing every page, and every
+// relative link of the README, the changelog, the docs, the examples and
+// the chart resolving to a file and, with an anchor, to one of its
+// headings.
 //
 // It imports nothing of the module: its test reads the sources as files.
 package docs
