@@ -17,10 +17,16 @@ func cliArchiveName(version, goos, goarch string) string {
 	return fmt.Sprintf("kubectl-inplace_%s_%s_%s.tar.gz", version, goos, goarch)
 }
 
+// completionHelper is kubectl_complete-inplace: kubectl (1.26+) runs it
+// with the words of `kubectl inplace ...` to complete, and the plugin
+// answers cobra's __complete request. A script and not a link to the
+// binary: krew, and some unpackers, take regular files only.
+const completionHelper = "#!/bin/sh\n# kubectl runs this to complete `kubectl inplace ...`.\nexec kubectl-inplace __complete \"$@\"\n"
+
 // buildCLI builds the kubectl plugin for goos/goarch, stamped with version
 // and commit, and writes its archive into dir: the binary kubectl-inplace,
-// kubectl_complete-inplace beside it (the same binary, by the name kubectl
-// runs to complete a plugin's arguments) and the LICENSE.
+// the completion helper kubectl_complete-inplace and the LICENSE, every
+// one a regular file.
 func buildCLI(ctx context.Context, root, work, dir, version, commit, goos, goarch string) (string, error) {
 	bin := filepath.Join(work, "cli-"+goos+"-"+goarch, "kubectl-inplace")
 	ldflags := fmt.Sprintf("-s -w -X %[1]s.version=%[2]s -X %[1]s.commit=%[3]s", versionPkg, version, commit)
@@ -37,9 +43,15 @@ func buildCLI(ctx context.Context, root, work, dir, version, commit, goos, goarc
 		return "", err
 	}
 	path := filepath.Join(dir, cliArchiveName(version, goos, goarch))
+	return path, writeCLIArchive(path, binary, license)
+}
+
+// writeCLIArchive writes the plugin's archive at path: the binary, the
+// completion helper and the license, regular files with a fixed time.
+func writeCLIArchive(path string, binary, license []byte) error {
 	f, err := os.Create(path)
 	if err != nil {
-		return "", err
+		return err
 	}
 	defer f.Close()
 	gz := gzip.NewWriter(f)
@@ -50,7 +62,7 @@ func buildCLI(ctx context.Context, root, work, dir, version, commit, goos, goarc
 		data []byte
 	}{
 		{tar.Header{Name: "kubectl-inplace", Mode: 0o755, Size: int64(len(binary))}, binary},
-		{tar.Header{Name: "kubectl_complete-inplace", Typeflag: tar.TypeSymlink, Linkname: "kubectl-inplace", Mode: 0o777}, nil},
+		{tar.Header{Name: "kubectl_complete-inplace", Mode: 0o755, Size: int64(len(completionHelper))}, []byte(completionHelper)},
 		{tar.Header{Name: "LICENSE", Mode: 0o644, Size: int64(len(license))}, license},
 	} {
 		h.hdr.ModTime = mtime
@@ -58,19 +70,19 @@ func buildCLI(ctx context.Context, root, work, dir, version, commit, goos, goarc
 			h.hdr.Typeflag = tar.TypeReg
 		}
 		if err := tw.WriteHeader(&h.hdr); err != nil {
-			return "", err
+			return err
 		}
 		if _, err := tw.Write(h.data); err != nil {
-			return "", err
+			return err
 		}
 	}
 	if err := tw.Close(); err != nil {
-		return "", err
+		return err
 	}
 	if err := gz.Close(); err != nil {
-		return "", err
+		return err
 	}
-	return path, f.Close()
+	return f.Close()
 }
 
 // cliPlatform splits "darwin/arm64" into its OS and architecture.

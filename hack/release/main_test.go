@@ -1,8 +1,15 @@
 package main
 
 import (
+	"archive/tar"
+	"compress/gzip"
+	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 func TestCheckVersion(t *testing.T) {
@@ -113,5 +120,83 @@ func TestKrewManifest(t *testing.T) {
 		if !strings.Contains(string(got), want) {
 			t.Errorf("the krew manifest lacks %q:\n%s", want, got)
 		}
+	}
+}
+
+// TestCLIArchiveHoldsRegularFilesOnly: krew refuses an archive with any
+// other kind of entry (a symbolic link, say), and kubectl needs the binary
+// and the completion helper executable.
+func TestCLIArchiveHoldsRegularFilesOnly(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "plugin.tar.gz")
+	if err := writeCLIArchive(path, []byte("binary"), []byte("license")); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	gz, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := tar.NewReader(gz)
+	got := map[string]int64{}
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		if h.Typeflag != tar.TypeReg {
+			t.Errorf("%s: tar type %q, want a regular file", h.Name, h.Typeflag)
+		}
+		got[h.Name] = h.Mode
+	}
+	want := map[string]int64{"kubectl-inplace": 0o755, "kubectl_complete-inplace": 0o755, "LICENSE": 0o644}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("the archive's files and modes (-want +got):\n%s", diff)
+	}
+}
+
+func TestCheckOut(t *testing.T) {
+	root := t.TempDir()
+	repo := filepath.Join(root, "repo")
+	write := func(dir string, files map[string]string) string {
+		t.Helper()
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for name, data := range files {
+			if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return dir
+	}
+	write(repo, nil)
+	cases := map[string]struct {
+		out     string
+		wantErr string
+	}{
+		"new":              {out: filepath.Join(repo, "dist")},
+		"empty":            {out: write(filepath.Join(root, "empty"), nil)},
+		"a former release": {out: write(filepath.Join(root, "former"), map[string]string{"SHA256SUMS": "abc  install.yaml\n", "install.yaml": "x"})},
+		"the repository":   {out: repo, wantErr: "the repository is in it"},
+		"above it":         {out: root, wantErr: "the repository is in it"},
+		"not a release":    {out: write(filepath.Join(root, "home"), map[string]string{"notes.txt": "mine"}), wantErr: "holds no release"},
+		"a file not of it": {out: write(filepath.Join(root, "mixed"), map[string]string{"SHA256SUMS": "abc  install.yaml\n", "install.yaml": "x", "notes.txt": "mine"}), wantErr: "notes.txt is not a file of the release"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			err := checkOut(tc.out, repo)
+			switch {
+			case tc.wantErr == "" && err != nil:
+				t.Fatalf("checkOut(%s) = %v, want nil", tc.out, err)
+			case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
+				t.Fatalf("checkOut(%s) = %v, want an error saying %q", tc.out, err, tc.wantErr)
+			}
+		})
 	}
 }
