@@ -113,6 +113,8 @@ RELEASE_CLI_PLATFORMS ?= linux/amd64,linux/arm64,darwin/amd64,darwin/arm64
 
 .PHONY: release
 release: $(KUSTOMIZE) $(HELM) ## Write a release into dist/ (VERSION=vX.Y.Z): install manifests, the chart archive, the images as OCI archives, the kubectl plugin, SHA256SUMS.
+	@# VERSION has a default for builds; a release names its own.
+	@$(if $(filter command line environment,$(origin VERSION)),:,echo "make release needs the version: make release VERSION=vX.Y.Z" >&2; exit 2)
 	go run ./hack/release --version $(VERSION) --commit $(COMMIT) --out $(RELEASE_DIR) --platforms $(RELEASE_PLATFORMS) --cli-platforms $(RELEASE_CLI_PLATFORMS)
 
 ##@ Images

@@ -100,8 +100,22 @@ func run(ctx context.Context, o options) ([]file, error) {
 			return nil, err
 		}
 	}
+	// A release is built from a commit as it is: say so when it is not,
+	// in the stamp as Kubernetes' gitTreeState does, and here.
+	if status, err := output(ctx, root, "git", "status", "--porcelain", "--untracked-files=no"); err != nil {
+		return nil, err
+	} else if status != "" {
+		o.commit += "-dirty"
+		fmt.Fprintf(os.Stderr, "release: warning: the work tree has uncommitted changes; the binaries are stamped %s\n", o.commit)
+	}
+	if tags, _ := output(ctx, root, "git", "tag", "--points-at", "HEAD"); !slices.Contains(strings.Fields(tags), o.version) {
+		fmt.Fprintf(os.Stderr, "release: warning: HEAD is not tagged %s (docs/how-to/release.md: tag, then build from the tag)\n", o.version)
+	}
 	out, err := filepath.Abs(o.out)
 	if err != nil {
+		return nil, err
+	}
+	if err := checkOut(out, root); err != nil {
 		return nil, err
 	}
 	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
@@ -139,7 +153,26 @@ func run(ctx context.Context, o options) ([]file, error) {
 		return nil, err
 	}
 
-	if _, err := images.BuildRelease(ctx, root, staging, o.version, o.commit, goarchs); err != nil {
+	crd, err := os.ReadFile(filepath.Join(root, jobSetCRD))
+	if err != nil {
+		return nil, err
+	}
+	header := fmt.Sprintf("# The JobSet CRD of inplace %s, alone: what replaces upstream JobSet's\n# (docs/how-to/migrate-from-jobset.md).\n#   kubectl apply --server-side --force-conflicts -f jobset-crd.yaml\n", o.version)
+	if err := os.WriteFile(filepath.Join(staging, "jobset-crd.yaml"), append([]byte(header), crd...), 0o644); err != nil {
+		return nil, err
+	}
+
+	built, err := images.BuildRelease(ctx, root, staging, o.version, o.commit, goarchs)
+	if err != nil {
+		return nil, err
+	}
+	// By digest, for those who push the images and pin them: the tag
+	// can be pushed again, the digest cannot.
+	var refs strings.Builder
+	for _, img := range built {
+		fmt.Fprintf(&refs, "%s@%s\n", img.Ref, img.Digest)
+	}
+	if err := os.WriteFile(filepath.Join(staging, "images.txt"), []byte(refs.String()), 0o644); err != nil {
 		return nil, err
 	}
 
@@ -190,6 +223,41 @@ func run(ctx context.Context, o options) ([]file, error) {
 		return nil, err
 	}
 	return files, nil
+}
+
+// jobSetCRD is the JobSet CRD in the source, as controller-gen writes it.
+const jobSetCRD = "config/crd/bases/jobset.x-k8s.io_jobsets.yaml"
+
+// checkOut refuses an output directory that replacing whole would lose
+// something: the repository or a directory holding it, or a directory
+// that is not a release this command wrote (every file of one is listed
+// in its SHA256SUMS).
+func checkOut(out, root string) error {
+	if rel, err := filepath.Rel(out, root); err == nil && !strings.HasPrefix(rel, "..") {
+		return fmt.Errorf("--out %s: the repository is in it, and it is replaced whole; name a directory of its own, e.g. dist", out)
+	}
+	entries, err := os.ReadDir(out)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	} else if err != nil {
+		return err
+	}
+	sums, err := os.ReadFile(filepath.Join(out, "SHA256SUMS"))
+	if len(entries) > 0 && err != nil {
+		return fmt.Errorf("--out %s: it exists and holds no release (no SHA256SUMS), and it is replaced whole; remove it or name another directory", out)
+	}
+	listed := map[string]bool{"SHA256SUMS": true}
+	for _, line := range strings.Split(string(sums), "\n") {
+		if _, name, ok := strings.Cut(line, "  "); ok {
+			listed[name] = true
+		}
+	}
+	for _, e := range entries {
+		if !listed[e.Name()] {
+			return fmt.Errorf("--out %s: %s is not a file of the release there, and the directory is replaced whole; move it, or name another directory", out, e.Name())
+		}
+	}
+	return nil
 }
 
 // checkVersion refuses what is not a full semantic version with its v.
