@@ -153,7 +153,8 @@ func write(img image, binaries map[string]string, path string) error {
 
 // imageOf builds an image of one layer — its binaries and an empty /tmp —
 // that runs as a non-root user, as the Dockerfile's distroless images do.
-func imageOf(img image, binaries map[string]string, goarch string) (v1.Image, error) {
+// layerOpts set its layer's media type, say.
+func imageOf(img image, binaries map[string]string, goarch string, layerOpts ...tarball.LayerOption) (v1.Image, error) {
 	entries := []entry{{path: "/tmp", mode: 0o1777, dir: true}}
 	add := func(pkg, at string) error {
 		data, err := os.ReadFile(binaries[pkg])
@@ -172,7 +173,7 @@ func imageOf(img image, binaries map[string]string, goarch string) (v1.Image, er
 			return nil, err
 		}
 	}
-	l, err := layerOf(entries...)
+	l, err := layerOf(layerOpts, entries...)
 	if err != nil {
 		return nil, err
 	}
@@ -203,7 +204,7 @@ type entry struct {
 // layerOf is a layer of the entries, in order, each file's parent
 // directories readable by all. A fixed time: the same files give the same
 // layer.
-func layerOf(entries ...entry) (v1.Layer, error) {
+func layerOf(opts []tarball.LayerOption, entries ...entry) (v1.Layer, error) {
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
 	mtime := time.Unix(0, 0)
@@ -242,5 +243,5 @@ func layerOf(entries ...entry) (v1.Layer, error) {
 	layer := buf.Bytes()
 	return tarball.LayerFromOpener(func() (io.ReadCloser, error) {
 		return io.NopCloser(bytes.NewReader(layer)), nil
-	})
+	}, opts...)
 }

@@ -77,7 +77,7 @@ func BuildPyTorch(ctx context.Context, root, cacheDir, archive string, log io.Wr
 	if err != nil {
 		return out, err
 	}
-	programLayer, err := layerOf(programs...)
+	programLayer, err := layerOf(nil, programs...)
 	if err != nil {
 		return out, err
 	}

@@ -16,6 +16,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"github.com/google/go-containerregistry/pkg/v1/types"
 )
 
 // Repositories of the two images a release ships; config/ and the chart
@@ -37,6 +39,7 @@ const (
 // ReleaseImage is one image archive of a release.
 type ReleaseImage struct {
 	Ref     string // e.g. ghcr.io/inplace-dev/inplace-manager:v0.9.0
+	Digest  string // its index's, sha256:...: Ref@Digest names it in any registry it is pushed to
 	Archive string // its OCI archive
 }
 
@@ -72,10 +75,13 @@ func BuildRelease(ctx context.Context, root, dir, version, commit string, goarch
 			return nil, err
 		}
 		for i, img := range release {
-			built, err := imageOf(img, binaries, goarch)
+			built, err := imageOf(img, binaries, goarch, tarball.WithMediaType(types.OCILayer))
 			if err != nil {
 				return nil, fmt.Errorf("the image %s for linux/%s: %w", img.refs[0], goarch, err)
 			}
+			// OCI media types throughout, as the index and the layout
+			// that hold them.
+			built = mutate.ConfigMediaType(mutate.MediaType(built, types.OCIManifestSchema1), types.OCIConfigJSON)
 			manifests[i] = append(manifests[i], mutate.IndexAddendum{
 				Add:        built,
 				Descriptor: v1.Descriptor{Platform: &v1.Platform{OS: "linux", Architecture: goarch}},
@@ -89,11 +95,15 @@ func BuildRelease(ctx context.Context, root, dir, version, commit string, goarch
 			return nil, err
 		}
 		archive := filepath.Join(dir, fmt.Sprintf("%s-%s.tar", filepath.Base(tag.RepositoryStr()), version))
-		index := mutate.IndexMediaType(mutate.AppendManifests(empty.Index, manifests[i]...), "application/vnd.oci.image.index.v1+json")
+		index := mutate.IndexMediaType(mutate.AppendManifests(empty.Index, manifests[i]...), types.OCIImageIndex)
 		if err := writeOCIArchive(filepath.Join(work, "layout-"+filepath.Base(tag.RepositoryStr())), archive, tag, index); err != nil {
 			return nil, fmt.Errorf("writing the image %s: %w", img.refs[0], err)
 		}
-		out = append(out, ReleaseImage{Ref: tag.String(), Archive: archive})
+		digest, err := index.Digest()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, ReleaseImage{Ref: tag.String(), Digest: digest.String(), Archive: archive})
 	}
 	return out, nil
 }
