@@ -250,7 +250,7 @@ var _ = Describe("installing inplace", Ordered, func() {
 		// The host's platform alone: the test runs here.
 		shWithin(10*time.Minute, fmt.Sprintf("make release VERSION=%s RELEASE_DIR=%s RELEASE_PLATFORMS=linux/%[3]s RELEASE_CLI_PLATFORMS=linux/%[3]s", releaseVersion, dist, runtime.GOARCH))
 		shInDir(dist, "sha256sum -c SHA256SUMS")
-		for _, f := range []string{"install.yaml", "install-selfsigned.yaml", "inplace.krew.yaml"} {
+		for _, f := range []string{"install.yaml", "install-selfsigned.yaml", "jobset-crd.yaml", "inplace.krew.yaml", "images.txt"} {
 			Expect(filepath.Join(dist, f)).To(BeAnExistingFile())
 		}
 		// The kubectl plugin, from its archive, found by kubectl on the PATH.
