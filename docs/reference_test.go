@@ -171,7 +171,10 @@ func TestReferenceNamesEveryFlagAndAgentVariable(t *testing.T) {
 		flags = append(flags, "--"+m[1])
 	}
 	expectNamed(t, configPage, "inplace-manager flag", flags)
-	env := stringConstants(t, "../api/protocol/agent.go", func(name, _ string) bool { return strings.HasPrefix(name, "Env") })
+	isEnv := func(name, _ string) bool { return strings.HasPrefix(name, "Env") }
+	env := stringConstants(t, "../api/protocol/agent.go", isEnv)
+	// Process scope's: the agent's and what the supervisor gives a worker.
+	env = append(env, stringConstants(t, "../api/protocol/process.go", isEnv)...)
 	expectNamed(t, configPage, "agent environment variable", env)
 }
 
