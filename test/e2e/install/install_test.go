@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -63,6 +64,20 @@ func sh(line string) string {
 	return shWithin(timeout, line)
 }
 
+// goCaches are GOCACHE, GOMODCACHE and GOPATH as go reports them for the
+// user running the tests, which are under HOME unless set.
+var goCaches = sync.OnceValue(func() []string {
+	out, err := exec.Command("go", "env", "GOCACHE", "GOMODCACHE", "GOPATH").Output()
+	if err != nil {
+		return nil
+	}
+	vals := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if len(vals) != 3 {
+		return nil
+	}
+	return []string{"GOCACHE=" + vals[0], "GOMODCACHE=" + vals[1], "GOPATH=" + vals[2]}
+})
+
 // shInDir is sh in dir rather than at the repository's root.
 func shInDir(dir, line string) string {
 	GinkgoHelper()
@@ -92,6 +107,9 @@ func shWithin(limit time.Duration, line string) string {
 	cmd := exec.CommandContext(cmdCtx, "sh", "-c", line)
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+fw.Cluster.Kubeconfig, "PATH="+tools+":"+os.Getenv("PATH"), "HOME="+tools)
+	// HOME is a new one, for helm's and kubectl's own files; go (make
+	// release) keeps the caches of the user it runs as.
+	cmd.Env = append(cmd.Env, goCaches()...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err = cmd.Run()
