@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -30,13 +31,12 @@ import (
 // It fails nothing and restarts nothing: the kubelet keeps retrying, and
 // an image pushed late, or a pull secret added, lets the Pods start.
 
-// imagePullNames is how many Pods the condition names; the rest are
-// counted.
+// imagePullNames is how many Pods the Event names; the rest are counted.
 const imagePullNames = 3
 
-// imagePullFailure is what the condition says: the container and image of
-// the first Pod that waits (agents before workers), and every Pod waiting
-// for the same one.
+// imagePullFailure is what the condition and its Event say: the container
+// and image of the first Pod that waits (agents before workers), and every
+// Pod waiting for the same one.
 type imagePullFailure struct {
 	state.ImagePull
 	// first is the first Pod by name, whose kubelet message is quoted.
@@ -112,31 +112,50 @@ func (f *imagePullFailure) reason() string {
 	return ReasonWorkerImagePullFailed
 }
 
-// text is the condition's message: the image, the Pods, the kubelet's
-// words, what follows and what to do, which depends on whether a retry
-// can help.
-func (f *imagePullFailure) text() string {
-	var b strings.Builder
+// Bounds on what the condition and its Event say. A condition's message
+// may hold 32768 characters and an Event's note 1024 bytes; either too
+// long fails its write, and a status write that fails stops every status
+// change of the JobSet. Text from outside (the image as the Pod names it,
+// the kubelet's message) is cut at quotedText.
+const (
+	quotedText          = 256
+	maxConditionMessage = 1024
+	maxEventMessage     = 1024
+)
+
+// clip cuts s to at most n bytes, on a rune boundary, marking the cut.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	const mark = "..."
+	if n < len(mark) {
+		return ""
+	}
+	cut := n - len(mark)
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + mark
+}
+
+// subject says whose image cannot be pulled: the agent's, or a worker
+// container's.
+func (f *imagePullFailure) subject() string {
 	if f.Agent {
-		fmt.Fprintf(&b, "the agent image %q cannot be pulled", f.Image)
-	} else {
-		fmt.Fprintf(&b, "the image %q of container %s cannot be pulled", f.Image, f.Container)
+		return fmt.Sprintf("the agent image %q cannot be pulled", clip(f.Image, quotedText))
 	}
-	pods := strings.Join(f.names, ", ")
-	if more := f.n - len(f.names); more > 0 {
-		pods += fmt.Sprintf(" and %d more", more)
-	}
-	fmt.Fprintf(&b, ": %s for it (%s); Pod %s: %s", podsWait(f.n), pods, f.first, f.Reason)
-	if f.message != "" {
-		fmt.Fprintf(&b, ": %s", f.message)
-	}
-	if f.others > 0 {
-		fmt.Fprintf(&b, "; %d more for other images", f.others)
-	}
+	return fmt.Sprintf("the image %q of container %s cannot be pulled", clip(f.Image, quotedText), clip(f.Container, quotedText))
+}
+
+// advice says what follows and what to do, which depends on whether a
+// retry can help.
+func (f *imagePullFailure) advice() string {
+	var b strings.Builder
 	if f.Agent {
 		b.WriteString(". The JobSet cannot start, nor end an in-place restart, until every agent runs")
 	} else {
-		b.WriteString(". The workers of those Pods cannot start")
+		b.WriteString(". The workers of the Pods that wait for it cannot start")
 	}
 	// Where the image comes from: the agent's is the manager's
 	// configuration, injected when the JobSet was created, so a JobSet
@@ -147,13 +166,45 @@ func (f *imagePullFailure) text() string {
 	}
 	switch {
 	case f.NeverPulled():
-		fmt.Fprintf(&b, "; the kubelet does not pull it (imagePullPolicy Never) and starts the container once the image is on the node: load it onto the nodes, or check %s", source)
+		fmt.Fprintf(&b, "; imagePullPolicy is Never, so no retry pulls it: the kubelet starts the container once the image is on the node. Load it onto the nodes, or check %s", source)
 	case !f.Retried():
 		fmt.Fprintf(&b, "; the name does not parse, which no retry cures: %s", fix)
 	default:
-		fmt.Fprintf(&b, "; the kubelet keeps retrying. Check %s and the imagePullSecrets of service account %s (a Pod takes them when it is created); a wrong image needs the JobSet recreated", source, f.ServiceAccount)
+		fmt.Fprintf(&b, "; the kubelet keeps retrying. Check %s and the imagePullSecrets of the Pods' service account (a Pod takes them when it is created); a wrong image needs the JobSet recreated", source)
 	}
 	return b.String()
+}
+
+// text is the condition's message: the image, whose it is, and whether a
+// retry can help. It says nothing that changes while the Pods wait (how
+// many, the kubelet's reason, which flips between ErrImagePull and
+// ImagePullBackOff at every back-off, or its words), so that the condition
+// is not written again for each: the Event says those.
+func (f *imagePullFailure) text() string {
+	return clip(f.subject()+f.advice(), maxConditionMessage)
+}
+
+// event is the Warning Event's message, said when the condition turns
+// True or says something else: the condition's, with the Pods that wait,
+// the first one's kubelet reason and message, and their service account.
+func (f *imagePullFailure) event() string {
+	var b strings.Builder
+	pods := strings.Join(f.names, ", ")
+	if more := f.n - len(f.names); more > 0 {
+		pods += fmt.Sprintf(" and %d more", more)
+	}
+	fmt.Fprintf(&b, ": %s for it (%s); Pod %s: %s", podsWait(f.n), pods, f.first, f.Reason)
+	if f.message != "" {
+		fmt.Fprintf(&b, ": %s", clip(f.message, quotedText))
+	}
+	if f.others > 0 {
+		fmt.Fprintf(&b, "; %d more for other images", f.others)
+	}
+	fmt.Fprintf(&b, "; service account %s", f.ServiceAccount)
+	subject, advice := f.subject(), f.advice()
+	// The details give way first: the condition says the rest.
+	details := clip(b.String(), max(maxEventMessage-len(subject)-len(advice), 0))
+	return clip(subject+details+advice, maxEventMessage)
 }
 
 // podsWait says how many Pods wait.
@@ -165,27 +216,25 @@ func podsWait(n int) string {
 }
 
 // reportImagePulls sets the ImagePullFailure condition from the Pods of
-// the current attempt, with a Warning Event when it turns True or changes
-// its reason (not when only the count of Pods or the kubelet's words
-// change), and a Normal one when it is resolved. A JobSet whose Pods never
-// waited for an image gets no condition at all.
+// the current attempt, with a Warning Event when it turns True or says
+// something else (another reason, image or container; not when only the
+// count of Pods or the kubelet's reason or words change, which the
+// message leaves out), and a Normal one when it is resolved. A JobSet
+// whose Pods never waited for an image gets no condition at all.
 func (p *Plan) reportImagePulls(pods []state.PodGroup, now metav1.Time) {
 	cur := meta.FindStatusCondition(p.Status.Conditions, string(jobset.JobSetImagePullFailure))
-	was := ""
-	if cur != nil && cur.Status == metav1.ConditionTrue {
-		was = cur.Reason
-	}
+	wasTrue := cur != nil && cur.Status == metav1.ConditionTrue
 	f := imagePullFailureOf(pods)
 	if f == nil {
-		if was != "" {
+		if wasTrue {
 			setCondition(&p.Status, jobset.JobSetImagePullFailure, metav1.ConditionFalse, ReasonImagePullResolved, MessageImagePullResolved, now)
 			p.Events = append(p.Events, Event{corev1.EventTypeNormal, ReasonImagePullResolved, MessageImagePullResolved})
 		}
 		return
 	}
 	reason, msg := f.reason(), f.text()
-	setCondition(&p.Status, jobset.JobSetImagePullFailure, metav1.ConditionTrue, reason, msg, now)
-	if was != reason {
-		p.Events = append(p.Events, Event{corev1.EventTypeWarning, reason, msg})
+	if !wasTrue || cur.Reason != reason || cur.Message != msg {
+		p.Events = append(p.Events, Event{corev1.EventTypeWarning, reason, f.event()})
 	}
+	setCondition(&p.Status, jobset.JobSetImagePullFailure, metav1.ConditionTrue, reason, msg, now)
 }
