@@ -204,11 +204,11 @@ node-deps: ## Install what real nodes need from Debian's packages (containerd, r
 
 .PHONY: cluster-up
 REAL_NODES ?= 0
-cluster-up: cluster-binaries ## Start the local cluster, inplace-manager, NODES simulated nodes (default 16, 0 with REAL_NODES) and REAL_NODES real ones (default 0) in the background; writes .local/kubeconfig.
+cluster-up: cluster-binaries ## Start the local cluster in the background: control plane, inplace-manager, NODES simulated nodes (default 16, 0 with REAL_NODES) and REAL_NODES real ones (default 0; root); writes .local/kubeconfig.
 	NODES=$(NODES) REAL_NODES=$(REAL_NODES) ./hack/cluster.sh up
 
 .PHONY: cluster-down
-cluster-down: ## Stop the local cluster.
+cluster-down: ## Stop the local cluster and every process it started.
 	./hack/cluster.sh down
 
 .PHONY: image-pytorch

@@ -1,7 +1,13 @@
 #!/usr/bin/env bash
-# Starts (up) or stops (down) the local cluster in the background.
-# up writes .local/kubeconfig once the cluster is ready; down stops every
-# process it started and leaves nothing running.
+# The implementation of `make cluster-up` and `make cluster-down`, the one
+# way to start and stop the local cluster by hand (the demos use them too):
+# run those, which build the cluster's binaries first, rather than this.
+#
+# up starts test/cmd/local-cluster in the background with NODES simulated
+# nodes (default 16, 0 when REAL_NODES is set) and REAL_NODES real ones
+# (default 0; installs their packages first), and returns once it has
+# written .local/kubeconfig; a cluster already running is left as it is.
+# down stops every process it started and leaves nothing running.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)

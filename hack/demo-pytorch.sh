@@ -9,7 +9,7 @@ set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 cleanup() {
-  "$root/hack/cluster.sh" down || true
+  make -C "$root" --no-print-directory cluster-down || true
   grep -h "left on the host" -A20 "$root/.local/cluster.log" 2>/dev/null || true
 }
 trap cleanup EXIT
@@ -17,7 +17,7 @@ trap cleanup EXIT
 printf '\n\033[1m== the PyTorch image: Debian bookworm with python3-torch, built without a container engine\033[0m\n'
 (cd "$root" && go run ./test/cmd/image-pytorch -sockets none)
 printf '\n\033[1m== starting the local cluster: control plane, inplace-manager, 2 real nodes, CoreDNS\033[0m\n'
-NODES=0 REAL_NODES=2 "$root/hack/cluster.sh" up
+make -C "$root" --no-print-directory cluster-up NODES=0 REAL_NODES=2
 (cd "$root" && go run ./test/cmd/image-pytorch)
 cd "$root"
 # shellcheck disable=SC2086 # DEMO_ARGS are flags, split on purpose

@@ -10,7 +10,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cleanup() {
   # The teardown's own words: real nodes report anything they left.
-  "$root/hack/cluster.sh" down || true
+  make -C "$root" --no-print-directory cluster-down || true
   grep -h "left on the host" -A20 "$root/.local/cluster.log" 2>/dev/null || true
 }
 trap cleanup EXIT
@@ -23,7 +23,7 @@ else
   what="$sim simulated nodes"
 fi
 printf '\n\033[1m== starting the local cluster: etcd, kube-apiserver, kube-controller-manager, kube-scheduler, inplace-manager, %s\033[0m\n' "$what"
-NODES=$sim REAL_NODES=$real "$root/hack/cluster.sh" up
+make -C "$root" --no-print-directory cluster-up NODES="$sim" REAL_NODES="$real"
 "$root/bin/kubectl" --kubeconfig "$root/.local/kubeconfig" get nodes -o wide
 
 cd "$root"

@@ -1,8 +1,11 @@
 // Command local-cluster runs the local cluster of package test/cluster in the
 // foreground until it receives SIGINT or SIGTERM: `make cluster-up` starts it
-// in the background and `make cluster-down` stops it. It installs the CRDs of
-// config/crd and writes an admin kubeconfig to -kubeconfig once the cluster
-// is ready, and the real nodes' containerd addresses beside it
+// in the background (through hack/cluster.sh) and `make cluster-down` stops
+// it, the one way to run it by hand. It installs the CRDs of -crds, runs
+// inplace-manager as installed (controller and admission server, each as
+// its service account) and -nodes simulated and -real-nodes real nodes,
+// and writes an admin kubeconfig to -write-kubeconfig once the cluster is
+// ready, and the real nodes' containerd addresses beside it
 // (containerd-sockets), where images are imported into them.
 //
 // Test code: it may import any package of the module, and no package outside
