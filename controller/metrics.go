@@ -21,6 +21,13 @@ const (
 	kindBlockingRecreate = "blocking_recreate"
 )
 
+// Containers of inplace_jobset_image_pull_failure: whose image cannot be
+// pulled.
+const (
+	containerAgent  = "agent"
+	containerWorker = "worker"
+)
+
 // restartMetrics turns status transitions, once written, into metrics. A
 // transition is seen once: the status write that carries it is an Update
 // with the resourceVersion read, so a stale decision never lands twice.
@@ -63,8 +70,8 @@ func newRestartMetrics(reg prometheus.Registerer) (*restartMetrics, error) {
 		}, []string{"namespace", "jobset", "epoch"}),
 		imagePullGauge: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "inplace_jobset_image_pull_failure",
-			Help: "1 while Pods of an InPlaceRestart JobSet wait for an image the kubelet cannot pull (its ImagePullFailure condition), by whose image: agent or worker.",
-		}, []string{"namespace", "jobset", "image"}),
+			Help: "1 while Pods of an InPlaceRestart JobSet wait for an image the kubelet cannot pull (its ImagePullFailure condition is True), by the container whose image it is: agent or worker. No series otherwise.",
+		}, []string{"namespace", "jobset", "container"}),
 		started: map[types.UID]time.Time{},
 	}
 	for _, c := range []prometheus.Collector{m.restartsTotal, m.inPlaceFallbacksTotal, m.inPlaceRestartSeconds, m.epochGauge, m.imagePullGauge} {
@@ -131,21 +138,25 @@ func (m *restartMetrics) epochs(js *jobset.JobSet) {
 
 // imagePulls publishes whether an InPlaceRestart JobSet's Pods wait for an
 // image, from its status: the agent's, which the manager's configuration
-// names, or a worker's, which the JobSet's template does.
+// names, or a worker's, which the JobSet's template does. A JobSet has a
+// series only while its condition is True: most never wait, and a JobSet
+// with in-place restarts disabled never has the condition.
 func (m *restartMetrics) imagePulls(js *jobset.JobSet) {
-	if !decide.InPlace(js) {
-		return
-	}
-	var agent, worker float64
-	if c := meta.FindStatusCondition(js.Status.Conditions, string(jobset.JobSetImagePullFailure)); c != nil && c.Status == metav1.ConditionTrue {
+	container := ""
+	if c := meta.FindStatusCondition(js.Status.Conditions, string(jobset.JobSetImagePullFailure)); decide.InPlace(js) && c != nil && c.Status == metav1.ConditionTrue {
+		container = containerWorker
 		if c.Reason == decide.ReasonAgentImagePullFailed {
-			agent = 1
-		} else {
-			worker = 1
+			container = containerAgent
 		}
 	}
-	m.imagePullGauge.WithLabelValues(js.Namespace, js.Name, "agent").Set(agent)
-	m.imagePullGauge.WithLabelValues(js.Namespace, js.Name, "worker").Set(worker)
+	for _, other := range []string{containerAgent, containerWorker} {
+		if other != container {
+			m.imagePullGauge.DeleteLabelValues(js.Namespace, js.Name, other)
+		}
+	}
+	if container != "" {
+		m.imagePullGauge.WithLabelValues(js.Namespace, js.Name, container).Set(1)
+	}
 }
 
 // gone forgets a deleted JobSet.

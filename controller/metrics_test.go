@@ -1,9 +1,11 @@
 package controller
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
@@ -131,32 +133,61 @@ func TestImagePullMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	js := ctrltestutil.InPlaceJobSet(0, 0)
-	gauge := func(image string) float64 {
-		return testutil.ToFloat64(m.imagePullGauge.WithLabelValues(js.Namespace, js.Name, image))
+	// series lists the gauge's series as namespace/jobset/container=value.
+	series := func() []string {
+		ch := make(chan prometheus.Metric, 10)
+		m.imagePullGauge.Collect(ch)
+		close(ch)
+		var got []string
+		for metric := range ch {
+			var out dto.Metric
+			if err := metric.Write(&out); err != nil {
+				t.Fatal(err)
+			}
+			labels := map[string]string{}
+			for _, l := range out.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			got = append(got, fmt.Sprintf("%s/%s/%s=%v", labels["namespace"], labels["jobset"], labels["container"], out.GetGauge().GetValue()))
+		}
+		return got
+	}
+	of := func(container string) []string {
+		return []string{js.Namespace + "/" + js.Name + "/" + container + "=1"}
 	}
 	for _, tc := range []struct {
 		status, reason string
-		agent, worker  float64
+		want           []string
 	}{
-		{"", "", 0, 0},
-		{"True", decide.ReasonAgentImagePullFailed, 1, 0},
-		{"True", decide.ReasonWorkerImagePullFailed, 0, 1},
-		{"False", decide.ReasonImagePullResolved, 0, 0},
+		{"", "", nil},
+		{"True", decide.ReasonAgentImagePullFailed, of("agent")},
+		{"True", decide.ReasonWorkerImagePullFailed, of("worker")},
+		{"True", decide.ReasonAgentImagePullFailed, of("agent")},
+		{"False", decide.ReasonImagePullResolved, nil},
+		{"True", decide.ReasonWorkerImagePullFailed, of("worker")},
+		{"False", decide.ReasonJobSetFinished, nil},
 	} {
 		js.Status.Conditions = nil
 		if tc.status != "" {
 			js.Status.Conditions = []metav1.Condition{{Type: string(jobset.JobSetImagePullFailure), Status: metav1.ConditionStatus(tc.status), Reason: tc.reason}}
 		}
 		m.imagePulls(js)
-		if a, w := gauge("agent"), gauge("worker"); a != tc.agent || w != tc.worker {
-			t.Errorf("condition %s %s: agent %v worker %v, want %v %v", tc.status, tc.reason, a, w, tc.agent, tc.worker)
+		if diff := cmp.Diff(tc.want, series()); diff != "" {
+			t.Errorf("condition %s %s: series (-want +got):\n%s", tc.status, tc.reason, diff)
 		}
 	}
+	js.Status.Conditions = []metav1.Condition{{Type: string(jobset.JobSetImagePullFailure), Status: metav1.ConditionTrue, Reason: decide.ReasonAgentImagePullFailed}}
+	m.imagePulls(js)
 	m.gone(types.NamespacedName{Namespace: js.Namespace, Name: js.Name})
 	if n := testutil.CollectAndCount(m.imagePullGauge); n != 0 {
 		t.Errorf("%d image pull series left for a deleted JobSet", n)
 	}
 	if m.imagePulls(ctrltestutil.JobSet("w", 1)); testutil.CollectAndCount(m.imagePullGauge) != 0 {
 		t.Error("a JobSet without InPlaceRestart has image pull series")
+	}
+	disabled := ctrltestutil.InPlaceJobSet(0, 0)
+	disabled.Annotations = map[string]string{jobset.DisableInPlaceRestartKey: "true"}
+	if m.imagePulls(disabled); testutil.CollectAndCount(m.imagePullGauge) != 0 {
+		t.Error("a JobSet with in-place restarts disabled has image pull series")
 	}
 }
