@@ -169,7 +169,7 @@ func restartJobSet(status *jobset.JobSetStatus, o failureOutcome, now metav1.Tim
 // which makes that Job alone outdated, deleted and created again.
 func restartJob(js *jobset.JobSet, status *jobset.JobSetStatus, job *batchv1.Job, counted bool) error {
 	rjName := job.Labels[jobset.ReplicatedJobNameKey]
-	replicas := state.ReplicasOf(js, rjName)
+	replicas := jobset.ReplicasOf(js, rjName)
 	index, err := strconv.Atoi(job.Labels[jobset.JobIndexKey])
 	if err != nil || index < 0 || index >= replicas {
 		return fmt.Errorf("its label %s is %q, not an index of replicated job %q (%d replicas)", jobset.JobIndexKey, job.Labels[jobset.JobIndexKey], rjName, replicas)

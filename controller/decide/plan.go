@@ -181,7 +181,7 @@ func decideSteps(js *jobset.JobSet, obs Observed, now metav1.Time, t Timeouts) P
 	// JobSet's Pods have agents.
 	var pods []state.PodGroup
 	if InPlaceActive(js) {
-		pods = fam.PodGroups(js, strconv.Itoa(int(state.RecreateAttempt(&js.Status))))
+		pods = fam.PodGroups(js, strconv.Itoa(int(jobset.RecreateAttempt(&js.Status))))
 	}
 	switch {
 	case InPlaceActive(js) && suspended:
@@ -493,7 +493,7 @@ func blockedByPreviousAttempt(js *jobset.JobSet, c state.Children) bool {
 	if js.Spec.FailurePolicy == nil || js.Spec.FailurePolicy.RestartStrategy != jobset.BlockingRecreate {
 		return false
 	}
-	return c.Previous > 0 || c.Terminating > 0 || c.Family.PodsNotOf(strconv.Itoa(int(state.RecreateAttempt(&js.Status)))) > 0
+	return c.Previous > 0 || c.Terminating > 0 || c.Family.PodsNotOf(strconv.Itoa(int(jobset.RecreateAttempt(&js.Status)))) > 0
 }
 
 // missingJobs returns the Jobs of the current attempt that do not exist yet

@@ -14,7 +14,6 @@ import (
 	"k8s.io/utils/ptr"
 
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
-	"github.com/inplace-dev/inplace/controller/state"
 )
 
 func TestDecideCreatesEveryJobAndTheServiceOnce(t *testing.T) {
@@ -55,7 +54,7 @@ func TestBuildJobLabels(t *testing.T) {
 		jobset.JobGlobalIndexKey:        "2",
 		jobset.JobKey:                   jobKey("ns", "js-workers-1"),
 		jobset.RestartsKey:              "3",
-		state.JobRestartAttemptKey:      "0",
+		jobset.JobRestartAttemptKey:     "0",
 		jobset.GroupNameKey:             "g",
 		jobset.GroupReplicasKey:         "2",
 		jobset.JobGroupIndexKey:         "1",
@@ -250,8 +249,8 @@ func TestDecideRestartJobReplacesOnlyThatJob(t *testing.T) {
 		t.Errorf("a Job restart counted as a JobSet restart")
 	}
 	replacement := jobOf(js, "workers", 1)
-	if replacement.Labels[state.JobRestartAttemptKey] != "1" {
-		t.Errorf("replacement job-restart-attempt = %s, want 1", replacement.Labels[state.JobRestartAttemptKey])
+	if replacement.Labels[jobset.JobRestartAttemptKey] != "1" {
+		t.Errorf("replacement job-restart-attempt = %s, want 1", replacement.Labels[jobset.JobRestartAttemptKey])
 	}
 }
 

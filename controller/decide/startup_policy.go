@@ -6,7 +6,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
-	"github.com/inplace-dev/inplace/controller/state"
 )
 
 // startupGate says, for each replicated Job in spec order, whether its Jobs
@@ -43,7 +42,7 @@ func started(rj jobset.ReplicatedJob, s jobset.ReplicatedJobStatus) bool {
 // when every Job succeeded.
 func dependenciesMet(js *jobset.JobSet, rj jobset.ReplicatedJob, statuses []jobset.ReplicatedJobStatus) bool {
 	for _, d := range rj.DependsOn {
-		replicas := int32(state.ReplicasOf(js, d.Name))
+		replicas := int32(jobset.ReplicasOf(js, d.Name))
 		s := statusOf(statuses, d.Name)
 		switch d.Status {
 		case jobset.DependencyComplete:

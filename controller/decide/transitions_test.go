@@ -15,7 +15,6 @@ import (
 
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
 	"github.com/inplace-dev/inplace/api/protocol"
-	"github.com/inplace-dev/inplace/controller/state"
 )
 
 // These tests walk an InPlaceRestart JobSet through the transitions of its
@@ -508,7 +507,7 @@ func TestEveryTransition(t *testing.T) {
 		return func(js *jobset.JobSet) Observed {
 			pods := syncedPods(epoch)
 			for i := range pods {
-				pods[i].Labels[jobset.RestartsKey] = strconv.Itoa(int(state.RecreateAttempt(&js.Status)))
+				pods[i].Labels[jobset.RestartsKey] = strconv.Itoa(int(jobset.RecreateAttempt(&js.Status)))
 			}
 			return Observed{ServiceExists: true, Jobs: jobsWith(js, func(_, _ *batchv1.Job) {}), Pods: pods}
 		}

@@ -2,7 +2,6 @@ package state
 
 import (
 	"slices"
-	"strconv"
 	"strings"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -142,26 +141,12 @@ func (c *Children) Taken(name string) bool {
 }
 
 // isCurrentAttempt is the definition of a Job of the current attempt, read
-// from the JobSet and the Job's labels. JobView.kindOf decides the same from
-// a Job's record without building a string; the tests hold them to each
-// other.
+// from the JobSet and the Job's labels (jobset.JobAttemptMismatch).
+// JobView.kindOf decides the same from a Job's record without building a
+// string; the tests hold them to each other.
 func isCurrentAttempt(js *jobset.JobSet, job *batchv1.Job) bool {
-	if job.Labels[jobset.RestartsKey] != strconv.Itoa(int(RecreateAttempt(&js.Status))) {
-		return false
-	}
-	// An index that is not one of its replicated job's (a label edited by
-	// hand, a replicated job renamed) makes a Job of no attempt: deleted.
-	index, err := strconv.Atoi(job.Labels[jobset.JobIndexKey])
-	if err != nil || index < 0 || index >= ReplicasOf(js, job.Labels[jobset.ReplicatedJobNameKey]) {
-		return false
-	}
-	want := JobRestarts(js, job.Labels[jobset.ReplicatedJobNameKey], index)
-	got, ok := job.Labels[JobRestartAttemptKey]
-	if !ok {
-		// Made by a controller that recreates no Job alone (jobRestartAttempt).
-		got = "0"
-	}
-	return got == strconv.Itoa(int(want))
+	key, _ := jobset.JobAttemptMismatch(js, job.Labels)
+	return key == ""
 }
 
 // JobFinished reports whether the Job carries the final condition t.

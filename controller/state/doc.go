@@ -6,7 +6,7 @@
 //	childindex.go     every JobSet's family, fed by the Jobs' and Pods' event handlers
 //	family.go         a JobSet's Jobs and Pods as compact records and running totals, its Pods by group
 //	children.go       which Jobs belong to the current restart attempt, seen through the expectations
-//	attempt.go        the attempt labels, the Jobs' names, the status that decides the current attempt
+//	attempt.go        the attempt labels read as numbers, the Jobs' names (which Jobs are current is the JobSet API's)
 //	pods.go           what the epoch protocol reads of one Pod, bounded and judged as of its JobSet
 //	expectations.go   Jobs created or deleted whose creation or deletion the cache does not show yet
 //

@@ -169,7 +169,7 @@ type JobView struct {
 	name    string
 	attempt int32
 	// replicas and jobRestarts by replicated job; the first of a name
-	// wins, as ReplicasOf and JobRestarts read them.
+	// wins, as jobset.ReplicasOf and jobset.JobRestarts read them.
 	replicas    map[string]int
 	jobRestarts map[string][]int32
 }
@@ -179,7 +179,7 @@ type JobView struct {
 func ViewOf(js *jobset.JobSet) *JobView {
 	v := &JobView{
 		name:        js.Name,
-		attempt:     RecreateAttempt(&js.Status),
+		attempt:     jobset.RecreateAttempt(&js.Status),
 		replicas:    make(map[string]int, len(js.Spec.ReplicatedJobs)),
 		jobRestarts: make(map[string][]int32, len(js.Status.ReplicatedJobsStatus)),
 	}

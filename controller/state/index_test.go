@@ -75,14 +75,14 @@ func (w *randomWorld) job() *batchv1.Job {
 			jobset.ReplicatedJobNameKey: rj,
 			jobset.JobIndexKey:          index,
 			jobset.RestartsKey:          w.pick("0", "0", "1", "01"),
-			state.JobRestartAttemptKey:  w.pick("0", "0", "1"),
+			jobset.JobRestartAttemptKey: w.pick("0", "0", "1"),
 		},
 		OwnerReferences: []metav1.OwnerReference{{APIVersion: jobset.GroupVersion.String(), Kind: jobset.Kind, Name: "js",
 			UID: w.uids[w.r.IntN(len(w.uids))], Controller: ptr.To(true)}},
 	}}
 	if w.r.IntN(8) == 0 {
 		// Made by upstream JobSet before it restarted Jobs alone.
-		delete(job.Labels, state.JobRestartAttemptKey)
+		delete(job.Labels, jobset.JobRestartAttemptKey)
 	}
 	if w.r.IntN(6) == 0 {
 		job.DeletionTimestamp = ptr.To(testutil.T0)

@@ -35,9 +35,18 @@ const (
 	// in label selectors, where the name itself may be too long.
 	JobKey = "jobset.sigs.k8s.io/job-key"
 
-	// RestartsKey holds the restart attempt (status.restarts) the Job was
-	// created for. Jobs of an older attempt are deleted on restart.
+	// RestartsKey holds the restart attempt the Job was created for:
+	// status.restarts less the in-place restarts among them
+	// (RecreateAttempt). Jobs of an older attempt are deleted on restart.
 	RestartsKey = "jobset.sigs.k8s.io/restart-attempt"
+
+	// JobRestartAttemptKey holds how many times the Job at this index was
+	// recreated alone when the Job was created
+	// (status.replicatedJobsStatus[].jobRestarts of its index, JobRestarts).
+	// A Job whose value is older is deleted. A Job without it was made by
+	// a controller that recreates no Job alone, and counts as never
+	// recreated alone (JobRestartAttemptOf).
+	JobRestartAttemptKey = "jobset.sigs.k8s.io/job-restart-attempt"
 
 	// GroupNameKey holds spec.replicatedJobs[].groupName.
 	GroupNameKey = "jobset.sigs.k8s.io/group-name"

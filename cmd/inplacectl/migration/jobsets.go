@@ -15,10 +15,6 @@ import (
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
 )
 
-// jobRestartAttemptKey is the label on a Job that counts its recreations
-// alone, as upstream and inplace write it.
-const jobRestartAttemptKey = "jobset.sigs.k8s.io/job-restart-attempt"
-
 // jobSetNotes says what changes for one JobSet when inplace takes it
 // over; none of it blocks the migration. A JobSet another controller
 // manages (spec.managedBy) is left alone by both, and a finished one
@@ -74,12 +70,6 @@ func exclusivePlacement(js *jobset.JobSet) []string {
 	return out
 }
 
-// recreateAttempt is the attempt the current Jobs belong to, as inplace
-// reads it: restarts that recreated the Jobs.
-func recreateAttempt(js *jobset.JobSet) int32 {
-	return js.Status.Restarts - js.Status.InPlaceRestarts
-}
-
 // restartUnderWay says why a restart of the JobSet is under way, or "".
 func restartUnderWay(j JobSet) string {
 	js := j.JobSet
@@ -91,7 +81,7 @@ func restartUnderWay(j JobSet) string {
 	}
 	var old []string
 	for _, job := range j.Jobs {
-		if a, err := strconv.Atoi(job.Labels[jobset.RestartsKey]); err == nil && int32(a) < recreateAttempt(js) {
+		if a, err := strconv.Atoi(job.Labels[jobset.RestartsKey]); err == nil && int32(a) < jobset.RecreateAttempt(&js.Status) {
 			old = append(old, job.Name)
 		}
 	}
@@ -103,35 +93,15 @@ func restartUnderWay(j JobSet) string {
 }
 
 // notAdopted says why inplace would not take a Job of the JobSet's
-// current attempt as its own, or "": the rules of the controller's
-// current attempt (controller/state), read from the labels.
+// current attempt as its own, or "": the controller's rules
+// (jobset.JobAttemptMismatch). A Job of another attempt, or one being
+// deleted, is deleted by either controller: no note.
 func notAdopted(js *jobset.JobSet, job *batchv1.Job) string {
-	attempt := job.Labels[jobset.RestartsKey]
-	if attempt != strconv.Itoa(int(recreateAttempt(js))) || job.DeletionTimestamp != nil {
-		// Of another attempt: deleted by either controller.
+	if job.DeletionTimestamp != nil {
 		return ""
 	}
-	rj := job.Labels[jobset.ReplicatedJobNameKey]
-	i := slices.IndexFunc(js.Spec.ReplicatedJobs, func(r jobset.ReplicatedJob) bool { return r.Name == rj })
-	if i < 0 {
-		return fmt.Sprintf("label %s=%q names no replicated job", jobset.ReplicatedJobNameKey, rj)
-	}
-	index, err := strconv.Atoi(job.Labels[jobset.JobIndexKey])
-	if err != nil || index < 0 || index >= int(js.Spec.ReplicatedJobs[i].Replicas) {
-		return fmt.Sprintf("label %s=%q is not an index of replicated job %s", jobset.JobIndexKey, job.Labels[jobset.JobIndexKey], rj)
-	}
-	var want int32
-	for _, s := range js.Status.ReplicatedJobsStatus {
-		if s.Name == rj && index < len(s.JobRestarts) {
-			want = s.JobRestarts[index]
-		}
-	}
-	got, ok := job.Labels[jobRestartAttemptKey]
-	if !ok {
-		got = "0" // never recreated alone
-	}
-	if got != strconv.Itoa(int(want)) {
-		return fmt.Sprintf("label %s=%q, status.replicatedJobsStatus says %d", jobRestartAttemptKey, got, want)
+	if key, why := jobset.JobAttemptMismatch(js, job.Labels); key != jobset.RestartsKey {
+		return why
 	}
 	return ""
 }

@@ -135,7 +135,7 @@ func TestJobSetNotes(t *testing.T) {
 		want []string // each a part of one note, in order
 	}{
 		"running, its Jobs of the current attempt, upstream's labels: nothing changes": {
-			in: JobSet{JobSet: js(), Jobs: []batchv1.Job{job("0", "1"), job("1", "1", jobRestartAttemptKey, "0")}},
+			in: JobSet{JobSet: js(), Jobs: []batchv1.Job{job("0", "1"), job("1", "1", jobset.JobRestartAttemptKey, "0")}},
 		},
 		"a Job of an earlier attempt remains: a restart is under way": {
 			in:   JobSet{JobSet: js(), Jobs: []batchv1.Job{job("0", "0"), job("0", "1"), job("1", "1")}},
@@ -154,7 +154,7 @@ func TestJobSetNotes(t *testing.T) {
 			want: []string{"in-place restart attempt 2 deprecated"},
 		},
 		"a Job restarted alone that status does not count: recreated": {
-			in:   JobSet{JobSet: js(), Jobs: []batchv1.Job{job("0", "1", jobRestartAttemptKey, "1"), job("1", "1"), job("5", "1")}},
+			in:   JobSet{JobSet: js(), Jobs: []batchv1.Job{job("0", "1", jobset.JobRestartAttemptKey, "1"), job("1", "1"), job("5", "1")}},
 			want: []string{"js-w-0 (label jobset.sigs.k8s.io/job-restart-attempt=\"1\", status.replicatedJobsStatus says 0), js-w-5 (label jobset.sigs.k8s.io/job-index=\"5\""},
 		},
 		"exclusive placement": {

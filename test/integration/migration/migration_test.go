@@ -101,8 +101,8 @@ var _ = It("moves JobSets from upstream's CRD to ours with nothing lost", func()
 	// alone, without a job-restart-attempt label.
 	createJobs(running, "0", func(i int, job *batchv1.Job) {
 		if i == 1 {
-			delete(job.Labels, jobRestartAttemptKey)
-			delete(job.Annotations, jobRestartAttemptKey)
+			delete(job.Labels, jobset.JobRestartAttemptKey)
+			delete(job.Annotations, jobset.JobRestartAttemptKey)
 		}
 	}, runningStatus)
 	createJobs(restarted, "2", nil, runningStatus)
@@ -210,10 +210,6 @@ var _ = It("moves JobSets from upstream's CRD to ours with nothing lost", func()
 	Expect(blocking(check())).To(BeEmpty())
 })
 
-// jobRestartAttemptKey is upstream's (and inplace's) label counting a
-// Job's recreations alone.
-const jobRestartAttemptKey = "jobset.sigs.k8s.io/job-restart-attempt"
-
 // upstreamJobSet is a JobSet of one replicated job of replicas Jobs of two
 // Pods, as upstream's webhook defaults it.
 func upstreamJobSet(ns, name string, replicas int32, mutate func(*jobset.JobSet)) *jobset.JobSet {
@@ -255,7 +251,7 @@ func createJobs(js *jobset.JobSet, attempt string, mutate func(int, *batchv1.Job
 			jobset.JobGlobalIndexKey:        strconv.Itoa(i),
 			jobset.JobKey:                   hex.EncodeToString(sum[:]),
 			jobset.RestartsKey:              attempt,
-			jobRestartAttemptKey:            jobRestarts,
+			jobset.JobRestartAttemptKey:     jobRestarts,
 			jobset.GroupNameKey:             rj.GroupName,
 			jobset.GroupReplicasKey:         strconv.Itoa(int(rj.Replicas)),
 			jobset.JobGroupIndexKey:         strconv.Itoa(i),
