@@ -26,14 +26,6 @@ type CRD struct {
 	Pruned []string
 }
 
-// Fit says whether the controller may write JobSets under this CRD:
-// serving v1alpha2 and keeping every status field it writes. Whose it is
-// does not matter then; the label tells ours apart where fields are
-// missing (upstream's, or ours from an older release).
-func (c CRD) Fit() bool {
-	return c.Installed && c.Served && len(c.Pruned) == 0
-}
-
 // InspectCRD reads the installed JobSet CRD; nil means none is installed.
 func InspectCRD(crd *apiextensionsv1.CustomResourceDefinition) CRD {
 	if crd == nil {

@@ -50,33 +50,29 @@ func TestInspectCRD(t *testing.T) {
 	delete(rjs.Items.Schema.Properties, "jobRestarts")
 
 	for name, tc := range map[string]struct {
-		crd     *apiextensionsv1.CustomResourceDefinition
-		want    CRD
-		wantFit bool
+		crd  *apiextensionsv1.CustomResourceDefinition
+		want CRD
 	}{
 		"none installed": {},
 		"ours": {
-			crd:     ours,
-			want:    CRD{Installed: true, Ours: true, Served: true},
-			wantFit: true,
+			crd:  ours,
+			want: CRD{Installed: true, Ours: true, Served: true},
 		},
 		"upstream's: our four status fields pruned": {
 			crd:  upstreamCRD(t),
 			want: CRD{Installed: true, Served: true, Pruned: []string{"status.inPlaceRestarts", "status.deprecatedEpoch", "status.syncedEpoch", "status.syncedPods"}},
 		},
-		"ours without the label (an earlier release's): not ours, but fit, as nothing is pruned": {
-			crd:     unlabelled,
-			want:    CRD{Installed: true, Served: true},
-			wantFit: true,
+		"ours without the label (an earlier release's): not ours, nothing pruned": {
+			crd:  unlabelled,
+			want: CRD{Installed: true, Served: true},
 		},
 		"v1alpha2 not served": {
 			crd:  notServed,
 			want: CRD{Installed: true, Ours: true},
 		},
 		"a status that preserves unknown fields prunes nothing": {
-			crd:     preserving,
-			want:    CRD{Installed: true, Served: true},
-			wantFit: true,
+			crd:  preserving,
+			want: CRD{Installed: true, Served: true},
 		},
 		"a nested field missing": {
 			crd:  withoutJobRestarts,
@@ -87,9 +83,6 @@ func TestInspectCRD(t *testing.T) {
 			got := InspectCRD(tc.crd)
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("InspectCRD (-want +got):\n%s", diff)
-			}
-			if got.Fit() != tc.wantFit {
-				t.Errorf("Fit() = %v, want %v", got.Fit(), tc.wantFit)
 			}
 		})
 	}
