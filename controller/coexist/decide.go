@@ -22,6 +22,11 @@ const (
 	ReasonCRDMissing = "JobSetCRDMissing"
 	// ReasonResumed: what held the controller back is gone.
 	ReasonResumed = "JobSetReconcileResumed"
+	// ReasonCheckFailing: the CRD or the Leases cannot be read; past
+	// ReadGrace, the reason the controller is held.
+	ReasonCheckFailing = "UpstreamJobSetCheckFailing"
+	// ReasonCheckRecovered: they can be read again.
+	ReasonCheckRecovered = "UpstreamJobSetCheckRecovered"
 )
 
 // Input is what the verdict is taken on.
@@ -77,22 +82,21 @@ func Decide(in Input) Verdict {
 		if c.Installed {
 			what = "does not serve " + jobset.GroupVersion.String()
 		}
-		v.Message = fmt.Sprintf("the JobSet CRD %s %s: apply inplace's (kubectl apply --server-side -f config/crd/bases/jobset.x-k8s.io_jobsets.yaml, or the chart's crds/)", CRDName, what)
+		v.Message = fmt.Sprintf("the JobSet CRD %s %s: apply inplace's (%s)", CRDName, what, ApplyCRD)
 	case !c.Ours && len(c.Pruned) > 0:
 		v.Hold, v.Reason = true, ReasonForeignCRD
 		v.Message = fmt.Sprintf("the JobSet CRD %s is not inplace's (no label %s=%s; upstream JobSet's, say)%s: "+
-			"inplace reconciles no JobSet until it is replaced with inplace's: "+
-			"kubectl apply --server-side --force-conflicts -f config/crd/bases/jobset.x-k8s.io_jobsets.yaml (JobSets stay; see docs/how-to/migrate-from-jobset.md)",
-			CRDName, jobset.CRDOwnerLabel, jobset.CRDOwner, prunedClause(c.Pruned))
+			"inplace reconciles no JobSet until it is replaced with inplace's: %s; the JobSets stay (see docs/how-to/migrate-from-jobset.md)",
+			CRDName, jobset.CRDOwnerLabel, jobset.CRDOwner, prunedClause(c.Pruned), ApplyCRD)
 	case len(c.Pruned) > 0:
 		v.Hold, v.Reason = true, ReasonOutdatedCRD
 		v.Message = fmt.Sprintf("the JobSet CRD %s is inplace's but older than this manager%s: "+
-			"inplace reconciles no JobSet until the CRD is upgraded (kubectl apply --server-side -f config/crd/bases/jobset.x-k8s.io_jobsets.yaml; see docs/how-to/upgrade.md)",
-			CRDName, prunedClause(c.Pruned))
+			"inplace reconciles no JobSet until the CRD is upgraded: %s (see docs/how-to/upgrade.md)",
+			CRDName, prunedClause(c.Pruned), ApplyCRD)
 	case !c.Ours:
 		v.Message = fmt.Sprintf("the JobSet CRD %s keeps every status field inplace writes but lacks the label %s=%s (inplace's from an earlier release, say): "+
-			"apply this release's (kubectl apply --server-side -f config/crd/bases/jobset.x-k8s.io_jobsets.yaml; see docs/how-to/upgrade.md); upstream JobSet's controller is not running",
-			CRDName, jobset.CRDOwnerLabel, jobset.CRDOwner)
+			"apply this release's: %s (see docs/how-to/upgrade.md); upstream JobSet's controller is not running",
+			CRDName, jobset.CRDOwnerLabel, jobset.CRDOwner, ApplyCRD)
 	default:
 		v.Message = fmt.Sprintf("the JobSet CRD is inplace's and upstream JobSet's controller is not running (no Lease %s held in namespace %s)",
 			strings.Join(UpstreamLeaseNames, " or "), in.Namespace)

@@ -53,7 +53,7 @@ func TestDecide(t *testing.T) {
 			leases:   []Lease{lapsed},
 			hold:     true,
 			reason:   ReasonForeignCRD,
-			mentions: []string{"status.inPlaceRestarts, status.syncedEpoch", "inplace.dev/crd-owner=inplace", "--force-conflicts"},
+			mentions: []string{"status.inPlaceRestarts, status.syncedEpoch", "inplace.dev/crd-owner=inplace", "--force-conflicts -f jobset-crd.yaml"},
 		},
 		"ours before the label, every field kept: run, saying the CRD is old": {
 			crd:      CRD{Installed: true, Served: true},
@@ -63,12 +63,12 @@ func TestDecide(t *testing.T) {
 			crd:      CRD{Installed: true, Ours: true, Served: true, Pruned: []string{"status.syncedPods"}},
 			hold:     true,
 			reason:   ReasonOutdatedCRD,
-			mentions: []string{"status.syncedPods", "docs/how-to/upgrade.md"},
+			mentions: []string{"status.syncedPods", "--force-conflicts -f jobset-crd.yaml", "docs/how-to/upgrade.md"},
 		},
 		"no CRD": {
 			hold:     true,
 			reason:   ReasonCRDMissing,
-			mentions: []string{"is not installed"},
+			mentions: []string{"is not installed", "jobset-crd.yaml"},
 		},
 		"a CRD that does not serve v1alpha2": {
 			crd:      CRD{Installed: true, Ours: true},

@@ -20,6 +20,12 @@ const (
 	UpstreamValidatingWebhook = "jobset-validating-webhook-configuration"
 )
 
+// ApplyCRD is the command that installs or replaces the JobSet CRD with
+// inplace's: server-side, taking over the fields another manager of the
+// CRD holds (upstream's kubectl apply, or Helm, which installed an earlier
+// release's). A release ships the CRD alone as jobset-crd.yaml.
+const ApplyCRD = "kubectl apply --server-side --force-conflicts -f jobset-crd.yaml (from the release, or config/crd/bases/jobset.x-k8s.io_jobsets.yaml in the source)"
+
 // UpstreamLeaseNames are the Leases upstream's controller renews while it
 // runs and leads: 6d4f6a47.jobset.x-k8s.io since its configuration API
 // (DefaultLeaderElectionID), 6d4f6a47.x-k8s.io before. Both are looked for
