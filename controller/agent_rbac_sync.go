@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
 )
@@ -32,6 +33,10 @@ const AgentRBACControllerName = "agent-rbac"
 // a JobSet's reconcile, on the restart path, sends no RBAC request.
 type agentRBACReconciler struct {
 	client client.Client
+	// gate, if set, holds the grants back as it holds the JobSet
+	// controller: upstream's InPlaceRestart JobSets are not ours to grant
+	// to while upstream's controller runs.
+	gate *UpstreamGate
 }
 
 // agentGrantObjects selects the agents' Role and RoleBindings by name.
@@ -41,13 +46,19 @@ var agentGrantObjects = predicate.NewPredicateFuncs(func(o client.Object) bool {
 
 // setupAgentRBAC registers the agents' grants controller with mgr; it
 // syncs up to workers namespaces at once (one namespace's requests never
-// run at once), since new InPlaceRestart JobSets' Jobs wait for it.
-func setupAgentRBAC(mgr ctrl.Manager, workers int) error {
-	r := &agentRBACReconciler{client: mgr.GetClient()}
+// run at once), since new InPlaceRestart JobSets' Jobs wait for it. While
+// gate holds, it syncs nothing.
+func setupAgentRBAC(mgr ctrl.Manager, workers int, gate *UpstreamGate) error {
+	r := &agentRBACReconciler{client: mgr.GetClient(), gate: gate}
 	toNamespace := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 		return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: o.GetNamespace(), Name: AgentRoleName}}}
 	})
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr)
+	if gate != nil {
+		// The namespaces the gate held back, once it lets them through.
+		b = b.WatchesRawSource(source.Channel(gate.grants.requeue, &handler.EnqueueRequestForObject{}))
+	}
+	return b.
 		Named(AgentRBACControllerName).
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
 		For(&rbacv1.Role{}, builder.WithPredicates(agentGrantObjects)).
@@ -62,6 +73,9 @@ func setupAgentRBAC(mgr ctrl.Manager, workers int) error {
 
 // Reconcile syncs the agents' grants of the request's namespace.
 func (r *agentRBACReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	if r.gate != nil && !r.gate.admitGrants(req.NamespacedName) {
+		return ctrl.Result{}, nil
+	}
 	return ctrl.Result{}, syncAgentRBAC(ctx, r.client, req.Namespace)
 }
 

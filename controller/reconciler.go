@@ -64,8 +64,10 @@ type Options struct {
 	// controller-runtime's registry, which the manager's metrics endpoint
 	// serves.
 	Metrics prometheus.Registerer
-	// Gate, if set, holds every reconcile back while upstream JobSet's
-	// controller runs or the JobSet CRD is not ours (upstream_gate.go).
+	// Gate, if set, holds every reconcile back, the agents' grants
+	// included, while upstream JobSet's controller runs or the JobSet CRD
+	// would prune our status (upstream_gate.go); a reconcile that deletes
+	// asks it again, on reads made then.
 	Gate *UpstreamGate
 }
 
@@ -178,14 +180,14 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	if err != nil {
 		return err
 	}
-	if err := setupAgentRBAC(mgr, opts.MaxConcurrentReconciles); err != nil {
+	if err := setupAgentRBAC(mgr, opts.MaxConcurrentReconciles, opts.Gate); err != nil {
 		return err
 	}
 	r := &Reconciler{client: mgr.GetClient(), apiReader: mgr.GetAPIReader(), recorder: mgr.GetEventRecorder(ControllerName), opts: opts, metrics: metrics, expectations: state.NewJobExpectations(), children: state.NewChildIndex(), since: opts.Clock.Now()}
 	b := ctrl.NewControllerManagedBy(mgr)
 	if opts.Gate != nil {
 		// The JobSets the gate held back, once it lets them through.
-		b = b.WatchesRawSource(source.Channel(opts.Gate.resume, &handler.EnqueueRequestForObject{}))
+		b = b.WatchesRawSource(source.Channel(opts.Gate.jobSets.requeue, &handler.EnqueueRequestForObject{}))
 	}
 	return b.
 		Named(ControllerName).
@@ -241,7 +243,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	if r.opts.Gate != nil && !r.opts.Gate.admit(&js, r.recorder) {
 		// Upstream's controller runs, or the CRD would prune our status:
-		// no write at all, to the JobSet or its children.
+		// no write to the JobSet or its children, only the gate's Event.
 		return ctrl.Result{}, nil
 	}
 	if r.expectations.InTerminatingNamespace(req.NamespacedName, js.UID) {
@@ -271,6 +273,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		logger.V(2).Info("in-place restart held back for a fatal exit to be reported", "since", p.RestartHeldSince, "settle", *r.opts.FatalExitSettle)
 	}
 	if err := r.awaitAgentGrants(ctx, effective, &p, now); err != nil {
+		return ctrl.Result{}, err
+	}
+	if ok, err := r.admitDeletions(ctx, &js, &p); !ok || err != nil {
 		return ctrl.Result{}, err
 	}
 
@@ -321,6 +326,27 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		r.recorder.Eventf(&js, nil, e.Type, e.Reason, e.Reason, "%s", e.Message)
 	}
 	return ctrl.Result{RequeueAfter: p.RequeueAfter}, nil
+}
+
+// admitDeletions asks the gate again, on reads made now, before a plan
+// that deletes is carried out: what admitted this reconcile may be up to
+// an interval old, and a deletion is not undone. Upstream's controller
+// started since would recreate the Jobs deleted, and upstream's CRD
+// applied again (by a GitOps tool, say) has pruned the status that made
+// the JobSet look as on a later attempt than its Jobs. A plan that
+// deletes nothing is carried out on the verdict admit gave.
+func (r *Reconciler) admitDeletions(ctx context.Context, js *jobset.JobSet, p *decide.Plan) (bool, error) {
+	if r.opts.Gate == nil || (len(p.DeleteJobs) == 0 && len(p.DeletePods) == 0 && !p.DeleteJobSet) {
+		return true, nil
+	}
+	ok, err := r.opts.Gate.admitFresh(ctx, js, r.recorder)
+	if err != nil {
+		return false, fmt.Errorf("before deleting: %w", err)
+	}
+	if !ok {
+		log.FromContext(ctx).Info("deletions not carried out: the JobSet controller is held", "jobs", len(p.DeleteJobs), "pods", len(p.DeletePods), "jobSet", p.DeleteJobSet)
+	}
+	return ok, nil
 }
 
 // act performs the plan's changes to children, in an order that is safe to

@@ -3,13 +3,16 @@ package controller
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -35,11 +38,26 @@ import (
 // +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get,resourceNames=jobsets.jobset.x-k8s.io
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get,resourceNames=6d4f6a47.jobset.x-k8s.io;6d4f6a47.x-k8s.io
 
+// DefaultUpstreamCheckInterval is how often the gate reads upstream's
+// Leases and the CRD's metadata unless told otherwise.
+const DefaultUpstreamCheckInterval = 2 * time.Second
+
+const (
+	// gateReadTimeout bounds the reads of one check, and how long a fresh
+	// check (admitFresh) waits, the check under way included.
+	gateReadTimeout = 5 * time.Second
+	// gateRetryInterval is how soon reads that failed are tried again,
+	// when that is sooner than the interval.
+	gateRetryInterval = time.Second
+)
+
 // UpstreamGateOptions tune the UpstreamGate.
 type UpstreamGateOptions struct {
 	// Namespace is where upstream JobSet's controller elects its leader.
 	Namespace string
-	// Interval is how often the CRD and the Leases are read.
+	// Interval is how often upstream's Leases and the JobSet CRD's
+	// metadata are read; the CRD itself, which is large, is read again
+	// only when its metadata says it changed.
 	Interval time.Duration
 	// Clock is the time source; tests inject a fake one.
 	Clock clock.Clock
@@ -48,21 +66,27 @@ type UpstreamGateOptions struct {
 	Metrics prometheus.Registerer
 }
 
-// UpstreamGate holds the JobSet controller back while upstream JobSet's
-// controller runs or the JobSet CRD is not ours (coexist.Decide says
-// which): every replica reads both when it starts and every Interval,
-// says what it found in its log, its readiness check and its gauges, and
-// records an Event on the CRD when the verdict changes. The leader's
-// reconciles ask it first (admit): a JobSet held back is left untouched
-// and gets one Warning Event; when the hold ends, every JobSet held back
-// is reconciled again.
+// UpstreamGate holds the JobSet controller and the agents' grants
+// controller back while upstream JobSet's controller runs or the JobSet
+// CRD would prune our status (coexist.Decide says which): every replica
+// reads both when it starts and every Interval, says what it found in its
+// log, its readiness check and its gauges, and records an Event on the CRD
+// when the verdict changes. The leader's reconciles ask it first (admit):
+// a JobSet held back is left untouched and gets one Warning Event per
+// reason; when the hold ends, every request held back is reconciled again.
+// A reconcile that would delete reads again first (admitFresh): a
+// deletion is not undone, and never runs on a verdict older than
+// gateReadTimeout.
 //
-//	not checked ──first check──▶ held ◀──────▶ running
-//	     │                                        ▲
-//	     └────────────────first check─────────────┘
+//	not read ──read──▶ held ◀──────▶ running
+//	    │                               ▲
+//	    └─────────────read──────────────┘
 //
-// Until its first check the gate holds too, without an Event: the JobSets
-// reconciled in that moment are reconciled again right after it.
+// Reads that fail leave the verdict as it was for coexist.ReadGrace, are
+// tried again every gateRetryInterval, and hold the controller past it
+// (coexist.Unread); entering and leaving that state is logged and
+// recorded on the CRD. Until a read succeeds the gate holds, without an
+// Event on the JobSets unless reads keep failing past the grace.
 type UpstreamGate struct {
 	reader   client.Reader
 	recorder events.EventRecorder
@@ -71,17 +95,53 @@ type UpstreamGate struct {
 	upstreamGauge prometheus.Gauge
 	heldGauge     prometheus.Gauge
 
-	// resume carries the JobSets held back, to the controller's watch,
-	// once the hold ends.
-	resume chan event.GenericEvent
+	// jobSets and grants are the requests of the JobSet controller and of
+	// the agents' grants controller held back, sent back to them when the
+	// hold ends.
+	jobSets, grants parking
 
-	mu      sync.Mutex
-	checked bool
+	// checking is taken by the check that runs: a channel, so that a fresh
+	// check waits for the one under way no longer than its timeout.
+	checking chan struct{}
+	// checks counts the checks begun, so that a fresh check can tell one
+	// begun after it was asked for.
+	checks atomic.Uint64
+	// Under checking: the CRD as last read in full, and its UID and
+	// resourceVersion then; its metadata as last read, what the Events are
+	// recorded on (nil while none is installed or it was never read); since
+	// when reads fail (zero while they succeed); the last check's error.
+	crd          coexist.CRD
+	crdVersion   string
+	crdObject    client.Object
+	failingSince time.Time
+	lastErr      error
+
+	mu sync.Mutex
+	// known: a read succeeded; verdict: the current verdict.
+	known   bool
 	verdict coexist.Verdict
-	// parked are the JobSets held back since the hold began, with the UID
-	// that was warned for the current reason ("" for none yet; a JobSet
-	// recreated under its name is warned anew).
-	parked map[types.NamespacedName]types.UID
+}
+
+// parking holds one controller's requests held back.
+type parking struct {
+	// requeue carries them, to the controller's watch, once the hold ends.
+	requeue chan event.GenericEvent
+	// object is the object of a request, as the controller's watch maps it.
+	object func(types.NamespacedName) client.Object
+	keys   map[types.NamespacedName]parked
+}
+
+// parked is a request held back: the UID of the JobSet of that name that
+// was warned for the current reason, if warned is set.
+type parked struct {
+	uid    types.UID
+	warned bool
+}
+
+// requeued is a request sent back to its controller.
+type requeued struct {
+	to  chan event.GenericEvent
+	obj client.Object
 }
 
 // NewUpstreamGate returns a gate that reads through reader, which must
@@ -91,7 +151,7 @@ func NewUpstreamGate(reader client.Reader, recorder events.EventRecorder, opts U
 		opts.Namespace = coexist.UpstreamNamespace
 	}
 	if opts.Interval <= 0 {
-		opts.Interval = 10 * time.Second
+		opts.Interval = DefaultUpstreamCheckInterval
 	}
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
@@ -105,14 +165,28 @@ func NewUpstreamGate(reader client.Reader, recorder events.EventRecorder, opts U
 		opts:     opts,
 		upstreamGauge: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "inplace_upstream_jobset_controller_detected",
-			Help: "1 while upstream JobSet's controller holds its Lease: the JobSet controller then reconciles no JobSet.",
+			Help: "1 while upstream JobSet's controller holds its Lease, as this replica last read it: the JobSet controller then reconciles no JobSet.",
 		}),
 		heldGauge: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "inplace_jobset_controller_held",
-			Help: "1 while the JobSet controller reconciles no JobSet: upstream JobSet's controller runs, or the JobSet CRD is not inplace's (see the readiness check and the Events on the CRD).",
+			Help: "1 while the JobSet controller reconciles no JobSet: upstream JobSet's controller runs, the JobSet CRD would prune inplace's status, or neither could be read (see the readiness check and the Events on the CRD).",
 		}),
-		resume: make(chan event.GenericEvent),
-		parked: map[types.NamespacedName]types.UID{},
+		jobSets: parking{
+			requeue: make(chan event.GenericEvent),
+			object: func(key types.NamespacedName) client.Object {
+				return &jobset.JobSet{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
+			},
+			keys: map[types.NamespacedName]parked{},
+		},
+		grants: parking{
+			requeue: make(chan event.GenericEvent),
+			object: func(key types.NamespacedName) client.Object {
+				return &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
+			},
+			keys: map[types.NamespacedName]parked{},
+		},
+		checking: make(chan struct{}, 1),
+		verdict:  coexist.Verdict{Hold: true, Message: "the JobSet CRD and upstream JobSet's Leases have not been read yet"},
 	}
 	for _, c := range []prometheus.Collector{g.upstreamGauge, g.heldGauge} {
 		if err := opts.Metrics.Register(c); err != nil {
@@ -127,123 +201,245 @@ func NewUpstreamGate(reader client.Reader, recorder events.EventRecorder, opts U
 // whether it would hold back.
 func (g *UpstreamGate) NeedLeaderElection() bool { return false }
 
-// Start checks now and every Interval until ctx ends.
+// Start checks now and every Interval, sooner after a failed read, until
+// ctx ends.
 func (g *UpstreamGate) Start(ctx context.Context) error {
 	for {
-		g.check(ctx)
+		wait := g.next(g.check(ctx))
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-g.opts.Clock.After(g.opts.Interval):
+		case <-g.opts.Clock.After(wait):
 		}
 	}
 }
 
-// check reads the CRD and the Leases and takes the verdict. A read that
-// fails keeps the controller held: a gate that cannot see is closed.
-func (g *UpstreamGate) check(ctx context.Context) {
-	logger := log.FromContext(ctx).WithName("upstream-jobset")
-	crd, err := g.readCRD(ctx)
-	if err != nil {
-		g.fail(ctx, err)
-		return
+// next is how long to wait after a check that returned err.
+func (g *UpstreamGate) next(err error) time.Duration {
+	if err != nil && gateRetryInterval < g.opts.Interval {
+		return gateRetryInterval
 	}
-	in := coexist.Input{CRD: coexist.InspectCRD(crd.typed), Namespace: g.opts.Namespace, Now: g.opts.Clock.Now()}
+	return g.opts.Interval
+}
+
+// check runs one check, waiting for the one under way, and sends the
+// requests the verdict lets through, or that must be warned of a new
+// reason, back to their controllers. It returns the reads' error.
+func (g *UpstreamGate) check(ctx context.Context) error {
+	select {
+	case g.checking <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	requeue, err := g.checkLocked(ctx)
+	<-g.checking
+	g.send(ctx, requeue)
+	return err
+}
+
+// admitFresh says whether the controller may reconcile js now, as admit
+// does, on reads begun after it was called: a reconcile that deletes asks
+// it right before, so that it never deletes on a verdict older than
+// gateReadTimeout. A check begun meanwhile by someone else serves it too.
+// Reads that fail return an error: the deletion waits for the next
+// reconcile.
+func (g *UpstreamGate) admitFresh(ctx context.Context, js *jobset.JobSet, recorder events.EventRecorder) (bool, error) {
+	readCtx, cancel := context.WithTimeout(ctx, gateReadTimeout)
+	defer cancel()
+	asked := g.checks.Load()
+	select {
+	case g.checking <- struct{}{}:
+	case <-readCtx.Done():
+		return false, fmt.Errorf("waiting for the check of upstream JobSet under way: %w", readCtx.Err())
+	}
+	var requeue []requeued
+	err := g.lastErr
+	if g.checks.Load() == asked {
+		requeue, err = g.checkLocked(readCtx)
+	}
+	<-g.checking
+	g.send(ctx, requeue)
+	if err != nil {
+		return false, fmt.Errorf("reading the JobSet CRD and upstream JobSet's Leases: %w", err)
+	}
+	return g.admit(js, recorder), nil
+}
+
+// checkLocked reads the CRD and the Leases and takes the verdict, under
+// checking. It returns the requests to send back and the reads' error.
+func (g *UpstreamGate) checkLocked(ctx context.Context) ([]requeued, error) {
+	g.checks.Add(1)
+	logger := log.FromContext(ctx).WithName("upstream-jobset")
+	readCtx, cancel := context.WithTimeout(ctx, gateReadTimeout)
+	in, err := g.read(readCtx)
+	cancel()
+	now := g.opts.Clock.Now()
+	g.lastErr = err
+	since := g.failingSince
+	entering, leaving := err != nil && since.IsZero(), err == nil && !since.IsZero()
+	if entering {
+		g.failingSince = now
+	}
+	if err == nil {
+		g.failingSince = time.Time{}
+	}
+
+	g.mu.Lock()
+	before, known := g.verdict, g.known
+	var v coexist.Verdict
+	if err != nil {
+		v = coexist.Unread(before, known, g.failingSince, now, err, g.opts.Namespace)
+	} else {
+		in.Now = now
+		v = coexist.Decide(in)
+		g.known = true
+	}
+	g.verdict = v
+	requeue := g.repark(before, v)
+	g.mu.Unlock()
+
+	g.upstreamGauge.Set(boolGauge(v.Upstream != nil))
+	g.heldGauge.Set(boolGauge(v.Hold))
+	crd := g.crdObject
+	event := func(eventType, reason, action, format string, args ...any) {
+		if crd != nil {
+			g.recorder.Eventf(crd, nil, eventType, reason, action, format, args...)
+		}
+	}
+	switch {
+	case entering && known:
+		logger.Error(err, "cannot read the JobSet CRD or upstream JobSet's Leases: the last verdict stands for a while", "grace", coexist.ReadGrace, "verdict", before.Message)
+		event(corev1.EventTypeWarning, coexist.ReasonCheckFailing, "Check", "%s; the last verdict stands until %s, then the JobSet controller is held: %s",
+			coexist.UnreadMessage(now, now, err, g.opts.Namespace), now.Add(coexist.ReadGrace).UTC().Format(time.RFC3339), before.Message)
+	case entering:
+		logger.Error(err, "cannot read the JobSet CRD or upstream JobSet's Leases: the JobSet controller stays held until they can be")
+		event(corev1.EventTypeWarning, coexist.ReasonCheckFailing, "Check", "%s; the JobSet controller stays held until a read succeeds",
+			coexist.UnreadMessage(now, now, err, g.opts.Namespace))
+	case err != nil:
+		logger.V(1).Info("reading the JobSet CRD or upstream JobSet's Leases failed again", "error", err.Error(), "since", since)
+	case leaving:
+		logger.Info("the JobSet CRD and upstream JobSet's Leases can be read again", "reason", coexist.ReasonCheckRecovered, "failedFor", now.Sub(since))
+		event(corev1.EventTypeNormal, coexist.ReasonCheckRecovered, "Check", "the JobSet CRD and upstream JobSet's Leases can be read again, after failing for %s",
+			now.Sub(since).Round(time.Second))
+	}
+
+	changed := v.Hold != before.Hold || v.Reason != before.Reason || (err == nil && !known)
+	switch {
+	case !changed:
+	case v.Hold && v.Reason != "":
+		logger.Error(errors.New(v.Message), "the JobSet controller reconciles no JobSet", "reason", v.Reason)
+		event(corev1.EventTypeWarning, v.Reason, "Hold", "%s", v.Message)
+	case v.Hold:
+	case before.Reason != "":
+		logger.Info("the JobSet controller resumes", "reason", coexist.ReasonResumed, "was", before.Reason, "now", v.Message)
+		event(corev1.EventTypeNormal, coexist.ReasonResumed, "Resume", "%s; was: %s", v.Message, before.Message)
+	case !v.CRD.Ours:
+		// Safe, but a CRD of an earlier release: say so where it is seen.
+		logger.Info("the JobSet controller may run; the JobSet CRD is old", "why", v.Message)
+	default:
+		logger.V(1).Info("the JobSet controller may run", "why", v.Message)
+	}
+	return requeue, err
+}
+
+// repark returns the requests to send back on a change from before to v,
+// under mu: all of them when the hold ends; the JobSets, to be warned
+// again, when it holds for a new reason.
+func (g *UpstreamGate) repark(before, v coexist.Verdict) []requeued {
+	var out []requeued
+	if !v.Hold {
+		for _, p := range []*parking{&g.jobSets, &g.grants} {
+			for key := range p.keys {
+				out = append(out, requeued{p.requeue, p.object(key)})
+			}
+			clear(p.keys)
+		}
+		return out
+	}
+	if v.Reason != before.Reason && v.Reason != "" {
+		for key, k := range g.jobSets.keys {
+			g.jobSets.keys[key] = parked{uid: k.uid}
+			out = append(out, requeued{g.jobSets.requeue, g.jobSets.object(key)})
+		}
+	}
+	return out
+}
+
+// send hands the requests to their controllers' watches.
+func (g *UpstreamGate) send(ctx context.Context, requeue []requeued) {
+	for _, r := range requeue {
+		select {
+		case r.to <- event.GenericEvent{Object: r.obj}:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// read reads upstream's Leases and the CRD's metadata, and the CRD in full
+// when its metadata says it is not the one last read, under checking.
+func (g *UpstreamGate) read(ctx context.Context) (coexist.Input, error) {
+	meta := &metav1.PartialObjectMetadata{}
+	meta.SetGroupVersionKind(apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinition"))
+	err := g.reader.Get(ctx, types.NamespacedName{Name: coexist.CRDName}, meta)
+	switch {
+	case apierrors.IsNotFound(err):
+		g.crd, g.crdVersion, g.crdObject = coexist.CRD{}, "", nil
+	case err != nil:
+		return coexist.Input{}, err
+	case g.crdVersion == "" || objectVersion(meta) != g.crdVersion:
+		crd, err := g.readCRD(ctx)
+		if err != nil {
+			return coexist.Input{}, err
+		}
+		g.crd, g.crdVersion, g.crdObject = coexist.InspectCRD(crd), objectVersion(crd), meta
+		if crd == nil {
+			g.crdObject = nil
+		}
+	default:
+		g.crdObject = meta
+	}
+	in := coexist.Input{CRD: g.crd, Namespace: g.opts.Namespace}
+	now := g.opts.Clock.Now()
 	for _, name := range coexist.UpstreamLeaseNames {
 		var l coordinationv1.Lease
 		err := g.reader.Get(ctx, types.NamespacedName{Namespace: g.opts.Namespace, Name: name}, &l)
 		switch {
 		case apierrors.IsNotFound(err):
 		case err != nil:
-			g.fail(ctx, err)
-			return
+			return coexist.Input{}, err
 		default:
-			in.Leases = append(in.Leases, coexist.InspectLease(&l, in.Now))
+			in.Leases = append(in.Leases, coexist.InspectLease(&l, now))
 		}
 	}
-	v := coexist.Decide(in)
-
-	g.mu.Lock()
-	before, first := g.verdict, !g.checked
-	g.verdict, g.checked = v, true
-	var release []types.NamespacedName
-	for key := range g.parked {
-		switch {
-		case !v.Hold:
-			release = append(release, key)
-			delete(g.parked, key)
-		case v.Reason != before.Reason:
-			// Held back for another reason now: warned again at its
-			// next reconcile.
-			g.parked[key] = ""
-		}
-	}
-	g.mu.Unlock()
-
-	g.upstreamGauge.Set(boolGauge(v.Upstream != nil))
-	g.heldGauge.Set(boolGauge(v.Hold))
-	changed := first || v.Hold != before.Hold || v.Reason != before.Reason
-	switch {
-	case changed && v.Hold:
-		logger.Error(errors.New(v.Message), "the JobSet controller reconciles no JobSet", "reason", v.Reason)
-		if crd.object != nil {
-			g.recorder.Eventf(crd.object, nil, corev1.EventTypeWarning, v.Reason, "Hold", "%s", v.Message)
-		}
-	case changed && !first:
-		logger.Info("the JobSet controller resumes", "reason", coexist.ReasonResumed, "was", before.Reason, "now", v.Message)
-		if crd.object != nil {
-			g.recorder.Eventf(crd.object, nil, corev1.EventTypeNormal, coexist.ReasonResumed, "Resume", "%s; was: %s", v.Message, before.Message)
-		}
-	case changed && !v.CRD.Ours:
-		// Safe, but a CRD of an earlier release: say so where it is seen.
-		logger.Info("the JobSet controller may run; the JobSet CRD is old", "why", v.Message)
-	case changed:
-		logger.V(1).Info("the JobSet controller may run", "why", v.Message)
-	}
-	for _, key := range release {
-		js := &jobset.JobSet{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
-		select {
-		case g.resume <- event.GenericEvent{Object: js}:
-		case <-ctx.Done():
-			return
-		}
-	}
+	return in, nil
 }
 
-// fail records a read that failed: the controller stays held, and the
-// readiness check and the log say why.
-func (g *UpstreamGate) fail(ctx context.Context, err error) {
-	log.FromContext(ctx).WithName("upstream-jobset").Error(err, "cannot tell whether upstream JobSet runs: the JobSet controller stays held", "namespace", g.opts.Namespace)
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.verdict = coexist.Verdict{Hold: true, Reason: g.verdict.Reason, Message: "reading the JobSet CRD or upstream JobSet's Leases failed: " + err.Error() +
-		" (the manager needs get on customresourcedefinitions/" + coexist.CRDName + " and on leases of those names in " + g.opts.Namespace + ")"}
-	g.heldGauge.Set(1)
-}
-
-// gateCRD is the JobSet CRD as read: typed for coexist, unstructured as
-// the object its Events are about (the manager's scheme does not know the
-// CRD type).
-type gateCRD struct {
-	typed  *apiextensionsv1.CustomResourceDefinition
-	object runtime.Object
-}
-
-func (g *UpstreamGate) readCRD(ctx context.Context) (gateCRD, error) {
+// readCRD reads the JobSet CRD in full; nil if it is gone. It reads it
+// unstructured: the manager's scheme does not know the CRD type.
+func (g *UpstreamGate) readCRD(ctx context.Context) (*apiextensionsv1.CustomResourceDefinition, error) {
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinition"))
 	err := g.reader.Get(ctx, types.NamespacedName{Name: coexist.CRDName}, u)
 	if apierrors.IsNotFound(err) {
-		return gateCRD{}, nil
+		return nil, nil
 	}
 	if err != nil {
-		return gateCRD{}, err
+		return nil, err
 	}
 	var crd apiextensionsv1.CustomResourceDefinition
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &crd); err != nil {
-		return gateCRD{}, err
+		return nil, err
 	}
-	return gateCRD{typed: &crd, object: u}, nil
+	return &crd, nil
+}
+
+// objectVersion tells one state of an object from another.
+func objectVersion(o metav1.Object) string {
+	if o == nil || o.GetResourceVersion() == "" {
+		return ""
+	}
+	return string(o.GetUID()) + "/" + o.GetResourceVersion()
 }
 
 // Check is the manager's readiness check: not ready while the controller
@@ -251,10 +447,7 @@ func (g *UpstreamGate) readCRD(ctx context.Context) (gateCRD, error) {
 func (g *UpstreamGate) Check(*http.Request) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	switch {
-	case !g.checked && g.verdict.Message == "":
-		return errors.New("the JobSet CRD and upstream JobSet's Lease have not been read yet")
-	case g.verdict.Hold:
+	if g.verdict.Hold {
 		return errors.New(g.verdict.Message)
 	}
 	return nil
@@ -262,25 +455,36 @@ func (g *UpstreamGate) Check(*http.Request) error {
 
 // admit says whether the controller may reconcile js now. A JobSet it
 // may not is parked, to be reconciled again when the hold ends, and warned
-// once per hold with the reason.
+// once per reason with it.
 func (g *UpstreamGate) admit(js *jobset.JobSet, recorder events.EventRecorder) bool {
 	g.mu.Lock()
-	v, checked := g.verdict, g.checked
-	key := types.NamespacedName{Namespace: js.Namespace, Name: js.Name}
-	if checked && !v.Hold {
+	v := g.verdict
+	if !v.Hold {
 		g.mu.Unlock()
 		return true
 	}
-	warn := checked && v.Reason != "" && g.parked[key] != js.UID
-	if warn {
-		g.parked[key] = js.UID
-	} else if _, ok := g.parked[key]; !ok {
-		g.parked[key] = ""
-	}
+	key := types.NamespacedName{Namespace: js.Namespace, Name: js.Name}
+	was, ok := g.jobSets.keys[key]
+	warned := ok && was.warned && was.uid == js.UID
+	warn := v.Reason != "" && !warned
+	g.jobSets.keys[key] = parked{uid: js.UID, warned: warned || warn}
 	g.mu.Unlock()
 	if warn {
 		recorder.Eventf(js, nil, corev1.EventTypeWarning, v.Reason, "Hold", "this JobSet is not reconciled: %s", v.Message)
 	}
+	return false
+}
+
+// admitGrants says whether the agents' grants controller may sync the
+// request's namespace now; one it may not is parked, to be synced when
+// the hold ends.
+func (g *UpstreamGate) admitGrants(req types.NamespacedName) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if !g.verdict.Hold {
+		return true
+	}
+	g.grants.keys[req] = parked{}
 	return false
 }
 

@@ -227,16 +227,20 @@ type Controller struct {
 }
 
 // UpstreamJobSet is where upstream JobSet's controller would run. While
-// it holds its Lease, or while the JobSet CRD is not inplace's, the JobSet
-// controller reconciles no JobSet (docs/how-to/migrate-from-jobset.md).
+// it holds its Lease, or while the JobSet CRD would prune inplace's status
+// fields (upstream's CRD), the JobSet controller reconciles no JobSet
+// (docs/how-to/migrate-from-jobset.md).
 type UpstreamJobSet struct {
 	// Namespace upstream JobSet's controller runs and elects its leader
 	// in. Default jobset-system, where its manifests install it; set the
 	// namespace its Helm release went to.
 	Namespace string `json:"namespace,omitempty"`
-	// CheckInterval is how often its Lease and the JobSet CRD are read
-	// again: the controller resumes at most this long after upstream's
-	// Lease lapses or the CRD is replaced. Default 10s; from 100ms to 5m.
+	// CheckInterval is how often its Leases and the JobSet CRD's metadata
+	// are read (the CRD itself only when it changed): the controller
+	// holds back at most this long after upstream's controller starts or
+	// its CRD is applied, and resumes at most this long after the Lease
+	// lapses or the CRD is replaced. A reconcile that deletes reads them
+	// again first. Default 2s; from 100ms to 5m.
 	CheckInterval *metav1.Duration `json:"checkInterval,omitempty"`
 }
 
@@ -285,7 +289,7 @@ func Load(path string) (*Configuration, error) {
 		return nil, fmt.Errorf("configuration %s: controller.fatalExitSettle is %v: set a duration from 0 (off) to 1m (default 2s), or leave it out", path, settle)
 	}
 	if d := cfg.Controller.UpstreamJobSet.CheckInterval.Duration; d < 100*time.Millisecond || d > 5*time.Minute {
-		return nil, fmt.Errorf("configuration %s: controller.upstreamJobSet.checkInterval is %v: set a duration from 100ms to 5m (default 10s), or leave it out", path, d)
+		return nil, fmt.Errorf("configuration %s: controller.upstreamJobSet.checkInterval is %v: set a duration from 100ms to 5m (default 2s), or leave it out", path, d)
 	}
 	return cfg, nil
 }
@@ -358,7 +362,7 @@ func SetDefaults(cfg *Configuration) {
 		cfg.Controller.UpstreamJobSet.Namespace = "jobset-system"
 	}
 	if cfg.Controller.UpstreamJobSet.CheckInterval == nil {
-		cfg.Controller.UpstreamJobSet.CheckInterval = &metav1.Duration{Duration: 10 * time.Second}
+		cfg.Controller.UpstreamJobSet.CheckInterval = &metav1.Duration{Duration: 2 * time.Second}
 	}
 	a := &cfg.Agent
 	if a.Image == "" {

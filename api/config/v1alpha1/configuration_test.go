@@ -64,7 +64,7 @@ func TestLoad(t *testing.T) {
 		"upstream JobSet: jobset-system and 10s by default, the namespace set": {
 			file: "apiVersion: config.inplace.dev/v1alpha1\nkind: Configuration\ncontroller:\n  upstreamJobSet:\n    namespace: jobset\n",
 			check: func(c *Configuration) bool {
-				return c.Controller.UpstreamJobSet.Namespace == "jobset" && c.Controller.UpstreamJobSet.CheckInterval.Duration == 10*time.Second
+				return c.Controller.UpstreamJobSet.Namespace == "jobset" && c.Controller.UpstreamJobSet.CheckInterval.Duration == 2*time.Second
 			},
 		},
 		"an upstream check interval of 0 is an error": {
