@@ -108,8 +108,10 @@ const (
 // the value CRDOwner (the +kubebuilder:metadata:labels marker of JobSet puts
 // it there). Upstream JobSet's CRD serves the same group and kind without
 // our status fields, which the API server would then prune from every
-// status write: the manager reconciles no JobSet until the CRD carries
-// this label (docs/how-to/migrate-from-jobset.md).
+// status write: the manager reconciles no JobSet while the CRD's schema
+// lacks any of them, and the label tells ours (of an earlier release,
+// then) from another's in what it says. A CRD without the label that keeps
+// every field holds nothing back (docs/how-to/migrate-from-jobset.md).
 const (
 	CRDOwnerLabel = "inplace.dev/crd-owner"
 	CRDOwner      = "inplace"
