@@ -138,6 +138,8 @@ metadata:
   namespace: {{ .root.Release.Namespace }}
 spec:
   minAvailable: {{ .root.Values.manager.podDisruptionBudget.minAvailable }}
+  {{- /* Unready replicas may always be evicted: every controller replica is unready while it holds back for upstream JobSet, which would block every drain. */}}
+  unhealthyPodEvictionPolicy: AlwaysAllow
   selector:
     matchLabels:
       {{- include "inplace.selector" .component | nindent 6 }}
