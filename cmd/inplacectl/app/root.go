@@ -9,8 +9,16 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
 )
 
 // rootOptions is what every subcommand shares: the flags kubectl users
@@ -92,6 +100,73 @@ fails; 2 on bad usage.`),
 // the program by.
 func (o *rootOptions) examples(s string) string {
 	return strings.ReplaceAll(s, "inplacectl", o.displayName)
+}
+
+// errNoCluster is what a command that reads the cluster says when nothing
+// names one.
+var errNoCluster = errors.New("no cluster to read from: give --kubeconfig PATH, set KUBECONFIG, or write ~/.kube/config (or give --server)")
+
+// restConfig is the configuration of the cluster the config flags name.
+// With no kubeconfig, or one that names no cluster and no context, and no
+// --server, --context or --cluster, client-go would dial its default, http://localhost:8080
+// (cli-runtime applies clientcmd.ClusterDefaults), and the user would read
+// "connection refused" where errNoCluster says what is missing. A context
+// named but missing is clientcmd's to say. In a Pod
+// the in-cluster configuration stands in for a kubeconfig, as for
+// kubectl.
+func (o *rootOptions) restConfig() (*rest.Config, error) {
+	raw, err := o.configFlags.ToRawKubeConfigLoader().RawConfig()
+	if err != nil {
+		return nil, fmt.Errorf("loading the kubeconfig: %w", err)
+	}
+	named := raw.CurrentContext != "" || len(raw.Clusters) > 0 || len(raw.Contexts) > 0
+	for _, flag := range []*string{o.configFlags.APIServer, o.configFlags.Context, o.configFlags.ClusterName} {
+		named = named || ptr.Deref(flag, "") != ""
+	}
+	if !named && !inCluster() {
+		return nil, errNoCluster
+	}
+	cfg, err := o.configFlags.ToRESTConfig()
+	if clientcmd.IsEmptyConfig(err) {
+		return nil, errNoCluster
+	}
+	if err != nil {
+		return nil, fmt.Errorf("loading the kubeconfig: %w", err)
+	}
+	return cfg, nil
+}
+
+// inCluster reports whether the program runs in a Pod whose service
+// account client-go would use.
+func inCluster() bool {
+	_, err := rest.InClusterConfig()
+	return err == nil
+}
+
+// client is a client of the cluster the config flags name (restConfig),
+// and the namespace: -n, else the context's. status, migrate and the
+// completions from the cluster all read through it.
+func (o *rootOptions) client() (client.Client, string, error) {
+	cfg, err := o.restConfig()
+	if err != nil {
+		return nil, "", err
+	}
+	ns, _, err := o.configFlags.ToRawKubeConfigLoader().Namespace()
+	if err != nil {
+		return nil, "", fmt.Errorf("reading the namespace from the kubeconfig: %w", err)
+	}
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return nil, "", err
+	}
+	if err := jobset.AddToScheme(scheme); err != nil {
+		return nil, "", err
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, "", err
+	}
+	return c, ns, nil
 }
 
 // groupRunE runs a command below the root that only groups others: alone

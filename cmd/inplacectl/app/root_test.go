@@ -2,6 +2,7 @@ package app
 
 import (
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -362,4 +363,61 @@ func TestPluginArgs(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestNoClusterToReadFrom: with nothing naming a cluster, the commands
+// that read one say what is missing before they build a client, instead
+// of dialling client-go's default, http://localhost:8080, whose "connection
+// refused" (or whatever answers there) says nothing of the cause.
+func TestNoClusterToReadFrom(t *testing.T) {
+	// Not in a Pod, whatever runs the tests: the in-cluster configuration
+	// would stand in for a kubeconfig.
+	t.Setenv("KUBERNETES_SERVICE_HOST", "")
+	dir := t.TempDir()
+	noCluster := filepath.Join(dir, "no-cluster")
+	if err := os.WriteFile(noCluster, []byte("apiVersion: v1\nkind: Config\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for name, args := range map[string][]string{
+		"status, no kubeconfig":                   {"status", "train"},
+		"migrate, no kubeconfig":                  {"migrate"},
+		"status, a kubeconfig that names nothing": {"--kubeconfig", noCluster, "status", "train"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			code, _, errOut := runWith(t, NewCommand, "", args...)
+			if code != 1 || errOut != "error: "+errNoCluster.Error()+"\n" {
+				t.Errorf("exit %d, stderr %q; want 1 and %q", code, errOut, errNoCluster)
+			}
+		})
+	}
+	t.Run("completion, no kubeconfig", func(t *testing.T) {
+		// cobra writes a completion's errors to the process's standard
+		// error.
+		r, w, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		stderr := os.Stderr
+		os.Stderr = w
+		code, out, _ := runWith(t, NewCommand, "", cobra.ShellCompRequestCmd, "status", "")
+		os.Stderr = stderr
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		logged, err := io.ReadAll(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if code != 0 || out != ":4\n" || !strings.Contains(string(logged), errNoCluster.Error()) {
+			t.Errorf("exit %d, stdout %q, stderr %q; want no names and %q", code, out, logged, errNoCluster)
+		}
+	})
+	t.Run("--server given", func(t *testing.T) {
+		// A cluster named on the command line is dialled: whatever the
+		// outcome, it is not the hint.
+		code, _, errOut := runWith(t, NewCommand, "", "--server", "http://127.0.0.1:1", "--request-timeout", "2s", "status", "train")
+		if code != 1 || strings.Contains(errOut, "no cluster to read from") {
+			t.Errorf("exit %d, stderr %q; want 1 and an error from the server's address", code, errOut)
+		}
+	})
 }

@@ -10,9 +10,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -97,34 +94,6 @@ func (o *statusOptions) run(ctx context.Context, name string) error {
 		writeStatusTable(o.streams.Out, r, o.output == "wide")
 	}
 	return nil
-}
-
-// client is a client of the cluster the config flags name, and the
-// namespace: -n, else the context's.
-func (o *rootOptions) client() (client.Client, string, error) {
-	cfg, err := o.configFlags.ToRESTConfig()
-	if clientcmd.IsEmptyConfig(err) {
-		return nil, "", fmt.Errorf("no cluster to read from: give --kubeconfig PATH, set KUBECONFIG, or write ~/.kube/config")
-	}
-	if err != nil {
-		return nil, "", fmt.Errorf("loading the kubeconfig: %w", err)
-	}
-	ns, _, err := o.configFlags.ToRawKubeConfigLoader().Namespace()
-	if err != nil {
-		return nil, "", fmt.Errorf("reading the namespace from the kubeconfig: %w", err)
-	}
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		return nil, "", err
-	}
-	if err := jobset.AddToScheme(scheme); err != nil {
-		return nil, "", err
-	}
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
-	if err != nil {
-		return nil, "", err
-	}
-	return c, ns, nil
 }
 
 func readStatus(ctx context.Context, c client.Client, namespace, name string) (statusInputs, error) {
