@@ -109,6 +109,12 @@ func TestThroughKubectl(t *testing.T) {
 		"completion of the subcommands": {
 			args:       []string{"__complete", "inplace", ""},
 			wantStdout: []string{"render\t", "policy\t", "status\t", "version\t"},
+			check: func(t *testing.T, stdout string) {
+				// kubectl never loads a script of the plugin's.
+				if strings.Contains(stdout, "completion\t") {
+					t.Errorf("the plugin offers its completion command:\n%s", stdout)
+				}
+			},
 		},
 		"completion of a flag's values": {
 			args:       []string{"__complete", "inplace", "status", "--output", ""},

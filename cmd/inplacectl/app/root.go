@@ -82,6 +82,13 @@ fails; 2 on bad usage.`),
 	}
 	if displayName != "" {
 		cmd.Annotations = map[string]string{cobra.CommandDisplayNameAnnotation: displayName}
+		// kubectl completes `kubectl inplace` through
+		// kubectl_complete-inplace (CompletionHelperName) and never loads
+		// a script of the plugin's: cobra's completion command, whose
+		// scripts complete a command named kubectl-inplace, is left out
+		// of the plugin's help and completions. It still runs, for
+		// whoever calls kubectl-inplace by that name.
+		cmd.CompletionOptions.HiddenDefaultCmd = true
 	}
 	o.configFlags.AddFlags(cmd.PersistentFlags())
 	registerConfigFlagCompletions(cmd, o)

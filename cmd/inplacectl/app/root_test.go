@@ -29,9 +29,10 @@ func TestCommandLine(t *testing.T) {
 		newCmd   func(genericiooptions.IOStreams) *cobra.Command
 		args     []string
 		wantCode int
-		// wantStdout and wantStderr must each be in the stream.
-		wantStdout []string
-		wantStderr []string
+		// wantStdout and wantStderr must each be in the stream,
+		// wantNotStdout not.
+		wantStdout, wantNotStdout []string
+		wantStderr                []string
 	}{
 		"alone, the help": {
 			wantStdout: []string{"Usage:\n  inplacectl [command]", "Available Commands:", "render ", "policy ", "status ", "version ", "completion "},
@@ -56,6 +57,16 @@ func TestCommandLine(t *testing.T) {
 		"the plugin's help": {
 			newCmd: NewPluginCommand, args: []string{"status", "--help"},
 			wantStdout: []string{"Usage:\n  kubectl inplace status JOBSET [flags]", "  kubectl inplace status train -n ml --context prod -o json"},
+		},
+		"the plugin's help, without completion": {
+			newCmd: NewPluginCommand, args: []string{"--help"},
+			wantStdout:    []string{"Usage:\n  kubectl inplace [command]", "render ", "version "},
+			wantNotStdout: []string{"completion "},
+		},
+		"the plugin's commands completed, without completion": {
+			newCmd: NewPluginCommand, args: []string{cobra.ShellCompRequestCmd, ""},
+			wantStdout:    []string{"render\t", "status\t", "version\t", ":4\n"},
+			wantNotStdout: []string{"completion\t"},
 		},
 		"the plugin's version": {
 			newCmd: NewPluginCommand, args: []string{"version"},
@@ -184,6 +195,11 @@ func TestCommandLine(t *testing.T) {
 			for _, w := range tc.wantStderr {
 				if !strings.Contains(errOut, w) {
 					t.Errorf("stderr lacks %q:\n%s", w, errOut)
+				}
+			}
+			for _, w := range tc.wantNotStdout {
+				if strings.Contains(out, w) {
+					t.Errorf("stdout has %q:\n%s", w, out)
 				}
 			}
 		})
