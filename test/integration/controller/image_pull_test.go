@@ -65,7 +65,29 @@ var _ = Describe("an agent image that cannot be pulled", func() {
 		return string(c.Status) + " " + c.Reason + " " + c.Message
 	}
 	agentGauge := func(js *jobset.JobSet) float64 {
-		return framework.MetricValue(fw.Metrics(), "inplace_jobset_image_pull_failure", "namespace", js.Namespace, "jobset", js.Name, "image", "agent")
+		return framework.MetricValue(fw.Metrics(), "inplace_jobset_image_pull_failure", "namespace", js.Namespace, "jobset", js.Name, "container", "agent")
+	}
+	// imagePullSeries counts the JobSet's series of the metric, which
+	// exist only while its condition is True.
+	imagePullSeries := func(g Gomega, js *jobset.JobSet) int {
+		families, err := fw.Metrics().Gather()
+		g.Expect(err).NotTo(HaveOccurred())
+		n := 0
+		for _, f := range families {
+			if f.GetName() != "inplace_jobset_image_pull_failure" {
+				continue
+			}
+			for _, m := range f.GetMetric() {
+				labels := map[string]string{}
+				for _, l := range m.GetLabel() {
+					labels[l.GetName()] = l.GetValue()
+				}
+				if labels["namespace"] == js.Namespace && labels["jobset"] == js.Name {
+					n++
+				}
+			}
+		}
+		return n
 	}
 
 	It("says so on the JobSet, once, without failing it, and clears it once the agents run", func() {
@@ -82,24 +104,45 @@ var _ = Describe("an agent image that cannot be pulled", func() {
 		for i := range pods {
 			setAgent(&pods[i], waiting("ErrImagePull", `failed to pull and unpack image "`+image+`": not found`))
 		}
+		var said string
 		Eventually(func(g Gomega) {
-			g.Expect(imagePullCondition(g, js)).To(And(
+			said = imagePullCondition(g, js)
+			g.Expect(said).To(And(
 				HavePrefix("True AgentImagePullFailed "),
-				ContainSubstring(`the agent image "`+image+`" cannot be pulled: 2 Pods wait for it (`+pods[0].Name+", "+pods[1].Name+")"),
-				ContainSubstring("Pod "+pods[0].Name+": ErrImagePull: failed to pull and unpack image"),
+				ContainSubstring(`the agent image "`+image+`" cannot be pulled.`),
 				ContainSubstring("agent.image"),
-				ContainSubstring("service account default"),
+				ContainSubstring("the kubelet keeps retrying"),
+				Not(ContainSubstring("ErrImagePull")),
 			))
 		}).WithTimeout(timeout).Should(Succeed())
-		expectEvent(js, "AgentImagePullFailed")
-		Eventually(func() float64 { return agentGauge(js) }).WithTimeout(timeout).Should(Equal(1.0))
-
-		// The kubelet backs off and retries: the condition follows the
-		// kubelet's words, and the JobSet neither fails nor restarts.
-		setAgent(&pods[0], waiting("ImagePullBackOff", `Back-off pulling image "`+image+`"`))
+		// The Event names the Pods and quotes the kubelet, as they were
+		// when the condition turned True: the first Pod, or both.
 		Eventually(func(g Gomega) {
-			g.Expect(imagePullCondition(g, js)).To(ContainSubstring("Pod " + pods[0].Name + ": ImagePullBackOff: Back-off pulling image"))
+			var events corev1.EventList
+			g.Expect(k8sClient.List(ctx, &events, client.InNamespace(ns.Name))).To(Succeed())
+			g.Expect(events.Items).To(ContainElement(And(
+				HaveField("InvolvedObject.Name", js.Name), HaveField("Reason", "AgentImagePullFailed"),
+				HaveField("Message", And(
+					Or(ContainSubstring("1 Pod waits for it ("+pods[0].Name+")"), ContainSubstring("2 Pods wait for it ("+pods[0].Name+", "+pods[1].Name+")")),
+					ContainSubstring("Pod "+pods[0].Name+": ErrImagePull: failed to pull and unpack image"),
+					ContainSubstring("service account default"),
+				)))))
 		}).WithTimeout(timeout).Should(Succeed())
+		Eventually(func() float64 { return agentGauge(js) }).WithTimeout(timeout).Should(Equal(1.0))
+		Expect(imagePullSeries(Default, js)).To(Equal(1), "a worker series besides the agent's")
+
+		// The kubelet backs off and retries, and says so in other words:
+		// the condition stays as it is, unwritten, and the JobSet neither
+		// fails nor restarts.
+		statusWrites := func() int { return managerWrites("PUT", "/namespaces/"+ns.Name+"/jobsets/"+js.Name+"/status") }
+		written := statusWrites()
+		for i := range pods {
+			setAgent(&pods[i], waiting("ImagePullBackOff", `Back-off pulling image "`+image+`"`))
+		}
+		Consistently(func(g Gomega) {
+			g.Expect(imagePullCondition(g, js)).To(Equal(said))
+			g.Expect(statusWrites()).To(Equal(written), "the JobSet's status was written for the kubelet's back-off")
+		}).WithTimeout(shortWait).Should(Succeed())
 		got := get(js)
 		Expect(got.Status.TerminalState).To(BeEmpty())
 		Expect(got.Status.Restarts).To(BeZero())
@@ -110,7 +153,8 @@ var _ = Describe("an agent image that cannot be pulled", func() {
 		}
 		expectCondition(js, jobset.JobSetImagePullFailure, "False", "ImagePullResolved")
 		expectEvent(js, "ImagePullResolved")
-		Eventually(func() float64 { return agentGauge(js) }).WithTimeout(timeout).Should(BeZero())
+		// The series is gone with the condition.
+		Eventually(func(g Gomega) int { return imagePullSeries(g, js) }).WithTimeout(timeout).Should(BeZero())
 
 		// One Warning for the whole episode, however often the kubelet's
 		// words changed.
