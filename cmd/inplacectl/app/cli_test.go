@@ -157,7 +157,7 @@ spec:
 		"no JobSet":                {args: []string{"render", "-f", "-"}, stdin: "apiVersion: v1\nkind: ServiceAccount\nmetadata: {name: train}\n", wantCode: 1, want: []string{"standard input: no JobSet in it"}},
 		"an empty file":            {args: []string{"render", "-f", write("empty.yaml", "# nothing\n---\n")}, wantCode: 1, want: []string{"empty.yaml: no object in it"}},
 		"empty standard input":     {args: []string{"render", "-f", "-"}, stdin: "", wantCode: 1, want: []string{"standard input: no object in it"}},
-		"policy eval, two JobSets": {args: []string{"policy", "eval", "-p", policyDir, "-f", write("two-again.yaml", good+"---\n"+good)}, wantCode: 1, want: []string{"2 documents: policy eval takes one JobSet"}},
+		"policy eval, two JobSets": {args: []string{"policy", "eval", "-p", policyDir, "-f", write("two-again.yaml", good+"---\n"+good)}, wantCode: 1, want: []string{"2 objects: policy eval takes one JobSet"}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

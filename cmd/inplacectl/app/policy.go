@@ -1,7 +1,9 @@
 package app
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -36,8 +38,9 @@ engine the validating webhook runs, and no cluster.`),
 
 type policyEvalOptions struct {
 	*rootOptions
-	dir, filename, params string
-	mutate                bool
+	dir, params string
+	files       fileFlags
+	mutate      bool
 }
 
 func newPolicyEvalCommand(root *rootOptions) *cobra.Command {
@@ -47,7 +50,11 @@ func newPolicyEvalCommand(root *rootOptions) *cobra.Command {
 		Short: "Evaluate the Rego policies of a directory on a JobSet",
 		Long: root.examples(`Evaluate the Rego policies in a directory (one policy per .rego file,
 *_test.rego files left out) on one JobSet, and print each deny, warn and
-dryrun violation and each patch. The exit status is 1 if a policy denies.`),
+dryrun violation and each patch. The exit status is 1 if a policy denies.
+
+It reads -f and -R as render does, as kubectl does: a file, a directory,
+standard input (-), a List; together they must hold one object, a JobSet.
+A field the JobSet does not know, or a key given twice, is an error.`),
 		Example: root.examples(`  # Evaluate the example policies, with parameters
   inplacectl policy eval -p examples/policies -f jobset.yaml --params examples/policies/params.yaml
 
@@ -58,13 +65,11 @@ dryrun violation and each patch. The exit status is 1 if a policy denies.`),
 	}
 	f := cmd.Flags()
 	f.StringVarP(&o.dir, "policy-dir", "p", "", "the directory of Rego policies, one policy per .rego file")
-	f.StringVarP(&o.filename, "filename", "f", "", "the JobSet manifest, one document; - reads standard input")
+	o.files.addFlags(cmd, "the JobSet manifest, one object")
 	f.StringVar(&o.params, "params", "", "a YAML file passed to every policy as input.parameters")
 	f.BoolVar(&o.mutate, "mutate", false, "evaluate the JobSet as the mutating webhook would store it")
 	mustMark(cmd.MarkFlagRequired("policy-dir"))
-	mustMark(cmd.MarkFlagRequired("filename"))
 	mustMark(cmd.MarkFlagDirname("policy-dir"))
-	mustMark(cmd.MarkFlagFilename("filename", "yaml", "yml", "json"))
 	mustMark(cmd.MarkFlagFilename("params", "yaml", "yml", "json"))
 	return cmd
 }
@@ -112,7 +117,7 @@ func (o *policyEvalOptions) run(ctx context.Context) error {
 	if loaded == 0 {
 		return fmt.Errorf("no policies (.rego files other than *_test.rego) in %s", o.dir)
 	}
-	js, err := readJobSet(o.filename, o.streams.In)
+	js, err := o.files.readJobSet(o.streams.In)
 	if err != nil {
 		return err
 	}
@@ -265,21 +270,39 @@ func verdict(out io.Writer, d policies.Decision) {
 	}
 }
 
-func readJobSet(path string, stdin io.Reader) (*jobset.JobSet, error) {
-	docs, err := readDocuments(path, stdin)
+// readJobSet reads the one JobSet -f names, strictly: a field the JobSet
+// does not know, or a key given twice, is an error, as policy eval has
+// always read it. The builder keeps the last value of a key given twice
+// (as kubectl does, which sends the API server no duplicate), so the
+// source's text is read again for them.
+func (f *fileFlags) readJobSet(stdin io.Reader) (*jobset.JobSet, error) {
+	in, err := f.read(stdin)
 	if err != nil {
 		return nil, err
 	}
-	if len(docs) > 1 {
-		return nil, fmt.Errorf("%s: %d documents: policy eval takes one JobSet; split the file, or use render, which answers each", path, len(docs))
+	if n := len(in.objects); n > 1 {
+		return nil, fmt.Errorf("%s: %d objects: policy eval takes one JobSet; split them, or use render, which answers each", strings.Join(f.names(), ", "), n)
 	}
-	data := docs[0]
+	obj := in.objects[0]
+	if obj.GetKind() != jobset.Kind {
+		return nil, fmt.Errorf("%s: kind is %s, want JobSet", obj.source, obj.GetKind())
+	}
+	raw, err := in.raw(obj.source)
+	if err != nil {
+		return nil, err
+	}
+	if err := duplicateKeys(raw); err != nil {
+		return nil, fmt.Errorf("%s: %w", obj.source, err)
+	}
+	data, err := obj.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	d := json.NewDecoder(bytes.NewReader(data))
+	d.DisallowUnknownFields()
 	var js jobset.JobSet
-	if err := yaml.UnmarshalStrict(data, &js); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	if js.Kind != "" && js.Kind != jobset.Kind {
-		return nil, fmt.Errorf("%s: kind is %s, want JobSet", path, js.Kind)
+	if err := d.Decode(&js); err != nil {
+		return nil, fmt.Errorf("%s: %w", obj.source, err)
 	}
 	return &js, nil
 }

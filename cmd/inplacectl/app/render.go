@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -21,9 +22,9 @@ import (
 
 type renderOptions struct {
 	*rootOptions
-	filename string
-	config   string
-	output   string
+	files  fileFlags
+	config string
+	output string
 }
 
 // renderFormats are the values of render's --output: the JobSets the API
@@ -42,10 +43,15 @@ the validating webhook's policies.
 
 For each JobSet it prints every decision, the policies' violations, the
 verdict with the API server's own text, and the JobSet it would store.
-Documents are separated by ---; objects other than JobSets are named and
-passed over; a manifest with no document is an error. A JobSet whose
-manifest names no namespace is created in -n, else the kubeconfig
-context's namespace, else default, as kubectl apply -f would.
+Objects other than JobSets are named and passed over; input with no
+object, or with no JobSet, is an error. A JobSet whose manifest names no
+namespace is created in -n, else the kubeconfig context's namespace, else
+default, as kubectl apply -f would.
+
+It reads -f as kubectl does, with no server: a file, a directory (its
+.json, .yaml and .yml files; with -R its subdirectories' too), - for
+standard input, -f repeated, in order; documents separated by ---, and a
+List as its items.
 
 render also warns of what the API server admits but the Jobs then refuse
 (a container without an image).
@@ -59,6 +65,9 @@ standard error. The exit status is 1 if any JobSet is refused.`),
   # From standard input, in a namespace
   cat jobset.yaml | inplacectl render -f - -n ml
 
+  # Every JobSet of a directory and its subdirectories, and of one more file
+  inplacectl render -f manifests/ -R -f extra.yaml
+
   # Only the JobSet as stored, to apply it
   inplacectl render -f jobset.yaml -o yaml | kubectl apply -f -
 
@@ -68,11 +77,9 @@ standard error. The exit status is 1 if any JobSet is refused.`),
 		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd.Context()) },
 	}
 	f := cmd.Flags()
-	f.StringVarP(&o.filename, "filename", "f", "", "the manifest: JobSets (other objects are passed over), separated by ---; - reads standard input")
+	o.files.addFlags(cmd, "the manifests: JobSets (other objects are passed over)")
 	f.StringVar(&o.config, "config", "", "the manager's configuration file (agent image and ports, policy limits, disabled built-ins); default: the built-in defaults")
 	f.StringVarP(&o.output, "output", "o", "", "json or yaml: print only the JobSets the API server would store (decisions to standard error)")
-	mustMark(cmd.MarkFlagRequired("filename"))
-	mustMark(cmd.MarkFlagFilename("filename", "yaml", "yml", "json"))
 	mustMark(cmd.MarkFlagFilename("config", "yaml", "yml"))
 	mustMark(cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions(renderFormats, cobra.ShellCompDirectiveNoFileComp)))
 	return cmd
@@ -98,7 +105,7 @@ func (o *renderOptions) run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("--config: %w", err)
 	}
-	docs, err := readDocuments(o.filename, o.streams.In)
+	in, err := o.files.read(o.streams.In)
 	if err != nil {
 		return err
 	}
@@ -118,32 +125,37 @@ func (o *renderOptions) run(ctx context.Context) error {
 	if printer != nil {
 		notes = o.streams.ErrOut
 	}
-	// Every document, as kubectl apply -f sends every one: the exit
-	// status is 1 if any is refused.
-	code, rendered := 0, 0
-	for i, manifest := range docs {
-		var meta struct {
-			APIVersion string `json:"apiVersion"`
-			Kind       string `json:"kind"`
-			Metadata   struct {
-				Name string `json:"name"`
-			} `json:"metadata"`
-		}
-		if err := yaml.Unmarshal(manifest, &meta); err == nil && meta.Kind != "" && meta.Kind != jobset.Kind {
+	// The objects of each source, to name one of several.
+	perSource := map[string]int{}
+	for _, obj := range in.objects {
+		perSource[obj.source]++
+	}
+	// Every object, as kubectl apply -f sends every one: the exit status
+	// is 1 if any is refused.
+	code, rendered, nth := 0, 0, map[string]int{}
+	for _, obj := range in.objects {
+		nth[obj.source]++
+		if obj.GetKind() != jobset.Kind {
 			// A JobSet's file often holds its ServiceAccount too: what
 			// is not a JobSet is named and passed over.
-			fmt.Fprintf(notes, "# Skipped: %s %s %s: render answers JobSets\n", meta.APIVersion, meta.Kind, meta.Metadata.Name)
+			fmt.Fprintf(notes, "# Skipped: %s %s %s: render answers JobSets\n", obj.GetAPIVersion(), obj.GetKind(), obj.GetName())
 			continue
 		}
 		if rendered > 0 {
 			fmt.Fprintln(notes, "---")
 		}
 		rendered++
+		// Unstructured, the object keeps the fields the schema does not
+		// know, for strict field validation to refuse.
+		manifest, err := obj.MarshalJSON()
+		if err != nil {
+			return fmt.Errorf("%s: %w", obj.source, err)
+		}
 		res, err := admitter.Create(ctx, manifest, namespace)
 		if err != nil {
-			where := o.filename
-			if len(docs) > 1 {
-				where = fmt.Sprintf("%s (document %d)", o.filename, i+1)
+			where := obj.source
+			if perSource[obj.source] > 1 {
+				where = fmt.Sprintf("%s (object %d)", obj.source, nth[obj.source])
 			}
 			return fmt.Errorf("%s: %w", where, err)
 		}
@@ -154,11 +166,7 @@ func (o *renderOptions) run(ctx context.Context) error {
 		code = max(code, c)
 	}
 	if rendered == 0 {
-		name := o.filename
-		if name == "-" {
-			name = "standard input"
-		}
-		return fmt.Errorf("%s: no JobSet in it", name)
+		return fmt.Errorf("%s: no JobSet in it", strings.Join(o.files.names(), ", "))
 	}
 	return exitCode(code)
 }
