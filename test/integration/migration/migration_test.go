@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -49,12 +50,14 @@ var (
 		"kubectl delete validatingwebhookconfiguration jobset-validating-webhook-configuration",
 	}
 	replaceCRD = "kubectl apply --server-side --force-conflicts -f config/crd/bases/jobset.x-k8s.io_jobsets.yaml"
+	// replaceCRDFromRelease runs where the release's jobset-crd.yaml is.
+	replaceCRDFromRelease = "kubectl apply --server-side --force-conflicts -f jobset-crd.yaml"
 )
 
 var _ = It("shows the commands the migration test runs", func() {
 	doc, err := os.ReadFile(filepath.Join(root, "docs", "how-to", "migrate-from-jobset.md"))
 	Expect(err).NotTo(HaveOccurred())
-	for _, cmd := range append([]string{stopUpstream, replaceCRD}, deleteUpstreamWebhooks...) {
+	for _, cmd := range append([]string{stopUpstream, replaceCRD, replaceCRDFromRelease}, deleteUpstreamWebhooks...) {
 		Expect(string(doc)).To(ContainSubstring(cmd), "docs/how-to/migrate-from-jobset.md no longer shows a command the migration test runs")
 	}
 })
@@ -113,8 +116,8 @@ var _ = It("moves JobSets from upstream's CRD to ours with nothing lost", func()
 	upstream := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: coexist.UpstreamNamespace, Name: "jobset-controller-manager"}}
 	createDeployment(upstream, 1)
 	createUpstreamWebhooks()
-	stopRenewing := renewUpstreamLease()
-	DeferCleanup(stopRenewing)
+	releaseLease := holdUpstreamLease()
+	DeferCleanup(releaseLease)
 	// With failurePolicy Fail and no webhook Service, every JobSet write is
 	// refused: the reason the procedure deletes them.
 	err := k8sClient.Patch(ctx, running.DeepCopy(), client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"team":"ml"}}}`)))
@@ -152,18 +155,28 @@ var _ = It("moves JobSets from upstream's CRD to ours with nothing lost", func()
 
 	By("the procedure of docs/how-to/migrate-from-jobset.md")
 	kubeconfig := framework.WriteKubeconfig(cfg)
-	kubectl(kubeconfig, stopUpstream)
+	kubectl(kubeconfig, root, stopUpstream)
 	// The Deployment controller's part (none runs here): its Pod gone, the
-	// controller stopped, its Lease no longer renewed.
+	// controller stopped. Its Lease stays held until it lapses, 15 s after
+	// its last renewal: the test keeps it held through the CRD's
+	// replacement, so that what the replacement alone did to the JobSets
+	// is seen while inplace still holds back, and then releases it, as its
+	// lapse would (released or lapsed, coexist.InspectLease reads it as not
+	// held).
 	Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(upstream), upstream)).To(Succeed())
 	Expect(upstream.Spec.Replicas).To(HaveValue(BeZero()))
 	upstream.Status = appsv1.DeploymentStatus{}
 	Expect(k8sClient.Status().Update(ctx, upstream)).To(Succeed())
-	stopRenewing()
 	for _, cmd := range deleteUpstreamWebhooks {
-		kubectl(kubeconfig, cmd)
+		kubectl(kubeconfig, root, cmd)
 	}
-	kubectl(kubeconfig, replaceCRD)
+	kubectl(kubeconfig, root, replaceCRD)
+	// The same CRD as the release ships it, alone, with its header.
+	release := GinkgoT().TempDir()
+	crd, err := os.ReadFile(filepath.Join(root, "config", "crd", "bases", "jobset.x-k8s.io_jobsets.yaml"))
+	Expect(err).NotTo(HaveOccurred())
+	Expect(os.WriteFile(filepath.Join(release, "jobset-crd.yaml"), append([]byte("# The JobSet CRD of inplace, alone.\n"), crd...), 0o600)).To(Succeed())
+	kubectl(kubeconfig, release, replaceCRDFromRelease)
 
 	By("every JobSet kept its UID, spec and status; every Job and Service its UID")
 	after := snapshot(ns)
@@ -174,6 +187,13 @@ var _ = It("moves JobSets from upstream's CRD to ours with nothing lost", func()
 		Expect(equality.Semantic.DeepEqual(a.Status, b.Status)).To(BeTrue(), "JobSet %s: status changed from\n%+v\nto\n%+v", js.Name, b.Status, a.Status)
 	}
 	Expect(after.uids).To(Equal(before.uids))
+	// Taken while upstream's Lease held inplace back: the CRD's
+	// replacement alone, nothing written by inplace.
+	Expect(probe()).To(ContainSubstring("[-]upstream-jobset failed"))
+	for _, w := range fw.ManagerWrites() {
+		Expect(w).To(ContainSubstring("/events"), "the manager wrote something else than an Event while upstream's Lease was held")
+	}
+	releaseLease()
 
 	By("inplace resumes: it reconciles them, adopting their Jobs")
 	expectEvent(metav1.NamespaceDefault, coexist.CRDName, coexist.ReasonResumed)
@@ -374,21 +394,18 @@ func createUpstreamWebhooks() {
 	})).To(Succeed())
 }
 
-// upstreamLeaseDuration is the Lease's duration as the test's upstream
-// controller writes it: shorter than upstream's 15 s, so that the test
-// need not wait for it to lapse; the manager reads it from the Lease.
-const upstreamLeaseDuration = 2
-
-// renewUpstreamLease plays upstream's leader: it takes the Lease and
-// renews it every half second until the returned function is called, which
-// returns once the renewals have stopped.
-func renewUpstreamLease() (stop func()) {
+// holdUpstreamLease plays upstream's leader as controller-runtime's leader
+// election does by default: it takes the Lease for 15 s and renews it
+// every 2 s until the returned function is called, which stops the
+// renewals and releases the Lease (holder empty, as a controller that
+// releases on cancel leaves it). Calling it again does nothing.
+func holdUpstreamLease() (release func()) {
 	GinkgoHelper()
 	lease := &coordinationv1.Lease{
 		ObjectMeta: metav1.ObjectMeta{Namespace: coexist.UpstreamNamespace, Name: coexist.UpstreamLeaseNames[0]},
 		Spec: coordinationv1.LeaseSpec{
 			HolderIdentity:       ptr.To("jobset-controller-manager-7d9f5c6b8-x2x4q_6f1c2a7e-0d4b-4c5e-9a8e-1f2b3c4d5e6f"),
-			LeaseDurationSeconds: ptr.To[int32](upstreamLeaseDuration),
+			LeaseDurationSeconds: ptr.To[int32](15),
 			AcquireTime:          ptr.To(metav1.NewMicroTime(time.Now())),
 			RenewTime:            ptr.To(metav1.NewMicroTime(time.Now())),
 		},
@@ -399,7 +416,7 @@ func renewUpstreamLease() (stop func()) {
 	go func() {
 		defer GinkgoRecover()
 		defer close(done)
-		ticker := time.NewTicker(500 * time.Millisecond)
+		ticker := time.NewTicker(2 * time.Second)
 		defer ticker.Stop()
 		for {
 			select {
@@ -415,9 +432,23 @@ func renewUpstreamLease() (stop func()) {
 			_ = k8sClient.Update(renewCtx, l) // a conflict is retried at the next tick
 		}
 	}()
+	var once sync.Once
 	return func() {
-		cancel()
-		<-done
+		once.Do(func() {
+			GinkgoHelper()
+			cancel()
+			<-done
+			Eventually(func() error {
+				l := lease.DeepCopy()
+				if err := k8sClient.Get(ctx, client.ObjectKeyFromObject(l), l); err != nil {
+					return err
+				}
+				now := metav1.NewMicroTime(time.Now())
+				l.Spec.HolderIdentity, l.Spec.LeaseDurationSeconds = ptr.To(""), ptr.To[int32](1)
+				l.Spec.AcquireTime, l.Spec.RenewTime = &now, &now
+				return k8sClient.Update(ctx, l)
+			}).WithTimeout(timeout).Should(Succeed(), "releasing upstream's Lease")
+		})
 	}
 }
 
@@ -507,15 +538,15 @@ func blocking(fs []migration.Finding) []string {
 }
 
 // kubectl runs one of the procedure's commands with bin/kubectl on the
-// test's API server, from the repository's root.
-func kubectl(kubeconfig, command string) {
+// test's API server, from dir.
+func kubectl(kubeconfig, dir, command string) {
 	GinkgoHelper()
 	args := strings.Fields(command)
 	Expect(args[0]).To(Equal("kubectl"))
 	bin, err := cluster.BinDir()
 	Expect(err).NotTo(HaveOccurred())
 	cmd := exec.CommandContext(ctx, filepath.Join(bin, "kubectl"), append([]string{"--kubeconfig", kubeconfig}, args[1:]...)...)
-	cmd.Dir = root
+	cmd.Dir = dir
 	out, err := cmd.CombinedOutput()
 	Expect(err).NotTo(HaveOccurred(), "%s:\n%s", command, out)
 	GinkgoWriter.Printf("$ %s\n%s", command, out)
