@@ -17,6 +17,7 @@
 //	scaling.go           elastic replicated jobs: which Jobs to patch to a new size
 //	status.go            replicatedJobsStatus and condition helpers
 //	status_write.go      when a status write of counters alone may wait
+//	upstream.go          the epochs and in-place restarts of a JobSet taken over from upstream JobSet, carried over
 //	ttl.go               ttlSecondsAfterFinished
 //	reasons.go           condition reasons and messages
 //

@@ -93,6 +93,7 @@ type Plan struct {
 // Decide computes the plan for a defaulted JobSet from what was observed.
 // The order of the steps matters:
 //
+//	status upstream JobSet wrote? ── yes ─▶ its epochs and in-place restarts carried over (adoptUpstream), then on
 //	finished? ── yes ─▶ delete active Jobs, honour TTL
 //	   │ no
 //	delete Jobs of earlier attempts
@@ -103,7 +104,9 @@ type Plan struct {
 //	headless Service, volume claims, suspend/resume, scale, create missing
 //	Jobs in startup order
 func Decide(js *jobset.JobSet, obs Observed, now metav1.Time, t Timeouts) Plan {
+	js, adopted := adoptUpstream(js)
 	p := decideSteps(js, obs, now, t)
+	p.Events = append(adopted, p.Events...)
 	inStepWithEpochs(&p.Status)
 	return p
 }

@@ -65,6 +65,9 @@ const (
 	MessageImagePullResolved    = "no Pod of the JobSet waits for an image it cannot pull any more"
 
 	// Events without a condition.
+	// ReasonUpstreamInPlaceAdopted: the status upstream JobSet's in-place
+	// restarts left was carried over (upstream.go).
+	ReasonUpstreamInPlaceAdopted    = "UpstreamInPlaceRestartsCarriedOver"
 	ReasonInvalidEpoch              = "InvalidEpoch"
 	ReasonFatalExitPodDeleted       = "FatalExitPodDeleted"
 	ReasonAgentCrashLoopPodDeleted  = "AgentCrashLoopPodDeleted"

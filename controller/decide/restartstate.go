@@ -81,7 +81,9 @@ type transition struct {
 
 // transitions are every move decide makes, read top to bottom. Staying in
 // a state is not listed, but for the one stay that counts a restart.
-// Failed and Completed are final.
+// Failed and Completed are final. The carry-over of the status upstream
+// JobSet left (adoptUpstream) comes before any move and is none: the
+// restarts it counts were made under upstream.
 var transitions = []transition{
 	// The first start, and every start after a recreation or a resume.
 	{stateStarting, stateRunning, "every expected Pod reports the same epoch: syncedEpoch moves to it and the barriers lift, in startup order (decideEpochs)", false},

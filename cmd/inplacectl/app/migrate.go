@@ -27,7 +27,8 @@ and ready. Each line says BLOCKS, with the command that clears it, or done.
 
 Warnings name the JobSets that change when inplace takes them over: fields
 inplace's CRD does not have, exclusive placement, a restart under way,
-Jobs inplace would recreate. They block nothing.
+Jobs inplace would recreate, in-place restarts upstream made, which
+inplace counts towards maxRestarts. They block nothing.
 
 Reads the cluster that --kubeconfig and --context name; writes nothing.
 Exit status: 0 when nothing blocks, 1 while anything does.`),

@@ -34,6 +34,9 @@ func jobSetNotes(j JobSet) []string {
 	if why := restartUnderWay(j); why != "" {
 		notes = append(notes, "a restart is under way ("+why+"): inplace carries it on, deleting the Jobs of the earlier attempt and creating those of the new one")
 	}
+	if note := upstreamInPlace(js); note != "" {
+		notes = append(notes, note)
+	}
 	var recreated []string
 	for i := range j.Jobs {
 		if why := notAdopted(js, &j.Jobs[i]); why != "" {
@@ -68,6 +71,44 @@ func exclusivePlacement(js *jobset.JobSet) []string {
 		}
 	}
 	return out
+}
+
+// upstreamInPlace says what inplace carries over of upstream's in-place
+// restarts of an InPlaceRestart JobSet (controller/decide's
+// adoptUpstream), or "" when upstream restarted it in place never or
+// inplace wrote its status: they count, once, as in-place restarts
+// towards maxRestarts, as upstream counted them, and the epochs go on from
+// upstream's attempts.
+func upstreamInPlace(js *jobset.JobSet) string {
+	s := &js.Status
+	n := jobset.UpstreamInPlaceRestarts(s)
+	if js.Spec.FailurePolicy == nil || js.Spec.FailurePolicy.RestartStrategy != jobset.InPlaceRestart || n == 0 {
+		return ""
+	}
+	deprecated, synced := jobset.UpstreamEpochs(s)
+	return fmt.Sprintf("upstream restarted it in place %d time(s) (currentInPlaceRestartAttempt %s, less %d recreation(s)): inplace counts them once it takes the JobSet over, "+
+		"as in-place restarts towards maxRestarts (%d), as upstream did: status.restarts %d -> %d, inPlaceRestarts %d, restartsCountTowardsMax %d -> %d; "+
+		"its epochs go on from upstream's attempts (syncedEpoch %d, deprecatedEpoch %d)",
+		n, attempt(s.CurrentInPlaceRestartAttempt), recreations(s), js.Spec.FailurePolicy.MaxRestarts,
+		s.Restarts, s.Restarts+n, n, s.RestartsCountTowardsMax, s.RestartsCountTowardsMax+n, synced, deprecated)
+}
+
+func attempt(a *int32) string {
+	if a == nil {
+		return "unset"
+	}
+	return strconv.Itoa(int(*a))
+}
+
+// recreations counts the restarts that recreated every Job or one.
+func recreations(s *jobset.JobSetStatus) int32 {
+	n := s.Restarts
+	for _, r := range s.ReplicatedJobsStatus {
+		for _, j := range r.JobRestarts {
+			n += j
+		}
+	}
+	return n
 }
 
 // restartUnderWay says why a restart of the JobSet is under way, or "".

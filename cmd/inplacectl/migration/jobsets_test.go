@@ -157,6 +157,21 @@ func TestJobSetNotes(t *testing.T) {
 			in:   JobSet{JobSet: js(), Jobs: []batchv1.Job{job("0", "1", jobset.JobRestartAttemptKey, "1"), job("1", "1"), job("5", "1")}},
 			want: []string{"js-w-0 (label jobset.sigs.k8s.io/job-restart-attempt=\"1\", status.replicatedJobsStatus says 0), js-w-5 (label jobset.sigs.k8s.io/job-index=\"5\""},
 		},
+		"restarted in place by upstream: counted": {
+			in: JobSet{JobSet: js(func(j *jobset.JobSet) {
+				j.Spec.FailurePolicy = &jobset.FailurePolicy{RestartStrategy: jobset.InPlaceRestart, MaxRestarts: 5}
+				j.Status.PreviousInPlaceRestartAttempt, j.Status.CurrentInPlaceRestartAttempt = ptr.To[int32](2), ptr.To[int32](3)
+			})},
+			want: []string{"upstream restarted it in place 2 time(s) (currentInPlaceRestartAttempt 3, less 1 recreation(s)): inplace counts them once it takes the JobSet over, " +
+				"as in-place restarts towards maxRestarts (5), as upstream did: status.restarts 1 -> 3, inPlaceRestarts 2, restartsCountTowardsMax 0 -> 2; " +
+				"its epochs go on from upstream's attempts (syncedEpoch 4, deprecatedEpoch 3)"},
+		},
+		"never restarted in place by upstream: nothing to count": {
+			in: JobSet{JobSet: js(func(j *jobset.JobSet) {
+				j.Spec.FailurePolicy = &jobset.FailurePolicy{RestartStrategy: jobset.InPlaceRestart, MaxRestarts: 5}
+				j.Status.CurrentInPlaceRestartAttempt = ptr.To[int32](1)
+			})},
+		},
 		"exclusive placement": {
 			in: JobSet{JobSet: js(func(j *jobset.JobSet) {
 				j.Annotations = map[string]string{jobset.ExclusiveKey: "rack"}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"net/http"
 	"os"
 	"os/exec"
@@ -92,7 +93,19 @@ var _ = It("moves JobSets from upstream's CRD to ours with nothing lost", func()
 		Conditions:           []metav1.Condition{{Type: string(jobset.JobSetSuspended), Status: metav1.ConditionTrue, Reason: "SuspendedJobs", Message: "jobset is suspended", LastTransitionTime: metav1.NewTime(time.Now().Add(-time.Hour).Truncate(time.Second))}},
 		ReplicatedJobsStatus: []jobset.ReplicatedJobStatus{{Name: "workers", Suspended: 2}},
 	}
-	jobSets := []*jobset.JobSet{running, restarted, completed, suspended}
+	// Restarted in place twice by upstream (attempt 2 synced, 1 the last
+	// deprecated), its Pods annotated by upstream's agents; maxRestarts 3
+	// leaves it one restart.
+	inPlace := upstreamJobSet(ns, "in-place", 2, func(js *jobset.JobSet) {
+		js.Spec.FailurePolicy = &jobset.FailurePolicy{MaxRestarts: 3, RestartStrategy: jobset.InPlaceRestart}
+		js.Spec.ReplicatedJobs[0].Template.Spec.BackoffLimit = ptr.To[int32](math.MaxInt32)
+		js.Spec.ReplicatedJobs[0].Template.Spec.PodReplacementPolicy = ptr.To(batchv1.Failed)
+	})
+	inPlace.Status = jobset.JobSetStatus{
+		PreviousInPlaceRestartAttempt: ptr.To[int32](1), CurrentInPlaceRestartAttempt: ptr.To[int32](2),
+		ReplicatedJobsStatus: []jobset.ReplicatedJobStatus{{Name: "workers", Ready: 2, Active: 2}},
+	}
+	jobSets := []*jobset.JobSet{running, restarted, completed, suspended, inPlace}
 	for _, js := range jobSets {
 		status := js.Status
 		Expect(k8sClient.Create(ctx, js)).To(Succeed())
@@ -111,6 +124,8 @@ var _ = It("moves JobSets from upstream's CRD to ours with nothing lost", func()
 	createJobs(restarted, "2", nil, runningStatus)
 	createJobs(completed, "0", nil, completeStatus)
 	createJobs(suspended, "0", nil, nil)
+	createJobs(inPlace, "0", nil, runningStatus)
+	createPods(inPlace, "2")
 
 	By("upstream's controller running: its Deployment, its webhooks, its Lease renewed")
 	upstream := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: coexist.UpstreamNamespace, Name: "jobset-controller-manager"}}
@@ -145,7 +160,12 @@ var _ = It("moves JobSets from upstream's CRD to ours with nothing lost", func()
 		}
 	}).WithTimeout(2 * time.Second).Should(Succeed())
 
-	By("inplacectl migrate lists what blocks")
+	By("inplacectl migrate lists what blocks, and what changes")
+	Expect(check()).To(ContainElement(And(
+		HaveField("Severity", migration.Warning), HaveField("Step", "JobSet "+ns+"/"+inPlace.Name),
+		HaveField("Message", ContainSubstring("upstream restarted it in place 2 time(s)")),
+		HaveField("Message", ContainSubstring("status.restarts 0 -> 2, inPlaceRestarts 2, restartsCountTowardsMax 0 -> 2")),
+	)))
 	Expect(blocking(check())).To(ConsistOf(
 		HavePrefix(migration.StepUpstreamController+": Deployment jobset-system/jobset-controller-manager has 1 replica(s)"),
 		HavePrefix(migration.StepUpstreamController+": Lease jobset-system/6d4f6a47.jobset.x-k8s.io is held by jobset-controller-manager-"),
@@ -208,15 +228,45 @@ var _ = It("moves JobSets from upstream's CRD to ours with nothing lost", func()
 		g.Expect(meta.IsStatusConditionTrue(js.Status.Conditions, string(jobset.JobSetFailed))).To(BeTrue(), "conditions %v", js.Status.Conditions)
 		g.Expect(js.Status.TerminalState).To(Equal(jobset.TerminalStateFailed))
 	}).WithTimeout(timeout).Should(Succeed())
+	// The JobSet upstream restarted in place goes on from its attempts,
+	// its two in-place restarts counted, its Pods' attempts read as the
+	// synced epoch: none reads as invalid.
+	expectEvent(ns, inPlace.Name, "UpstreamInPlaceRestartsCarriedOver")
+	Eventually(func(g Gomega) {
+		var js jobset.JobSet
+		g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(inPlace), &js)).To(Succeed())
+		g.Expect(js.Status).To(And(
+			HaveField("SyncedEpoch", int32(3)), HaveField("DeprecatedEpoch", int32(2)),
+			HaveField("CurrentInPlaceRestartAttempt", HaveValue(Equal(int32(2)))), HaveField("PreviousInPlaceRestartAttempt", HaveValue(Equal(int32(1)))),
+			HaveField("Restarts", int32(2)), HaveField("InPlaceRestarts", int32(2)), HaveField("RestartsCountTowardsMax", int32(2)),
+		))
+	}).WithTimeout(timeout).Should(Succeed())
+	// A worker exits: inplace restarts the group in place, the third
+	// restart towards maxRestarts, the Pods of upstream's agents deprecated
+	// by attempt.
+	exitWorker(ns, inPlace.Name+"-workers-1-0")
+	Eventually(func(g Gomega) {
+		var js jobset.JobSet
+		g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(inPlace), &js)).To(Succeed())
+		g.Expect(js.Status).To(And(
+			HaveField("DeprecatedEpoch", int32(3)), HaveField("PreviousInPlaceRestartAttempt", HaveValue(Equal(int32(2)))),
+			HaveField("Restarts", int32(3)), HaveField("InPlaceRestarts", int32(3)), HaveField("RestartsCountTowardsMax", int32(3)),
+		))
+		g.Expect(meta.IsStatusConditionTrue(js.Status.Conditions, string(jobset.JobSetRestarting))).To(BeTrue(), "conditions %v", js.Status.Conditions)
+	}).WithTimeout(timeout).Should(Succeed())
+	var events corev1.EventList
+	Expect(k8sClient.List(ctx, &events, client.InNamespace(ns))).To(Succeed())
+	Expect(events.Items).NotTo(ContainElement(HaveField("Reason", "InvalidEpoch")))
+
 	now := snapshot(ns)
 	for _, js := range jobSets {
 		Expect(now.jobSets[js.Name].UID).To(Equal(before.jobSets[js.Name].UID))
-		if js != running {
+		if js != running && js != inPlace {
 			Expect(equality.Semantic.DeepEqual(now.jobSets[js.Name].Status, before.jobSets[js.Name].Status)).To(BeTrue(),
 				"JobSet %s: status changed under inplace from\n%+v\nto\n%+v", js.Name, before.jobSets[js.Name].Status, now.jobSets[js.Name].Status)
 		}
 	}
-	Expect(now.uids).To(Equal(before.uids), "Jobs and Services, adopted: none recreated")
+	Expect(now.uids).To(Equal(before.uids), "Jobs, Pods and Services, adopted: none recreated")
 	// Nothing created; nothing deleted but the active Job of the JobSet
 	// that failed, as upstream deletes it too.
 	for _, w := range fw.ManagerWrites() {
@@ -295,6 +345,66 @@ func createJobs(js *jobset.JobSet, attempt string, mutate func(int, *batchv1.Job
 			Expect(k8sClient.Status().Update(ctx, job)).To(Succeed(), "status of Job %s", job.Name)
 		}
 	}
+}
+
+// createPods creates the Pods of js's Jobs, running and ready, as the Job
+// controller and the kubelet leave them (none runs here), each annotated
+// with attempt by upstream's agent. The agent itself is left out: the
+// controller reads only the annotation and the containers' states.
+func createPods(js *jobset.JobSet, attempt string) {
+	GinkgoHelper()
+	Expect(client.IgnoreAlreadyExists(k8sClient.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: js.Namespace, Name: "default"}}))).To(Succeed())
+	var jobs batchv1.JobList
+	Expect(k8sClient.List(ctx, &jobs, client.InNamespace(js.Namespace), client.MatchingLabels{jobset.JobSetNameKey: js.Name})).To(Succeed())
+	for _, job := range jobs.Items {
+		for i := range int(ptr.Deref(job.Spec.Parallelism, 1)) {
+			labels := maps.Clone(job.Spec.Template.Labels)
+			labels[batchv1.JobNameLabel], labels[batchv1.ControllerUidLabel] = job.Name, string(job.UID)
+			labels[batchv1.JobCompletionIndexAnnotation] = strconv.Itoa(i)
+			annotations := maps.Clone(job.Spec.Template.Annotations)
+			annotations[batchv1.JobCompletionIndexAnnotation] = strconv.Itoa(i)
+			annotations[jobset.InPlaceRestartAttemptKey] = attempt
+			pod := &corev1.Pod{
+				ObjectMeta: metav1.ObjectMeta{
+					Name: fmt.Sprintf("%s-%d", job.Name, i), Namespace: js.Namespace, Labels: labels, Annotations: annotations,
+					OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(&job, batchv1.SchemeGroupVersion.WithKind("Job"))},
+				},
+				Spec: *job.Spec.Template.Spec.DeepCopy(),
+			}
+			pod.Spec.AutomountServiceAccountToken = ptr.To(false)
+			Expect(k8sClient.Create(ctx, pod)).To(Succeed())
+			start := metav1.NewTime(time.Now().Add(-time.Hour).Truncate(time.Second))
+			pod.Status = corev1.PodStatus{
+				Phase:      corev1.PodRunning,
+				Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: start}},
+			}
+			for _, c := range pod.Spec.Containers {
+				pod.Status.ContainerStatuses = append(pod.Status.ContainerStatuses, corev1.ContainerStatus{
+					Name: c.Name, Image: c.Image, Ready: true, Started: ptr.To(true),
+					State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: start}},
+				})
+			}
+			Expect(k8sClient.Status().Update(ctx, pod)).To(Succeed(), "status of Pod %s", pod.Name)
+		}
+	}
+}
+
+// exitWorker ends a Pod's worker container with exit code 1, as the
+// kubelet reports it.
+func exitWorker(ns, name string) {
+	GinkgoHelper()
+	Eventually(func() error {
+		var pod corev1.Pod
+		if err := k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, &pod); err != nil {
+			return err
+		}
+		for i := range pod.Status.ContainerStatuses {
+			s := &pod.Status.ContainerStatuses[i]
+			s.Ready, s.Started = false, ptr.To(false)
+			s.State = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Reason: "Error", FinishedAt: metav1.Now()}}
+		}
+		return k8sClient.Status().Update(ctx, &pod)
+	}).WithTimeout(timeout).Should(Succeed())
 }
 
 func runningStatus(job *batchv1.Job) {
@@ -478,7 +588,7 @@ func startManager() func() string {
 }
 
 // state is what the migration must keep: the JobSets as stored, and the
-// UIDs and resourceVersions of them and their Jobs and Services.
+// UIDs and resourceVersions of them and their Jobs, Pods and Services.
 type state struct {
 	jobSets  map[string]*jobset.JobSet
 	uids     map[string]types.UID
@@ -499,6 +609,11 @@ func snapshot(ns string) state {
 	Expect(k8sClient.List(ctx, &jobs, client.InNamespace(ns))).To(Succeed())
 	for _, j := range jobs.Items {
 		s.uids["job/"+j.Name], s.versions["job/"+j.Name] = j.UID, j.ResourceVersion
+	}
+	var pods corev1.PodList
+	Expect(k8sClient.List(ctx, &pods, client.InNamespace(ns))).To(Succeed())
+	for _, p := range pods.Items {
+		s.uids["pod/"+p.Name], s.versions["pod/"+p.Name] = p.UID, p.ResourceVersion
 	}
 	var svcs corev1.ServiceList
 	Expect(k8sClient.List(ctx, &svcs, client.InNamespace(ns))).To(Succeed())
