@@ -331,10 +331,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 // admitDeletions asks the gate again, on reads made now, before a plan
 // that deletes is carried out: what admitted this reconcile may be up to
 // an interval old, and a deletion is not undone. Upstream's controller
-// started since would recreate the Jobs deleted, and upstream's CRD
-// applied again (by a GitOps tool, say) has pruned the status that made
-// the JobSet look as on a later attempt than its Jobs. A plan that
-// deletes nothing is carried out on the verdict admit gave.
+// started since would fight over the Jobs; upstream's CRD applied again
+// (by a GitOps tool, say) prunes our status fields, after which a JobSet
+// restarted in place looks as on a later attempt than its Jobs, and the
+// plan deletes them all. A plan that deletes nothing is carried out on the
+// verdict admit gave.
 func (r *Reconciler) admitDeletions(ctx context.Context, js *jobset.JobSet, p *decide.Plan) (bool, error) {
 	if r.opts.Gate == nil || (len(p.DeleteJobs) == 0 && len(p.DeletePods) == 0 && !p.DeleteJobSet) {
 		return true, nil
