@@ -1,33 +1,11 @@
 package app
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/spf13/cobra"
-	"k8s.io/cli-runtime/pkg/genericiooptions"
 )
-
-func run(t *testing.T, args ...string) (int, string, string) {
-	t.Helper()
-	return runWith(t, NewCommand, "", args...)
-}
-
-// runWith runs the command line args of the command newCmd builds,
-// reading stdin, and returns the exit status and what it printed. The
-// kubeconfig is one that does not exist, so that the namespace is
-// default whatever the machine's kubeconfig says.
-func runWith(t *testing.T, newCmd func(genericiooptions.IOStreams) *cobra.Command, stdin string, args ...string) (int, string, string) {
-	t.Helper()
-	t.Setenv("KUBECONFIG", filepath.Join(t.TempDir(), "no-kubeconfig"))
-	streams, in, out, errOut := genericiooptions.NewTestIOStreams()
-	in.WriteString(stdin)
-	code := Execute(context.Background(), newCmd(streams), args)
-	return code, out.String(), errOut.String()
-}
 
 func TestRender(t *testing.T) {
 	code, out, errOut := run(t, "render", "-f", "../../../webhook/inject/testdata/minimal.yaml")
@@ -49,15 +27,7 @@ func TestRender(t *testing.T) {
 }
 
 func TestRenderDenied(t *testing.T) {
-	dir := t.TempDir()
-	bad := filepath.Join(dir, "bad.yaml")
-	data, err := os.ReadFile("../../../test/testdata/specs/inplace-story1.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(bad, []byte(strings.Replace(string(data), "action: RestartAllContainers\n                exitCodes:\n                  operator: NotIn", "action: RestartPod\n                exitCodes:\n                  operator: NotIn", 1)), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	bad := filepath.Join(writeTree(t, map[string]string{"bad.yaml": deniedByAPolicy(t)}), "bad.yaml")
 	code, out, _ := run(t, "render", "-f", bad)
 	if code != 1 || !strings.Contains(out, `# deny   pod_template: spec.replicatedJobs[0].template.spec.template.spec.containers[0].restartPolicyRules[0].action "RestartPod" is not a container restart action: use RestartAllContainers`) {
 		t.Errorf("exit %d, output:\n%s", code, out)
@@ -112,59 +82,34 @@ func TestVersion(t *testing.T) {
 }
 
 func TestRenderReadsEveryDocumentAndStandardInput(t *testing.T) {
-	dir := t.TempDir()
-	const good = `apiVersion: jobset.x-k8s.io/v1alpha2
-kind: JobSet
-metadata: {name: good}
-spec:
-  replicatedJobs:
-  - name: w
-    template:
-      spec:
-        template:
-          spec:
-            restartPolicy: Never
-            containers: [{name: c, image: registry.example/c:1}]
-`
-	const unknownField = `apiVersion: jobset.x-k8s.io/v1alpha2
-kind: JobSet
-metadata: {name: bad}
-spec:
-  replicatedJob: []
-`
-	write := func(name, content string) string {
-		path := filepath.Join(dir, name)
-		if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return path
-	}
-	policyDir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(policyDir, "p.rego"), []byte("package p\n\ndeny contains \"x\" if false\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	good := jobSetYAML("good")
+	dir := writeTree(t, map[string]string{
+		"two.yaml":       good + "---\n" + unknownFieldYAML("bad"),
+		"empty.yaml":     "# nothing\n---\n",
+		"two-again.yaml": good + "---\n" + good,
+	})
+	write := func(name string) string { return filepath.Join(dir, name) }
+	policyDir := writeTree(t, map[string]string{"p.rego": "package p\n\ndeny contains \"x\" if false\n"})
 	cases := map[string]struct {
 		args     []string
 		stdin    string
 		wantCode int
 		want     []string
 	}{
-		"two documents, one refused": {args: []string{"render", "-f", write("two.yaml", good+"---\n"+unknownField)}, wantCode: 1,
+		"two documents, one refused": {args: []string{"render", "-f", write("two.yaml")}, wantCode: 1,
 			want: []string{"# Verdict: accepted", "---", `# Verdict: refused: JobSet in version "v1alpha2" cannot be handled as a JobSet: strict decoding error: unknown field "spec.replicatedJob"`}},
 		"standard input": {args: []string{"render", "-f", "-"}, stdin: good, wantCode: 0, want: []string{"# Verdict: accepted", "name: good"}},
-		"a ServiceAccount beside": {args: []string{"render", "-f", "-"}, stdin: "apiVersion: v1\nkind: ServiceAccount\nmetadata: {name: train}\n---\n" + good, wantCode: 0,
+		"a ServiceAccount beside": {args: []string{"render", "-f", "-"}, stdin: serviceAccountYAML + "---\n" + good, wantCode: 0,
 			want: []string{"# Skipped: v1 ServiceAccount train: render answers JobSets", "# Verdict: accepted"}},
-		"no JobSet":                {args: []string{"render", "-f", "-"}, stdin: "apiVersion: v1\nkind: ServiceAccount\nmetadata: {name: train}\n", wantCode: 1, want: []string{"standard input: no JobSet in it"}},
-		"an empty file":            {args: []string{"render", "-f", write("empty.yaml", "# nothing\n---\n")}, wantCode: 1, want: []string{"empty.yaml: no object in it"}},
+		"no JobSet":                {args: []string{"render", "-f", "-"}, stdin: serviceAccountYAML, wantCode: 1, want: []string{"standard input: no JobSet in it"}},
+		"an empty file":            {args: []string{"render", "-f", write("empty.yaml")}, wantCode: 1, want: []string{"empty.yaml: no object in it"}},
 		"empty standard input":     {args: []string{"render", "-f", "-"}, stdin: "", wantCode: 1, want: []string{"standard input: no object in it"}},
-		"policy eval, two JobSets": {args: []string{"policy", "eval", "-p", policyDir, "-f", write("two-again.yaml", good+"---\n"+good)}, wantCode: 1, want: []string{"2 objects: policy eval takes one JobSet"}},
+		"policy eval, two JobSets": {args: []string{"policy", "eval", "-p", policyDir, "-f", write("two-again.yaml")}, wantCode: 1, want: []string{"2 objects: policy eval takes one JobSet"}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			code, out, errOut := runWith(t, NewCommand, tc.stdin, tc.args...)
-			if code != tc.wantCode {
-				t.Errorf("exit %d, want %d; stdout:\n%s\nstderr:\n%s", code, tc.wantCode, out, errOut)
-			}
+			checkExit(t, code, tc.wantCode, out, errOut)
 			for _, w := range tc.want {
 				if !strings.Contains(out+errOut, w) {
 					t.Errorf("output lacks %q; stdout:\n%s\nstderr:\n%s", w, out, errOut)
@@ -178,27 +123,9 @@ spec:
 // upstream JobSet does, and then refuses its Jobs: render accepts it, as
 // the API server does, and says so.
 func TestRenderWarnsOfAContainerWithoutImage(t *testing.T) {
-	const manifest = `apiVersion: jobset.x-k8s.io/v1alpha2
-kind: JobSet
-metadata: {name: no-image}
-spec:
-  replicatedJobs:
-  - name: a
-    template:
-      spec:
-        template:
-          spec:
-            restartPolicy: Never
-            containers: [{name: c, image: registry.example/c:1}]
-  - name: b
-    template:
-      spec:
-        template:
-          spec:
-            restartPolicy: Never
-            initContainers: [{name: fetch}]
-            containers: [{name: ok, image: registry.example/c:1}, {name: trainer}]
-`
+	manifest := jobSetOf("no-image",
+		replicatedJobYAML("a", "containers: [{name: c, image: registry.example/c:1}]"),
+		replicatedJobYAML("b", "initContainers: [{name: fetch}]", "containers: [{name: ok, image: registry.example/c:1}, {name: trainer}]"))
 	cases := map[string]struct {
 		args       []string
 		wantStdout []string
@@ -220,16 +147,7 @@ spec:
 			if code != 0 {
 				t.Errorf("exit %d, want 0 (the API server stores it); stderr:\n%s", code, errOut)
 			}
-			for _, w := range tc.wantStdout {
-				if !strings.Contains(out, w) {
-					t.Errorf("stdout lacks %q:\n%s", w, out)
-				}
-			}
-			for _, w := range tc.wantStderr {
-				if !strings.Contains(errOut, w) {
-					t.Errorf("stderr lacks %q:\n%s", w, errOut)
-				}
-			}
+			checkStreams(t, out, errOut, tc.wantStdout, tc.wantStderr)
 			if n := strings.Count(out+errOut, "# warn   render:"); n != 2 {
 				t.Errorf("%d warnings, want 2, one per container without an image:\n%s%s", n, out, errOut)
 			}

@@ -1,63 +1,10 @@
 package app
 
 import (
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 )
-
-// jobSetYAML is an accepted JobSet named name.
-func jobSetYAML(name string) string {
-	return `apiVersion: jobset.x-k8s.io/v1alpha2
-kind: JobSet
-metadata: {name: ` + name + `}
-spec:
-  replicatedJobs:
-  - name: w
-    template:
-      spec:
-        template:
-          spec:
-            restartPolicy: Never
-            containers: [{name: c, image: registry.example/c:1}]
-`
-}
-
-// listOf is a v1 List of the YAML documents items, indented as items.
-func listOf(items ...string) string {
-	var b strings.Builder
-	b.WriteString("apiVersion: v1\nkind: List\nitems:\n")
-	for _, item := range items {
-		for i, line := range strings.Split(strings.TrimSuffix(item, "\n"), "\n") {
-			if i == 0 {
-				b.WriteString("- " + line + "\n")
-			} else {
-				b.WriteString("  " + line + "\n")
-			}
-		}
-	}
-	return b.String()
-}
-
-const serviceAccountYAML = "apiVersion: v1\nkind: ServiceAccount\nmetadata: {name: train}\n"
-
-// writeTree writes files (path relative to the directory: content) into
-// a new directory, and returns it.
-func writeTree(t *testing.T, files map[string]string) string {
-	t.Helper()
-	dir := t.TempDir()
-	for name, content := range files {
-		path := filepath.Join(dir, name)
-		if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return dir
-}
 
 // TestRenderReadsFilenamesAsKubectl holds -f and -R to kubectl's reading:
 // directories, subdirectories, Lists, and -f repeated.
@@ -131,9 +78,7 @@ func TestRenderReadsFilenamesAsKubectl(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			code, out, errOut := runWith(t, NewCommand, tc.stdin, append([]string{"render"}, tc.args...)...)
-			if code != tc.wantCode {
-				t.Errorf("exit %d, want %d; stdout:\n%s\nstderr:\n%s", code, tc.wantCode, out, errOut)
-			}
+			checkExit(t, code, tc.wantCode, out, errOut)
 			all := out + errOut
 			if tc.stdoutOnly {
 				all = out

@@ -184,19 +184,8 @@ func TestCommandLine(t *testing.T) {
 				newCmd = NewCommand
 			}
 			code, out, errOut := runWith(t, newCmd, "", tc.args...)
-			if code != tc.wantCode {
-				t.Errorf("exit %d, want %d; stdout:\n%s\nstderr:\n%s", code, tc.wantCode, out, errOut)
-			}
-			for _, w := range tc.wantStdout {
-				if !strings.Contains(out, w) {
-					t.Errorf("stdout lacks %q:\n%s", w, out)
-				}
-			}
-			for _, w := range tc.wantStderr {
-				if !strings.Contains(errOut, w) {
-					t.Errorf("stderr lacks %q:\n%s", w, errOut)
-				}
-			}
+			checkExit(t, code, tc.wantCode, out, errOut)
+			checkStreams(t, out, errOut, tc.wantStdout, tc.wantStderr)
 			for _, w := range tc.wantNotStdout {
 				if strings.Contains(out, w) {
 					t.Errorf("stdout has %q:\n%s", w, out)
@@ -210,28 +199,8 @@ func TestCommandLine(t *testing.T) {
 // else; the decisions and verdicts go to standard error, and the verdict
 // still decides the exit status.
 func TestRenderOutput(t *testing.T) {
-	good := func(name string) string {
-		return `apiVersion: jobset.x-k8s.io/v1alpha2
-kind: JobSet
-metadata: {name: ` + name + `}
-spec:
-  replicatedJobs:
-  - name: w
-    template:
-      spec:
-        template:
-          spec:
-            restartPolicy: Never
-            containers: [{name: c, image: registry.example/c:1}]
-`
-	}
-	const refused = `apiVersion: jobset.x-k8s.io/v1alpha2
-kind: JobSet
-metadata: {name: refused}
-spec:
-  replicatedJob: []
-`
-	const serviceAccount = "apiVersion: v1\nkind: ServiceAccount\nmetadata: {name: train}\n"
+	good := jobSetYAML
+	refused := unknownFieldYAML("refused")
 	cases := map[string]struct {
 		stdin      string
 		args       []string
@@ -255,7 +224,7 @@ spec:
 			wantNames: []string{"a"}, wantNS: "ml",
 		},
 		"yaml, several documents": {
-			stdin: serviceAccount + "---\n" + good("a") + "---\n" + good("b"), args: []string{"-o", "yaml"},
+			stdin: serviceAccountYAML + "---\n" + good("a") + "---\n" + good("b"), args: []string{"-o", "yaml"},
 			wantNames:  []string{"a", "b"},
 			wantStderr: []string{"# Skipped: v1 ServiceAccount train: render answers JobSets"},
 		},
@@ -283,11 +252,7 @@ spec:
 			if code != tc.wantCode {
 				t.Errorf("exit %d, want %d; stderr:\n%s", code, tc.wantCode, errOut)
 			}
-			for _, w := range tc.wantStderr {
-				if !strings.Contains(errOut, w) {
-					t.Errorf("stderr lacks %q:\n%s", w, errOut)
-				}
-			}
+			checkStreams(t, out, errOut, nil, tc.wantStderr)
 			var names []string
 			for _, obj := range storedObjects(t, out) {
 				if obj.Kind != "JobSet" || obj.APIVersion != "jobset.x-k8s.io/v1alpha2" {
@@ -303,21 +268,6 @@ spec:
 			}
 		})
 	}
-}
-
-// deniedByAPolicy is a JobSet the built-in policies deny: a restart rule
-// that is not a container restart action.
-func deniedByAPolicy(t *testing.T) string {
-	t.Helper()
-	data, err := os.ReadFile("../../../test/testdata/specs/inplace-story1.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	const rule = "action: RestartAllContainers\n                exitCodes:\n                  operator: NotIn"
-	if !strings.Contains(string(data), rule) {
-		t.Fatalf("inplace-story1.yaml has no rule %q", rule)
-	}
-	return strings.Replace(string(data), rule, strings.Replace(rule, "RestartAllContainers", "RestartPod", 1), 1)
 }
 
 type storedObject struct {
