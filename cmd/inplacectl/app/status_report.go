@@ -192,12 +192,9 @@ func writeStatusTable(out io.Writer, r statusReport, wide bool) {
 	}
 
 	fmt.Fprintln(out, "\nbarriers")
-	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	if wide {
-		fmt.Fprintln(tw, "  REPLICATED JOB\tREPLICAS\tPODS\tAT SYNCED EPOCH\tREADY\tBARRIER")
-	} else {
-		fmt.Fprintln(tw, "  REPLICATED JOB\tPODS\tAT SYNCED EPOCH\tREADY\tBARRIER")
-	}
+	tw := newTable(out, wide,
+		"  REPLICATED JOB\tPODS\tAT SYNCED EPOCH\tREADY\tBARRIER",
+		"  REPLICATED JOB\tREPLICAS\tPODS\tAT SYNCED EPOCH\tREADY\tBARRIER")
 	for _, rj := range ip.ReplicatedJobs {
 		if wide {
 			fmt.Fprintf(tw, "  %s\t%d\t%d\t%d\t%d\t%s\n", rj.Name, rj.Replicas, rj.Pods, rj.AtSyncedEpoch, rj.Ready, rj.Barrier)
@@ -230,6 +227,17 @@ func writeStatusTable(out io.Writer, r statusReport, wide bool) {
 	tw.Flush()
 }
 
+// newTable starts a table on out under its header: wideHeader for -o
+// wide, header otherwise.
+func newTable(out io.Writer, wide bool, header, wideHeader string) *tabwriter.Writer {
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	if wide {
+		header = wideHeader
+	}
+	fmt.Fprintln(tw, header)
+	return tw
+}
+
 // maxPodsShown bounds the Pods table: a JobSet of thousands of Pods is
 // summed up in the barriers table above it (-o json and yaml list all).
 const maxPodsShown = 50
@@ -237,12 +245,9 @@ const maxPodsShown = 50
 // writePods prints each Pod's epoch and its workers' restarts.
 func writePods(out io.Writer, r statusReport, wide bool) {
 	fmt.Fprintln(out, "\npods")
-	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	if wide {
-		fmt.Fprintln(tw, "  POD\tREPLICATED JOB\tNODE\tPHASE\tEPOCH\tREADY\tWORKER RESTARTS")
-	} else {
-		fmt.Fprintln(tw, "  POD\tEPOCH\tREADY\tWORKER RESTARTS")
-	}
+	tw := newTable(out, wide,
+		"  POD\tEPOCH\tREADY\tWORKER RESTARTS",
+		"  POD\tREPLICATED JOB\tNODE\tPHASE\tEPOCH\tREADY\tWORKER RESTARTS")
 	for i, p := range r.InPlace.Pods {
 		if i == maxPodsShown {
 			fmt.Fprintf(tw, "  ... %d Pods in all: kubectl get pods -n %s -l %s=%s\n", len(r.InPlace.Pods), r.Namespace, jobset.JobSetNameKey, r.Name)
