@@ -56,16 +56,15 @@ func TestBuiltinsOnSpecManifests(t *testing.T) {
 		wantDeny  []string
 		wantWarns []string
 	}{
-		"in-place Story 1 is admitted, with warnings for its default service account and for exclusive placement": {
+		"in-place Story 1 is admitted, with a warning for its default service account": {
 			file: "inplace-story1.yaml",
 			wantWarns: []string{
 				"inplace_restart: spec.replicatedJobs[0].template.spec.template.spec.serviceAccountName: the Pods run as the namespace's default service account",
-				"unsupported: metadata.annotations[\"alpha.jobset.sigs.k8s.io/exclusive-topology\"]",
 			},
 		},
 		"in-place Story 2 is admitted": {
 			file:      "inplace-story2.yaml",
-			wantWarns: []string{"inplace_restart:", "unsupported:"},
+			wantWarns: []string{"inplace_restart:"},
 		},
 		"KEP-262 Story 4 is admitted": {file: "failurepolicy-story4.yaml"},
 		"KEP-104 Story 2 is admitted": {file: "startup-story2.yaml"},
@@ -76,7 +75,7 @@ func TestBuiltinsOnSpecManifests(t *testing.T) {
 				js.Spec.ReplicatedJobs[0].Template.Spec.BackoffLimit = &zero
 			},
 			wantDeny:  []string{"inplace_restart: spec.replicatedJobs[0].template.spec.backoffLimit must be 2147483647"},
-			wantWarns: []string{"inplace_restart:", "unsupported:"},
+			wantWarns: []string{"inplace_restart:"},
 		},
 		"the KEPs' RestartPod action is denied with the fix": {
 			file: "inplace-story1.yaml",
@@ -84,7 +83,7 @@ func TestBuiltinsOnSpecManifests(t *testing.T) {
 				js.Spec.ReplicatedJobs[0].Template.Spec.Template.Spec.Containers[0].RestartPolicyRules[0].Action = "RestartPod"
 			},
 			wantDeny:  []string{"pod_template: spec.replicatedJobs[0].template.spec.template.spec.containers[0].restartPolicyRules[0].action \"RestartPod\" is not a container restart action: use RestartAllContainers"},
-			wantWarns: []string{"inplace_restart:", "unsupported:"},
+			wantWarns: []string{"inplace_restart:"},
 		},
 		"KEP-262 Story 4 under its original name is denied": {
 			file:     "failurepolicy-story4.yaml",

@@ -120,6 +120,7 @@ func buildJob(js *jobset.JobSet, rjIdx, index int, suspend bool) *batchv1.Job {
 		pod.Spec.Subdomain = Subdomain(js)
 	}
 	addClaimVolumes(js, &pod.Spec)
+	addExclusivePlacement(js, rj, job)
 	job.Spec.Suspend = ptr.To(suspend)
 	return job
 }

@@ -87,11 +87,12 @@ const (
 	ExclusiveKey = "alpha.jobset.sigs.k8s.io/exclusive-topology"
 
 	// NodeSelectorStrategyKey is an annotation flag; with it, exclusive
-	// placement uses node selectors on JobSetNameKey instead of Pod affinities.
+	// placement uses node selectors on NamespacedJobKey instead of Pod
+	// affinities.
 	NodeSelectorStrategyKey = "alpha.jobset.sigs.k8s.io/node-selector"
 
-	// NamespacedJobKey is a Pod label used by exclusive placement: namespace
-	// and Job name joined by an underscore.
+	// NamespacedJobKey is the node label of exclusive placement with node
+	// selectors: namespace and Job name joined by an underscore.
 	NamespacedJobKey = "alpha.jobset.sigs.k8s.io/namespaced-job"
 
 	// NoScheduleTaintKey is the taint key that exclusive placement with node

@@ -26,7 +26,7 @@ webhook configurations deleted, the JobSet CRD inplace's, inplace installed
 and ready. Each line says BLOCKS, with the command that clears it, or done.
 
 Warnings name the JobSets that change when inplace takes them over: fields
-inplace's CRD does not have, exclusive placement, a restart under way,
+inplace's CRD does not have, a restart under way,
 Jobs inplace would recreate, in-place restarts upstream made, which
 inplace counts towards maxRestarts. They block nothing.
 

@@ -28,9 +28,6 @@ func jobSetNotes(j JobSet) []string {
 	if m := ptr.Deref(js.Spec.ManagedBy, jobset.JobSetControllerName); m != jobset.JobSetControllerName || finished(js) {
 		return notes
 	}
-	if keys := exclusivePlacement(js); len(keys) > 0 {
-		notes = append(notes, fmt.Sprintf("exclusive placement (%s) is not implemented by inplace: Jobs created from now on (by a restart) are placed without it; its running Jobs keep the placement upstream gave them", strings.Join(keys, ", ")))
-	}
 	if why := restartUnderWay(j); why != "" {
 		notes = append(notes, "a restart is under way ("+why+"): inplace carries it on, deleting the Jobs of the earlier attempt and creating those of the new one")
 	}
@@ -54,23 +51,6 @@ func finished(js *jobset.JobSet) bool {
 	return js.Status.TerminalState != "" ||
 		meta.IsStatusConditionTrue(js.Status.Conditions, string(jobset.JobSetCompleted)) ||
 		meta.IsStatusConditionTrue(js.Status.Conditions, string(jobset.JobSetFailed))
-}
-
-// exclusivePlacement lists where the JobSet asks for upstream's exclusive
-// placement.
-func exclusivePlacement(js *jobset.JobSet) []string {
-	var out []string
-	for _, k := range []string{jobset.ExclusiveKey, jobset.NodeSelectorStrategyKey} {
-		if _, ok := js.Annotations[k]; ok {
-			out = append(out, "annotation "+k)
-		}
-	}
-	for _, rj := range js.Spec.ReplicatedJobs {
-		if _, ok := rj.Template.Annotations[jobset.ExclusiveKey]; ok {
-			out = append(out, "replicated job "+rj.Name+"'s annotation "+jobset.ExclusiveKey)
-		}
-	}
-	return out
 }
 
 // upstreamInPlace says what inplace carries over of upstream's in-place

@@ -172,11 +172,10 @@ func TestJobSetNotes(t *testing.T) {
 				j.Status.CurrentInPlaceRestartAttempt = ptr.To[int32](1)
 			})},
 		},
-		"exclusive placement": {
+		"exclusive placement: placed as upstream placed it, nothing to say": {
 			in: JobSet{JobSet: js(func(j *jobset.JobSet) {
-				j.Annotations = map[string]string{jobset.ExclusiveKey: "rack"}
+				j.Annotations = map[string]string{jobset.ExclusiveKey: "rack", jobset.NodeSelectorStrategyKey: "true"}
 			})},
-			want: []string{"exclusive placement (annotation alpha.jobset.sigs.k8s.io/exclusive-topology)"},
 		},
 		"finished: only the fields dropped matter": {
 			in: JobSet{JobSet: js(func(j *jobset.JobSet) {

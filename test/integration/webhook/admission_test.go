@@ -155,9 +155,9 @@ var _ = Describe("the validating webhook", func() {
 	It("returns warnings to the client", func() {
 		warnings := &recordingWarnings{}
 		c := clientWithWarnings(warnings)
-		js := loadSpec("inplace-story1.yaml", ns.Name) // has the exclusive-topology annotation
+		js := loadSpec("inplace-story1.yaml", ns.Name) // runs as the default service account
 		Expect(c.Create(ctx, js)).To(Succeed())
-		Expect(strings.Join(warnings.messages(), "\n")).To(ContainSubstring("exclusive placement is not supported"))
+		Expect(strings.Join(warnings.messages(), "\n")).To(ContainSubstring("the Pods run as the namespace's default service account"))
 	})
 
 	It("denies a startup policy change on update", func() {
