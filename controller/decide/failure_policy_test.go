@@ -122,12 +122,12 @@ func TestApplyFailureCountsRestartsExactly(t *testing.T) {
 		status := &js.Status
 		restarts := int32(0)
 		for range maxRestarts + 1 {
-			if finished(status) {
+			if jobset.Finished(status) {
 				break
 			}
 			job := failedJob(jobOf(js, "workers", 0), "BackoffLimitExceeded", "", at(0))
 			applyFailure(js, status, failureOutcome{action: jobset.RestartJobSet, job: job}, at(0))
-			if !finished(status) {
+			if !jobset.Finished(status) {
 				restarts++
 			}
 		}

@@ -129,7 +129,7 @@ func decideSteps(js *jobset.JobSet, obs Observed, now metav1.Time, t Timeouts) P
 	}
 	c := state.ClassifyJobs(fam, obs.Deleting, obs.Creating)
 
-	if finished(&p.Status) {
+	if jobset.Finished(&p.Status) {
 		p.DeleteJobs = append(p.DeleteJobs, c.Active()...)
 		p.DeleteJobs = append(p.DeleteJobs, c.PreviousJobs()...)
 		p.DeleteJobSet, p.RequeueAfter = ttlDecision(js, now.Time)
@@ -195,7 +195,7 @@ func decideSteps(js *jobset.JobSet, obs Observed, now metav1.Time, t Timeouts) P
 		// an in-place restart.
 		p.reconcileEpochs(js, pods, obs, now, t)
 	}
-	if InPlaceActive(js) && !finished(&p.Status) {
+	if InPlaceActive(js) && !jobset.Finished(&p.Status) {
 		// After the epochs, which may have failed the JobSet: a finished
 		// JobSet's Pods stop, and its condition was closed with the rest.
 		p.reportImagePulls(pods, now)

@@ -64,11 +64,6 @@ func conditionTrue(status *jobset.JobSetStatus, t jobset.JobSetConditionType) bo
 	return meta.IsStatusConditionTrue(status.Conditions, string(t))
 }
 
-// finished reports whether the JobSet reached a terminal state.
-func finished(status *jobset.JobSetStatus) bool {
-	return status.TerminalState != "" || conditionTrue(status, jobset.JobSetCompleted) || conditionTrue(status, jobset.JobSetFailed)
-}
-
 // countedRestarts is every restart that counts towards maxRestarts: whole
 // JobSet restarts and individual Job restarts.
 func countedRestarts(status *jobset.JobSetStatus) int32 {

@@ -42,7 +42,7 @@ func TestSuspendIsNoRestart(t *testing.T) {
 	js.Status = p.Status
 	for _, pods := range [][]corev1.Pod{nil, {epochPod("a", "driver", "1", true)}} {
 		p = decidePure(t, js, Observed{Jobs: jobs, Pods: pods, ServiceExists: true, Broadcast: p.Broadcast}, at(1), time.Minute)
-		if p.Status.Restarts != 0 || p.Status.RestartsCountTowardsMax != 0 || finished(&p.Status) {
+		if p.Status.Restarts != 0 || p.Status.RestartsCountTowardsMax != 0 || jobset.Finished(&p.Status) {
 			t.Fatalf("a suspension with %d Pods left counted a restart or ended the JobSet: %+v", len(pods), p.Status)
 		}
 		if p.Status.DeprecatedEpoch != 1 || p.Status.SyncedEpoch != 1 {
@@ -334,7 +334,7 @@ func TestLossThePodFailurePolicyIgnoresIsNotCounted(t *testing.T) {
 	pods[3].DeletionTimestamp = ptr.To(at(0))
 	pods[3].Status.Conditions = []corev1.PodCondition{{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue}}
 	p := decidePure(t, js, Observed{Jobs: jobs, Pods: pods, ServiceExists: true}, at(0), time.Minute)
-	if p.Status.InPlaceRestarts != 1 || p.Status.RestartsCountTowardsMax != 0 || finished(&p.Status) {
+	if p.Status.InPlaceRestarts != 1 || p.Status.RestartsCountTowardsMax != 0 || jobset.Finished(&p.Status) {
 		t.Errorf("in-place restarts %d, counted %d, terminal %q; want 1 restart not counted", p.Status.InPlaceRestarts, p.Status.RestartsCountTowardsMax, p.Status.TerminalState)
 	}
 	if c := findCondition(&p.Status, jobset.JobSetRestarting); c == nil || !strings.Contains(c.Message, "not counted towards maxRestarts") {
@@ -440,7 +440,7 @@ func TestCrashLoopCountsOnlyTheGroupToSync(t *testing.T) {
 	old.DeletionTimestamp = ptr.To(at(0))
 	pods := append(syncedPods("2")[:3], old)
 	p := decidePure(t, js, Observed{Jobs: jobs, Pods: pods, ServiceExists: true}, at(0), time.Minute)
-	if finished(&p.Status) {
+	if jobset.Finished(&p.Status) {
 		t.Fatalf("an old Pod's agent restarts failed the resumed JobSet: %+v", findCondition(&p.Status, jobset.JobSetFailed))
 	}
 	// A Pod of the group to sync whose agent crash-loops still fails it.

@@ -35,7 +35,7 @@ func adoptUpstream(js *jobset.JobSet) (*jobset.JobSet, []Event) {
 	out := js.DeepCopy()
 	s := &out.Status
 	s.DeprecatedEpoch, s.SyncedEpoch = jobset.UpstreamEpochs(&js.Status)
-	if finished(s) {
+	if jobset.Finished(s) {
 		return out, nil
 	}
 	n := jobset.UpstreamInPlaceRestarts(&js.Status)

@@ -60,7 +60,7 @@ func TestUpstreamInPlaceRestartsCarryOver(t *testing.T) {
 
 	// A worker exits: the third restart, the last maxRestarts allows.
 	p = decidePure(t, js, Observed{Jobs: jobs, Pods: upstreamPods("2", "d"), ServiceExists: true, Broadcast: p.Broadcast}, at(2), time.Minute)
-	if p.Status.InPlaceRestarts != 3 || p.Status.RestartsCountTowardsMax != 3 || p.Status.DeprecatedEpoch != 3 || finished(&p.Status) {
+	if p.Status.InPlaceRestarts != 3 || p.Status.RestartsCountTowardsMax != 3 || p.Status.DeprecatedEpoch != 3 || jobset.Finished(&p.Status) {
 		t.Fatalf("after a worker's exit: %+v", p.Status)
 	}
 	js.Status = p.Status

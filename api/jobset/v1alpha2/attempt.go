@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+
+	"k8s.io/apimachinery/pkg/api/meta"
 )
 
 // This file says which restart attempt a Job of a JobSet belongs to, from
@@ -17,6 +19,25 @@ import (
 // the RestartsKey label of the Jobs of the current attempt.
 func RecreateAttempt(status *JobSetStatus) int32 {
 	return status.Restarts - status.InPlaceRestarts
+}
+
+// Recreations counts the restarts that recreated Jobs: of the whole
+// JobSet, and of single Jobs (RestartJob).
+func Recreations(status *JobSetStatus) int32 {
+	n := status.Restarts
+	for _, r := range status.ReplicatedJobsStatus {
+		for _, j := range r.JobRestarts {
+			n += j
+		}
+	}
+	return n
+}
+
+// Finished reports whether the JobSet reached a terminal state.
+func Finished(status *JobSetStatus) bool {
+	return status.TerminalState != "" ||
+		meta.IsStatusConditionTrue(status.Conditions, string(JobSetCompleted)) ||
+		meta.IsStatusConditionTrue(status.Conditions, string(JobSetFailed))
 }
 
 // JobRestarts is how many times the Job at index of the named replicated

@@ -50,11 +50,5 @@ func UpstreamInPlaceRestarts(s *JobSetStatus) int32 {
 	if p := s.PreviousInPlaceRestartAttempt; p != nil {
 		attempt = max(attempt, *p+1)
 	}
-	n := int64(attempt) - int64(s.Restarts)
-	for _, r := range s.ReplicatedJobsStatus {
-		for _, j := range r.JobRestarts {
-			n -= int64(j)
-		}
-	}
-	return int32(max(n, 0))
+	return max(attempt-Recreations(s), 0)
 }

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
 	"github.com/inplace-dev/inplace/controller/coexist"
 )
 
@@ -109,7 +110,7 @@ func Check(in Inputs) []Finding {
 	unfinished := 0
 	var notes []Finding
 	for _, j := range in.JobSets {
-		if !finished(j.JobSet) {
+		if !jobset.Finished(&j.JobSet.Status) {
 			unfinished++
 		}
 		for _, n := range jobSetNotes(j) {

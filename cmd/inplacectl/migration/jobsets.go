@@ -25,7 +25,7 @@ func jobSetNotes(j JobSet) []string {
 	if len(j.Undeclared) > 0 {
 		notes = append(notes, fmt.Sprintf("stored fields inplace's CRD does not have, which the API server drops once the CRD is replaced: %s", strings.Join(j.Undeclared, ", ")))
 	}
-	if m := ptr.Deref(js.Spec.ManagedBy, jobset.JobSetControllerName); m != jobset.JobSetControllerName || finished(js) {
+	if m := ptr.Deref(js.Spec.ManagedBy, jobset.JobSetControllerName); m != jobset.JobSetControllerName || jobset.Finished(&js.Status) {
 		return notes
 	}
 	if why := restartUnderWay(j); why != "" {
@@ -47,12 +47,6 @@ func jobSetNotes(j JobSet) []string {
 	return notes
 }
 
-func finished(js *jobset.JobSet) bool {
-	return js.Status.TerminalState != "" ||
-		meta.IsStatusConditionTrue(js.Status.Conditions, string(jobset.JobSetCompleted)) ||
-		meta.IsStatusConditionTrue(js.Status.Conditions, string(jobset.JobSetFailed))
-}
-
 // upstreamInPlace says what inplace carries over of upstream's in-place
 // restarts of an InPlaceRestart JobSet (controller/decide's
 // adoptUpstream), or "" when upstream restarted it in place never or
@@ -69,7 +63,7 @@ func upstreamInPlace(js *jobset.JobSet) string {
 	return fmt.Sprintf("upstream restarted it in place %d time(s) (currentInPlaceRestartAttempt %s, less %d recreation(s)): inplace counts them once it takes the JobSet over, "+
 		"as in-place restarts towards maxRestarts (%d), as upstream did: status.restarts %d -> %d, inPlaceRestarts %d, restartsCountTowardsMax %d -> %d; "+
 		"its epochs go on from upstream's attempts (syncedEpoch %d, deprecatedEpoch %d)",
-		n, attempt(s.CurrentInPlaceRestartAttempt), recreations(s), js.Spec.FailurePolicy.MaxRestarts,
+		n, attempt(s.CurrentInPlaceRestartAttempt), jobset.Recreations(s), js.Spec.FailurePolicy.MaxRestarts,
 		s.Restarts, s.Restarts+n, n, s.RestartsCountTowardsMax, s.RestartsCountTowardsMax+n, synced, deprecated)
 }
 
@@ -78,17 +72,6 @@ func attempt(a *int32) string {
 		return "unset"
 	}
 	return strconv.Itoa(int(*a))
-}
-
-// recreations counts the restarts that recreated every Job or one.
-func recreations(s *jobset.JobSetStatus) int32 {
-	n := s.Restarts
-	for _, r := range s.ReplicatedJobsStatus {
-		for _, j := range r.JobRestarts {
-			n += j
-		}
-	}
-	return n
 }
 
 // restartUnderWay says why a restart of the JobSet is under way, or "".
