@@ -210,7 +210,14 @@ func Run(ctx context.Context, log logr.Logger, cfg Config, t Transport) (int, er
 		podEpoch = *cfg.PodEpoch
 	}
 	var workers Workers
-	readPod := NeedsPod(first, cfg.PodEpoch)
+	// Reporting directly, the agent's epoch is not on its Pod: the
+	// Downward API's copy says nothing of it, and Self asks the
+	// controller.
+	envEpoch := cfg.PodEpoch
+	if dt, ok := t.(interface{ Direct() bool }); ok && dt.Direct() {
+		envEpoch = nil
+	}
+	readPod := NeedsPod(first, envEpoch)
 	if readPod {
 		read, w, err := t.Self(ctx)
 		if err != nil {

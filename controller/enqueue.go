@@ -77,27 +77,8 @@ func batched[T client.Object](period time.Duration, owner func(client.Object) (t
 		record = func(T, bool) {}
 	}
 	enqueue := func(o client.Object, s signal, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-		key, ok := owner(o)
-		if !ok {
-			return
-		}
-		if s == urgent || s == readiness {
-			var st jobSetState
-			if state != nil {
-				st = state(key)
-			}
-			switch {
-			case st.restarting, s == readiness && st.inPlace:
-				s = ordinary
-			default:
-				s = urgent
-			}
-		}
-		switch s {
-		case urgent:
-			q.Add(reconcile.Request{NamespacedName: key})
-		case ordinary:
-			q.AddAfter(reconcile.Request{NamespacedName: key}, period)
+		if key, ok := owner(o); ok {
+			enqueueFor(key, s, period, state, q)
 		}
 	}
 	return handler.Funcs{
@@ -126,6 +107,29 @@ func batched[T client.Object](period time.Duration, owner func(client.Object) (t
 				q.Add(reconcile.Request{NamespacedName: key})
 			}
 		},
+	}
+}
+
+// enqueueFor enqueues the JobSet key for a change of signal s of one of
+// its children: at once if urgent, after period if ordinary (see batched).
+func enqueueFor(key types.NamespacedName, s signal, period time.Duration, state func(types.NamespacedName) jobSetState, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	if s == urgent || s == readiness {
+		var st jobSetState
+		if state != nil {
+			st = state(key)
+		}
+		switch {
+		case st.restarting, s == readiness && st.inPlace:
+			s = ordinary
+		default:
+			s = urgent
+		}
+	}
+	switch s {
+	case urgent:
+		q.Add(reconcile.Request{NamespacedName: key})
+	case ordinary:
+		q.AddAfter(reconcile.Request{NamespacedName: key}, period)
 	}
 }
 

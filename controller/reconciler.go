@@ -19,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -34,6 +35,7 @@ import (
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
 	"github.com/inplace-dev/inplace/api/protocol"
 	"github.com/inplace-dev/inplace/controller/decide"
+	"github.com/inplace-dev/inplace/controller/reports"
 	"github.com/inplace-dev/inplace/controller/state"
 )
 
@@ -69,6 +71,13 @@ type Options struct {
 	// would prune our status (upstream_gate.go); a reconcile that deletes
 	// asks it again, on reads made then.
 	Gate *UpstreamGate
+	// Reports, if set, holds what agents report to the leader directly
+	// (controller/reports); the controller reads every Pod with its
+	// report (Store.Overlay).
+	Reports *reports.Store
+	// ReportEndpoint, if set, is broadcast to the agents: where they
+	// report. Zero, they report on their Pods.
+	ReportEndpoint protocol.ReportEndpoint
 }
 
 func (o *Options) complete() {
@@ -93,6 +102,9 @@ func (o *Options) complete() {
 	if o.Metrics == nil {
 		o.Metrics = ctrlmetrics.Registry
 	}
+	if o.Reports == nil {
+		o.Reports = reports.NewStore()
+	}
 }
 
 // Reconciler runs the lifecycle of JobSets.
@@ -113,6 +125,9 @@ type Reconciler struct {
 	// controller ran waits for its agents' grants from here, not from its
 	// creation (awaitAgentGrants).
 	since time.Time
+	// queue is the controller's work queue, for reports, which come from
+	// no informer (reportChanged).
+	queue atomic.Pointer[workqueue.TypedRateLimitingInterface[reconcile.Request]]
 	// held are the in-place restarts held back for a fatal exit
 	// (Options.FatalExitSettle), by JobSet: memory, not status, as a hold
 	// begun again after a manager restart costs at most the settle again.
@@ -184,6 +199,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		return err
 	}
 	r := &Reconciler{client: mgr.GetClient(), apiReader: mgr.GetAPIReader(), recorder: mgr.GetEventRecorder(ControllerName), opts: opts, metrics: metrics, expectations: state.NewJobExpectations(), children: state.NewChildIndex(), since: opts.Clock.Now()}
+	opts.Reports.OnChange(r.reportChanged)
 	b := ctrl.NewControllerManagedBy(mgr)
 	if opts.Gate != nil {
 		// The JobSets the gate held back, once it lets them through.
@@ -201,7 +217,12 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		Watches(&batchv1.Job{}, batched(opts.UpdateBatchPeriod, jobSetOfJob, jobSignal, r.jobSetState, r.children.JobEvent)).
 		// Pods matter to BlockingRecreate, which waits for the Pods of the
 		// previous attempt to disappear, and to the epoch protocol.
-		Watches(&corev1.Pod{}, batched(opts.UpdateBatchPeriod, jobSetOfPod, podSignal, r.jobSetState, r.children.PodEvent)).
+		Watches(&corev1.Pod{}, batched(opts.UpdateBatchPeriod, jobSetOfPod, r.podSignal, r.jobSetState, r.recordPod)).
+		// Reports change a Pod as its events do (reportChanged).
+		WatchesRawSource(source.Func(func(_ context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
+			r.queue.Store(&q)
+			return nil
+		})).
 		// A new InPlaceRestart JobSet's Jobs wait for its agents' grants.
 		Watches(&rbacv1.Role{}, r.newJobSetsOfNamespace(), builder.WithPredicates(agentGrantObjects)).
 		Watches(&rbacv1.RoleBinding{}, r.newJobSetsOfNamespace(), builder.WithPredicates(agentGrantObjects)).

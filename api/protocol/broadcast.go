@@ -32,6 +32,9 @@ type Broadcast struct {
 	// Disabled turns the agents off: they lift their barrier at once and
 	// never report an epoch or restart their Pod.
 	Disabled bool
+	// Reports is where the agents report directly (report.go); zero: on
+	// their Pods.
+	Reports ReportEndpoint
 }
 
 // Open reports whether the barrier of a replicated job may lift.
@@ -42,7 +45,7 @@ func (b Broadcast) Open(replicatedJob string) bool {
 // Equal reports whether two broadcasts say the same; a nil and an empty
 // list of open replicated jobs differ (every one open vs none).
 func (b Broadcast) Equal(o Broadcast) bool {
-	return b.DeprecatedEpoch == o.DeprecatedEpoch && b.SyncedEpoch == o.SyncedEpoch && b.Disabled == o.Disabled &&
+	return b.DeprecatedEpoch == o.DeprecatedEpoch && b.SyncedEpoch == o.SyncedEpoch && b.Disabled == o.Disabled && b.Reports == o.Reports &&
 		(b.OpenReplicatedJobs == nil) == (o.OpenReplicatedJobs == nil) &&
 		slices.Equal(b.OpenReplicatedJobs, o.OpenReplicatedJobs)
 }
@@ -62,6 +65,7 @@ func EncodeBroadcast(b Broadcast) map[string]string {
 	if b.Disabled {
 		data[KeyDisabled] = "true"
 	}
+	b.Reports.set(data)
 	return data
 }
 
@@ -76,6 +80,7 @@ func DecodeBroadcast(data map[string]string) (Broadcast, error) {
 		*dst = int32(n)
 	}
 	b.Disabled = data[KeyDisabled] == "true"
+	b.Reports = reportEndpointOf(data)
 	if open, ok := data[KeyOpenReplicatedJobs]; ok {
 		b.OpenReplicatedJobs = []string{}
 		if open != "" {

@@ -139,9 +139,9 @@ const (
 
 // WorkerExit is a worker's exit in process scope.
 type WorkerExit struct {
-	Epoch     int32
-	Container string
-	Code      int
+	Epoch     int32  `json:"epoch"`
+	Container string `json:"container"`
+	Code      int    `json:"code"`
 }
 
 // FormatWorkerExit is WorkerExitAnnotation's value: "<epoch>:<container>:<code>".

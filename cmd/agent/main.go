@@ -120,6 +120,12 @@ func injected(log logr.Logger, restCfg *rest.Config) (agent.Config, agent.Transp
 	if fi, err := os.Stat(protocol.SupervisorDir); cfg.Process != nil && err == nil && fi.IsDir() {
 		cfg.Process.SupervisorBinary = protocol.SupervisorBinary
 	}
+	// With a projected token for the controller's audience, the agent
+	// reports to the controller where the broadcast names an endpoint (an
+	// agent injected by an older manager has none, and writes its Pod).
+	if path := os.Getenv(protocol.EnvReportTokenPath); path != "" {
+		return cfg, &agent.DirectTransport{KubeTransport: t, Token: agent.TokenFile(path)}, nil
+	}
 	return cfg, t, nil
 }
 

@@ -34,6 +34,9 @@ type Observed struct {
 	// Broadcast is the data of the broadcast ConfigMap of an InPlaceRestart
 	// JobSet; nil if it does not exist.
 	Broadcast map[string]string
+	// ReportEndpoint is where this JobSet's agents report directly, put
+	// in its broadcast; zero: they report on their Pods.
+	ReportEndpoint protocol.ReportEndpoint
 	// Creating names the Jobs created by an earlier reconcile that jobs,
 	// read from the cache, does not show yet: they are not created again.
 	Creating map[string]bool
@@ -188,7 +191,7 @@ func decideSteps(js *jobset.JobSet, obs Observed, now metav1.Time, t Timeouts) P
 	}
 	switch {
 	case InPlaceActive(js) && suspended:
-		p.suspendEpochs(js, obs.Broadcast, now)
+		p.suspendEpochs(js, obs.Broadcast, obs.ReportEndpoint, now)
 	case InPlace(js) && c.Total(func(r *state.JobCounts) int32 { return r.Failing }) == 0:
 		// A Job the Job controller is failing (FailureTarget) deletes its
 		// Pods before it is marked Failed: the failure policy decides, not
@@ -314,7 +317,7 @@ func (p *Plan) reconcileEpochs(js *jobset.JobSet, pods []state.PodGroup, obs Obs
 		p.stopEscapedWorkers(pods, d.deprecated)
 	}
 
-	want := protocol.EncodeBroadcast(protocol.Broadcast{DeprecatedEpoch: d.deprecated, SyncedEpoch: d.synced, OpenReplicatedJobs: d.openReplicatedJobs})
+	want := protocol.EncodeBroadcast(protocol.Broadcast{DeprecatedEpoch: d.deprecated, SyncedEpoch: d.synced, OpenReplicatedJobs: d.openReplicatedJobs, Reports: obs.ReportEndpoint})
 	if !maps.Equal(want, broadcast) {
 		p.Broadcast = want
 	}
@@ -378,14 +381,14 @@ func (p *Plan) holdRestart(js *jobset.JobSet, d *epochDecision, since, now time.
 // behind the barrier until all of them have, as on a first start. An
 // in-place restart under way ends here too: nothing is left to converge,
 // and no timeout may recreate the Jobs of a JobSet that is not running.
-func (p *Plan) suspendEpochs(js *jobset.JobSet, broadcast map[string]string, now metav1.Time) {
+func (p *Plan) suspendEpochs(js *jobset.JobSet, broadcast map[string]string, endpoint protocol.ReportEndpoint, now metav1.Time) {
 	p.Status.DeprecatedEpoch = max(p.Status.DeprecatedEpoch, p.Status.SyncedEpoch)
 	if inPlaceRestartCondition(&p.Status) != nil {
 		msg := fmt.Sprintf("the JobSet was suspended during an in-place restart of epoch %d: its Pods stop, and start a fresh epoch when it is resumed", p.Status.SyncedEpoch)
 		setCondition(&p.Status, jobset.JobSetRestarting, metav1.ConditionFalse, ReasonInPlaceRestartSuspended, msg, now)
 		p.Events = append(p.Events, Event{corev1.EventTypeNormal, ReasonInPlaceRestartSuspended, msg})
 	}
-	want := protocol.EncodeBroadcast(protocol.Broadcast{DeprecatedEpoch: p.Status.DeprecatedEpoch, SyncedEpoch: p.Status.SyncedEpoch})
+	want := protocol.EncodeBroadcast(protocol.Broadcast{DeprecatedEpoch: p.Status.DeprecatedEpoch, SyncedEpoch: p.Status.SyncedEpoch, Reports: endpoint})
 	if !maps.Equal(want, broadcast) {
 		p.Broadcast = want
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -197,6 +198,25 @@ func (c *Cluster) logf(format string, args ...any) {
 	}
 	defer f.Close()
 	fmt.Fprintf(f, "%s %s\n", time.Now().Format(time.RFC3339Nano), fmt.Sprintf(format, args...))
+}
+
+// BridgeIP is the host's address on the real nodes' bridge: their Pods
+// reach the host there (a manager running on the host, say).
+const BridgeIP = nodeIP
+
+// OnBridge reports whether this host has BridgeIP, that is whether a
+// cluster with real nodes runs here.
+func OnBridge() bool {
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return false
+	}
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok && n.IP.String() == BridgeIP {
+			return true
+		}
+	}
+	return false
 }
 
 // setUpNetwork makes the bridge, the CNI configuration, and the one NAT

@@ -3,6 +3,7 @@ package deploy
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"time"
 
@@ -112,6 +113,9 @@ func StartManager(ctx context.Context, cfg *rest.Config, conf *configv1alpha1.Co
 	if err := managerapp.ApplyRole(&roleConf, role); err != nil {
 		return nil, err
 	}
+	if err := localReports(&roleConf); err != nil {
+		return nil, err
+	}
 	opts := managerapp.Options(&roleConf, managerapp.NewScheme())
 	// A process may run one manager after another (the restart benchmark
 	// runs one per size, suites restart theirs); their controllers' names
@@ -126,4 +130,31 @@ func StartManager(ctx context.Context, cfg *rest.Config, conf *configv1alpha1.Co
 	}
 	go func() { done <- mgr.Start(ctx) }()
 	return mgr, nil
+}
+
+// localReports has a manager that runs in this process serve the agents'
+// reports where the local cluster's agents reach it, unless the
+// configuration says where: on the real nodes' bridge, whose address
+// their Pods route to and the simulated nodes' agents (in this process)
+// reach as well, or else on loopback. Each start gets a free port, as a
+// new leader gets a new Pod IP.
+func localReports(conf *configv1alpha1.Configuration) error {
+	r := &conf.Agent.Reports
+	if r.Disabled || r.AdvertiseAddress != "" || conf.Controller.Disabled {
+		return nil
+	}
+	host := "127.0.0.1"
+	if cluster.OnBridge() {
+		host = cluster.BridgeIP
+	}
+	l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+	if err != nil {
+		return fmt.Errorf("finding a port for agent reports: %w", err)
+	}
+	addr := l.Addr().String()
+	if err := l.Close(); err != nil {
+		return err
+	}
+	r.BindAddress, r.AdvertiseAddress = addr, addr
+	return nil
 }

@@ -57,6 +57,9 @@ type podRunner struct {
 	consumed map[string]bool
 	// written is the status last written, the base of the next patch.
 	written *corev1.PodStatus
+	// reportToken is the projected token of the Pod's agent for the
+	// controller's audience, once requested.
+	reportTok string
 	// agentToken is the token bound to the Pod its agents authenticate
 	// with, under Options.AgentConfig.
 	agentToken string
@@ -528,10 +531,19 @@ func (r *podRunner) runAgent(ctx context.Context, c corev1.Container) int {
 		return 1
 	}
 	defer closeConns()
-	t := &recordingTransport{KubeTransport: &agent.KubeTransport{
+	env, _ := containerEnv(pod, &c, r.ip)
+	t := &recordingTransport{DirectTransport: &agent.DirectTransport{KubeTransport: &agent.KubeTransport{
 		Client: cs, Namespace: r.namespace, Pod: r.name,
 		JobSet: pod.Annotations[jobset.JobSetNameKey], Log: log,
-	}, runner: r}
+	}}, runner: r}
+	// The webhook gave the agent a projected token for the controller's
+	// audience: the kubelet requests it, bound to the Pod, before it
+	// starts the container.
+	if env[protocol.EnvReportTokenPath] != "" {
+		if audience, expiry, ok := reportTokenProjection(pod); ok {
+			t.Token = func() (string, error) { return r.reportToken(ctx, audience, expiry) }
+		}
+	}
 	listener, err := r.sim.podNet.Listen(cfg.Listen)
 	if err != nil {
 		log.Error(err, "agent")
@@ -668,17 +680,17 @@ func (r *podRunner) record(kind EventKind, exitCode int32) {
 // recordingTransport is the agent's own transport, noting each epoch it
 // reports.
 type recordingTransport struct {
-	*agent.KubeTransport
+	*agent.DirectTransport
 	runner *podRunner
 }
 
 func (t *recordingTransport) ReportEpoch(ctx context.Context, epoch int32) error {
-	return t.recorded(epoch, func() error { return t.KubeTransport.ReportEpoch(ctx, epoch) })
+	return t.recorded(epoch, func() error { return t.DirectTransport.ReportEpoch(ctx, epoch) })
 }
 
 // ReportProcessEpoch is ReportEpoch in process scope.
 func (t *recordingTransport) ReportProcessEpoch(ctx context.Context, epoch, workerRestarts int32) error {
-	return t.recorded(epoch, func() error { return t.KubeTransport.ReportProcessEpoch(ctx, epoch, workerRestarts) })
+	return t.recorded(epoch, func() error { return t.DirectTransport.ReportProcessEpoch(ctx, epoch, workerRestarts) })
 }
 
 func (t *recordingTransport) recorded(epoch int32, write func() error) error {
@@ -757,4 +769,53 @@ func (r *podRunner) agentClientset(ctx context.Context) (kubernetes.Interface, f
 		return nil, nil, err
 	}
 	return cs, func() { utilnet.CloseIdleConnectionsFor(rt) }, nil
+}
+
+// reportTokenProjection is the service-account token the Pod's volumes
+// project for an audience other than the API server's: the agent's, for
+// its reports.
+func reportTokenProjection(pod *corev1.Pod) (audience string, expiry int64, ok bool) {
+	for _, v := range pod.Spec.Volumes {
+		if v.Projected == nil {
+			continue
+		}
+		for _, src := range v.Projected.Sources {
+			if t := src.ServiceAccountToken; t != nil && t.Audience != "" {
+				return t.Audience, ptr.Deref(t.ExpirationSeconds, 3600), true
+			}
+		}
+	}
+	return "", 0, false
+}
+
+// reportToken is the Pod's projected token for audience, requested as the
+// kubelet requests it (bound to the Pod, by the node's identity), once
+// per Pod and kept: the kubelet refreshes it at 80 % of its life, longer
+// than any simulated run.
+func (r *podRunner) reportToken(ctx context.Context, audience string, expiry int64) (string, error) {
+	r.mu.Lock()
+	token := r.reportTok
+	r.mu.Unlock()
+	if token != "" {
+		return token, nil
+	}
+	pod := r.pod()
+	sa := pod.Spec.ServiceAccountName
+	if sa == "" {
+		sa = "default"
+	}
+	tr, err := r.sim.kubelet(r.nodeName).ServiceAccounts(r.namespace).CreateToken(ctx, sa, &authenticationv1.TokenRequest{
+		Spec: authenticationv1.TokenRequestSpec{
+			Audiences:         []string{audience},
+			ExpirationSeconds: &expiry,
+			BoundObjectRef:    &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: r.name, UID: r.uid},
+		},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		return "", fmt.Errorf("requesting the report token of pod %s/%s: %w", r.namespace, r.name, err)
+	}
+	r.mu.Lock()
+	r.reportTok = tr.Status.Token
+	r.mu.Unlock()
+	return tr.Status.Token, nil
 }

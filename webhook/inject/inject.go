@@ -130,6 +130,7 @@ func injectJob(rj *jobset.ReplicatedJob, agent configv1alpha1.Agent, inPlace boo
 	pod := &job.Template.Spec
 	if !HasAgent(pod, agent.ContainerName) {
 		pod.InitContainers = append(pod.InitContainers, agentContainer(agent))
+		injectReportToken(pod, len(pod.InitContainers)-1, agent.Reports)
 		out = append(out, Decision{"agent", rj.Name,
 			fmt.Sprintf("added sidecar %s: holds the workers behind a barrier and restarts the Pod in place with exit code %d", agent.ContainerName, agent.RestartExitCode)})
 	}

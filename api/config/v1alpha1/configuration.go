@@ -2,6 +2,7 @@ package v1alpha1
 
 import (
 	"fmt"
+	"net"
 	"os"
 	"slices"
 	"time"
@@ -59,10 +60,38 @@ type Agent struct {
 	// BarrierTimeoutSeconds is how long the startup probe lets the barrier
 	// hold before the kubelet restarts the agent. Default 86400.
 	BarrierTimeoutSeconds int32 `json:"barrierTimeoutSeconds,omitempty"`
+	// Reports configures how agents report to the JobSet controller.
+	Reports AgentReports `json:"reports"`
 	// Resources of the agent container. Default requests 10m CPU and 32Mi,
 	// limits 200m CPU and 64Mi: every container gets both, so that a
 	// cluster's guardrail requiring limits admits InPlaceRestart JobSets.
 	Resources *corev1.ResourceRequirements `json:"resources,omitempty"`
+}
+
+// AgentReports configures the agents' direct reports: each agent tells
+// the JobSet controller's leader its epoch, its workers' exits and their
+// readiness over HTTPS, authenticated by a projected service-account token
+// bound to its Pod, instead of writing its Pod
+// (docs/explanation/agent-reports.md). Read by the webhook (which injects
+// the token) and by the controller (which serves the endpoint): give both
+// the same values.
+type AgentReports struct {
+	// Disabled turns direct reports off: the webhook injects no token, the
+	// controller serves no endpoint, and agents write their Pods.
+	Disabled bool `json:"disabled,omitempty"`
+	// Audience of the agents' tokens. The controller accepts no token
+	// for another audience, and the API server none for this one.
+	// Default inplace.dev/agent-reports.
+	Audience string `json:"audience,omitempty"`
+	// TokenExpirationSeconds of the projected token; the kubelet renews
+	// it at 80 % of its life. Default 3600, at least 600.
+	TokenExpirationSeconds int64 `json:"tokenExpirationSeconds,omitempty"`
+	// BindAddress the leader serves reports on. Default :9445.
+	BindAddress string `json:"bindAddress,omitempty"`
+	// AdvertiseAddress is the host:port agents dial to reach the leader.
+	// Default the manager's POD_IP (from the Downward API) and
+	// BindAddress's port.
+	AdvertiseAddress string `json:"advertiseAddress,omitempty"`
 }
 
 // Webhook configures the admission webhooks.
@@ -285,6 +314,17 @@ func Load(path string) (*Configuration, error) {
 	if n := cfg.Policies.Inventory.MaxObjects; n < 0 {
 		return nil, fmt.Errorf("configuration %s: policies.inventory.maxObjects is %d: set a positive number (default 20000) or leave it out", path, n)
 	}
+	if n := cfg.Agent.Reports.TokenExpirationSeconds; n < 600 {
+		return nil, fmt.Errorf("configuration %s: agent.reports.tokenExpirationSeconds is %d: set at least 600, the least a projected token may live (default 3600), or leave it out", path, n)
+	}
+	if _, _, err := net.SplitHostPort(cfg.Agent.Reports.BindAddress); err != nil {
+		return nil, fmt.Errorf("configuration %s: agent.reports.bindAddress is %q: want host:port, e.g. :9445", path, cfg.Agent.Reports.BindAddress)
+	}
+	if a := cfg.Agent.Reports.AdvertiseAddress; a != "" {
+		if _, _, err := net.SplitHostPort(a); err != nil {
+			return nil, fmt.Errorf("configuration %s: agent.reports.advertiseAddress is %q: want host:port that agents dial, e.g. 10.0.0.5:9445, or leave it out for POD_IP", path, a)
+		}
+	}
 	if settle := cfg.Controller.FatalExitSettle.Duration; settle < 0 || settle > time.Minute {
 		return nil, fmt.Errorf("configuration %s: controller.fatalExitSettle is %v: set a duration from 0 (off) to 1m (default 2s), or leave it out", path, settle)
 	}
@@ -379,6 +419,15 @@ func SetDefaults(cfg *Configuration) {
 	}
 	if a.BarrierTimeoutSeconds == 0 {
 		a.BarrierTimeoutSeconds = 86400
+	}
+	if a.Reports.Audience == "" {
+		a.Reports.Audience = "inplace.dev/agent-reports"
+	}
+	if a.Reports.TokenExpirationSeconds == 0 {
+		a.Reports.TokenExpirationSeconds = 3600
+	}
+	if a.Reports.BindAddress == "" {
+		a.Reports.BindAddress = ":9445"
 	}
 	if a.Resources == nil {
 		a.Resources = &corev1.ResourceRequirements{

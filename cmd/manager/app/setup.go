@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"strings"
@@ -27,7 +28,10 @@ import (
 	configv1alpha1 "github.com/inplace-dev/inplace/api/config/v1alpha1"
 	jobsetv1alpha2 "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
 	policyv1alpha1 "github.com/inplace-dev/inplace/api/policy/v1alpha1"
+	"github.com/inplace-dev/inplace/api/protocol"
 	"github.com/inplace-dev/inplace/controller"
+	"github.com/inplace-dev/inplace/controller/reports"
+	"github.com/inplace-dev/inplace/controller/reports/token"
 	"github.com/inplace-dev/inplace/policies"
 	"github.com/inplace-dev/inplace/policies/inventorysync"
 	"github.com/inplace-dev/inplace/policies/reconciler"
@@ -146,6 +150,10 @@ func Setup(mgr ctrl.Manager, cfg *configv1alpha1.Configuration, reg prometheus.R
 		if err := mgr.AddReadyzCheck("upstream-jobset", gate.Check); err != nil {
 			return err
 		}
+		store, endpoint, err := setupReports(mgr, cfg, reg)
+		if err != nil {
+			return err
+		}
 		if err := controller.Setup(mgr, controller.Options{
 			MaxConcurrentReconciles: cfg.Controller.MaxConcurrentReconciles,
 			ChildParallelism:        cfg.Controller.ChildParallelism,
@@ -154,6 +162,8 @@ func Setup(mgr ctrl.Manager, cfg *configv1alpha1.Configuration, reg prometheus.R
 			FatalExitSettle:         &cfg.Controller.FatalExitSettle.Duration,
 			Metrics:                 reg,
 			Gate:                    gate,
+			Reports:                 store,
+			ReportEndpoint:          endpoint,
 		}); err != nil {
 			return fmt.Errorf("setting up the jobset controller: %w", err)
 		}
@@ -226,6 +236,55 @@ func Setup(mgr ctrl.Manager, cfg *configv1alpha1.Configuration, reg prometheus.R
 		}
 	}
 	return mgr.AddReadyzCheck("webhook", mgr.GetWebhookServer().StartedChecker())
+}
+
+// setupReports sets the leader's endpoint for the agents' direct reports
+// up, unless agent.reports.disabled: their tokens verified against the
+// cluster's service-account issuer keys, the reports held in a store the
+// controller reads its Pods through. Without an address agents can dial
+// (no agent.reports.advertiseAddress and no POD_IP), the agents report on
+// their Pods, and the log says so.
+func setupReports(mgr ctrl.Manager, cfg *configv1alpha1.Configuration, reg prometheus.Registerer) (*reports.Store, protocol.ReportEndpoint, error) {
+	rc := cfg.Agent.Reports
+	store := reports.NewStore()
+	log := ctrl.Log.WithName("reports")
+	if rc.Disabled {
+		log.Info("direct reports are off (agent.reports.disabled): agents report on their Pods")
+		return store, protocol.ReportEndpoint{}, nil
+	}
+	advertise := rc.AdvertiseAddress
+	if advertise == "" {
+		_, port, err := net.SplitHostPort(rc.BindAddress)
+		if err != nil {
+			return nil, protocol.ReportEndpoint{}, fmt.Errorf("agent.reports.bindAddress %q: %w", rc.BindAddress, err)
+		}
+		if ip := os.Getenv("POD_IP"); ip != "" {
+			advertise = net.JoinHostPort(ip, port)
+		}
+	}
+	if advertise == "" {
+		log.Info("no address for the agents to reach this manager (set POD_IP from status.podIP, or agent.reports.advertiseAddress): agents report on their Pods")
+		return store, protocol.ReportEndpoint{}, nil
+	}
+	verifier, err := token.NewVerifier(context.Background(), mgr.GetConfig(), rc.Audience)
+	if err != nil {
+		return nil, protocol.ReportEndpoint{}, fmt.Errorf("agent reports: discovering the service-account issuer: %w", err)
+	}
+	srv, err := reports.NewServer(reports.Options{
+		Verifier: verifier, Reader: mgr.GetClient(), Store: store,
+		Listen: rc.BindAddress, Advertise: advertise, Metrics: reg, Log: log,
+	})
+	if err != nil {
+		return nil, protocol.ReportEndpoint{}, err
+	}
+	// Open before the controller runs, which broadcasts the address.
+	if err := srv.Listen(); err != nil {
+		return nil, protocol.ReportEndpoint{}, err
+	}
+	if err := mgr.Add(srv); err != nil {
+		return nil, protocol.ReportEndpoint{}, err
+	}
+	return store, srv.Endpoint(), nil
 }
 
 // setupInventory syncs the configured kinds into the engine's

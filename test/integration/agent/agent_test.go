@@ -76,7 +76,7 @@ var _ = AfterSuite(func() {
 // inPlaceJobSet creates, in a new namespace, an InPlaceRestart JobSet of
 // one Job with parallelism Pods, and returns it with its Pods once they
 // exist, bound to node (which no kubelet runs).
-func inPlaceJobSet(name string, parallelism int32) (*jobset.JobSet, []corev1.Pod) {
+func inPlaceJobSet(name string, parallelism int32, mods ...func(*jobset.JobSet)) (*jobset.JobSet, []corev1.Pod) {
 	GinkgoHelper()
 	ns := fw.NewNamespace(ctx, k8sClient)
 	util.WaitForDefaultServiceAccount(ctx, k8sClient, ns.Name)
@@ -85,6 +85,9 @@ func inPlaceJobSet(name string, parallelism int32) (*jobset.JobSet, []corev1.Pod
 	rj.Template.Spec.Template.Spec.NodeName = node.Name
 	js := wrappers.MakeJobSet(name, ns.Name).ReplicatedJob(rj).
 		FailurePolicy(&jobset.FailurePolicy{RestartStrategy: jobset.InPlaceRestart}).Obj()
+	for _, mod := range mods {
+		mod(js)
+	}
 	Expect(k8sClient.Create(ctx, js)).To(Succeed())
 	var pods []corev1.Pod
 	Eventually(func(g Gomega) {

@@ -1,0 +1,391 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/inplace-dev/inplace/api/protocol"
+)
+
+// DirectTransport reports to the JobSet controller's leader over HTTPS,
+// where the broadcast names its endpoint (protocol.ReportEndpoint), instead
+// of writing the Pod: an in-place restart of N Pods then costs the API
+// server no write per Pod. It wraps a KubeTransport, which still delivers
+// the broadcast (one object, fanned out by the watch cache) and is the
+// fallback: with no endpoint in the broadcast (an older manager, direct
+// reports off) or one the agent cannot reach for FallbackAfter (a
+// NetworkPolicy, say), the agent writes its Pod as before, until the
+// broadcast names a new endpoint.
+//
+// Each report is the agent's whole state (protocol.Report), so saying it
+// again is always right: the agent says it again whenever the broadcast
+// names a new session, a new leader's, which knows nothing of what the
+// last one was told. The connection is one, kept for the agent's life
+// (HTTP/2), with the server checked against the CA the broadcast carries.
+type DirectTransport struct {
+	*KubeTransport
+	// Token returns the Pod's projected service-account token for the
+	// controller's audience; the kubelet refreshes the file it is read
+	// from (TokenFile).
+	Token func() (string, error)
+	// Dial, if set, dials the endpoint (the simulated nodes count their
+	// connections); nil means a net.Dialer's.
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// FallbackAfter is how long reports to an endpoint may fail on the
+	// way before the agent writes its Pod instead; 0 means
+	// DefaultFallbackAfter.
+	FallbackAfter time.Duration
+
+	mu       sync.Mutex
+	endpoint protocol.ReportEndpoint
+	last     protocol.Broadcast
+	client   *http.Client
+	// failing is when reports to the endpoint began to fail on the way;
+	// zero while they succeed.
+	failing time.Time
+	// fallback: the endpoint could not be reached; reports go on the Pod
+	// until the broadcast names another one.
+	fallback bool
+	state    protocol.Report
+	// held is the epoch the controller holds for the Pod, when it refused
+	// a report as behind it.
+	held int32
+	// send serializes reports, so that a report said again after a new
+	// session never overtakes a newer one.
+	send sync.Mutex
+}
+
+// DefaultFallbackAfter: a leader that moved is reached again within about
+// a second (its successor broadcasts its endpoint); an endpoint that
+// cannot be reached for longer is taken as blocked.
+const DefaultFallbackAfter = 3 * time.Second
+
+// reportTimeout bounds one report: the endpoint answers from memory.
+const reportTimeout = 5 * time.Second
+
+var (
+	_ Transport        = &DirectTransport{}
+	_ ProcessTransport = &DirectTransport{}
+)
+
+// TokenFile returns a Token that reads the projected token at path.
+func TokenFile(path string) func() (string, error) {
+	return func() (string, error) {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return "", fmt.Errorf("reading the report token: %w", err)
+		}
+		return strings.TrimSpace(string(b)), nil
+	}
+}
+
+// errNotDirect: the report goes on the Pod.
+var errNotDirect = errors.New("no endpoint to report to")
+
+// Broadcasts delivers the KubeTransport's broadcasts and notes the
+// endpoint each names; a new session has the agent's state said again.
+func (d *DirectTransport) Broadcasts(ctx context.Context) (<-chan protocol.Broadcast, error) {
+	in, err := d.KubeTransport.Broadcasts(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make(chan protocol.Broadcast, 1)
+	go func() {
+		defer close(out)
+		for b := range in {
+			if d.observe(b) {
+				go d.sayAgain(ctx, b.Reports.Session)
+			}
+			select {
+			case out <- b:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return out, nil
+}
+
+// observe notes a broadcast and reports whether it names a new endpoint
+// while the agent has something to say.
+func (d *DirectTransport) observe(b protocol.Broadcast) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.last = b
+	if d.Token == nil {
+		// No token for the controller: the agent was injected without
+		// one (direct reports off at the webhook), and writes its Pod.
+		b.Reports = protocol.ReportEndpoint{}
+	}
+	if b.Reports == d.endpoint {
+		return false
+	}
+	changed := !d.endpoint.IsZero() || !b.Reports.IsZero()
+	if d.client != nil {
+		d.client.CloseIdleConnections()
+	}
+	d.endpoint, d.client, d.fallback, d.failing = b.Reports, nil, false, time.Time{}
+	return changed && !b.Reports.IsZero() && d.state.Epoch > 0
+}
+
+// sayAgain reports the agent's state to a new session's leader, until it
+// is taken or the broadcast names yet another session.
+func (d *DirectTransport) sayAgain(ctx context.Context, session string) {
+	err := Retry(ctx, func(ctx context.Context) error {
+		d.mu.Lock()
+		current := d.endpoint.Session
+		d.mu.Unlock()
+		if current != session {
+			return nil
+		}
+		err := d.deliver(ctx, nil)
+		if err != nil {
+			d.Log.V(1).Info("saying the state again to a new leader failed; retrying", "error", err)
+		}
+		return err
+	}, refused)
+	if err == nil {
+		d.Log.Info("said the state again to a new leader", "session", session)
+	}
+}
+
+// Direct reports whether the agent reports to an endpoint now: then the
+// Pod's annotations, and the epoch the Downward API gave from them, may
+// be behind, and Self asks the controller.
+func (d *DirectTransport) Direct() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return !d.endpoint.IsZero() && !d.fallback
+}
+
+// ReportEpoch reports the agent's epoch.
+func (d *DirectTransport) ReportEpoch(ctx context.Context, epoch int32) error {
+	return d.update(ctx, func(r *protocol.Report) { r.Epoch = epoch },
+		func(ctx context.Context) error { return d.KubeTransport.ReportEpoch(ctx, epoch) })
+}
+
+// ReportProcessEpoch reports the epoch and the worker restarts.
+func (d *DirectTransport) ReportProcessEpoch(ctx context.Context, epoch, workerRestarts int32) error {
+	return d.update(ctx, func(r *protocol.Report) { r.Epoch, r.WorkerRestarts = epoch, workerRestarts },
+		func(ctx context.Context) error { return d.KubeTransport.ReportProcessEpoch(ctx, epoch, workerRestarts) })
+}
+
+// ReportWorkerExit reports a worker's exit, with its code.
+func (d *DirectTransport) ReportWorkerExit(ctx context.Context, exit protocol.WorkerExit) error {
+	return d.update(ctx, func(r *protocol.Report) { r.WorkerExit = &exit },
+		func(ctx context.Context) error { return d.KubeTransport.ReportWorkerExit(ctx, exit) })
+}
+
+// ReportReady reports the epoch at which the Pod's workers are ready.
+func (d *DirectTransport) ReportReady(ctx context.Context, epoch int32) error {
+	return d.update(ctx, func(r *protocol.Report) { r.ReadyEpoch = epoch },
+		func(ctx context.Context) error { return d.KubeTransport.ReportReady(ctx, epoch) })
+}
+
+// update changes the state and says it, directly or, failing that, by
+// onPod.
+func (d *DirectTransport) update(ctx context.Context, change func(*protocol.Report), onPod func(context.Context) error) error {
+	d.mu.Lock()
+	change(&d.state)
+	d.state.JobSet = d.JobSet
+	d.mu.Unlock()
+	err := d.deliver(ctx, onPod)
+	if errors.Is(err, errNotDirect) {
+		return onPod(ctx)
+	}
+	return err
+}
+
+// deliver PUTs the state to the endpoint. A report that fails on the way
+// for longer than FallbackAfter turns the fallback on (errNotDirect); so
+// does having no endpoint.
+func (d *DirectTransport) deliver(ctx context.Context, onPod func(context.Context) error) error {
+	d.send.Lock()
+	defer d.send.Unlock()
+	d.mu.Lock()
+	ep, client, state := d.endpoint, d.client, d.state
+	if ep.IsZero() || d.fallback {
+		d.mu.Unlock()
+		if onPod == nil {
+			return nil // said on the Pod already
+		}
+		return errNotDirect
+	}
+	if client == nil {
+		var err error
+		if client, err = d.newClient(ep); err != nil {
+			d.fallback = true
+			d.mu.Unlock()
+			d.Log.Error(err, "the broadcast's report endpoint is unusable: reporting on the Pod")
+			return errNotDirect
+		}
+		d.client = client
+	}
+	d.mu.Unlock()
+	body, err := json.Marshal(state)
+	if err != nil {
+		return err
+	}
+	var answer protocol.ReportAnswer
+	status, err := d.do(ctx, client, ep, http.MethodPut, body, &answer)
+	switch {
+	case err != nil:
+		return d.failed(ep, err)
+	case status == http.StatusOK:
+		d.mu.Lock()
+		d.failing = time.Time{}
+		d.mu.Unlock()
+		return nil
+	case status == http.StatusConflict:
+		d.mu.Lock()
+		d.held = max(d.held, answer.Epoch)
+		d.mu.Unlock()
+		return fmt.Errorf("%w: %s", ErrReportRefused, answer.Message)
+	case status == http.StatusForbidden || status == http.StatusUnauthorized || status == http.StatusBadRequest:
+		return fmt.Errorf("%w: %d %s", ErrReportRefused, status, answer.Message)
+	}
+	return d.failed(ep, fmt.Errorf("the report endpoint answered %d: %s", status, answer.Message))
+}
+
+// failed notes a report that failed on the way, and falls back once they
+// have failed for FallbackAfter.
+func (d *DirectTransport) failed(ep protocol.ReportEndpoint, err error) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.endpoint != ep {
+		return err // a new endpoint: try that
+	}
+	if d.failing.IsZero() {
+		d.failing = time.Now()
+	}
+	after := d.FallbackAfter
+	if after <= 0 {
+		after = DefaultFallbackAfter
+	}
+	if time.Since(d.failing) < after {
+		return err
+	}
+	d.fallback = true
+	d.Log.Info("the report endpoint cannot be reached: reporting on the Pod until the broadcast names another", "address", ep.Address, "error", err.Error())
+	return errNotDirect
+}
+
+// Self returns the epoch the controller holds for the Pod, with what its
+// workers do. Reporting directly, the agent asks the controller, not the
+// API server, and reads its Pod only when the answer lets it resume (an
+// epoch above the deprecated one, where whether its workers run decides).
+func (d *DirectTransport) Self(ctx context.Context) (int32, Workers, error) {
+	d.mu.Lock()
+	ep, client, last, held := d.endpoint, d.client, d.last, d.held
+	direct := !ep.IsZero() && !d.fallback
+	d.mu.Unlock()
+	if !direct {
+		return d.KubeTransport.Self(ctx)
+	}
+	if client == nil {
+		var err error
+		if client, err = d.newClient(ep); err != nil {
+			return d.KubeTransport.Self(ctx)
+		}
+		d.mu.Lock()
+		if d.endpoint == ep && d.client == nil {
+			d.client = client
+		}
+		d.mu.Unlock()
+	}
+	var report protocol.Report
+	var status int
+	err := Retry(ctx, func(ctx context.Context) error {
+		var err error
+		status, err = d.do(ctx, client, ep, http.MethodGet, nil, &report)
+		if err == nil && status >= 500 {
+			err = fmt.Errorf("the report endpoint answered %d", status)
+		}
+		if err != nil {
+			if ferr := d.failed(ep, err); errors.Is(ferr, errNotDirect) {
+				return ferr
+			}
+		}
+		return err
+	}, func(err error) bool { return errors.Is(err, errNotDirect) })
+	if err != nil || status != http.StatusOK {
+		if ctx.Err() != nil {
+			return 0, WorkersStopped, err
+		}
+		// The endpoint refused or could not be reached: the Pod says it.
+		return d.KubeTransport.Self(ctx)
+	}
+	epoch := max(report.Epoch, held)
+	if epoch <= last.DeprecatedEpoch {
+		// A new epoch whatever the workers do: no read of the Pod.
+		return epoch, WorkersStopped, nil
+	}
+	podEpoch, workers, err := d.KubeTransport.Self(ctx)
+	if err != nil {
+		return 0, WorkersStopped, err
+	}
+	return max(epoch, podEpoch), workers, nil
+}
+
+// do sends one request to the endpoint and decodes its JSON answer.
+func (d *DirectTransport) do(ctx context.Context, client *http.Client, ep protocol.ReportEndpoint, method string, body []byte, into any) (int, error) {
+	raw, err := d.Token()
+	if err != nil {
+		return 0, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, reportTimeout)
+	defer cancel()
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, "https://"+ep.Address+protocol.ReportPath, rd)
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("Authorization", "Bearer "+raw)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 64<<10)).Decode(into); err != nil && resp.StatusCode == http.StatusOK {
+		return resp.StatusCode, fmt.Errorf("reading the report endpoint's answer: %w", err)
+	}
+	return resp.StatusCode, nil
+}
+
+// newClient is an HTTP/2 client for the endpoint, checking its
+// certificate against the broadcast's CA and server name.
+func (d *DirectTransport) newClient(ep protocol.ReportEndpoint) (*http.Client, error) {
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM([]byte(ep.CA)) {
+		return nil, fmt.Errorf("the broadcast's %s holds no PEM certificate", protocol.KeyReportCA)
+	}
+	dial := d.Dial
+	if dial == nil {
+		dial = (&net.Dialer{Timeout: reportTimeout, KeepAlive: 30 * time.Second}).DialContext
+	}
+	t := &http.Transport{
+		DialContext:         dial,
+		TLSClientConfig:     &tls.Config{RootCAs: pool, ServerName: ep.ServerName, MinVersion: tls.VersionTLS13},
+		ForceAttemptHTTP2:   true,
+		TLSHandshakeTimeout: reportTimeout,
+		MaxIdleConns:        1,
+		IdleConnTimeout:     0, // one connection, kept
+	}
+	return &http.Client{Transport: t}, nil
+}

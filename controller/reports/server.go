@@ -1,0 +1,344 @@
+package reports
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/tls"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
+	"github.com/inplace-dev/inplace/api/protocol"
+	"github.com/inplace-dev/inplace/controller/reports/token"
+	"github.com/inplace-dev/inplace/webhook/certs"
+)
+
+// Verifier authenticates an agent by its projected service-account token
+// (token.Verifier), locally: no TokenReview per report.
+type Verifier interface {
+	Verify(ctx context.Context, raw string) (token.Claims, error)
+}
+
+// Options configure a Server.
+type Options struct {
+	// Verifier checks the agents' tokens.
+	Verifier Verifier
+	// Reader reads Pods, JobSets and broadcast ConfigMaps: the manager's
+	// cache, so that a report reads nothing from the API server.
+	Reader client.Reader
+	// Store holds the reports.
+	Store *Store
+	// Listen is the address the endpoint listens on (":9445").
+	Listen string
+	// Advertise is the address agents dial, host:port: the leader's own
+	// (its Pod IP), as no Service selects the leader alone.
+	Advertise string
+	// ServerName is the name the endpoint's certificate is issued for and
+	// agents check it against.
+	ServerName string
+	// Metrics is where the endpoint's metrics are registered.
+	Metrics prometheus.Registerer
+	Log     logr.Logger
+}
+
+// DefaultServerName is the name of the endpoint's certificate.
+const DefaultServerName = "inplace-agent-reports"
+
+// maxReportBytes bounds a report's body; a report is under 200 bytes.
+const maxReportBytes = 4 << 10
+
+// Server is the leader's report endpoint. Its certificate is issued at
+// start by a CA of its own, made in memory for this term of leadership:
+// the CA reaches the agents in the broadcast the leader writes
+// (protocol.KeyReportCA), so a new leader brings its own and nothing has to
+// be provisioned or rotated (the term ends long before the year the
+// certificate is valid for).
+type Server struct {
+	opts     Options
+	tls      *tls.Config
+	endpoint protocol.ReportEndpoint
+	results  *prometheus.CounterVec
+	listener net.Listener
+}
+
+// NewServer makes the endpoint's CA and certificate and its session.
+func NewServer(opts Options) (*Server, error) {
+	if opts.ServerName == "" {
+		opts.ServerName = DefaultServerName
+	}
+	if opts.Advertise == "" {
+		return nil, errors.New("reports: the address agents dial (advertise) is empty; set the manager's POD_IP or reports.advertiseAddress")
+	}
+	ca, err := certs.NewCA("inplace agent reports CA")
+	if err != nil {
+		return nil, err
+	}
+	certPEM, keyPEM, err := ca.Sign(certs.Leaf{CommonName: opts.ServerName, Hosts: []string{opts.ServerName}})
+	if err != nil {
+		return nil, err
+	}
+	pair, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		return nil, err
+	}
+	session := make([]byte, 8)
+	if _, err := rand.Read(session); err != nil {
+		return nil, err
+	}
+	s := &Server{
+		opts: opts,
+		tls:  &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS13, NextProtos: []string{"h2", "http/1.1"}},
+		endpoint: protocol.ReportEndpoint{
+			Address: opts.Advertise, ServerName: opts.ServerName, CA: string(ca.PEM), Session: hex.EncodeToString(session),
+		},
+		results: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "inplace_agent_reports_total",
+			Help: "Reports the JobSet controller's leader received from agents, by result: accepted, unchanged, or the reason it refused one.",
+		}, []string{"result"}),
+	}
+	if opts.Metrics != nil {
+		if err := opts.Metrics.Register(s.results); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// Endpoint is what the leader broadcasts for its agents.
+func (s *Server) Endpoint() protocol.ReportEndpoint { return s.endpoint }
+
+// NeedLeaderElection: only the leader serves; the broadcast names its
+// address.
+func (s *Server) NeedLeaderElection() bool { return true }
+
+// Listen opens the endpoint's port; Start serves it. Split so that the
+// port is open before the controller broadcasts it.
+func (s *Server) Listen() error {
+	l, err := net.Listen("tcp", s.opts.Listen)
+	if err != nil {
+		return fmt.Errorf("reports: listening on %s: %w", s.opts.Listen, err)
+	}
+	s.listener = l
+	return nil
+}
+
+// Addr is the address the endpoint listens on, once Listen returned.
+func (s *Server) Addr() net.Addr { return s.listener.Addr() }
+
+// Start serves reports until ctx ends.
+func (s *Server) Start(ctx context.Context) error {
+	if s.listener == nil {
+		if err := s.Listen(); err != nil {
+			return err
+		}
+	}
+	srv := &http.Server{
+		Handler:           s,
+		TLSConfig:         s.tls,
+		ReadHeaderTimeout: 5 * time.Second,
+		// Agents hold one connection for their life: idle ones are kept.
+		IdleTimeout: 10 * time.Minute,
+		ErrorLog:    nil,
+	}
+	errs := make(chan error, 1)
+	go func() { errs <- srv.Serve(tls.NewListener(s.listener, s.tls)) }()
+	s.opts.Log.Info("serving agent reports", "listen", s.listener.Addr().String(), "advertise", s.endpoint.Address, "session", s.endpoint.Session)
+	select {
+	case <-ctx.Done():
+		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		return srv.Shutdown(shutdown)
+	case err := <-errs:
+		return err
+	}
+}
+
+// refusal is a report refused, with the status and the reason counted.
+type refusal struct {
+	status int
+	result string
+	msg    string
+}
+
+func (r *refusal) Error() string { return r.msg }
+
+func refuse(status int, result, format string, args ...any) *refusal {
+	return &refusal{status: status, result: result, msg: fmt.Sprintf(format, args...)}
+}
+
+// ServeHTTP answers PUT (a report) and GET (what is held for the Pod, which
+// an agent that starts again reads instead of its Pod).
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path != protocol.ReportPath {
+		http.NotFound(w, r)
+		return
+	}
+	if r.Method != http.MethodPut && r.Method != http.MethodGet {
+		w.Header().Set("Allow", "GET, PUT")
+		s.answer(w, refuse(http.StatusMethodNotAllowed, "bad_request", "%s is not allowed: PUT a report or GET what is held", r.Method), nil)
+		return
+	}
+	pod, claims, err := s.authenticate(r)
+	if err != nil {
+		s.answer(w, err, nil)
+		return
+	}
+	if r.Method == http.MethodGet {
+		held := Held(pod, s.get(pod.UID))
+		s.results.WithLabelValues("read").Inc()
+		s.answer(w, nil, &held)
+		return
+	}
+	var report protocol.Report
+	body := http.MaxBytesReader(w, r.Body, maxReportBytes)
+	if err := json.NewDecoder(body).Decode(&report); err != nil {
+		s.answer(w, refuse(http.StatusBadRequest, "bad_request", "the body is not a report: %v", err), nil)
+		return
+	}
+	_, _ = io.Copy(io.Discard, body)
+	if err := report.Validate(); err != nil {
+		s.answer(w, refuse(http.StatusBadRequest, "bad_request", "invalid report: %v", err), nil)
+		return
+	}
+	held, err := s.accept(r.Context(), pod, claims, report)
+	s.answer(w, err, &held)
+}
+
+func (s *Server) get(uid types.UID) protocol.Report {
+	r, _ := s.opts.Store.Get(uid)
+	return r
+}
+
+// authenticate verifies the bearer's token and finds its Pod in the cache:
+// the Pod the token is bound to, by name and UID, so a token outlives
+// neither its Pod nor a Pod of the same name made again.
+func (s *Server) authenticate(r *http.Request) (*corev1.Pod, token.Claims, error) {
+	raw, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if !ok || raw == "" {
+		return nil, token.Claims{}, refuse(http.StatusUnauthorized, "unauthenticated", "no bearer token: present the Pod's projected service-account token for audience %s", protocol.ReportAudience)
+	}
+	claims, err := s.opts.Verifier.Verify(r.Context(), raw)
+	if err != nil {
+		// 403, not 401: the bearer presented a token, which is refused
+		// as it stands (another audience, expired, not bound to a Pod).
+		return nil, claims, refuse(http.StatusForbidden, "token_refused", "%v", err)
+	}
+	var pod corev1.Pod
+	err = s.opts.Reader.Get(r.Context(), types.NamespacedName{Namespace: claims.Namespace, Name: claims.PodName}, &pod)
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, claims, refuse(http.StatusForbidden, "pod_gone", "pod %s/%s, which the token is bound to, is not a JobSet's Pod or no longer exists", claims.Namespace, claims.PodName)
+	case err != nil:
+		return nil, claims, refuse(http.StatusServiceUnavailable, "unavailable", "reading pod %s/%s: %v", claims.Namespace, claims.PodName, err)
+	case pod.UID != claims.PodUID:
+		return nil, claims, refuse(http.StatusForbidden, "pod_gone", "pod %s/%s is not the Pod the token is bound to (uid %s): that one no longer exists", claims.Namespace, claims.PodName, claims.PodUID)
+	case pod.DeletionTimestamp != nil:
+		return nil, claims, refuse(http.StatusForbidden, "pod_gone", "pod %s/%s is being deleted", claims.Namespace, claims.PodName)
+	}
+	return &pod, claims, nil
+}
+
+// accept checks a report against the Pod's JobSet and stores it. Refused:
+// a report for another JobSet than the Pod's, and an epoch the controller
+// never broadcast (above syncedEpoch + 1, where every agent starts), which
+// would deprecate every lower epoch. Answered 409 with the epoch held: a
+// report behind what the Pod already reported.
+func (s *Server) accept(ctx context.Context, pod *corev1.Pod, _ token.Claims, report protocol.Report) (protocol.Report, error) {
+	held := Held(pod, s.get(pod.UID))
+	if name := pod.Labels[jobset.JobSetNameKey]; name != report.JobSet {
+		return held, refuse(http.StatusForbidden, "other_jobset", "pod %s/%s belongs to JobSet %q, not %q", pod.Namespace, pod.Name, name, report.JobSet)
+	}
+	var js jobset.JobSet
+	err := s.opts.Reader.Get(ctx, types.NamespacedName{Namespace: pod.Namespace, Name: report.JobSet}, &js)
+	switch {
+	case apierrors.IsNotFound(err):
+		return held, refuse(http.StatusForbidden, "other_jobset", "JobSet %s/%s does not exist", pod.Namespace, report.JobSet)
+	case err != nil:
+		return held, refuse(http.StatusServiceUnavailable, "unavailable", "reading JobSet %s/%s: %v", pod.Namespace, report.JobSet, err)
+	case string(js.UID) != pod.Labels[jobset.JobSetUIDKey]:
+		return held, refuse(http.StatusForbidden, "other_jobset", "pod %s/%s belongs to an earlier JobSet %s/%s", pod.Namespace, pod.Name, pod.Namespace, report.JobSet)
+	}
+	bound := int64(s.broadcastSynced(ctx, &js)) + 1
+	for what, epoch := range map[string]int32{"epoch": report.Epoch, "readyEpoch": report.ReadyEpoch, "workerExit.epoch": exitEpoch(report.WorkerExit)} {
+		if int64(epoch) > bound {
+			return held, refuse(http.StatusForbidden, "epoch_not_broadcast", "%s %d was never broadcast: JobSet %s/%s is at syncedEpoch %d, and an agent reports syncedEpoch + 1 at most", what, epoch, js.Namespace, js.Name, bound-1)
+		}
+	}
+	if report.Epoch < held.Epoch {
+		return held, refuse(http.StatusConflict, "behind", "epoch %d is behind epoch %d, which pod %s/%s already reported", report.Epoch, held.Epoch, pod.Namespace, pod.Name)
+	}
+	// Counts only rise: a report from an agent that started again and
+	// lost its count keeps the count held.
+	stored := report
+	prev, _ := s.opts.Store.Get(pod.UID)
+	stored.WorkerRestarts = max(stored.WorkerRestarts, prev.WorkerRestarts)
+	stored.ReadyEpoch = max(stored.ReadyEpoch, prev.ReadyEpoch)
+	if stored.WorkerExit == nil || (prev.WorkerExit != nil && prev.WorkerExit.Epoch > stored.WorkerExit.Epoch) {
+		stored.WorkerExit = prev.WorkerExit
+	}
+	if s.opts.Store.Put(pod, stored) {
+		s.results.WithLabelValues("accepted").Inc()
+	} else {
+		s.results.WithLabelValues("unchanged").Inc()
+	}
+	return Held(pod, stored), nil
+}
+
+// broadcastSynced is the highest syncedEpoch the agents may have been
+// told: the status's, or the broadcast's if the cache has seen that one
+// first.
+func (s *Server) broadcastSynced(ctx context.Context, js *jobset.JobSet) int32 {
+	synced := js.Status.SyncedEpoch
+	var cm corev1.ConfigMap
+	if err := s.opts.Reader.Get(ctx, types.NamespacedName{Namespace: js.Namespace, Name: protocol.BroadcastName(js.Name)}, &cm); err == nil && metav1.IsControlledBy(&cm, js) {
+		if b, err := protocol.DecodeBroadcast(cm.Data); err == nil {
+			synced = max(synced, b.SyncedEpoch)
+		}
+	}
+	return synced
+}
+
+func exitEpoch(e *protocol.WorkerExit) int32 {
+	if e == nil {
+		return 0
+	}
+	return e.Epoch
+}
+
+// answer writes the held report, or the refusal.
+func (s *Server) answer(w http.ResponseWriter, err error, held *protocol.Report) {
+	w.Header().Set("Content-Type", "application/json")
+	var ref *refusal
+	if err != nil {
+		if !errors.As(err, &ref) {
+			ref = refuse(http.StatusInternalServerError, "error", "%v", err)
+		}
+		s.results.WithLabelValues(ref.result).Inc()
+		if ref.status != http.StatusConflict {
+			s.opts.Log.V(1).Info("refused an agent's report", "status", ref.status, "reason", ref.msg)
+		}
+		w.WriteHeader(ref.status)
+		a := protocol.ReportAnswer{Message: ref.msg}
+		if held != nil {
+			a.Epoch = held.Epoch
+		}
+		_ = json.NewEncoder(w).Encode(a)
+		return
+	}
+	_ = json.NewEncoder(w).Encode(held)
+}

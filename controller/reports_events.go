@@ -1,0 +1,53 @@
+package controller
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/inplace-dev/inplace/api/protocol"
+	"github.com/inplace-dev/inplace/controller/reports"
+)
+
+// This file feeds the agents' direct reports (controller/reports) to the
+// reconciler as if they were changes of their Pods: the child index
+// records every Pod with its report merged in, and a report is classified
+// and enqueued as the Pod's own update would be. Nothing else in the
+// controller tells a reported epoch from an annotated one.
+
+// recordPod records a Pod's event in the child index, read with its
+// report; a deleted Pod's report is forgotten.
+func (r *Reconciler) recordPod(pod *corev1.Pod, gone bool) {
+	if gone {
+		r.opts.Reports.Forget(pod.UID)
+		r.children.PodEvent(pod, true)
+		return
+	}
+	r.children.PodEvent(r.opts.Reports.Overlay(pod), false)
+}
+
+// podSignal classifies a Pod's update as read with its report.
+func (r *Reconciler) podSignal(old, cur *corev1.Pod) signal {
+	return podSignal(r.opts.Reports.Overlay(old), r.opts.Reports.Overlay(cur))
+}
+
+// reportChanged records the Pod of a report that changed what is held for
+// it and enqueues its JobSet, classified as the Pod's update from the
+// report before to this one. The Pod is read again from the cache, which
+// an informer updates before it hands out the event: a newer event of the
+// Pod cannot be overwritten with the older Pod the report was checked
+// against.
+func (r *Reconciler) reportChanged(pod *corev1.Pod, old, cur protocol.Report) {
+	latest := &corev1.Pod{}
+	if err := r.client.Get(context.Background(), client.ObjectKeyFromObject(pod), latest, client.UnsafeDisableDeepCopy); err != nil || latest.UID != pod.UID {
+		return // gone: its deletion event forgets it
+	}
+	r.children.PodEvent(reports.WithReport(latest, cur), false)
+	key, ok := jobSetOfPod(latest)
+	q := r.queue.Load()
+	if !ok || q == nil {
+		return
+	}
+	enqueueFor(key, podSignal(reports.WithReport(latest, old), reports.WithReport(latest, cur)), r.opts.UpdateBatchPeriod, r.jobSetState, *q)
+}
