@@ -47,6 +47,10 @@ type DirectTransport struct {
 	// way before the agent writes its Pod instead; 0 means
 	// DefaultFallbackAfter.
 	FallbackAfter time.Duration
+	// NoPodFallback keeps reports off the Pod: the agents' Role may not
+	// allow the write (agent.reports.podFallback: false). The agent then
+	// retries the endpoint until it answers.
+	NoPodFallback bool
 
 	mu       sync.Mutex
 	endpoint protocol.ReportEndpoint
@@ -226,8 +230,11 @@ func (d *DirectTransport) deliver(ctx context.Context, onPod func(context.Contex
 	if client == nil {
 		var err error
 		if client, err = d.newClient(ep); err != nil {
-			d.fallback = true
+			d.fallback = !d.NoPodFallback
 			d.mu.Unlock()
+			if d.NoPodFallback {
+				return err
+			}
 			d.Log.Error(err, "the broadcast's report endpoint is unusable: reporting on the Pod")
 			return errNotDirect
 		}
@@ -274,7 +281,7 @@ func (d *DirectTransport) failed(ep protocol.ReportEndpoint, err error) error {
 	if after <= 0 {
 		after = DefaultFallbackAfter
 	}
-	if time.Since(d.failing) < after {
+	if time.Since(d.failing) < after || d.NoPodFallback {
 		return err
 	}
 	d.fallback = true

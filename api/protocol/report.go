@@ -53,6 +53,9 @@ const ReportAudience = "inplace.dev/agent-reports"
 // the agent reports on its Pod.
 const (
 	EnvReportTokenPath = "REPORT_TOKEN_PATH"
+	// EnvReportPodFallback, "false", keeps the agent from writing its Pod
+	// when the endpoint cannot be reached: its Role may not allow it.
+	EnvReportPodFallback = "REPORT_POD_FALLBACK"
 	// ReportTokenDir is where the webhook mounts the projected token.
 	ReportTokenDir  = "/var/run/secrets/inplace.dev/reports"
 	ReportTokenFile = "token"

@@ -124,7 +124,8 @@ func injected(log logr.Logger, restCfg *rest.Config) (agent.Config, agent.Transp
 	// reports to the controller where the broadcast names an endpoint (an
 	// agent injected by an older manager has none, and writes its Pod).
 	if path := os.Getenv(protocol.EnvReportTokenPath); path != "" {
-		return cfg, &agent.DirectTransport{KubeTransport: t, Token: agent.TokenFile(path)}, nil
+		return cfg, &agent.DirectTransport{KubeTransport: t, Token: agent.TokenFile(path),
+			NoPodFallback: os.Getenv(protocol.EnvReportPodFallback) == "false"}, nil
 	}
 	return cfg, t, nil
 }

@@ -41,4 +41,7 @@ func injectReportToken(pod *corev1.PodSpec, a int, reports configv1alpha1.AgentR
 		ag.VolumeMounts = append(ag.VolumeMounts, corev1.VolumeMount{Name: ReportTokenVolume, MountPath: protocol.ReportTokenDir, ReadOnly: true})
 	}
 	setEnv(ag, corev1.EnvVar{Name: protocol.EnvReportTokenPath, Value: path.Join(protocol.ReportTokenDir, protocol.ReportTokenFile)})
+	if !ptr.Deref(reports.PodFallback, true) {
+		setEnv(ag, corev1.EnvVar{Name: protocol.EnvReportPodFallback, Value: "false"})
+	}
 }

@@ -88,6 +88,13 @@ type AgentReports struct {
 	TokenExpirationSeconds int64 `json:"tokenExpirationSeconds,omitempty"`
 	// BindAddress the leader serves reports on. Default :9445.
 	BindAddress string `json:"bindAddress,omitempty"`
+	// PodFallback lets an agent that cannot reach the endpoint (a
+	// NetworkPolicy, an older manager) write its Pod instead, which needs
+	// the agents' right to patch Pods (the ClusterRole
+	// inplace-agent-pods). false: agents only ever report directly, and
+	// the ClusterRole can drop patch (the chart's
+	// agent.reports.podFallback value does). Default true.
+	PodFallback *bool `json:"podFallback,omitempty"`
 	// AdvertiseAddress is the host:port agents dial to reach the leader.
 	// Default the manager's POD_IP (from the Downward API) and
 	// BindAddress's port.
@@ -425,6 +432,9 @@ func SetDefaults(cfg *Configuration) {
 	}
 	if a.Reports.TokenExpirationSeconds == 0 {
 		a.Reports.TokenExpirationSeconds = 3600
+	}
+	if a.Reports.PodFallback == nil {
+		a.Reports.PodFallback = ptr.To(true)
 	}
 	if a.Reports.BindAddress == "" {
 		a.Reports.BindAddress = ":9445"
