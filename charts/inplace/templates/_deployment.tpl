@@ -73,10 +73,26 @@ spec:
         args:
         - --config=/etc/inplace/config.yaml
         - --role={{ .role }}
+        {{- if not .webhook }}
+        env:
+        # The leader tells the agents to report to this Pod's own address
+        # (agent.reports.advertiseAddress defaults to POD_IP and the port
+        # of agent.reports.bindAddress): without it they write their Pods.
+        - name: POD_IP
+          valueFrom:
+            fieldRef:
+              fieldPath: status.podIP
+        {{- end }}
         ports:
         {{- if .webhook }}
         - name: webhook
           containerPort: 9443
+          protocol: TCP
+        {{- else if not .root.Values.agent.reports.disabled }}
+        # The agents' reports (agent.reports.bindAddress), which they send
+        # to the leader's Pod IP directly: no Service.
+        - name: agent-reports
+          containerPort: {{ .root.Values.agent.reports.port }}
           protocol: TCP
         {{- end }}
         - name: metrics
