@@ -50,7 +50,9 @@ func CacheOptions() cache.Options {
 // changes one copies it first, see act).
 func (r *Reconciler) observe(ctx context.Context, js *jobset.JobSet) (obs decide.Observed, release func(), err error) {
 	if decide.InPlace(js) {
-		obs.ReportEndpoint = r.opts.ReportEndpoint
+		if js.Annotations[protocol.AgentReportsAnnotation] != protocol.AgentReportsPod {
+			obs.ReportEndpoint = r.opts.ReportEndpoint
+		}
 		var cm corev1.ConfigMap
 		err := r.client.Get(ctx, types.NamespacedName{Namespace: js.Namespace, Name: protocol.BroadcastName(js.Name)}, &cm)
 		if client.IgnoreNotFound(err) != nil {

@@ -295,6 +295,17 @@ func (s *supervisor) exited(ctx context.Context, code int) (int, bool) {
 		// In-place restarts are off, or the Job's podFailurePolicy judges
 		// this code: the container ends with it, as in container scope.
 		s.logf("the worker exited with code %d, which does not restart in place: the container exits with it", code)
+		if w.epoch != 0 {
+			// Told to the agent first, which tells the controller at
+			// once: the kubelet reports the container's exit only at its
+			// next relist, and the exits of the peers this one brings
+			// down, which restart in place, reach the controller
+			// through their agents before that. Bounded: the container
+			// ends whether or not the agent hears it.
+			fatalCtx, cancel := context.WithTimeout(ctx, fatalExitReportWait)
+			s.reportExit(fatalCtx, w.epoch, code)
+			cancel()
+		}
 		return code, true
 	}
 	s.logf("the worker of epoch %d exited with code %d: asking for an in-place restart", w.epoch, code)
@@ -528,6 +539,11 @@ func (s *supervisor) farewell() {
 	defer cancel()
 	_, _ = s.getState(ctx, 0) // version 0 is never the agent's: answered at once
 }
+
+// fatalExitReportWait bounds how long a container whose worker exited
+// with a code that does not restart in place waits for its agent to hear
+// of the exit.
+const fatalExitReportWait = 300 * time.Millisecond
 
 // reportExit tells the agent of the worker's exit, until it has heard it
 // or has moved past the epoch.

@@ -29,6 +29,16 @@ const (
 	KeyReportSession = "reportSession"
 )
 
+// AgentReportsAnnotation on a JobSet, set to AgentReportsPod, has its
+// agents report on their Pods even where the controller serves direct
+// reports: for a namespace whose NetworkPolicy keeps its Pods from the
+// manager, which would otherwise cost each agent FallbackAfter before it
+// writes its Pod.
+const (
+	AgentReportsAnnotation = "inplace.dev/agent-reports"
+	AgentReportsPod        = "pod"
+)
+
 // ReportEndpoint is where a JobSet's agents report, from its broadcast.
 type ReportEndpoint struct {
 	Address    string

@@ -512,3 +512,55 @@ func TestRestartEveryPodMadeIsCountedTowardsMaxRestarts(t *testing.T) {
 		t.Errorf("counted %d, synced %d: want one counted restart and the new epoch synced", p.Status.RestartsCountTowardsMax, p.Status.SyncedEpoch)
 	}
 }
+
+// With direct reports in process scope every exit, the fatal one first,
+// reaches the controller from the agents: the restart is held only
+// DirectFatalExitSettle, and a fatal code its agent reported, before the
+// kubelet saw the container end, decides instead of a restart.
+func TestDirectReportsHoldARestartBriefly(t *testing.T) {
+	js := inPlaceJobSet(0, 1)
+	js.Annotations = map[string]string{protocol.RestartScopeAnnotation: protocol.RestartScopeProcess}
+	js.Spec.ReplicatedJobs[1].Template.Spec.PodFailurePolicy = failJobOn(42)
+	jobs := jobList(readyJob(jobOf(js, "driver", 0)), readyJob(jobOf(js, "workers", 0)))
+	reported := func(name, rj string, exit *protocol.WorkerExit) corev1.Pod {
+		p := epochPod(name, rj, "1", false)
+		if exit != nil {
+			p.Annotations[protocol.WorkerExitAnnotation] = protocol.FormatWorkerExit(*exit)
+		}
+		return p
+	}
+	echo := []corev1.Pod{reported("a", "driver", nil), reported("b", "driver", nil),
+		reported("c", "workers", &protocol.WorkerExit{Epoch: 1, Container: "c", Code: 1}), reported("d", "workers", nil)}
+	endpoint := protocol.ReportEndpoint{Address: "10.0.0.5:9445", ServerName: "s", CA: "ca", Session: "1"}
+
+	p := decidePure(t, js, Observed{Jobs: jobs, Pods: echo, ServiceExists: true, ReportEndpoint: endpoint}, at(0), time.Minute)
+	if p.Status.Restarts != 0 || p.RequeueAfter != DirectFatalExitSettle {
+		t.Fatalf("restarts %d, requeue %v: want the restart held %v", p.Status.Restarts, p.RequeueAfter, DirectFatalExitSettle)
+	}
+	if p.Broadcast[protocol.KeyReportAddress] != endpoint.Address || p.Broadcast[protocol.KeyReportSession] != endpoint.Session {
+		t.Errorf("broadcast %v does not name the endpoint", p.Broadcast)
+	}
+	t.Run("without direct reports, the kubelets' relists are waited for", func(t *testing.T) {
+		p := decidePure(t, js, Observed{Jobs: jobs, Pods: echo, ServiceExists: true}, at(0), time.Minute)
+		if p.RequeueAfter != DefaultFatalExitSettle {
+			t.Errorf("requeue %v, want %v", p.RequeueAfter, DefaultFatalExitSettle)
+		}
+	})
+	t.Run("a fatal code reported by its agent: no restart", func(t *testing.T) {
+		fatal := slices.Clone(echo)
+		fatal[3] = reported("d", "workers", &protocol.WorkerExit{Epoch: 1, Container: "c", Code: 42})
+		p := decidePure(t, js, Observed{Jobs: jobs, Pods: fatal, ServiceExists: true, ReportEndpoint: endpoint, RestartHeldSince: at(0).Time}, metav1.NewTime(at(0).Add(100*time.Millisecond)), time.Minute)
+		if p.Status.Restarts != 0 || p.Status.DeprecatedEpoch != 0 || !p.RestartHeldSince.IsZero() {
+			t.Errorf("restarts %d, deprecated %d, held %v: want no restart, nothing held", p.Status.Restarts, p.Status.DeprecatedEpoch, p.RestartHeldSince)
+		}
+		if len(p.DeletePods) != 0 {
+			t.Errorf("deleted %v on the agent's word alone", p.DeletePods)
+		}
+	})
+	t.Run("the settle passes: the restart begins", func(t *testing.T) {
+		p := decidePure(t, js, Observed{Jobs: jobs, Pods: echo, ServiceExists: true, ReportEndpoint: endpoint, RestartHeldSince: at(0).Time}, metav1.NewTime(at(0).Add(DirectFatalExitSettle)), time.Minute)
+		if p.Status.Restarts != 1 || p.Status.DeprecatedEpoch != 1 {
+			t.Errorf("restarts %d, deprecated %d: want the restart begun", p.Status.Restarts, p.Status.DeprecatedEpoch)
+		}
+	})
+}

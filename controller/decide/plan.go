@@ -267,7 +267,13 @@ func (p *Plan) reconcileEpochs(js *jobset.JobSet, pods []state.PodGroup, obs Obs
 	}
 	d := decideEpochs(js, pods)
 	if d.restartBegan && !d.madeByEveryPod && t.FatalExitSettle > 0 && canFailJobs(js) {
-		p.holdRestart(js, &d, obs.RestartHeldSince, now.Time, t.FatalExitSettle)
+		settle := t.FatalExitSettle
+		if !obs.ReportEndpoint.IsZero() && protocol.ProcessScope(js.Annotations) {
+			// Every exit, fatal or not, reaches the controller from the
+			// agents, the fatal one first: no kubelet relist to wait for.
+			settle = min(settle, DirectFatalExitSettle)
+		}
+		p.holdRestart(js, &d, obs.RestartHeldSince, now.Time, settle)
 	}
 	p.Status.DeprecatedEpoch, p.Status.SyncedEpoch, p.Status.SyncedPods = d.deprecated, d.synced, d.syncedPods
 
@@ -336,6 +342,15 @@ func (p *Plan) reconcileEpochs(js *jobset.JobSet, pods []state.PodGroup, obs Obs
 // kubelet slower than that loses the race. JobSets without such rules
 // restart at once.
 const DefaultFatalExitSettle = 2 * time.Second
+
+// DirectFatalExitSettle is the hold of DefaultFatalExitSettle where the
+// agents report to the controller directly in process scope: each
+// worker's exit, with its code, reaches the controller from its agent
+// within milliseconds, the supervisor of a worker whose code fails its Job
+// telling its agent before its container ends, so before the peers it
+// brings down exit. What is left to wait for is the spread of a few HTTP
+// requests.
+const DirectFatalExitSettle = 250 * time.Millisecond
 
 // canFailJobs reports whether a Pod's failure can fail its Job by the
 // Job's podFailurePolicy (a FailJob or FailIndex rule).

@@ -520,11 +520,14 @@ func (f *Family) PodGroups(js *jobset.JobSet, attempt string) []PodGroup {
 			g.Ignored = true
 			for name := range names {
 				pod := f.pods[name].pod
-				fatal, ignored := judgePod(pfp, pod, class.Gone)
+				fatal, ignored, byStatus := judgePod(pfp, pod, class.Gone)
 				g.Ignored = g.Ignored && ignored
 				if fatal {
 					g.Fatal = true
-					if stuckFatal(pod) {
+					// Deleted only on the kubelet's word: a Pod whose
+					// agent alone said so fails by itself once the
+					// kubelet sees its container's exit.
+					if byStatus && stuckFatal(pod) {
 						g.Stuck = append(g.Stuck, pod)
 					}
 				}

@@ -134,7 +134,30 @@ func (i ImagePull) NeverPulled() bool { return i.Reason == errImageNeverPull }
 // it has stopped the sidecar, and an in-place restart decided in that
 // window would restart the Pod and defeat the FailJob. Only regular
 // containers count there, never the agent.
-func judgePod(pfp *batchv1.PodFailurePolicy, pod *corev1.Pod, gone bool) (fatal, ignored bool) {
+//
+// A worker's exit its agent reported (process scope: WorkerExitAnnotation,
+// at the Pod's epoch) is judged as a terminated container with its code:
+// the agent says it before the kubelet's next relist does. byStatus says
+// whether the Pod is fatal by what the kubelet reported alone.
+func judgePod(pfp *batchv1.PodFailurePolicy, pod *corev1.Pod, gone bool) (fatal, ignored, byStatus bool) {
+	fatal, ignored = judgeStatus(pfp, pod, gone)
+	if fatal || pod.Status.Phase == corev1.PodFailed {
+		return fatal, ignored, fatal
+	}
+	e, err := protocol.ParseWorkerExit(pod.Annotations[protocol.WorkerExitAnnotation])
+	epoch, eerr := protocol.ParseEpoch(pod.Annotations[jobset.EpochKey], false)
+	if err != nil || eerr != nil || e.Epoch != epoch {
+		return fatal, ignored, false
+	}
+	reported := &corev1.Pod{Status: corev1.PodStatus{Conditions: pod.Status.Conditions, ContainerStatuses: []corev1.ContainerStatus{{
+		Name: e.Container, State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: int32(e.Code), Reason: "Error"}},
+	}}}}
+	action, matched := podfailure.MatchPod(pfp, reported)
+	return matched && action == batchv1.PodFailurePolicyActionFailJob, ignored, false
+}
+
+// judgeStatus is judgePod by the Pod's status alone.
+func judgeStatus(pfp *batchv1.PodFailurePolicy, pod *corev1.Pod, gone bool) (fatal, ignored bool) {
 	judged := pod
 	if pod.Status.Phase != corev1.PodFailed {
 		// Judged as the Job controller will judge it once it fails: by the

@@ -359,32 +359,40 @@ type Strategy string
 
 // The strategies.
 const (
-	InPlace          = Strategy(jobset.InPlaceRestart)
-	InPlaceProcess   = Strategy(jobset.InPlaceRestart + "/process")
-	Recreate         = Strategy(jobset.Recreate)
-	BlockingRecreate = Strategy(jobset.BlockingRecreate)
+	InPlace        = Strategy(jobset.InPlaceRestart)
+	InPlaceProcess = Strategy(jobset.InPlaceRestart + "/process")
+	// InPlaceProcessPodReports is process scope with the agents writing
+	// their Pods (protocol.AgentReportsAnnotation), as before direct
+	// reports.
+	InPlaceProcessPodReports = Strategy(jobset.InPlaceRestart + "/process/pod-reports")
+	Recreate                 = Strategy(jobset.Recreate)
+	BlockingRecreate         = Strategy(jobset.BlockingRecreate)
 )
 
 // restartStrategy is the JobSet's restart strategy.
 func (s Strategy) restartStrategy() jobset.JobSetRestartStrategy {
-	if s == InPlaceProcess {
+	if s == InPlaceProcess || s == InPlaceProcessPodReports {
 		return jobset.InPlaceRestart
 	}
 	return jobset.JobSetRestartStrategy(s)
 }
 
 // process reports whether the JobSet restarts in process scope.
-func (s Strategy) process() bool { return s == InPlaceProcess }
+func (s Strategy) process() bool { return s == InPlaceProcess || s == InPlaceProcessPodReports }
+
+// podReports reports whether the agents write their Pods instead of
+// reporting to the controller.
+func (s Strategy) podReports() bool { return s == InPlaceProcessPodReports }
 
 // ParseStrategies reads a comma-separated list of restart strategies.
 func ParseStrategies(s string) ([]Strategy, error) {
 	var out []Strategy
 	for _, name := range strings.Split(s, ",") {
 		switch st := Strategy(strings.TrimSpace(name)); st {
-		case InPlace, InPlaceProcess, Recreate, BlockingRecreate:
+		case InPlace, InPlaceProcess, InPlaceProcessPodReports, Recreate, BlockingRecreate:
 			out = append(out, st)
 		default:
-			return nil, fmt.Errorf("unknown restart strategy %q: use %s, %s, %s or %s", name, InPlace, InPlaceProcess, Recreate, BlockingRecreate)
+			return nil, fmt.Errorf("unknown restart strategy %q: use %s, %s, %s, %s or %s", name, InPlace, InPlaceProcess, InPlaceProcessPodReports, Recreate, BlockingRecreate)
 		}
 	}
 	return out, nil

@@ -171,6 +171,9 @@ func jobSetFor(name, namespace string, nodes int, strategy Strategy) *jobset.Job
 		// nodes run none; the real ones' is realWorkers').
 		js.Spec.ReplicatedJobs[0].Template.Spec.Template.Spec.Containers[0].Command = []string{"train"}
 	}
+	if strategy.podReports() {
+		js.Annotations[protocol.AgentReportsAnnotation] = protocol.AgentReportsPod
+	}
 	return js
 }
 
