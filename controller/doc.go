@@ -17,6 +17,8 @@
 //	state/               the child index, a JobSet's family, its Jobs by attempt, the Pod observation, the expectations
 //	decide/              the plan of one reconcile: Jobs, Service, claims, status, failure, success and startup policies, epochs
 //	podfailure/          a Job's podFailurePolicy evaluated as the Job controller evaluates it
+//	reports_events.go    the agents' direct reports fed to the child index and the queue as their Pods' changes
+//	reports/             the leader's report endpoint and the store of reports (soft state)
 //
 // A restart is recorded first (status.restarts or a Job's individual restart
 // counter goes up, written with the resourceVersion that was read so that a
@@ -26,8 +28,10 @@
 //	Job fails ──▶ status.restarts++ ──▶ old Jobs deleted (foreground) ──▶ new Jobs created in startup order
 //
 // Imports: the APIs (api/...), the protocol's wire format (api/protocol),
-// controller/state and controller/decide, client-go and
-// controller-runtime. It never imports the webhook, the policy engine or
-// the agent: the controller decides from the JobSet and its children, and
-// what the agents need from it crosses the API server.
+// controller/state, controller/decide and controller/reports, client-go
+// and controller-runtime. It never imports the webhook (except
+// webhook/certs, through controller/reports: the report endpoint's CA),
+// the policy engine or the agent: the controller decides from the JobSet
+// and its children, and what the agents need from it crosses the API
+// server or the report endpoint.
 package controller

@@ -64,6 +64,8 @@ var forbidden = map[string][]string{
 	"controller/state":             {module + "/", "k8s.io/client-go/", "sigs.k8s.io/controller-runtime"},
 	"controller/decide":            {module + "/", "k8s.io/client-go/", "sigs.k8s.io/controller-runtime"},
 	"controller/coexist":           {module + "/", "k8s.io/client-go/", "sigs.k8s.io/controller-runtime"},
+	"controller/reports":           {module + "/", "github.com/open-policy-agent/"},
+	"controller/reports/token":     {module + "/", "sigs.k8s.io/controller-runtime"},
 	"docs":                         {module + "/"},
 	"policies":                     {module + "/", "k8s.io/client-go/", "sigs.k8s.io/controller-runtime"},
 	"policies/builtin":             {stdlibOnly},
@@ -83,7 +85,9 @@ var forbidden = map[string][]string{
 // allowed are the exceptions to forbidden: the APIs everyone may import,
 // and the sideways imports the layering allows (injection and the
 // controller share podFailurePolicy matching; the migration check and the
-// manager judge upstream JobSet's presence alike).
+// manager judge upstream JobSet's presence alike; the controller makes the
+// report endpoint's CA with the webhook's CA helper, which imports the
+// standard library alone).
 var allowed = map[string][]string{
 	"api/config/v1alpha1":          {module + "/api/config/v1alpha1"},
 	"api/jobset/v1alpha2":          {module + "/api/jobset/v1alpha2"},
@@ -92,6 +96,8 @@ var allowed = map[string][]string{
 	"controller/state":             {module + "/api/jobset/v1alpha2", module + "/api/protocol", module + "/controller/podfailure"},
 	"controller/decide":            {module + "/api/jobset/v1alpha2", module + "/api/protocol", module + "/controller/podfailure", module + "/controller/state"},
 	"controller/coexist":           {module + "/api/jobset/v1alpha2"},
+	"controller":                   {module + "/webhook/certs"},
+	"controller/reports":           {module + "/api/jobset/v1alpha2", module + "/api/protocol", module + "/controller/reports/token", module + "/webhook/certs"},
 	"policies":                     {module + "/policies/builtin"},
 	"policies/suite":               {module + "/controller/podfailure"},
 	"webhook":                      {module + "/controller/podfailure"},
