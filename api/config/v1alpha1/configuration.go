@@ -321,6 +321,9 @@ func Load(path string) (*Configuration, error) {
 	if n := cfg.Policies.Inventory.MaxObjects; n < 0 {
 		return nil, fmt.Errorf("configuration %s: policies.inventory.maxObjects is %d: set a positive number (default 20000) or leave it out", path, n)
 	}
+	if cfg.Agent.Reports.Disabled && !*cfg.Agent.Reports.PodFallback {
+		return nil, fmt.Errorf("configuration %s: agent.reports.disabled is true and agent.reports.podFallback false: agents would have no way to report; leave one of them out", path)
+	}
 	if n := cfg.Agent.Reports.TokenExpirationSeconds; n < 600 {
 		return nil, fmt.Errorf("configuration %s: agent.reports.tokenExpirationSeconds is %d: set at least 600, the least a projected token may live (default 3600), or leave it out", path, n)
 	}
