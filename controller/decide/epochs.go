@@ -197,6 +197,27 @@ func invalidAsSynced(pods []state.PodGroup, synced int32) []state.PodGroup {
 	return out
 }
 
+// unreportedAsSynced takes the Pods of a synced group that reported no
+// epoch to a leader that has just begun taking direct reports as still at
+// the synced epoch. Their agents report to the leader, not on their Pods:
+// a new leader knows nothing of them until they say their state again,
+// which its first broadcast asks them to, and a group it sees as unreported
+// is not a group that lost its members. A Pod's failure is still seen by
+// its phase, its containers and its deletion.
+func unreportedAsSynced(pods []state.PodGroup, synced int32) []state.PodGroup {
+	unreported := func(p state.PodGroup) bool { return p.Epoch == 0 && p.InvalidEpoch == "" && !p.Finished }
+	if !slices.ContainsFunc(pods, unreported) {
+		return pods
+	}
+	out := slices.Clone(pods)
+	for i := range out {
+		if unreported(out[i]) {
+			out[i].Epoch = synced
+		}
+	}
+	return out
+}
+
 // lostMember says why the synced group can no longer run, or "": a
 // worker's exit, an agent at a newer epoch, a Pod gone, a Pod missing, in
 // that order. A Pod of the synced epoch that failed or is being deleted is

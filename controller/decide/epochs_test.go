@@ -564,3 +564,51 @@ func TestDirectReportsHoldARestartBriefly(t *testing.T) {
 		}
 	})
 }
+
+// A new leader knows nothing of the agents that report to it directly
+// until they say their state again: for ReportGrace, a synced group whose
+// Pods reported nothing to it has lost no member. Past it, or without
+// direct reports, a Pod that says nothing is missing, as before.
+func TestANewLeaderWaitsForTheAgentsToReportAgain(t *testing.T) {
+	js := inPlaceJobSet(0, 1)
+	js.Status.SyncedEpoch, js.Status.DeprecatedEpoch, js.Status.SyncedPods = 1, 0, 4
+	jobs := jobList(readyJob(jobOf(js, "driver", 0)), readyJob(jobOf(js, "workers", 0)))
+	silent := func(name, rj string) corev1.Pod {
+		p := epochPod(name, rj, "", false)
+		delete(p.Annotations, jobset.EpochKey)
+		p.Status.Phase = corev1.PodRunning
+		return p
+	}
+	pods := []corev1.Pod{silent("a", "driver"), silent("b", "driver"), silent("c", "workers"), silent("d", "workers")}
+	endpoint := protocol.ReportEndpoint{Address: "10.0.0.5:9445", ServerName: "s", CA: "ca", Session: "2"}
+	started := at(0).Time
+
+	for name, tc := range map[string]struct {
+		obs         Observed
+		now         metav1.Time
+		wantRestart bool
+	}{
+		"just elected":                     {Observed{ReportEndpoint: endpoint, ReportsSince: started}, metav1.NewTime(started.Add(time.Second)), false},
+		"elected, the endpoint not up yet": {Observed{ReportEndpoint: endpoint}, at(0), false},
+		"the grace is over":                {Observed{ReportEndpoint: endpoint, ReportsSince: started}, metav1.NewTime(started.Add(ReportGrace)), true},
+		"agents report on their Pods":      {Observed{}, at(0), true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			obs := tc.obs
+			obs.Jobs, obs.Pods, obs.ServiceExists = jobs, pods, true
+			p := decidePure(t, js, obs, tc.now, time.Minute)
+			if got := p.Status.Restarts == 1; got != tc.wantRestart {
+				t.Errorf("restarted %v (restarts %d, deprecated %d), want %v", got, p.Status.Restarts, p.Status.DeprecatedEpoch, tc.wantRestart)
+			}
+		})
+	}
+	t.Run("a worker exit is seen within the grace", func(t *testing.T) {
+		exited := slices.Clone(pods)
+		exited[2] = epochPod("c", "workers", "", true)
+		delete(exited[2].Annotations, jobset.EpochKey)
+		p := decidePure(t, js, Observed{Jobs: jobs, Pods: exited, ServiceExists: true, ReportEndpoint: endpoint, ReportsSince: started}, metav1.NewTime(started.Add(time.Second)), time.Minute)
+		if p.Status.Restarts != 1 {
+			t.Errorf("restarts %d: a worker's exit must restart the group", p.Status.Restarts)
+		}
+	})
+}

@@ -37,6 +37,10 @@ type Observed struct {
 	// ReportEndpoint is where this JobSet's agents report directly, put
 	// in its broadcast; zero: they report on their Pods.
 	ReportEndpoint protocol.ReportEndpoint
+	// ReportsSince is when this leader began taking reports (zero: not
+	// yet): until ReportGrace from then, a Pod of a synced group that reported nothing
+	// is taken as still at the synced epoch (unreportedAsSynced).
+	ReportsSince time.Time
 	// Creating names the Jobs created by an earlier reconcile that jobs,
 	// read from the cache, does not show yet: they are not created again.
 	Creating map[string]bool
@@ -265,6 +269,10 @@ func (p *Plan) reconcileEpochs(js *jobset.JobSet, pods []state.PodGroup, obs Obs
 		p.Events = append(p.Events, failJobSet(&p.Status, ReasonReachedMaxRestarts, msg, now)...)
 		return
 	}
+	if !obs.ReportEndpoint.IsZero() && (obs.ReportsSince.IsZero() || now.Time.Sub(obs.ReportsSince) < ReportGrace) &&
+		js.Status.SyncedEpoch > 0 && js.Status.DeprecatedEpoch < js.Status.SyncedEpoch {
+		pods = unreportedAsSynced(pods, js.Status.SyncedEpoch)
+	}
 	d := decideEpochs(js, pods)
 	if d.restartBegan && !d.madeByEveryPod && t.FatalExitSettle > 0 && canFailJobs(js) {
 		settle := t.FatalExitSettle
@@ -342,6 +350,13 @@ func (p *Plan) reconcileEpochs(js *jobset.JobSet, pods []state.PodGroup, obs Obs
 // kubelet slower than that loses the race. JobSets without such rules
 // restart at once.
 const DefaultFatalExitSettle = 2 * time.Second
+
+// ReportGrace is how long a leader that has just begun taking direct
+// reports waits for the agents of a synced group to say their state again
+// before it takes a Pod that said nothing as missing: the agents see its
+// session in the broadcast and report within about a second, thousands of
+// them within a few.
+const ReportGrace = 10 * time.Second
 
 // DirectFatalExitSettle is the hold of DefaultFatalExitSettle where the
 // agents report to the controller directly in process scope: each

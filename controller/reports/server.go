@@ -157,6 +157,7 @@ func (s *Server) Start(ctx context.Context) error {
 	}
 	errs := make(chan error, 1)
 	go func() { errs <- srv.Serve(tls.NewListener(s.listener, s.tls)) }()
+	s.opts.Store.Begin(time.Now())
 	s.opts.Log.Info("serving agent reports", "listen", s.listener.Addr().String(), "advertise", s.endpoint.Address, "session", s.endpoint.Session)
 	select {
 	case <-ctx.Done():

@@ -24,6 +24,7 @@ import (
 	"github.com/inplace-dev/inplace/agent"
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
 	"github.com/inplace-dev/inplace/api/protocol"
+	"github.com/inplace-dev/inplace/controller/decide"
 )
 
 // Direct reports: agents tell the controller's leader their epoch over
@@ -191,6 +192,25 @@ var _ = Describe("direct reports", func() {
 		Expect(got.Annotations).To(HaveKeyWithValue(jobset.EpochKey, "1"), "the fallback did not write the Pod")
 		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(&pods[0]), &got)).To(Succeed())
 		Expect(got.Annotations).NotTo(HaveKey(jobset.EpochKey), "the direct agent wrote its Pod")
+	})
+
+	It("survive a change of leader in a synced group: no restart, the agents say their epochs again", func() {
+		js, pods := inPlaceJobSet("steady", 2, func(js *jobset.JobSet) { js.Spec.FailurePolicy.MaxRestarts = 3 })
+		a, b := directAgent(pods[0], js, nil), directAgent(pods[1], js, nil)
+		Expect(a.ReportEpoch(ctx, 1)).To(Succeed())
+		Expect(b.ReportEpoch(ctx, 1)).To(Succeed())
+		Eventually(func() int32 { return status(js).SyncedEpoch }).WithTimeout(timeout).Should(Equal(int32(1)))
+		before := endpointOf(js)
+
+		fw.StopManager()
+		fw.StartManager(cfg)
+		Eventually(func() string { return endpointOf(js).Session }).WithTimeout(timeout).ShouldNot(Equal(before.Session))
+		// Past the new leader's grace, by which the agents must have said
+		// their epochs again: a group it had not heard from would restart.
+		Consistently(func() int32 { return status(js).Restarts }).WithTimeout(decide.ReportGrace+2*time.Second).Should(BeZero(),
+			"the new leader restarted a synced group it had not heard from yet")
+		Expect(status(js).SyncedEpoch).To(Equal(int32(1)))
+		expectNoEpochOnPods(pods)
 	})
 
 	It("survive a change of leader between deprecate and sync: counted once, no barrier lifted early", func() {
