@@ -54,7 +54,12 @@ type inPlaceReport struct {
 	WaitingForEpoch int32 `json:"waitingForEpoch,omitempty"`
 	// Broadcast is the broadcast ConfigMap the agents read, nil when it is
 	// not written yet.
-	Broadcast      *broadcastReport      `json:"broadcast"`
+	Broadcast *broadcastReport `json:"broadcast"`
+	// Reports says where the agents report: "direct" (to the controller's
+	// leader, whose address follows) or "pod" (on their Pods' epoch
+	// annotation).
+	Reports        string                `json:"reports"`
+	ReportAddress  string                `json:"reportAddress,omitempty"`
 	ReplicatedJobs []replicatedJobReport `json:"replicatedJobs"`
 	Pods           []podReport           `json:"pods"`
 	// LastRestart is the timeline of the last in-place restart, empty when
@@ -130,6 +135,10 @@ func buildStatusReport(in statusInputs) statusReport {
 	if restarting(js) {
 		ip.WaitingForEpoch = js.Status.DeprecatedEpoch + 1
 	}
+	ip.Reports = "pod"
+	if b := in.broadcast; b != nil && !b.Reports.IsZero() {
+		ip.Reports, ip.ReportAddress = "direct", b.Reports.Address
+	}
 	if b := in.broadcast; b != nil {
 		ip.Broadcast = &broadcastReport{DeprecatedEpoch: b.DeprecatedEpoch, SyncedEpoch: b.SyncedEpoch, OpenReplicatedJobs: b.OpenReplicatedJobs,
 			BehindStatus: !b.Equal(protocol.Broadcast{DeprecatedEpoch: js.Status.DeprecatedEpoch, SyncedEpoch: js.Status.SyncedEpoch, OpenReplicatedJobs: b.OpenReplicatedJobs})}
@@ -141,7 +150,13 @@ func buildStatusReport(in statusInputs) statusReport {
 				continue
 			}
 			rr.Pods++
-			if e, err := protocol.ParseEpoch(p.Annotations[jobset.EpochKey], false); err == nil && e == js.Status.SyncedEpoch {
+			e, err := protocol.ParseEpoch(p.Annotations[jobset.EpochKey], false)
+			switch {
+			case err == nil && e == js.Status.SyncedEpoch:
+				rr.AtSyncedEpoch++
+			case err != nil && ip.Reports == "direct" && !restarting(js) && js.Status.SyncedEpoch > 0 && p.Status.Phase == "Running":
+				// Its agent told the controller, which synced the group
+				// only once every Pod had reported the synced epoch.
 				rr.AtSyncedEpoch++
 			}
 			if podReady(p) {
@@ -179,6 +194,9 @@ func writeStatusTable(out io.Writer, r statusReport, wide bool) {
 		return
 	}
 	fmt.Fprintf(out, "scope    %s\n", ip.Scope)
+	if ip.Reports == "direct" {
+		fmt.Fprintf(out, "reports  to the controller's leader at %s (Pods carry no epoch)\n", ip.ReportAddress)
+	}
 	fmt.Fprintf(out, "epochs   synced %d  deprecated %d", ip.SyncedEpoch, ip.DeprecatedEpoch)
 	if ip.WaitingForEpoch > 0 {
 		fmt.Fprintf(out, "  (restart in progress: waiting for every Pod at epoch %d)", ip.WaitingForEpoch)

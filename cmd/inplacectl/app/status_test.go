@@ -151,6 +151,7 @@ func TestStatusReport(t *testing.T) {
 		InPlace: &inPlaceReport{
 			Scope: "container", SyncedEpoch: 2, DeprecatedEpoch: 2, WaitingForEpoch: 3,
 			Broadcast:      &broadcastReport{DeprecatedEpoch: 1, SyncedEpoch: 2, OpenReplicatedJobs: []string{"workers"}, BehindStatus: true},
+			Reports:        "pod",
 			ReplicatedJobs: []replicatedJobReport{{Name: "workers", Replicas: 2, Pods: 1, AtSyncedEpoch: 1, Ready: 1, Barrier: "held: restarting"}},
 			Pods:           []podReport{{Name: "w-0", ReplicatedJob: "workers", Node: "node-a", Phase: "Running", Epoch: "2", Ready: true, WorkerRestarts: "0"}},
 			LastRestart: []moment{
@@ -163,6 +164,20 @@ func TestStatusReport(t *testing.T) {
 	got := buildStatusReport(in)
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("report (-want +got):\n%s", diff)
+	}
+
+	// Agents that report to the controller leave their Pods without an
+	// epoch: a synced group counts its running Pods at the synced epoch.
+	direct := in
+	direct.jobSet = js.DeepCopy()
+	direct.jobSet.Status.DeprecatedEpoch = 1
+	direct.broadcast = &protocol.Broadcast{DeprecatedEpoch: 1, SyncedEpoch: 2, Reports: protocol.ReportEndpoint{Address: "10.0.0.5:9445", Session: "s"}}
+	silent := w0.DeepCopy()
+	delete(silent.Annotations, jobset.EpochKey)
+	direct.pods = []corev1.Pod{*silent}
+	ip := buildStatusReport(direct).InPlace
+	if ip.Reports != "direct" || ip.ReportAddress != "10.0.0.5:9445" || ip.ReplicatedJobs[0].AtSyncedEpoch != 1 {
+		t.Errorf("direct reports: reports %q at %q, %d Pods at the synced epoch; want direct, the leader's address, 1", ip.Reports, ip.ReportAddress, ip.ReplicatedJobs[0].AtSyncedEpoch)
 	}
 
 	raw, err := json.Marshal(got)
