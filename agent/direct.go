@@ -293,47 +293,37 @@ func (d *DirectTransport) failed(ep protocol.ReportEndpoint, err error) error {
 // workers do. Reporting directly, the agent asks the controller, not the
 // API server, and reads its Pod only when the answer lets it resume (an
 // epoch above the deprecated one, where whether its workers run decides).
+// Each try asks the endpoint the broadcast names then: a leader that goes
+// away while the agent asks is followed to the next.
 func (d *DirectTransport) Self(ctx context.Context) (int32, Workers, error) {
-	d.mu.Lock()
-	ep, client, last, held := d.endpoint, d.client, d.last, d.held
-	direct := !ep.IsZero() && !d.fallback
-	d.mu.Unlock()
-	if !direct {
-		return d.KubeTransport.Self(ctx)
-	}
-	if client == nil {
-		var err error
-		if client, err = d.newClient(ep); err != nil {
-			return d.KubeTransport.Self(ctx)
-		}
-		d.mu.Lock()
-		if d.endpoint == ep && d.client == nil {
-			d.client = client
-		}
-		d.mu.Unlock()
-	}
 	var report protocol.Report
-	var status int
 	err := Retry(ctx, func(ctx context.Context) error {
-		var err error
-		status, err = d.do(ctx, client, ep, http.MethodGet, nil, &report)
-		if err == nil && status >= 500 {
+		ep, client, err := d.current()
+		if err != nil {
+			return err
+		}
+		status, err := d.do(ctx, client, ep, http.MethodGet, nil, &report)
+		switch {
+		case err == nil && status == http.StatusOK:
+			return nil
+		case err == nil && status < 500:
+			// Refused (a Pod the leader's cache does not show yet, say):
+			// the Pod says what it carries.
+			return errNotDirect
+		case err == nil:
 			err = fmt.Errorf("the report endpoint answered %d", status)
 		}
-		if err != nil {
-			if ferr := d.failed(ep, err); errors.Is(ferr, errNotDirect) {
-				return ferr
-			}
-		}
-		return err
+		return d.failed(ep, err)
 	}, func(err error) bool { return errors.Is(err, errNotDirect) })
-	if err != nil || status != http.StatusOK {
-		if ctx.Err() != nil {
-			return 0, WorkersStopped, err
-		}
-		// The endpoint refused or could not be reached: the Pod says it.
+	if errors.Is(err, errNotDirect) {
 		return d.KubeTransport.Self(ctx)
 	}
+	if err != nil {
+		return 0, WorkersStopped, err
+	}
+	d.mu.Lock()
+	last, held := d.last, d.held
+	d.mu.Unlock()
 	epoch := max(report.Epoch, held)
 	if epoch <= last.DeprecatedEpoch {
 		// A new epoch whatever the workers do: no read of the Pod.
@@ -344,6 +334,25 @@ func (d *DirectTransport) Self(ctx context.Context) (int32, Workers, error) {
 		return 0, WorkersStopped, err
 	}
 	return max(epoch, podEpoch), workers, nil
+}
+
+// current is the endpoint the broadcast names and the client for it, or
+// errNotDirect when the agent reports on its Pod.
+func (d *DirectTransport) current() (protocol.ReportEndpoint, *http.Client, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	ep := d.endpoint
+	if ep.IsZero() || d.fallback {
+		return ep, nil, errNotDirect
+	}
+	if d.client == nil {
+		client, err := d.newClient(ep)
+		if err != nil {
+			return ep, nil, errNotDirect
+		}
+		d.client = client
+	}
+	return ep, d.client, nil
 }
 
 // do sends one request to the endpoint and decodes its JSON answer.

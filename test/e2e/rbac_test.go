@@ -273,6 +273,9 @@ deny contains "e2e: twice" if input.object.kind == "JobSet"
 		Expect(k8sClient.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "second", Namespace: ns.Name}})).To(Succeed())
 		second := smallInPlace("second", ns.Name, 1)
 		second.Spec.ReplicatedJobs[0].Template.Spec.Template.Spec.ServiceAccountName = "second"
+		// Its agents report on their Pods, as agents that cannot reach
+		// the controller fall back to: the agents' patch right is used.
+		second.Annotations = map[string]string{protocol.AgentReportsAnnotation: protocol.AgentReportsPod}
 		Expect(k8sClient.Create(ctx, second)).To(Succeed())
 		expectRunning(second, 4, 1)
 

@@ -141,7 +141,7 @@ func buildStatusReport(in statusInputs) statusReport {
 	}
 	if b := in.broadcast; b != nil {
 		ip.Broadcast = &broadcastReport{DeprecatedEpoch: b.DeprecatedEpoch, SyncedEpoch: b.SyncedEpoch, OpenReplicatedJobs: b.OpenReplicatedJobs,
-			BehindStatus: !b.Equal(protocol.Broadcast{DeprecatedEpoch: js.Status.DeprecatedEpoch, SyncedEpoch: js.Status.SyncedEpoch, OpenReplicatedJobs: b.OpenReplicatedJobs})}
+			BehindStatus: !b.Equal(protocol.Broadcast{DeprecatedEpoch: js.Status.DeprecatedEpoch, SyncedEpoch: js.Status.SyncedEpoch, OpenReplicatedJobs: b.OpenReplicatedJobs, Reports: b.Reports})}
 	}
 	for _, rj := range js.Spec.ReplicatedJobs {
 		rr := replicatedJobReport{Name: rj.Name, Replicas: rj.Replicas, Barrier: barrier(js, in.broadcast, rj.Name)}
