@@ -225,7 +225,9 @@ func (s *Server) get(uid types.UID) protocol.Report {
 	return r
 }
 
-// authenticate verifies the bearer's token and finds its Pod in the cache:
+// authenticate verifies the bearer's token and finds its Pod in the cache
+// (the cache's own objects, read-only: a report reads them and copies
+// nothing):
 // the Pod the token is bound to, by name and UID, so a token outlives
 // neither its Pod nor a Pod of the same name made again.
 func (s *Server) authenticate(r *http.Request) (*corev1.Pod, token.Claims, error) {
@@ -240,7 +242,7 @@ func (s *Server) authenticate(r *http.Request) (*corev1.Pod, token.Claims, error
 		return nil, claims, refuse(http.StatusForbidden, "token_refused", "%v", err)
 	}
 	var pod corev1.Pod
-	err = s.opts.Reader.Get(r.Context(), types.NamespacedName{Namespace: claims.Namespace, Name: claims.PodName}, &pod)
+	err = s.opts.Reader.Get(r.Context(), types.NamespacedName{Namespace: claims.Namespace, Name: claims.PodName}, &pod, client.UnsafeDisableDeepCopy)
 	switch {
 	case apierrors.IsNotFound(err):
 		return nil, claims, refuse(http.StatusForbidden, "pod_gone", "pod %s/%s, which the token is bound to, is not a JobSet's Pod or no longer exists", claims.Namespace, claims.PodName)
@@ -265,7 +267,7 @@ func (s *Server) accept(ctx context.Context, pod *corev1.Pod, _ token.Claims, re
 		return held, refuse(http.StatusForbidden, "other_jobset", "pod %s/%s belongs to JobSet %q, not %q", pod.Namespace, pod.Name, name, report.JobSet)
 	}
 	var js jobset.JobSet
-	err := s.opts.Reader.Get(ctx, types.NamespacedName{Namespace: pod.Namespace, Name: report.JobSet}, &js)
+	err := s.opts.Reader.Get(ctx, types.NamespacedName{Namespace: pod.Namespace, Name: report.JobSet}, &js, client.UnsafeDisableDeepCopy)
 	switch {
 	case apierrors.IsNotFound(err):
 		return held, refuse(http.StatusForbidden, "other_jobset", "JobSet %s/%s does not exist", pod.Namespace, report.JobSet)
@@ -306,7 +308,7 @@ func (s *Server) accept(ctx context.Context, pod *corev1.Pod, _ token.Claims, re
 func (s *Server) broadcastSynced(ctx context.Context, js *jobset.JobSet) int32 {
 	synced := js.Status.SyncedEpoch
 	var cm corev1.ConfigMap
-	if err := s.opts.Reader.Get(ctx, types.NamespacedName{Namespace: js.Namespace, Name: protocol.BroadcastName(js.Name)}, &cm); err == nil && metav1.IsControlledBy(&cm, js) {
+	if err := s.opts.Reader.Get(ctx, types.NamespacedName{Namespace: js.Namespace, Name: protocol.BroadcastName(js.Name)}, &cm, client.UnsafeDisableDeepCopy); err == nil && metav1.IsControlledBy(&cm, js) {
 		if b, err := protocol.DecodeBroadcast(cm.Data); err == nil {
 			synced = max(synced, b.SyncedEpoch)
 		}
