@@ -122,8 +122,8 @@ func (d *DirectTransport) Broadcasts(ctx context.Context) (<-chan protocol.Broad
 	return out, nil
 }
 
-// observe notes a broadcast and reports whether it names a new endpoint
-// while the agent has something to say.
+// observe notes a broadcast and reports whether it names another endpoint,
+// or none where it named one, while the agent has something to say.
 func (d *DirectTransport) observe(b protocol.Broadcast) bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -141,11 +141,12 @@ func (d *DirectTransport) observe(b protocol.Broadcast) bool {
 		d.client.CloseIdleConnections()
 	}
 	d.endpoint, d.client, d.fallback, d.failing = b.Reports, nil, false, time.Time{}
-	return changed && !b.Reports.IsZero() && d.state.Epoch > 0
+	return changed && d.state.Epoch > 0
 }
 
-// sayAgain reports the agent's state to a new session's leader, until it
-// is taken or the broadcast names yet another session.
+// sayAgain says the agent's state again after the broadcast named another
+// endpoint (a new leader's), or none (then on the Pod), until it is taken
+// or the broadcast changes again.
 func (d *DirectTransport) sayAgain(ctx context.Context, session string) {
 	err := Retry(ctx, func(ctx context.Context) error {
 		d.mu.Lock()
@@ -154,14 +155,14 @@ func (d *DirectTransport) sayAgain(ctx context.Context, session string) {
 		if current != session {
 			return nil
 		}
-		err := d.deliver(ctx, nil)
+		err := d.say(ctx)
 		if err != nil {
-			d.Log.V(1).Info("saying the state again to a new leader failed; retrying", "error", err)
+			d.Log.V(1).Info("saying the state again failed; retrying", "error", err)
 		}
 		return err
 	}, refused)
 	if err == nil {
-		d.Log.Info("said the state again to a new leader", "session", session)
+		d.Log.Info("said the state again", "session", session, "direct", d.Direct())
 	}
 }
 
@@ -176,55 +177,62 @@ func (d *DirectTransport) Direct() bool {
 
 // ReportEpoch reports the agent's epoch.
 func (d *DirectTransport) ReportEpoch(ctx context.Context, epoch int32) error {
-	return d.update(ctx, func(r *protocol.Report) { r.Epoch = epoch },
-		func(ctx context.Context) error { return d.KubeTransport.ReportEpoch(ctx, epoch) })
+	return d.update(ctx, func(r *protocol.Report) { r.Epoch = epoch })
 }
 
 // ReportProcessEpoch reports the epoch and the worker restarts.
 func (d *DirectTransport) ReportProcessEpoch(ctx context.Context, epoch, workerRestarts int32) error {
-	return d.update(ctx, func(r *protocol.Report) { r.Epoch, r.WorkerRestarts = epoch, workerRestarts },
-		func(ctx context.Context) error { return d.KubeTransport.ReportProcessEpoch(ctx, epoch, workerRestarts) })
+	return d.update(ctx, func(r *protocol.Report) { r.Epoch, r.WorkerRestarts = epoch, workerRestarts })
 }
 
 // ReportWorkerExit reports a worker's exit, with its code.
 func (d *DirectTransport) ReportWorkerExit(ctx context.Context, exit protocol.WorkerExit) error {
-	return d.update(ctx, func(r *protocol.Report) { r.WorkerExit = &exit },
-		func(ctx context.Context) error { return d.KubeTransport.ReportWorkerExit(ctx, exit) })
+	return d.update(ctx, func(r *protocol.Report) { r.WorkerExit = &exit })
 }
 
 // ReportReady reports the epoch at which the Pod's workers are ready.
 func (d *DirectTransport) ReportReady(ctx context.Context, epoch int32) error {
-	return d.update(ctx, func(r *protocol.Report) { r.ReadyEpoch = epoch },
-		func(ctx context.Context) error { return d.KubeTransport.ReportReady(ctx, epoch) })
+	return d.update(ctx, func(r *protocol.Report) { r.ReadyEpoch = epoch })
 }
 
-// update changes the state and says it, directly or, failing that, by
-// onPod.
-func (d *DirectTransport) update(ctx context.Context, change func(*protocol.Report), onPod func(context.Context) error) error {
+// update changes the state and says it, directly or, failing that, on the
+// Pod.
+func (d *DirectTransport) update(ctx context.Context, change func(*protocol.Report)) error {
 	d.mu.Lock()
 	change(&d.state)
 	d.state.JobSet = d.JobSet
 	d.mu.Unlock()
-	err := d.deliver(ctx, onPod)
-	if errors.Is(err, errNotDirect) {
-		return onPod(ctx)
+	return d.say(ctx)
+}
+
+// say says the whole state, directly or, failing that, on the Pod: all of
+// it, since what was said to a leader before is not on the Pod, and the
+// controller reads a worker's exit or readiness only at the epoch the Pod
+// carries.
+func (d *DirectTransport) say(ctx context.Context) error {
+	err := d.deliver(ctx)
+	if !errors.Is(err, errNotDirect) {
+		return err
 	}
-	return err
+	d.mu.Lock()
+	state := d.state
+	d.mu.Unlock()
+	if state.Epoch == 0 {
+		return nil // nothing said yet
+	}
+	return d.KubeTransport.ReportState(ctx, state)
 }
 
 // deliver PUTs the state to the endpoint. A report that fails on the way
 // for longer than FallbackAfter turns the fallback on (errNotDirect); so
 // does having no endpoint.
-func (d *DirectTransport) deliver(ctx context.Context, onPod func(context.Context) error) error {
+func (d *DirectTransport) deliver(ctx context.Context) error {
 	d.send.Lock()
 	defer d.send.Unlock()
 	d.mu.Lock()
 	ep, client, state := d.endpoint, d.client, d.state
 	if ep.IsZero() || d.fallback {
 		d.mu.Unlock()
-		if onPod == nil {
-			return nil // said on the Pod already
-		}
 		return errNotDirect
 	}
 	if client == nil {
@@ -327,8 +335,10 @@ func (d *DirectTransport) Self(ctx context.Context) (int32, Workers, error) {
 	epoch := max(report.Epoch, held)
 	if epoch <= last.DeprecatedEpoch {
 		// A new epoch whatever the workers do: no read of the Pod.
+		d.Log.Info("asked the leader for the epoch it holds", "epoch", epoch, "readPod", false)
 		return epoch, WorkersStopped, nil
 	}
+	d.Log.Info("asked the leader for the epoch it holds", "epoch", epoch, "readPod", true)
 	podEpoch, workers, err := d.KubeTransport.Self(ctx)
 	if err != nil {
 		return 0, WorkersStopped, err

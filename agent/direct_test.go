@@ -10,7 +10,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"sync"
 	"testing"
 	"time"
@@ -733,11 +732,6 @@ func TestDirectSelf(t *testing.T) {
 // it does, the Pod looks behind and the group's sync waits for an agent
 // that has nothing new to report.
 func TestDirectFallbackSaysTheStateOnThePod(t *testing.T) {
-	if os.Getenv("INPLACE_RUN_KNOWN_BUGS") == "" {
-		t.Skip("known bug (INPLACE_RUN_KNOWN_BUGS=1 runs it): DirectTransport.deliver returns nil (\"said on the Pod already\") " +
-			"when sayAgain finds the fallback on, and observe asks nothing when the endpoint goes away, " +
-			"so state reported directly is never written on the Pod")
-	}
 	const blocked = "192.0.2.1:9445" // TEST-NET-1: never dialed, Dial refuses it
 	cases := map[string]func(first protocol.ReportEndpoint) protocol.Broadcast{
 		"the next leader cannot be reached": func(first protocol.ReportEndpoint) protocol.Broadcast {

@@ -185,6 +185,23 @@ func (k *KubeTransport) ReportWorkerExit(ctx context.Context, exit protocol.Work
 	return annotate(ctx, k.Client, k.Namespace, k.Pod, map[string]string{protocol.WorkerExitAnnotation: protocol.FormatWorkerExit(exit)})
 }
 
+// ReportState patches the whole of an agent's state on its Pod, in one
+// write: what an agent that reported to the controller says on its Pod
+// when it falls back.
+func (k *KubeTransport) ReportState(ctx context.Context, r protocol.Report) error {
+	annotations := map[string]string{jobset.EpochKey: strconv.Itoa(int(r.Epoch))}
+	if r.WorkerRestarts > 0 {
+		annotations[protocol.WorkerRestartsAnnotation] = strconv.Itoa(int(r.WorkerRestarts))
+	}
+	if r.WorkerExit != nil {
+		annotations[protocol.WorkerExitAnnotation] = protocol.FormatWorkerExit(*r.WorkerExit)
+	}
+	if r.ReadyEpoch > 0 {
+		annotations[protocol.ReadyEpochAnnotation] = strconv.Itoa(int(r.ReadyEpoch))
+	}
+	return annotate(ctx, k.Client, k.Namespace, k.Pod, annotations)
+}
+
 // ReportReady patches the epoch at which the Pod's workers are ready.
 func (k *KubeTransport) ReportReady(ctx context.Context, epoch int32) error {
 	return annotate(ctx, k.Client, k.Namespace, k.Pod, map[string]string{protocol.ReadyEpochAnnotation: strconv.Itoa(int(epoch))})

@@ -43,7 +43,9 @@ func (r *Reconciler) reportChanged(pod *corev1.Pod, old, cur protocol.Report) {
 	if err := r.client.Get(context.Background(), client.ObjectKeyFromObject(pod), latest, client.UnsafeDisableDeepCopy); err != nil || latest.UID != pod.UID {
 		return // gone: its deletion event forgets it
 	}
-	r.children.PodEvent(reports.WithReport(latest, cur), false)
+	// What the store holds now, not cur: two reports of one Pod told out
+	// of order must leave the newer recorded.
+	r.children.PodEvent(r.opts.Reports.Overlay(latest), false)
 	key, ok := jobSetOfPod(latest)
 	q := r.queue.Load()
 	if !ok || q == nil {

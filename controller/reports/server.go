@@ -211,7 +211,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.answer(w, refuse(http.StatusBadRequest, "bad_request", "the body is not a report: %v", err), nil)
 		return
 	}
-	_, _ = io.Copy(io.Discard, body)
+	if _, err := io.Copy(io.Discard, body); err != nil {
+		s.answer(w, refuse(http.StatusBadRequest, "bad_request", "the body is over %d bytes or could not be read: %v", maxReportBytes, err), nil)
+		return
+	}
 	if err := report.Validate(); err != nil {
 		s.answer(w, refuse(http.StatusBadRequest, "bad_request", "invalid report: %v", err), nil)
 		return
@@ -285,18 +288,16 @@ func (s *Server) accept(ctx context.Context, pod *corev1.Pod, _ token.Claims, re
 	if report.Epoch < held.Epoch {
 		return held, refuse(http.StatusConflict, "behind", "epoch %d is behind epoch %d, which pod %s/%s already reported", report.Epoch, held.Epoch, pod.Namespace, pod.Name)
 	}
-	// Counts only rise: a report from an agent that started again and
-	// lost its count keeps the count held.
-	stored := report
-	prev, _ := s.opts.Store.Get(pod.UID)
-	stored.WorkerRestarts = max(stored.WorkerRestarts, prev.WorkerRestarts)
-	stored.ReadyEpoch = max(stored.ReadyEpoch, prev.ReadyEpoch)
-	if stored.WorkerExit == nil || (prev.WorkerExit != nil && prev.WorkerExit.Epoch > stored.WorkerExit.Epoch) {
-		stored.WorkerExit = prev.WorkerExit
-	}
-	if s.opts.Store.Put(pod, stored) {
+	stored, changed, behind := s.opts.Store.Merge(pod, report)
+	switch {
+	case behind:
+		// Another report of the Pod, ahead of this one, was taken while
+		// this one was checked.
+		held = Held(pod, stored)
+		return held, refuse(http.StatusConflict, "behind", "epoch %d is behind epoch %d, which pod %s/%s already reported", report.Epoch, held.Epoch, pod.Namespace, pod.Name)
+	case changed:
 		s.results.WithLabelValues("accepted").Inc()
-	} else {
+	default:
 		s.results.WithLabelValues("unchanged").Inc()
 	}
 	return Held(pod, stored), nil

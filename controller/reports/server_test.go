@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -582,21 +581,10 @@ func TestServerGet(t *testing.T) {
 	}
 }
 
-// runKnownBugs runs the tests of bugs not fixed yet, which are skipped
-// otherwise: INPLACE_RUN_KNOWN_BUGS=1.
-func runKnownBugs(t *testing.T, bug string) {
-	t.Helper()
-	if os.Getenv("INPLACE_RUN_KNOWN_BUGS") == "" {
-		t.Skip("known bug (INPLACE_RUN_KNOWN_BUGS=1 runs it): " + bug)
-	}
-}
-
 // TestServerPaddedBodyOver4KiB: a body over 4 KiB is refused even when
 // it begins with a whole report: the bound is the body's, not the first
 // JSON value's.
 func TestServerPaddedBodyOver4KiB(t *testing.T) {
-	runKnownBugs(t, "ServeHTTP decodes the first JSON value and discards the io.Copy error "+
-		"of the rest, so a report followed by more than 4 KiB of anything is taken (200), not refused (400)")
 	f := newFixture(t, newWorld().reader(t))
 	body := `{"jobSet":"js","epoch":3}` + strings.Repeat(" ", 2*maxReportBytes)
 	got := f.do(t, request{method: http.MethodPut, token: "p0", body: body})
@@ -629,8 +617,6 @@ func (r *pausingReader) Get(ctx context.Context, key client.ObjectKey, obj clien
 // one was taken (the agent's request timed out and it sent the next) does
 // not take the epoch held back down.
 func TestServerEpochNeverGoesDown(t *testing.T) {
-	runKnownBugs(t, "accept compares a report with the epoch held before its reads of the JobSet and broadcast, "+
-		"and Put replaces whatever is held by then: a slow report of epoch 2 stores 2 over an epoch 3 taken meanwhile")
 	r := &pausingReader{Reader: newWorld().reader(t), arrived: make(chan struct{}), release: make(chan struct{})}
 	f := newFixture(t, r)
 	if got := f.do(t, put("p0", protocol.Report{JobSet: jsName, Epoch: 1})); got.Code != http.StatusOK {

@@ -72,11 +72,40 @@ func (s *Store) Put(pod *corev1.Pod, r protocol.Report) bool {
 	old := s.byPod[pod.UID]
 	s.byPod[pod.UID] = r
 	s.mu.Unlock()
-	if equalReports(old, r) {
+	return s.told(pod, old, r)
+}
+
+// Merge takes a report of pod into what is held, in one step against
+// reports of the same Pod taken meanwhile: refused (behind) if its epoch
+// is below the one held; counts, the ready epoch and the last worker exit
+// only rise, so that an agent that started again and lost its count keeps
+// the count held. It tells OnChange's function if what is held changed.
+func (s *Store) Merge(pod *corev1.Pod, r protocol.Report) (stored protocol.Report, changed, behind bool) {
+	s.mu.Lock()
+	prev := s.byPod[pod.UID]
+	if r.Epoch < prev.Epoch {
+		s.mu.Unlock()
+		return prev, false, true
+	}
+	stored = r
+	stored.WorkerRestarts = max(r.WorkerRestarts, prev.WorkerRestarts)
+	stored.ReadyEpoch = max(r.ReadyEpoch, prev.ReadyEpoch)
+	if r.WorkerExit == nil || (prev.WorkerExit != nil && prev.WorkerExit.Epoch > r.WorkerExit.Epoch) {
+		stored.WorkerExit = prev.WorkerExit
+	}
+	s.byPod[pod.UID] = stored
+	s.mu.Unlock()
+	return stored, s.told(pod, prev, stored), false
+}
+
+// told tells OnChange's function of a change, and reports whether there
+// was one.
+func (s *Store) told(pod *corev1.Pod, old, cur protocol.Report) bool {
+	if equalReports(old, cur) {
 		return false
 	}
 	if s.changed != nil {
-		s.changed(pod, old, r)
+		s.changed(pod, old, cur)
 	}
 	return true
 }

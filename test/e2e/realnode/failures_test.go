@@ -106,11 +106,12 @@ var _ = inScopes(func(scope string) {
 					HaveField("Name", agentContainer), HaveField("RestartCount", int32(1)), HaveField("Started", HaveValue(BeTrue())))))
 			}).WithTimeout(timeout).WithPolling(250 * time.Millisecond).Should(Succeed())
 			Expect(expectRunning(js, 1)).To(Equal(before))
-			// The kubelet gave the restarted agent its Pod's epoch, 1, which
-			// is not deprecated: the one case where the agent reads its Pod,
-			// to learn that its workers still run.
+			// The leader told the restarted agent the epoch it held, 1,
+			// which is not deprecated: the one case where the agent reads
+			// its Pod, to learn that its workers still run.
 			Eventually(func() string { return agentLog(victim) }).WithTimeout(30*time.Second).
-				Should(MatchRegexp(`"msg":"started","epoch":1,"resumed":true,.*"envEpoch":1,"readPod":true`), "agent log of %s", victim.Name)
+				Should(And(MatchRegexp(`"msg":"asked the leader for the epoch it holds","epoch":1,"readPod":true`),
+					MatchRegexp(`"msg":"started","epoch":1,"resumed":true`)), "agent log of %s", victim.Name)
 			// The restarted agent reported its epoch again; a controller that
 			// took it for a new member would deprecate the epoch within a
 			// reconcile.
