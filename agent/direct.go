@@ -268,6 +268,11 @@ func (d *DirectTransport) deliver(ctx context.Context) error {
 		d.held = max(d.held, answer.Epoch)
 		d.mu.Unlock()
 		return fmt.Errorf("%w: %s", ErrReportRefused, answer.Message)
+	case answer.Reason == protocol.ReasonUnauthenticated || answer.Reason == protocol.ReasonTokenRefused || answer.Reason == protocol.ReasonPodGone:
+		// Nothing the agent says would be taken: its Pod says it, after
+		// FallbackAfter, as for an endpoint it cannot reach.
+		d.Log.Info("the report endpoint refused the agent", "reason", answer.Reason, "message", answer.Message)
+		return d.failed(ep, fmt.Errorf("%w: %d %s", ErrReportRefused, status, answer.Message))
 	case status == http.StatusForbidden || status == http.StatusUnauthorized || status == http.StatusBadRequest:
 		return fmt.Errorf("%w: %d %s", ErrReportRefused, status, answer.Message)
 	}

@@ -785,3 +785,40 @@ func TestDirectFallbackSaysTheStateOnThePod(t *testing.T) {
 		})
 	}
 }
+
+// TestDirectRefusedTokenFallsBack: a leader that refuses the agent's
+// token (the webhook and the controller configured with different
+// audiences) would take nothing it says: after FallbackAfter the agent
+// says its state on its Pod, as for a leader it cannot reach; a refusal
+// of what it says (an epoch never broadcast) keeps it on the endpoint.
+func TestDirectRefusedTokenFallsBack(t *testing.T) {
+	for name, tc := range map[string]struct {
+		reason      string
+		wantPatched bool
+	}{
+		"token refused":         {reason: protocol.ReasonTokenRefused, wantPatched: true},
+		"epoch never broadcast": {reason: "epoch_not_broadcast", wantPatched: false},
+	} {
+		t.Run(name, func(t *testing.T) {
+			ctx := directContext(t)
+			api, leader := newAPIStandIn(t, runningPod(nil)), newLeaderStandIn(t)
+			leader.setAnswer(func(string, protocol.Report) (int, any) {
+				return http.StatusForbidden, protocol.ReportAnswer{Reason: tc.reason, Message: "refused"}
+			})
+			d := newDirect(t, api, testr.New(t))
+			d.observe(protocol.Broadcast{Reports: leader.endpoint("s1")})
+			err := d.ReportEpoch(ctx, 1)
+			if !errors.Is(err, ErrReportRefused) {
+				t.Fatalf("the first report: %v, want a refusal", err)
+			}
+			deadline := time.Now().Add(3 * d.FallbackAfter)
+			for err != nil && time.Now().Before(deadline) {
+				err = Retry(ctx, func(ctx context.Context) error { return d.ReportEpoch(ctx, 1) }, func(error) bool { return time.Now().After(deadline) })
+			}
+			_, patches := api.seen()
+			if got := len(patches) > 0; got != tc.wantPatched {
+				t.Errorf("patched the Pod %v (%v), want %v", got, patches, tc.wantPatched)
+			}
+		})
+	}
+}

@@ -51,7 +51,7 @@ func CacheOptions() cache.Options {
 func (r *Reconciler) observe(ctx context.Context, js *jobset.JobSet) (obs decide.Observed, release func(), err error) {
 	if decide.InPlace(js) {
 		if js.Annotations[protocol.AgentReportsAnnotation] != protocol.AgentReportsPod {
-			obs.ReportEndpoint, obs.ReportsSince = r.opts.ReportEndpoint, r.opts.Reports.Since()
+			obs.ReportEndpoint = r.opts.ReportEndpoint
 		}
 		var cm corev1.ConfigMap
 		err := r.client.Get(ctx, types.NamespacedName{Namespace: js.Namespace, Name: protocol.BroadcastName(js.Name)}, &cm)
@@ -63,6 +63,9 @@ func (r *Reconciler) observe(ctx context.Context, js *jobset.JobSet) (obs decide
 			if obs.Broadcast == nil {
 				obs.Broadcast = map[string]string{}
 			}
+		}
+		if !obs.ReportEndpoint.IsZero() {
+			obs.ReportsSince = r.reportsSince(js, obs.Broadcast)
 		}
 	}
 

@@ -125,6 +125,9 @@ type Reconciler struct {
 	// controller ran waits for its agents' grants from here, not from its
 	// creation (awaitAgentGrants).
 	since time.Time
+	// sessions remembers, by JobSet, when its broadcast first showed this
+	// leader's session (reportsSince).
+	sessions sync.Map
 	// queue is the controller's work queue, for reports, which come from
 	// no informer (reportChanged).
 	queue atomic.Pointer[workqueue.TypedRateLimitingInterface[reconcile.Request]]
@@ -250,6 +253,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if apierrors.IsNotFound(err) {
 			r.metrics.gone(req.NamespacedName)
 			r.held.set(req.NamespacedName, "", time.Time{})
+			r.sessions.Delete(req.NamespacedName)
 			r.expectations.Forget(req.NamespacedName)
 			return ctrl.Result{}, nil
 		}

@@ -2,10 +2,13 @@ package controller
 
 import (
 	"context"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
 	"github.com/inplace-dev/inplace/api/protocol"
 	"github.com/inplace-dev/inplace/controller/reports"
 )
@@ -52,4 +55,28 @@ func (r *Reconciler) reportChanged(pod *corev1.Pod, old, cur protocol.Report) {
 		return
 	}
 	enqueueFor(key, podSignal(reports.WithReport(latest, old), reports.WithReport(latest, cur)), r.opts.UpdateBatchPeriod, r.jobSetState, *q)
+}
+
+// sessionSeen is when a JobSet's broadcast first showed this leader's
+// session.
+type sessionSeen struct {
+	uid types.UID
+	at  time.Time
+}
+
+// reportsSince is when the JobSet's broadcast, as the cache shows it, first
+// named this leader's session: from about then its agents say their state
+// again (decide.ReportGrace). Zero while it names another, or none.
+func (r *Reconciler) reportsSince(js *jobset.JobSet, broadcast map[string]string) time.Time {
+	if broadcast[protocol.KeyReportSession] != r.opts.ReportEndpoint.Session {
+		return time.Time{}
+	}
+	key := client.ObjectKeyFromObject(js)
+	now := sessionSeen{uid: js.UID, at: r.opts.Clock.Now()}
+	v, loaded := r.sessions.LoadOrStore(key, now)
+	if seen := v.(sessionSeen); loaded && seen.uid == js.UID {
+		return seen.at
+	}
+	r.sessions.Store(key, now)
+	return now.at
 }

@@ -39,6 +39,12 @@ const (
 	AgentReportsPod        = "pod"
 )
 
+// ReportedMark marks, on the controller's in-memory copy of a Pod, that
+// the Pod's agent reported to this leader: never written to the API
+// server, it is how the controller's readers of a Pod tell an agent
+// heard from this leader's term from one it has not heard from yet.
+const ReportedMark = "inplace.dev/reported-to-leader"
+
 // ReportEndpoint is where a JobSet's agents report, from its broadcast.
 type ReportEndpoint struct {
 	Address    string
@@ -92,9 +98,27 @@ type ReportAnswer struct {
 	// Epoch is the epoch the controller holds for the Pod: higher than
 	// the report's when the report was refused for being behind (409).
 	Epoch int32 `json:"epoch"`
+	// Reason says, in one word, why a report was refused
+	// (ReasonTokenRefused, ...).
+	Reason string `json:"reason,omitempty"`
 	// Message says why a report was refused.
 	Message string `json:"message,omitempty"`
 }
+
+// The reasons of a refusal an agent cannot cure by saying something else:
+// the endpoint does not know it, or not yet. It falls back to its Pod as
+// it would from an endpoint it cannot reach.
+const (
+	// ReasonUnauthenticated: no token.
+	ReasonUnauthenticated = "unauthenticated"
+	// ReasonTokenRefused: a token for another audience (the webhook and
+	// the controller configured with different ones), expired, or not
+	// bound to a Pod.
+	ReasonTokenRefused = "token_refused"
+	// ReasonPodGone: the leader's cache does not show the token's Pod, or
+	// shows another of its name.
+	ReasonPodGone = "pod_gone"
+)
 
 // Validate checks what a report says of itself.
 func (r Report) Validate() error {

@@ -197,25 +197,29 @@ func invalidAsSynced(pods []state.PodGroup, synced int32) []state.PodGroup {
 	return out
 }
 
-// unreportedAsSynced takes the Pods of a synced group that reported no
-// epoch to a leader that has just begun taking direct reports as still at
-// the synced epoch. Their agents report to the leader, not on their Pods:
-// a new leader knows nothing of them until they say their state again,
-// which its first broadcast asks them to, and a group it sees as unreported
-// is not a group that lost its members. A Pod's failure is still seen by
-// its phase, its containers and its deletion.
-func unreportedAsSynced(pods []state.PodGroup, synced int32) []state.PodGroup {
-	unreported := func(p state.PodGroup) bool { return p.Epoch == 0 && p.InvalidEpoch == "" && !p.Finished }
-	if !slices.ContainsFunc(pods, unreported) {
-		return pods
+// unreportedAsSynced takes the Pods of a synced group whose agents have
+// not reported to a leader that has just begun taking direct reports as
+// still at the synced epoch, whatever their Pods carry (nothing, or an
+// epoch an agent wrote there when it last fell back). Their agents report
+// to the leader, not on their Pods: a new leader knows nothing of them
+// until they say their state again, which its broadcast asks them to, and
+// a group it has not heard from is not a group that lost its members. A
+// Pod's failure is still seen by its phase, its containers and its
+// deletion. It reports whether it took any.
+func unreportedAsSynced(pods []state.PodGroup, synced int32) ([]state.PodGroup, bool) {
+	unheard := func(p state.PodGroup) bool {
+		return !p.Reported && p.Epoch < synced && p.InvalidEpoch == "" && !p.Finished
+	}
+	if !slices.ContainsFunc(pods, unheard) {
+		return pods, false
 	}
 	out := slices.Clone(pods)
 	for i := range out {
-		if unreported(out[i]) {
+		if unheard(out[i]) {
 			out[i].Epoch = synced
 		}
 	}
-	return out
+	return out, true
 }
 
 // lostMember says why the synced group can no longer run, or "": a

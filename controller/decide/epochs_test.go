@@ -524,6 +524,7 @@ func TestDirectReportsHoldARestartBriefly(t *testing.T) {
 	jobs := jobList(readyJob(jobOf(js, "driver", 0)), readyJob(jobOf(js, "workers", 0)))
 	reported := func(name, rj string, exit *protocol.WorkerExit) corev1.Pod {
 		p := epochPod(name, rj, "1", false)
+		p.Annotations[protocol.ReportedMark] = "true"
 		if exit != nil {
 			p.Annotations[protocol.WorkerExitAnnotation] = protocol.FormatWorkerExit(*exit)
 		}
@@ -542,6 +543,15 @@ func TestDirectReportsHoldARestartBriefly(t *testing.T) {
 	}
 	t.Run("without direct reports, the kubelets' relists are waited for", func(t *testing.T) {
 		p := decidePure(t, js, Observed{Jobs: jobs, Pods: echo, ServiceExists: true}, at(0), time.Minute)
+		if p.RequeueAfter != DefaultFatalExitSettle {
+			t.Errorf("requeue %v, want %v", p.RequeueAfter, DefaultFatalExitSettle)
+		}
+	})
+	t.Run("an agent that writes its Pod may not say a fatal exit: the relists are waited for", func(t *testing.T) {
+		older := slices.Clone(echo)
+		older[1] = *echo[1].DeepCopy()
+		delete(older[1].Annotations, protocol.ReportedMark)
+		p := decidePure(t, js, Observed{Jobs: jobs, Pods: older, ServiceExists: true, ReportEndpoint: endpoint}, at(0), time.Minute)
 		if p.RequeueAfter != DefaultFatalExitSettle {
 			t.Errorf("requeue %v, want %v", p.RequeueAfter, DefaultFatalExitSettle)
 		}
@@ -602,6 +612,22 @@ func TestANewLeaderWaitsForTheAgentsToReportAgain(t *testing.T) {
 			}
 		})
 	}
+	t.Run("an epoch an agent once wrote on its Pod is not taken for a lost member", func(t *testing.T) {
+		js := js.DeepCopy()
+		js.Status.SyncedEpoch, js.Status.DeprecatedEpoch = 3, 2
+		stale := make([]corev1.Pod, len(pods))
+		for i := range pods {
+			stale[i] = *pods[i].DeepCopy()
+			stale[i].Annotations = map[string]string{jobset.EpochKey: "2"}
+		}
+		p := decidePure(t, js, Observed{Jobs: jobs, Pods: stale, ServiceExists: true, ReportEndpoint: endpoint, ReportsSince: started}, metav1.NewTime(started.Add(time.Second)), time.Minute)
+		if p.Status.Restarts != 0 {
+			t.Errorf("restarts %d: a group the new leader has not heard from restarted", p.Status.Restarts)
+		}
+		if p.RequeueAfter != ReportGrace-time.Second {
+			t.Errorf("requeue %v, want the end of the grace, %v", p.RequeueAfter, ReportGrace-time.Second)
+		}
+	})
 	t.Run("a worker exit is seen within the grace", func(t *testing.T) {
 		exited := slices.Clone(pods)
 		exited[2] = epochPod("c", "workers", "", true)

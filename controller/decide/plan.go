@@ -37,8 +37,9 @@ type Observed struct {
 	// ReportEndpoint is where this JobSet's agents report directly, put
 	// in its broadcast; zero: they report on their Pods.
 	ReportEndpoint protocol.ReportEndpoint
-	// ReportsSince is when this leader began taking reports (zero: not
-	// yet): until ReportGrace from then, a Pod of a synced group that reported nothing
+	// ReportsSince is when this JobSet's broadcast, as the cache shows
+	// it, first named this leader's session (zero: not yet): until
+	// ReportGrace from then, a Pod of a synced group that reported nothing
 	// is taken as still at the synced epoch (unreportedAsSynced).
 	ReportsSince time.Time
 	// Creating names the Jobs created by an earlier reconcile that jobs,
@@ -269,16 +270,30 @@ func (p *Plan) reconcileEpochs(js *jobset.JobSet, pods []state.PodGroup, obs Obs
 		p.Events = append(p.Events, failJobSet(&p.Status, ReasonReachedMaxRestarts, msg, now)...)
 		return
 	}
-	if !obs.ReportEndpoint.IsZero() && (obs.ReportsSince.IsZero() || now.Time.Sub(obs.ReportsSince) < ReportGrace) &&
-		js.Status.SyncedEpoch > 0 && js.Status.DeprecatedEpoch < js.Status.SyncedEpoch {
-		pods = unreportedAsSynced(pods, js.Status.SyncedEpoch)
+	if !obs.ReportEndpoint.IsZero() && js.Status.SyncedEpoch > 0 && js.Status.DeprecatedEpoch < js.Status.SyncedEpoch {
+		left := ReportGrace
+		if !obs.ReportsSince.IsZero() {
+			left = obs.ReportsSince.Add(ReportGrace).Sub(now.Time)
+		}
+		var unheard bool
+		if left > 0 {
+			pods, unheard = unreportedAsSynced(pods, js.Status.SyncedEpoch)
+		}
+		if unheard && (p.RequeueAfter == 0 || left < p.RequeueAfter) {
+			// Judged again once the grace is over: an agent that never
+			// says its state again is then a member missing.
+			p.RequeueAfter = left
+		}
 	}
 	d := decideEpochs(js, pods)
 	if d.restartBegan && !d.madeByEveryPod && t.FatalExitSettle > 0 && canFailJobs(js) {
 		settle := t.FatalExitSettle
-		if !obs.ReportEndpoint.IsZero() && protocol.ProcessScope(js.Annotations) {
+		if !obs.ReportEndpoint.IsZero() && protocol.ProcessScope(js.Annotations) && allReported(pods) {
 			// Every exit, fatal or not, reaches the controller from the
 			// agents, the fatal one first: no kubelet relist to wait for.
+			// Only where every agent reports directly: one injected by
+			// an earlier manager, or writing its Pod, may run a
+			// supervisor that does not say a fatal exit.
 			settle = min(settle, DirectFatalExitSettle)
 		}
 		p.holdRestart(js, &d, obs.RestartHeldSince, now.Time, settle)
@@ -366,6 +381,12 @@ const ReportGrace = 10 * time.Second
 // brings down exit. What is left to wait for is the spread of a few HTTP
 // requests.
 const DirectFatalExitSettle = 250 * time.Millisecond
+
+// allReported reports whether every Pod's agent reported to this leader
+// directly.
+func allReported(pods []state.PodGroup) bool {
+	return !slices.ContainsFunc(pods, func(p state.PodGroup) bool { return !p.Reported && !p.Gone })
+}
 
 // canFailJobs reports whether a Pod's failure can fail its Job by the
 // Job's podFailurePolicy (a FailJob or FailIndex rule).

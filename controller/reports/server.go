@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"net"
 	"net/http"
 	"strings"
@@ -82,7 +83,7 @@ func NewServer(opts Options) (*Server, error) {
 		opts.ServerName = DefaultServerName
 	}
 	if opts.Advertise == "" {
-		return nil, errors.New("reports: the address agents dial (advertise) is empty; set the manager's POD_IP or reports.advertiseAddress")
+		return nil, errors.New("reports: the address agents dial is empty: set the manager's POD_IP from status.podIP, or agent.reports.advertiseAddress")
 	}
 	ca, err := certs.NewCA("inplace agent reports CA")
 	if err != nil {
@@ -153,11 +154,12 @@ func (s *Server) Start(ctx context.Context) error {
 		ReadHeaderTimeout: 5 * time.Second,
 		// Agents hold one connection for their life: idle ones are kept.
 		IdleTimeout: 10 * time.Minute,
-		ErrorLog:    nil,
+		// Handshakes that fail (a client with another CA, a scanner) are
+		// the client's business: logged at V(2), not on stderr.
+		ErrorLog: log.New(logWriter{s.opts.Log.V(2)}, "", 0),
 	}
 	errs := make(chan error, 1)
 	go func() { errs <- srv.Serve(tls.NewListener(s.listener, s.tls)) }()
-	s.opts.Store.Begin(time.Now())
 	s.opts.Log.Info("serving agent reports", "listen", s.listener.Addr().String(), "advertise", s.endpoint.Address, "session", s.endpoint.Session)
 	select {
 	case <-ctx.Done():
@@ -167,6 +169,14 @@ func (s *Server) Start(ctx context.Context) error {
 	case err := <-errs:
 		return err
 	}
+}
+
+// logWriter writes the HTTP server's own log lines to a logr.Logger.
+type logWriter struct{ log logr.Logger }
+
+func (w logWriter) Write(p []byte) (int, error) {
+	w.log.Info(strings.TrimSpace(string(p)))
+	return len(p), nil
 }
 
 // refusal is a report refused, with the status and the reason counted.
@@ -236,25 +246,27 @@ func (s *Server) get(uid types.UID) protocol.Report {
 func (s *Server) authenticate(r *http.Request) (*corev1.Pod, token.Claims, error) {
 	raw, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 	if !ok || raw == "" {
-		return nil, token.Claims{}, refuse(http.StatusUnauthorized, "unauthenticated", "no bearer token: present the Pod's projected service-account token for audience %s", protocol.ReportAudience)
+		return nil, token.Claims{}, refuse(http.StatusUnauthorized, protocol.ReasonUnauthenticated, "no bearer token: present the Pod's projected service-account token for audience %s", protocol.ReportAudience)
 	}
 	claims, err := s.opts.Verifier.Verify(r.Context(), raw)
 	if err != nil {
 		// 403, not 401: the bearer presented a token, which is refused
 		// as it stands (another audience, expired, not bound to a Pod).
-		return nil, claims, refuse(http.StatusForbidden, "token_refused", "%v", err)
+		s.opts.Log.V(1).Info("refused an agent's token", "error", err.Error())
+		return nil, claims, refuse(http.StatusForbidden, protocol.ReasonTokenRefused,
+			"the token was refused (another audience, expired, or not bound to a Pod): present the Pod's projected service-account token for the audience agent.reports.audience names, the same in the manager's and the webhook's configuration")
 	}
 	var pod corev1.Pod
 	err = s.opts.Reader.Get(r.Context(), types.NamespacedName{Namespace: claims.Namespace, Name: claims.PodName}, &pod, client.UnsafeDisableDeepCopy)
 	switch {
 	case apierrors.IsNotFound(err):
-		return nil, claims, refuse(http.StatusForbidden, "pod_gone", "pod %s/%s, which the token is bound to, is not a JobSet's Pod or no longer exists", claims.Namespace, claims.PodName)
+		return nil, claims, refuse(http.StatusForbidden, protocol.ReasonPodGone, "pod %s/%s, which the token is bound to, is not a JobSet's Pod or no longer exists", claims.Namespace, claims.PodName)
 	case err != nil:
 		return nil, claims, refuse(http.StatusServiceUnavailable, "unavailable", "reading pod %s/%s: %v", claims.Namespace, claims.PodName, err)
 	case pod.UID != claims.PodUID:
-		return nil, claims, refuse(http.StatusForbidden, "pod_gone", "pod %s/%s is not the Pod the token is bound to (uid %s): that one no longer exists", claims.Namespace, claims.PodName, claims.PodUID)
+		return nil, claims, refuse(http.StatusForbidden, protocol.ReasonPodGone, "pod %s/%s is not the Pod the token is bound to (uid %s): that one no longer exists", claims.Namespace, claims.PodName, claims.PodUID)
 	case pod.DeletionTimestamp != nil:
-		return nil, claims, refuse(http.StatusForbidden, "pod_gone", "pod %s/%s is being deleted", claims.Namespace, claims.PodName)
+		return nil, claims, refuse(http.StatusForbidden, protocol.ReasonPodGone, "pod %s/%s is being deleted", claims.Namespace, claims.PodName)
 	}
 	return &pod, claims, nil
 }
@@ -337,7 +349,7 @@ func (s *Server) answer(w http.ResponseWriter, err error, held *protocol.Report)
 			s.opts.Log.V(1).Info("refused an agent's report", "status", ref.status, "reason", ref.msg)
 		}
 		w.WriteHeader(ref.status)
-		a := protocol.ReportAnswer{Message: ref.msg}
+		a := protocol.ReportAnswer{Reason: ref.result, Message: ref.msg}
 		if held != nil {
 			a.Epoch = held.Epoch
 		}

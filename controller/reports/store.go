@@ -3,7 +3,6 @@ package reports
 import (
 	"strconv"
 	"sync"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -24,8 +23,6 @@ import (
 type Store struct {
 	mu    sync.RWMutex
 	byPod map[types.UID]protocol.Report
-	// since is when the leader began taking reports.
-	since time.Time
 	// changed is told of every report that changes what is held for a
 	// Pod (OnChange).
 	changed func(pod *corev1.Pod, old, cur protocol.Report)
@@ -39,20 +36,6 @@ func (s *Store) OnChange(fn func(pod *corev1.Pod, old, cur protocol.Report)) { s
 
 // NewStore returns an empty store.
 func NewStore() *Store { return &Store{byPod: map[types.UID]protocol.Report{}} }
-
-// Begin notes when the leader began taking reports.
-func (s *Store) Begin(t time.Time) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.since = t
-}
-
-// Since is when the leader began taking reports; zero before.
-func (s *Store) Since() time.Time {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	return s.since
-}
 
 // Get returns the report held for a Pod.
 func (s *Store) Get(uid types.UID) (protocol.Report, bool) {
@@ -152,6 +135,7 @@ func WithReport(pod *corev1.Pod, r protocol.Report) *corev1.Pod {
 		out.Annotations[k] = v
 	}
 	Merge(out.Annotations, r)
+	out.Annotations[protocol.ReportedMark] = "true"
 	return &out
 }
 

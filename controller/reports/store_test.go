@@ -124,16 +124,16 @@ func TestOverlay(t *testing.T) {
 		"ahead": {
 			annotations: map[string]string{jobset.EpochKey: "2", "keep": "me"},
 			report:      protocol.Report{JobSet: "js", Epoch: 3},
-			want:        map[string]string{jobset.EpochKey: "3", "keep": "me"},
+			want:        map[string]string{jobset.EpochKey: "3", "keep": "me", protocol.ReportedMark: "true"},
 		},
 		"behind": {
 			annotations: map[string]string{jobset.EpochKey: "4"},
 			report:      protocol.Report{JobSet: "js", Epoch: 3},
-			want:        map[string]string{jobset.EpochKey: "4"},
+			want:        map[string]string{jobset.EpochKey: "4", protocol.ReportedMark: "true"},
 		},
 		"no annotations": {
 			report: protocol.Report{JobSet: "js", Epoch: 1},
-			want:   map[string]string{jobset.EpochKey: "1"},
+			want:   map[string]string{jobset.EpochKey: "1", protocol.ReportedMark: "true"},
 		},
 	}
 	for name, tc := range cases {

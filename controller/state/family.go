@@ -578,6 +578,7 @@ func comparePodEpochs(a, b PodEpoch) int {
 		cmp.Compare(a.InvalidEpoch, b.InvalidEpoch),
 		cmp.Compare(a.InvalidWhy, b.InvalidWhy),
 		cmp.Compare(a.EpochKey, b.EpochKey),
+		bools(a.Reported, b.Reported),
 		cmp.Compare(a.AgentRestarts, b.AgentRestarts),
 		bools(a.AgentCrashLooping, b.AgentCrashLooping),
 		bools(a.ImagePull.Agent, b.ImagePull.Agent),

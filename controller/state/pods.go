@@ -56,6 +56,9 @@ type PodEpoch struct {
 	InvalidEpoch string
 	// InvalidWhy says why InvalidEpoch cannot be used.
 	InvalidWhy string
+	// Reported: the Pod's agent reported to this leader directly
+	// (protocol.ReportedMark on the controller's copy).
+	Reported bool
 	// EpochKey is the annotation the epoch was read from: jobset.EpochKey, or
 	// upstream JobSet's InPlaceRestartAttemptKey.
 	EpochKey string
@@ -235,6 +238,7 @@ func ObservePod(pod *corev1.Pod) PodEpoch {
 		Gone:          pod.DeletionTimestamp != nil || pod.Status.Phase == corev1.PodFailed,
 		Finished:      pod.Status.Phase == corev1.PodSucceeded,
 	}
+	_, p.Reported = pod.Annotations[protocol.ReportedMark]
 	if raw, ok := pod.Annotations[jobset.EpochKey]; ok {
 		p.EpochKey, p.RawEpoch = jobset.EpochKey, raw
 		if v, err := protocol.ParseEpoch(raw, false); err == nil && v > 0 {
