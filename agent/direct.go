@@ -254,10 +254,11 @@ func (d *DirectTransport) deliver(ctx context.Context) error {
 		return err
 	}
 	var answer protocol.ReportAnswer
+	began := time.Now()
 	status, err := d.do(ctx, client, ep, http.MethodPut, body, &answer)
 	switch {
 	case err != nil:
-		return d.failed(ep, err)
+		return d.failed(ep, err, began)
 	case status == http.StatusOK:
 		d.mu.Lock()
 		d.failing = time.Time{}
@@ -272,34 +273,40 @@ func (d *DirectTransport) deliver(ctx context.Context) error {
 		// Nothing the agent says would be taken: its Pod says it, after
 		// FallbackAfter, as for an endpoint it cannot reach.
 		d.Log.Info("the report endpoint refused the agent", "reason", answer.Reason, "message", answer.Message)
-		return d.failed(ep, fmt.Errorf("%w: %d %s", ErrReportRefused, status, answer.Message))
+		return d.failed(ep, fmt.Errorf("%w: %d %s", ErrReportRefused, status, answer.Message), began)
 	case status == http.StatusForbidden || status == http.StatusUnauthorized || status == http.StatusBadRequest:
 		return fmt.Errorf("%w: %d %s", ErrReportRefused, status, answer.Message)
 	}
-	return d.failed(ep, fmt.Errorf("the report endpoint answered %d: %s", status, answer.Message))
+	return d.failed(ep, fmt.Errorf("the report endpoint answered %d: %s", status, answer.Message), began)
 }
 
 // failed notes a report that failed on the way, and falls back once they
 // have failed for FallbackAfter.
-func (d *DirectTransport) failed(ep protocol.ReportEndpoint, err error) error {
+func (d *DirectTransport) failed(ep protocol.ReportEndpoint, err error, began time.Time) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.endpoint != ep {
 		return err // a new endpoint: try that
 	}
 	if d.failing.IsZero() {
-		d.failing = time.Now()
+		// From the start of the attempt that failed: a leader whose
+		// packets are dropped fails an attempt only at its timeout.
+		d.failing = began
 	}
-	after := d.FallbackAfter
-	if after <= 0 {
-		after = DefaultFallbackAfter
-	}
+	after := d.fallbackAfter()
 	if time.Since(d.failing) < after || d.NoPodFallback {
 		return err
 	}
 	d.fallback = true
 	d.Log.Info("the report endpoint cannot be reached: reporting on the Pod until the broadcast names another", "address", ep.Address, "error", err.Error())
 	return errNotDirect
+}
+
+func (d *DirectTransport) fallbackAfter() time.Duration {
+	if d.FallbackAfter <= 0 {
+		return DefaultFallbackAfter
+	}
+	return d.FallbackAfter
 }
 
 // Self returns the epoch the controller holds for the Pod, with what its
@@ -315,6 +322,7 @@ func (d *DirectTransport) Self(ctx context.Context) (int32, Workers, error) {
 		if err != nil {
 			return err
 		}
+		began := time.Now()
 		status, err := d.do(ctx, client, ep, http.MethodGet, nil, &report)
 		switch {
 		case err == nil && status == http.StatusOK:
@@ -326,7 +334,7 @@ func (d *DirectTransport) Self(ctx context.Context) (int32, Workers, error) {
 		case err == nil:
 			err = fmt.Errorf("the report endpoint answered %d", status)
 		}
-		return d.failed(ep, err)
+		return d.failed(ep, err, began)
 	}, func(err error) bool { return errors.Is(err, errNotDirect) })
 	if errors.Is(err, errNotDirect) {
 		return d.KubeTransport.Self(ctx)
@@ -408,7 +416,10 @@ func (d *DirectTransport) newClient(ep protocol.ReportEndpoint) (*http.Client, e
 	}
 	dial := d.Dial
 	if dial == nil {
-		dial = (&net.Dialer{Timeout: reportTimeout, KeepAlive: 30 * time.Second}).DialContext
+		// No longer than the fallback waits: a leader whose packets are
+		// dropped is given up on at FallbackAfter, not at a timeout past
+		// it.
+		dial = (&net.Dialer{Timeout: min(reportTimeout, d.fallbackAfter()), KeepAlive: 30 * time.Second}).DialContext
 	}
 	t := &http.Transport{
 		DialContext:         dial,
@@ -417,6 +428,10 @@ func (d *DirectTransport) newClient(ep protocol.ReportEndpoint) (*http.Client, e
 		TLSHandshakeTimeout: reportTimeout,
 		MaxIdleConns:        1,
 		IdleConnTimeout:     0, // one connection, kept
+		// A connection that died silently (its leader's node gone) is
+		// found out by a ping, not reused until TCP gives up minutes
+		// later.
+		HTTP2: &http.HTTP2Config{SendPingTimeout: 30 * time.Second, PingTimeout: 10 * time.Second},
 	}
 	return &http.Client{Transport: t}, nil
 }

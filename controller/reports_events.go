@@ -44,7 +44,10 @@ func (r *Reconciler) podSignal(old, cur *corev1.Pod) signal {
 func (r *Reconciler) reportChanged(pod *corev1.Pod, old, cur protocol.Report) {
 	latest := &corev1.Pod{}
 	if err := r.client.Get(context.Background(), client.ObjectKeyFromObject(pod), latest, client.UnsafeDisableDeepCopy); err != nil || latest.UID != pod.UID {
-		return // gone: its deletion event forgets it
+		// Gone, perhaps before its report was stored: its deletion event
+		// may have forgotten it already.
+		r.opts.Reports.Forget(pod.UID)
+		return
 	}
 	// What the store holds now, not cur: two reports of one Pod told out
 	// of order must leave the newer recorded.

@@ -89,7 +89,9 @@ func NewServer(opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	certPEM, keyPEM, err := ca.Sign(certs.Leaf{CommonName: opts.ServerName, Hosts: []string{opts.ServerName}})
+	// As long as the CA: a leader's term has no end of its own, and the
+	// CA's key is dropped once it has signed.
+	certPEM, keyPEM, err := ca.Sign(certs.Leaf{CommonName: opts.ServerName, Hosts: []string{opts.ServerName}, Lifetime: time.Until(ca.Cert.NotAfter)})
 	if err != nil {
 		return nil, err
 	}

@@ -268,7 +268,7 @@ func setupReports(mgr ctrl.Manager, cfg *configv1alpha1.Configuration, reg prome
 	}
 	verifier, err := token.NewVerifier(context.Background(), mgr.GetConfig(), rc.Audience)
 	if err != nil {
-		return nil, protocol.ReportEndpoint{}, fmt.Errorf("agent reports: discovering the service-account issuer: %w", err)
+		return nil, protocol.ReportEndpoint{}, fmt.Errorf("agent reports: %w; grant the manager get on /.well-known/openid-configuration and /openid/v1/jwks (config/rbac), or set agent.reports.disabled: true", err)
 	}
 	srv, err := reports.NewServer(reports.Options{
 		Verifier: verifier, Reader: mgr.GetClient(), Store: store,
@@ -277,10 +277,8 @@ func setupReports(mgr ctrl.Manager, cfg *configv1alpha1.Configuration, reg prome
 	if err != nil {
 		return nil, protocol.ReportEndpoint{}, err
 	}
-	// Open before the controller runs, which broadcasts the address.
-	if err := srv.Listen(); err != nil {
-		return nil, protocol.ReportEndpoint{}, err
-	}
+	// The port is opened when this replica leads (Start): a replica
+	// that does not refuses an agent's connection at once.
 	if err := mgr.Add(srv); err != nil {
 		return nil, protocol.ReportEndpoint{}, err
 	}
