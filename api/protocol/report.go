@@ -131,8 +131,8 @@ func (r Report) Validate() error {
 		return fmt.Errorf("workerRestarts: %d is negative", r.WorkerRestarts)
 	case r.ReadyEpoch < 0:
 		return fmt.Errorf("readyEpoch: %d is negative", r.ReadyEpoch)
-	case r.WorkerExit != nil && (r.WorkerExit.Container == "" || r.WorkerExit.Epoch <= 0):
-		return fmt.Errorf("workerExit: want a container and a positive epoch")
+	case r.WorkerExit != nil && (r.WorkerExit.Container == "" || r.WorkerExit.Epoch <= 0 || r.WorkerExit.Code < 1 || r.WorkerExit.Code > 255):
+		return fmt.Errorf("workerExit: want a container, a positive epoch and an exit code from 1 to 255")
 	}
 	return nil
 }
