@@ -220,7 +220,7 @@ func (d *DirectTransport) say(ctx context.Context) error {
 	if state.Epoch == 0 {
 		return nil // nothing said yet
 	}
-	return d.KubeTransport.ReportState(ctx, state)
+	return d.ReportState(ctx, state)
 }
 
 // deliver PUTs the state to the endpoint. A report that fails on the way

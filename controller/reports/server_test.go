@@ -687,7 +687,7 @@ func TestServerEndpoint(t *testing.T) {
 	if p := conn.ConnectionState().NegotiatedProtocol; p != "h2" {
 		t.Errorf("ALPN negotiated %q, want h2", p)
 	}
-	conn.Close()
+	_ = conn.Close()
 
 	refused := map[string]*tls.Config{
 		"another server name":  {RootCAs: pool, ServerName: "example.com", MinVersion: tls.VersionTLS13},
@@ -697,7 +697,7 @@ func TestServerEndpoint(t *testing.T) {
 	}
 	for name, cfg := range refused {
 		if conn, err := dial(cfg); err == nil {
-			conn.Close()
+			_ = conn.Close()
 			t.Errorf("%s: handshake succeeded, want it refused", name)
 		}
 	}
