@@ -53,7 +53,8 @@ func TestContainerEnv(t *testing.T) {
 		protocol.EnvNamespace: "ns", protocol.EnvPodName: "train-workers-0-0-abcde", protocol.EnvPodUID: "uid-1",
 		protocol.EnvPodIP: "10.0.1.1", protocol.EnvJobSetName: "train", protocol.EnvReplicatedJobName: "workers",
 		protocol.EnvPodEpoch: "", protocol.EnvRestartExitCode: "88", protocol.EnvBarrierPort: "18080",
-		protocol.EnvBarrierHold: "900",
+		protocol.EnvReportTokenPath: "/var/run/secrets/inplace.dev/reports/token",
+		protocol.EnvBarrierHold:     "900",
 	}
 	if diff := cmp.Diff(want, env); diff != "" {
 		t.Errorf("environment at the first start (-want +got):\n%s", diff)
