@@ -185,15 +185,7 @@ func decideEpochs(js *jobset.JobSet, pods []state.PodGroup) epochDecision {
 // JobSet a restart it did not need (InvalidEpoch says what was seen).
 // The Pod's failure is still seen by its phase and containers.
 func invalidAsSynced(pods []state.PodGroup, synced int32) []state.PodGroup {
-	if !slices.ContainsFunc(pods, func(p state.PodGroup) bool { return p.InvalidEpoch != "" }) {
-		return pods
-	}
-	out := slices.Clone(pods)
-	for i := range out {
-		if out[i].InvalidEpoch != "" {
-			out[i].Epoch = synced
-		}
-	}
+	out, _ := asSynced(pods, synced, func(p state.PodGroup) bool { return p.InvalidEpoch != "" })
 	return out
 }
 
@@ -207,15 +199,20 @@ func invalidAsSynced(pods []state.PodGroup, synced int32) []state.PodGroup {
 // Pod's failure is still seen by its phase, its containers and its
 // deletion. It reports whether it took any.
 func unreportedAsSynced(pods []state.PodGroup, synced int32) ([]state.PodGroup, bool) {
-	unheard := func(p state.PodGroup) bool {
+	return asSynced(pods, synced, func(p state.PodGroup) bool {
 		return !p.Reported && p.Epoch < synced && p.InvalidEpoch == "" && !p.Finished
-	}
-	if !slices.ContainsFunc(pods, unheard) {
+	})
+}
+
+// asSynced takes the groups that take says as at the synced epoch, and
+// reports whether there were any; pods itself is left as it is.
+func asSynced(pods []state.PodGroup, synced int32, take func(state.PodGroup) bool) ([]state.PodGroup, bool) {
+	if !slices.ContainsFunc(pods, take) {
 		return pods, false
 	}
 	out := slices.Clone(pods)
 	for i := range out {
-		if unheard(out[i]) {
+		if take(out[i]) {
 			out[i].Epoch = synced
 		}
 	}
