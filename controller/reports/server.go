@@ -294,9 +294,14 @@ func (s *Server) accept(ctx context.Context, pod *corev1.Pod, _ token.Claims, re
 		return held, refuse(http.StatusForbidden, "other_jobset", "pod %s/%s belongs to an earlier JobSet %s/%s", pod.Namespace, pod.Name, pod.Namespace, report.JobSet)
 	}
 	bound := int64(s.broadcastSynced(ctx, &js)) + 1
-	for what, epoch := range map[string]int32{"epoch": report.Epoch, "readyEpoch": report.ReadyEpoch, "workerExit.epoch": exitEpoch(report.WorkerExit)} {
-		if int64(epoch) > bound {
-			return held, refuse(http.StatusForbidden, "epoch_not_broadcast", "%s %d was never broadcast: JobSet %s/%s is at syncedEpoch %d, and an agent reports syncedEpoch + 1 at most", what, epoch, js.Namespace, js.Name, bound-1)
+	// In a fixed order, so that a report above the bound on two counts is
+	// refused for the same one every time.
+	for _, f := range []struct {
+		what  string
+		epoch int32
+	}{{"epoch", report.Epoch}, {"readyEpoch", report.ReadyEpoch}, {"workerExit.epoch", exitEpoch(report.WorkerExit)}} {
+		if int64(f.epoch) > bound {
+			return held, refuse(http.StatusForbidden, "epoch_not_broadcast", "%s %d was never broadcast: JobSet %s/%s is at syncedEpoch %d, and an agent reports syncedEpoch + 1 at most", f.what, f.epoch, js.Namespace, js.Name, bound-1)
 		}
 	}
 	if report.Epoch < held.Epoch {

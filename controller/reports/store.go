@@ -172,14 +172,17 @@ func annotated(annotations map[string]string, key string) int32 {
 // Held is what the controller holds of a Pod's agent: the report merged
 // with the Pod's own annotations, which an agent that fell back wrote.
 func Held(pod *corev1.Pod, r protocol.Report) protocol.Report {
-	a := WithReport(pod, r).Annotations
+	// Merge's rule, read without a copy of the annotations: a report
+	// comes in for every agent after every restart.
+	a := pod.Annotations
 	held := protocol.Report{
 		JobSet:         pod.Labels[jobset.JobSetNameKey],
-		Epoch:          annotated(a, jobset.EpochKey),
-		WorkerRestarts: annotated(a, protocol.WorkerRestartsAnnotation),
-		ReadyEpoch:     annotated(a, protocol.ReadyEpochAnnotation),
+		Epoch:          max(r.Epoch, annotated(a, jobset.EpochKey)),
+		WorkerRestarts: max(r.WorkerRestarts, annotated(a, protocol.WorkerRestartsAnnotation)),
+		ReadyEpoch:     max(r.ReadyEpoch, annotated(a, protocol.ReadyEpochAnnotation)),
+		WorkerExit:     r.WorkerExit,
 	}
-	if e, err := protocol.ParseWorkerExit(a[protocol.WorkerExitAnnotation]); err == nil {
+	if e, err := protocol.ParseWorkerExit(a[protocol.WorkerExitAnnotation]); err == nil && (held.WorkerExit == nil || held.WorkerExit.Epoch <= e.Epoch) {
 		held.WorkerExit = &e
 	}
 	return held
