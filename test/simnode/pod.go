@@ -715,39 +715,9 @@ func (r *podRunner) agentClientset(ctx context.Context) (kubernetes.Interface, f
 	if r.sim.opts.AgentConfig == nil {
 		return r.sim.opts.Client, func() {}, nil
 	}
-	r.mu.Lock()
-	token := r.agentToken
-	r.mu.Unlock()
-	if token == "" {
-		pod := r.pod()
-		sa := pod.Spec.ServiceAccountName
-		if sa == "" {
-			sa = "default"
-		}
-		// Tried again until it succeeds, as the kubelet's token manager
-		// does before it starts the container: thousands of Pods starting
-		// at once get refusals and timeouts from a busy API server, which
-		// must not fail their agents.
-		var tr *authenticationv1.TokenRequest
-		err := agent.Retry(ctx, func(ctx context.Context) error {
-			var err error
-			tr, err = r.sim.kubelet(r.nodeName).ServiceAccounts(r.namespace).CreateToken(ctx, sa, &authenticationv1.TokenRequest{
-				Spec: authenticationv1.TokenRequestSpec{BoundObjectRef: &authenticationv1.BoundObjectReference{
-					Kind: "Pod", APIVersion: "v1", Name: r.name, UID: r.uid,
-				}},
-			}, metav1.CreateOptions{})
-			if err != nil {
-				r.sim.opts.Log.V(1).Info("requesting the agent's token failed; retrying", "pod", r.namespace+"/"+r.name, "error", err)
-			}
-			return err
-		}, nil)
-		if err != nil {
-			return nil, nil, fmt.Errorf("requesting a token bound to pod %s/%s: %w", r.namespace, r.name, err)
-		}
-		token = tr.Status.Token
-		r.mu.Lock()
-		r.agentToken = token
-		r.mu.Unlock()
+	token, err := r.projectedToken(ctx, &r.agentToken, authenticationv1.TokenRequestSpec{})
+	if err != nil {
+		return nil, nil, err
 	}
 	cfg := agent.ClientConfig(rest.AnonymousClientConfig(r.sim.opts.AgentConfig))
 	cfg.WrapTransport = r.sim.opts.AgentConfig.WrapTransport
@@ -788,34 +758,45 @@ func reportTokenProjection(pod *corev1.Pod) (audience string, expiry int64, ok b
 	return "", 0, false
 }
 
-// reportToken is the Pod's projected token for audience, requested as the
-// kubelet requests it (bound to the Pod, by the node's identity), once
-// per Pod and kept: the kubelet refreshes it at 80 % of its life, longer
-// than any simulated run.
+// reportToken is the Pod's projected token for audience, as the kubelet
+// projects the webhook's volume.
 func (r *podRunner) reportToken(ctx context.Context, audience string, expiry int64) (string, error) {
+	return r.projectedToken(ctx, &r.reportTok, authenticationv1.TokenRequestSpec{Audiences: []string{audience}, ExpirationSeconds: &expiry})
+}
+
+// projectedToken is a token of the Pod's service account bound to the
+// Pod, as spec asks (audiences, expiry), requested once per Pod and kept
+// in *kept: the kubelet refreshes a token at 80 % of its life, longer
+// than any simulated run. It is tried again until it succeeds, as the
+// kubelet's token manager does before it starts the container: thousands
+// of Pods starting at once get refusals and timeouts from a busy API
+// server, which must not fail their agents.
+func (r *podRunner) projectedToken(ctx context.Context, kept *string, spec authenticationv1.TokenRequestSpec) (string, error) {
 	r.mu.Lock()
-	token := r.reportTok
+	token := *kept
 	r.mu.Unlock()
 	if token != "" {
 		return token, nil
 	}
-	pod := r.pod()
-	sa := pod.Spec.ServiceAccountName
+	sa := r.pod().Spec.ServiceAccountName
 	if sa == "" {
 		sa = "default"
 	}
-	tr, err := r.sim.kubelet(r.nodeName).ServiceAccounts(r.namespace).CreateToken(ctx, sa, &authenticationv1.TokenRequest{
-		Spec: authenticationv1.TokenRequestSpec{
-			Audiences:         []string{audience},
-			ExpirationSeconds: &expiry,
-			BoundObjectRef:    &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: r.name, UID: r.uid},
-		},
-	}, metav1.CreateOptions{})
+	spec.BoundObjectRef = &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: r.name, UID: r.uid}
+	var tr *authenticationv1.TokenRequest
+	err := agent.Retry(ctx, func(ctx context.Context) error {
+		var err error
+		tr, err = r.sim.kubelet(r.nodeName).ServiceAccounts(r.namespace).CreateToken(ctx, sa, &authenticationv1.TokenRequest{Spec: spec}, metav1.CreateOptions{})
+		if err != nil {
+			r.sim.opts.Log.V(1).Info("requesting a projected token failed; retrying", "pod", r.namespace+"/"+r.name, "audiences", spec.Audiences, "error", err)
+		}
+		return err
+	}, nil)
 	if err != nil {
-		return "", fmt.Errorf("requesting the report token of pod %s/%s: %w", r.namespace, r.name, err)
+		return "", fmt.Errorf("requesting a token bound to pod %s/%s: %w", r.namespace, r.name, err)
 	}
 	r.mu.Lock()
-	r.reportTok = tr.Status.Token
+	*kept = tr.Status.Token
 	r.mu.Unlock()
 	return tr.Status.Token, nil
 }
