@@ -229,25 +229,15 @@ func (d *DirectTransport) say(ctx context.Context) error {
 func (d *DirectTransport) deliver(ctx context.Context) error {
 	d.send.Lock()
 	defer d.send.Unlock()
-	d.mu.Lock()
-	ep, client, state := d.endpoint, d.client, d.state
-	if ep.IsZero() || d.fallback {
-		d.mu.Unlock()
+	ep, client, err := d.current()
+	if errors.Is(err, errUnusableEndpoint) && d.NoPodFallback {
+		return err
+	}
+	if err != nil {
 		return errNotDirect
 	}
-	if client == nil {
-		var err error
-		if client, err = d.newClient(ep); err != nil {
-			d.fallback = !d.NoPodFallback
-			d.mu.Unlock()
-			if d.NoPodFallback {
-				return err
-			}
-			d.Log.Error(err, "the broadcast's report endpoint is unusable: reporting on the Pod")
-			return errNotDirect
-		}
-		d.client = client
-	}
+	d.mu.Lock()
+	state := d.state
 	d.mu.Unlock()
 	body, err := json.Marshal(state)
 	if err != nil {
@@ -320,7 +310,7 @@ func (d *DirectTransport) Self(ctx context.Context) (int32, Workers, error) {
 	err := Retry(ctx, func(ctx context.Context) error {
 		ep, client, err := d.current()
 		if err != nil {
-			return err
+			return errNotDirect // its Pod says what it carries
 		}
 		began := time.Now()
 		status, err := d.do(ctx, client, ep, http.MethodGet, nil, &report)
@@ -360,7 +350,9 @@ func (d *DirectTransport) Self(ctx context.Context) (int32, Workers, error) {
 }
 
 // current is the endpoint the broadcast names and the client for it, or
-// errNotDirect when the agent reports on its Pod.
+// errNotDirect when the agent reports on its Pod. An endpoint whose CA
+// cannot be used (errUnusableEndpoint) turns the fallback on, unless the
+// agent may not write its Pod.
 func (d *DirectTransport) current() (protocol.ReportEndpoint, *http.Client, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -371,12 +363,18 @@ func (d *DirectTransport) current() (protocol.ReportEndpoint, *http.Client, erro
 	if d.client == nil {
 		client, err := d.newClient(ep)
 		if err != nil {
-			return ep, nil, errNotDirect
+			d.fallback = !d.NoPodFallback
+			d.Log.Error(err, "the broadcast's report endpoint is unusable", "podFallback", !d.NoPodFallback)
+			return ep, nil, fmt.Errorf("%w: %w", errUnusableEndpoint, err)
 		}
 		d.client = client
 	}
 	return ep, d.client, nil
 }
+
+// errUnusableEndpoint: the broadcast's endpoint cannot be used as it
+// stands (its CA holds no certificate).
+var errUnusableEndpoint = errors.New("the broadcast's report endpoint is unusable")
 
 // do sends one request to the endpoint and decodes its JSON answer.
 func (d *DirectTransport) do(ctx context.Context, client *http.Client, ep protocol.ReportEndpoint, method string, body []byte, into any) (int, error) {
