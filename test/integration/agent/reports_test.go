@@ -130,6 +130,17 @@ func expectNoEpochOnPods(pods []corev1.Pod) {
 	}
 }
 
+// syncedPair starts the direct agents of the JobSet's first two Pods and
+// has them report epoch 1, until the controller syncs it.
+func syncedPair(js *jobset.JobSet, pods []corev1.Pod) (a, b *agent.DirectTransport) {
+	GinkgoHelper()
+	a, b = directAgent(pods[0], js, nil), directAgent(pods[1], js, nil)
+	Expect(a.ReportEpoch(ctx, 1)).To(Succeed())
+	Expect(b.ReportEpoch(ctx, 1)).To(Succeed())
+	Eventually(func() int32 { return status(js).SyncedEpoch }).WithTimeout(timeout).Should(Equal(int32(1)))
+	return a, b
+}
+
 var _ = Describe("direct reports", func() {
 	It("sync a group with no Pod written, and refuse what the Pod's token does not allow", func() {
 		js, pods := inPlaceJobSet("direct", 2)
@@ -196,10 +207,8 @@ var _ = Describe("direct reports", func() {
 
 	It("survive a change of leader in a synced group: no restart, the agents say their epochs again", func() {
 		js, pods := inPlaceJobSet("steady", 2, func(js *jobset.JobSet) { js.Spec.FailurePolicy.MaxRestarts = 3 })
-		a, b := directAgent(pods[0], js, nil), directAgent(pods[1], js, nil)
-		Expect(a.ReportEpoch(ctx, 1)).To(Succeed())
-		Expect(b.ReportEpoch(ctx, 1)).To(Succeed())
-		Eventually(func() int32 { return status(js).SyncedEpoch }).WithTimeout(timeout).Should(Equal(int32(1)))
+		// The agents run on, and say their epochs again to the next leader.
+		syncedPair(js, pods)
 		before := endpointOf(js)
 
 		fw.StopManager()
@@ -215,10 +224,7 @@ var _ = Describe("direct reports", func() {
 
 	It("survive a change of leader between deprecate and sync: counted once, no barrier lifted early", func() {
 		js, pods := inPlaceJobSet("failover", 2, func(js *jobset.JobSet) { js.Spec.FailurePolicy.MaxRestarts = 3 })
-		a, b := directAgent(pods[0], js, nil), directAgent(pods[1], js, nil)
-		Expect(a.ReportEpoch(ctx, 1)).To(Succeed())
-		Expect(b.ReportEpoch(ctx, 1)).To(Succeed())
-		Eventually(func() int32 { return status(js).SyncedEpoch }).WithTimeout(timeout).Should(Equal(int32(1)))
+		a, b := syncedPair(js, pods)
 
 		// Agent a starts a new epoch (its worker failed): the controller
 		// deprecates the group's.
