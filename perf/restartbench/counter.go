@@ -20,7 +20,17 @@ import (
 type requestCounter struct {
 	mu     sync.Mutex
 	counts map[string]int
-	dials  atomic.Int64
+	// sent is every request since the last forget, with when it was
+	// sent: a restart's requests split at a moment of it (the group's
+	// release) are counted from here.
+	sent  []sentRequest
+	dials atomic.Int64
+}
+
+// sentRequest is one request, named as in counts, and when it was sent.
+type sentRequest struct {
+	at  time.Time
+	key string
 }
 
 // dial opens a connection, counted. A client configuration given it gets a
@@ -46,8 +56,10 @@ type countingRoundTripper struct {
 }
 
 func (t *countingRoundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
+	key, at := requestKey(req), time.Now()
 	t.c.mu.Lock()
-	t.c.counts[requestKey(req)]++
+	t.c.counts[key]++
+	t.c.sent = append(t.c.sent, sentRequest{at: at, key: key})
 	t.c.mu.Unlock()
 	return t.next.RoundTrip(req)
 }
@@ -60,6 +72,28 @@ func (c *requestCounter) snapshot() map[string]int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return maps.Clone(c.counts)
+}
+
+// between counts the requests sent from from to to, both included, by
+// "verb resource".
+func (c *requestCounter) between(from, to time.Time) map[string]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := map[string]int{}
+	for _, r := range c.sent {
+		if !r.at.Before(from) && !r.at.After(to) {
+			out[r.key]++
+		}
+	}
+	return out
+}
+
+// forget drops the times of the requests sent so far; the counts stay.
+// Called before each restart, it bounds what is kept to one restart's.
+func (c *requestCounter) forget() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.sent = nil
 }
 
 // requestKey names a request "verb resource[/subresource]", as the API
@@ -105,17 +139,6 @@ func requestKey(req *http.Request) string {
 		verb = strings.ToLower(req.Method)
 	}
 	return verb + " " + resource
-}
-
-// diff returns after minus before, without zero entries.
-func diff(before, after map[string]int) map[string]int {
-	out := map[string]int{}
-	for k, v := range after {
-		if d := v - before[k]; d != 0 {
-			out[k] = d
-		}
-	}
-	return out
 }
 
 // writes sums the requests that change something.

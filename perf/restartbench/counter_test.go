@@ -4,6 +4,9 @@ import (
 	"net/http"
 	"net/url"
 	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 func TestRequestKey(t *testing.T) {
@@ -22,5 +25,23 @@ func TestRequestKey(t *testing.T) {
 		if got := requestKey(&http.Request{Method: tc.method, URL: u}); got != tc.want {
 			t.Errorf("%s %s: %q, want %q", tc.method, tc.url, got, tc.want)
 		}
+	}
+}
+
+func TestRequestsBetween(t *testing.T) {
+	c := newRequestCounter()
+	t0 := time.Now()
+	for i, key := range []string{"patch pods", "watch configmaps", "patch pods", "update jobsets/status"} {
+		c.sent = append(c.sent, sentRequest{at: t0.Add(time.Duration(i) * time.Second), key: key})
+	}
+	if diff := cmp.Diff(map[string]int{"watch configmaps": 1, "patch pods": 1}, c.between(t0.Add(time.Second), t0.Add(2*time.Second))); diff != "" {
+		t.Errorf("between(1s, 2s) (-want +got):\n%s", diff)
+	}
+	if got := c.between(t0.Add(-time.Second), t0.Add(-time.Millisecond)); len(got) != 0 {
+		t.Errorf("between before the first request = %v, want none", got)
+	}
+	c.forget()
+	if got := c.between(t0, t0.Add(time.Hour)); len(got) != 0 {
+		t.Errorf("between after forget = %v, want none", got)
 	}
 }

@@ -346,10 +346,18 @@ func (e *env) handshakes() map[string]int {
 	return out
 }
 
-func (e *env) snapshot() map[string]map[string]int {
+// forgetRequests starts a restart's account of the requests sent.
+func (e *env) forgetRequests() {
+	for _, c := range e.counters {
+		c.forget()
+	}
+}
+
+// requestsBetween counts each actor's requests sent from from to to.
+func (e *env) requestsBetween(from, to time.Time) map[string]map[string]int {
 	out := map[string]map[string]int{}
 	for actor, c := range e.counters {
-		out[actor] = c.snapshot()
+		out[actor] = c.between(from, to)
 	}
 	return out
 }

@@ -94,6 +94,7 @@ func countAudited(path string, results []Result) error {
 	defer f.Close()
 	for i := range results {
 		results[i].Requests = map[string]map[string]int{ActorController: {}, ActorAgents: {}, ActorKubelets: {}}
+		results[i].CriticalRequests = map[string]map[string]int{ActorController: {}, ActorAgents: {}, ActorKubelets: {}}
 	}
 	scanner := bufio.NewScanner(f)
 	scanner.Buffer(make([]byte, 1<<20), 1<<24)
@@ -119,6 +120,9 @@ func countAudited(path string, results []Result) error {
 		for i := range results {
 			if r := &results[i]; !at.Before(r.from) && !at.After(r.to) {
 				r.Requests[actor][key]++
+				if !at.After(r.released) {
+					r.CriticalRequests[actor][key]++
+				}
 			}
 		}
 	}

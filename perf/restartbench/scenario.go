@@ -67,6 +67,12 @@ type Result struct {
 	// Requests by actor and "verb resource", from the failure until every
 	// worker ran again.
 	Requests map[string]map[string]int `json:"requests"`
+	// CriticalRequests are the part of Requests sent before the group was
+	// released: for an in-place restart until syncedEpoch advanced (the
+	// requests the release waits for, or that compete with them), for the
+	// others all of them. The rest (workers started, readiness, status)
+	// follow the release.
+	CriticalRequests map[string]map[string]int `json:"criticalPathRequests"`
 	// Handshakes are the connections each actor opened meanwhile, each a
 	// TLS handshake with the API server; counted for the agents, each of
 	// which is a new process with a connection of its own.
@@ -87,7 +93,8 @@ type Result struct {
 
 	// from, when the failure was injected, and to, when every worker ran
 	// again: the window of the requests counted from the audit log.
-	from, to time.Time
+	// released ends the critical path's part of it.
+	from, to, released time.Time
 }
 
 // RunningAt is how many workers ran at a moment, from the failure.
@@ -289,7 +296,8 @@ func (e *env) restart(ctx context.Context, js *jobset.JobSet, jw *jobSetWatch, s
 	}
 	victim := pods.Items[0]
 	before := jw.status()
-	requestsBefore, handshakesBefore := e.snapshot(), e.handshakes()
+	e.forgetRequests()
+	handshakesBefore := e.handshakes()
 	apiBefore, err := e.apiServerCounters(ctx)
 	if err != nil {
 		return r, err
@@ -393,10 +401,7 @@ func (e *env) restart(ctx context.Context, js *jobset.JobSet, jw *jobSetWatch, s
 	}
 	r.CPUSeconds = e.cpu.since(cpuBefore)
 	stopProfile()
-	r.Requests = map[string]map[string]int{}
-	for actor, after := range e.snapshot() {
-		r.Requests[actor] = diff(requestsBefore[actor], after)
-	}
+	r.Requests = e.requestsBetween(injected, workers)
 	apiAfter, err := e.apiServerCounters(ctx)
 	if err != nil {
 		return r, err
@@ -430,6 +435,7 @@ func (e *env) restart(ctx context.Context, js *jobset.JobSet, jw *jobSetWatch, s
 		})
 		lastTimed = jw.first(injected, func(s jobset.JobSetStatus) bool { return s.SyncedEpoch >= newEpoch })
 		r.Synced = since(t0, lastTimed)
+		r.released = lastTimed
 		agents, reported, written := map[string]time.Time{}, map[string]time.Time{}, map[string]time.Time{}
 		events, _ := e.recorder.EventsSince(js.Namespace, restartFrom)
 		for _, ev := range events {
@@ -456,6 +462,10 @@ func (e *env) restart(ctx context.Context, js *jobset.JobSet, jw *jobSetWatch, s
 	if lastTimed.IsZero() { // never came: every call may have delayed it
 		lastTimed = time.Now()
 	}
+	if r.released.IsZero() || r.released.After(r.to) {
+		r.released = r.to
+	}
+	r.CriticalRequests = e.requestsBetween(injected, r.released)
 	r.FollowerCalls = jw.callsBetween(injected, lastTimed)
 	return r, nil
 }

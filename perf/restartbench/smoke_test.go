@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/google/go-cmp/cmp"
 
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
 )
@@ -138,6 +139,19 @@ func TestSmoke(t *testing.T) {
 	if float64(agentRequests) > 2*float64(inPlace.Nodes)+1+refused || agentReads > 1 {
 		t.Errorf("the agents sent %d requests (%d reads of their Pods) in an in-place restart of %d Pods with %.0f refused, want at most 2 per Pod, 1 read, and the refused again: %v",
 			agentRequests, agentReads, inPlace.Nodes, refused, inPlace.Requests[ActorAgents])
+	}
+	// The critical path is the part of the window before the release.
+	for _, r := range []Result{inPlace, recreate} {
+		for actor, counts := range r.CriticalRequests {
+			for key, n := range counts {
+				if n > r.Requests[actor][key] {
+					t.Errorf("%s: %d %q requests of the %s on the critical path, more than the %d in all", r.Strategy, n, key, actor, r.Requests[actor][key])
+				}
+			}
+		}
+	}
+	if diff := cmp.Diff(recreate.Requests, recreate.CriticalRequests); diff != "" {
+		t.Errorf("Recreate: requests on the critical path differ from all of them; want the same, nothing releases its group early (-all +critical):\n%s", diff)
 	}
 	t.Logf("in place %v (floor %v), Recreate %v", inPlace.WorkersRunning, f.Total, recreate.WorkersRunning)
 	t.Logf("in place: %+v", inPlace)

@@ -28,9 +28,11 @@ type Summary struct {
 	Synced   time.Duration `json:"medianSyncedNanos,omitempty"`
 	// ControllerWrites is the median of the controller's writes.
 	ControllerWrites int `json:"controllerWrites"`
-	// Requests is the median number of requests per actor.
-	Requests    map[string]int `json:"requests"`
-	WatchEvents float64        `json:"watchEvents"`
+	// Requests is the median number of requests per actor, and
+	// CriticalRequests of those sent before the group's release.
+	Requests         map[string]int `json:"requests"`
+	CriticalRequests map[string]int `json:"criticalPathRequests"`
+	WatchEvents      float64        `json:"watchEvents"`
 	// Rejected is the median number of requests API Priority and Fairness
 	// turned away.
 	Rejected float64 `json:"rejectedRequests"`
@@ -98,7 +100,7 @@ func Summarize(results []Result) []Summary {
 		rs := groups[k]
 		var running, detected, synced []time.Duration
 		var writesN []int
-		requests := map[string][]int{}
+		requests, critical := map[string][]int{}, map[string][]int{}
 		var watch, rejected, cp []float64
 		var handshakes []int
 		for _, r := range rs {
@@ -109,17 +111,23 @@ func Summarize(results []Result) []Summary {
 			for actor, counts := range r.Requests {
 				requests[actor] = append(requests[actor], sum(counts))
 			}
+			for actor, counts := range r.CriticalRequests {
+				critical[actor] = append(critical[actor], sum(counts))
+			}
 			watch = append(watch, r.WatchEvents)
 		}
 		s := Summary{Nodes: k.n, Profile: k.profile, Failure: k.failure, Strategy: k.strategy, Repeats: len(rs),
 			Median: median(running, cmp.Compare), Min: slices.Min(running), Max: slices.Max(running),
 			Detected: median(detected, cmp.Compare), Synced: median(synced, cmp.Compare),
 			ControllerWrites: median(writesN, cmp.Compare),
-			Requests:         map[string]int{}, WatchEvents: median(watch, cmp.Compare),
+			Requests:         map[string]int{}, CriticalRequests: map[string]int{}, WatchEvents: median(watch, cmp.Compare),
 			Rejected: median(rejected, cmp.Compare), Handshakes: median(handshakes, cmp.Compare),
 			ControlPlaneCPU: median(cp, cmp.Compare), ControlPlaneCPUMin: slices.Min(cp), ControlPlaneCPUMax: slices.Max(cp)}
 		for actor, v := range requests {
 			s.Requests[actor] = median(v, cmp.Compare)
+		}
+		for actor, v := range critical {
+			s.CriticalRequests[actor] = median(v, cmp.Compare)
 		}
 		out = append(out, s)
 	}
@@ -182,7 +190,7 @@ func Table(w io.Writer, report Report) {
 	}
 	tw.Flush()
 
-	fmt.Fprintln(w, "\nper Pod (medians): API server + etcd CPU, requests by actor, refusals, the agents' TLS handshakes (- where not counted: real nodes), watch events")
+	fmt.Fprintln(w, "\nper Pod (medians): API server + etcd CPU, requests by actor (critical path, before the group's release / all), refusals, the agents' TLS handshakes (- where not counted: real nodes), watch events")
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "N\tprofile\tfailure\tstrategy\tAPI server+etcd CPU ms/Pod\tcontroller req\tagent req/Pod\tkubelet req/Pod\trefused/Pod\thandshakes/Pod\twatch events/Pod\t")
 	perPod := func(x float64, n int) string { return fmt.Sprintf("%.2f", x/float64(n)) }
@@ -197,9 +205,13 @@ func Table(w io.Writer, report Report) {
 		if onRealNodes[s.Nodes] {
 			handshakes = "-"
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%.1f\t%d\t%s\t%s\t%s\t%s\t%s\t\n", s.Nodes, s.Profile, s.Failure, s.Strategy,
-			1000*s.ControlPlaneCPU/float64(s.Nodes), s.Requests[ActorController],
-			perPod(float64(s.Requests[ActorAgents]), s.Nodes), perPod(float64(s.Requests[ActorKubelets]), s.Nodes),
+		split := func(actor string, f func(float64, int) string) string {
+			return f(float64(s.CriticalRequests[actor]), s.Nodes) + " / " + f(float64(s.Requests[actor]), s.Nodes)
+		}
+		count := func(x float64, _ int) string { return fmt.Sprintf("%.0f", x) }
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%.1f\t%s\t%s\t%s\t%s\t%s\t%s\t\n", s.Nodes, s.Profile, s.Failure, s.Strategy,
+			1000*s.ControlPlaneCPU/float64(s.Nodes), split(ActorController, count),
+			split(ActorAgents, perPod), split(ActorKubelets, perPod),
 			perPod(s.Rejected, s.Nodes), handshakes, perPod(s.WatchEvents, s.Nodes))
 	}
 	tw.Flush()
