@@ -9,7 +9,6 @@ import (
 
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
 	"github.com/inplace-dev/inplace/api/protocol"
-	"github.com/inplace-dev/inplace/controller/decide"
 )
 
 // AgentRoleName names the Role and RoleBinding that let the agents of a
@@ -92,7 +91,7 @@ func agentGrants(jobSets []jobset.JobSet) ([]string, []rbacv1.Subject) {
 	var subjects []rbacv1.Subject
 	for i := range jobSets {
 		js := &jobSets[i]
-		if js.DeletionTimestamp != nil || !decide.InPlaceActive(js) {
+		if js.DeletionTimestamp != nil || !jobset.InPlaceActive(js) {
 			continue
 		}
 		broadcasts = append(broadcasts, protocol.BroadcastName(js.Name))

@@ -69,7 +69,7 @@ func (r *Reconciler) newJobSetsOfNamespace() handler.EventHandler {
 		var reqs []reconcile.Request
 		for i := range list.Items {
 			js := &list.Items[i]
-			if decide.InPlaceActive(js) && r.grantWaitLeft(js, now) > 0 {
+			if jobset.InPlaceActive(js) && r.grantWaitLeft(js, now) > 0 {
 				reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(js)})
 			}
 		}
@@ -97,7 +97,7 @@ func (r *Reconciler) grantWaitLeft(js *jobset.JobSet, now time.Time) time.Durati
 // for nothing; a resume is not held back, since the grants were written
 // when the JobSet appeared (an agent refused retries with backoff).
 func (r *Reconciler) awaitAgentGrants(ctx context.Context, js *jobset.JobSet, p *decide.Plan, now time.Time) error {
-	if len(p.CreateJobs) == 0 || !decide.InPlaceActive(js) || ptr.Deref(js.Spec.Suspend, false) {
+	if len(p.CreateJobs) == 0 || !jobset.InPlaceActive(js) || ptr.Deref(js.Spec.Suspend, false) {
 		return nil
 	}
 	granted, err := agentsGranted(ctx, r.client, js)

@@ -129,7 +129,7 @@ func (m *restartMetrics) written(js *jobset.JobSet, before, after jobset.JobSetS
 
 // epochs publishes a JobSet's epochs.
 func (m *restartMetrics) epochs(js *jobset.JobSet) {
-	if !decide.InPlace(js) {
+	if !jobset.InPlace(js) {
 		return
 	}
 	m.epochGauge.WithLabelValues(js.Namespace, js.Name, "synced").Set(float64(js.Status.SyncedEpoch))
@@ -143,7 +143,7 @@ func (m *restartMetrics) epochs(js *jobset.JobSet) {
 // with in-place restarts disabled never has the condition.
 func (m *restartMetrics) imagePulls(js *jobset.JobSet) {
 	container := ""
-	if c := meta.FindStatusCondition(js.Status.Conditions, string(jobset.JobSetImagePullFailure)); decide.InPlace(js) && c != nil && c.Status == metav1.ConditionTrue {
+	if c := meta.FindStatusCondition(js.Status.Conditions, string(jobset.JobSetImagePullFailure)); jobset.InPlace(js) && c != nil && c.Status == metav1.ConditionTrue {
 		container = containerWorker
 		if c.Reason == decide.ReasonAgentImagePullFailed {
 			container = containerAgent

@@ -49,7 +49,7 @@ func CacheOptions() cache.Options {
 // the Jobs it holds are the cache's own objects, read-only (whatever
 // changes one copies it first, see act).
 func (r *Reconciler) observe(ctx context.Context, js *jobset.JobSet) (obs decide.Observed, release func(), err error) {
-	if decide.InPlace(js) {
+	if jobset.InPlace(js) {
 		if js.Annotations[protocol.AgentReportsAnnotation] != protocol.AgentReportsPod {
 			obs.ReportEndpoint = r.opts.ReportEndpoint
 		}

@@ -241,7 +241,7 @@ func (r *Reconciler) jobSetState(key types.NamespacedName) jobSetState {
 	if err := r.client.Get(context.Background(), key, &js, client.UnsafeDisableDeepCopy); err != nil {
 		return jobSetState{}
 	}
-	active := decide.InPlaceActive(&js)
+	active := jobset.InPlaceActive(&js)
 	return jobSetState{inPlace: active, restarting: active && decide.InPlaceRestarting(js.Status)}
 }
 

@@ -115,10 +115,10 @@ func applyFailure(js *jobset.JobSet, status *jobset.JobSetStatus, o failureOutco
 	switch o.action {
 	case jobset.RestartJobSet:
 		status.RestartsCountTowardsMax++
-		restartJobSet(status, o, now, InPlaceActive(js))
+		restartJobSet(status, o, now, jobset.InPlaceActive(js))
 		return []Event{{corev1.EventTypeWarning, ReasonRestartJobSetAction, withJob(MessageRestartJobSetAction)}}
 	case jobset.RestartJobSetAndIgnoreMaxRestarts:
-		restartJobSet(status, o, now, InPlaceActive(js))
+		restartJobSet(status, o, now, jobset.InPlaceActive(js))
 		return []Event{{corev1.EventTypeWarning, ReasonRestartJobSetIgnoreMax, withJob(MessageRestartJobSetIgnoreMax)}}
 	case jobset.RestartJob, jobset.RestartJobAndIgnoreMaxRestarts:
 		counted := o.action == jobset.RestartJob
@@ -128,7 +128,7 @@ func applyFailure(js *jobset.JobSet, status *jobset.JobSetStatus, o failureOutco
 			// Should it be, nothing is decided.
 			return nil
 		}
-		if InPlaceActive(js) && status.SyncedEpoch > status.DeprecatedEpoch {
+		if jobset.InPlaceActive(js) && status.SyncedEpoch > status.DeprecatedEpoch {
 			// The rest of the group restarts in place around the recreated
 			// Job, as part of this restart: it is counted here, once, and
 			// the synced group's loss must not count it again as an

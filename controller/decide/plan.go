@@ -171,7 +171,7 @@ func decideSteps(js *jobset.JobSet, obs Observed, now metav1.Time, t Timeouts) P
 
 	suspended := ptr.Deref(js.Spec.Suspend, false)
 	allowed := startupGate(js, p.Status.ReplicatedJobsStatus)
-	if InPlaceActive(js) {
+	if jobset.InPlaceActive(js) {
 		// Every Pod must report an epoch before any barrier lifts, so every
 		// Job is created at once; the barriers then lift in startup order.
 		for i := range allowed {
@@ -191,42 +191,27 @@ func decideSteps(js *jobset.JobSet, obs Observed, now metav1.Time, t Timeouts) P
 	// once for it and for the images they wait for; only an InPlaceRestart
 	// JobSet's Pods have agents.
 	var pods []state.PodGroup
-	if InPlaceActive(js) {
+	if jobset.InPlaceActive(js) {
 		pods = fam.PodGroups(js, strconv.Itoa(int(jobset.RecreateAttempt(&js.Status))))
 	}
 	switch {
-	case InPlaceActive(js) && suspended:
+	case jobset.InPlaceActive(js) && suspended:
 		p.suspendEpochs(js, obs.Broadcast, obs.ReportEndpoint, now)
-	case InPlace(js) && c.Total(func(r *state.JobCounts) int32 { return r.Failing }) == 0:
+	case jobset.InPlace(js) && c.Total(func(r *state.JobCounts) int32 { return r.Failing }) == 0:
 		// A Job the Job controller is failing (FailureTarget) deletes its
 		// Pods before it is marked Failed: the failure policy decides, not
 		// an in-place restart.
 		p.reconcileEpochs(js, pods, obs, now, t)
 	}
-	if InPlaceActive(js) && !jobset.Finished(&p.Status) {
+	if jobset.InPlaceActive(js) && !jobset.Finished(&p.Status) {
 		// After the epochs, which may have failed the JobSet: a finished
 		// JobSet's Pods stop, and its condition was closed with the rest.
 		p.reportImagePulls(pods, now)
 	}
-	if !InPlaceActive(js) && conditionTrue(&p.Status, jobset.JobSetRestarting) && allStarted(js, p.Status.ReplicatedJobsStatus) {
+	if !jobset.InPlaceActive(js) && conditionTrue(&p.Status, jobset.JobSetRestarting) && allStarted(js, p.Status.ReplicatedJobsStatus) {
 		setCondition(&p.Status, jobset.JobSetRestarting, metav1.ConditionFalse, ReasonRestartJobsReady, MessageRestartJobsReady, now)
 	}
 	return p
-}
-
-// InPlace reports whether the JobSet's restart strategy is InPlaceRestart,
-// whether or not in-place restarts are disabled (InPlaceActive).
-func InPlace(js *jobset.JobSet) bool {
-	return js.Spec.FailurePolicy != nil && js.Spec.FailurePolicy.RestartStrategy == jobset.InPlaceRestart
-}
-
-// InPlaceActive reports whether the JobSet restarts in place: InPlaceRestart
-// without upstream JobSet's disable-in-place-restart annotation. A JobSet
-// with it still has its broadcast (its agents stand aside), but no agents'
-// grants, no epochs decided, and the startup order of any other JobSet.
-func InPlaceActive(js *jobset.JobSet) bool {
-	_, disabled := js.Annotations[jobset.DisableInPlaceRestartKey]
-	return InPlace(js) && !disabled
 }
 
 // reconcileEpochs runs the in-place restart protocol: the epochs from the
@@ -234,7 +219,7 @@ func InPlaceActive(js *jobset.JobSet) bool {
 // maxRestarts, and the broadcast the agents watch.
 func (p *Plan) reconcileEpochs(js *jobset.JobSet, pods []state.PodGroup, obs Observed, now metav1.Time, t Timeouts) {
 	broadcast := obs.Broadcast
-	if !InPlaceActive(js) {
+	if !jobset.InPlaceActive(js) {
 		// In-place restarts are off: the agents lift their barriers at
 		// once and never report, so the epochs stay where they are, no
 		// restart is decided or counted here and none times out; a Pod

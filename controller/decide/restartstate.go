@@ -50,7 +50,7 @@ func RestartStateOf(js *jobset.JobSet, status *jobset.JobSetStatus) RestartState
 	if conditionTrue(status, jobset.JobSetRestarting) {
 		return stateRecreating
 	}
-	if InPlaceActive(js) && status.SyncedEpoch <= status.DeprecatedEpoch {
+	if jobset.InPlaceActive(js) && status.SyncedEpoch <= status.DeprecatedEpoch {
 		return stateStarting
 	}
 	return stateRunning

@@ -29,7 +29,7 @@ import (
 // The carried status is written with the rest of the plan's; from then on
 // the epochs are inplace's, and the status is no longer upstream's.
 func adoptUpstream(js *jobset.JobSet) (*jobset.JobSet, []Event) {
-	if !InPlace(js) || !jobset.WrittenByUpstream(&js.Status) {
+	if !jobset.InPlace(js) || !jobset.WrittenByUpstream(&js.Status) {
 		return js, nil
 	}
 	out := js.DeepCopy()
