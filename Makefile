@@ -73,7 +73,7 @@ vet: ## Run go vet.
 
 # Every binary says which build it is (version subcommand or flag, the
 # manager's /version and inplace_build_info).
-VERSION ?= v0.1.0
+VERSION ?= v0.9.0
 COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null)
 VERSION_PKG := github.com/inplace-dev/inplace/cmd/internal/version
 GO_LDFLAGS := -X $(VERSION_PKG).version=$(VERSION) -X $(VERSION_PKG).commit=$(COMMIT)

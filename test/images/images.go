@@ -27,7 +27,7 @@ import (
 // Tags other than latest make the kubelet's default pull policy
 // IfNotPresent, which needs no registry once the image is imported.
 const (
-	Version   = "v0.1.0"
+	Version   = "v0.9.0"
 	Manager   = ManagerRepository + ":" + Version
 	Agent     = AgentRepository + ":" + Version
 	Worker    = "ghcr.io/inplace-dev/inplace-testworker:" + Version
