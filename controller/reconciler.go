@@ -327,7 +327,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			return ctrl.Result{}, err
 		}
 		r.metrics.written(effective, before, p.Status, now)
-		if from, to := decide.RestartStateOf(effective, &before), decide.RestartStateOf(effective, &p.Status); from != to {
+		if from, to := jobset.RestartStateOf(effective, &before), jobset.RestartStateOf(effective, &p.Status); from != to {
 			logger.Info("restart state changed", "from", from, "to", to)
 		}
 		// A decision's Event follows the status write that carries it, at

@@ -6,7 +6,7 @@
 // deleted, the status, the broadcast and the Events.
 //
 //	plan.go              Decide: the whole plan of one reconcile
-//	restartstate.go      the restart path's states and the table of transitions Decide may make
+//	restartstate.go      the table of transitions Decide may make between restart states (jobset.RestartStateOf)
 //	epochs.go            the epoch protocol: which epoch is synced or deprecated, which barriers open
 //	failure_policy.go    rule matching and the restart or failure it causes
 //	success_policy.go    All / Any over target replicated Jobs

@@ -94,9 +94,13 @@ func decideEpochs(js *jobset.JobSet, pods []state.PodGroup) epochDecision {
 		d.openReplicatedJobs = openBarriers(js, pods, d.synced)
 		return d
 	}
-	inRestart := d.deprecated >= d.synced && d.synced > 0
+	// The group synced at d.synced and not restarting, suspended or
+	// recreated since: Running, which an InPlaceRestart JobSet is only once
+	// its Pods first synced. What it loses is a restart; before, and during
+	// one, it only has yet to sync.
+	groupSynced := jobset.RestartStateOf(js, &js.Status) == jobset.StateRunning
 	expected := expectedPods(js)
-	if d.synced > 0 && !inRestart {
+	if groupSynced {
 		pods = invalidAsSynced(pods, d.synced)
 	}
 
@@ -127,7 +131,7 @@ func decideEpochs(js *jobset.JobSet, pods []state.PodGroup) epochDecision {
 
 	// Sync: every expected Pod at one epoch newer than the synced one.
 	if aliveN == expected && allReported && allEqual && maxEpoch > d.synced && maxEpoch > d.deprecated {
-		if d.synced > 0 && !inRestart {
+		if groupSynced {
 			// Every Pod restarted before a restart was decided (their
 			// kubelets' restart rules, while the restart was held back
 			// for a fatal exit, say): it was one, and counts as one.
@@ -148,7 +152,7 @@ func decideEpochs(js *jobset.JobSet, pods []state.PodGroup) epochDecision {
 	// same moment is part of this restart, as any failure during a restart
 	// is. A group synced before syncedPods was recorded (0) has no size to
 	// compare and syncs as before.
-	if d.synced > 0 && !inRestart && d.syncedPods > 0 && int(d.syncedPods) != expected {
+	if groupSynced && d.syncedPods > 0 && int(d.syncedPods) != expected {
 		d.deprecated = max(d.synced, maxEpoch-1)
 		d.scaleBegan = true
 		d.why = fmt.Sprintf("the group was scaled from %d to %d Pods", d.syncedPods, expected)
@@ -157,7 +161,7 @@ func decideEpochs(js *jobset.JobSet, pods []state.PodGroup) epochDecision {
 	}
 
 	// Fast detection: a member of the synced group failed or left.
-	if d.synced > 0 && !inRestart {
+	if groupSynced {
 		if why, ignored := lostMember(pods, d.synced, expected); why != "" {
 			d.deprecated = max(d.synced, maxEpoch-1)
 			d.restartBegan, d.why, d.uncounted = true, why, ignored
@@ -169,7 +173,7 @@ func decideEpochs(js *jobset.JobSet, pods []state.PodGroup) epochDecision {
 	// The KEP's rule: epochs differ, deprecate all but the newest.
 	if !allEqual && maxEpoch-1 > d.deprecated {
 		d.deprecated = maxEpoch - 1
-		if !inRestart && d.deprecated >= d.synced && d.synced > 0 {
+		if groupSynced && d.deprecated >= d.synced {
 			d.restartBegan, d.why = true, fmt.Sprintf("a Pod reported epoch %d while %d was synced", maxEpoch, d.synced)
 		}
 	}

@@ -128,7 +128,7 @@ func applyFailure(js *jobset.JobSet, status *jobset.JobSetStatus, o failureOutco
 			// Should it be, nothing is decided.
 			return nil
 		}
-		if jobset.InPlaceActive(js) && status.SyncedEpoch > status.DeprecatedEpoch {
+		if jobset.InPlaceActive(js) && jobset.RestartStateOf(js, status) == jobset.StateRunning {
 			// The rest of the group restarts in place around the recreated
 			// Job, as part of this restart: it is counted here, once, and
 			// the synced group's loss must not count it again as an

@@ -97,7 +97,7 @@ func decidePure(t *testing.T, js *jobset.JobSet, obs Observed, now metav1.Time, 
 	// The status upstream JobSet left is carried over before any move
 	// (adoptUpstream): the restarts it counts were made before.
 	adopted, _ := adoptUpstream(js)
-	from, to := RestartStateOf(adopted, &adopted.Status), RestartStateOf(js, &p.Status)
+	from, to := jobset.RestartStateOf(adopted, &adopted.Status), jobset.RestartStateOf(js, &p.Status)
 	if from != to || countedRestarts(&p.Status) > countedRestarts(&adopted.Status) {
 		row, ok := transitionOf(from, to)
 		if !ok {

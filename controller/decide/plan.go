@@ -9,6 +9,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -194,21 +195,27 @@ func decideSteps(js *jobset.JobSet, obs Observed, now metav1.Time, t Timeouts) P
 	if jobset.InPlaceActive(js) {
 		pods = fam.PodGroups(js, strconv.Itoa(int(jobset.RecreateAttempt(&js.Status))))
 	}
+	// Where the JobSet stood when it was read: the plan's status may say
+	// Suspended already, and the moves below are from there.
+	from := jobset.RestartStateOf(js, &js.Status)
 	switch {
 	case jobset.InPlaceActive(js) && suspended:
-		p.suspendEpochs(js, obs.Broadcast, obs.ReportEndpoint, now)
+		p.suspendEpochs(js, from, obs.Broadcast, obs.ReportEndpoint, now)
 	case jobset.InPlace(js) && c.Total(func(r *state.JobCounts) int32 { return r.Failing }) == 0:
 		// A Job the Job controller is failing (FailureTarget) deletes its
 		// Pods before it is marked Failed: the failure policy decides, not
 		// an in-place restart.
-		p.reconcileEpochs(js, pods, obs, now, t)
+		p.reconcileEpochs(js, from, pods, obs, now, t)
 	}
 	if jobset.InPlaceActive(js) && !jobset.Finished(&p.Status) {
 		// After the epochs, which may have failed the JobSet: a finished
 		// JobSet's Pods stop, and its condition was closed with the rest.
 		p.reportImagePulls(pods, now)
 	}
-	if !jobset.InPlaceActive(js) && conditionTrue(&p.Status, jobset.JobSetRestarting) && allStarted(js, p.Status.ReplicatedJobsStatus) {
+	// Recreating (or, on a JobSet whose in-place restarts were disabled
+	// during one, Restarting) ends once every Job runs; not while the
+	// JobSet is suspended, whose Jobs' readiness is on its way down.
+	if !jobset.InPlaceActive(js) && jobset.RestartStateOf(js, &p.Status).RestartUnderWay() && allStarted(js, p.Status.ReplicatedJobsStatus) {
 		setCondition(&p.Status, jobset.JobSetRestarting, metav1.ConditionFalse, ReasonRestartJobsReady, MessageRestartJobsReady, now)
 	}
 	return p
@@ -216,8 +223,9 @@ func decideSteps(js *jobset.JobSet, obs Observed, now metav1.Time, t Timeouts) P
 
 // reconcileEpochs runs the in-place restart protocol: the epochs from the
 // Pods of the current attempt (pods, nil unless InPlaceActive), the restart they may start, counted against
-// maxRestarts, and the broadcast the agents watch.
-func (p *Plan) reconcileEpochs(js *jobset.JobSet, pods []state.PodGroup, obs Observed, now metav1.Time, t Timeouts) {
+// maxRestarts, and the broadcast the agents watch. from is the restart
+// state of the status read.
+func (p *Plan) reconcileEpochs(js *jobset.JobSet, from jobset.RestartState, pods []state.PodGroup, obs Observed, now metav1.Time, t Timeouts) {
 	broadcast := obs.Broadcast
 	if !jobset.InPlaceActive(js) {
 		// In-place restarts are off: the agents lift their barriers at
@@ -255,7 +263,7 @@ func (p *Plan) reconcileEpochs(js *jobset.JobSet, pods []state.PodGroup, obs Obs
 		p.Events = append(p.Events, failJobSet(&p.Status, ReasonReachedMaxRestarts, msg, now)...)
 		return
 	}
-	if !obs.ReportEndpoint.IsZero() && js.Status.SyncedEpoch > 0 && js.Status.DeprecatedEpoch < js.Status.SyncedEpoch {
+	if !obs.ReportEndpoint.IsZero() && from == jobset.StateRunning {
 		left := ReportGrace
 		if !obs.ReportsSince.IsZero() {
 			left = obs.ReportsSince.Add(ReportGrace).Sub(now.Time)
@@ -318,16 +326,16 @@ func (p *Plan) reconcileEpochs(js *jobset.JobSet, pods []state.PodGroup, obs Obs
 		setCondition(&p.Status, jobset.JobSetRestarting, metav1.ConditionTrue, ReasonInPlaceRestart, msg, now)
 		p.Events = append(p.Events, Event{corev1.EventTypeWarning, ReasonInPlaceRestart, msg})
 	}
-	if conditionTrue(&p.Status, jobset.JobSetRestarting) && d.synced > d.deprecated {
+	if jobset.RestartStateOf(js, &p.Status).RestartUnderWay() && d.synced > d.deprecated {
 		msg := fmt.Sprintf("every Pod restarted in place and synced at epoch %d (%d Pods)", d.synced, d.syncedPods)
 		setCondition(&p.Status, jobset.JobSetRestarting, metav1.ConditionFalse, ReasonInPlaceRestartDone, msg, now)
 		p.Events = append(p.Events, Event{corev1.EventTypeNormal, ReasonInPlaceRestartDone, msg})
 	}
 
-	if p.fallBackIfStuck(now, t.InPlaceRestart) {
+	if p.fallBackIfStuck(js, now, t.InPlaceRestart) {
 		return
 	}
-	if RestartStateOf(js, &p.Status) == stateRestarting {
+	if jobset.RestartStateOf(js, &p.Status).InPlaceRestarting() {
 		p.stopEscapedWorkers(pods, d.deprecated)
 	}
 
@@ -415,11 +423,13 @@ func (p *Plan) holdRestart(js *jobset.JobSet, d *epochDecision, since, now time.
 // epoch is over without a restart counted: deprecatedEpoch catches up with
 // it, so that the Pods started on resume report a fresh epoch and wait
 // behind the barrier until all of them have, as on a first start. An
-// in-place restart under way ends here too: nothing is left to converge,
-// and no timeout may recreate the Jobs of a JobSet that is not running.
-func (p *Plan) suspendEpochs(js *jobset.JobSet, broadcast map[string]string, endpoint protocol.ReportEndpoint, now metav1.Time) {
+// in-place restart under way (from, the state of the status read, says
+// so) ends here too: nothing is left to converge, and no timeout may
+// recreate the Jobs of a JobSet that is not running. A recreation under
+// way goes on: its Jobs are replaced, suspended, and it ends once they run.
+func (p *Plan) suspendEpochs(js *jobset.JobSet, from jobset.RestartState, broadcast map[string]string, endpoint protocol.ReportEndpoint, now metav1.Time) {
 	p.Status.DeprecatedEpoch = max(p.Status.DeprecatedEpoch, p.Status.SyncedEpoch)
-	if inPlaceRestartCondition(&p.Status) != nil {
+	if from.InPlaceRestarting() {
 		msg := fmt.Sprintf("the JobSet was suspended during an in-place restart of epoch %d: its Pods stop, and start a fresh epoch when it is resumed", p.Status.SyncedEpoch)
 		setCondition(&p.Status, jobset.JobSetRestarting, metav1.ConditionFalse, ReasonInPlaceRestartSuspended, msg, now)
 		p.Events = append(p.Events, Event{corev1.EventTypeNormal, ReasonInPlaceRestartSuspended, msg})
@@ -428,12 +438,6 @@ func (p *Plan) suspendEpochs(js *jobset.JobSet, broadcast map[string]string, end
 	if !maps.Equal(want, broadcast) {
 		p.Broadcast = want
 	}
-}
-
-// inPlaceReason reports whether a Restarting condition's reason is that of
-// an in-place restart, which its timeout bounds.
-func inPlaceReason(reason string) bool {
-	return reason == ReasonInPlaceRestart || reason == ReasonInPlaceScale
 }
 
 // PodDeletion is a Pod to delete and the Event that says why.
@@ -480,7 +484,7 @@ func finishedMember(pods []state.PodGroup) string {
 // the group synced, an agent that crashes alone resumes its epoch and
 // costs nothing. It returns the reason, or "".
 func crashLoop(js *jobset.JobSet, status *jobset.JobSetStatus, pods []state.PodGroup) string {
-	if RestartStateOf(js, status) != stateStarting {
+	if jobset.RestartStateOf(js, status) != jobset.StateStarting {
 		return ""
 	}
 	maxRestarts := js.Spec.FailurePolicy.MaxRestarts
@@ -577,11 +581,12 @@ func allStarted(js *jobset.JobSet, statuses []jobset.ReplicatedJobStatus) bool {
 // converged within the timeout (a Pod that cannot come back, say), as the
 // short-term in-place restart KEP's inplace-timeout does. The restart was
 // counted when it began; the fallback does not count again.
-func (p *Plan) fallBackIfStuck(now metav1.Time, timeout time.Duration) bool {
-	c := inPlaceRestartCondition(&p.Status)
-	if c == nil {
+func (p *Plan) fallBackIfStuck(js *jobset.JobSet, now metav1.Time, timeout time.Duration) bool {
+	if !jobset.RestartStateOf(js, &p.Status).InPlaceRestarting() {
 		return false
 	}
+	// The condition says an in-place restart is under way, and since when.
+	c := meta.FindStatusCondition(p.Status.Conditions, string(jobset.JobSetRestarting))
 	deadline := c.LastTransitionTime.Add(timeout)
 	if now.Time.Before(deadline) {
 		if wait := deadline.Sub(now.Time); p.RequeueAfter == 0 || wait < p.RequeueAfter {

@@ -1,5 +1,9 @@
 package decide
 
+import (
+	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
+)
+
 // Condition reasons, Event reasons and messages. Reasons are the ones of
 // upstream JobSet where it has one, so that tools reading them keep working.
 const (
@@ -43,13 +47,13 @@ const (
 	ReasonRestartJobsReady     = "JobsReady"
 	MessageRestartJobsReady    = "all jobs are ready"
 
-	// RestartingJobSet condition of InPlaceRestart JobSets.
-	ReasonInPlaceRestart         = "InPlaceRestart"
+	// RestartingJobSet condition of InPlaceRestart JobSets. The two of
+	// an in-place restart under way are the API's: the restart state
+	// (jobset.RestartStateOf) reads them.
+	ReasonInPlaceRestart         = jobset.ReasonInPlaceRestart
 	ReasonInPlaceRestartDone     = "InPlaceRestartCompleted"
 	ReasonInPlaceRestartTimedOut = "InPlaceRestartTimedOut"
-	// ReasonInPlaceScale: the group restarts in place at a new size after
-	// its replicated jobs were scaled; not counted towards maxRestarts.
-	ReasonInPlaceScale = "InPlaceRestartForScale"
+	ReasonInPlaceScale           = jobset.ReasonInPlaceScale
 	// ReasonInPlaceRestartSuspended: the JobSet was suspended (preempted)
 	// during an in-place restart, which ends without a recreation.
 	ReasonInPlaceRestartSuspended = "InPlaceRestartSuspended"

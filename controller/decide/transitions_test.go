@@ -515,27 +515,27 @@ func TestEveryTransition(t *testing.T) {
 	for name, tc := range map[string]struct {
 		from setup
 		on   event
-		want RestartState
+		want jobset.RestartState
 	}{
-		"Starting, a Job fails":                  {from: starting, on: jobFails, want: stateRecreating},
-		"Starting, suspended":                    {from: starting, on: suspend, want: stateSuspended},
-		"Starting, every Job succeeds":           {from: starting, on: allSucceed, want: stateCompleted},
-		"Restarting, a Job fails for good":       {from: restarting, on: jobFailsForGood, want: stateFailed},
-		"Restarting, every Job succeeds":         {from: restarting, on: allSucceed, want: stateCompleted},
-		"Recreating, the new Pods sync":          {from: recreating, on: syncAt("2"), want: stateRunning},
-		"Recreating, a new Job fails for good":   {from: recreating, on: jobFailsForGood, want: stateFailed},
-		"Recreating, suspended":                  {from: recreating, on: suspend, want: stateSuspended},
-		"Recreating, every Job succeeds":         {from: recreating, on: allSucceed, want: stateCompleted},
-		"Suspended, resumed":                     {from: suspended(starting), on: resume, want: stateStarting},
-		"Suspended during a recreation, resumed": {from: suspended(recreating), on: resume, want: stateRecreating},
-		"Suspended, a Job had failed for good":   {from: suspended(starting), on: jobFailsForGood, want: stateFailed},
-		"Suspended, every Job had succeeded":     {from: suspended(starting), on: allSucceed, want: stateCompleted},
+		"Starting, a Job fails":                  {from: starting, on: jobFails, want: jobset.StateRecreating},
+		"Starting, suspended":                    {from: starting, on: suspend, want: jobset.StateSuspended},
+		"Starting, every Job succeeds":           {from: starting, on: allSucceed, want: jobset.StateCompleted},
+		"Restarting, a Job fails for good":       {from: restarting, on: jobFailsForGood, want: jobset.StateFailed},
+		"Restarting, every Job succeeds":         {from: restarting, on: allSucceed, want: jobset.StateCompleted},
+		"Recreating, the new Pods sync":          {from: recreating, on: syncAt("2"), want: jobset.StateRunning},
+		"Recreating, a new Job fails for good":   {from: recreating, on: jobFailsForGood, want: jobset.StateFailed},
+		"Recreating, suspended":                  {from: recreating, on: suspend, want: jobset.StateSuspended},
+		"Recreating, every Job succeeds":         {from: recreating, on: allSucceed, want: jobset.StateCompleted},
+		"Suspended, resumed":                     {from: suspended(starting), on: resume, want: jobset.StateStarting},
+		"Suspended during a recreation, resumed": {from: suspended(recreating), on: resume, want: jobset.StateRecreating},
+		"Suspended, a Job had failed for good":   {from: suspended(starting), on: jobFailsForGood, want: jobset.StateFailed},
+		"Suspended, every Job had succeeded":     {from: suspended(starting), on: allSucceed, want: jobset.StateCompleted},
 	} {
 		t.Run(name, func(t *testing.T) {
 			js := tc.from()
 			obs := tc.on(js)
 			p := decidePure(t, js, obs, at(2), time.Minute)
-			if got := RestartStateOf(js, &p.Status); got != tc.want {
+			if got := jobset.RestartStateOf(js, &p.Status); got != tc.want {
 				t.Errorf("state %s, want %s (status %+v)", got, tc.want, p.Status)
 			}
 		})
