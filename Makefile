@@ -72,8 +72,10 @@ vet: ## Run go vet.
 	go vet ./...
 
 # Every binary says which build it is (version subcommand or flag, the
-# manager's /version and inplace_build_info).
-VERSION ?= v0.9.0
+# manager's /version and inplace_build_info). The tree's version is set in
+# the file VERSION alone; `go test ./hack/release` checks every file that
+# names it (config/, the chart, the test images, the docs, the CHANGELOG).
+VERSION ?= $(shell cat VERSION)
 COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null)
 VERSION_PKG := github.com/inplace-dev/inplace/cmd/internal/version
 GO_LDFLAGS := -X $(VERSION_PKG).version=$(VERSION) -X $(VERSION_PKG).commit=$(COMMIT)

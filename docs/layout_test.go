@@ -20,7 +20,7 @@ const module = "github.com/inplace-dev/inplace"
 // benchmarks.
 var topLevel = []string{
 	".ci", ".dockerignore", ".gitignore", ".golangci.yml",
-	"CHANGELOG.md", "Dockerfile", "LICENSE", "Makefile", "README.md",
+	"CHANGELOG.md", "Dockerfile", "LICENSE", "Makefile", "README.md", "VERSION",
 	"agent", "api", "charts", "cmd", "config", "controller", "docs", "examples",
 	"go.mod", "go.sum", "hack", "perf", "policies", "test", "webhook",
 }

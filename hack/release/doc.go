@@ -16,4 +16,9 @@
 // `make release VERSION=vX.Y.Z` runs it; docs/how-to/release.md says how a release
 // is cut and published. It is a tool of the repository, not of the product:
 // it builds the images with test/images, as the local cluster does.
+//
+// The tree's own version is set in one place, the file VERSION at the
+// repository's root; this package's tests fail naming the file and line of
+// every image tag, chart version, remote ref or release command in the tree
+// that names another.
 package main

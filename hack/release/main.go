@@ -111,6 +111,13 @@ func run(ctx context.Context, o options) ([]file, error) {
 	if tags, _ := output(ctx, root, "git", "tag", "--points-at", "HEAD"); !slices.Contains(strings.Fields(tags), o.version) {
 		fmt.Fprintf(os.Stderr, "release: warning: HEAD is not tagged %s (docs/how-to/release.md: tag, then build from the tag)\n", o.version)
 	}
+	// The archives are pinned to o.version whatever the tree says, but the
+	// docs and the remote kustomizations name the tree's version.
+	if v, err := treeVersion(root); err != nil {
+		return nil, err
+	} else if v != o.version {
+		fmt.Fprintf(os.Stderr, "release: warning: %s says %s, not %s: the tree's docs and manifests name %[2]s (docs/how-to/release.md: bump it, then tag)\n", versionFile, v, o.version)
+	}
 	out, err := filepath.Abs(o.out)
 	if err != nil {
 		return nil, err

@@ -26,6 +26,8 @@ import (
 // Image names, as config/ and the manager's configuration reference them.
 // Tags other than latest make the kubelet's default pull policy
 // IfNotPresent, which needs no registry once the image is imported.
+// Version is the tree's, as the file VERSION at the repository's root says
+// it (hack/release's tests check that they agree).
 const (
 	Version   = "v0.9.0"
 	Manager   = ManagerRepository + ":" + Version
