@@ -51,7 +51,10 @@ const (
 type jobSetState struct {
 	// inPlace: the JobSet restarts in place (InPlaceActive).
 	inPlace bool
-	// restarting: an in-place restart is under way.
+	// restarting: an in-place restart is under way (the restart state's
+	// Restarting). Not while the JobSet is suspended, or starting again
+	// after it was resumed or recreated: the events of its Pods then come
+	// one by one, as on a first start, and a failure among them is urgent.
 	restarting bool
 }
 

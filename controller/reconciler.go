@@ -241,8 +241,13 @@ func (r *Reconciler) jobSetState(key types.NamespacedName) jobSetState {
 	if err := r.client.Get(context.Background(), key, &js, client.UnsafeDisableDeepCopy); err != nil {
 		return jobSetState{}
 	}
-	active := jobset.InPlaceActive(&js)
-	return jobSetState{inPlace: active, restarting: active && decide.InPlaceRestarting(js.Status)}
+	return jobSetStateOf(&js)
+}
+
+// jobSetStateOf is what the event handlers read of js.
+func jobSetStateOf(js *jobset.JobSet) jobSetState {
+	active := jobset.InPlaceActive(js)
+	return jobSetState{inPlace: active, restarting: active && jobset.RestartStateOf(js, &js.Status).InPlaceRestarting()}
 }
 
 // Reconcile brings one JobSet's children and status in line with its spec:
@@ -317,7 +322,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if p.DeleteJobSet {
 		return ctrl.Result{}, nil
 	}
-	if decide.NeedsWrite(js.Status, p.Status) {
+	if decide.NeedsWrite(effective, js.Status, p.Status) {
 		before := js.Status
 		js.Status = p.Status
 		// Update, not patch: the write carries the resourceVersion that was

@@ -76,7 +76,7 @@ func newBenchWorld(tb testing.TB, n int) *benchWorld {
 	// decide nothing.
 	p := Decide(js, w.observed(), t0, Timeouts{InPlaceRestart: time.Minute})
 	js.Status, w.broadcast = p.Status, p.Broadcast
-	if p := Decide(js, w.observed(), t0, Timeouts{InPlaceRestart: time.Minute}); len(p.CreateJobs)+len(p.DeleteJobs)+len(p.Events) != 0 || p.Broadcast != nil || NeedsWrite(js.Status, p.Status) {
+	if p := Decide(js, w.observed(), t0, Timeouts{InPlaceRestart: time.Minute}); len(p.CreateJobs)+len(p.DeleteJobs)+len(p.Events) != 0 || p.Broadcast != nil || NeedsWrite(js, js.Status, p.Status) {
 		tb.Fatalf("the bench world is not steady: %d creations, %d deletions, %d events, broadcast %v", len(p.CreateJobs), len(p.DeleteJobs), len(p.Events), p.Broadcast)
 	}
 	return w
@@ -135,7 +135,7 @@ func BenchmarkReconcileSteady(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		p := w.reconcile(x)
-		if NeedsWrite(w.js.Status, p.Status) || len(p.CreateJobs)+len(p.DeleteJobs) != 0 || p.Broadcast != nil {
+		if NeedsWrite(w.js, w.js.Status, p.Status) || len(p.CreateJobs)+len(p.DeleteJobs) != 0 || p.Broadcast != nil {
 			b.Fatal("a steady JobSet's reconcile acts")
 		}
 	}

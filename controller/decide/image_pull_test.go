@@ -278,7 +278,7 @@ func TestImagePullFailureIsWrittenOncePerTransition(t *testing.T) {
 				warnings++
 			}
 		}
-		if i > 0 && NeedsWrite(js.Status, p.Status) {
+		if i > 0 && NeedsWrite(js, js.Status, p.Status) {
 			t.Errorf("step %d: a status write for the kubelet's back-off:\n%s", i, cmp.Diff(js.Status, p.Status))
 		}
 		js.Status = p.Status

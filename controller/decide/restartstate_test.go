@@ -55,6 +55,16 @@ func TestDecideHelpersAgreeWithTheRestartState(t *testing.T) {
 				t.Errorf("fallBackIfStuck recreated: %t, want %t in %s", got, want, s)
 			}
 
+			// Only during an in-place restart does a write of counters
+			// alone wait for the restart's end.
+			read := *js.Status.DeepCopy()
+			read.ReplicatedJobsStatus = []jobset.ReplicatedJobStatus{{Name: "workers", Ready: 2}}
+			counted := *read.DeepCopy()
+			counted.ReplicatedJobsStatus[0].Ready = 1
+			if got, want := NeedsWrite(js, read, counted), !s.InPlaceRestarting(); got != want {
+				t.Errorf("NeedsWrite of counters alone: %t, want %t in %s", got, want, s)
+			}
+
 			// A suspension ends an in-place restart, and nothing else.
 			p = Plan{Status: *js.Status.DeepCopy()}
 			p.suspendEpochs(js, s, nil, protocol.ReportEndpoint{}, at(0))

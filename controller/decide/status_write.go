@@ -7,17 +7,22 @@ import (
 )
 
 // NeedsWrite reports whether the status decided, next, must be written over
-// the status read, cur. A change of nothing but the replicated jobs'
-// counters during an in-place restart is not written: the counters move
-// with every Job's status, N times per restart of N Jobs, and the status
-// write that ends the restart carries them, so the writes of a restart stay
-// constant in N. (Outside a restart the event handlers' batching bounds how
-// often they are written.)
-func NeedsWrite(cur, next jobset.JobSetStatus) bool {
+// the status read, cur, of js. A change of nothing but the replicated
+// jobs' counters during an in-place restart is not written: the counters
+// move with every Job's status, N times per restart of N Jobs, and the
+// status write that ends the restart carries them, so the writes of a
+// restart stay constant in N. (Outside a restart the event handlers'
+// batching bounds how often they are written.)
+//
+// An in-place restart is the restart state's (Restarting), not the
+// epochs': after a suspension deprecatedEpoch >= syncedEpoch holds too,
+// and a suspended JobSet's counters (its Jobs suspended, their Pods gone)
+// would wait for a sync that comes only after it is resumed.
+func NeedsWrite(js *jobset.JobSet, cur, next jobset.JobSetStatus) bool {
 	if equality.Semantic.DeepEqual(cur, next) {
 		return false
 	}
-	return !InPlaceRestarting(next) || !countersOnly(cur, next)
+	return !jobset.RestartStateOf(js, &next).InPlaceRestarting() || !countersOnly(cur, next)
 }
 
 // countersOnly reports whether two statuses differ only in what the
@@ -37,10 +42,4 @@ func decisionsOf(statuses []jobset.ReplicatedJobStatus) []jobset.ReplicatedJobSt
 		out = append(out, jobset.ReplicatedJobStatus{Name: s.Name, JobRestarts: s.JobRestarts, JobRestartsCountTowardsMax: s.JobRestartsCountTowardsMax})
 	}
 	return out
-}
-
-// InPlaceRestarting reports whether an in-place restart is under way: an
-// epoch deprecated and the next not yet synced.
-func InPlaceRestarting(s jobset.JobSetStatus) bool {
-	return s.SyncedEpoch > 0 && s.DeprecatedEpoch >= s.SyncedEpoch
 }

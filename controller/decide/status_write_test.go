@@ -3,6 +3,8 @@ package decide
 import (
 	"testing"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
 )
 
@@ -25,31 +27,23 @@ func TestStatusWrites(t *testing.T) {
 		t.Errorf("a Job's restart is seen as counters only")
 	}
 
-	// During an in-place restart a change of counters only waits for the
-	// restart's end; a decision does not.
+	// During an in-place restart (its condition set with the deprecated
+	// epoch, as the controller sets them) a change of counters only waits
+	// for the restart's end; a decision does not.
+	js := inPlaceJobSet(1, 1)
 	restarting := jobset.JobSetStatus{SyncedEpoch: 1, DeprecatedEpoch: 1, ReplicatedJobsStatus: a.ReplicatedJobsStatus}
-	counted := restarting
+	setCondition(&restarting, jobset.JobSetRestarting, metav1.ConditionTrue, ReasonInPlaceRestart, "in-place restart 1", t0)
+	counted := *restarting.DeepCopy()
 	counted.ReplicatedJobsStatus = []jobset.ReplicatedJobStatus{{Name: "w", Ready: 2}}
-	if NeedsWrite(restarting, counted) {
+	if NeedsWrite(js, restarting, counted) {
 		t.Errorf("a change of counters only during an in-place restart is written")
 	}
-	decided := restarting
+	decided := *restarting.DeepCopy()
 	decided.ReplicatedJobsStatus = []jobset.ReplicatedJobStatus{{Name: "w", Ready: 3, JobRestarts: []int32{1}, JobRestartsCountTowardsMax: []int32{1}}}
-	if !NeedsWrite(restarting, decided) {
+	if !NeedsWrite(js, restarting, decided) {
 		t.Errorf("a Job's restart during an in-place restart is not written")
 	}
-	if !NeedsWrite(a, b) || NeedsWrite(a, a) {
+	if !NeedsWrite(js, a, b) || NeedsWrite(js, a, a) {
 		t.Errorf("outside an in-place restart: a change is not written, or no change is")
-	}
-}
-
-func TestInPlaceRestarting(t *testing.T) {
-	for _, tc := range []struct {
-		deprecated, synced int32
-		want               bool
-	}{{0, 0, false}, {0, 1, false}, {1, 1, true}, {1, 2, false}, {2, 2, true}} {
-		if got := InPlaceRestarting(jobset.JobSetStatus{DeprecatedEpoch: tc.deprecated, SyncedEpoch: tc.synced}); got != tc.want {
-			t.Errorf("deprecated %d synced %d: %v, want %v", tc.deprecated, tc.synced, got, tc.want)
-		}
 	}
 }
