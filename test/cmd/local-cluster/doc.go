@@ -7,6 +7,8 @@
 // and writes an admin kubeconfig to -write-kubeconfig once the cluster is
 // ready, and the real nodes' containerd addresses beside it
 // (containerd-sockets), where images are imported into them.
+// -check-real-nodes starts nothing and says whether real nodes can run
+// here, and if not why: the demo runs on simulated nodes then.
 //
 // Test code: it may import any package of the module, and no package outside
 // test/ may import it.

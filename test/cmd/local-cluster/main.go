@@ -32,7 +32,15 @@ func main() {
 	nodes := flag.Int("nodes", 16, "simulated nodes to run (0 for none)")
 	realNodes := flag.Int("real-nodes", 0, "real nodes to run: a kubelet and a containerd each (needs root and 'make node-deps')")
 	withManager := flag.Bool("manager", true, "run inplace-manager (controller and webhooks) in this process")
+	checkRealNodes := flag.Bool("check-real-nodes", false, "start nothing: exit 0 if real nodes can run on this machine, else print why and exit 3")
 	flag.Parse()
+	if *checkRealNodes {
+		if err := cluster.RealNodesUnavailable(); err != nil {
+			fmt.Println(err)
+			os.Exit(3)
+		}
+		return
+	}
 	if err := run(*kubeconfig, *crds, *nodes, *realNodes, *withManager); err != nil {
 		fmt.Fprintln(os.Stderr, "local-cluster:", err)
 		os.Exit(1)
