@@ -28,6 +28,7 @@ var _ = Describe("the chart's notes", func() {
 		Expect(out).To(ContainSubstring("kubectl get jobsetpolicies"))
 		Expect(out).To(ContainSubstring("docs/explanation/in-place-restart.md"))
 		Expect(out).To(ContainSubstring("inplace.dev/webhooks=disabled"))
+		Expect(out).To(ContainSubstring("kubectl apply --server-side --force-conflicts -f crds/"), "the CRDs' upgrade, which Helm does not do")
 		Expect(out).NotTo(ContainSubstring("WARNING"))
 	})
 
