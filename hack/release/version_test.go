@@ -40,10 +40,11 @@ func isDoc(path string) bool {
 	return strings.HasSuffix(path, ".md") && notHistory(path)
 }
 
-// isUserDoc is a page of the product's docs: docs/development names the
-// versions of the tools the project builds with.
-func isUserDoc(path string) bool {
-	return isDoc(path) && !strings.HasPrefix(path, "docs/development/")
+// isReleasePage is a page whose example is the tree's release, so that a
+// version in its prose is the tree's. Elsewhere such a version may be a
+// past release's (upgrade notes, say) or another project's.
+func isReleasePage(path string) bool {
+	return path == "README.md" || path == "docs/how-to/release.md" || path == "charts/inplace/README.md"
 }
 
 func only(name string) func(string) bool {
@@ -63,14 +64,14 @@ var pinRules = []pinRule{
 	{name: "test images' tag", files: only("test/images/images.go"), re: regexp.MustCompile(`\bVersion\s*=\s*"(` + semverV + `)"`)},
 	{name: "make VERSION", files: isDoc, re: regexp.MustCompile(`\bVERSION=(` + semverV + `)`)},
 	{name: "git tag", files: isDoc, re: regexp.MustCompile(`git tag (?:-[a-z] )*(` + semverV + `)`)},
-	{name: "release name", files: isDoc, re: regexp.MustCompile(`\binplace (` + semverV + `)`)},
+	{name: "release name", files: isReleasePage, re: regexp.MustCompile(`\binplace (` + semverV + `)`)},
 	{name: "chart archive", files: isDoc, re: regexp.MustCompile(`\binplace-(` + semverPlain + `)\.tgz`), plain: true},
 	{name: "image archive", files: isDoc, re: regexp.MustCompile(`\binplace-(?:manager|agent)-(` + semverV + `)\.tar`)},
 	{name: "plugin archive", files: isDoc, re: regexp.MustCompile(`\bkubectl-inplace_(` + semverV + `)_`)},
 	{name: "chart field", files: isDoc, re: regexp.MustCompile("`version: (" + semverPlain + ")`"), plain: true},
 	{name: "chart field", files: isDoc, re: regexp.MustCompile("`appVersion: (" + semverV + ")`")},
-	{name: "tag by digest", files: isUserDoc, re: regexp.MustCompile(`:(` + semverV + `)@sha256:`)},
-	{name: "version", files: isUserDoc, re: regexp.MustCompile("`(" + semverV + ")`")},
+	{name: "tag by digest", files: isReleasePage, re: regexp.MustCompile(`:(` + semverV + `)@sha256:`)},
+	{name: "version", files: isReleasePage, re: regexp.MustCompile("`(" + semverV + ")`")},
 }
 
 // pin is one place that names a version of the project.
@@ -269,7 +270,7 @@ func TestFindPins(t *testing.T) {
 				"Dockerfile":                             "ARG TARGETOS=linux VERSION=v0.0.0-dev\n",
 				"cmd/internal/version/doc.go":            "// -X .../version.version=v0.1.0\n",
 				"hack/kube/go.mod":                       "\tgithub.com/containerd/log v0.1.0 // indirect\n",
-				"docs/how-to/upgrade.md":                 "Kubernetes 1.35.0 or later\n",
+				"docs/how-to/upgrade.md":                 "Kubernetes 1.35.0 or later; from `v0.1.0`, as inplace v0.1.0 did\n",
 			},
 		},
 	}
