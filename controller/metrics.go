@@ -83,18 +83,21 @@ func newRestartMetrics(reg prometheus.Registerer) (*restartMetrics, error) {
 }
 
 // written records what changed between the status read and the status
-// written.
+// written. An in-place restart is timed while the restart state says one
+// is under way (jobset.RestartStateOf): from the write that counts it
+// until the write that leaves Restarting, observed when that is the sync
+// (Running). One that ends otherwise (suspended, recreated on its timeout
+// or a Job's failure, finished) is forgotten: a later sync is another
+// group's. A scale restarts in place uncounted, and is not timed.
 func (m *restartMetrics) written(js *jobset.JobSet, before, after jobset.JobSetStatus, now time.Time) {
+	from, to := jobset.RestartStateOf(js, &before), jobset.RestartStateOf(js, &after)
 	inPlace := after.InPlaceRestarts - before.InPlaceRestarts
-	synced := after.SyncedEpoch > before.SyncedEpoch && after.SyncedEpoch > after.DeprecatedEpoch && after.DeprecatedEpoch > 0
 	if inPlace > 0 {
 		m.restartsTotal.WithLabelValues(kindInPlace).Add(float64(inPlace))
-		if synced {
-			// Counted and synced at once: every Pod restarted before the
-			// restart was decided, when is not known. No duration.
-			m.forget(js.UID)
-			synced = false
-		} else {
+		// Counted without Restarting: every Pod restarted before the
+		// restart was decided, and it synced in the same write; when it
+		// began is not known. No duration.
+		if to.InPlaceRestarting() {
 			m.mu.Lock()
 			m.started[js.UID] = now
 			m.mu.Unlock()
@@ -109,21 +112,26 @@ func (m *restartMetrics) written(js *jobset.JobSet, before, after jobset.JobSetS
 	}
 	if reason(after, jobset.JobSetRestarting) == decide.ReasonInPlaceRestartTimedOut && reason(before, jobset.JobSetRestarting) != decide.ReasonInPlaceRestartTimedOut {
 		m.inPlaceFallbacksTotal.Inc()
-		m.forget(js.UID)
 	}
-	if synced {
-		m.mu.Lock()
-		start, ok := m.started[js.UID]
-		delete(m.started, js.UID)
-		m.mu.Unlock()
-		if !ok {
-			if c := meta.FindStatusCondition(before.Conditions, string(jobset.JobSetRestarting)); c != nil && c.Reason == decide.ReasonInPlaceRestart {
-				start, ok = c.LastTransitionTime.Time, true
-			}
+	if !from.InPlaceRestarting() || to.InPlaceRestarting() {
+		return
+	}
+	m.mu.Lock()
+	start, ok := m.started[js.UID]
+	delete(m.started, js.UID)
+	m.mu.Unlock()
+	if to != jobset.StateRunning {
+		return
+	}
+	if !ok {
+		// Begun before this process ran: the condition's time stands in,
+		// for a counted restart (not a scale's).
+		if c := meta.FindStatusCondition(before.Conditions, string(jobset.JobSetRestarting)); c != nil && c.Reason == decide.ReasonInPlaceRestart {
+			start, ok = c.LastTransitionTime.Time, true
 		}
-		if ok {
-			m.inPlaceRestartSeconds.Observe(now.Sub(start).Seconds())
-		}
+	}
+	if ok {
+		m.inPlaceRestartSeconds.Observe(now.Sub(start).Seconds())
 	}
 }
 
@@ -164,12 +172,6 @@ func (m *restartMetrics) gone(key types.NamespacedName) {
 	of := prometheus.Labels{"namespace": key.Namespace, "jobset": key.Name}
 	m.epochGauge.DeletePartialMatch(of)
 	m.imagePullGauge.DeletePartialMatch(of)
-}
-
-func (m *restartMetrics) forget(uid types.UID) {
-	m.mu.Lock()
-	delete(m.started, uid)
-	m.mu.Unlock()
 }
 
 func reason(s jobset.JobSetStatus, t jobset.JobSetConditionType) string {

@@ -36,9 +36,11 @@ func TestRestartMetrics(t *testing.T) {
 	js.UID = "u1"
 	t0 := time.Unix(1000, 0)
 
-	// Epoch 1 deprecated: one in-place restart begins.
+	// Epoch 1 deprecated: one in-place restart begins, its condition set
+	// with it.
 	before := jobset.JobSetStatus{SyncedEpoch: 1}
-	during := jobset.JobSetStatus{SyncedEpoch: 1, DeprecatedEpoch: 1, Restarts: 1, InPlaceRestarts: 1}
+	during := jobset.JobSetStatus{SyncedEpoch: 1, DeprecatedEpoch: 1, Restarts: 1, InPlaceRestarts: 1,
+		Conditions: []metav1.Condition{{Type: string(jobset.JobSetRestarting), Status: metav1.ConditionTrue, Reason: decide.ReasonInPlaceRestart}}}
 	m.written(js, before, during, t0)
 	if got := testutil.ToFloat64(m.restartsTotal.WithLabelValues(kindInPlace)); got != 1 {
 		t.Errorf("in-place restarts counted %v, want 1", got)
@@ -49,6 +51,7 @@ func TestRestartMetrics(t *testing.T) {
 	// Epoch 2 synced 1.5 s later: the restart took 1.5 s.
 	done := during
 	done.SyncedEpoch = 2
+	done.Conditions = []metav1.Condition{{Type: string(jobset.JobSetRestarting), Status: metav1.ConditionFalse, Reason: decide.ReasonInPlaceRestartDone}}
 	m.written(js, during, done, t0.Add(1500*time.Millisecond))
 	if got := histogramCount(t, m); got != 1 {
 		t.Errorf("durations observed %d, want 1", got)
@@ -189,5 +192,43 @@ func TestImagePullMetrics(t *testing.T) {
 	disabled.Annotations = map[string]string{jobset.DisableInPlaceRestartKey: "true"}
 	if m.imagePulls(disabled); testutil.CollectAndCount(m.imagePullGauge) != 0 {
 		t.Error("a JobSet with in-place restarts disabled has image pull series")
+	}
+}
+
+// An in-place restart that ends otherwise than by its sync is not timed,
+// nor is the sync of the group that follows: a suspension (the Pods that
+// sync after the resume are new ones), a recreation after a Job's failure.
+func TestRestartMetricsForgetARestartThatDidNotSync(t *testing.T) {
+	restarting := metav1.Condition{Type: string(jobset.JobSetRestarting), Status: metav1.ConditionTrue, Reason: decide.ReasonInPlaceRestart}
+	running := jobset.JobSetStatus{SyncedEpoch: 1}
+	began := jobset.JobSetStatus{SyncedEpoch: 1, DeprecatedEpoch: 1, Restarts: 1, InPlaceRestarts: 1, Conditions: []metav1.Condition{restarting}}
+	for name, ended := range map[string]jobset.JobSetStatus{
+		"suspended": {SyncedEpoch: 1, DeprecatedEpoch: 1, Restarts: 1, InPlaceRestarts: 1, Conditions: []metav1.Condition{
+			{Type: string(jobset.JobSetSuspended), Status: metav1.ConditionTrue, Reason: decide.ReasonSuspended},
+			{Type: string(jobset.JobSetRestarting), Status: metav1.ConditionFalse, Reason: decide.ReasonInPlaceRestartSuspended}}},
+		"recreated after a Job failed": {SyncedEpoch: 1, DeprecatedEpoch: 1, Restarts: 2, InPlaceRestarts: 1, Conditions: []metav1.Condition{
+			{Type: string(jobset.JobSetRestarting), Status: metav1.ConditionTrue, Reason: decide.ReasonRestartDefaultPolicy}}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			m, err := newRestartMetrics(prometheus.NewRegistry())
+			if err != nil {
+				t.Fatal(err)
+			}
+			js := ctrltestutil.InPlaceJobSet(1, 1)
+			js.UID = "u1"
+			t0 := time.Unix(1000, 0)
+			m.written(js, running, began, t0)
+			m.written(js, began, ended, t0.Add(time.Second))
+			// Resumed, or the new Jobs' Pods up: the group syncs afresh.
+			resumed := *ended.DeepCopy()
+			resumed.Conditions = nil
+			synced := resumed
+			synced.SyncedEpoch = 2
+			m.written(js, ended, resumed, t0.Add(time.Hour))
+			m.written(js, resumed, synced, t0.Add(time.Hour+time.Second))
+			if got := histogramCount(t, m); got != 0 {
+				t.Errorf("durations observed %d, want none", got)
+			}
+		})
 	}
 }
