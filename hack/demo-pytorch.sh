@@ -3,9 +3,20 @@
 # built from Debian's packages and imported into them, examples/pytorch
 # trained with DDP, one rank crashed after a checkpoint, and the restart as
 # a timeline, in place and then with Recreate. Runs from a fresh clone, as
-# root. DEMO_ARGS are passed to the demo (-repeats 3 -json F: the
-# benchmark).
+# root. SCOPE=container or SCOPE=process runs the in-place restart in that
+# scope only (default: both). DEMO_ARGS are passed to the demo (-repeats 3
+# -json F: the benchmark).
 set -euo pipefail
+
+case "${SCOPE:-}" in
+  "") strategies=InPlaceRestart,InPlaceRestart/process,Recreate ;;
+  container) strategies=InPlaceRestart,Recreate ;;
+  process) strategies=InPlaceRestart/process,Recreate ;;
+  *)
+    echo "SCOPE=$SCOPE: use container or process (or leave it unset for both)" >&2
+    exit 2
+    ;;
+esac
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 cleanup() {
@@ -21,4 +32,4 @@ make -C "$root" --no-print-directory cluster-up NODES=0 REAL_NODES=2
 (cd "$root" && go run ./test/cmd/image-pytorch)
 cd "$root"
 # shellcheck disable=SC2086 # DEMO_ARGS are flags, split on purpose
-go run ./test/cmd/demo-pytorch -cluster-kubeconfig "$root/.local/kubeconfig" -kubectl "$root/bin/kubectl" ${DEMO_ARGS:-}
+go run ./test/cmd/demo-pytorch -cluster-kubeconfig "$root/.local/kubeconfig" -kubectl "$root/bin/kubectl" -strategies "$strategies" ${DEMO_ARGS:-}

@@ -23,9 +23,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
+	"github.com/inplace-dev/inplace/api/protocol"
 	managerapp "github.com/inplace-dev/inplace/cmd/manager/app"
 	"github.com/inplace-dev/inplace/test/cluster"
 	example "github.com/inplace-dev/inplace/test/pytorch"
+	"github.com/inplace-dev/inplace/test/util"
 )
 
 const (
@@ -34,15 +36,36 @@ const (
 	ranksPerPod     = 2
 	agentContainer  = "inplace-agent"
 	waitLimit       = 5 * time.Minute
+
+	// The strategies the demo knows: in place in container scope (the
+	// kubelet restarts every container), in place in process scope (the
+	// supervisor restarts the worker process in its container), Recreate.
+	containerScope = string(jobset.InPlaceRestart)
+	processScope   = string(jobset.InPlaceRestart) + "/" + protocol.RestartScopeProcess
+	recreate       = string(jobset.Recreate)
+	// barrierLifted is what the supervisor logs, in the worker's
+	// container, when it starts the worker after the first restart: in
+	// process scope one log holds both runs, and this line splits them.
+	barrierLifted = "inplace-supervisor: barrier of epoch 2 lifted"
 )
+
+var strategies = []string{containerScope, processScope, recreate}
 
 func main() {
 	kubeconfig := flag.String("cluster-kubeconfig", ".local/kubeconfig", "kubeconfig of the local cluster")
 	kubectl := flag.String("kubectl", "bin/kubectl", "kubectl, to crash a rank as a person would")
 	repeats := flag.Int("repeats", 1, "runs of each restart strategy")
 	jsonOut := flag.String("json", "", "write every run's figures here as JSON")
+	only := flag.String("strategies", strings.Join(strategies, ","), "restart strategies to run, in this order: "+strings.Join(strategies, ", "))
 	flag.Parse()
-	if err := run(*kubeconfig, *kubectl, *repeats, *jsonOut); err != nil {
+	chosen := strings.Split(*only, ",")
+	for _, s := range chosen {
+		if !slices.Contains(strategies, s) {
+			fmt.Fprintf(os.Stderr, "demo-pytorch: -strategies: unknown strategy %q: use some of %s\n", s, strings.Join(strategies, ", "))
+			os.Exit(2)
+		}
+	}
+	if err := run(*kubeconfig, *kubectl, *repeats, *jsonOut, chosen); err != nil {
 		fmt.Fprintln(os.Stderr, "demo-pytorch:", err)
 		os.Exit(1)
 	}
@@ -71,7 +94,7 @@ type Result struct {
 	LostSeconds     float64 `json:"trainingLostSeconds"`
 }
 
-func run(kubeconfig, kubectl string, repeats int, jsonOut string) error {
+func run(kubeconfig, kubectl string, repeats int, jsonOut string, chosen []string) error {
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
 		return err
@@ -103,7 +126,7 @@ func run(kubeconfig, kubectl string, repeats int, jsonOut string) error {
 
 	var results []Result
 	for i := range repeats {
-		for _, strategy := range []jobset.JobSetRestartStrategy{jobset.InPlaceRestart, jobset.Recreate} {
+		for _, strategy := range chosen {
 			r, err := d.scenario(ctx, strategy, i)
 			if err != nil {
 				return fmt.Errorf("%s: %w", strategy, err)
@@ -111,7 +134,7 @@ func run(kubeconfig, kubectl string, repeats int, jsonOut string) error {
 			results = append(results, r)
 		}
 	}
-	printTable(results)
+	printTable(results, chosen)
 	if jsonOut != "" {
 		data, err := json.MarshalIndent(results, "", "  ")
 		if err != nil {
@@ -128,9 +151,10 @@ func run(kubeconfig, kubectl string, repeats int, jsonOut string) error {
 	return nil
 }
 
-func (d *demo) scenario(ctx context.Context, strategy jobset.JobSetRestartStrategy, i int) (res Result, err error) {
-	res.Strategy = string(strategy)
-	ns := fmt.Sprintf("pytorch-%s-%d-%d", strings.ToLower(string(strategy)), i, time.Now().Unix())
+func (d *demo) scenario(ctx context.Context, strategy string, i int) (res Result, err error) {
+	res.Strategy = strategy
+	inPlace, process := strategy != recreate, strategy == processScope
+	ns := fmt.Sprintf("pytorch-%s-%d-%d", strings.ToLower(strings.ReplaceAll(strategy, "/", "-")), i, time.Now().Unix())
 	if err := d.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 		return res, err
 	}
@@ -146,7 +170,10 @@ func (d *demo) scenario(ctx context.Context, strategy jobset.JobSetRestartStrate
 		return res, err
 	}
 	ex.SetRun(steps, checkpointEvery)
-	if strategy == jobset.Recreate {
+	if process {
+		util.SetRestartScope(ex.JobSet, protocol.RestartScopeProcess)
+	}
+	if strategy == recreate {
 		dir, err := os.MkdirTemp("", "inplace-pytorch-checkpoints-")
 		if err != nil {
 			return res, err
@@ -218,6 +245,10 @@ func (d *demo) scenario(ctx context.Context, strategy jobset.JobSetRestartStrate
 	}
 
 	crashedRun, _ := followed(waitLimit)
+	if process {
+		// The container ran on: its log holds the second run too.
+		crashedRun, _, _ = splitRuns(crashedRun)
+	}
 	first := example.ReadRun(example.ParseLog(crashedRun, true))
 	if !first.Crashed {
 		return res, errors.New("the first run's log shows no crash")
@@ -229,12 +260,20 @@ func (d *demo) scenario(ctx context.Context, strategy jobset.JobSetRestartStrate
 	var workerLogs [][]example.Line
 	var agentsRestarted, barrierLifted, workersStarted time.Time
 	for _, p := range pods {
-		lines := example.ParseLog(d.log(ctx, p, Options{Timestamps: true}), true)
+		log := d.log(ctx, p, Options{Timestamps: true})
+		if process {
+			_, second, lifted := splitRuns(log)
+			if lifted.IsZero() {
+				return res, fmt.Errorf("the log of %s shows no %q: its supervisor did not start the worker again", p.Name, barrierLifted)
+			}
+			log, barrierLifted = second, latest(barrierLifted, lifted)
+		}
+		lines := example.ParseLog(log, true)
 		workerLogs = append(workerLogs, lines)
 		if len(lines) > 0 {
 			workersStarted = latest(workersStarted, lines[0].Time)
 		}
-		if strategy == jobset.InPlaceRestart {
+		if inPlace && !process {
 			agent := example.ParseLog(d.log(ctx, p, Options{Timestamps: true, Container: agentContainer}), true)
 			for _, l := range agent {
 				switch {
@@ -275,13 +314,18 @@ func (d *demo) scenario(ctx context.Context, strategy jobset.JobSetRestartStrate
 
 	fmt.Printf("   the restart (restarts %d, in place %d), seconds after the crash:\n", got.Status.Restarts, got.Status.InPlaceRestarts)
 	fmt.Printf("     +%6.2fs  rank crashes at step %d (exit %d)\n", 0.0, first.CrashStep, first.CrashCode)
-	if strategy == jobset.InPlaceRestart {
+	if inPlace && !process {
 		fmt.Printf("     +%6.2fs  every agent restarted in its Pod\n", res.AgentsRestarted)
+	}
+	if inPlace {
 		fmt.Printf("     +%6.2fs  barrier lifted in every Pod\n", res.BarrierLifted)
 	}
 	// The first line torchrun logs, once Python has imported it.
 	what := "torchrun up again in every Pod (same Pods), its first line logged"
-	if strategy == jobset.Recreate {
+	if process {
+		what = "torchrun up again in every Pod (same containers), its first line logged"
+	}
+	if strategy == recreate {
 		what = "torchrun up in every new Pod, its first line logged"
 	}
 	fmt.Printf("     +%6.2fs  %s\n", res.WorkersStarted, what)
@@ -296,9 +340,32 @@ func (d *demo) scenario(ctx context.Context, strategy jobset.JobSetRestartStrate
 	return res, nil
 }
 
-func printTable(results []Result) {
-	fmt.Printf("\n== training lost per failure, seconds (mean of %d run(s) each; crash to first step after the resume, plus the steps since the checkpoint done again)\n", len(results)/2)
-	fmt.Printf("   %-15s %9s %9s %9s %9s %9s %9s\n", "strategy", "agents", "barrier", "torchrun", "resumed", "1st step", "lost")
+// splitRuns splits the log of a container that ran on through a
+// process-scope restart (read with timestamps) where the supervisor started
+// the worker again: the first run, the second, and when the barrier
+// lifted (zero, with the whole log as the first run, if it did not).
+func splitRuns(log string) (first, second string, lifted time.Time) {
+	first, second, found := strings.Cut(log, barrierLifted)
+	if !found {
+		return log, "", time.Time{}
+	}
+	// The marker's line began with its timestamp, now the first run's end.
+	i := strings.LastIndexByte(first, '\n')
+	if t, err := time.Parse(time.RFC3339Nano, strings.TrimSpace(first[i+1:])); err == nil {
+		lifted = t
+	}
+	// The rest of the marker's line (the worker's pid) is not the worker's.
+	if _, after, ok := strings.Cut(second, "\n"); ok {
+		second = after
+	} else {
+		second = ""
+	}
+	return first[:i+1], second, lifted
+}
+
+func printTable(results []Result, chosen []string) {
+	fmt.Printf("\n== training lost per failure, seconds (mean of %d run(s) each; crash to first step after the resume, plus the steps since the checkpoint done again)\n", len(results)/len(chosen))
+	fmt.Printf("   %-22s %9s %9s %9s %9s %9s %9s\n", "strategy", "agents", "barrier", "torchrun", "resumed", "1st step", "lost")
 	means := map[string]Result{}
 	n := map[string]float64{}
 	for _, r := range results {
@@ -313,12 +380,15 @@ func printTable(results []Result) {
 		means[r.Strategy] = m
 		n[r.Strategy]++
 	}
-	for _, s := range []string{string(jobset.InPlaceRestart), string(jobset.Recreate)} {
+	for _, s := range chosen {
 		m, k := means[s], n[s]
-		fmt.Printf("   %-15s %9s %9s %9.2f %9.2f %9.2f %9.2f\n", s, dash(m.AgentsRestarted/k), dash(m.BarrierLifted/k), m.WorkersStarted/k, m.Resumed/k, m.FirstStep/k, m.LostSeconds/k)
+		fmt.Printf("   %-22s %9s %9s %9.2f %9.2f %9.2f %9.2f\n", s, dash(m.AgentsRestarted/k), dash(m.BarrierLifted/k), m.WorkersStarted/k, m.Resumed/k, m.FirstStep/k, m.LostSeconds/k)
 	}
-	if in, re := means[string(jobset.InPlaceRestart)], means[string(jobset.Recreate)]; in.FirstStep > 0 {
-		fmt.Printf("   Recreate stops training %.1fx as long as the in-place restart\n", re.FirstStep/in.FirstStep)
+	re, ok := means[recreate]
+	for _, s := range chosen {
+		if in := means[s]; ok && s != recreate && in.LostSeconds > 0 {
+			fmt.Printf("   Recreate loses %.1fx the training %s does\n", re.LostSeconds/in.LostSeconds, s)
+		}
 	}
 }
 
