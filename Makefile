@@ -218,11 +218,11 @@ image-pytorch: node-deps ## Build the PyTorch example's image from Debian's pack
 	go run ./test/cmd/image-pytorch
 
 .PHONY: demo-pytorch
-demo-pytorch: cluster-binaries node-deps ## Train examples/pytorch (DDP) on 2 real nodes, crash a rank, and show the restart in place and with Recreate.
-	./hack/demo-pytorch.sh
+demo-pytorch: cluster-binaries node-deps ## Train examples/pytorch (DDP) on 2 real nodes, crash a rank, and show the restart in place (both scopes; SCOPE=container or process: one) and with Recreate.
+	SCOPE=$(SCOPE) ./hack/demo-pytorch.sh
 
 .PHONY: demo
-demo: cluster-binaries ## Run the demo on a local cluster with real nodes (REAL_NODES=0 NODES=16: simulated).
+demo: cluster-binaries ## Run the demo on a local cluster: 4 real nodes where this machine can run them, else 16 simulated ones (REAL_NODES, NODES choose).
 	./hack/demo.sh
 
 ##@ Tools
