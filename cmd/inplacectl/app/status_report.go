@@ -8,7 +8,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/utils/ptr"
 
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
 	"github.com/inplace-dev/inplace/api/protocol"
@@ -33,10 +32,14 @@ type statusInputs struct {
 // statusReport is what `status` shows: built once from statusInputs,
 // printed as a table, or as JSON or YAML with -o.
 type statusReport struct {
-	Namespace               string `json:"namespace"`
-	Name                    string `json:"name"`
-	RestartStrategy         string `json:"restartStrategy"`
+	Namespace       string `json:"namespace"`
+	Name            string `json:"name"`
+	RestartStrategy string `json:"restartStrategy"`
+	// State is Active, Suspended, Completed or Failed; RestartState is
+	// where the JobSet stands on its restart path (jobset.RestartStateOf),
+	// as the controller decides on it.
 	State                   string `json:"state"`
+	RestartState            string `json:"restartState"`
 	Restarts                int32  `json:"restarts"`
 	InPlaceRestarts         int32  `json:"inPlaceRestarts"`
 	RestartsCountTowardsMax int32  `json:"restartsCountTowardsMax"`
@@ -118,21 +121,30 @@ func buildStatusReport(in statusInputs) statusReport {
 	if js.Spec.FailurePolicy != nil {
 		r.RestartStrategy, r.MaxRestarts = string(js.Spec.FailurePolicy.RestartStrategy), js.Spec.FailurePolicy.MaxRestarts
 	}
-	r.State = js.Status.TerminalState
-	if r.State == "" {
+	// One reading of the status for every line: the state, the wait for
+	// an epoch and the barriers. A suspended JobSet is Suspended once the
+	// controller suspended its Jobs (spec.suspend alone may be a moment
+	// ahead), and not restarting in place: its Pods are gone.
+	state := jobset.RestartStateOf(js, &js.Status)
+	r.RestartState = string(state)
+	switch state {
+	case jobset.StateFailed, jobset.StateCompleted, jobset.StateSuspended:
+		r.State = string(state)
+	default:
 		r.State = "Active"
-		if ptr.Deref(js.Spec.Suspend, false) {
-			r.State = "Suspended"
-		}
 	}
 	if r.RestartStrategy != string(jobset.InPlaceRestart) {
 		return r
 	}
+	// A restart under way (in place, or recreating the Jobs) waits for
+	// every Pod at the next epoch; a JobSet whose agents stand aside
+	// (in-place restarts disabled) waits for none.
+	restarting := jobset.InPlaceActive(js) && state.RestartUnderWay()
 	ip := &inPlaceReport{Scope: js.Annotations[protocol.RestartScopeAnnotation], SyncedEpoch: js.Status.SyncedEpoch, DeprecatedEpoch: js.Status.DeprecatedEpoch}
 	if ip.Scope == "" {
 		ip.Scope = protocol.RestartScopeContainer
 	}
-	if restarting(js) {
+	if restarting {
 		ip.WaitingForEpoch = js.Status.DeprecatedEpoch + 1
 	}
 	ip.Reports = "pod"
@@ -144,7 +156,7 @@ func buildStatusReport(in statusInputs) statusReport {
 			BehindStatus: !b.Equal(protocol.Broadcast{DeprecatedEpoch: js.Status.DeprecatedEpoch, SyncedEpoch: js.Status.SyncedEpoch, OpenReplicatedJobs: b.OpenReplicatedJobs, Reports: b.Reports})}
 	}
 	for _, rj := range js.Spec.ReplicatedJobs {
-		rr := replicatedJobReport{Name: rj.Name, Replicas: rj.Replicas, Barrier: barrier(js, in.broadcast, rj.Name)}
+		rr := replicatedJobReport{Name: rj.Name, Replicas: rj.Replicas, Barrier: barrier(state, restarting, in.broadcast, rj.Name)}
 		for _, p := range in.pods {
 			if p.Labels[jobset.ReplicatedJobNameKey] != rj.Name || p.DeletionTimestamp != nil {
 				continue
@@ -154,7 +166,7 @@ func buildStatusReport(in statusInputs) statusReport {
 			switch {
 			case err == nil && e == js.Status.SyncedEpoch:
 				rr.AtSyncedEpoch++
-			case err != nil && ip.Reports == "direct" && !restarting(js) && js.Status.SyncedEpoch > 0 && p.Status.Phase == "Running":
+			case err != nil && ip.Reports == "direct" && state == jobset.StateRunning && js.Status.SyncedEpoch > 0 && p.Status.Phase == "Running":
 				// Its agent told the controller, which synced the group
 				// only once every Pod had reported the synced epoch.
 				rr.AtSyncedEpoch++
@@ -177,16 +189,15 @@ func buildStatusReport(in statusInputs) statusReport {
 	return r
 }
 
-// restarting: an in-place restart is in progress, the deprecated epoch not
-// yet followed by a synced one.
-func restarting(js *jobset.JobSet) bool {
-	return js.Status.DeprecatedEpoch >= js.Status.SyncedEpoch && js.Status.DeprecatedEpoch > 0
-}
-
 // writeStatusTable prints the report for a terminal; wide adds the
 // replicated jobs' replicas and the Pods' replicated job, node and phase.
 func writeStatusTable(out io.Writer, r statusReport, wide bool) {
-	fmt.Fprintf(out, "JobSet %s/%s  strategy %s  state %s\n", r.Namespace, r.Name, r.RestartStrategy, r.State)
+	fmt.Fprintf(out, "JobSet %s/%s  strategy %s  state %s", r.Namespace, r.Name, r.RestartStrategy, r.State)
+	if r.State != r.RestartState {
+		// Active: where its restart stands says more.
+		fmt.Fprintf(out, " (%s)", r.RestartState)
+	}
+	fmt.Fprintln(out)
 	fmt.Fprintf(out, "restarts %d (%d in place; %d of maxRestarts %d counted)\n",
 		r.Restarts, r.InPlaceRestarts, r.RestartsCountTowardsMax, r.MaxRestarts)
 	ip := r.InPlace
@@ -302,11 +313,16 @@ func workerRestarts(p corev1.Pod) string {
 	return fmt.Sprint(n)
 }
 
-func barrier(js *jobset.JobSet, b *protocol.Broadcast, rj string) string {
+// barrier says whether the agents of a replicated job's Pods hold their
+// workers back, by the JobSet's restart state (restarting: one under way
+// that waits for an epoch) and then by the broadcast they read.
+func barrier(state jobset.RestartState, restarting bool, b *protocol.Broadcast, rj string) string {
 	switch {
-	case restarting(js):
+	case restarting:
 		return "held: restarting"
-	case b == nil || b.SyncedEpoch == 0:
+	case state == jobset.StateSuspended:
+		return "held: suspended"
+	case state == jobset.StateStarting, b == nil || b.SyncedEpoch == 0:
 		return "held: starting"
 	case !b.Open(rj):
 		return "held: waiting for the replicated jobs before it (InOrder)"

@@ -33,6 +33,10 @@ func statusPod(name, rj string, epoch string, ready bool, agentStart, workerStar
 	}
 }
 
+// inPlaceRestarting is the Restarting condition of an in-place restart
+// under way.
+var inPlaceRestarting = metav1.Condition{Type: string(jobset.JobSetRestarting), Status: metav1.ConditionTrue, Reason: jobset.ReasonInPlaceRestart}
+
 func TestWriteStatus(t *testing.T) {
 	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	js := &jobset.JobSet{
@@ -83,8 +87,10 @@ func TestWriteStatus(t *testing.T) {
 		t.Errorf("status shows an older restart:\n%s", got)
 	}
 
-	// During a restart every barrier holds.
+	// During a restart every barrier holds. The controller deprecates the
+	// epoch and sets the Restarting condition in one write.
 	js.Status.DeprecatedEpoch = 2
+	js.Status.Conditions = []metav1.Condition{inPlaceRestarting}
 	out.Reset()
 	writeStatusTable(&out, buildStatusReport(in), false)
 	if got := out.String(); !strings.Contains(got, "restart in progress: waiting for every Pod at epoch 3") ||
@@ -132,7 +138,8 @@ func TestStatusReport(t *testing.T) {
 			ReplicatedJobs: []jobset.ReplicatedJob{{Name: "workers", Replicas: 2}},
 			FailurePolicy:  &jobset.FailurePolicy{RestartStrategy: jobset.InPlaceRestart, MaxRestarts: 3},
 		},
-		Status: jobset.JobSetStatus{Restarts: 1, InPlaceRestarts: 1, RestartsCountTowardsMax: 1, DeprecatedEpoch: 2, SyncedEpoch: 2},
+		Status: jobset.JobSetStatus{Restarts: 1, InPlaceRestarts: 1, RestartsCountTowardsMax: 1, DeprecatedEpoch: 2, SyncedEpoch: 2,
+			Conditions: []metav1.Condition{inPlaceRestarting}},
 	}
 	w0 := statusPod("w-0", "workers", "2", true, t0, t0)
 	w0.Spec.NodeName, w0.Status.Phase = "node-a", corev1.PodRunning
@@ -146,7 +153,7 @@ func TestStatusReport(t *testing.T) {
 		events:         []corev1.Event{{Reason: "InPlaceRestart", Message: "pod w-old failed", EventTime: metav1.NewMicroTime(t0)}},
 	}
 	want := statusReport{
-		Namespace: "ml", Name: "train", RestartStrategy: "InPlaceRestart", State: "Active",
+		Namespace: "ml", Name: "train", RestartStrategy: "InPlaceRestart", State: "Active", RestartState: "Restarting",
 		Restarts: 1, InPlaceRestarts: 1, RestartsCountTowardsMax: 1, MaxRestarts: 3,
 		InPlace: &inPlaceReport{
 			Scope: "container", SyncedEpoch: 2, DeprecatedEpoch: 2, WaitingForEpoch: 3,
@@ -171,6 +178,7 @@ func TestStatusReport(t *testing.T) {
 	direct := in
 	direct.jobSet = js.DeepCopy()
 	direct.jobSet.Status.DeprecatedEpoch = 1
+	direct.jobSet.Status.Conditions = nil // synced: the restart is over
 	direct.broadcast = &protocol.Broadcast{DeprecatedEpoch: 1, SyncedEpoch: 2, Reports: protocol.ReportEndpoint{Address: "10.0.0.5:9445", Session: "s"}}
 	silent := w0.DeepCopy()
 	delete(silent.Annotations, jobset.EpochKey)
