@@ -9,7 +9,6 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/utils/ptr"
 
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
@@ -75,13 +74,23 @@ func attempt(a *int32) string {
 }
 
 // restartUnderWay says why a restart of the JobSet is under way, or "".
+// The status says it as inplace will read it once it takes the JobSet
+// over (jobset.RestartStateOf): Restarting or Recreating. A suspended
+// JobSet is not restarting, whatever its epochs: its Pods are gone, and
+// it resumes under inplace as a first start. One fact the state leaves to
+// the epochs: upstream's in-place restarts set no condition inplace
+// reads, so a status upstream wrote during one reads Starting (its
+// attempt deprecated, none synced after it), and inplace carries the
+// restart on as such a start. Jobs of an earlier attempt left say it
+// too.
 func restartUnderWay(j JobSet) string {
 	js := j.JobSet
-	if meta.IsStatusConditionTrue(js.Status.Conditions, string(jobset.JobSetRestarting)) {
-		return "condition " + string(jobset.JobSetRestarting)
-	}
-	if p, c := js.Status.PreviousInPlaceRestartAttempt, js.Status.CurrentInPlaceRestartAttempt; p != nil && (c == nil || *p >= *c) {
-		return fmt.Sprintf("in-place restart attempt %d deprecated, none synced after it", *p)
+	s := &js.Status
+	switch state := jobset.RestartStateOf(js, s); {
+	case state.RestartUnderWay():
+		return fmt.Sprintf("%s: condition %s", state, jobset.JobSetRestarting)
+	case state == jobset.StateStarting && jobset.WrittenByUpstream(s) && s.CurrentInPlaceRestartAttempt != nil:
+		return fmt.Sprintf("in-place restart attempt %d deprecated, none synced after it", *s.PreviousInPlaceRestartAttempt)
 	}
 	var old []string
 	for _, job := range j.Jobs {

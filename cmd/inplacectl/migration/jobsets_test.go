@@ -148,10 +148,13 @@ func TestJobSetNotes(t *testing.T) {
 			want: []string{"condition RestartingJobSet"},
 		},
 		"an in-place restart deprecated and not synced": {
+			// Upstream writes the attempts of InPlaceRestart JobSets only;
+			// the restarts they stand for are counted too.
 			in: JobSet{JobSet: js(func(j *jobset.JobSet) {
+				j.Spec.FailurePolicy = &jobset.FailurePolicy{RestartStrategy: jobset.InPlaceRestart, MaxRestarts: 5}
 				j.Status.PreviousInPlaceRestartAttempt, j.Status.CurrentInPlaceRestartAttempt = ptr.To[int32](2), ptr.To[int32](2)
 			})},
-			want: []string{"in-place restart attempt 2 deprecated"},
+			want: []string{"in-place restart attempt 2 deprecated", "upstream restarted it in place 2 time(s)"},
 		},
 		"a Job restarted alone that status does not count: recreated": {
 			in:   JobSet{JobSet: js(), Jobs: []batchv1.Job{job("0", "1", jobset.JobRestartAttemptKey, "1"), job("1", "1"), job("5", "1")}},
