@@ -93,6 +93,11 @@ func resetStartup(status *jobset.JobSetStatus, now metav1.Time) {
 // endTransientConditions closes the conditions that describe work in
 // progress once the JobSet has finished.
 func endTransientConditions(status *jobset.JobSetStatus, now metav1.Time) {
+	// The condition itself, not the restart state: this is its
+	// bookkeeping, not the question whether a restart is under way. The
+	// state of a finished JobSet is Failed or Completed, and a suspended
+	// one's is Suspended even while a recreation's condition is open,
+	// which the finish must close all the same.
 	if conditionTrue(status, jobset.JobSetRestarting) {
 		setCondition(status, jobset.JobSetRestarting, metav1.ConditionFalse, ReasonJobSetFinished, MessageJobSetFinished, now)
 	}
