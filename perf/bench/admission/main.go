@@ -9,55 +9,97 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"sync"
+	"runtime/pprof"
+	"strconv"
+	"strings"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	admissionv1 "k8s.io/api/admission/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 	"sigs.k8s.io/yaml"
 
 	configv1alpha1 "github.com/inplace-dev/inplace/api/config/v1alpha1"
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
-	managerapp "github.com/inplace-dev/inplace/cmd/manager/app"
 	"github.com/inplace-dev/inplace/perf/bench/stats"
 	"github.com/inplace-dev/inplace/policies"
 	"github.com/inplace-dev/inplace/test/cluster"
-	"github.com/inplace-dev/inplace/test/deploy"
-	"github.com/inplace-dev/inplace/test/framework"
 	"github.com/inplace-dev/inplace/webhook"
 )
 
 func main() {
 	iterations := flag.Int("iterations", 3000, "handler calls per manifest")
-	requests := flag.Int("requests", 2000, "JobSet creations through the apiserver")
-	concurrency := flag.Int("concurrency", 50, "concurrent clients for the apiserver part")
 	auditJobSets := flag.Int("audit-jobsets", 10000, "JobSets in the audit part; 0 skips it")
+	var load loadOptions
+	var err error
+	clients := flag.String("load-clients", "50,200,500", "admission under load: concurrent clients")
+	policies := flag.String("load-policies", "0,16,100", "admission under load: admin policies installed")
+	replicas := flag.String("load-replicas", "1,3", "admission under load: webhook replicas")
+	modes := flag.String("load-modes", modeDryRun+","+modeCreate, "admission under load: "+modeDryRun+" (server-side dry-run), "+modeCreate+" (stored); empty skips the part")
+	flag.IntVar(&load.requests, "load-requests", 1000, "admission under load: creates per measurement (at least 4 per client)")
 	out := flag.String("out", ".local/bench/admission.json", "JSON results")
+	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of this process (the webhooks, the clients) to this file")
 	flag.Parse()
-	if err := run(*iterations, *requests, *concurrency, *auditJobSets, *out); err != nil {
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err == nil {
+			err = pprof.StartCPUProfile(f)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "admission benchmark: -cpuprofile:", err)
+			os.Exit(2)
+		}
+		defer pprof.StopCPUProfile()
+	}
+	for _, f := range []struct {
+		name, value string
+		into        *[]int
+	}{{"load-clients", *clients, &load.clients}, {"load-policies", *policies, &load.policies}, {"load-replicas", *replicas, &load.replicas}} {
+		if *f.into, err = ints(f.value); err != nil {
+			fmt.Fprintf(os.Stderr, "admission benchmark: -%s: %v\n", f.name, err)
+			os.Exit(2)
+		}
+	}
+	if *modes != "" {
+		load.modes = strings.Split(*modes, ",")
+	}
+	for _, m := range load.modes {
+		if m != modeDryRun && m != modeCreate {
+			fmt.Fprintf(os.Stderr, "admission benchmark: -load-modes: %q: use %s or %s\n", m, modeDryRun, modeCreate)
+			os.Exit(2)
+		}
+	}
+	if err := run(*iterations, load, *auditJobSets, *out); err != nil {
+		pprof.StopCPUProfile()
 		fmt.Fprintln(os.Stderr, "admission benchmark:", err)
 		os.Exit(1)
 	}
 }
 
 type result struct {
-	Machine    string          `json:"machine"`
-	Handlers   []stats.Summary `json:"handlers"`
-	Policies   []stats.Summary `json:"policies"`
-	Audit      []auditResult   `json:"audit,omitempty"`
-	APIServer  stats.Summary   `json:"apiserver"`
-	Throughput float64         `json:"throughputPerSecond"`
+	Machine  string          `json:"machine"`
+	Handlers []stats.Summary `json:"handlers"`
+	Policies []stats.Summary `json:"policies"`
+	Audit    []auditResult   `json:"audit,omitempty"`
+	Load     []loadCell      `json:"load,omitempty"`
 }
 
-func run(iterations, requests, concurrency, auditJobSets int, out string) error {
+// ints parses a comma-separated list of non-negative integers.
+func ints(list string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(list, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 0 {
+			return nil, fmt.Errorf("%q is not a list of whole numbers", list)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+func run(iterations int, lo loadOptions, auditJobSets int, out string) error {
 	ctx := context.Background()
 	ctrl.SetLogger(zap.New(zap.WriteTo(io.Discard)))
 	res := result{Machine: fmt.Sprintf("%s/%s, %d CPUs", runtime.GOOS, runtime.GOARCH, runtime.NumCPU())}
@@ -132,15 +174,14 @@ func run(iterations, requests, concurrency, auditJobSets int, out string) error 
 		}
 	}
 
-	api, throughput, err := throughApiserver(ctx, root, requests, concurrency)
-	if err != nil {
-		return err
+	if len(lo.modes) > 0 {
+		if res.Load, err = admissionLoad(ctx, root, lo); err != nil {
+			return fmt.Errorf("admission under load: %w", err)
+		}
 	}
-	res.APIServer, res.Throughput = api, throughput
-	res.APIServer.Extra = fmt.Sprintf("%.0f creates/s with %d clients", throughput, concurrency)
 
 	fmt.Printf("admission benchmark on %s\n\n", res.Machine)
-	stats.Table(os.Stdout, append(res.Handlers, res.APIServer))
+	stats.Table(os.Stdout, res.Handlers)
 	fmt.Println()
 	fmt.Println("admin policies (every built-in too), on Story 2:")
 	stats.Table(os.Stdout, res.Policies)
@@ -148,6 +189,10 @@ func run(iterations, requests, concurrency, auditJobSets int, out string) error 
 	if len(res.Audit) > 0 {
 		fmt.Println("one audit:")
 		fmt.Print(auditTable(res.Audit))
+		fmt.Println()
+	}
+	if len(res.Load) > 0 {
+		loadTable(os.Stdout, res.Load)
 		fmt.Println()
 	}
 	if err := stats.WriteJSON(out, res); err != nil {
@@ -182,104 +227,4 @@ func load(ctx context.Context, root, file string, m *webhook.Mutator) (raw, muta
 	configv1alpha1.SetDefaults(cfg)
 	mutated, _, err = webhook.Mutate(ctx, js.DeepCopy(), cfg.Agent, nil, policies.Input{})
 	return raw, mutated, err
-}
-
-// throughApiserver starts an apiserver and the manager's webhooks, then
-// creates JobSets with server-side dry-run from concurrent clients.
-func throughApiserver(ctx context.Context, root string, requests, concurrency int) (stats.Summary, float64, error) {
-	bin, err := cluster.BinDir()
-	if err != nil {
-		return stats.Summary{}, 0, err
-	}
-	env := &envtest.Environment{CRDDirectoryPaths: []string{filepath.Join(root, "config", "crd", "bases")}, BinaryAssetsDirectory: bin}
-	restCfg, err := env.Start()
-	if err != nil {
-		return stats.Summary{}, 0, fmt.Errorf("starting the apiserver: %w", err)
-	}
-	defer func() { _ = env.Stop() }()
-	restCfg.QPS, restCfg.Burst = 5000, 5000
-
-	conf := &configv1alpha1.Configuration{}
-	configv1alpha1.SetDefaults(conf)
-	conf.LeaderElection.LeaderElect = ptr.To(false)
-	conf.Metrics.BindAddress, conf.Health.ProbeBindAddress = "0", "0"
-	conf.Webhook.SelfSignedCerts, conf.Webhook.Hosts = true, []string{"127.0.0.1"}
-	if conf.Webhook.CertDir, err = os.MkdirTemp("", "inplace-bench-"); err != nil {
-		return stats.Summary{}, 0, err
-	}
-	defer os.RemoveAll(conf.Webhook.CertDir)
-	conf.Webhook.Port = 19443
-	mgr, err := ctrl.NewManager(restCfg, managerapp.Options(conf, managerapp.NewScheme()))
-	if err != nil {
-		return stats.Summary{}, 0, err
-	}
-	if err := managerapp.Setup(mgr, conf, prometheus.NewRegistry()); err != nil {
-		return stats.Summary{}, 0, err
-	}
-	mctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	go func() { _ = mgr.Start(mctx) }()
-
-	c, err := client.New(restCfg, client.Options{Scheme: framework.Scheme})
-	if err != nil {
-		return stats.Summary{}, 0, err
-	}
-	if err := deploy.RegisterWebhooks(ctx, c, conf.Webhook.Port); err != nil {
-		return stats.Summary{}, 0, err
-	}
-	data, err := os.ReadFile(filepath.Join(root, "test", "testdata", "specs", "inplace-story1.yaml"))
-	if err != nil {
-		return stats.Summary{}, 0, err
-	}
-	var template jobset.JobSet
-	if err := yaml.UnmarshalStrict(data, &template); err != nil {
-		return stats.Summary{}, 0, err
-	}
-	template.Namespace = "default"
-	create := func() error {
-		js := template.DeepCopy()
-		return c.Create(ctx, js, client.DryRunAll)
-	}
-	// Wait for the webhooks (certificate and caBundle) to be in place.
-	var lastErr error
-	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
-		lastErr = create()
-		return lastErr == nil, nil
-	}); err != nil {
-		return stats.Summary{}, 0, fmt.Errorf("webhooks not reachable: %w (last: %w)", err, lastErr)
-	}
-
-	var (
-		mu      sync.Mutex
-		samples []time.Duration
-		wg      sync.WaitGroup
-		next    = make(chan struct{}, requests)
-		errs    []error
-	)
-	for range requests {
-		next <- struct{}{}
-	}
-	close(next)
-	start := time.Now()
-	for range concurrency {
-		wg.Go(func() {
-			for range next {
-				t0 := time.Now()
-				err := create()
-				d := time.Since(t0)
-				mu.Lock()
-				samples = append(samples, d)
-				if err != nil {
-					errs = append(errs, err)
-				}
-				mu.Unlock()
-			}
-		})
-	}
-	wg.Wait()
-	elapsed := time.Since(start)
-	if len(errs) > 0 {
-		return stats.Summary{}, 0, fmt.Errorf("%d of %d creates failed, first: %w", len(errs), requests, errs[0])
-	}
-	return stats.Summarize("create via apiserver (dry-run, Story 1)", samples), float64(requests) / elapsed.Seconds(), nil
 }
