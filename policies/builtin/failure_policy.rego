@@ -18,12 +18,22 @@ deny contains msg if {
 	msg := sprintf("spec.failurePolicy.rules[%d].onJobFailureReasons[%d] %q is not a Job failure reason: use one of %v", [i, j, reason, sort(job_failure_reasons)])
 }
 
+# named_rules are the named rules as [name, index], sorted: the rules of
+# one name are next to each other, the first of them first. Comparing every
+# pair of rules instead took 5 s for 4,000 rules; sorting is n log n, in Go.
+named_rules := sort([[rule.name, i] | some i, rule in input.object.spec.failurePolicy.rules])
+
+first_rule_named := {name: i |
+	some k, [name, i] in named_rules
+	not same_name_as_previous(named_rules, k)
+}
+
+same_name_as_previous(sorted, k) if sorted[k - 1][0] == sorted[k][0]
+
 deny contains msg if {
-	some i, rule in input.object.spec.failurePolicy.rules
-	some j, rule2 in input.object.spec.failurePolicy.rules
-	i < j
-	rule.name == rule2.name
-	msg := sprintf("spec.failurePolicy.rules[%d].name %q is also the name of rules[%d]: rule names must be unique", [j, rule.name, i])
+	some k, [name, j] in named_rules
+	same_name_as_previous(named_rules, k)
+	msg := sprintf("spec.failurePolicy.rules[%d].name %q is also the name of rules[%d]: rule names must be unique", [j, name, first_rule_named[name]])
 }
 
 deny contains msg if {
@@ -40,12 +50,19 @@ deny contains msg if {
 	msg := sprintf("spec.failurePolicy.rules[%d].onJobFailureMessagePatterns[%d] %q is not a valid RE2 regular expression", [i, j, pattern])
 }
 
-deny contains msg if {
+# Each replicated job with too many replicas is reported once, against the
+# first rule that restarts single Jobs: the rules and the replicated jobs
+# are each walked once, not their product.
+first_job_restart_rule := min({i |
 	some i, rule in input.object.spec.failurePolicy.rules
 	rule.action in {"RestartJob", "RestartJobAndIgnoreMaxRestarts"}
+})
+
+deny contains msg if {
+	i := first_job_restart_rule
 	some k, rj in input.object.spec.replicatedJobs
 	object.get(rj, "replicas", 1) > 1024
-	msg := sprintf("spec.failurePolicy.rules[%d].action %s counts restarts per Job and allows at most 1024 Jobs per replicated job, but spec.replicatedJobs[%d] (%s) has %d replicas: use RestartJobSet, or fewer replicas", [i, rule.action, k, rj.name, rj.replicas])
+	msg := sprintf("spec.failurePolicy.rules[%d].action %s counts restarts per Job and allows at most 1024 Jobs per replicated job, but spec.replicatedJobs[%d] (%s) has %d replicas: use RestartJobSet, or fewer replicas", [i, input.object.spec.failurePolicy.rules[i].action, k, rj.name, rj.replicas])
 }
 
 warn contains msg if {

@@ -48,3 +48,29 @@ test_catch_all_ignore_max_warned if {
 test_narrowed_ignore_max_not_warned if {
 	count(failure_policy.warn) == 0 with input as jobset([{"name": "m", "action": "RestartJobSetAndIgnoreMaxRestarts", "onJobFailureReasons": ["PodFailurePolicy"]}])
 }
+
+test_each_duplicate_name_denied_against_the_first if {
+	denials := failure_policy.deny with input as jobset([
+		{"name": "a", "action": "FailJobSet"},
+		{"name": "b", "action": "FailJobSet"},
+		{"name": "a", "action": "RestartJobSet"},
+		{"name": "a", "action": "RestartJobSet"},
+	])
+	denials == {
+		"spec.failurePolicy.rules[2].name \"a\" is also the name of rules[0]: rule names must be unique",
+		"spec.failurePolicy.rules[3].name \"a\" is also the name of rules[0]: rule names must be unique",
+	}
+}
+
+test_unnamed_rules_allowed if {
+	count(failure_policy.deny) == 0 with input as jobset([{"action": "FailJobSet"}, {"action": "RestartJobSet"}])
+}
+
+test_too_many_replicas_denied_once_against_the_first_job_restart_rule if {
+	big := {"object": {"spec": {
+		"failurePolicy": {"rules": [{"name": "a", "action": "FailJobSet"}, {"name": "b", "action": "RestartJobAndIgnoreMaxRestarts"}, {"name": "c", "action": "RestartJob"}]},
+		"replicatedJobs": [{"name": "w", "replicas": 2000}],
+	}}}
+	denials := failure_policy.deny with input as big
+	denials == {"spec.failurePolicy.rules[1].action RestartJobAndIgnoreMaxRestarts counts restarts per Job and allows at most 1024 Jobs per replicated job, but spec.replicatedJobs[0] (w) has 2000 replicas: use RestartJobSet, or fewer replicas"}
+}

@@ -88,166 +88,202 @@ warn contains msg if {
 # decide. The policy is read as the Job controller and the webhook read it
 # (podfailure.ExitCodes): for each exit code, the first onExitCodes rule
 # that selects it decides, and every code no rule names behaves like one.
-# That reading is done only for a rule that may match a FailJob rule's
-# codes; the same message found through two FailJob rules is one.
+# That reading is made only for a rule that may match a FailJob rule's
+# codes (may_hide), once per replicated job and container name
+# (exit_codes), and only within the Job API's limits, which bound its cost
+# (pod_template reports a policy beyond them); each restart rule then costs
+# the size of its own list (hidden_failure).
 deny contains msg if {
 	input.object.spec.failurePolicy.restartStrategy == "InPlaceRestart"
 	not disabled
 	some i, rj in input.object.spec.replicatedJobs
-	pfp_rules := rj.template.spec.podFailurePolicy.rules
+	rj.template.spec.podFailurePolicy.rules
+	within_job_api_limits(i)
 	some j, c in rj.template.spec.template.spec.containers
 	some k, rule in c.restartPolicyRules
 	rule.action in {"Restart", "RestartAllContainers"}
-	some fail in pfp_rules
-	fail.action == "FailJob"
-	applies_to(fail.onExitCodes, c.name)
-	may_match(rule, fail.onExitCodes)
-	codes := exit_codes(c.name, pfp_rules)
-	hidden := {code | some code in codes.fatal; restart_matches(rule, code)} | unnamed_codes_matched(rule, codes)
-	every_other := matches_every_unnamed(rule, codes)
-	hides(hidden, every_other)
-	msg := sprintf("spec.replicatedJobs[%d].template.spec.template.spec.containers[%d].restartPolicyRules[%d] (%s) restarts %s in place when container %s exits with %s, which spec.replicatedJobs[%d].template.spec.podFailurePolicy sends to FailJob: the Pod never fails on them, so neither does the Job, and the JobSet's failure policy never decides; %s", [i, j, k, rule.action, restart_in_place[rule.action], c.name, hidden_text(hidden, every_other), i, worker_rule_fix(codes)])
+	may_hide(i, scope(i, c.name), rule)
+	hidden := hidden_failure(i, scope(i, c.name), rule)
+	msg := sprintf("spec.replicatedJobs[%d].template.spec.template.spec.containers[%d].restartPolicyRules[%d] (%s) restarts %s in place when container %s exits with %s, which spec.replicatedJobs[%d].template.spec.podFailurePolicy sends to FailJob: the Pod never fails on them, so neither does the Job, and the JobSet's failure policy never decides; %s", [i, j, k, rule.action, restart_in_place[rule.action], c.name, hidden, i, worker_rule_fix(i, scope(i, c.name))])
 }
+
+# The functions below take the replicated job's index and a container's
+# scope rather than its podFailurePolicy or the codes read from it: OPA
+# caches a function's results by its arguments, and compares an argument
+# whole on every call.
+pfp_rules(i) := input.object.spec.replicatedJobs[i].template.spec.podFailurePolicy.rules
+
+# The Job API's limits: at most 20 rules, of at most 255 exit codes each.
+within_job_api_limits(i) if {
+	rules := pfp_rules(i)
+	count(rules) <= 20
+	every r in rules {
+		not count(r.onExitCodes.values) > 255
+	}
+}
+
+# may_hide says whether a restart rule matches a code a FailJob rule of
+# scope names or selects, whatever the rules before it: the cheap test, which
+# the rules the webhook injects (and most others) fail, so that they skip
+# reading the policy's exit codes. Each body costs the size of the rule's
+# list, in Go's set operations, never that of the policy's.
+may_hide(i, scope, rule) if {
+	# A NotIn list or none, against a NotIn rule: infinitely many codes in
+	# common.
+	not rule.exitCodes.operator == "In"
+	count(fail_codes(i, scope).not_in) > 0
+}
+
+may_hide(i, scope, rule) if {
+	not rule.exitCodes.operator == "In"
+	fail := fail_codes(i, scope)
+	count(fail.in) > count(fail.in & listed_codes(rule))
+}
+
+may_hide(i, scope, rule) if {
+	rule.exitCodes.operator == "In"
+	count(listed_codes(rule) & fail_codes(i, scope).in) > 0
+}
+
+may_hide(i, scope, rule) if {
+	rule.exitCodes.operator == "In"
+	some codes in fail_codes(i, scope).not_in
+	count((listed_codes(rule) - {0}) - codes) > 0
+}
+
+# fail_codes are the non-zero codes the FailJob rules of scope list: in, the
+# codes of their In lists; not_in, the list of each NotIn rule.
+fail_codes(i, scope) := {"in": in_codes - {0}, "not_in": not_in} if {
+	fails := [r.onExitCodes | some r in pfp_rules(i); r.action == "FailJob"; applies_to(r.onExitCodes, scope)]
+	in_codes := {code | some req in fails; req.operator == "In"; some code in req.values}
+	not_in := [{code | some code in req.values} | some req in fails; req.operator == "NotIn"]
+}
+
+listed_codes(rule) := {code | some code in rule.exitCodes.values}
+
+# scope is the container name the podFailurePolicy's rules see: name, if a
+# rule names it; else a value no rule names, the same for every such
+# container, so that their exit codes are read once.
+scope(i, name) := name if {
+	some r in pfp_rules(i)
+	r.onExitCodes.containerName == name
+} else := {"a container no rule names": true}
 
 # The actions that turn an exit into an in-place restart, with what they
 # restart.
 restart_in_place := {"RestartAllContainers": "the Pod", "Restart": "the container"}
 
-# What the podFailurePolicy's rules say about the container's non-zero
-# exit codes: fatal, the codes they name that fail the Job; non_fatal, the
-# named codes that do not; others_fatal, whether every code they do not
-# name fails the Job (a FailJob rule with operator NotIn, say).
-exit_codes(name, rules) := {"named": named, "fatal": fatal, "non_fatal": (named - fatal) - {0}, "others_fatal": others_fatal} if {
-	named := {code |
-		some r in rules
-		applies_to(r.onExitCodes, name)
-		some code in r.onExitCodes.values
-	}
-	fatal := {code | some code in named; fails_job(name, rules, code)}
-	unnamed := min({code | some code in numbers.range(1, count(named) + 1); not code in named})
-	others_fatal := fails_job(name, rules, unnamed)
+# What the podFailurePolicy's rules say about the non-zero exit codes of
+# the containers of scope: fatal, the codes they name that fail the Job;
+# non_fatal, the named codes that do not; others_fatal, whether every code
+# they do not name fails the Job (a FailJob rule with operator NotIn, say).
+#
+# A code is decided by the first rule that selects it. Rule k decides the
+# codes it selects that no earlier rule does: those on no earlier In list
+# (in_before) and, once a NotIn rule came before, on every earlier NotIn
+# list (not_in_before; a code off one was selected by it). Each is a set
+# operation OPA makes in Go, on lists of at most 255 codes but for the
+# first NotIn rule's, which selects every named code off its list.
+exit_codes(i, scope) := {"named": named, "fatal": fatal, "fatal_sorted": sort(fatal), "non_fatal": (named - fatal) - {0}, "others_fatal": others_fatal} if {
+	applying := [r.onExitCodes | some r in pfp_rules(i); applies_to(r.onExitCodes, scope)]
+	actions := [r.action | some r in pfp_rules(i); applies_to(r.onExitCodes, scope)]
+	lists := [{code | some code in req.values} | some req in applying]
+	named := union({list | some list in lists})
+	in_before := [union({lists[m] | some m, earlier in applying; m < k; earlier.operator == "In"}) | some k, _ in applying]
+	not_in_before := [[lists[m] | some m, earlier in applying; m < k; earlier.operator == "NotIn"] | some k, _ in applying]
+	decided := [decided_by(object.get(req, "operator", ""), lists[k], named, in_before[k], not_in_before[k]) | some k, req in applying]
+	fatal := union({decided[k] | some k, action in actions; action == "FailJob"}) - {0}
+
+	# A code no rule names is on no In list and on no NotIn list: the
+	# first NotIn rule decides it.
+	not_in_actions := [actions[k] | some k, req in applying; req.operator == "NotIn"]
+	others_fatal := count([true | not_in_actions[0] == "FailJob"]) > 0
 }
 
-# Whether a restart rule matches a code a FailJob rule's onExitCodes
-# selects, whatever the rules before it: the cheap test, which the rules the
-# webhook injects (and most others) fail, so that they skip the evaluation
-# of every code.
-may_match(rule, req) if {
-	req.operator == "In"
-	rule.exitCodes.operator == "NotIn"
-	some code in req.values
-	not code in rule.exitCodes.values
-	code != 0
+# A rule of another operator selects no code.
+decided_by(operator, _, _, _, _) := set() if not operator in {"In", "NotIn"}
+
+decided_by("In", list, _, in_before, []) := list - in_before
+
+decided_by("In", list, _, in_before, not_in_before) := intersection({list} | {l | some l in not_in_before}) - in_before if {
+	count(not_in_before) > 0
 }
 
-may_match(rule, req) if {
-	req.operator == "In"
-	rule.exitCodes.operator == "In"
-	some code in req.values
-	code in rule.exitCodes.values
-	code != 0
-}
+decided_by("NotIn", list, named, in_before, []) := (named - list) - in_before
 
-may_match(rule, req) if {
-	req.operator == "In"
-	not rule.exitCodes
-	some code in req.values
-	code != 0
-}
-
-# Both a NotIn list, or no exitCodes: infinitely many codes in common.
-may_match(rule, req) if {
-	req.operator == "NotIn"
-	not rule.exitCodes.operator == "In"
-}
-
-may_match(rule, req) if {
-	req.operator == "NotIn"
-	rule.exitCodes.operator == "In"
-	some code in rule.exitCodes.values
-	code != 0
-	not code in req.values
-}
-
-fails_job(name, rules, code) := false if code == 0
-
-else if {
-	some n, r in rules
-	selects(r.onExitCodes, name, code)
-	not selected_before(name, rules, code, n)
-	r.action == "FailJob"
-}
-
-else := false
-
-selected_before(name, rules, code, n) if {
-	some m, r in rules
-	m < n
-	selects(r.onExitCodes, name, code)
-}
-
-selects(req, name, code) if {
-	applies_to(req, name)
-	req.operator == "In"
-	code in req.values
-}
-
-selects(req, name, code) if {
-	applies_to(req, name)
-	req.operator == "NotIn"
-	not code in req.values
+decided_by("NotIn", list, _, in_before, not_in_before) := (intersection({l | some l in not_in_before}) - list) - in_before if {
+	count(not_in_before) > 0
 }
 
 applies_to(req, _) if not req.containerName
 
 applies_to(req, name) if req.containerName == name
 
-# A restart rule without exitCodes matches every exit.
-restart_matches(rule, _) if not rule.exitCodes
-
-restart_matches(rule, code) if {
-	rule.exitCodes.operator == "In"
-	code in rule.exitCodes.values
+# hidden_failure says which exit codes a restart rule restarts on that the
+# podFailurePolicy fails the Job on, for the containers of scope, and is
+# undefined if there are none. It costs the size of the rule's own list,
+# never that of every fatal code: of those, it counts the ones a NotIn list
+# leaves out and lists the first max_codes_listed.
+hidden_failure(i, scope, rule) := text if {
+	codes := exit_codes(i, scope)
+	[n, first, every_other] := hidden_codes(restart_list(rule), codes, listed_codes(rule))
+	text := hidden_text(n, first, every_other)
 }
 
-restart_matches(rule, code) if {
-	rule.exitCodes.operator == "NotIn"
-	not code in rule.exitCodes.values
+restart_list(rule) := "all" if {
+	not rule.exitCodes
+} else := rule.exitCodes.operator if {
+	rule.exitCodes.operator in {"In", "NotIn"}
+} else := "none"
+
+# hidden_codes returns how many hidden codes there are, the first of them
+# sorted, and whether every code the policy does not name is hidden too
+# (when every such code fails the Job, a NotIn list or no list matches
+# all of them but a few; an In list matches those of its codes the policy
+# does not name).
+hidden_codes("all", codes, _) := [count(codes.fatal), array.slice(codes.fatal_sorted, 0, max_codes_listed), codes.others_fatal]
+
+hidden_codes("In", codes, listed) := [count(hidden), array.slice(sort(hidden), 0, max_codes_listed), false] if {
+	unnamed := {code | codes.others_fatal; some code in listed; code != 0; not code in codes.named}
+	hidden := (listed & codes.fatal) | unnamed
 }
 
-# When every code the policy does not name fails the Job: the codes of a
-# restart rule's In list that the policy does not name; a NotIn list or no
-# exitCodes matches infinitely many of them, all of them but a few.
-unnamed_codes_matched(rule, codes) := {code |
-	codes.others_fatal
-	rule.exitCodes.operator == "In"
-	some code in rule.exitCodes.values
-	code != 0
-	not code in codes.named
+# The first hidden codes are among the first fatal ones, as many more as the
+# list leaves out.
+hidden_codes("NotIn", codes, listed) := [n, first, codes.others_fatal] if {
+	n := count(codes.fatal) - count(listed & codes.fatal)
+	candidates := array.slice(codes.fatal_sorted, 0, max_codes_listed + count(listed))
+	first := array.slice([code | some code in candidates; not code in listed], 0, max_codes_listed)
 }
 
-matches_every_unnamed(rule, codes) if {
-	codes.others_fatal
-	not rule.exitCodes.operator == "In"
-} else := false
+hidden_codes("none", codes, _) := [0, [], codes.others_fatal]
 
-hides(hidden, _) if count(hidden) > 0
-
-hides(_, true)
-
-hidden_text(hidden, true) := sprintf("exit codes %v or any exit code the podFailurePolicy does not name", [sort(hidden)]) if {
-	count(hidden) > 0
+hidden_text(n, first, true) := sprintf("exit codes %s or any exit code the podFailurePolicy does not name", [codes_text(n, first)]) if {
+	n > 0
 } else := "any exit code the podFailurePolicy does not name"
 
-hidden_text(hidden, false) := sprintf("exit codes %v", [sort(hidden)])
+hidden_text(n, first, false) := sprintf("exit codes %s", [codes_text(n, first)]) if n > 0
+
+# codes_text lists n exit codes by the first of them, sorted, at most
+# max_codes_listed: a message is cut at 1,024 bytes anyway, and formatting
+# thousands of codes into the message of each rule of each container was
+# most of the check's cost.
+max_codes_listed := 20
+
+codes_text(n, first) := sprintf("%v", [first]) if {
+	n <= max_codes_listed
+} else := sprintf("[%s, ... and %d more]", [concat(", ", [sprintf("%d", [code]) | some code in first]), n - max_codes_listed])
+
+sorted_text(codes) := codes_text(count(codes), array.slice(sort(codes), 0, max_codes_listed))
 
 # The fix names the rule the webhook would inject in its place.
-worker_rule_fix(codes) := sprintf("restart only on the exit codes the podFailurePolicy does not fail the Job on, as the webhook's own rule does: exitCodes {operator: In, values: %v}%s", [sort(codes.non_fatal), or_inject]) if {
+worker_rule_fix(i, scope) := sprintf("restart only on the exit codes the podFailurePolicy does not fail the Job on, as the webhook's own rule does: exitCodes {operator: In, values: %s}%s", [sorted_text(codes.non_fatal), or_inject]) if {
+	codes := exit_codes(i, scope)
 	codes.others_fatal
 	count(codes.non_fatal) > 0
 } else := "remove the rule and keep the container's restartPolicy Never: the podFailurePolicy fails the Job on every non-zero exit code" if {
-	codes.others_fatal
-} else := sprintf("leave those codes out of the rule (drop them from an In list, or add them to a NotIn list as the webhook's own rule does: exitCodes {operator: NotIn, values: %v})%s", [sort({0} | codes.fatal), or_inject])
+	exit_codes(i, scope).others_fatal
+} else := sprintf("leave those codes out of the rule (drop them from an In list, or add them to a NotIn list as the webhook's own rule does: exitCodes {operator: NotIn, values: %s})%s", [sorted_text({0} | exit_codes(i, scope).fatal), or_inject])
 
 or_inject := "" if opted_out
 

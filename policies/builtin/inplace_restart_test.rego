@@ -259,3 +259,46 @@ test_process_scope_recreate_warned if {
 	some msg in inplace_restart.warn with input as js
 	contains(msg, "has no effect")
 }
+
+# A code is decided by the first rule that selects it, among the rules that
+# apply to the container: the worker's own Ignore rule comes first for it,
+# and a container no rule names sees only the FailJob rule.
+test_first_rule_per_container_decides if {
+	ignore := {"action": "Ignore", "onExitCodes": {"containerName": "worker", "operator": "In", "values": [3]}}
+	any_container := {"action": "FailJob", "onExitCodes": {"operator": "In", "values": [3]}}
+	doc := jobset(job_with_pod(
+		{"podFailurePolicy": {"rules": [ignore, any_container]}},
+		{"initContainers": [agent], "containers": [worker, object.union(worker, {"name": "helper"})]},
+	))
+	some msg in inplace_restart.deny with input as doc
+	contains(msg, "containers[1].restartPolicyRules[0] (RestartAllContainers) restarts the Pod in place when container helper exits with exit codes [3], which")
+	not any_denial_of_container_0(doc)
+}
+
+any_denial_of_container_0(doc) if {
+	some msg in inplace_restart.deny with input as doc
+	contains(msg, "containers[0].restartPolicyRules")
+}
+
+# Beyond the Job API's limits (pod_template denies it), the policy's exit
+# codes are not read: the reading's cost grows with their product.
+test_pod_failure_policy_beyond_the_job_api_limits_not_read if {
+	rules := [fail_job("In", [k]) | some k in numbers.range(1, 21)]
+	count(inplace_restart.deny) == 0 with input as with_pod_failure_policy(worker, rules)
+	count(inplace_restart.deny) > 0 with input as with_pod_failure_policy(worker, array.slice(rules, 0, 20))
+}
+
+test_long_code_lists_cut if {
+	doc := with_pod_failure_policy(worker, [fail_job("In", numbers.range(1, 255))])
+	some msg in inplace_restart.deny with input as doc
+	contains(msg, "exits with exit codes [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, ... and 235 more], which")
+	contains(msg, "exitCodes {operator: NotIn, values: [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, ... and 236 more]}")
+}
+
+# A rule without an operator selects no code, and the rules after it still
+# decide theirs.
+test_rule_without_operator_selects_nothing if {
+	no_operator := {"action": "Ignore", "onExitCodes": {"containerName": "worker", "values": [3]}}
+	some msg in inplace_restart.deny with input as with_pod_failure_policy(worker_with([{"action": "Restart"}]), [no_operator, fail_job("In", [3])])
+	contains(msg, "exits with exit codes [3], which")
+}

@@ -2,6 +2,8 @@
 # controller fails to create Pods: container restart rules with actions or
 # operators Kubernetes does not have (the KEPs' RestartPod, Terminate and
 # NoIn among them), and rules on a container without its own restartPolicy.
+# And a podFailurePolicy beyond the Job API's limits, which would surface
+# only when the JobSet's controller fails to create the Jobs.
 package inplace.builtin.pod_template
 
 actions := {"Restart", "RestartAllContainers"}
@@ -49,3 +51,25 @@ deny contains msg if {
 }
 
 path(i, kind, j) := sprintf("spec.replicatedJobs[%d].template.spec.template.spec.%s[%d]", [i, kind, j])
+
+# The Job API's limits on a podFailurePolicy. inplace_restart reads a
+# policy's exit codes only within them: the reading's cost grows with the
+# rules times their codes.
+max_pod_failure_policy_rules := 20
+
+max_exit_codes := 255
+
+deny contains msg if {
+	some i, rj in input.object.spec.replicatedJobs
+	n := count(rj.template.spec.podFailurePolicy.rules)
+	n > max_pod_failure_policy_rules
+	msg := sprintf("spec.replicatedJobs[%d].template.spec.podFailurePolicy.rules has %d rules, more than the %d a Job allows: its Jobs could never be created; merge or remove rules", [i, n, max_pod_failure_policy_rules])
+}
+
+deny contains msg if {
+	some i, rj in input.object.spec.replicatedJobs
+	some k, rule in rj.template.spec.podFailurePolicy.rules
+	n := count(rule.onExitCodes.values)
+	n > max_exit_codes
+	msg := sprintf("spec.replicatedJobs[%d].template.spec.podFailurePolicy.rules[%d].onExitCodes.values has %d exit codes, more than the %d a Job allows: its Jobs could never be created; use operator NotIn with the codes that are not meant, or fewer codes", [i, k, n, max_exit_codes])
+}

@@ -29,3 +29,21 @@ test_rules_without_restart_policy_denied if {
 	some msg in pod_template.deny with input as jobset({"name": "c", "restartPolicyRules": [rule("RestartAllContainers", "NotIn")]})
 	contains(msg, "containers[0] (c) has restartPolicyRules but no restartPolicy")
 }
+
+pod_failure_policy(rules) := {"object": {"spec": {"replicatedJobs": [{"name": "w", "template": {"spec": {"podFailurePolicy": {"rules": rules}, "template": {"spec": {"containers": [{"name": "c"}]}}}}}]}}}
+
+fail_on(codes) := {"action": "FailJob", "onExitCodes": {"operator": "In", "values": codes}}
+
+test_pod_failure_policy_within_the_job_api_limits_allowed if {
+	count(pod_template.deny) == 0 with input as pod_failure_policy([fail_on(numbers.range(1, 255)) | some _ in numbers.range(1, 20)])
+}
+
+test_too_many_pod_failure_policy_rules_denied if {
+	some msg in pod_template.deny with input as pod_failure_policy([fail_on([1]) | some _ in numbers.range(1, 21)])
+	contains(msg, "spec.replicatedJobs[0].template.spec.podFailurePolicy.rules has 21 rules, more than the 20 a Job allows")
+}
+
+test_too_many_exit_codes_denied if {
+	some msg in pod_template.deny with input as pod_failure_policy([fail_on([1]), fail_on(numbers.range(1, 256))])
+	contains(msg, "spec.replicatedJobs[0].template.spec.podFailurePolicy.rules[1].onExitCodes.values has 256 exit codes, more than the 255 a Job allows")
+}

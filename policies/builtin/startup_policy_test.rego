@@ -31,3 +31,9 @@ test_unchanged_update_allowed if {
 	js := {"spec": {"startupPolicy": {"startupPolicyOrder": "InOrder"}, "replicatedJobs": [{"name": "a"}]}}
 	count(startup_policy.deny) == 0 with input as {"operation": "UPDATE", "object": js, "oldObject": js}
 }
+
+test_depends_on_itself_denied if {
+	js := {"spec": {"replicatedJobs": [{"name": "a"}, {"name": "b", "dependsOn": [{"name": "a", "status": "Ready"}, {"name": "b", "status": "Ready"}]}]}}
+	denials := startup_policy.deny with input as {"operation": "CREATE", "object": js}
+	denials == {"spec.replicatedJobs[1].dependsOn[1] \"b\" must name a replicated job listed before \"b\""}
+}

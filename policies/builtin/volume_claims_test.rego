@@ -40,3 +40,10 @@ test_long_claim_name_denied if {
 	some msg in volume_claims.deny with input as jobset([claim(long)], pod([{"name": long, "mountPath": "/data"}], []))
 	contains(msg, "more than 63")
 }
+
+test_each_duplicate_claim_denied_against_the_first_by_index if {
+	templates := [claim(sprintf("c%d", [k])) | some k in numbers.range(0, 9)]
+	doc := jobset(array.concat(templates, [claim("c2")]), pod([{"name": sprintf("c%d", [k]), "mountPath": sprintf("/c%d", [k])} | some k in numbers.range(0, 9)], []))
+	denials := volume_claims.deny with input as doc
+	denials == {"spec.volumeClaimPolicies[0].templates[10].metadata.name \"c2\" is also the name of spec.volumeClaimPolicies[0].templates[2]: claim template names must be unique across spec.volumeClaimPolicies"}
+}
