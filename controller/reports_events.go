@@ -5,6 +5,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -37,27 +38,32 @@ func (r *Reconciler) podSignal(old, cur *corev1.Pod) signal {
 
 // reportChanged records the Pod of a report that changed what is held for
 // it and enqueues its JobSet, classified as the Pod's update from the
-// report before to this one. The Pod is read again from the cache, which
-// an informer updates before it hands out the event: a newer event of the
-// Pod cannot be overwritten with the older Pod the report was checked
-// against.
+// report before to this one. It refreshes the Pod the child index holds,
+// the one the Pods' event handler recorded last, rather than reading the
+// cache: the cache changes before the handler runs, so a Pod read there
+// could be put back after the handler recorded its deletion, or over a
+// newer version. A Pod the index does not hold (gone, or not seen yet)
+// is left to its own event.
 func (r *Reconciler) reportChanged(pod *corev1.Pod, old, cur protocol.Report) {
-	latest := &corev1.Pod{}
-	if err := r.client.Get(context.Background(), client.ObjectKeyFromObject(pod), latest, client.UnsafeDisableDeepCopy); err != nil || latest.UID != pod.UID {
-		// Gone, perhaps before its report was stored: its deletion event
-		// may have forgotten it already.
-		r.opts.Reports.Forget(pod.UID)
+	// What the store holds now, not cur: two reports of one Pod told out
+	// of order must leave the newer recorded. The Pod held carries the
+	// reports merged before, and merging only raises.
+	held := r.children.RefreshPod(pod.Namespace, pod.Name, pod.UID, r.opts.Reports.Overlay)
+	if held == nil {
+		// Gone from the cache too: its deletion may have been handled
+		// before its report was stored, which nothing would forget.
+		latest := &corev1.Pod{}
+		if err := r.client.Get(context.Background(), client.ObjectKeyFromObject(pod), latest, client.UnsafeDisableDeepCopy); apierrors.IsNotFound(err) || (err == nil && latest.UID != pod.UID) {
+			r.opts.Reports.Forget(pod.UID)
+		}
 		return
 	}
-	// What the store holds now, not cur: two reports of one Pod told out
-	// of order must leave the newer recorded.
-	r.children.PodEvent(r.opts.Reports.Overlay(latest), false)
-	key, ok := jobSetOfPod(latest)
+	key, ok := jobSetOfPod(held)
 	q := r.queue.Load()
 	if !ok || q == nil {
 		return
 	}
-	enqueueFor(key, podSignal(reports.WithReport(latest, old), reports.WithReport(latest, cur)), r.opts.UpdateBatchPeriod, r.jobSetState, *q)
+	enqueueFor(key, podSignal(reports.WithReport(pod, old), reports.WithReport(pod, cur)), r.opts.UpdateBatchPeriod, r.jobSetState, *q)
 }
 
 // sessionSeen is when a JobSet's broadcast first showed this leader's

@@ -81,6 +81,30 @@ func (x *ChildIndex) PodEvent(pod *corev1.Pod, gone bool) {
 	x.update(childKey{pod: true, namespace: pod.Namespace, name: pod.Name}, owner, func(f *Family) { f.setPod(pod) }, func(f *Family) { f.deletePod(pod.Name) })
 }
 
+// RefreshPod replaces the Pod held under namespace/name, if it is the one
+// of UID uid, by what refresh makes of it, and returns it; nil if no such
+// Pod is held. It never adds a Pod: what is held is what the Pods' event
+// handler recorded last, so a refresh that races the Pod's update or
+// deletion builds on the newer Pod, or finds none.
+func (x *ChildIndex) RefreshPod(namespace, name string, uid types.UID, refresh func(*corev1.Pod) *corev1.Pod) *corev1.Pod {
+	x.mu.Lock()
+	owner, counted := x.owners[childKey{pod: true, namespace: namespace, name: name}]
+	x.mu.Unlock()
+	if !counted {
+		return nil
+	}
+	var out *corev1.Pod
+	x.with(owner, false, func(f *Family) {
+		p, ok := f.pods[name]
+		if !ok || p.pod.UID != uid {
+			return
+		}
+		out = refresh(p.pod)
+		f.setPod(out)
+	})
+	return out
+}
+
 // update moves an object's contribution: out of the family it was counted
 // in, if that is not owner's, and into owner's (none when owner has no
 // UID).

@@ -349,3 +349,42 @@ func TestChildIndexConcurrentEventsAndReconciles(t *testing.T) {
 		}
 	}
 }
+
+// A report refreshes the Pod the handlers recorded last, and never brings
+// back one whose deletion they recorded, nor adds one they did not see.
+func TestChildIndexRefreshPodBuildsOnTheHandlersPod(t *testing.T) {
+	x := state.NewChildIndex()
+	newer := func(name string, p *corev1.Pod) *corev1.Pod {
+		out := p.DeepCopy()
+		out.Annotations[jobset.EpochKey] = name
+		return out
+	}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "pod-1",
+		Labels: map[string]string{jobset.JobSetUIDKey: "uid-1"}, Annotations: map[string]string{}}}
+	if got := x.RefreshPod("ns", "p", "pod-1", func(p *corev1.Pod) *corev1.Pod { return newer("2", p) }); got != nil {
+		t.Errorf("a Pod never recorded was refreshed: %v", got.Annotations)
+	}
+	if families, owners := x.Sizes(); families != 0 || owners != 0 {
+		t.Errorf("refreshing a Pod never recorded added %d families, %d owners", families, owners)
+	}
+
+	x.PodEvent(pod, false)
+	updated := pod.DeepCopy()
+	updated.Labels["updated"] = "true"
+	x.PodEvent(updated, false)
+	got := x.RefreshPod("ns", "p", "pod-1", func(p *corev1.Pod) *corev1.Pod { return newer("2", p) })
+	if got == nil || got.Labels["updated"] != "true" || got.Annotations[jobset.EpochKey] != "2" {
+		t.Errorf("refreshed %v: want the Pod of the last update, at epoch 2", got)
+	}
+	if got := x.RefreshPod("ns", "p", "another-pod", func(p *corev1.Pod) *corev1.Pod { return newer("3", p) }); got != nil {
+		t.Errorf("a Pod of another UID under the same name was refreshed")
+	}
+
+	x.PodEvent(updated, true)
+	if got := x.RefreshPod("ns", "p", "pod-1", func(p *corev1.Pod) *corev1.Pod { return newer("3", p) }); got != nil {
+		t.Errorf("a deleted Pod was refreshed back into the index")
+	}
+	if families, owners := x.Sizes(); families != 0 || owners != 0 {
+		t.Errorf("after the deletion and a refresh: %d families, %d owners, want none", families, owners)
+	}
+}
