@@ -6,6 +6,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -264,4 +265,94 @@ func TestPolicyValidator(t *testing.T) {
 func strconvQuote(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
+}
+
+// A patch rule that fails (an error, its time limit) fails closed for a
+// Deny policy: the request is refused naming the policy and the error, and
+// no policy's patch is applied. A Warn policy's is skipped with a warning
+// and a DryRun policy's silently, and the others' patches still apply.
+func TestPatchRulesThatFail(t *testing.T) {
+	const labelTeam = "package team\n\npatch contains {\"op\": \"add\", \"path\": \"/metadata/labels/team\", \"value\": \"ml\"} if not input.object.metadata.labels.team\n"
+	const conflicting = "package failing\n\nr := 1 if true\n\nr := 2 if true\n\npatch contains {\"op\": \"add\", \"path\": \"/metadata/labels/tier\", \"value\": \"gold\"} if r == 1\n"
+	const endless = "package failing\n\npatch contains {\"op\": \"add\", \"path\": \"/metadata/labels/tier\", \"value\": \"gold\"} if {\n\tsome i in numbers.range(1, 1000000000)\n\ti < 0\n}\n"
+	const broken = "package failing\n\npatch contains {\"op\": \"replace\", \"path\": \"/spec/nothing/there\", \"value\": 1} if true\n"
+	cases := map[string]struct {
+		src         string
+		action      policies.EnforcementAction
+		update      bool
+		wantRefusal []string // empty: admitted, with the team label
+		wantWarning string   // "" with wantRefusal empty: no warning
+	}{
+		"a Deny policy's rule errors": {
+			src: conflicting, action: policies.Deny,
+			wantRefusal: []string{"JobSet js denied by 1 policy violation(s): failing: evaluation failed", "produced conflicting values", "refuse the JobSet rather than admit it unpatched"},
+		},
+		"a Deny policy's rule errors on an update": {
+			src: conflicting, action: policies.Deny, update: true,
+			wantRefusal: []string{"failing: evaluation failed"},
+		},
+		"a Deny policy's rule times out": {
+			src: endless, action: policies.Deny,
+			wantRefusal: []string{"failing: evaluation failed: evaluation exceeded its time limit of 50ms"},
+		},
+		"a Deny policy's patch cannot apply": {
+			src: broken, action: policies.Deny,
+			wantRefusal: []string{"applying the patch rules of failing"},
+		},
+		"a Warn policy's rule errors": {
+			src: conflicting, action: policies.Warn,
+			wantWarning: "failing: evaluation failed: ",
+		},
+		"a Warn policy's rule times out": {
+			src: endless, action: policies.Warn,
+			wantWarning: "its patch rules were not applied",
+		},
+		"a Warn policy's patch cannot apply": {
+			src: broken, action: policies.Warn,
+			wantWarning: "applying the patch rules of failing",
+		},
+		"a DryRun policy's rule errors": {src: conflicting, action: policies.DryRun},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			engine := engineWith(t, "")
+			engine.SetLimits(policies.Limits{PolicyTimeout: 50 * time.Millisecond})
+			engine.SetPolicy(compiled(t, "team", labelTeam, policies.Deny))
+			engine.SetPolicy(compiled(t, "failing", tc.src, tc.action))
+			req := request(jobSetJSON)
+			if tc.update {
+				req.Operation = admissionv1.Update
+				req.OldObject.Raw = jobSetJSON
+			}
+			resp := NewMutator(Options{Engine: engine}).Handle(context.Background(), req)
+			if len(tc.wantRefusal) > 0 {
+				if resp.Allowed || len(resp.Patches) > 0 {
+					t.Fatalf("allowed %v with patches %v, want refused with nothing applied", resp.Allowed, resp.Patches)
+				}
+				for _, want := range tc.wantRefusal {
+					if !strings.Contains(resp.Result.Message, want) {
+						t.Errorf("refusal %q, want it to contain %q", resp.Result.Message, want)
+					}
+				}
+				return
+			}
+			if !resp.Allowed {
+				t.Fatalf("refused: %+v", resp.Result)
+			}
+			labelled := false
+			for _, op := range resp.Patches {
+				labelled = labelled || op.Path == "/metadata/labels" || op.Path == "/metadata/labels/team"
+			}
+			if !labelled {
+				t.Errorf("patches %v, want the team label of the policy that did not fail", resp.Patches)
+			}
+			warnings := strings.Join(resp.Warnings, "\n")
+			switch {
+			case tc.wantWarning == "" && warnings != "":
+				t.Errorf("warnings %q, want none", warnings)
+			case !strings.Contains(warnings, tc.wantWarning):
+				t.Errorf("warnings %q, want one containing %q", warnings, tc.wantWarning)
+			}
+		})
+	}
 }

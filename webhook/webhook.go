@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -153,24 +154,24 @@ func (m *Mutator) handle(ctx context.Context, req admission.Request) admission.R
 			}
 			in = newInput(req, nil, oldMap, nsLabels)
 		}
-		raw, err := untilStable(ctx, js, engine, in, restore)
+		raw, warnings, err := untilStable(ctx, js, engine, in, restore)
 		if err != nil {
 			return admission.Denied(err.Error())
 		}
-		return admission.PatchResponseFromRaw(req.Object.Raw, raw)
+		return admission.PatchResponseFromRaw(req.Object.Raw, raw).WithWarnings(warnings...)
 	}
 	nsLabels, err := m.opts.namespaceLabels(ctx, req.Namespace)
 	if err != nil {
 		return admission.Errored(http.StatusInternalServerError, err)
 	}
-	result, decisions, err := Mutate(ctx, js, m.opts.Agent, m.opts.Engine, newInput(req, nil, nil, nsLabels))
+	result, decisions, warnings, err := mutate(ctx, js, m.opts.Agent, m.opts.Engine, newInput(req, nil, nil, nsLabels))
 	if err != nil {
 		return admission.Denied(err.Error())
 	}
 	if len(decisions) > 0 {
 		log.FromContext(ctx).V(1).Info("injected", "jobset", req.Name, "decisions", len(decisions))
 	}
-	return admission.PatchResponseFromRaw(req.Object.Raw, result)
+	return admission.PatchResponseFromRaw(req.Object.Raw, result).WithWarnings(warnings...)
 }
 
 // Mutate returns the JSON of js after defaults, injection and the patch
@@ -178,61 +179,91 @@ func (m *Mutator) handle(ctx context.Context, req admission.Request) admission.R
 // changing. It is the code path of the mutating webhook and of
 // `inplacectl render`.
 func Mutate(ctx context.Context, js *jobset.JobSet, agent configv1alpha1.Agent, engine *policies.Engine, in policies.Input) ([]byte, []inject.Decision, error) {
+	raw, decisions, _, err := mutate(ctx, js, agent, engine, in)
+	return raw, decisions, err
+}
+
+// mutate is Mutate with the warnings of the patch rules of Warn policies
+// that failed, which the mutating webhook returns.
+func mutate(ctx context.Context, js *jobset.JobSet, agent configv1alpha1.Agent, engine *policies.Engine, in policies.Input) ([]byte, []inject.Decision, []string, error) {
 	var decisions []inject.Decision
-	raw, err := untilStable(ctx, js, engine, in, func(js *jobset.JobSet) {
+	raw, warnings, err := untilStable(ctx, js, engine, in, func(js *jobset.JobSet) {
 		jobset.Default(js)
 		decisions = append(decisions, inject.Inject(js, agent)...)
 	})
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return raw, decisions, nil
+	return raw, decisions, warnings, nil
 }
 
 // untilStable prepares js (defaults and injection on a create, the
 // restoration of what an update left out), then applies the patch rules of
 // the engine's admin policies, again until the object stops changing.
-func untilStable(ctx context.Context, js *jobset.JobSet, engine *policies.Engine, in policies.Input, prepare func(*jobset.JobSet)) ([]byte, error) {
+func untilStable(ctx context.Context, js *jobset.JobSet, engine *policies.Engine, in policies.Input, prepare func(*jobset.JobSet)) ([]byte, []string, error) {
+	var warnings []string
 	for pass := 0; pass < maxMutationPasses; pass++ {
 		prepare(js)
 		raw, err := json.Marshal(js)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		// Preparing is idempotent (a tested property): only policy patches
 		// can call for another pass.
 		if engine == nil || !engine.HasAdminPolicies() {
-			return raw, nil
+			return raw, warnings, nil
 		}
-		patched, err := applyPolicyPatches(ctx, engine, in, raw)
+		patched, passWarnings, err := applyPolicyPatches(ctx, engine, in, raw)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
+		}
+		// A Warn policy that fails fails again in the next pass.
+		for _, w := range passWarnings {
+			if !slices.Contains(warnings, w) {
+				warnings = append(warnings, w)
+			}
 		}
 		next, err := decode(patched)
 		if err != nil {
-			return nil, fmt.Errorf("a policy patch produced an invalid JobSet: %w", err)
+			return nil, nil, fmt.Errorf("a policy patch produced an invalid JobSet: %w", err)
 		}
 		if equality.Semantic.DeepEqual(js, next) {
-			return patched, nil
+			return patched, warnings, nil
 		}
 		js = next
 	}
-	return nil, fmt.Errorf("mutation does not converge: the patch rules of the policies keep changing the JobSet after %d passes; fix the policies so that a patched JobSet needs no further patch", maxMutationPasses)
+	return nil, nil, fmt.Errorf("mutation does not converge: the patch rules of the policies keep changing the JobSet after %d passes; fix the policies so that a patched JobSet needs no further patch", maxMutationPasses)
 }
 
 // applyPolicyPatches applies each policy's patch operations, policy by
-// policy. A policy whose operations cannot apply refuses the JobSet if it
-// is a Deny policy; a Warn policy's are skipped, logged, and the JobSet
-// goes on without them: Warn never blocks.
-func applyPolicyPatches(ctx context.Context, engine *policies.Engine, in policies.Input, raw []byte) ([]byte, error) {
+// policy, and fails closed for Deny policies only. A Deny policy whose
+// patch rules cannot be evaluated (an error, its time limit) or whose
+// operations cannot apply refuses the JobSet, and nothing is patched: its
+// patch may be what makes the JobSet safe to admit, as its deny rules
+// would refuse it. A Warn policy's are skipped, logged and returned as a
+// warning, and the JobSet goes on without them: Warn never blocks. A
+// DryRun policy's are never applied, so its failure is only logged; the
+// engine counts every failed evaluation
+// (inplace_policy_evaluation_failures_total), and the validating webhook
+// records it as the policy's violation.
+func applyPolicyPatches(ctx context.Context, engine *policies.Engine, in policies.Input, raw []byte) ([]byte, []string, error) {
 	var obj map[string]any
 	if err := json.Unmarshal(raw, &obj); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	in.Object, in.Labels = obj, labelsOf(obj)
 	d, err := engine.EvaluateAdmin(ctx, in)
 	if err != nil {
-		log.FromContext(ctx).Error(err, "evaluating patch rules")
+		log.FromContext(ctx).Error(err, "evaluating patch rules", "jobset", in.Name)
+	}
+	// The engine records a policy whose evaluation failed as a violation of
+	// its own action, and gives it no operations (Policy.eval).
+	if failed := failedEvaluations(d.Denied); len(failed) > 0 {
+		return nil, nil, fmt.Errorf("%s; the patch rules of a Deny policy that fails refuse the JobSet rather than admit it unpatched", DenialMessage(in.Name, failed))
+	}
+	var warnings []string
+	for _, v := range failedEvaluations(d.Warned) {
+		warnings = append(warnings, v.String()+"; its patch rules were not applied")
 	}
 	for i := 0; i < len(d.Patches); {
 		j := i
@@ -244,13 +275,26 @@ func applyPolicyPatches(ctx context.Context, engine *policies.Engine, in policie
 		case err == nil:
 			raw = out
 		case d.Patches[i].Action == policies.Deny:
-			return nil, err
+			return nil, nil, err
 		default:
 			log.FromContext(ctx).Error(err, "skipping the patch rules of a Warn policy", "policy", d.Patches[i].Policy)
+			warnings = append(warnings, err.Error()+"; not applied")
 		}
 		i = j
 	}
-	return raw, nil
+	return raw, warnings, nil
+}
+
+// failedEvaluations returns the violations that say a policy's evaluation
+// failed.
+func failedEvaluations(vs []policies.Violation) []policies.Violation {
+	var out []policies.Violation
+	for _, v := range vs {
+		if v.Failed {
+			out = append(out, v)
+		}
+	}
+	return out
 }
 
 // applyPatch applies one policy's operations to raw.
