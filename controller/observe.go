@@ -64,9 +64,7 @@ func (r *Reconciler) observe(ctx context.Context, js *jobset.JobSet) (obs decide
 				obs.Broadcast = map[string]string{}
 			}
 		}
-		if !obs.ReportEndpoint.IsZero() {
-			obs.ReportsSince = r.reportsSince(js, obs.Broadcast)
-		}
+		obs.ReportsSince, obs.ReportsSettling = r.reportsSince(js, obs.Broadcast, obs.ReportEndpoint.Session)
 	}
 
 	if decide.DNSHostnamesEnabled(js) {

@@ -67,25 +67,40 @@ func (r *Reconciler) reportChanged(pod *corev1.Pod, old, cur protocol.Report) {
 }
 
 // sessionSeen is when a JobSet's broadcast first showed this leader's
-// session.
+// session; at is zero while it showed another's.
 type sessionSeen struct {
 	uid types.UID
 	at  time.Time
 }
 
 // reportsSince is when the JobSet's broadcast, as the cache shows it, first
-// named this leader's session: from about then its agents say their state
-// again (decide.ReportGrace). Zero while it names another, or none.
-func (r *Reconciler) reportsSince(js *jobset.JobSet, broadcast map[string]string) time.Time {
-	if broadcast[protocol.KeyReportSession] != r.opts.ReportEndpoint.Session {
-		return time.Time{}
-	}
+// named mine, this leader's report session ("" where its agents report on
+// their Pods): from about then its agents report the way this leader
+// takes (decide.ReportGrace). settling says whether they may still be
+// turning to it: this leader takes direct reports, or the broadcast named
+// another session under this leader, whose agents reported elsewhere and
+// left no epoch on their Pods. Zero and settling while the broadcast
+// names another session.
+func (r *Reconciler) reportsSince(js *jobset.JobSet, broadcast map[string]string, mine string) (since time.Time, settling bool) {
 	key := client.ObjectKeyFromObject(js)
-	now := sessionSeen{uid: js.UID, at: r.opts.Clock.Now()}
-	v, loaded := r.sessions.LoadOrStore(key, now)
-	if seen := v.(sessionSeen); loaded && seen.uid == js.UID {
-		return seen.at
+	v, known := r.sessions.Load(key)
+	seen, _ := v.(sessionSeen)
+	known = known && seen.uid == js.UID
+	if broadcast[protocol.KeyReportSession] != mine {
+		if !known || !seen.at.IsZero() {
+			r.sessions.Store(key, sessionSeen{uid: js.UID})
+		}
+		return time.Time{}, true
 	}
-	r.sessions.Store(key, now)
-	return now.at
+	switch {
+	case known && !seen.at.IsZero():
+		return seen.at, true
+	case known || mine != "":
+		now := sessionSeen{uid: js.UID, at: r.opts.Clock.Now()}
+		r.sessions.Store(key, now)
+		return now.at, true
+	default:
+		// The agents have reported on their Pods all along.
+		return time.Time{}, false
+	}
 }

@@ -598,10 +598,15 @@ func TestANewLeaderWaitsForTheAgentsToReportAgain(t *testing.T) {
 		now         metav1.Time
 		wantRestart bool
 	}{
-		"just elected":                     {Observed{ReportEndpoint: endpoint, ReportsSince: started}, metav1.NewTime(started.Add(time.Second)), false},
-		"elected, the endpoint not up yet": {Observed{ReportEndpoint: endpoint}, at(0), false},
-		"the grace is over":                {Observed{ReportEndpoint: endpoint, ReportsSince: started}, metav1.NewTime(started.Add(ReportGrace)), true},
+		"just elected":                     {Observed{ReportEndpoint: endpoint, ReportsSettling: true, ReportsSince: started}, metav1.NewTime(started.Add(time.Second)), false},
+		"elected, the endpoint not up yet": {Observed{ReportEndpoint: endpoint, ReportsSettling: true}, at(0), false},
+		"the grace is over":                {Observed{ReportEndpoint: endpoint, ReportsSettling: true, ReportsSince: started}, metav1.NewTime(started.Add(ReportGrace)), true},
 		"agents report on their Pods":      {Observed{}, at(0), true},
+		// A leader without direct reports after one with them (disabled,
+		// rolled back, or the JobSet opted out): its agents reported
+		// elsewhere and have yet to write their Pods.
+		"elected without direct reports, the broadcast naming the last leader's session": {Observed{ReportsSettling: true}, at(0), false},
+		"elected without direct reports, the grace over":                                 {Observed{ReportsSettling: true, ReportsSince: started}, metav1.NewTime(started.Add(ReportGrace)), true},
 	} {
 		t.Run(name, func(t *testing.T) {
 			obs := tc.obs
@@ -620,7 +625,7 @@ func TestANewLeaderWaitsForTheAgentsToReportAgain(t *testing.T) {
 			stale[i] = *pods[i].DeepCopy()
 			stale[i].Annotations = map[string]string{jobset.EpochKey: "2"}
 		}
-		p := decidePure(t, js, Observed{Jobs: jobs, Pods: stale, ServiceExists: true, ReportEndpoint: endpoint, ReportsSince: started}, metav1.NewTime(started.Add(time.Second)), time.Minute)
+		p := decidePure(t, js, Observed{Jobs: jobs, Pods: stale, ServiceExists: true, ReportEndpoint: endpoint, ReportsSettling: true, ReportsSince: started}, metav1.NewTime(started.Add(time.Second)), time.Minute)
 		if p.Status.Restarts != 0 {
 			t.Errorf("restarts %d: a group the new leader has not heard from restarted", p.Status.Restarts)
 		}
@@ -632,7 +637,7 @@ func TestANewLeaderWaitsForTheAgentsToReportAgain(t *testing.T) {
 		exited := slices.Clone(pods)
 		exited[2] = epochPod("c", "workers", "", true)
 		delete(exited[2].Annotations, jobset.EpochKey)
-		p := decidePure(t, js, Observed{Jobs: jobs, Pods: exited, ServiceExists: true, ReportEndpoint: endpoint, ReportsSince: started}, metav1.NewTime(started.Add(time.Second)), time.Minute)
+		p := decidePure(t, js, Observed{Jobs: jobs, Pods: exited, ServiceExists: true, ReportEndpoint: endpoint, ReportsSettling: true, ReportsSince: started}, metav1.NewTime(started.Add(time.Second)), time.Minute)
 		if p.Status.Restarts != 1 {
 			t.Errorf("restarts %d: a worker's exit must restart the group", p.Status.Restarts)
 		}

@@ -38,11 +38,17 @@ type Observed struct {
 	// ReportEndpoint is where this JobSet's agents report directly, put
 	// in its broadcast; zero: they report on their Pods.
 	ReportEndpoint protocol.ReportEndpoint
-	// ReportsSince is when this JobSet's broadcast, as the cache shows
-	// it, first named this leader's session (zero: not yet): until
-	// ReportGrace from then, a Pod of a synced group that reported nothing
-	// is taken as still at the synced epoch (unreportedAsSynced).
-	ReportsSince time.Time
+	// ReportsSettling says that this JobSet's agents may be turning to
+	// this leader's way of reporting: it takes direct reports, or the
+	// JobSet's broadcast named another leader's session. ReportsSince is
+	// when the broadcast, as the cache shows it, first named this
+	// leader's session, or none where this leader takes no direct reports
+	// (zero: not yet). While settling, until ReportGrace from then, a Pod
+	// of a synced group that reported nothing is taken as still at the
+	// synced epoch (unreportedAsSynced): a change of leader restarts
+	// nothing, whichever way either takes reports.
+	ReportsSettling bool
+	ReportsSince    time.Time
 	// Creating names the Jobs created by an earlier reconcile that jobs,
 	// read from the cache, does not show yet: they are not created again.
 	Creating map[string]bool
@@ -263,7 +269,7 @@ func (p *Plan) reconcileEpochs(js *jobset.JobSet, from jobset.RestartState, pods
 		p.Events = append(p.Events, failJobSet(&p.Status, ReasonReachedMaxRestarts, msg, now)...)
 		return
 	}
-	if !obs.ReportEndpoint.IsZero() && from == jobset.StateRunning {
+	if obs.ReportsSettling && from == jobset.StateRunning {
 		left := ReportGrace
 		if !obs.ReportsSince.IsZero() {
 			left = obs.ReportsSince.Add(ReportGrace).Sub(now.Time)
