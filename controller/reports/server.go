@@ -17,6 +17,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/net/netutil"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -62,6 +63,21 @@ const DefaultServerName = "inplace-agent-reports"
 
 // maxReportBytes bounds a report's body; a report is under 200 bytes.
 const maxReportBytes = 4 << 10
+
+// Bounds on what any Pod that reaches the port can make the leader hold:
+// every namespace may reach it (an agent may run in any), so its
+// connections, headers, streams and slow requests are bounded.
+const (
+	// maxConnections is above the agents of the largest cluster (one
+	// connection each) and below the manager's open-file limit.
+	maxConnections = 32 << 10
+	// maxHeaderBytes holds a projected token (about 1 KB) many times.
+	maxHeaderBytes = 16 << 10
+	// maxStreams per connection: an agent sends one request at a time.
+	maxStreams = 8
+	// requestTimeout bounds reading a request and writing its answer.
+	requestTimeout = 10 * time.Second
+)
 
 // Server is the leader's report endpoint. Its certificate is issued at
 // start by a CA of its own, made in memory for this term of leadership:
@@ -129,8 +145,11 @@ func (s *Server) Endpoint() protocol.ReportEndpoint { return s.endpoint }
 // address.
 func (s *Server) NeedLeaderElection() bool { return true }
 
-// Listen opens the endpoint's port; Start serves it. Split so that the
-// port is open before the controller broadcasts it.
+// Listen opens the endpoint's port, and Start serves it (opening it
+// first if Listen was not called): tests listen on a port of their own
+// choosing before they start. The controller may broadcast the endpoint
+// before the port is open; an agent that cannot reach it tries again,
+// and writes its Pod after 3 s.
 func (s *Server) Listen() error {
 	l, err := net.Listen("tcp", s.opts.Listen)
 	if err != nil {
@@ -154,6 +173,10 @@ func (s *Server) Start(ctx context.Context) error {
 		Handler:           s,
 		TLSConfig:         s.tls,
 		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       requestTimeout,
+		WriteTimeout:      requestTimeout,
+		MaxHeaderBytes:    maxHeaderBytes,
+		HTTP2:             &http.HTTP2Config{MaxConcurrentStreams: maxStreams},
 		// Agents hold one connection for their life: idle ones are kept.
 		IdleTimeout: 10 * time.Minute,
 		// Handshakes that fail (a client with another CA, a scanner) are
@@ -161,7 +184,7 @@ func (s *Server) Start(ctx context.Context) error {
 		ErrorLog: log.New(logWriter{s.opts.Log.V(2)}, "", 0),
 	}
 	errs := make(chan error, 1)
-	go func() { errs <- srv.Serve(tls.NewListener(s.listener, s.tls)) }()
+	go func() { errs <- srv.Serve(tls.NewListener(netutil.LimitListener(s.listener, maxConnections), s.tls)) }()
 	s.opts.Log.Info("serving agent reports", "listen", s.listener.Addr().String(), "advertise", s.endpoint.Address, "session", s.endpoint.Session)
 	select {
 	case <-ctx.Done():

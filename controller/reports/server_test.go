@@ -759,3 +759,64 @@ func TestNewServerNeedsAnAddress(t *testing.T) {
 		t.Errorf("two servers share a session (%v) or a CA (%v), want each its own", a.Session == b.Session, a.CA == b.CA)
 	}
 }
+
+// Any Pod may reach the port: the server bounds the headers it reads, and
+// says so in its HTTP/2 settings, over TLS 1.3 and HTTP/2 as agents speak
+// it.
+func TestServerBoundsHeaders(t *testing.T) {
+	f := newFixture(t, newWorld().reader(t))
+	if err := f.srv.Listen(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- f.srv.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Start: %v", err)
+		}
+	})
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM([]byte(f.srv.Endpoint().CA)) {
+		t.Fatal("the endpoint's CA does not parse")
+	}
+	tlsConfig := &tls.Config{RootCAs: pool, ServerName: f.srv.Endpoint().ServerName, MinVersion: tls.VersionTLS13}
+	h1Config := tlsConfig.Clone()
+	h1Config.NextProtos = []string{"http/1.1"}
+	h2 := &http.Client{Transport: &http.Transport{TLSClientConfig: tlsConfig, ForceAttemptHTTP2: true}, Timeout: 10 * time.Second}
+	// A client that does not keep to the bound it is told: HTTP/1.1,
+	// whose server reads the headers before it refuses them.
+	h1 := &http.Client{Transport: &http.Transport{TLSClientConfig: h1Config, TLSNextProto: map[string]func(string, *tls.Conn) http.RoundTripper{}}, Timeout: 10 * time.Second}
+	for name, tc := range map[string]struct {
+		client     *http.Client
+		header     int
+		wantStatus int
+		wantProto  int
+	}{
+		"a token's size":                      {client: h2, header: 2 << 10, wantStatus: http.StatusUnauthorized, wantProto: 2},
+		"beyond the server's bound, HTTP/2":   {client: h2, header: maxHeaderBytes + 4<<10, wantStatus: http.StatusRequestHeaderFieldsTooLarge, wantProto: 2},
+		"beyond the server's bound, HTTP/1.1": {client: h1, header: maxHeaderBytes + 4<<10, wantStatus: http.StatusRequestHeaderFieldsTooLarge, wantProto: 1},
+	} {
+		t.Run(name, func(t *testing.T) {
+			req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+f.srv.Addr().String()+protocol.ReportPath, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header.Set("X-Padding", strings.Repeat("a", tc.header))
+			resp, err := tc.client.Do(req)
+			if err != nil && tc.wantStatus == http.StatusRequestHeaderFieldsTooLarge && strings.Contains(err.Error(), "larger than peer's advertised limit") {
+				// The server told its bound in its HTTP/2 settings, and
+				// the client kept to it.
+				return
+			}
+			if err != nil {
+				t.Fatalf("GET: %v", err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != tc.wantStatus || resp.ProtoMajor != tc.wantProto {
+				t.Errorf("status %d over %s, want %d over HTTP/%d", resp.StatusCode, resp.Proto, tc.wantStatus, tc.wantProto)
+			}
+		})
+	}
+}
