@@ -40,6 +40,10 @@ type Verifier interface {
 type Options struct {
 	// Verifier checks the agents' tokens.
 	Verifier Verifier
+	// Audience is the audience the tokens are requested for, named in
+	// the answer to a request without one; protocol.ReportAudience if
+	// empty.
+	Audience string
 	// Reader reads Pods, JobSets and broadcast ConfigMaps: the manager's
 	// cache, so that a report reads nothing from the API server.
 	Reader client.Reader
@@ -97,6 +101,9 @@ type Server struct {
 func NewServer(opts Options) (*Server, error) {
 	if opts.ServerName == "" {
 		opts.ServerName = DefaultServerName
+	}
+	if opts.Audience == "" {
+		opts.Audience = protocol.ReportAudience
 	}
 	if opts.Advertise == "" {
 		return nil, errors.New("reports: the address agents dial is empty: set the manager's POD_IP from status.podIP, or agent.reports.advertiseAddress")
@@ -271,7 +278,7 @@ func (s *Server) get(uid types.UID) protocol.Report {
 func (s *Server) authenticate(r *http.Request) (*corev1.Pod, token.Claims, error) {
 	raw, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 	if !ok || raw == "" {
-		return nil, token.Claims{}, refuse(http.StatusUnauthorized, protocol.ReasonUnauthenticated, "no bearer token: present the Pod's projected service-account token for audience %s", protocol.ReportAudience)
+		return nil, token.Claims{}, refuse(http.StatusUnauthorized, protocol.ReasonUnauthenticated, "no bearer token: present the Pod's projected service-account token for audience %s", s.opts.Audience)
 	}
 	claims, err := s.opts.Verifier.Verify(r.Context(), raw)
 	if err != nil {

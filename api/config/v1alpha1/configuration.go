@@ -324,8 +324,8 @@ func Load(path string) (*Configuration, error) {
 	if cfg.Agent.Reports.Disabled && !*cfg.Agent.Reports.PodFallback {
 		return nil, fmt.Errorf("configuration %s: agent.reports.disabled is true and agent.reports.podFallback false: agents would have no way to report; leave one of them out", path)
 	}
-	if n := cfg.Agent.Reports.TokenExpirationSeconds; n < 600 {
-		return nil, fmt.Errorf("configuration %s: agent.reports.tokenExpirationSeconds is %d: set at least 600, the least a projected token may live (default 3600), or leave it out", path, n)
+	if n := cfg.Agent.Reports.TokenExpirationSeconds; n < 600 || n >= 1<<32 {
+		return nil, fmt.Errorf("configuration %s: agent.reports.tokenExpirationSeconds is %d: set from 600, the least a projected token may live, to below 2^32, the most a Pod accepts (default 3600), or leave it out", path, n)
 	}
 	if _, _, err := net.SplitHostPort(cfg.Agent.Reports.BindAddress); err != nil {
 		return nil, fmt.Errorf("configuration %s: agent.reports.bindAddress is %q: want host:port, e.g. :9445", path, cfg.Agent.Reports.BindAddress)
@@ -431,6 +431,7 @@ func SetDefaults(cfg *Configuration) {
 		a.BarrierTimeoutSeconds = 86400
 	}
 	if a.Reports.Audience == "" {
+		// protocol.ReportAudience, which this package may not import.
 		a.Reports.Audience = "inplace.dev/agent-reports"
 	}
 	if a.Reports.TokenExpirationSeconds == 0 {

@@ -61,6 +61,10 @@ func TestLoad(t *testing.T) {
 			file:    "apiVersion: config.inplace.dev/v1alpha1\nkind: Configuration\ncontroller:\n  fatalExitSettle: -1s\n",
 			wantErr: "controller.fatalExitSettle is -1s: set a duration from 0 (off) to 1m",
 		},
+		"a token that lives longer than a Pod accepts is an error": {
+			file:    "apiVersion: config.inplace.dev/v1alpha1\nkind: Configuration\nagent:\n  reports:\n    tokenExpirationSeconds: 4294967296\n",
+			wantErr: "agent.reports.tokenExpirationSeconds is 4294967296: set from 600",
+		},
 		"upstream JobSet: jobset-system and 10s by default, the namespace set": {
 			file: "apiVersion: config.inplace.dev/v1alpha1\nkind: Configuration\ncontroller:\n  upstreamJobSet:\n    namespace: jobset\n",
 			check: func(c *Configuration) bool {

@@ -285,7 +285,7 @@ func setupReports(mgr ctrl.Manager, cfg *configv1alpha1.Configuration, reg prome
 		return nil, protocol.ReportEndpoint{}, fmt.Errorf("agent reports: %w; grant the manager get on /.well-known/openid-configuration and /openid/v1/jwks (config/rbac), or set agent.reports.disabled: true", err)
 	}
 	srv, err := reports.NewServer(reports.Options{
-		Verifier: verifier, Reader: mgr.GetClient(), Store: store,
+		Verifier: verifier, Audience: rc.Audience, Reader: mgr.GetClient(), Store: store,
 		Listen: rc.BindAddress, Advertise: advertise, Metrics: reg, Log: log,
 	})
 	if err != nil {
