@@ -332,6 +332,15 @@ warn contains msg if {
 	msg := "metadata.annotations[inplace.dev/restart-scope] is process, but spec.failurePolicy.restartStrategy is not InPlaceRestart: the scope of an in-place restart has no effect"
 }
 
+# inplace.dev/agent-reports: pod has the JobSet's agents report on their
+# Pods instead of to the controller; no other value means anything, and a
+# misspelt one would leave the agents reporting directly unnoticed.
+deny contains msg if {
+	value := input.object.metadata.annotations["inplace.dev/agent-reports"]
+	value != "pod"
+	msg := sprintf("metadata.annotations[inplace.dev/agent-reports] must be pod, not %q: pod has the agents report on their Pods instead of to the controller; leave the annotation out for direct reports", [value])
+}
+
 # In process scope the webhook runs every worker container's command under
 # the supervisor; one it could not wrap would never be restarted.
 deny contains msg if {

@@ -242,6 +242,20 @@ test_restart_scope_value_denied if {
 	contains(msg, `restart-scope] must be container or process, not "pod"`)
 }
 
+test_agent_reports_value_denied if {
+	js := object.union(jobset(job({})), {"object": {"metadata": {"annotations": {"inplace.dev/agent-reports": "pods"}}}})
+	some msg in inplace_restart.deny with input as js
+	contains(msg, `agent-reports] must be pod, not "pods"`)
+}
+
+test_agent_reports_pod_allowed if {
+	js := object.union(jobset(job({})), {"object": {"metadata": {"annotations": {"inplace.dev/agent-reports": "pod"}}}})
+	denied := inplace_restart.deny with input as js
+	every msg in denied {
+		not contains(msg, "agent-reports")
+	}
+}
+
 test_process_scope_without_command_denied if {
 	some msg in inplace_restart.deny with input as process(jobset(job({})))
 	contains(msg, "containers[0] (worker) has no command")
