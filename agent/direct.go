@@ -51,6 +51,12 @@ type DirectTransport struct {
 	// allow the write (agent.reports.podFallback: false). The agent then
 	// retries the endpoint until it answers.
 	NoPodFallback bool
+	// RetryDirectAfter is how long after falling back to the Pod the
+	// agent tries the endpoint again, at its next report: an endpoint
+	// that was out of reach for a moment (a leader's cache behind, a
+	// network blip) is not given up for the rest of the leader's term.
+	// 0 means DefaultRetryDirectAfter.
+	RetryDirectAfter time.Duration
 
 	mu       sync.Mutex
 	endpoint protocol.ReportEndpoint
@@ -60,8 +66,11 @@ type DirectTransport struct {
 	// zero while they succeed.
 	failing time.Time
 	// fallback: the endpoint could not be reached; reports go on the Pod
-	// until the broadcast names another one.
+	// until the broadcast names another one, or RetryDirectAfter from
+	// fellBack. fellBack is zero where the endpoint is unusable as it
+	// stands (its CA): never tried again.
 	fallback bool
+	fellBack time.Time
 	state    protocol.Report
 	// held is the epoch the controller holds for the Pod, when it refused
 	// a report as behind it.
@@ -75,6 +84,11 @@ type DirectTransport struct {
 // a second (its successor broadcasts its endpoint); an endpoint that
 // cannot be reached for longer is taken as blocked.
 const DefaultFallbackAfter = 3 * time.Second
+
+// DefaultRetryDirectAfter: an agent that fell back tries the endpoint
+// again at most this often, each try costing a report up to
+// FallbackAfter when the endpoint is still out of reach.
+const DefaultRetryDirectAfter = 30 * time.Second
 
 // reportTimeout bounds one report: the endpoint answers from memory.
 const reportTimeout = 5 * time.Second
@@ -140,7 +154,7 @@ func (d *DirectTransport) observe(b protocol.Broadcast) bool {
 	if d.client != nil {
 		d.client.CloseIdleConnections()
 	}
-	d.endpoint, d.client, d.fallback, d.failing = b.Reports, nil, false, time.Time{}
+	d.endpoint, d.client, d.fallback, d.fellBack, d.failing = b.Reports, nil, false, time.Time{}, time.Time{}
 	return changed && d.state.Epoch > 0
 }
 
@@ -287,9 +301,16 @@ func (d *DirectTransport) failed(ep protocol.ReportEndpoint, err error, began ti
 	if time.Since(d.failing) < after || d.NoPodFallback {
 		return err
 	}
-	d.fallback = true
-	d.Log.Info("the report endpoint cannot be reached: reporting on the Pod until the broadcast names another", "address", ep.Address, "error", err.Error())
+	d.fallback, d.fellBack = true, time.Now()
+	d.Log.Info("the report endpoint cannot be reached: reporting on the Pod until the broadcast names another, or for a while", "address", ep.Address, "retryAfter", d.retryDirectAfter(), "error", err.Error())
 	return errNotDirect
+}
+
+func (d *DirectTransport) retryDirectAfter() time.Duration {
+	if d.RetryDirectAfter <= 0 {
+		return DefaultRetryDirectAfter
+	}
+	return d.RetryDirectAfter
 }
 
 func (d *DirectTransport) fallbackAfter() time.Duration {
@@ -357,6 +378,16 @@ func (d *DirectTransport) current() (protocol.ReportEndpoint, *http.Client, erro
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	ep := d.endpoint
+	if d.fallback && !d.fellBack.IsZero() && time.Since(d.fellBack) >= d.retryDirectAfter() {
+		// What the Pod carries meanwhile is merged with what the agent
+		// says here: the higher of the two wins.
+		d.Log.Info("trying the report endpoint again", "address", ep.Address)
+		d.fallback, d.fellBack, d.failing = false, time.Time{}, time.Time{}
+		if d.client != nil {
+			d.client.CloseIdleConnections()
+			d.client = nil
+		}
+	}
 	if ep.IsZero() || d.fallback {
 		return ep, nil, errNotDirect
 	}

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -21,6 +22,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -820,5 +822,62 @@ func TestDirectRefusedTokenFallsBack(t *testing.T) {
 				t.Errorf("patched the Pod %v (%v), want %v", got, patches, tc.wantPatched)
 			}
 		})
+	}
+}
+
+// An agent that fell back to its Pod tries the endpoint again after
+// RetryDirectAfter, at its next report: a moment out of reach does not
+// keep it on its Pod for the rest of the leader's term.
+func TestDirectTriesTheEndpointAgain(t *testing.T) {
+	ctx := directContext(t)
+	api, leader := newAPIStandIn(t, runningPod(nil)), newLeaderStandIn(t)
+	d := newDirect(t, api, testr.New(t))
+	d.RetryDirectAfter = 2 * fallbackAfter
+	var blocked atomic.Bool
+	blocked.Store(true)
+	d.Dial = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		if blocked.Load() {
+			return nil, errors.New("blocked for a moment")
+		}
+		return (&net.Dialer{}).DialContext(ctx, network, addr)
+	}
+	d.observe(protocol.Broadcast{Reports: leader.endpoint("s1")})
+
+	rctx, cancel := context.WithTimeout(ctx, directWait)
+	defer cancel()
+	if err := Retry(rctx, func(ctx context.Context) error { return d.ReportEpoch(ctx, 1) }, refused); err != nil {
+		t.Fatalf("the report never went on the Pod: %v", err)
+	}
+	if d.Direct() {
+		t.Fatal("Direct() = true after the fallback")
+	}
+	fellBack := time.Now()
+	blocked.Store(false)
+
+	// Until RetryDirectAfter, reports go on the Pod; after it, to the
+	// endpoint again.
+	if err := d.ReportReady(ctx, 1); err != nil {
+		t.Fatalf("ReportReady: %v", err)
+	}
+	if _, patches := api.seen(); len(patches) != 2 {
+		t.Fatalf("patches %v, want the epoch and the ready epoch on the Pod", patches)
+	}
+	err := wait.PollUntilContextTimeout(ctx, fallbackAfter/4, directWait, false, func(context.Context) (bool, error) {
+		return time.Since(fellBack) >= d.RetryDirectAfter, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.ReportEpoch(ctx, 2); err != nil {
+		t.Fatalf("the report after RetryDirectAfter: %v", err)
+	}
+	if got := leader.waitPut(t); got.Epoch != 2 || got.ReadyEpoch != 1 {
+		t.Errorf("the endpoint was told %+v, want epoch 2 and readyEpoch 1", got)
+	}
+	if !d.Direct() {
+		t.Error("Direct() = false once the endpoint took a report again")
+	}
+	if _, patches := api.seen(); len(patches) != 2 {
+		t.Errorf("patches %v: the report after RetryDirectAfter went on the Pod too", patches)
 	}
 }
