@@ -17,8 +17,8 @@ const (
 	// KeyReportAddress is host:port of the leader's report endpoint.
 	KeyReportAddress = "reportAddress"
 	// KeyReportServerName is the name the endpoint's certificate is
-	// checked against (the Service's DNS name): the agent dials the
-	// leader's own address, which no certificate names.
+	// issued for and checked against: the agent dials the leader's own
+	// address, which the certificate does not name.
 	KeyReportServerName = "reportServerName"
 	// KeyReportCA is the PEM bundle of the CAs the endpoint's
 	// certificate is checked against.
@@ -65,8 +65,8 @@ const ReportPath = "/v1alpha1/reports"
 const ReportAudience = "inplace.dev/agent-reports"
 
 // The agent's environment for direct reports: the projected token's path
-// (refreshed by the kubelet) and the audience it was requested for. Unset,
-// the agent reports on its Pod.
+// (refreshed by the kubelet) and whether it may write its Pod. Without a
+// token path, the agent reports on its Pod.
 const (
 	EnvReportTokenPath = "REPORT_TOKEN_PATH"
 	// EnvReportPodFallback, "false", keeps the agent from writing its Pod

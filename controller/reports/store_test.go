@@ -115,6 +115,12 @@ func TestOverlay(t *testing.T) {
 	if got := s.Overlay(plain); got != plain {
 		t.Errorf("Overlay of a Pod with nothing held returned a copy, want the Pod itself")
 	}
+	// The mark says a report was merged in; a Pod that carries it itself
+	// (from its template) is read without it, and left as it is.
+	forged := reportedPod("forged", map[string]string{protocol.ReportedMark: "true", "keep": "me"})
+	if got := s.Overlay(forged); got.Annotations[protocol.ReportedMark] != "" || got.Annotations["keep"] != "me" || forged.Annotations[protocol.ReportedMark] != "true" {
+		t.Errorf("Overlay of a Pod that carries the mark itself: %v (the Pod's own: %v), want the mark dropped from a copy only", got.Annotations, forged.Annotations)
+	}
 
 	cases := map[string]struct {
 		annotations map[string]string
