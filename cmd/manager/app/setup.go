@@ -72,8 +72,6 @@ func Options(cfg *configv1alpha1.Configuration, scheme *runtime.Scheme) ctrl.Opt
 	}
 	if metrics.SecureServing {
 		metrics.FilterProvider = filters.WithAuthenticationAndAuthorization
-	}
-	if metrics.SecureServing {
 		metrics.TLSOpts = []func(*tls.Config){http1Only}
 	}
 	le := cfg.LeaderElection
