@@ -83,23 +83,28 @@ func BenchmarkAdminPolicies(b *testing.B) {
 
 // JobSets as large as an admission request carries (the API server reads
 // at most 3 MiB), shaped to make the built-in checks walk as much as they
-// can. Before the checks were linear, the first took minutes, and the
-// second 7 s with 2 of its containers.
-var maximalJobSets = map[string]func(testing.TB, string) map[string]any{
-	"4,000 failure-policy rules, 1,500 replicated jobs, 2,500 claim templates": func(t testing.TB, generation string) map[string]any {
-		return maximalJobSet(t, generation, 1500, 4000)
+// can, built at a size: 1 is maximal. Before the checks were linear, the
+// first took minutes, and the second 7 s with 2 of its containers.
+var maximalJobSets = map[string]func(t testing.TB, generation string, size float64) map[string]any{
+	"4,000 failure-policy rules, 1,500 replicated jobs, 2,500 claim templates": func(t testing.TB, generation string, size float64) map[string]any {
+		return maximalJobSet(t, generation, int(1500*size), int(4000*size))
 	},
-	"a podFailurePolicy at the Job API's limits, 1,600 containers": func(t testing.TB, generation string) map[string]any {
-		return maximalPodFailurePolicy(t, generation, 1600)
+	"a podFailurePolicy at the Job API's limits, 1,600 containers": func(t testing.TB, generation string, size float64) map[string]any {
+		return maximalPodFailurePolicy(t, generation, int(1600*size))
 	},
 }
 
-// TestBuiltinsOnMaximalJobSets requires the built-ins to evaluate each
-// maximal JobSet, as an update, well within the engine's total limit: a
-// request that takes longer is refused, and a hostile one costs the webhook
-// the whole limit of CPU. On the 2-core development machine, shared, they
-// took 0.9 s and 0.7 s.
+// TestBuiltinsOnMaximalJobSets requires the built-ins to be linear in the
+// JobSet's size: half a maximal JobSet, evaluated as an update, may take at
+// most linearBound times as long as one an eighth that size. A quadratic
+// check takes 64 times as long. The time itself is the benchmark's (go
+// test -bench BuiltinsOnMaximalJobSets): 0.9 s and 0.7 s for the maximal
+// ones on the 2-core development machine, where the engine's total limit
+// is 5 s. Half, so that the test stays short under the race detector;
+// each size's best of two runs, so that the machine's other work weighs
+// on neither alone.
 func TestBuiltinsOnMaximalJobSets(t *testing.T) {
+	const large, fraction, linearBound, runs = 0.5, 8, 24, 2
 	e, err := NewEngine(nil)
 	if err != nil {
 		t.Fatal(err)
@@ -108,25 +113,36 @@ func TestBuiltinsOnMaximalJobSets(t *testing.T) {
 	e.SetLimits(Limits{TotalTimeout: time.Hour})
 	for name, build := range maximalJobSets {
 		t.Run(name, func(t *testing.T) {
-			old, obj := build(t, "1"), build(t, "2")
-			raw, err := json.Marshal(obj)
-			if err != nil {
-				t.Fatal(err)
+			best := func(size float64) time.Duration {
+				old, obj := build(t, "1", size), build(t, "2", size)
+				raw, err := json.Marshal(obj)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(raw) > 3<<20 {
+					t.Fatalf("%d bytes: more than an admission request carries", len(raw))
+				}
+				var fastest time.Duration
+				for range runs {
+					start := time.Now()
+					d, err := e.Evaluate(t.Context(), Input{Operation: "UPDATE", Object: obj, OldObject: old})
+					took := time.Since(start)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if len(d.Denied) == 0 {
+						t.Fatal("nothing denied: the JobSet no longer exercises the checks")
+					}
+					if fastest == 0 || took < fastest {
+						fastest = took
+					}
+				}
+				return fastest
 			}
-			if len(raw) > 3<<20 {
-				t.Fatalf("%d bytes: more than an admission request carries", len(raw))
-			}
-			start := time.Now()
-			d, err := e.Evaluate(t.Context(), Input{Operation: "UPDATE", Object: obj, OldObject: old})
-			took := time.Since(start)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(d.Denied) == 0 {
-				t.Error("nothing denied: the JobSet no longer exercises the checks")
-			}
-			if took > DefaultTotalTimeout {
-				t.Errorf("the built-ins took %v on %d bytes, more than the engine's total limit of %v", took, len(raw), DefaultTotalTimeout)
+			small, big := best(large/fraction), best(large)
+			if ratio := float64(big) / float64(small); ratio > linearBound {
+				t.Errorf("the built-ins took %v on half a maximal JobSet, %.0f times the %v on one an eighth that size; want at most %d times (linear: about %d)",
+					big, ratio, small, linearBound, fraction)
 			}
 		})
 	}
@@ -139,7 +155,7 @@ func BenchmarkBuiltinsOnMaximalJobSets(b *testing.B) {
 	}
 	e.SetLimits(Limits{TotalTimeout: time.Hour})
 	for name, build := range maximalJobSets {
-		old, obj := build(b, "1"), build(b, "2")
+		old, obj := build(b, "1", 1), build(b, "2", 1)
 		b.Run(name, func(b *testing.B) {
 			for b.Loop() {
 				if _, err := e.Evaluate(b.Context(), Input{Operation: "UPDATE", Object: obj, OldObject: old}); err != nil {
