@@ -2,7 +2,6 @@ package app
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -72,12 +71,17 @@ func Options(cfg *configv1alpha1.Configuration, scheme *runtime.Scheme) ctrl.Opt
 	}
 	if metrics.SecureServing {
 		metrics.FilterProvider = filters.WithAuthenticationAndAuthorization
-		metrics.TLSOpts = []func(*tls.Config){http1Only}
 	}
 	le := cfg.LeaderElection
 	return ctrl.Options{
-		WebhookServer: ctrlwebhook.NewServer(ctrlwebhook.Options{Port: cfg.Webhook.Port, CertDir: cfg.Webhook.CertDir, ClientCAName: cfg.Webhook.ClientCAName,
-			TLSOpts: []func(*tls.Config){http1Only}}),
+		// HTTP/2, as controller-runtime serves it: the API server sends
+		// every admission request down one connection, so one replica
+		// takes them all (until the connection is closed) and the others
+		// stand by. Over HTTP/1.1 the replicas shared them evenly, but the
+		// API server opened a connection, and a TLS handshake, for nearly
+		// every request: on 2 cores half the throughput
+		// (perf/bench/admission, docs/explanation/performance.md).
+		WebhookServer:                 ctrlwebhook.NewServer(ctrlwebhook.Options{Port: cfg.Webhook.Port, CertDir: cfg.Webhook.CertDir, ClientCAName: cfg.Webhook.ClientCAName}),
 		Scheme:                        scheme,
 		Cache:                         controller.CacheOptions(),
 		Metrics:                       metrics,
@@ -91,15 +95,6 @@ func Options(cfg *configv1alpha1.Configuration, scheme *runtime.Scheme) ctrl.Opt
 		RetryPeriod:                   &le.RetryPeriod.Duration,
 	}
 }
-
-// http1Only has a server speak HTTP/1.1 only, as upstream JobSet's and
-// kubebuilder's do. Over HTTP/2 the API server sends every admission
-// request down one connection, and a Service balances connections: all
-// requests reached one webhook replica of three (perf/bench/admission).
-// Over HTTP/1.1 it opens a connection per request in flight, which the
-// Service spreads. It also keeps the servers out of HTTP/2's stream
-// reset floods (CVE-2023-44487).
-func http1Only(c *tls.Config) { c.NextProtos = []string{"http/1.1"} }
 
 // Roles of a manager process: both, or one of the two halves that run as
 // separate Deployments, so that a policy problem (a crash, memory, CPU)
