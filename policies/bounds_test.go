@@ -1,0 +1,297 @@
+package policies
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/open-policy-agent/opa/v1/topdown"
+)
+
+// TestBoundedBuiltinsAreAllowed: each wrapper wraps a builtin of this
+// OPA that a policy may call.
+func TestBoundedBuiltinsAreAllowed(t *testing.T) {
+	for name := range boundedBuiltins {
+		if ast.BuiltinMap[name] == nil || topdown.GetBuiltin(name) == nil {
+			t.Errorf("%s is bounded but not a builtin of this OPA", name)
+		}
+		if !allowedBuiltins[name] {
+			t.Errorf("%s is bounded but not allowed: drop its bound", name)
+		}
+	}
+}
+
+// repeat is s n times, as a Rego string.
+func repeat(s string, n int) string { return strings.Repeat(s, n) }
+
+// TestBoundsAtTheLimit calls each bounded builtin with a result just at
+// its limit, which it builds, and just past it, which it refuses before
+// building anything; and with what took seconds and gigabytes before it
+// was bounded, which it refuses as fast. Sizes come from the input (long
+// strings) or are built in a few steps by the policy (arrays and objects
+// whose parts are shared).
+func TestBoundsAtTheLimit(t *testing.T) {
+	const mib = maxResultBytes
+	in := map[string]any{
+		"a100k":  repeat("a", 100_000),
+		"mib-4":  repeat("m", mib-4),
+		"mib-3":  repeat("m", mib-3),
+		"mib-8":  repeat("m", mib-8),
+		"mib-7":  repeat("m", mib-7),
+		"mib-15": repeat("m", mib-15),
+		"mib-14": repeat("m", mib-14),
+	}
+	// steps assigns x0 and then each xi from x(i-1) by step (%[1]s).
+	steps := func(x, first string, n int, step string) string {
+		var b strings.Builder
+		fmt.Fprintf(&b, "%s0 := %s\n", x, first)
+		for i := 1; i <= n; i++ {
+			fmt.Fprintf(&b, "\t%s%d := %s\n", x, i, fmt.Sprintf(step, fmt.Sprintf("%s%d", x, i-1)))
+		}
+		return b.String()
+	}
+	// shared is a value of 2^n leaves built in n steps of two pointers.
+	shared := func(leaf string, n int) string { return steps("x", leaf, n, "array.concat([%[1]s], [%[1]s])") }
+	cases := map[string]struct {
+		body string
+		// want is the refusal; "" if the call is made.
+		want string
+	}{
+		"json.marshal at it":   {body: `y := json.marshal([input.object["mib-4"]])`},
+		"json.marshal past it": {body: `y := json.marshal([input.object["mib-3"]])`, want: "json.marshal: the result would be more than"},
+		"json.marshal of a shared value": {
+			body: shared(`["aaaaaaaaaa"]`, 25) + "\ty := json.marshal(x25)", want: "json.marshal: the result would be more than",
+		},
+		"json.marshal_with_options at it": {body: `y := json.marshal_with_options([input.object["mib-8"]], {"indent": "  "})`},
+		"json.marshal_with_options past it": {
+			body: `y := json.marshal_with_options([input.object["mib-7"]], {"indent": "  "})`, want: "json.marshal_with_options: the result would be more than",
+		},
+		"json.marshal_with_options of a long indent": {
+			body: `y := json.marshal_with_options([1 | some _ in numbers.range(1, 1000)], {"indent": input.object.a100k})`,
+			want: "json.marshal_with_options: the result would be more than",
+		},
+		"yaml.marshal at it":   {body: `y := yaml.marshal([input.object["mib-15"]])`},
+		"yaml.marshal past it": {body: `y := yaml.marshal([input.object["mib-14"]])`, want: "yaml.marshal: the result could be more than"},
+		"yaml.marshal of a shared value": {
+			body: shared(`["aaaaaaaaaa"]`, 25) + "\ty := yaml.marshal(x25)", want: "yaml.marshal: the result could be more than",
+		},
+	}
+	e, _ := NewEngine(BuiltinNamesOrDie(t))
+	// Not a test of the time limit: a loaded machine must not fail the
+	// calls at the limit, which build megabytes.
+	e.SetLimits(Limits{PolicyTimeout: time.Minute, TotalTimeout: time.Minute})
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			src := "package bounds\n\ndeny contains \"called\" if {\n\t" + tc.body + "\n\tcount(y) >= 0\n}\n"
+			p, err := Compile(Source{Name: "bounds", Rego: src, Action: Deny})
+			if err != nil {
+				t.Fatal(err)
+			}
+			e.SetPolicy(p)
+			input := Input{Operation: "CREATE", Object: in}
+			// The input converted once, outside what is measured.
+			if _, err := baseInput(input); err != nil {
+				t.Fatal(err)
+			}
+			runtime.GC()
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			start := time.Now()
+			d, err := e.Evaluate(context.Background(), input)
+			took := time.Since(start)
+			runtime.ReadMemStats(&after)
+			if tc.want == "" {
+				if err != nil || len(d.Denied) != 1 || d.Denied[0].Message != "called" {
+					t.Fatalf("denied %v, error %v: want the call made", d.Denied, err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v, want one containing %q", err, tc.want)
+			}
+			// Generous: the refusal itself takes milliseconds and a few
+			// megabytes; unbounded, these took seconds and gigabytes.
+			if took > 2*time.Second {
+				t.Errorf("refused after %v, want at once", took)
+			}
+			if allocated := after.TotalAlloc - before.TotalAlloc; allocated > 256<<20 {
+				t.Errorf("allocated %d MiB before refusing, want a few", allocated>>20)
+			}
+		})
+	}
+}
+
+// callBuiltin calls the builtin name, bounded, as an evaluation does.
+func callBuiltin(name string, args ...ast.Value) (ast.Value, error) {
+	operands := make([]*ast.Term, len(args))
+	for i, a := range args {
+		operands[i] = ast.NewTerm(a)
+	}
+	var out ast.Value
+	err := topdown.GetBuiltin(name)(topdown.BuiltinContext{Context: context.Background()}, operands, func(t *ast.Term) error {
+		out = t.Value
+		return nil
+	})
+	return out, err
+}
+
+// valuesForSizes are values to write: the strings each encoding escapes,
+// and the shapes each writer indents.
+func valuesForSizes(t *testing.T) []ast.Value {
+	t.Helper()
+	strs := []string{
+		"", "plain", "it's \"quoted\" \\ back", "<tag>&amp;", "line1\nline2\n", "tab\there\r\n",
+		"\x00\x1f\x7f\x1b", "héllo wörld", "日本語", "\u2028\u2029\u0085", "\xff\xfe invalid", "\U0001F600 emoji",
+		"\ufeff bom", "\ufeff\U0001F600\u00e9", "\u00ad\u200b\u0080\ue000\uffff", "  padded  ", "- dash", "yes", "null", "123", "1e5", ": colon", "# hash", "{a: b}",
+		strings.Repeat("long line with words ", 20), strings.Repeat("many\nshort\nlines\n", 20),
+	}
+	var vs []ast.Value
+	var terms []*ast.Term
+	for _, s := range strs {
+		vs = append(vs, ast.String(s))
+		terms = append(terms, ast.StringTerm(s))
+	}
+	for _, n := range []string{"0", "-1", "1.5", "1e300", "12345678901234567890123", "-0.000001"} {
+		vs = append(vs, ast.Number(n))
+		terms = append(terms, ast.NumberTerm(json.Number(n)))
+	}
+	vs = append(vs, ast.Boolean(true), ast.Null{}, ast.NewArray(), ast.NewObject(), ast.NewSet())
+	obj := ast.NewObject()
+	for i, t := range terms {
+		obj.Insert(ast.StringTerm(fmt.Sprint("key ", strs[i%len(strs)], i)), t)
+	}
+	nested := ast.Value(ast.NewArray(terms...))
+	for i := range 30 {
+		nested = ast.NewObject([2]*ast.Term{ast.StringTerm(fmt.Sprint("level\n", i)), ast.NewTerm(nested)}, [2]*ast.Term{ast.StringTerm("s"), ast.StringTerm(strs[i%len(strs)])})
+	}
+	jobSet, err := ast.InterfaceToValue(admitted(t, "inplace-story2.yaml", nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return append(vs, ast.NewArray(terms...), ast.NewSet(terms...), obj, nested, jobSet,
+		ast.NewArray(ast.NewTerm(ast.NewArray()), ast.NewTerm(ast.NewObject()), ast.NewTerm(ast.NewArray(ast.NewTerm(ast.NewArray(ast.IntNumberTerm(1)))))),
+	)
+}
+
+// TestSizesBoundTheResults: what a bound computes is never less than what
+// the builtin builds, and equal to it where the bound says it is exact.
+func TestSizesBoundTheResults(t *testing.T) {
+	type call struct {
+		name string
+		args []ast.Value
+	}
+	var calls []call
+	for _, v := range valuesForSizes(t) {
+		calls = append(calls,
+			call{"json.marshal", []ast.Value{v}},
+			call{"yaml.marshal", []ast.Value{v}},
+		)
+		for _, opts := range []string{`{}`, `{"pretty": true}`, `{"indent": "  "}`, `{"prefix": "> ", "indent": "\t\t"}`, `{"prefix": "#", "pretty": false}`} {
+			calls = append(calls, call{"json.marshal_with_options", []ast.Value{v, ast.MustParseTerm(opts).Value}})
+		}
+	}
+	// Keys that are not strings: json.marshal counts them at most.
+	calls = append(calls, call{"json.marshal", []ast.Value{ast.MustParseTerm(`{1: "a", [1, "<"]: "b", {"x": null}: "c", "d": {2: 3}}`).Value}})
+	for _, c := range calls {
+		operands := make([]*ast.Term, len(c.args))
+		for i, a := range c.args {
+			operands[i] = ast.NewTerm(a)
+		}
+		size := boundedBuiltins[c.name](operands)
+		out, err := callBuiltin(c.name, c.args...)
+		if err != nil {
+			continue // refused by the builtin itself, as some formats and options are
+		}
+		got := len(out.(ast.String))
+		if size.bytes < got || size.exact && size.bytes != got {
+			t.Errorf("%s(%.200v): the bound says %d bytes (exact %v), the result is %d", c.name, c.args, size.bytes, size.exact, got)
+		}
+	}
+}
+
+// TestSizesOfAJobSetAreClose: the bounds refuse no JobSet the apiserver
+// stores: writing one takes no more than twice what it does.
+func TestSizesOfAJobSetAreClose(t *testing.T) {
+	v, err := ast.InterfaceToValue(admitted(t, "inplace-story2.yaml", nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"json.marshal", "yaml.marshal"} {
+		args := []ast.Value{v}
+		operands := make([]*ast.Term, len(args))
+		for i, a := range args {
+			operands[i] = ast.NewTerm(a)
+		}
+		out, err := callBuiltin(name, args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if bound, got := boundedBuiltins[name](operands).bytes, len(out.(ast.String)); bound > 2*got {
+			t.Errorf("%s of a JobSet: %d bytes, bounded at %d", name, got, bound)
+		}
+	}
+}
+
+// TestSizesBoundRandomValues writes random values of the characters the
+// writers treat apart, at random depths, and holds each bound to what
+// is written.
+func TestSizesBoundRandomValues(t *testing.T) {
+	pieces := []string{"a", "Z", "0", " ", "  ", "\n", "\r", "\t", "'", "\"", "\\", ":", ": ", "#", " #", "-", "- ", "?", "{", "}", "[", "]", ",", "&", "*", "!", "|", ">", "%", "@", "`", "<", "~",
+		"\x00", "\x1b", "\x7f", "é", "日", "\U0001F600", "\u0085", "\u2028", "\u00a0", "\ufeff", "\ufffd", "\xff", "yes", "null", "1", "1.5", "0x1F", ".inf", "---", "..."}
+	rng := rand.New(rand.NewPCG(1, 2))
+	str := func() string {
+		var b strings.Builder
+		for range rng.IntN(12) {
+			b.WriteString(pieces[rng.IntN(len(pieces))])
+		}
+		return b.String()
+	}
+	var value func(depth int) *ast.Term
+	value = func(depth int) *ast.Term {
+		switch k := rng.IntN(10); {
+		case depth > 4 || k < 4:
+			return ast.StringTerm(str())
+		case k == 4:
+			return ast.NumberTerm(json.Number([]string{"0", "-7", "2.5", "1e21", "123456789012345678901"}[rng.IntN(5)]))
+		case k == 5:
+			return ast.BooleanTerm(rng.IntN(2) == 0)
+		case k < 8:
+			var items []*ast.Term
+			for range rng.IntN(4) {
+				items = append(items, value(depth+1))
+			}
+			return ast.ArrayTerm(items...)
+		default:
+			obj := ast.NewObject()
+			for range rng.IntN(4) {
+				obj.Insert(ast.StringTerm(str()), value(depth+1))
+			}
+			return ast.NewTerm(obj)
+		}
+	}
+	for range 3000 {
+		v := value(0)
+		for name, args := range map[string][]*ast.Term{
+			"json.marshal": {v},
+			"yaml.marshal": {v},
+		} {
+			vs := make([]ast.Value, len(args))
+			for i, t := range args {
+				vs[i] = t.Value
+			}
+			out, err := callBuiltin(name, vs...)
+			if err != nil {
+				continue // refused by the builtin itself (YAML has no way to write \x7f)
+			}
+			if bound, got := boundedBuiltins[name](args).bytes, len(out.(ast.String)); bound < got {
+				t.Errorf("%s(%v): bound %d, written %d: %q", name, v, bound, got, out)
+			}
+		}
+	}
+}
