@@ -57,6 +57,14 @@ type sizeOf func(operands []*ast.Term) size
 // sandbox's list builds a result no larger than a constant times its
 // arguments (sandbox.go says why, family by family).
 var boundedBuiltins = map[string]sizeOf{
+	// Strings (bounds_strings.go).
+	ast.Replace.Name:                replaceSize,
+	ast.ReplaceN.Name:               replaceNSize,
+	ast.RegexReplace.Name:           regexReplaceSize,
+	ast.Concat.Name:                 concatSize,
+	ast.Sprintf.Name:                sprintfSize,
+	ast.InternalTemplateString.Name: templateStringSize,
+	ast.URLQueryEncodeObject.Name:   urlQueryEncodeObjectSize,
 	// Encodings (bounds_encodings.go).
 	ast.JSONMarshal.Name:            jsonMarshalSize,
 	ast.JSONMarshalWithOptions.Name: jsonMarshalWithOptionsSize,

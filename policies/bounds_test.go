@@ -39,13 +39,25 @@ func repeat(s string, n int) string { return strings.Repeat(s, n) }
 func TestBoundsAtTheLimit(t *testing.T) {
 	const mib = maxResultBytes
 	in := map[string]any{
-		"a100k":  repeat("a", 100_000),
-		"mib-4":  repeat("m", mib-4),
-		"mib-3":  repeat("m", mib-3),
-		"mib-8":  repeat("m", mib-8),
-		"mib-7":  repeat("m", mib-7),
-		"mib-15": repeat("m", mib-15),
-		"mib-14": repeat("m", mib-14),
+		"a2048":   repeat("a", 2048),
+		"b2008":   repeat("b", 2008),
+		"b2009":   repeat("b", 2009),
+		"b2048":   repeat("b", 2048),
+		"b2049":   repeat("b", 2049),
+		"a100k":   repeat("a", 100_000),
+		"sep4096": repeat(",", 4096),
+		"sep4097": repeat(",", 4097),
+		"k4094":   repeat("k", 4094),
+		"k4095":   repeat("k", 4095),
+		"mib":     repeat("m", mib),
+		"mib-4":   repeat("m", mib-4),
+		"mib-3":   repeat("m", mib-3),
+		"mib-8":   repeat("m", mib-8),
+		"mib-7":   repeat("m", mib-7),
+		"mib-15":  repeat("m", mib-15),
+		"mib-14":  repeat("m", mib-14),
+		"mib-130": repeat("m", mib-130),
+		"mib-128": repeat("m", mib-128),
 	}
 	// steps assigns x0 and then each xi from x(i-1) by step (%[1]s).
 	steps := func(x, first string, n int, step string) string {
@@ -63,6 +75,41 @@ func TestBoundsAtTheLimit(t *testing.T) {
 		// want is the refusal; "" if the call is made.
 		want string
 	}{
+		"replace at the limit":  {body: `y := replace(input.object.a2048, "a", input.object.b2048)`},
+		"replace past it":       {body: `y := replace(input.object.a2048, "a", input.object.b2049)`, want: "replace: the result would be more than the sandbox's limit of 4194304 bytes"},
+		"replace of s by s":     {body: `y := replace(input.object.a100k, "a", input.object.a100k)`, want: "replace: the result would be more than"},
+		"replace_n at it":       {body: `y := strings.replace_n({"a": input.object.b2048}, input.object.a2048)`},
+		"replace_n past it":     {body: `y := strings.replace_n({"a": input.object.b2049}, input.object.a2048)`, want: "strings.replace_n: the result would be more than"},
+		"regex.replace at it":   {body: `y := regex.replace(input.object.a2048, "a", input.object.b2008)`},
+		"regex.replace past it": {body: `y := regex.replace(input.object.a2048, "a", input.object.b2009)`, want: "regex.replace: the result could be up to 4196352 bytes"},
+		"regex.replace at each position": {
+			body: `y := regex.replace(input.object.a100k, "", input.object.a100k)`, want: "regex.replace: the result could be up to",
+		},
+		"concat at it":   {body: `y := concat(input.object.sep4096, ["" | some _ in numbers.range(1, 1025)])`},
+		"concat past it": {body: `y := concat(input.object.sep4097, ["" | some _ in numbers.range(1, 1025)])`, want: "concat: the result would be 4195328 bytes, above the sandbox's limit of 4194304"},
+		"concat of many": {body: `y := concat(input.object.a100k, ["" | some _ in numbers.range(1, 100000)])`, want: "concat: the result would be 9999900000 bytes"},
+		"sprintf at it":  {body: `y := sprintf("%s", [input.object["mib-130"]])`},
+		"sprintf past it": {
+			body: `y := sprintf("%s", [input.object["mib-128"]])`, want: "sprintf: the result could be up to 4194306 bytes",
+		},
+		"sprintf of widths": {
+			body: `y := sprintf(concat("", ["%9999999d" | some _ in numbers.range(1, 100)]), [1 | some _ in numbers.range(1, 100)])`,
+			want: "sprintf: the result could be up to 1000046116 bytes",
+		},
+		"sprintf of one argument many times": {
+			body: `y := sprintf(concat("", ["%[1]s" | some _ in numbers.range(1, 1000)]), [input.object.a100k])`,
+			want: "sprintf: the result could be up to",
+		},
+		"sprintf of a shared value": {body: shared(`["aaaaaaaaaa"]`, 25) + "\ty := sprintf(\"%v\", [x25])", want: "sprintf: the result could be more than"},
+		"template string at it":     {body: `y := $"{input.object.mib}"`},
+		"template string past it":   {body: `y := $"{input.object.mib}."`, want: "internal.template_string: the result could be more than the sandbox's limit of 4194304 bytes"},
+		"template string of a shared value": {
+			body: shared(`["aaaaaaaaaa"]`, 25) + "\ty := $\"{x25}\"", want: "internal.template_string: the result could be more than",
+		},
+		"urlquery.encode_object at it": {body: `y := urlquery.encode_object({input.object.k4094: ["" | some _ in numbers.range(1, 1024)]})`},
+		"urlquery.encode_object past it": {
+			body: `y := urlquery.encode_object({input.object.k4095: ["" | some _ in numbers.range(1, 1024)]})`, want: "urlquery.encode_object: the result could be more than",
+		},
 		"json.marshal at it":   {body: `y := json.marshal([input.object["mib-4"]])`},
 		"json.marshal past it": {body: `y := json.marshal([input.object["mib-3"]])`, want: "json.marshal: the result would be more than"},
 		"json.marshal of a shared value": {
@@ -187,10 +234,14 @@ func TestSizesBoundTheResults(t *testing.T) {
 		args []ast.Value
 	}
 	var calls []call
+	s := func(s string) ast.Value { return ast.String(s) }
 	for _, v := range valuesForSizes(t) {
 		calls = append(calls,
 			call{"json.marshal", []ast.Value{v}},
 			call{"yaml.marshal", []ast.Value{v}},
+			call{"sprintf", []ast.Value{s("%v"), ast.NewArray(ast.NewTerm(v))}},
+			call{"sprintf", []ast.Value{s("%#v|%q|% #x|%-20s|%.3s"), ast.NewArray(ast.NewTerm(v), ast.NewTerm(v), ast.NewTerm(v), ast.NewTerm(v), ast.NewTerm(v))}},
+			call{"internal.template_string", []ast.Value{ast.NewArray(ast.StringTerm("<"), ast.SetTerm(ast.NewTerm(v)), ast.StringTerm(">"))}},
 		)
 		for _, opts := range []string{`{}`, `{"pretty": true}`, `{"indent": "  "}`, `{"prefix": "> ", "indent": "\t\t"}`, `{"prefix": "#", "pretty": false}`} {
 			calls = append(calls, call{"json.marshal_with_options", []ast.Value{v, ast.MustParseTerm(opts).Value}})
@@ -198,6 +249,26 @@ func TestSizesBoundTheResults(t *testing.T) {
 	}
 	// Keys that are not strings: json.marshal counts them at most.
 	calls = append(calls, call{"json.marshal", []ast.Value{ast.MustParseTerm(`{1: "a", [1, "<"]: "b", {"x": null}: "c", "d": {2: 3}}`).Value}})
+	for _, f := range []string{"%s", "%d %d", "%[2]s %[1]s %[2]q", "%*d", "%.*f", "%9d|%-9x|%09.3f", "%%", "%!", "%z", "%[3]d", "%[x]d", "%[1]", "%", "%d", "%b %o %O %x %X %e %E %g %G %c %U %#U %t %v"} {
+		calls = append(calls, call{"sprintf", []ast.Value{s(f), ast.MustParseTerm(`[12, 3.25, "str", 123456789012345678901234567890, ["a", {"b": 1}], 7]`).Value}})
+	}
+	for _, c := range [][3]string{{"aaa", "a", "bb"}, {"héllo", "", "-"}, {"", "", "x"}, {"abab", "ab", ""}, {"aaaa", "aa", "b"}, {"xyz", "q", "r"}} {
+		calls = append(calls,
+			call{"replace", []ast.Value{s(c[0]), s(c[1]), s(c[2])}},
+			call{"strings.replace_n", []ast.Value{ast.NewObject([2]*ast.Term{ast.StringTerm(c[1]), ast.StringTerm(c[2])}, [2]*ast.Term{ast.StringTerm("b"), ast.StringTerm("BBB")}), s(c[0])}},
+			call{"regex.replace", []ast.Value{s(c[0]), s(c[1]), s(c[2])}},
+			call{"regex.replace", []ast.Value{s(c[0]), s("(a)(b)?"), s("[$1$2${1}$$]")}},
+			call{"concat", []ast.Value{s(c[2]), ast.NewArray(ast.StringTerm(c[0]), ast.StringTerm(c[1]), ast.StringTerm(c[2]))}},
+			call{"urlquery.encode_object", []ast.Value{ast.NewObject([2]*ast.Term{ast.StringTerm(c[0] + " &="), ast.ArrayTerm(ast.StringTerm(c[1]), ast.StringTerm(c[2]+"/?"))}, [2]*ast.Term{ast.StringTerm("k"), ast.StringTerm(c[0])})}},
+		)
+	}
+	// Past the quick bound but within the limit: counted, and exact.
+	many := strings.Repeat("a", 3000) + strings.Repeat("b", 100_000)
+	calls = append(calls,
+		call{"replace", []ast.Value{s(many), s("a"), s(strings.Repeat("x", 1000))}},
+		call{"strings.replace_n", []ast.Value{ast.MustParseTerm(`{"a": "` + strings.Repeat("x", 1000) + `", "bb": ""}`).Value, s(many)}},
+		call{"regex.replace", []ast.Value{s(many), s("a+|(b)"), s(strings.Repeat("$1", 500))}},
+	)
 	for _, c := range calls {
 		operands := make([]*ast.Term, len(c.args))
 		for i, a := range c.args {
@@ -222,8 +293,11 @@ func TestSizesOfAJobSetAreClose(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{"json.marshal", "yaml.marshal"} {
+	for _, name := range []string{"json.marshal", "yaml.marshal", "sprintf"} {
 		args := []ast.Value{v}
+		if name == "sprintf" {
+			args = []ast.Value{ast.String("%v"), ast.NewArray(ast.NewTerm(v))}
+		}
 		operands := make([]*ast.Term, len(args))
 		for i, a := range args {
 			operands[i] = ast.NewTerm(a)
@@ -280,6 +354,7 @@ func TestSizesBoundRandomValues(t *testing.T) {
 		for name, args := range map[string][]*ast.Term{
 			"json.marshal": {v},
 			"yaml.marshal": {v},
+			"sprintf":      {ast.StringTerm("%v|%q|%s"), ast.ArrayTerm(v, v, v)},
 		} {
 			vs := make([]ast.Value, len(args))
 			for i, t := range args {
