@@ -69,6 +69,14 @@ var boundedBuiltins = map[string]sizeOf{
 	ast.JSONMarshal.Name:            jsonMarshalSize,
 	ast.JSONMarshalWithOptions.Name: jsonMarshalWithOptionsSize,
 	ast.YAMLMarshal.Name:            yamlMarshalSize,
+	// Arrays, sets and objects (bounds_collections.go).
+	ast.ArrayConcat.Name:                arrayConcatSize,
+	ast.ObjectUnion.Name:                objectUnionSize,
+	ast.ObjectUnionN.Name:               objectUnionNSize,
+	ast.JSONRemove.Name:                 jsonPathsSize,
+	ast.JSONFilter.Name:                 jsonPathsSize,
+	ast.JSONPatch.Name:                  jsonPatchSize,
+	ast.RegexFindAllStringSubmatch.Name: regexFindAllStringSubmatchSize,
 }
 
 // init replaces each bounded builtin's implementation with its wrapper,

@@ -39,25 +39,28 @@ func repeat(s string, n int) string { return strings.Repeat(s, n) }
 func TestBoundsAtTheLimit(t *testing.T) {
 	const mib = maxResultBytes
 	in := map[string]any{
-		"a2048":   repeat("a", 2048),
-		"b2008":   repeat("b", 2008),
-		"b2009":   repeat("b", 2009),
-		"b2048":   repeat("b", 2048),
-		"b2049":   repeat("b", 2049),
-		"a100k":   repeat("a", 100_000),
-		"sep4096": repeat(",", 4096),
-		"sep4097": repeat(",", 4097),
-		"k4094":   repeat("k", 4094),
-		"k4095":   repeat("k", 4095),
-		"mib":     repeat("m", mib),
-		"mib-4":   repeat("m", mib-4),
-		"mib-3":   repeat("m", mib-3),
-		"mib-8":   repeat("m", mib-8),
-		"mib-7":   repeat("m", mib-7),
-		"mib-15":  repeat("m", mib-15),
-		"mib-14":  repeat("m", mib-14),
-		"mib-130": repeat("m", mib-130),
-		"mib-128": repeat("m", mib-128),
+		"a2048":    repeat("a", 2048),
+		"b2008":    repeat("b", 2008),
+		"b2009":    repeat("b", 2009),
+		"b2048":    repeat("b", 2048),
+		"b2049":    repeat("b", 2049),
+		"a100k":    repeat("a", 100_000),
+		"sep4096":  repeat(",", 4096),
+		"sep4097":  repeat(",", 4097),
+		"k4094":    repeat("k", 4094),
+		"k4095":    repeat("k", 4095),
+		"a4095":    repeat("a", 4095),
+		"a4096":    repeat("a", 4096),
+		"mib":      repeat("m", mib),
+		"mib-4":    repeat("m", mib-4),
+		"mib-3":    repeat("m", mib-3),
+		"mib-8":    repeat("m", mib-8),
+		"mib-7":    repeat("m", mib-7),
+		"mib-15":   repeat("m", mib-15),
+		"mib-14":   repeat("m", mib-14),
+		"mib-130":  repeat("m", mib-130),
+		"mib-128":  repeat("m", mib-128),
+		"groups62": repeat("(b?)", 62),
 	}
 	// steps assigns x0 and then each xi from x(i-1) by step (%[1]s).
 	steps := func(x, first string, n int, step string) string {
@@ -70,6 +73,19 @@ func TestBoundsAtTheLimit(t *testing.T) {
 	}
 	// shared is a value of 2^n leaves built in n steps of two pointers.
 	shared := func(leaf string, n int) string { return steps("x", leaf, n, "array.concat([%[1]s], [%[1]s])") }
+	sharedObject := func(x, leaf string, n int) string {
+		return steps(x, `{"x": `+leaf+`}`, n, `object.union({"a": %[1]s}, {"b": %[1]s})`)
+	}
+	// wide is an object of k keys, each the same object of w keys.
+	wide := func(name string, k, w, leaf int) string {
+		return fmt.Sprintf("%s_w := {sprintf(\"%%d\", [j]): %d | some j in numbers.range(1, %d)}\n\t%s := {sprintf(\"%%d\", [i]): %s_w | some i in numbers.range(1, %d)}", name, leaf, w, name, name, k)
+	}
+	paths := func(k int) string {
+		return fmt.Sprintf("[sprintf(\"%%d/x\", [i]) | some i in numbers.range(1, %d)]", k)
+	}
+	adds := func(k int) string {
+		return fmt.Sprintf("[{\"op\": \"add\", \"path\": sprintf(\"/%%d/x\", [i]), \"value\": 1} | some i in numbers.range(1, %d)]", k)
+	}
 	cases := map[string]struct {
 		body string
 		// want is the refusal; "" if the call is made.
@@ -127,6 +143,39 @@ func TestBoundsAtTheLimit(t *testing.T) {
 		"yaml.marshal past it": {body: `y := yaml.marshal([input.object["mib-14"]])`, want: "yaml.marshal: the result could be more than"},
 		"yaml.marshal of a shared value": {
 			body: shared(`["aaaaaaaaaa"]`, 25) + "\ty := yaml.marshal(x25)", want: "yaml.marshal: the result could be more than",
+		},
+		"array.concat at it":   {body: `y := array.concat(numbers.range(1, 131072), numbers.range(1, 131072))`},
+		"array.concat past it": {body: `y := array.concat(numbers.range(1, 131072), numbers.range(1, 131074))`, want: "array.concat: the result would hold 262146 values, above the sandbox's limit of 262144"},
+		"array.concat doubling": {
+			body: steps("x", "[1]", 30, "array.concat(%[1]s, %[1]s)") + "\ty := x30",
+			want: "array.concat: the result would hold 524288 values",
+		},
+		"object.union at it":   {body: wide("a", 256, 511, 1) + "\n\t" + wide("b", 256, 511, 2) + "\n\ty := object.union(a, b)"},
+		"object.union past it": {body: wide("a", 256, 512, 1) + "\n\t" + wide("b", 256, 512, 2) + "\n\ty := object.union(a, b)", want: "object.union: the result could hold more than the sandbox's limit of 262144 values"},
+		"object.union of shared values": {
+			body: sharedObject("o", "1", 25) + "\t" + sharedObject("p", "2", 25) + "\ty := object.union(o25, p25)", want: "object.union: the result could hold more than",
+		},
+		"object.union_n at it":   {body: wide("a", 256, 511, 1) + "\n\t" + wide("b", 256, 511, 2) + "\n\ty := object.union_n([a, b])"},
+		"object.union_n past it": {body: wide("a", 256, 512, 1) + "\n\t" + wide("b", 256, 512, 2) + "\n\ty := object.union_n([a, b])", want: "object.union_n: the result could hold more than"},
+		"object.union_n of a shared value": {
+			body: sharedObject("o", "1", 25) + "\ty := object.union_n([o25, {}])", want: "object.union_n: the result could hold more than",
+		},
+		"json.remove at it":   {body: wide("a", 256, 1023, 1) + "\n\ty := json.remove(a, " + paths(256) + ")"},
+		"json.remove past it": {body: wide("a", 256, 1024, 1) + "\n\ty := json.remove(a, " + paths(256) + ")", want: "json.remove: the result could hold more than"},
+		"json.remove of many paths": {
+			body: wide("a", 5000, 5000, 1) + "\n\ty := json.remove(a, " + paths(5000) + ")", want: "json.remove: the result could hold more than",
+		},
+		"json.filter at it":   {body: wide("a", 256, 1023, 1) + "\n\ty := json.filter(a, " + paths(256) + ")"},
+		"json.filter past it": {body: wide("a", 256, 1024, 1) + "\n\ty := json.filter(a, " + paths(256) + ")", want: "json.filter: the result could hold more than"},
+		"json.patch at it":    {body: wide("a", 128, 682, 1) + "\n\ty := json.patch(a, " + adds(128) + ")"},
+		"json.patch past it":  {body: wide("a", 128, 683, 1) + "\n\ty := json.patch(a, " + adds(128) + ")", want: "json.patch: the result could hold up to 262272 values"},
+		"json.patch of many paths": {
+			body: wide("a", 5000, 5000, 1) + "\n\ty := json.patch(a, " + adds(5000) + ")", want: "json.patch: the result could hold up to",
+		},
+		"regex.find_all_string_submatch_n at it": {body: `y := regex.find_all_string_submatch_n(input.object.groups62, input.object.a4095, -1)`},
+		"regex.find_all_string_submatch_n past it": {
+			body: `y := regex.find_all_string_submatch_n(input.object.groups62, input.object.a4096, -1)`,
+			want: "regex.find_all_string_submatch_n: the result would hold 262208 values, above the sandbox's limit of 262144",
 		},
 	}
 	e, _ := NewEngine(BuiltinNamesOrDie(t))
@@ -310,6 +359,44 @@ func TestSizesOfAJobSetAreClose(t *testing.T) {
 			t.Errorf("%s of a JobSet: %d bytes, bounded at %d", name, got, bound)
 		}
 	}
+}
+
+// TestSizesOfCollectionsAreExact: where a collection's size is exact, it
+// is the number of values the builtin builds.
+func TestSizesOfCollectionsAreExact(t *testing.T) {
+	cases := []struct {
+		name string
+		args []ast.Value
+		// values counts the values of the result the builtin built.
+		values func(ast.Value) int
+	}{
+		{"array.concat", []ast.Value{ast.MustParseTerm(`[1, 2, 3]`).Value, ast.MustParseTerm(`[[4], 5]`).Value}, width},
+		{"regex.find_all_string_submatch_n", []ast.Value{ast.String("(a)(b)?|(x)"), ast.String("ab a x abx"), ast.Number("-1")}, submatches},
+		{"regex.find_all_string_submatch_n", []ast.Value{ast.String("(a*)"), ast.String(strings.Repeat("ba", 20_000)), ast.Number("-1")}, submatches},
+		{"regex.find_all_string_submatch_n", []ast.Value{ast.String("(a*)"), ast.String(strings.Repeat("ba", 20_000)), ast.Number("1000")}, submatches},
+	}
+	for _, c := range cases {
+		operands := make([]*ast.Term, len(c.args))
+		for i, a := range c.args {
+			operands[i] = ast.NewTerm(a)
+		}
+		size := boundedBuiltins[c.name](operands)
+		out, err := callBuiltin(c.name, c.args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := c.values(out); size.values < got || size.exact && size.values != got {
+			t.Errorf("%s: the bound says %d values (exact %v), the result holds %d", c.name, size.values, size.exact, got)
+		}
+	}
+}
+
+// submatches counts the matches, and their groups, of a
+// regex.find_all_string_submatch_n.
+func submatches(v ast.Value) int {
+	n := 0
+	v.(*ast.Array).Foreach(func(t *ast.Term) { n += 1 + width(t.Value) })
+	return n
 }
 
 // TestSizesBoundRandomValues writes random values of the characters the
