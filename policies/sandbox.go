@@ -23,11 +23,13 @@ import (
 // reviewed for three things: its answer depends on its arguments alone
 // (no network, files, environment, clock, time zone or randomness); its
 // time and memory are bounded by its arguments' size, or it checks OPA's
-// cancellation as it goes so that the policy's time limit stops it; and it
-// cannot crash the manager (a Go stack overflow or a failed allocation is
-// a fatal error that no recover catches). A builtin a newer OPA adds is
-// refused until someone reviews it: TestEveryBuiltinIsReviewed fails until
-// it is on this list or on refusedBuiltins.
+// cancellation as it goes so that the policy's time limit stops it, or
+// a wrapper refuses a call whose result would be larger than one call may
+// build (bounds.go); and it cannot crash the manager (a Go stack overflow
+// or a failed allocation is a fatal error that no recover catches). A
+// builtin a newer OPA adds is refused until someone reviews it:
+// TestEveryBuiltinIsReviewed fails until it is on this list or on
+// refusedBuiltins.
 var allowedBuiltins = setOf(
 	// Unification, comparison and membership (`in`): linear in the values
 	// compared.
@@ -44,30 +46,41 @@ var allowedBuiltins = setOf(
 	"bits.and", "bits.or", "bits.xor", "bits.negate", "bits.rsh",
 	// Aggregates: linear, sort n log n, in the collection.
 	"count", "sum", "product", "max", "min", "sort",
-	// Sets, arrays and objects: linear in the collections, or in the paths
-	// named (json.patch shares a copied value, it does not copy it; walk
-	// yields one path at a time, and OPA checks cancellation between them).
+	// Sets, arrays and objects: linear in the collections (walk yields one
+	// path at a time, and OPA checks cancellation between them). Bounded
+	// per call: array.concat, which doubles an array a call; object.union
+	// and object.union_n, which copy objects whose parts may be shared;
+	// json.filter, json.remove and json.patch, which go through the items
+	// of every node on every path, the paths times the widths.
 	"and", "or", "intersection", "union",
 	"array.concat", "array.flatten", "array.reverse", "array.slice",
 	"object.filter", "object.get", "object.keys", "object.remove", "object.subset", "object.union", "object.union_n",
 	"json.filter", "json.remove", "json.patch", "walk",
 	// Types and conversions: constant, or linear in the value.
 	"is_array", "is_boolean", "is_null", "is_number", "is_object", "is_set", "is_string", "type_name", "to_number",
-	// Strings: linear in their arguments, replace in the product of the
-	// string's size and the replacement's. Go's fmt caps sprintf's widths
-	// and precisions at a million.
+	// Strings: linear in their arguments. Bounded per call: replace,
+	// strings.replace_n and concat, whose results are products of their
+	// arguments' lengths; sprintf, whose widths reach ten million a
+	// directive and whose %v writes a value with shared parts once per
+	// path; internal.template_string, which writes values the same way.
 	"concat", "contains", "endswith", "startswith", "format_int", "indexof", "indexof_n",
 	"lower", "upper", "replace", "split", "sprintf", "substring",
 	"trim", "trim_left", "trim_prefix", "trim_right", "trim_space", "trim_suffix",
 	"strings.any_prefix_match", "strings.any_suffix_match", "strings.count", "strings.replace_n",
 	"strings.reverse", "strings.split_n", "internal.template_string",
 	// Regular expressions: RE2, linear in the input, compiled patterns kept
-	// in OPA's cache of 100.
+	// in OPA's cache of 100. Bounded per call: regex.replace and
+	// regex.find_all_string_submatch_n, whose results are the matches
+	// times the replacement or the groups.
 	"regex.find_all_string_submatch_n", "regex.find_n", "regex.is_valid", "regex.match",
 	"regex.replace", "regex.split", "regex.template_match", "glob.quote_meta",
 	// Encodings: linear in their input. encoding/json refuses nesting
 	// deeper than 10,000; the YAML decoder refuses excessive aliasing (a
 	// billion laughs fails at once) and nesting deeper than 10,000.
+	// Bounded per call: json.marshal, json.marshal_with_options and
+	// yaml.marshal, which write a value with shared parts once per path
+	// (and YAML indents each line by its depth), and
+	// urlquery.encode_object, which writes a key once per value.
 	"base64.decode", "base64.encode", "base64.is_valid", "base64url.decode", "base64url.encode", "base64url.encode_no_pad",
 	"hex.decode", "hex.encode",
 	"json.is_valid", "json.marshal", "json.marshal_with_options", "json.unmarshal",
