@@ -127,14 +127,16 @@ type Cluster struct {
 	// Host is the apiserver URL.
 	Host string
 
-	opts     Options
-	workDir  string
-	logDir   string
-	procs    []*process // in start order
-	nodes    []*realNode
-	netName  string     // the CNI network of the real nodes
-	host     *HostState // before the real nodes started
-	hostLock *os.File
+	opts    Options
+	workDir string
+	logDir  string
+	procs   []*process // in start order
+	nodes   []*realNode
+	netName string // the CNI network of the real nodes
+	// ownsBridge: the real nodes' bridge is up, counted in bridgesHere.
+	ownsBridge bool
+	host       *HostState // before the real nodes started
+	hostLock   *os.File
 	// leftOnHost is what Stop found the real nodes left on the host.
 	leftOnHost []string
 	stopOnce   sync.Once

@@ -6,12 +6,12 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -174,6 +174,8 @@ func (c *Cluster) startRealNodes(ctx context.Context, p *pki, apiPort int) error
 	if err := c.setUpNetwork(apiPort); err != nil {
 		return fmt.Errorf("setting up the nodes' network: %w", err)
 	}
+	bridgesHere.Add(1)
+	c.ownsBridge = true
 	if err := c.startDNS(ctx); err != nil {
 		return fmt.Errorf("starting the cluster's DNS: %w", err)
 	}
@@ -204,20 +206,16 @@ func (c *Cluster) logf(format string, args ...any) {
 // reach the host there (a manager running on the host, say).
 const BridgeIP = nodeIP
 
-// OnBridge reports whether this host has BridgeIP, that is whether a
-// cluster with real nodes runs here.
-func OnBridge() bool {
-	addrs, err := net.InterfaceAddrs()
-	if err != nil {
-		return false
-	}
-	for _, a := range addrs {
-		if n, ok := a.(*net.IPNet); ok && n.IP.String() == BridgeIP {
-			return true
-		}
-	}
-	return false
-}
+// bridgesHere counts this process's clusters whose real nodes' bridge is
+// up: one at most, as the host lock allows.
+var bridgesHere atomic.Int32
+
+// OnBridge reports whether a cluster of this process has real nodes, whose
+// bridge holds BridgeIP. Another process's bridge does not count: it goes
+// when that process's cluster stops, and an address on it with it (the
+// test packages of `make test` run side by side, one with real nodes while
+// another runs simulated ones).
+func OnBridge() bool { return bridgesHere.Load() > 0 }
 
 // setUpNetwork makes the bridge, the CNI configuration, and the one NAT
 // rule that lets Pods reach the apiserver at the kubernetes Service's
@@ -604,6 +602,10 @@ func (c *Cluster) stopRealNodes() error {
 		c.procs[i].stop(10 * time.Second)
 	}
 	errs = append(errs, c.host.restore())
+	if c.ownsBridge {
+		c.ownsBridge = false
+		bridgesHere.Add(-1)
+	}
 	return errors.Join(errs...)
 }
 

@@ -134,9 +134,11 @@ func StartManager(ctx context.Context, cfg *rest.Config, conf *configv1alpha1.Co
 
 // localReports has a manager that runs in this process serve the agents'
 // reports where the local cluster's agents reach it, unless the
-// configuration says where: on the real nodes' bridge, whose address
-// their Pods route to and the simulated nodes' agents (in this process)
-// reach as well, or else on loopback. Each start gets a free port, as a
+// configuration says where: on the real nodes' bridge where this
+// process's cluster has real nodes (their Pods route to it, and the
+// simulated nodes' agents in this process reach it as well), or else on
+// loopback: never on the bridge of another process's cluster, which
+// goes, with the address, when that cluster stops. Each start gets a free port, as a
 // new leader gets a new Pod IP.
 func localReports(conf *configv1alpha1.Configuration) error {
 	r := &conf.Agent.Reports
