@@ -24,11 +24,15 @@ import (
 // report; a deleted Pod's report is forgotten.
 func (r *Reconciler) recordPod(pod *corev1.Pod, gone bool) {
 	if gone {
-		r.opts.Reports.Forget(pod.UID)
+		// Out of the index first: a report stored after the Pod is
+		// forgotten finds no Pod to refresh, and forgets itself.
 		r.children.PodEvent(pod, true)
+		r.opts.Reports.Forget(pod.UID)
 		return
 	}
-	r.children.PodEvent(r.opts.Reports.Overlay(pod), false)
+	// Overlaid under the family's lock: a report stored meanwhile is
+	// either read here or refreshes the Pod recorded here.
+	r.children.PodEventWith(pod, false, r.opts.Reports.Overlay)
 }
 
 // podSignal classifies a Pod's update as read with its report.

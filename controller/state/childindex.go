@@ -74,11 +74,26 @@ func (x *ChildIndex) JobEvent(job *batchv1.Job, gone bool) {
 
 // PodEvent records a Pod's creation, update or deletion (gone).
 func (x *ChildIndex) PodEvent(pod *corev1.Pod, gone bool) {
+	x.PodEventWith(pod, gone, nil)
+}
+
+// PodEventWith is PodEvent with the Pod recorded as prepare makes it,
+// under its family's lock, the lock RefreshPod takes: what prepare reads
+// (a report) and a RefreshPod that follows a change of it are ordered, so
+// neither records a Pod without the other's change.
+func (x *ChildIndex) PodEventWith(pod *corev1.Pod, gone bool, prepare func(*corev1.Pod) *corev1.Pod) {
 	var owner familyKey
 	if !gone {
 		owner = familyKey{pod.Namespace, types.UID(pod.Labels[jobset.JobSetUIDKey])}
 	}
-	x.update(childKey{pod: true, namespace: pod.Namespace, name: pod.Name}, owner, func(f *Family) { f.setPod(pod) }, func(f *Family) { f.deletePod(pod.Name) })
+	set := func(f *Family) {
+		if prepare != nil {
+			f.setPod(prepare(pod))
+			return
+		}
+		f.setPod(pod)
+	}
+	x.update(childKey{pod: true, namespace: pod.Namespace, name: pod.Name}, owner, set, func(f *Family) { f.deletePod(pod.Name) })
 }
 
 // RefreshPod replaces the Pod held under namespace/name, if it is the one

@@ -388,3 +388,49 @@ func TestChildIndexRefreshPodBuildsOnTheHandlersPod(t *testing.T) {
 		t.Errorf("after the deletion and a refresh: %d families, %d owners, want none", families, owners)
 	}
 }
+
+// A report stored while the handler records its Pod is never lost: the
+// handler's overlay runs under the family's lock, so it either reads the
+// report or is followed by the report's RefreshPod.
+func TestChildIndexPodEventWithOrdersAReportAndItsRefresh(t *testing.T) {
+	for name, gone := range map[string]bool{"an added Pod": false, "an updated Pod": true} {
+		t.Run(name, func(t *testing.T) {
+			x := state.NewChildIndex()
+			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "pod-1",
+				Labels: map[string]string{jobset.JobSetUIDKey: "uid-1"}, Annotations: map[string]string{}}}
+			if gone { // recorded once before: this event is its update
+				x.PodEvent(pod, false)
+			}
+			var mu sync.Mutex
+			stored := ""
+			overlay := func(p *corev1.Pod) *corev1.Pod {
+				mu.Lock()
+				defer mu.Unlock()
+				if stored == "" {
+					return p
+				}
+				out := p.DeepCopy()
+				out.Annotations[jobset.EpochKey] = stored
+				return out
+			}
+			refreshed := make(chan struct{})
+			x.PodEventWith(pod, false, func(p *corev1.Pod) *corev1.Pod {
+				out := overlay(p)
+				// The report arrives after the overlay read the store.
+				go func() {
+					defer close(refreshed)
+					mu.Lock()
+					stored = "2"
+					mu.Unlock()
+					x.RefreshPod("ns", "p", "pod-1", overlay)
+				}()
+				return out
+			})
+			<-refreshed
+			got := x.RefreshPod("ns", "p", "pod-1", func(p *corev1.Pod) *corev1.Pod { return p })
+			if got == nil || got.Annotations[jobset.EpochKey] != "2" {
+				t.Errorf("recorded %v: want the report stored meanwhile (epoch 2)", got)
+			}
+		})
+	}
+}
