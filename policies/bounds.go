@@ -88,7 +88,13 @@ var boundedBuiltins = map[string]sizeOf{
 // any evaluation reads the table.
 func init() {
 	for name, f := range boundedBuiltins {
-		topdown.RegisterBuiltinFunc(name, boundedBuiltin(name, topdown.GetBuiltin(name), f))
+		original := topdown.GetBuiltin(name)
+		if original == nil {
+			// Renamed or removed by an OPA upgrade: the wrapper would
+			// call nothing at the first policy that uses it.
+			panic(fmt.Sprintf("policies: the bounded builtin %s has no implementation in this OPA", name))
+		}
+		topdown.RegisterBuiltinFunc(name, boundedBuiltin(name, original, f))
 	}
 }
 
