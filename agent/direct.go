@@ -71,7 +71,12 @@ type DirectTransport struct {
 	// stands (its CA): never tried again.
 	fallback bool
 	fellBack time.Time
-	state    protocol.Report
+	// retries counts the tries of the endpoint after a fallback that fell
+	// back again: each doubles the wait before the next (retryWait), so an
+	// endpoint that stays out of reach costs a report its wait rarely.
+	retries int
+	retried bool
+	state   protocol.Report
 	// held is the epoch the controller holds for the Pod, when it refused
 	// a report as behind it.
 	held int32
@@ -154,7 +159,7 @@ func (d *DirectTransport) observe(b protocol.Broadcast) bool {
 	if d.client != nil {
 		d.client.CloseIdleConnections()
 	}
-	d.endpoint, d.client, d.fallback, d.fellBack, d.failing = b.Reports, nil, false, time.Time{}, time.Time{}
+	d.endpoint, d.client, d.fallback, d.fellBack, d.failing, d.retries = b.Reports, nil, false, time.Time{}, time.Time{}, 0
 	return changed && d.state.Epoch > 0
 }
 
@@ -265,7 +270,7 @@ func (d *DirectTransport) deliver(ctx context.Context) error {
 		return d.failed(ep, err, began)
 	case status == http.StatusOK:
 		d.mu.Lock()
-		d.failing = time.Time{}
+		d.failing, d.retried, d.retries = time.Time{}, false, 0
 		d.mu.Unlock()
 		return nil
 	case status == http.StatusConflict:
@@ -301,8 +306,11 @@ func (d *DirectTransport) failed(ep protocol.ReportEndpoint, err error, began ti
 	if time.Since(d.failing) < after || d.NoPodFallback {
 		return err
 	}
-	d.fallback, d.fellBack = true, time.Now()
-	d.Log.Info("the report endpoint cannot be reached: reporting on the Pod until the broadcast names another, or for a while", "address", ep.Address, "retryAfter", d.retryDirectAfter(), "error", err.Error())
+	if d.retried {
+		d.retries++
+	}
+	d.fallback, d.fellBack, d.retried = true, time.Now(), false
+	d.Log.Info("the report endpoint cannot be reached: reporting on the Pod until the broadcast names another, or for a while", "address", ep.Address, "retryAfter", d.retryWait(), "error", err.Error())
 	return errNotDirect
 }
 
@@ -311,6 +319,22 @@ func (d *DirectTransport) retryDirectAfter() time.Duration {
 		return DefaultRetryDirectAfter
 	}
 	return d.RetryDirectAfter
+}
+
+// maxRetryWait bounds the wait between tries of an endpoint out of reach.
+const maxRetryWait = 10 * time.Minute
+
+// retryWait is how long after a fallback the endpoint is tried again:
+// RetryDirectAfter, doubled for each try that fell back again.
+func (d *DirectTransport) retryWait() time.Duration {
+	w := d.retryDirectAfter()
+	for range d.retries {
+		if w >= maxRetryWait {
+			break
+		}
+		w *= 2
+	}
+	return min(w, maxRetryWait)
 }
 
 func (d *DirectTransport) fallbackAfter() time.Duration {
@@ -378,11 +402,11 @@ func (d *DirectTransport) current() (protocol.ReportEndpoint, *http.Client, erro
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	ep := d.endpoint
-	if d.fallback && !d.fellBack.IsZero() && time.Since(d.fellBack) >= d.retryDirectAfter() {
+	if d.fallback && !d.fellBack.IsZero() && time.Since(d.fellBack) >= d.retryWait() {
 		// What the Pod carries meanwhile is merged with what the agent
 		// says here: the higher of the two wins.
 		d.Log.Info("trying the report endpoint again", "address", ep.Address)
-		d.fallback, d.fellBack, d.failing = false, time.Time{}, time.Time{}
+		d.fallback, d.fellBack, d.failing, d.retried = false, time.Time{}, time.Time{}, true
 		if d.client != nil {
 			d.client.CloseIdleConnections()
 			d.client = nil

@@ -881,3 +881,15 @@ func TestDirectTriesTheEndpointAgain(t *testing.T) {
 		t.Errorf("patches %v: the report after RetryDirectAfter went on the Pod too", patches)
 	}
 }
+
+// Each try of an endpoint still out of reach doubles the wait before the
+// next, up to maxRetryWait; a report taken starts the waits afresh.
+func TestDirectRetryWaitDoubles(t *testing.T) {
+	d := &DirectTransport{RetryDirectAfter: time.Minute}
+	for retries, want := range []time.Duration{time.Minute, 2 * time.Minute, 4 * time.Minute, 8 * time.Minute, maxRetryWait, maxRetryWait} {
+		d.retries = retries
+		if got := d.retryWait(); got != want {
+			t.Errorf("after %d tries that fell back: wait %v, want %v", retries, got, want)
+		}
+	}
+}
