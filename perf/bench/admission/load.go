@@ -25,8 +25,6 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
-	"sigs.k8s.io/yaml"
 
 	configv1alpha1 "github.com/inplace-dev/inplace/api/config/v1alpha1"
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
@@ -35,7 +33,6 @@ import (
 	"github.com/inplace-dev/inplace/perf/bench/stats"
 	"github.com/inplace-dev/inplace/test/cluster"
 	"github.com/inplace-dev/inplace/test/deploy"
-	"github.com/inplace-dev/inplace/test/framework"
 	"github.com/inplace-dev/inplace/webhook/certs"
 )
 
@@ -223,21 +220,11 @@ func (p *replicaProxy) counts() (accepted, received []int64) {
 
 // admissionLoad runs every cell of o on one API server.
 func admissionLoad(ctx context.Context, root string, o loadOptions) ([]loadCell, error) {
-	bin, err := cluster.BinDir()
+	restCfg, c, stop, err := startAPIServer(root, 10000)
 	if err != nil {
 		return nil, err
 	}
-	env := &envtest.Environment{CRDDirectoryPaths: []string{filepath.Join(root, "config", "crd", "bases")}, BinaryAssetsDirectory: bin}
-	restCfg, err := env.Start()
-	if err != nil {
-		return nil, fmt.Errorf("starting the apiserver: %w", err)
-	}
-	defer func() { _ = env.Stop() }()
-	restCfg.QPS, restCfg.Burst = 10000, 10000
-	c, err := client.New(restCfg, client.Options{Scheme: framework.Scheme})
-	if err != nil {
-		return nil, err
-	}
+	defer stop()
 
 	// One serving certificate for every replica, as cert-manager gives
 	// the replicas of a Deployment one Secret.
@@ -306,12 +293,8 @@ func admissionLoad(ctx context.Context, root string, o loadOptions) ([]loadCell,
 		return nil, err
 	}
 
-	data, err := os.ReadFile(filepath.Join(root, "test", "testdata", "specs", "inplace-story1.yaml"))
+	template, err := readSpec(root, "inplace-story1.yaml")
 	if err != nil {
-		return nil, err
-	}
-	var template jobset.JobSet
-	if err := yaml.UnmarshalStrict(data, &template); err != nil {
 		return nil, err
 	}
 	template.Namespace = "default"
@@ -332,12 +315,12 @@ func admissionLoad(ctx context.Context, root string, o loadOptions) ([]loadCell,
 		}
 		for _, replicas := range o.replicas {
 			proxy.setActive(replicas)
-			if err := waitForPolicies(ctx, c, &template, policies, replicas); err != nil {
+			if err := waitForPolicies(ctx, c, template, policies, replicas); err != nil {
 				return nil, err
 			}
 			for _, mode := range o.modes {
 				for _, clients := range o.clients {
-					cell, err := runCell(ctx, c, proxy, &template, clients, policies, replicas, mode, max(o.requests, 4*clients))
+					cell, err := runCell(ctx, c, proxy, template, clients, policies, replicas, mode, max(o.requests, 4*clients))
 					if err != nil {
 						return nil, err
 					}

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"runtime"
 	"runtime/pprof"
 	"strconv"
@@ -19,10 +18,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
-	"sigs.k8s.io/yaml"
 
 	configv1alpha1 "github.com/inplace-dev/inplace/api/config/v1alpha1"
-	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
 	"github.com/inplace-dev/inplace/perf/bench/stats"
 	"github.com/inplace-dev/inplace/policies"
 	"github.com/inplace-dev/inplace/test/cluster"
@@ -149,15 +146,11 @@ func run(iterations int, lo loadOptions, auditJobSets int, out string) error {
 			stats.Summarize("policy evaluation "+file, pol))
 	}
 
-	story2, err := os.ReadFile(filepath.Join(root, "test", "testdata", "specs", "inplace-story2.yaml"))
+	js2, err := readSpec(root, "inplace-story2.yaml")
 	if err != nil {
 		return err
 	}
-	var js2 jobset.JobSet
-	if err := yaml.UnmarshalStrict(story2, &js2); err != nil {
-		return err
-	}
-	mutated2, _, err := webhook.Mutate(ctx, &js2, cfg.Agent, nil, policies.Input{})
+	mutated2, _, err := webhook.Mutate(ctx, js2, cfg.Agent, nil, policies.Input{})
 	if err != nil {
 		return err
 	}
@@ -212,15 +205,11 @@ func request(raw []byte) admission.Request {
 // load reads a spec manifest and returns it as JSON, before and after the
 // mutating webhook.
 func load(ctx context.Context, root, file string, m *webhook.Mutator) (raw, mutated []byte, err error) {
-	data, err := os.ReadFile(filepath.Join(root, "test", "testdata", "specs", file))
+	js, err := readSpec(root, file)
 	if err != nil {
 		return nil, nil, err
 	}
-	var js jobset.JobSet
-	if err := yaml.UnmarshalStrict(data, &js); err != nil {
-		return nil, nil, err
-	}
-	if raw, err = json.Marshal(&js); err != nil {
+	if raw, err = json.Marshal(js); err != nil {
 		return nil, nil, err
 	}
 	cfg := &configv1alpha1.Configuration{}

@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
@@ -15,15 +13,12 @@ import (
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
-	"sigs.k8s.io/yaml"
 
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
 	policyv1alpha1 "github.com/inplace-dev/inplace/api/policy/v1alpha1"
 	"github.com/inplace-dev/inplace/perf/bench/stats"
 	"github.com/inplace-dev/inplace/policies"
 	"github.com/inplace-dev/inplace/policies/reconciler"
-	"github.com/inplace-dev/inplace/test/cluster"
 	"github.com/inplace-dev/inplace/test/framework"
 )
 
@@ -123,27 +118,13 @@ type auditResult struct {
 // policies' limit, reads them into a cache as the manager does, and times
 // one audit with 1 and with 100 policies.
 func audit(ctx context.Context, root string, jobsets int) ([]auditResult, error) {
-	bin, err := cluster.BinDir()
+	cfg, c, stop, err := startAPIServer(root, 5000)
 	if err != nil {
 		return nil, err
 	}
-	env := &envtest.Environment{CRDDirectoryPaths: []string{filepath.Join(root, "config", "crd", "bases")}, BinaryAssetsDirectory: bin}
-	cfg, err := env.Start()
+	defer stop()
+	template, err := readSpec(root, "inplace-story1.yaml")
 	if err != nil {
-		return nil, fmt.Errorf("starting the apiserver: %w", err)
-	}
-	defer func() { _ = env.Stop() }()
-	cfg.QPS, cfg.Burst = 5000, 5000
-	c, err := client.New(cfg, client.Options{Scheme: framework.Scheme})
-	if err != nil {
-		return nil, err
-	}
-	data, err := os.ReadFile(filepath.Join(root, "test", "testdata", "specs", "inplace-story1.yaml"))
-	if err != nil {
-		return nil, err
-	}
-	var template jobset.JobSet
-	if err := yaml.UnmarshalStrict(data, &template); err != nil {
 		return nil, err
 	}
 	template.Namespace = "default"
