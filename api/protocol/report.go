@@ -42,8 +42,10 @@ const (
 // ReportedMark marks, on the controller's in-memory copy of a Pod, that
 // the Pod's agent reported to this leader: never written to the API
 // server, it is how the controller's readers of a Pod tell an agent
-// heard from this leader's term from one it has not heard from yet.
-const ReportedMark = "inplace.dev/reported-to-leader"
+// heard from this leader's term from one it has not heard from yet. It
+// is not a valid annotation key (the space), so that no stored Pod, nor
+// its template, can carry it and pass for reported.
+const ReportedMark = "inplace.dev/reported-to-leader in memory"
 
 // ReportEndpoint is where a JobSet's agents report, from its broadcast.
 type ReportEndpoint struct {

@@ -1,7 +1,6 @@
 package reports
 
 import (
-	"maps"
 	"strconv"
 	"sync"
 
@@ -123,15 +122,6 @@ func (s *Store) Len() int {
 func (s *Store) Overlay(pod *corev1.Pod) *corev1.Pod {
 	r, ok := s.Get(pod.UID)
 	if !ok {
-		if _, marked := pod.Annotations[protocol.ReportedMark]; marked {
-			// Set on the Pod itself (in its template, say), not by a
-			// report: it would shorten the fatal-exit hold and the
-			// grace after a change of leader.
-			out := *pod
-			out.Annotations = maps.Clone(pod.Annotations)
-			delete(out.Annotations, protocol.ReportedMark)
-			return &out
-		}
 		return pod
 	}
 	return WithReport(pod, r)
