@@ -51,6 +51,10 @@ type Options struct {
 	Store *Store
 	// Listen is the address the endpoint listens on (":9445").
 	Listen string
+	// Listener, if set, opens the endpoint's port in place of
+	// net.Listen("tcp", Listen): a leader beside simulated nodes listens
+	// on their in-memory Pod network.
+	Listener func(addr string) (net.Listener, error)
 	// Advertise is the address agents dial, host:port: the leader's own
 	// (its Pod IP), as no Service selects the leader alone.
 	Advertise string
@@ -158,7 +162,11 @@ func (s *Server) NeedLeaderElection() bool { return true }
 // before the port is open; an agent that cannot reach it tries again,
 // and writes its Pod after 3 s.
 func (s *Server) Listen() error {
-	l, err := net.Listen("tcp", s.opts.Listen)
+	listen := s.opts.Listener
+	if listen == nil {
+		listen = func(addr string) (net.Listener, error) { return net.Listen("tcp", addr) }
+	}
+	l, err := listen(s.opts.Listen)
 	if err != nil {
 		return fmt.Errorf("reports: listening on %s: %w", s.opts.Listen, err)
 	}

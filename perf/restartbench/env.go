@@ -149,12 +149,22 @@ func startEnv(ctx context.Context, cfg Config, nodes int, controlPlane cluster.O
 	// The manager as installed, except that an in-place restart may take
 	// as long as the benchmark waits for one: its fallback to Recreate
 	// (after 5 minutes by default) would end the measurement, not speed it.
+	//
+	// Beside simulated nodes the leader takes its agents' reports over
+	// their in-memory Pod network: 10,000 agents' connections and the
+	// leader's ends of them would not fit under this machine's open-file
+	// limit on TCP.
+	var setup []managerapp.SetupOption
+	podNet := simnode.NewNetwork()
+	if realNodes == 0 {
+		setup = append(setup, managerapp.ReportListener(podNet.Listen))
+	}
 	_, err = deploy.RunManager(runCtx, c.Config, func(conf *configv1alpha1.Configuration) {
 		conf.Controller.InPlaceRestartTimeout = &metav1.Duration{Duration: restartTimeout}
 		if realNodes > 0 {
 			conf.Agent.Image = images.Agent
 		}
-	}, e.counters[ActorController].wrap)
+	}, e.counters[ActorController].wrap, setup...)
 	pprof.SetGoroutineLabels(ctx)
 	if err != nil {
 		return fail(fmt.Errorf("starting inplace-manager: %w", err))
@@ -190,7 +200,7 @@ func startEnv(ctx context.Context, cfg Config, nodes int, controlPlane cluster.O
 		// The Pods' watch, shared by the simulated nodes.
 		Client: kubernetes.NewForConfigOrDie(kubelets.config("sim")), NodeClient: kubelets.node, Nodes: nodes, Prefix: simNodePrefix,
 		AgentContainer: "inplace-agent", AgentConfig: agentCfg, Recorder: e.recorder,
-		Log: log.WithName("simnode"),
+		Network: podNet, Log: log.WithName("simnode"),
 	})
 	pprof.SetGoroutineLabels(ctx)
 	if err != nil {

@@ -6,9 +6,10 @@ import (
 )
 
 // fdsPerPod is how many file descriptors this process holds per simulated
-// Pod, with room: the agent's connection to the API server (the probes go
-// over the simulated nodes' in-memory Pod network).
-const fdsPerPod = 2
+// Pod: the agent's connection to the API server. The probes and the
+// agents' reports to the leader go over the simulated nodes' in-memory
+// Pod network.
+const fdsPerPod = 1
 
 // fdsSpare covers everything else: the manager, the kubelets' shared
 // client, the control plane's logs.

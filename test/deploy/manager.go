@@ -25,10 +25,10 @@ import (
 // certificates), the agents' admission policy of config/agent installed
 // as its kustomization lists it.
 // Leader election and the metrics and probe endpoints are off. wrap, if
-// set, wraps the controller's transport (to count its requests). The
-// returned channel receives the first manager's result when ctx ends or
-// one fails. It returns once the webhooks admit.
-func RunManager(ctx context.Context, admin *rest.Config, configure func(*configv1alpha1.Configuration), wrap func(*rest.Config)) (<-chan error, error) {
+// set, wraps the controller's transport (to count its requests); opts are
+// given to managerapp.Setup. The returned channel receives the first
+// manager's result when ctx ends or one fails. It returns once the webhooks admit.
+func RunManager(ctx context.Context, admin *rest.Config, configure func(*configv1alpha1.Configuration), wrap func(*rest.Config), opts ...managerapp.SetupOption) (<-chan error, error) {
 	conf, err := configv1alpha1.Load("")
 	if err != nil {
 		return nil, err
@@ -60,7 +60,7 @@ func RunManager(ctx context.Context, admin *rest.Config, configure func(*configv
 		if wrap != nil && role == managerapp.RoleController {
 			wrap(mgrCfg)
 		}
-		mgr, err := StartManager(ctx, mgrCfg, conf, role, prometheus.NewRegistry(), done)
+		mgr, err := StartManager(ctx, mgrCfg, conf, role, prometheus.NewRegistry(), done, opts...)
 		if err != nil {
 			return nil, err
 		}
@@ -107,8 +107,8 @@ func Roles(conf *configv1alpha1.Configuration) []string {
 // StartManager starts a manager of role in this process, built by the same
 // calls as cmd/manager, authenticating with cfg and registering its
 // metrics on reg; conf is not changed. done receives its result when ctx
-// ends or it fails.
-func StartManager(ctx context.Context, cfg *rest.Config, conf *configv1alpha1.Configuration, role string, reg prometheus.Registerer, done chan<- error) (ctrl.Manager, error) {
+// ends or it fails. setup is given to managerapp.Setup.
+func StartManager(ctx context.Context, cfg *rest.Config, conf *configv1alpha1.Configuration, role string, reg prometheus.Registerer, done chan<- error, setup ...managerapp.SetupOption) (ctrl.Manager, error) {
 	roleConf := *conf
 	if err := managerapp.ApplyRole(&roleConf, role); err != nil {
 		return nil, err
@@ -125,7 +125,7 @@ func StartManager(ctx context.Context, cfg *rest.Config, conf *configv1alpha1.Co
 	if err != nil {
 		return nil, err
 	}
-	if err := managerapp.Setup(mgr, &roleConf, reg); err != nil {
+	if err := managerapp.Setup(mgr, &roleConf, reg, setup...); err != nil {
 		return nil, err
 	}
 	go func() { done <- mgr.Start(ctx) }()

@@ -535,7 +535,7 @@ func (r *podRunner) runAgent(ctx context.Context, c corev1.Container) int {
 	t := &recordingTransport{DirectTransport: &agent.DirectTransport{KubeTransport: &agent.KubeTransport{
 		Client: cs, Namespace: r.namespace, Pod: r.name,
 		JobSet: pod.Annotations[jobset.JobSetNameKey], Log: log,
-	}}, runner: r}
+	}, Dial: r.sim.podNet.DialReports}, runner: r}
 	// The webhook gave the agent a projected token for the controller's
 	// audience: the kubelet requests it, bound to the Pod, before it
 	// starts the container.

@@ -9,23 +9,31 @@ import (
 	"time"
 )
 
-// podNet is the network between the simulated kubelets and their Pods'
+// Network is the network between the simulated kubelets and their Pods'
 // containers: in memory. Each Pod keeps its own address, and a probe is a
 // real HTTP request to the agent's real server over a connection of its
 // own; only the sockets are gone. A node's loopback is not what the
 // simulation measures, and thousands of Pods' listeners and held probes
 // would exceed one process's open-file limit (4 descriptors per Pod ran
 // out at 5,000 Pods).
-type podNet struct {
+//
+// A leader that runs in the simulating process may listen on it too
+// (Listen), for its agents' reports: their connections are then as
+// real as the probes' (TLS, HTTP/2, one per agent) and cost no
+// descriptor, where 10,000 agents' connections and the leader's ends of
+// them would not fit under the machine's limit. DialReports reaches
+// such a listener, or else the host's network.
+type Network struct {
 	mu        sync.Mutex
 	listeners map[string]*podListener
 }
 
-func newPodNet() *podNet { return &podNet{listeners: map[string]*podListener{}} }
+// NewNetwork returns an empty Pod network.
+func NewNetwork() *Network { return &Network{listeners: map[string]*podListener{}} }
 
 // Listen listens on addr (host:port); like TCP, an address in use is an
 // error.
-func (n *podNet) Listen(addr string) (net.Listener, error) {
+func (n *Network) Listen(addr string) (net.Listener, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if _, ok := n.listeners[addr]; ok {
@@ -38,7 +46,7 @@ func (n *podNet) Listen(addr string) (net.Listener, error) {
 
 // DialContext connects to the listener on addr; with none, the connection
 // is refused, as TCP's would be.
-func (n *podNet) DialContext(ctx context.Context, _, addr string) (net.Conn, error) {
+func (n *Network) DialContext(ctx context.Context, _, addr string) (net.Conn, error) {
 	n.mu.Lock()
 	l := n.listeners[addr]
 	n.mu.Unlock()
@@ -59,14 +67,29 @@ func (n *podNet) DialContext(ctx context.Context, _, addr string) (net.Conn, err
 	return nil, refused
 }
 
+// DialReports connects an agent to the report endpoint at addr: over the
+// Pod network where a leader listens on it there, else over the host's.
+func (n *Network) DialReports(ctx context.Context, network, addr string) (net.Conn, error) {
+	n.mu.Lock()
+	_, inMemory := n.listeners[addr]
+	n.mu.Unlock()
+	if inMemory {
+		return n.DialContext(ctx, network, addr)
+	}
+	return reportDialer.DialContext(ctx, network, addr)
+}
+
+// reportDialer is the agent's own, for an endpoint on the host's network.
+var reportDialer = &net.Dialer{Timeout: 3 * time.Second, KeepAlive: 30 * time.Second}
+
 // probeClient makes a kubelet's HTTP probes: a new connection per probe, as
 // the kubelet's prober does, over the Pod network.
-func (n *podNet) probeClient() *http.Client {
+func (n *Network) probeClient() *http.Client {
 	return &http.Client{Transport: &http.Transport{DialContext: n.DialContext, DisableKeepAlives: true}}
 }
 
 type podListener struct {
-	net   *podNet
+	net   *Network
 	addr  podAddr
 	conns chan net.Conn
 	done  chan struct{}

@@ -53,6 +53,9 @@ type Options struct {
 	AgentConfig *rest.Config
 	// Recorder, when set, records the moments tests and benchmarks time.
 	Recorder *Recorder
+	// Network is the Pod network, when the caller listens on it too (a
+	// leader in this process, for its agents' reports); nil makes one.
+	Network *Network
 	// Latency is the node-side time spent starting and stopping Pods and
 	// containers; zero for the tests.
 	Latency Latency
@@ -66,8 +69,9 @@ type Sim struct {
 	pods   map[types.UID]*podRunner
 	nodes  map[string]bool
 	nextIP int
-	// podNet connects the kubelets' probes to the agents.
-	podNet *podNet
+	// podNet connects the kubelets' probes to the agents, and the
+	// agents to a leader that listens on it.
+	podNet *Network
 	prober *http.Client
 	wg     sync.WaitGroup
 	lat    atomic.Pointer[Latency]
@@ -75,7 +79,10 @@ type Sim struct {
 
 // Start registers the Nodes and runs the Pods bound to them until ctx ends.
 func Start(ctx context.Context, opts Options) (*Sim, error) {
-	s := &Sim{opts: opts, pods: map[types.UID]*podRunner{}, nodes: map[string]bool{}, podNet: newPodNet()}
+	s := &Sim{opts: opts, pods: map[types.UID]*podRunner{}, nodes: map[string]bool{}, podNet: opts.Network}
+	if s.podNet == nil {
+		s.podNet = NewNetwork()
+	}
 	s.prober = s.podNet.probeClient()
 	s.SetLatency(opts.Latency)
 	for i := range opts.Nodes {

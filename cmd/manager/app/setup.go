@@ -135,7 +135,11 @@ const WebhookServiceName = "inplace-webhook-service"
 // registry, which the metrics endpoint serves (nil means the same); tests
 // pass one registry per manager, so that managers in one process each count
 // their own.
-func Setup(mgr ctrl.Manager, cfg *configv1alpha1.Configuration, reg prometheus.Registerer) error {
+func Setup(mgr ctrl.Manager, cfg *configv1alpha1.Configuration, reg prometheus.Registerer, opts ...SetupOption) error {
+	var o setupOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
 	if reg == nil {
 		reg = ctrlmetrics.Registry
 	}
@@ -157,7 +161,7 @@ func Setup(mgr ctrl.Manager, cfg *configv1alpha1.Configuration, reg prometheus.R
 		if err := mgr.AddReadyzCheck("upstream-jobset", gate.Check); err != nil {
 			return err
 		}
-		store, endpoint, err := setupReports(mgr, cfg, reg)
+		store, endpoint, err := setupReports(mgr, cfg, reg, o.reportListener)
 		if err != nil {
 			return err
 		}
@@ -245,13 +249,28 @@ func Setup(mgr ctrl.Manager, cfg *configv1alpha1.Configuration, reg prometheus.R
 	return mgr.AddReadyzCheck("webhook", mgr.GetWebhookServer().StartedChecker())
 }
 
+// SetupOption changes how Setup wires the manager, for a process that
+// runs it beside what it manages (the local cluster's simulated nodes).
+type SetupOption func(*setupOptions)
+
+type setupOptions struct {
+	reportListener func(addr string) (net.Listener, error)
+}
+
+// ReportListener has the leader's report endpoint listen with listen
+// instead of on TCP: a manager beside simulated nodes in one process
+// serves their agents over the nodes' in-memory network.
+func ReportListener(listen func(addr string) (net.Listener, error)) SetupOption {
+	return func(o *setupOptions) { o.reportListener = listen }
+}
+
 // setupReports sets the leader's endpoint for the agents' direct reports
 // up, unless agent.reports.disabled: their tokens verified against the
 // cluster's service-account issuer keys, the reports held in a store the
 // controller reads its Pods through. Without an address agents can dial
 // (no agent.reports.advertiseAddress and no POD_IP), the agents report on
 // their Pods, and the log says so.
-func setupReports(mgr ctrl.Manager, cfg *configv1alpha1.Configuration, reg prometheus.Registerer) (*reports.Store, protocol.ReportEndpoint, error) {
+func setupReports(mgr ctrl.Manager, cfg *configv1alpha1.Configuration, reg prometheus.Registerer, listen func(string) (net.Listener, error)) (*reports.Store, protocol.ReportEndpoint, error) {
 	rc := cfg.Agent.Reports
 	store := reports.NewStore()
 	log := ctrl.Log.WithName("reports")
@@ -279,7 +298,7 @@ func setupReports(mgr ctrl.Manager, cfg *configv1alpha1.Configuration, reg prome
 	}
 	srv, err := reports.NewServer(reports.Options{
 		Verifier: verifier, Audience: rc.Audience, Reader: mgr.GetClient(), Store: store,
-		Listen: rc.BindAddress, Advertise: advertise, Metrics: reg, Log: log,
+		Listen: rc.BindAddress, Listener: listen, Advertise: advertise, Metrics: reg, Log: log,
 	})
 	if err != nil {
 		return nil, protocol.ReportEndpoint{}, err
