@@ -99,7 +99,27 @@ type Server struct {
 	endpoint protocol.ReportEndpoint
 	results  *prometheus.CounterVec
 	listener net.Listener
+	// keepAlive is how the endpoint keeps its agents' connections.
+	keepAlive keepAlive
 }
+
+// keepAlive: an agent holds one connection for its life, and a restart
+// must not begin with N TLS handshakes on the leader, as it would after
+// any quiet spell longer than an idle timeout (10,000 agents
+// reconnecting at once cost the leader seconds of CPU on the restart's
+// critical path). So an idle connection is kept for a year, longer than
+// any quiet spell of a training run, and one whose peer is gone (its
+// node lost, no FIN) is found by an HTTP/2 ping it does not answer. The
+// number of connections is bounded by maxConnections, not by time.
+type keepAlive struct {
+	// idle closes a connection without requests for this long.
+	idle time.Duration
+	// ping is sent after this long without a frame from the peer, which
+	// has pingTimeout to answer before its connection is closed.
+	ping, pingTimeout time.Duration
+}
+
+var defaultKeepAlive = keepAlive{idle: 365 * 24 * time.Hour, ping: 30 * time.Second, pingTimeout: 15 * time.Second}
 
 // NewServer makes the endpoint's CA and certificate and its session.
 func NewServer(opts Options) (*Server, error) {
@@ -131,8 +151,9 @@ func NewServer(opts Options) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{
-		opts: opts,
-		tls:  &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS13, NextProtos: []string{"h2", "http/1.1"}},
+		opts:      opts,
+		keepAlive: defaultKeepAlive,
+		tls:       &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS13, NextProtos: []string{"h2", "http/1.1"}},
 		endpoint: protocol.ReportEndpoint{
 			Address: opts.Advertise, ServerName: opts.ServerName, CA: string(ca.PEM), Session: hex.EncodeToString(session),
 		},
@@ -191,9 +212,12 @@ func (s *Server) Start(ctx context.Context) error {
 		ReadTimeout:       requestTimeout,
 		WriteTimeout:      requestTimeout,
 		MaxHeaderBytes:    maxHeaderBytes,
-		HTTP2:             &http.HTTP2Config{MaxConcurrentStreams: maxStreams},
-		// Agents hold one connection for their life: idle ones are kept.
-		IdleTimeout: 10 * time.Minute,
+		HTTP2: &http.HTTP2Config{
+			MaxConcurrentStreams: maxStreams,
+			SendPingTimeout:      s.keepAlive.ping,
+			PingTimeout:          s.keepAlive.pingTimeout,
+		},
+		IdleTimeout: s.keepAlive.idle,
 		// Handshakes that fail (a client with another CA, a scanner) are
 		// the client's business: logged at V(2), not on stderr.
 		ErrorLog: log.New(logWriter{s.opts.Log.V(2)}, "", 0),
