@@ -15,9 +15,12 @@ type Decision struct {
 // Machine is the agent's state.
 type Machine struct {
 	replicatedJob string
-	epoch         int32
-	lifted        bool
-	restarting    bool
+	// last is the latest broadcast the machine was given: a start again
+	// (StartFromPod, RestartWorkers) is a start on it.
+	last       protocol.Broadcast
+	epoch      int32
+	lifted     bool
+	restarting bool
 }
 
 // NewMachine returns the state machine of an agent in a Pod of the named
@@ -52,7 +55,10 @@ const (
 // containers do: when only the agent restarted (they run, or they have not
 // started since its previous run did) and that epoch is not deprecated, it
 // resumes the epoch instead of forcing a group restart.
+//
+// Start forgets whatever the machine did before: every start is a first.
 func (m *Machine) Start(b protocol.Broadcast, podEpoch int32, workers Workers) Decision {
+	*m = Machine{replicatedJob: m.replicatedJob, last: b}
 	if b.Disabled {
 		return m.Observe(b)
 	}
@@ -106,9 +112,29 @@ func NeedsPod(b protocol.Broadcast, envEpoch *int32) bool {
 	return envEpoch == nil || *envEpoch > b.DeprecatedEpoch
 }
 
+// StartFromPod starts the machine again, on the latest broadcast, from
+// the epoch its Pod carries and what its workers do: a report refused
+// because the Pod carries a later epoch than the start was given (the
+// kubelet's copy of the Pod was behind, and so was the broadcast) says
+// the start was wrong. Nothing was lifted yet, since nothing is before
+// the report.
+func (m *Machine) StartFromPod(podEpoch int32, workers Workers) Decision {
+	return m.Start(m.last, podEpoch, workers)
+}
+
+// RestartWorkers is the restart of process scope, where the agent does not
+// exit at a deprecated epoch: its Pod's workers are stopped and started
+// again instead, and the machine starts again, on the latest broadcast, as
+// an agent whose workers have stopped at its epoch (a new epoch, reported
+// once they have stopped).
+func (m *Machine) RestartWorkers() Decision {
+	return m.Start(m.last, m.epoch, WorkersStopped)
+}
+
 // Observe applies a newer broadcast.
 func (m *Machine) Observe(b protocol.Broadcast) Decision {
 	var d Decision
+	m.last = b
 	if m.restarting {
 		return d
 	}

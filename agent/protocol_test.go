@@ -127,3 +127,77 @@ func TestMachine(t *testing.T) {
 		})
 	}
 }
+
+// TestMachineStartsAgain: a start again, from the epoch the Pod carries or
+// for process scope's restart of the workers, is a start on the latest
+// broadcast that forgets what the machine did before: its barrier, and a
+// restart already decided.
+func TestMachineStartsAgain(t *testing.T) {
+	type step struct {
+		in        func(*Machine) Decision
+		want      Decision
+		wantEpoch int32
+	}
+	observe := func(b protocol.Broadcast) func(*Machine) Decision {
+		return func(m *Machine) Decision { return m.Observe(b) }
+	}
+	fromPod := func(podEpoch int32, workers Workers) func(*Machine) Decision {
+		return func(m *Machine) Decision { return m.StartFromPod(podEpoch, workers) }
+	}
+	restartWorkers := (*Machine).RestartWorkers
+	cases := map[string]struct {
+		// setup
+		podEpoch int32
+		workers  Workers
+		first    protocol.Broadcast
+		// want
+		wantStart Decision
+		steps     []step
+	}{
+		"the Pod carries a later epoch, its workers stopped: a new epoch, never below the Pod's": {
+			first:     protocol.Broadcast{SyncedEpoch: 1, DeprecatedEpoch: 1},
+			wantStart: Decision{ReportEpoch: 2},
+			steps: []step{
+				{in: fromPod(3, WorkersStopped), want: Decision{ReportEpoch: 3}, wantEpoch: 3},
+				{in: observe(protocol.Broadcast{SyncedEpoch: 3, DeprecatedEpoch: 1}), want: Decision{LiftBarrier: true}, wantEpoch: 3},
+			},
+		},
+		"the Pod carries a later epoch, its workers running at the latest synced epoch: resume, lifted": {
+			first:     protocol.Broadcast{SyncedEpoch: 1, DeprecatedEpoch: 1},
+			wantStart: Decision{ReportEpoch: 2},
+			steps: []step{
+				{in: observe(protocol.Broadcast{SyncedEpoch: 3, DeprecatedEpoch: 1}), want: Decision{}, wantEpoch: 2},
+				{in: fromPod(3, WorkersRunning), want: Decision{LiftBarrier: true}, wantEpoch: 3},
+			},
+		},
+		"process scope: the workers restart at a new epoch, which lifts and is deprecated in its turn": {
+			first:     protocol.Broadcast{},
+			wantStart: Decision{ReportEpoch: 1},
+			steps: []step{
+				{in: observe(protocol.Broadcast{SyncedEpoch: 1}), want: Decision{LiftBarrier: true}, wantEpoch: 1},
+				{in: observe(protocol.Broadcast{SyncedEpoch: 1, DeprecatedEpoch: 1}), want: Decision{Restart: true}, wantEpoch: 1},
+				{in: restartWorkers, want: Decision{ReportEpoch: 2}, wantEpoch: 2},
+				{in: observe(protocol.Broadcast{SyncedEpoch: 1, DeprecatedEpoch: 1}), want: Decision{}, wantEpoch: 2},
+				{in: observe(protocol.Broadcast{SyncedEpoch: 2, DeprecatedEpoch: 1}), want: Decision{LiftBarrier: true}, wantEpoch: 2},
+				{in: observe(protocol.Broadcast{SyncedEpoch: 2, DeprecatedEpoch: 2}), want: Decision{Restart: true}, wantEpoch: 2},
+				{in: restartWorkers, want: Decision{ReportEpoch: 3}, wantEpoch: 3},
+			},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			m := NewMachine("workers")
+			if diff := cmp.Diff(tc.wantStart, m.Start(tc.first, tc.podEpoch, tc.workers)); diff != "" {
+				t.Fatalf("Start (-want +got):\n%s", diff)
+			}
+			for i, s := range tc.steps {
+				if diff := cmp.Diff(s.want, s.in(m)); diff != "" {
+					t.Errorf("step %d (-want +got):\n%s", i, diff)
+				}
+				if got := m.Epoch(); got != s.wantEpoch {
+					t.Errorf("step %d: epoch %d, want %d", i, got, s.wantEpoch)
+				}
+			}
+		})
+	}
+}
