@@ -96,6 +96,9 @@ type Plan struct {
 	// Broadcast, if set, is the data the broadcast ConfigMap must hold.
 	Broadcast    map[string]string
 	DeleteJobSet bool
+	// RequeueAfter is when the JobSet must be reconciled again though
+	// nothing changes (a deadline, a grace, a wait); zero: not. Every
+	// decision that needs one asks for it through requeueWithin.
 	RequeueAfter time.Duration
 	// Events are the decisions' Events, recorded once the status that
 	// carries them is written.
@@ -147,7 +150,9 @@ func decideSteps(js *jobset.JobSet, obs Observed, now metav1.Time, t Timeouts) P
 	if jobset.Finished(&p.Status) {
 		p.DeleteJobs = append(p.DeleteJobs, c.Active()...)
 		p.DeleteJobs = append(p.DeleteJobs, c.PreviousJobs()...)
-		p.DeleteJobSet, p.RequeueAfter = ttlDecision(js, now.Time)
+		expired, after := ttlDecision(js, now.Time)
+		p.DeleteJobSet = expired
+		p.requeueWithin(after)
 		return p
 	}
 
@@ -278,10 +283,10 @@ func (p *Plan) reconcileEpochs(js *jobset.JobSet, from jobset.RestartState, pods
 		if left > 0 {
 			pods, unheard = unreportedAsSynced(pods, js.Status.SyncedEpoch)
 		}
-		if unheard && (p.RequeueAfter == 0 || left < p.RequeueAfter) {
+		if unheard {
 			// Judged again once the grace is over: an agent that never
 			// says its state again is then a member missing.
-			p.RequeueAfter = left
+			p.requeueWithin(left)
 		}
 	}
 	d := decideEpochs(js, pods)
@@ -417,9 +422,7 @@ func (p *Plan) holdRestart(js *jobset.JobSet, d *epochDecision, since, now time.
 		return
 	}
 	p.RestartHeldSince = since
-	if p.RequeueAfter == 0 || wait < p.RequeueAfter {
-		p.RequeueAfter = wait
-	}
+	p.requeueWithin(wait)
 	d.deprecated, d.restartBegan, d.why, d.uncounted = js.Status.DeprecatedEpoch, false, "", false
 }
 
@@ -443,6 +446,15 @@ func (p *Plan) suspendEpochs(js *jobset.JobSet, from jobset.RestartState, broadc
 	want := protocol.EncodeBroadcast(protocol.Broadcast{DeprecatedEpoch: p.Status.DeprecatedEpoch, SyncedEpoch: p.Status.SyncedEpoch, Reports: endpoint})
 	if !maps.Equal(want, broadcast) {
 		p.Broadcast = want
+	}
+}
+
+// requeueWithin has the JobSet reconciled again within d at the latest:
+// the sooner of d and what the plan asked for already. Zero or less asks
+// for nothing.
+func (p *Plan) requeueWithin(d time.Duration) {
+	if d > 0 && (p.RequeueAfter == 0 || d < p.RequeueAfter) {
+		p.RequeueAfter = d
 	}
 }
 
@@ -595,9 +607,7 @@ func (p *Plan) fallBackIfStuck(js *jobset.JobSet, now metav1.Time, timeout time.
 	c := meta.FindStatusCondition(p.Status.Conditions, string(jobset.JobSetRestarting))
 	deadline := c.LastTransitionTime.Add(timeout)
 	if now.Time.Before(deadline) {
-		if wait := deadline.Sub(now.Time); p.RequeueAfter == 0 || wait < p.RequeueAfter {
-			p.RequeueAfter = wait
-		}
+		p.requeueWithin(deadline.Sub(now.Time))
 		return false
 	}
 	p.recreate(ReasonInPlaceRestartTimedOut, fmt.Sprintf("the in-place restart did not converge within %s (epoch %d never synced): recreating every Job",

@@ -412,3 +412,31 @@ func TestDecideDoesNotDeleteAgainAJobWhoseDeletionTheCacheHasNotShownYet(t *test
 		t.Errorf("created %v under a name a Job being deleted holds", names(p.CreateJobs))
 	}
 }
+
+// Every decision that needs the JobSet reconciled again asks through
+// requeueWithin, so that the soonest of them wins whatever their order.
+func TestRequeueWithin(t *testing.T) {
+	for name, tc := range map[string]struct {
+		// setup
+		asked  time.Duration
+		within time.Duration
+		// want
+		want time.Duration
+	}{
+		"nothing asked yet: d":       {asked: 0, within: 5 * time.Second, want: 5 * time.Second},
+		"sooner than asked: d":       {asked: 10 * time.Second, within: 5 * time.Second, want: 5 * time.Second},
+		"later than asked: kept":     {asked: 5 * time.Second, within: 10 * time.Second, want: 5 * time.Second},
+		"as asked: kept":             {asked: 5 * time.Second, within: 5 * time.Second, want: 5 * time.Second},
+		"zero asks for nothing":      {asked: 5 * time.Second, within: 0, want: 5 * time.Second},
+		"a wait over asks nothing":   {asked: 0, within: -time.Second, want: 0},
+		"a wait over keeps a sooner": {asked: 5 * time.Second, within: -time.Second, want: 5 * time.Second},
+	} {
+		t.Run(name, func(t *testing.T) {
+			p := Plan{RequeueAfter: tc.asked}
+			p.requeueWithin(tc.within)
+			if diff := cmp.Diff(tc.want, p.RequeueAfter); diff != "" {
+				t.Errorf("RequeueAfter (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
