@@ -28,6 +28,7 @@ type processTransport struct {
 	epochs   []int32
 	restarts []int32
 	exits    []protocol.WorkerExit
+	readies  []int32
 	changed  chan struct{}
 }
 
@@ -55,7 +56,13 @@ func (p *processTransport) ReportWorkerExit(_ context.Context, e protocol.Worker
 	return nil
 }
 
-func (p *processTransport) ReportReady(context.Context, int32) error { return nil }
+func (p *processTransport) ReportReady(_ context.Context, epoch int32) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.readies = append(p.readies, epoch)
+	p.signal()
+	return nil
+}
 
 func (p *processTransport) Self(context.Context) (int32, Workers, error) {
 	return 0, WorkersStopped, nil
@@ -232,6 +239,32 @@ func TestRunRestartsTheWorkersInProcessScope(t *testing.T) {
 	if code := <-done; code != 0 {
 		t.Errorf("exit code %d when stopped, want 0", code)
 	}
+}
+
+// TestRunReportsTheWorkersReady: in process scope the agent writes on its
+// Pod the epoch at which every supervised worker passed its readiness
+// probe, which ordered barriers wait for.
+func TestRunReportsTheWorkersReady(t *testing.T) {
+	cfg, p := newProcessAgent(t, "")
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	go func() { _, _ = Run(ctx, testr.New(t), cfg, p) }()
+	s := &fakeSupervisor{t: t, base: "http://" + cfg.Listener.Addr().String()}
+
+	st := s.state(0, 0)
+	p.waitFor(t, "epoch 1 reported", func() bool { return len(p.epochs) == 1 && p.epochs[0] == 1 })
+	p.updates <- protocol.Broadcast{SyncedEpoch: 1}
+	for !st.Lifted {
+		st = s.state(0, st.Version)
+	}
+	s.gen++
+	if code := s.post(protocol.SupervisorStartPath, url.Values{"epoch": {"1"}}); code != http.StatusOK {
+		t.Fatalf("start at epoch 1: %d", code)
+	}
+	if code := s.post(protocol.SupervisorReadyPath, url.Values{"epoch": {"1"}}); code != http.StatusOK {
+		t.Fatalf("ready at epoch 1: %d", code)
+	}
+	p.waitFor(t, "ready at epoch 1 reported", func() bool { return len(p.readies) == 1 && p.readies[0] == 1 })
 }
 
 // TestRunReportsNoEpochBeforeTheSupervisorIsInstalled: in process scope
