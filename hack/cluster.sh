@@ -32,7 +32,7 @@ up() {
   fi
   (cd "$root" && go build -o "$root/bin/local-cluster" ./test/cmd/local-cluster)
   cd "$root"
-  nohup "$root/bin/local-cluster" -write-kubeconfig "$kubeconfig" -crds "$root/config/crd/bases" -nodes "$sim_nodes" -real-nodes "${REAL_NODES:-0}" >"$log" 2>&1 &
+  nohup "$root/bin/local-cluster" -write-kubeconfig "$kubeconfig" -nodes "$sim_nodes" -real-nodes "${REAL_NODES:-0}" >"$log" 2>&1 &
   echo $! >"$pidfile"
   for _ in $(seq 1 3000); do
     if [[ -f $kubeconfig ]]; then

@@ -23,7 +23,6 @@ import (
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	configv1alpha1 "github.com/inplace-dev/inplace/api/config/v1alpha1"
 	managerapp "github.com/inplace-dev/inplace/cmd/manager/app"
@@ -132,11 +131,7 @@ func startEnv(ctx context.Context, cfg Config, nodes int, controlPlane cluster.O
 		stop()
 		return nil, nil, err
 	}
-	root, err := cluster.RepoRoot()
-	if err != nil {
-		return fail(err)
-	}
-	if _, err := envtest.InstallCRDs(c.Config, envtest.CRDInstallOptions{Paths: []string{root + "/config/crd/bases"}, ErrorIfPathMissing: true}); err != nil {
+	if err := deploy.InstallCRDs(c.Config); err != nil {
 		return fail(err)
 	}
 	if e.client, err = client.NewWithWatch(c.Config, client.Options{Scheme: managerapp.NewScheme()}); err != nil {

@@ -28,6 +28,7 @@ import (
 	jobsetv1alpha2 "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
 	policyv1alpha1 "github.com/inplace-dev/inplace/api/policy/v1alpha1"
 	"github.com/inplace-dev/inplace/test/cluster"
+	"github.com/inplace-dev/inplace/test/deploy"
 )
 
 // Framework starts and stops the control plane of one suite.
@@ -61,7 +62,8 @@ type Framework struct {
 	// a user does.
 	NoCRDs bool
 	// PolicyReports installs the wg-policy PolicyReport CRDs too
-	// (config/policyreport), as config/default does.
+	// (config/policyreport): every CRD config/default installs, as the
+	// local cluster does (deploy.CRDs).
 	PolicyReports bool
 	// APIServerFlags are set on the kube-apiserver.
 	APIServerFlags map[string]string
@@ -95,14 +97,14 @@ var Scheme = func() *runtime.Scheme {
 // REST config. It fails the suite on error.
 func (f *Framework) Init() *rest.Config {
 	ginkgo.GinkgoHelper()
-	root, err := cluster.RepoRoot()
-	gomega.Expect(err).NotTo(gomega.HaveOccurred())
 	bin, err := cluster.BinDir()
 	gomega.Expect(err).NotTo(gomega.HaveOccurred())
-	crds := []string{filepath.Join(root, "config", "crd", "bases")}
+	kustomizations := []string{deploy.OurCRDs}
 	if f.PolicyReports {
-		crds = append(crds, filepath.Join(root, "config", "policyreport"))
+		kustomizations = deploy.CRDs
 	}
+	crds, err := deploy.CRDFiles(kustomizations...)
+	gomega.Expect(err).NotTo(gomega.HaveOccurred())
 
 	if f.FullCluster {
 		f.Cluster, err = cluster.Start(context.Background(), cluster.Options{Name: f.Name, RealNodes: f.RealNodes, ExtraImageArchives: f.ExtraImages, APIServerFlags: f.APIServerFlags})

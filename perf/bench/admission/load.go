@@ -220,7 +220,7 @@ func (p *replicaProxy) counts() (accepted, received []int64) {
 
 // admissionLoad runs every cell of o on one API server.
 func admissionLoad(ctx context.Context, root string, o loadOptions) ([]loadCell, error) {
-	restCfg, c, stop, err := startAPIServer(root, 10000)
+	restCfg, c, stop, err := startAPIServer(10000)
 	if err != nil {
 		return nil, err
 	}

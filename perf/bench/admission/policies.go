@@ -118,7 +118,7 @@ type auditResult struct {
 // policies' limit, reads them into a cache as the manager does, and times
 // one audit with 1 and with 100 policies.
 func audit(ctx context.Context, root string, jobsets int) ([]auditResult, error) {
-	cfg, c, stop, err := startAPIServer(root, 5000)
+	cfg, c, stop, err := startAPIServer(5000)
 	if err != nil {
 		return nil, err
 	}

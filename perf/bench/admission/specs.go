@@ -12,6 +12,7 @@ import (
 
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
 	"github.com/inplace-dev/inplace/test/cluster"
+	"github.com/inplace-dev/inplace/test/deploy"
 	"github.com/inplace-dev/inplace/test/framework"
 )
 
@@ -29,15 +30,19 @@ func readSpec(root, file string) (*jobset.JobSet, error) {
 	return &js, nil
 }
 
-// startAPIServer starts a kube-apiserver and etcd with the project's CRDs,
-// and returns its configuration, allowing qps requests a second, a client
-// of it, and the function that stops it.
-func startAPIServer(root string, qps float32) (*rest.Config, client.Client, func(), error) {
+// startAPIServer starts a kube-apiserver and etcd with the CRDs
+// config/default installs, and returns its configuration, allowing qps
+// requests a second, a client of it, and the function that stops it.
+func startAPIServer(qps float32) (*rest.Config, client.Client, func(), error) {
 	bin, err := cluster.BinDir()
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	env := &envtest.Environment{CRDDirectoryPaths: []string{filepath.Join(root, "config", "crd", "bases")}, BinaryAssetsDirectory: bin}
+	crds, err := deploy.CRDFiles(deploy.CRDs...)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	env := &envtest.Environment{CRDDirectoryPaths: crds, ErrorIfCRDPathMissing: true, BinaryAssetsDirectory: bin}
 	cfg, err := env.Start()
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("starting the apiserver: %w", err)

@@ -17,8 +17,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
-
 	configv1alpha1 "github.com/inplace-dev/inplace/api/config/v1alpha1"
 	"github.com/inplace-dev/inplace/test/cluster"
 	"github.com/inplace-dev/inplace/test/deploy"
@@ -28,7 +26,6 @@ import (
 
 func main() {
 	kubeconfig := flag.String("write-kubeconfig", ".local/kubeconfig", "where to write the admin kubeconfig")
-	crds := flag.String("crds", "config/crd/bases", "directory of CRDs to install")
 	nodes := flag.Int("nodes", 16, "simulated nodes to run (0 for none)")
 	realNodes := flag.Int("real-nodes", 0, "real nodes to run: a kubelet and a containerd each (needs root and 'make node-deps')")
 	withManager := flag.Bool("manager", true, "run inplace-manager (controller and webhooks) in this process")
@@ -41,13 +38,13 @@ func main() {
 		}
 		return
 	}
-	if err := run(*kubeconfig, *crds, *nodes, *realNodes, *withManager); err != nil {
+	if err := run(*kubeconfig, *nodes, *realNodes, *withManager); err != nil {
 		fmt.Fprintln(os.Stderr, "local-cluster:", err)
 		os.Exit(1)
 	}
 }
 
-func run(kubeconfigPath, crdDir string, nodes, realNodes int, withManager bool) error {
+func run(kubeconfigPath string, nodes, realNodes int, withManager bool) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 
@@ -71,7 +68,9 @@ func run(kubeconfigPath, crdDir string, nodes, realNodes int, withManager bool) 
 		os.Remove(socketsPath(kubeconfigPath))
 	}()
 
-	if _, err := envtest.InstallCRDs(c.Config, envtest.CRDInstallOptions{Paths: []string{crdDir}, ErrorIfPathMissing: true}); err != nil {
+	// The CRDs config/default installs: without the PolicyReport CRDs the
+	// policy audit would write no reports.
+	if err := deploy.InstallCRDs(c.Config); err != nil {
 		return fmt.Errorf("installing CRDs: %w", err)
 	}
 	if err := waitForOpenAPI(ctx, c.Config, "apis/jobset.x-k8s.io/v1alpha2"); err != nil {
