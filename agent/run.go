@@ -158,183 +158,315 @@ func EpochFromEnv(value string, set bool) *int32 {
 
 // Run runs the agent until ctx ends (exit code 0) or its epoch is
 // deprecated (the restart exit code).
+//
+// Run drives one Machine: it feeds it the first broadcast and what the
+// agent knows of its Pod (Start), acts on each of its decisions (drive),
+// and feeds it the next input (next) until a decision, ctx or the
+// broadcasts end the run.
 func Run(ctx context.Context, log logr.Logger, cfg Config, t Transport) (int, error) {
-	lifted := newBarrier()
-	write := t.ReportEpoch
-	var (
-		hub            *processHub
-		pt             ProcessTransport
-		exits, ready   <-chan struct{}
-		workerRestarts int32
-	)
-	if cfg.Process != nil {
-		var ok bool
-		if pt, ok = t.(ProcessTransport); !ok {
-			return 1, errors.New("process scope needs a transport that reports the workers' exits")
-		}
-		hub = newProcessHub(cfg.Process.Supervised)
-		hub.anyPeer = cfg.Process.AnyPeer
-		exits, ready = hub.exited, hub.readied
-		workerRestarts = cfg.Process.WorkerRestarts
-		write = func(ctx context.Context, epoch int32) error { return pt.ReportProcessEpoch(ctx, epoch, workerRestarts) }
+	r, err := newRunner(log, cfg, t)
+	if err != nil {
+		return 1, err
 	}
-	l := cfg.Listener
-	if l == nil {
-		var err error
-		if l, err = net.Listen("tcp", cfg.Listen); err != nil {
-			return 1, fmt.Errorf("listening on %s: %w", cfg.Listen, err)
-		}
+	l, err := listener(cfg)
+	if err != nil {
+		return 1, err
 	}
 	// Closed here as well as by the server: the port must be free when Run
 	// returns, even if the server had not begun serving yet.
 	defer l.Close()
-	path := cfg.BarrierPath
-	if path == "" {
-		path = protocol.BarrierPath
-	}
-	srv := serve(log, l, path, lifted, cfg.BarrierHold, hub)
+	srv := serve(log, l, barrierPath(cfg), r.lifted, cfg.BarrierHold, r.hub)
 	defer srv.Close()
 
 	updates, err := t.Broadcasts(ctx)
 	if err != nil {
 		return 1, fmt.Errorf("watching the broadcast: %w", err)
 	}
+	// The current broadcast comes first. A watch closed before it gives the
+	// zero broadcast, which the agent starts on; next then ends the run on
+	// the closed watch once the start is acted on.
 	var first protocol.Broadcast
 	select {
 	case <-ctx.Done():
 		return 0, nil
 	case first = <-updates:
 	}
-	var podEpoch int32
-	if cfg.PodEpoch != nil {
-		podEpoch = *cfg.PodEpoch
+	pod, readPod, err := r.podAtStart(ctx, first)
+	if err != nil {
+		return 1, err
 	}
-	var workers Workers
-	// Reporting directly, the agent's epoch is not on its Pod: the
-	// Downward API's copy says nothing of it, and Self asks the
-	// controller.
-	envEpoch := cfg.PodEpoch
-	if dt, ok := t.(interface{ Direct() bool }); ok && dt.Direct() {
-		envEpoch = nil
-	}
-	readPod := NeedsPod(first, envEpoch)
-	if readPod {
-		read, w, err := t.Self(ctx)
-		if err != nil {
-			return 1, fmt.Errorf("reading its own Pod: %w", err)
-		}
-		// Both are lower bounds of the epoch the Pod carries now.
-		podEpoch, workers = max(podEpoch, read), w
-	}
-	m := NewMachine(cfg.ReplicatedJob)
-	d := m.Start(first, podEpoch, workers)
-	last := first
+	d := r.m.Start(first, pod.epoch, pod.workers)
 	// In process scope a worker let through by an earlier run of the agent
 	// may still run: a new epoch waits for word from every supervisor, for
 	// a while. A Pod without an epoch has run no worker.
-	var unheard time.Duration
-	if podEpoch > 0 {
-		unheard = unheardWait
+	if pod.epoch > 0 {
+		r.unheard = unheardWait
 	}
-	log.Info("started", "epoch", m.Epoch(), "resumed", d.ReportEpoch == 0, "synced", first.SyncedEpoch, "deprecated", first.DeprecatedEpoch,
+	log.Info("started", "epoch", r.m.Epoch(), "resumed", d.ReportEpoch == 0, "synced", first.SyncedEpoch, "deprecated", first.DeprecatedEpoch,
 		"envEpoch", cfg.PodEpoch, "readPod", readPod)
-	if cfg.Process != nil && cfg.Process.SupervisorBinary != "" {
-		if err := awaitFile(ctx, log, cfg.Process.SupervisorBinary, installWait); err != nil {
-			if ctx.Err() != nil {
-				return 0, nil
-			}
-			// Exited, the agent's container is started again by the
-			// kubelet, and its hook run again.
-			return 1, err
+	if err := r.awaitSupervisor(ctx); err != nil {
+		if ctx.Err() != nil {
+			return 0, nil
 		}
+		// Exited, the agent's container is started again by the kubelet,
+		// and its hook run again.
+		return 1, err
 	}
+	return r.drive(ctx, updates, d)
+}
+
+// runner is one run of the agent: its Machine, and what carries out the
+// machine's decisions.
+type runner struct {
+	log    logr.Logger
+	cfg    Config
+	t      Transport
+	m      *Machine
+	lifted *barrier
+
+	// In process scope only: the supervisors' hub, the transport's
+	// process reports, the count of the Pod's worker restarts, and how
+	// long a new epoch waits for a supervisor not heard from.
+	hub            *processHub
+	pt             ProcessTransport
+	workerRestarts int32
+	unheard        time.Duration
+	// exits and ready signal a worker's exit and every worker's
+	// readiness; nil, and never ready, outside process scope.
+	exits, ready <-chan struct{}
+}
+
+func newRunner(log logr.Logger, cfg Config, t Transport) (*runner, error) {
+	r := &runner{log: log, cfg: cfg, t: t, m: NewMachine(cfg.ReplicatedJob), lifted: newBarrier()}
+	if cfg.Process == nil {
+		return r, nil
+	}
+	var ok bool
+	if r.pt, ok = t.(ProcessTransport); !ok {
+		return nil, errors.New("process scope needs a transport that reports the workers' exits")
+	}
+	r.hub = newProcessHub(cfg.Process.Supervised)
+	r.hub.anyPeer = cfg.Process.AnyPeer
+	r.exits, r.ready = r.hub.exited, r.hub.readied
+	r.workerRestarts = cfg.Process.WorkerRestarts
+	return r, nil
+}
+
+// listener is cfg.Listener, or a new one on cfg.Listen.
+func listener(cfg Config) (net.Listener, error) {
+	if cfg.Listener != nil {
+		return cfg.Listener, nil
+	}
+	l, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("listening on %s: %w", cfg.Listen, err)
+	}
+	return l, nil
+}
+
+// barrierPath is cfg.BarrierPath, or protocol.BarrierPath if it is empty.
+func barrierPath(cfg Config) string {
+	if cfg.BarrierPath == "" {
+		return protocol.BarrierPath
+	}
+	return cfg.BarrierPath
+}
+
+// podAtStart is what the agent knows of its Pod when it starts: the epoch
+// its environment gave, and, when that does not settle Start (NeedsPod),
+// what a read of the Pod says; read says whether it read it.
+func (r *runner) podAtStart(ctx context.Context, first protocol.Broadcast) (pod podFacts, read bool, err error) {
+	if r.cfg.PodEpoch != nil {
+		pod.epoch = *r.cfg.PodEpoch
+	}
+	// Reporting directly, the agent's epoch is not on its Pod: the
+	// Downward API's copy says nothing of it, and Self asks the
+	// controller.
+	envEpoch := r.cfg.PodEpoch
+	if dt, ok := r.t.(interface{ Direct() bool }); ok && dt.Direct() {
+		envEpoch = nil
+	}
+	if !NeedsPod(first, envEpoch) {
+		return pod, false, nil
+	}
+	epoch, workers, err := r.t.Self(ctx)
+	if err != nil {
+		return pod, true, fmt.Errorf("reading its own Pod: %w", err)
+	}
+	// Both are lower bounds of the epoch the Pod carries now.
+	return podFacts{max(pod.epoch, epoch), workers}, true, nil
+}
+
+// awaitSupervisor waits, in process scope, for the postStart hook's copy
+// of the supervisor: no epoch is reported before it exists (see
+// ProcessConfig.SupervisorBinary).
+func (r *runner) awaitSupervisor(ctx context.Context) error {
+	if r.cfg.Process == nil || r.cfg.Process.SupervisorBinary == "" {
+		return nil
+	}
+	return awaitFile(ctx, r.log, r.cfg.Process.SupervisorBinary, installWait)
+}
+
+// drive acts on the machine's decision d, then on each decision of the
+// machine's next input, until one ends the run.
+//
+// The epoch is reported before the barrier lifts, since the JobSet syncs
+// only on the reports. Two decisions lead to another without a new input:
+// a report that finds the Pod ahead starts the machine again from the
+// Pod's epoch, and in process scope a restart moves it to a new epoch
+// instead of ending the run.
+func (r *runner) drive(ctx context.Context, updates <-chan protocol.Broadcast, d Decision) (int, error) {
 	for {
 		if d.ReportEpoch != 0 {
-			if hub != nil {
-				// The supervisors stop the workers of any other epoch; the
-				// new one is reported once they have.
-				hub.setState(d.ReportEpoch, false)
-				stuck, unknown := hub.waitStopped(ctx, unheard)
-				if ctx.Err() == nil && (len(stuck) > 0 || (unheard > 0 && len(unknown) > 0)) {
-					log.Info("reporting the new epoch without word that every supervisor stopped its worker", "epoch", d.ReportEpoch,
-						"stillStopping", stuck, "neverHeard", unknown)
-				}
-			}
-			ahead, err := report(ctx, log, t, write, d.ReportEpoch)
-			if err != nil {
-				return 0, nil // ctx ended
+			ahead, ok := r.reportEpoch(ctx, d.ReportEpoch)
+			if !ok {
+				return 0, nil
 			}
 			if ahead != nil {
-				// The Pod carries a later epoch than the one this start was
-				// given (the kubelet's copy of the Pod was behind, and so
-				// was the broadcast): start again from what the Pod says.
-				// Nothing was lifted yet, since nothing is before the
-				// report.
-				m = NewMachine(cfg.ReplicatedJob)
-				d = m.Start(last, ahead.epoch, ahead.workers)
-				log.Info("the Pod carries a later epoch: started again from it", "podEpoch", ahead.epoch, "epoch", m.Epoch(), "resumed", d.ReportEpoch == 0)
+				d = r.startFromPod(*ahead)
 				continue
 			}
 		}
 		if d.LiftBarrier {
-			lifted.lift(m.Epoch())
-			if hub != nil {
-				hub.setState(m.Epoch(), true)
-			}
-			log.Info("barrier lifted", "epoch", m.Epoch())
-		}
-		if d.Restart && hub != nil {
-			from := m.Epoch()
-			workerRestarts++
-			m = NewMachine(cfg.ReplicatedJob)
-			d = m.Start(last, from, WorkersStopped)
-			lifted.reset()
-			log.Info("epoch deprecated: restarting the workers' processes", "from", from, "epoch", m.Epoch(), "workerRestarts", workerRestarts)
-			continue
+			r.liftBarrier()
 		}
 		if d.Restart {
-			// Not the restart code if the kubelet is already stopping this
-			// Pod (SIGTERM): that would restart it in place instead.
-			code := FinalExitCode(ctx, cfg.RestartExitCode, cfg.RestartExitCode)
-			log.Info("epoch deprecated: exiting to restart the Pod in place", "epoch", m.Epoch(), "exitCode", code, "podStopping", code != cfg.RestartExitCode)
-			return code, nil
+			if r.hub == nil {
+				return r.exitToRestart(ctx), nil
+			}
+			d = r.restartWorkers()
+			continue
 		}
-		select {
-		case <-ctx.Done():
+		var ok bool
+		if d, ok = r.next(ctx, updates); !ok {
 			return 0, nil
-		case b, ok := <-updates:
-			if !ok {
-				return 0, nil
-			}
-			last = b
-			d = m.Observe(b)
-		case <-ready:
-			d = Decision{}
-			if epoch := hub.readyEpoch(); epoch != 0 && epoch == m.Epoch() {
-				log.Info("every worker is ready", "epoch", epoch)
-				if err := Retry(ctx, func(ctx context.Context) error { return pt.ReportReady(ctx, epoch) }, refused); err != nil {
-					if ctx.Err() != nil {
-						return 0, nil
-					}
-					log.Error(err, "reporting the workers ready was refused")
-				}
-			}
-		case <-exits:
-			d = Decision{}
-			for _, e := range hub.takeExits() {
-				if e.Epoch != m.Epoch() {
-					continue
-				}
-				log.Info("a worker exited: reporting it", "container", e.Container, "exitCode", e.Code, "epoch", e.Epoch)
-				if err := Retry(ctx, func(ctx context.Context) error { return pt.ReportWorkerExit(ctx, e) }, refused); err != nil {
-					if ctx.Err() != nil {
-						return 0, nil
-					}
-					log.Error(err, "reporting a worker's exit was refused", "container", e.Container)
-				}
-			}
 		}
 	}
+}
+
+// next waits for the agent's next input and gives the machine its part:
+// a broadcast is the machine's to decide on; a worker's exit or the
+// workers' readiness, in process scope, is written on the Pod for the
+// controller and decides nothing here. ok is false once ctx or the
+// broadcasts have ended.
+func (r *runner) next(ctx context.Context, updates <-chan protocol.Broadcast) (Decision, bool) {
+	select {
+	case <-ctx.Done():
+		return Decision{}, false
+	case b, ok := <-updates:
+		if !ok {
+			return Decision{}, false
+		}
+		return r.m.Observe(b), true
+	case <-r.ready:
+		return Decision{}, r.reportReady(ctx)
+	case <-r.exits:
+		return Decision{}, r.reportExits(ctx)
+	}
+}
+
+// reportEpoch writes epoch on the Pod, in process scope once the
+// supervisors have stopped the workers of any other epoch. ahead is what
+// the Pod says if it carries a later epoch; ok is false if ctx ended.
+func (r *runner) reportEpoch(ctx context.Context, epoch int32) (ahead *podFacts, ok bool) {
+	if r.hub != nil {
+		r.hub.setState(epoch, false)
+		stuck, unknown := r.hub.waitStopped(ctx, r.unheard)
+		if ctx.Err() == nil && (len(stuck) > 0 || (r.unheard > 0 && len(unknown) > 0)) {
+			r.log.Info("reporting the new epoch without word that every supervisor stopped its worker", "epoch", epoch,
+				"stillStopping", stuck, "neverHeard", unknown)
+		}
+	}
+	ahead, err := report(ctx, r.log, r.t, r.write, epoch)
+	return ahead, err == nil // report fails only once ctx ended
+}
+
+// write is the report of the agent's epoch, in process scope with the
+// count of its Pod's worker restarts.
+func (r *runner) write(ctx context.Context, epoch int32) error {
+	if r.pt == nil {
+		return r.t.ReportEpoch(ctx, epoch)
+	}
+	return r.pt.ReportProcessEpoch(ctx, epoch, r.workerRestarts)
+}
+
+// startFromPod starts the machine again from the epoch the Pod carries.
+// The barrier stays as it is: nothing was lifted before the report.
+func (r *runner) startFromPod(pod podFacts) Decision {
+	d := r.m.StartFromPod(pod.epoch, pod.workers)
+	r.log.Info("the Pod carries a later epoch: started again from it", "podEpoch", pod.epoch, "epoch", r.m.Epoch(), "resumed", d.ReportEpoch == 0)
+	return d
+}
+
+// liftBarrier lets the workers through at the machine's epoch: the
+// kubelet's probe, and in process scope the supervisors.
+func (r *runner) liftBarrier() {
+	epoch := r.m.Epoch()
+	r.lifted.lift(epoch)
+	if r.hub != nil {
+		r.hub.setState(epoch, true)
+	}
+	r.log.Info("barrier lifted", "epoch", epoch)
+}
+
+// restartWorkers is process scope's restart: the machine moves to a new
+// epoch, whose report has the supervisors stop the workers, and the
+// barrier is held again until it lifts.
+func (r *runner) restartWorkers() Decision {
+	from := r.m.Epoch()
+	r.workerRestarts++
+	d := r.m.RestartWorkers()
+	r.lifted.reset()
+	r.log.Info("epoch deprecated: restarting the workers' processes", "from", from, "epoch", r.m.Epoch(), "workerRestarts", r.workerRestarts)
+	return d
+}
+
+// exitToRestart is the agent's exit code at a deprecated epoch: the
+// restart code, with which the kubelet restarts every container of the
+// Pod in place.
+func (r *runner) exitToRestart(ctx context.Context) int {
+	// Not the restart code if the kubelet is already stopping this Pod
+	// (SIGTERM): that would restart it in place instead.
+	code := FinalExitCode(ctx, r.cfg.RestartExitCode, r.cfg.RestartExitCode)
+	r.log.Info("epoch deprecated: exiting to restart the Pod in place", "epoch", r.m.Epoch(), "exitCode", code, "podStopping", code != r.cfg.RestartExitCode)
+	return code
+}
+
+// reportReady writes that every worker is ready, if they are at the
+// machine's epoch. A refusal is logged, not retried: it would be refused
+// again. It returns false if ctx ended.
+func (r *runner) reportReady(ctx context.Context) bool {
+	epoch := r.hub.readyEpoch()
+	if epoch == 0 || epoch != r.m.Epoch() {
+		return true
+	}
+	r.log.Info("every worker is ready", "epoch", epoch)
+	if err := Retry(ctx, func(ctx context.Context) error { return r.pt.ReportReady(ctx, epoch) }, refused); err != nil {
+		if ctx.Err() != nil {
+			return false
+		}
+		r.log.Error(err, "reporting the workers ready was refused")
+	}
+	return true
+}
+
+// reportExits writes the workers' exits at the machine's epoch; an exit
+// of an epoch the agent has left restarts nothing. A refusal is logged,
+// not retried. It returns false if ctx ended.
+func (r *runner) reportExits(ctx context.Context) bool {
+	for _, e := range r.hub.takeExits() {
+		if e.Epoch != r.m.Epoch() {
+			continue
+		}
+		r.log.Info("a worker exited: reporting it", "container", e.Container, "exitCode", e.Code, "epoch", e.Epoch)
+		if err := Retry(ctx, func(ctx context.Context) error { return r.pt.ReportWorkerExit(ctx, e) }, refused); err != nil {
+			if ctx.Err() != nil {
+				return false
+			}
+			r.log.Error(err, "reporting a worker's exit was refused", "container", e.Container)
+		}
+	}
+	return true
 }
 
 // refused says a report was refused as it stands (ErrReportRefused):
