@@ -23,6 +23,21 @@ const (
 // the local cluster and the benchmarks install too (InstallCRDs).
 var CRDs = []string{OurCRDs, PolicyReportCRDs}
 
+// ExemptionGuard lets only the holders of the verb exempt label a
+// namespace out of the admission webhooks.
+const ExemptionGuard = "config/webhook/exemption-guard.yaml"
+
+// admissionPolicies returns the files of the admission policies RunManager
+// applies once the managers run: the agents' (AgentPolicy, as its
+// kustomization lists it) and the webhooks' exemption guard.
+func admissionPolicies() ([]string, error) {
+	files, err := KustomizationFiles(AgentPolicy)
+	if err != nil {
+		return nil, err
+	}
+	return append(files, ExemptionGuard), nil
+}
+
 // CRDFiles returns the files of CRD kustomizations (CRDs, or some of
 // them) as absolute paths, for envtest.
 func CRDFiles(kustomizations ...string) ([]string, error) {

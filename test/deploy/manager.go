@@ -23,7 +23,7 @@ import (
 // its service account of config/rbac; the webhooks registered from
 // config/webhook (called by URL on a local port, with self-signed
 // certificates), the agents' admission policy of config/agent installed
-// as its kustomization lists it.
+// as its kustomization lists it, and the webhooks' exemption guard.
 // Leader election and the metrics and probe endpoints are off. wrap, if
 // set, wraps the controller's transport (to count its requests); opts are
 // given to managerapp.Setup. The returned channel receives the first
@@ -70,7 +70,11 @@ func RunManager(ctx context.Context, admin *rest.Config, configure func(*configv
 	if err != nil {
 		return nil, err
 	}
-	if err := ApplyKustomization(ctx, c, AgentPolicy); err != nil {
+	policies, err := admissionPolicies()
+	if err != nil {
+		return nil, err
+	}
+	if err := Apply(ctx, c, policies...); err != nil {
 		return nil, err
 	}
 	if err := RegisterWebhooks(ctx, c, port); err != nil {
