@@ -44,10 +44,10 @@ func CacheOptions() cache.Options {
 }
 
 // observe reads the JobSet's children: its Jobs and Pods from the child
-// index (counted as their events came, see family), the rest from the
-// cache. The family stays locked until release is called, after decide:
-// the Jobs it holds are the cache's own objects, read-only (whatever
-// changes one copies it first, see act).
+// index (counted as their events came, see family), the rest, the agents'
+// grants included, from the cache. The family stays locked until release
+// is called, after decide: the Jobs it holds are the cache's own objects,
+// read-only (whatever changes one copies it first, see act).
 func (r *Reconciler) observe(ctx context.Context, js *jobset.JobSet) (obs decide.Observed, release func(), err error) {
 	if jobset.InPlace(js) {
 		if js.Annotations[protocol.AgentReportsAnnotation] != protocol.AgentReportsPod {
@@ -65,6 +65,9 @@ func (r *Reconciler) observe(ctx context.Context, js *jobset.JobSet) (obs decide
 			}
 		}
 		obs.ReportsSince, obs.ReportsSettling = r.reportsSince(js, obs.Broadcast, obs.ReportEndpoint.Session)
+	}
+	if err := r.observeAgentGrants(ctx, js, &obs); err != nil {
+		return obs, nil, err
 	}
 
 	if decide.DNSHostnamesEnabled(js) {

@@ -123,7 +123,7 @@ type Reconciler struct {
 	children *state.ChildIndex
 	// since is when this reconciler was made: a JobSet created while no
 	// controller ran waits for its agents' grants from here, not from its
-	// creation (awaitAgentGrants).
+	// creation (Observed.ControllerStarted).
 	since time.Time
 	// sessions remembers, by JobSet, when its broadcast first showed this
 	// leader's session (reportsSince).
@@ -302,9 +302,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if !p.RestartHeldSince.IsZero() {
 		logger.V(2).Info("in-place restart held back for a fatal exit to be reported", "since", p.RestartHeldSince, "settle", *r.opts.FatalExitSettle)
 	}
-	if err := r.awaitAgentGrants(ctx, effective, &p, now); err != nil {
-		return ctrl.Result{}, err
-	}
+	r.record(ctx, &js, &p)
 	if ok, err := r.admitDeletions(ctx, &js, &p); !ok || err != nil {
 		return ctrl.Result{}, err
 	}
@@ -356,6 +354,21 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		r.recorder.Eventf(&js, nil, e.Type, e.Reason, e.Reason, "%s", e.Message)
 	}
 	return ctrl.Result{RequeueAfter: p.RequeueAfter}, nil
+}
+
+// record says what the plan decided of its own waits, before anything of
+// it is carried out and whatever follows: Jobs held back for the agents'
+// grants, or created without them (a Warning, at every reconcile that
+// creates Jobs so).
+func (r *Reconciler) record(ctx context.Context, js *jobset.JobSet, p *decide.Plan) {
+	if p.AwaitingAgentGrants > 0 {
+		log.FromContext(ctx).V(1).Info("waiting for the agents' grants before creating Jobs", "left", p.AwaitingAgentGrants)
+	}
+	if p.CreateWithoutAgentGrants {
+		r.recorder.Eventf(js, nil, corev1.EventTypeWarning, decide.ReasonAgentGrantsMissing, "Create",
+			"the agents' Role %s and RoleBinding %s do not name this JobSet's broadcast and service accounts after %v: creating its Jobs anyway; its agents' requests will be refused until they do (see the manager's agent-rbac logs)",
+			AgentRoleName, AgentPodsBindingName, decide.AgentGrantWait)
+	}
 }
 
 // admitDeletions asks the gate again, on reads made now, before a plan

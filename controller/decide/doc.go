@@ -13,6 +13,7 @@
 //	startup_policy.go    InOrder and dependsOn gating and their conditions
 //	image_pull.go        the ImagePullFailure condition: Pods waiting for an image the kubelet cannot pull
 //	jobs.go, service.go  the desired Jobs and Service, and a suspended Job resumed
+//	agent_grants.go      the Jobs of a new InPlaceRestart JobSet held back until its agents' grants name it
 //	volume_claims.go     the claims of spec.volumeClaimPolicies
 //	scaling.go           elastic replicated jobs: which Jobs to patch to a new size
 //	status.go            replicatedJobsStatus and condition helpers

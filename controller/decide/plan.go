@@ -60,6 +60,16 @@ type Observed struct {
 	// reconcile: when an in-place restart was first held back for
 	// Timeouts.FatalExitSettle. Zero if none is.
 	RestartHeldSince time.Time
+	// AgentGrantsMissing says that the agents' Role and Pod RoleBinding of
+	// the JobSet's namespace, as the cache holds them, do not name its
+	// broadcast and every service account its Pods run as; read for an
+	// InPlaceRestart JobSet whose in-place restarts are on. Its new Jobs
+	// wait for them (agent_grants.go).
+	AgentGrantsMissing bool
+	// ControllerStarted is when this controller started: a JobSet created
+	// while none ran waits for its agents' grants from then, not from its
+	// creation (AgentGrantWaitLeft).
+	ControllerStarted time.Time
 }
 
 // Event is an Event to record on the JobSet once the status is written.
@@ -93,6 +103,15 @@ type Plan struct {
 	// Timeouts.FatalExitSettle: when it first was. The reconciler hands it to the
 	// JobSet's next reconcile (Observed.RestartHeldSince).
 	RestartHeldSince time.Time
+	// AwaitingAgentGrants is set while the Jobs to create wait for the
+	// agents' grants (awaitAgentGrants): at most how much longer they may.
+	// CreateJobs is empty then.
+	AwaitingAgentGrants time.Duration
+	// CreateWithoutAgentGrants says that CreateJobs are created though the
+	// agents' grants do not name the JobSet, AgentGrantWait over: the
+	// reconciler says so with a Warning (ReasonAgentGrantsMissing) before
+	// it carries out anything of the plan.
+	CreateWithoutAgentGrants bool
 	// Broadcast, if set, is the data the broadcast ConfigMap must hold.
 	Broadcast    map[string]string
 	DeleteJobSet bool
@@ -121,9 +140,13 @@ type Plan struct {
 //	   │ no
 //	headless Service, volume claims, suspend/resume, scale, create missing
 //	Jobs in startup order
+//	   │
+//	Jobs to create of a new InPlaceRestart JobSet whose agents' grants are
+//	missing? ── yes ─▶ held back until the grants or AgentGrantWait (awaitAgentGrants)
 func Decide(js *jobset.JobSet, obs Observed, now metav1.Time, t Timeouts) Plan {
 	js, adopted := adoptUpstream(js)
 	p := decideSteps(js, obs, now, t)
+	p.awaitAgentGrants(js, obs, now.Time)
 	p.Events = append(adopted, p.Events...)
 	inStepWithEpochs(&p.Status)
 	return p
