@@ -36,14 +36,6 @@ const (
 	fieldOwner            = "inplace-deploy"
 )
 
-// RBAC is the service accounts and Roles of an install without
-// cert-manager: config/rbac, and config/selfsigned's right to write the
-// webhook configurations' CA, which the tests' self-signed webhooks use.
-var RBAC = []string{
-	"config/rbac/service_account.yaml", "config/rbac/role.yaml", "config/rbac/webhook_role.yaml", "config/rbac/role_binding.yaml",
-	"config/selfsigned/cabundle_role.yaml", "config/selfsigned/cabundle_role_binding.yaml",
-}
-
 // ServiceAccount is the identity the Deployment of a manager role runs as:
 // the admission server's for the webhook role, the controller's otherwise.
 func ServiceAccount(role string) string {
@@ -129,9 +121,6 @@ func ManagerConfig(ctx context.Context, admin *rest.Config, serviceAccount strin
 	cfg.UserAgent = serviceAccount
 	return cfg, nil
 }
-
-// AgentPolicy is the kustomization of the agents' admission policy.
-const AgentPolicy = "config/agent"
 
 // KustomizationFiles returns the files of a kustomization directory's
 // resources, given and returned relative to the repository root, in its

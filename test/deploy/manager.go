@@ -23,7 +23,9 @@ import (
 // its service account of config/rbac; the webhooks registered from
 // config/webhook (called by URL on a local port, with self-signed
 // certificates), the agents' admission policy of config/agent installed
-// as its kustomization lists it, and the webhooks' exemption guard.
+// as its kustomization lists it, and the webhooks' exemption guard. With
+// InstallCRDs, which the caller runs first, that is the local install
+// (LocalFiles).
 // Leader election and the metrics and probe endpoints are off. wrap, if
 // set, wraps the controller's transport (to count its requests); opts are
 // given to managerapp.Setup. The returned channel receives the first

@@ -19,14 +19,14 @@ import (
 )
 
 // RegisterWebhooks creates the webhook configurations of
-// config/webhook/manifests.yaml, calling https://127.0.0.1:<port> by URL
-// instead of through the Service.
+// WebhookConfigurations, calling https://127.0.0.1:<port> by URL instead
+// of through the Service.
 func RegisterWebhooks(ctx context.Context, c client.Client, port int) error {
 	root, err := cluster.RepoRoot()
 	if err != nil {
 		return err
 	}
-	data, err := os.ReadFile(filepath.Join(root, "config", "webhook", "manifests.yaml"))
+	data, err := os.ReadFile(filepath.Join(root, WebhookConfigurations))
 	if err != nil {
 		return err
 	}

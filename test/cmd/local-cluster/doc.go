@@ -1,10 +1,11 @@
 // Command local-cluster runs the local cluster of package test/cluster in the
 // foreground until it receives SIGINT or SIGTERM: `make cluster-up` starts it
 // in the background (through hack/cluster.sh) and `make cluster-down` stops
-// it, the one way to run it by hand. It installs the CRDs config/default
-// installs (ours and the wg-policy PolicyReport CRDs), runs
-// inplace-manager as installed (controller and admission server, each as
-// its service account) and -nodes simulated and -real-nodes real nodes,
+// it, the one way to run it by hand. It installs the objects of
+// config/default as test/deploy's local install does (the PolicyReport
+// CRDs included), runs inplace-manager as installed (controller and
+// admission server, each as its service account, in this process) and
+// -nodes simulated and -real-nodes real nodes,
 // and writes an admin kubeconfig to -write-kubeconfig once the cluster is
 // ready, and the real nodes' containerd addresses beside it
 // (containerd-sockets), where images are imported into them.
