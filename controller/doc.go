@@ -8,14 +8,14 @@
 // reads, calls decide.Decide, and acts:
 //
 //	reconciler.go        Reconcile: get → skip → observe → decide → act → status → Events
-//	observe.go           reads the JobSet's family from the child index, the rest from label-selected caches
+//	observe.go           reads the JobSet's family from the child index, the rest from label-selected caches, and what earlier reconciles left
 //	enqueue.go, signals.go  which child events are reconciled at once and which are batched
 //	agent_rbac.go        the agents' Role and RoleBinding in a JobSet's namespace
 //	agent_rbac_sync.go   their controller, one request per namespace, apart from the JobSet controller
 //	agent_rbac_gate.go   whether they name a JobSet, read for decide, and the new JobSets their change reconciles
 //	metrics.go           restart counts, durations, epochs and image pull failures, on the registry Setup is given
 //	upstream_gate.go     holds every reconcile back while upstream JobSet's controller runs or the CRD is not ours (controller/coexist decides)
-//	state/               the child index, a JobSet's family, its Jobs by attempt, the Pod observation, the expectations
+//	state/               the child index, a JobSet's family, its Jobs by attempt, the Pod observation, the expectations, the restarts held back
 //	decide/              the plan of one reconcile: Jobs, Service, claims, status, failure, success and startup policies, epochs
 //	podfailure/          a Job's podFailurePolicy evaluated as the Job controller evaluates it
 //	reports_events.go    the agents' direct reports fed to the child index and the queue as their Pods' changes

@@ -113,23 +113,6 @@ func TestRestartMetricsOfARestartEveryPodMade(t *testing.T) {
 	}
 }
 
-func TestHeldRestartsAreForgottenAndKeyedByUID(t *testing.T) {
-	var h heldRestarts
-	key := types.NamespacedName{Namespace: "ns", Name: "train"}
-	since := time.Unix(1000, 0)
-	h.set(key, "u1", since)
-	if got := h.get(key, "u1"); !got.Equal(since) {
-		t.Errorf("get = %v, want %v", got, since)
-	}
-	if got := h.get(key, "u2"); !got.IsZero() {
-		t.Errorf("a JobSet of the same name, another UID: get = %v, want zero", got)
-	}
-	h.set(key, "u1", time.Time{})
-	if got := h.get(key, "u1"); !got.IsZero() {
-		t.Errorf("after a plan that holds nothing: get = %v, want zero", got)
-	}
-}
-
 func TestImagePullMetrics(t *testing.T) {
 	m, err := newRestartMetrics(prometheus.NewRegistry())
 	if err != nil {

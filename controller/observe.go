@@ -45,9 +45,11 @@ func CacheOptions() cache.Options {
 
 // observe reads the JobSet's children: its Jobs and Pods from the child
 // index (counted as their events came, see family), the rest, the agents'
-// grants included, from the cache. The family stays locked until release
-// is called, after decide: the Jobs it holds are the cache's own objects,
-// read-only (whatever changes one copies it first, see act).
+// grants included, from the cache, and what earlier reconciles left for
+// this one (the expectations, the restart held back). The family stays
+// locked until release is called, after decide: the Jobs it holds are the
+// cache's own objects, read-only (whatever changes one copies it first,
+// see act).
 func (r *Reconciler) observe(ctx context.Context, js *jobset.JobSet) (obs decide.Observed, release func(), err error) {
 	if jobset.InPlace(js) {
 		if js.Annotations[protocol.AgentReportsAnnotation] != protocol.AgentReportsPod {
@@ -69,6 +71,7 @@ func (r *Reconciler) observe(ctx context.Context, js *jobset.JobSet) (obs decide
 	if err := r.observeAgentGrants(ctx, js, &obs); err != nil {
 		return obs, nil, err
 	}
+	obs.RestartHeldSince = r.held.Since(client.ObjectKeyFromObject(js), js.UID)
 
 	if decide.DNSHostnamesEnabled(js) {
 		err := r.client.Get(ctx, types.NamespacedName{Namespace: js.Namespace, Name: decide.Subdomain(js)}, &corev1.Service{})

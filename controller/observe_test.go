@@ -1,12 +1,22 @@
 package controller
 
 import (
+	"context"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
+	"github.com/inplace-dev/inplace/controller/decide"
+	"github.com/inplace-dev/inplace/controller/internal/testutil"
+	"github.com/inplace-dev/inplace/controller/state"
 )
 
 // The cache holds only the ConfigMaps the controller owns (the broadcast
@@ -27,5 +37,56 @@ func TestCacheSelectsConfigMapsByLabel(t *testing.T) {
 	}
 	if sel.Matches(labels.Set{"app": "other"}) {
 		t.Errorf("selector %q selects a ConfigMap that is not ours", sel)
+	}
+}
+
+// observe gathers what Decide is given beyond the children: whether the
+// agents' grants name the JobSet, when this controller started, and the
+// restart an earlier reconcile held back (kept by record, of this
+// JobSet's UID alone).
+func TestObserveGathersWhatEarlierReconcilesLeft(t *testing.T) {
+	ctx := context.Background()
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, rbacv1.AddToScheme, jobset.AddToScheme} {
+		if err := add(scheme); err != nil {
+			t.Fatal(err)
+		}
+	}
+	js := testutil.InPlaceJobSet(0, 0)
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(js).Build()
+	r := &Reconciler{client: c, children: state.NewChildIndex(), expectations: state.NewJobExpectations(), since: t0,
+		opts: Options{Clock: clocktesting.NewFakePassiveClock(t0.Add(time.Minute)), FatalExitSettle: ptr.To(decide.DefaultFatalExitSettle)}}
+	observe := func(js *jobset.JobSet) decide.Observed {
+		t.Helper()
+		obs, release, err := r.observe(ctx, js)
+		if err != nil {
+			t.Fatal(err)
+		}
+		release()
+		return obs
+	}
+
+	obs := observe(js)
+	if !obs.AgentGrantsMissing || !obs.ControllerStarted.Equal(t0) || !obs.RestartHeldSince.IsZero() {
+		t.Errorf("first reconcile: grants missing %t, controller started %v, restart held since %v; want true, %v, none", obs.AgentGrantsMissing, obs.ControllerStarted, obs.RestartHeldSince, t0)
+	}
+	if err := syncAgentRBAC(ctx, c, js.Namespace); err != nil {
+		t.Fatal(err)
+	}
+	r.record(ctx, js, &decide.Plan{RestartHeldSince: t0})
+	obs = observe(js)
+	if obs.AgentGrantsMissing || !obs.RestartHeldSince.Equal(t0) {
+		t.Errorf("next reconcile: grants missing %t, restart held since %v; want false, %v", obs.AgentGrantsMissing, obs.RestartHeldSince, t0)
+	}
+
+	recreated := js.DeepCopy()
+	recreated.UID = "uid-2"
+	if obs := observe(recreated); !obs.RestartHeldSince.IsZero() {
+		t.Errorf("a JobSet recreated under the name: restart held since %v, want none of its predecessor's", obs.RestartHeldSince)
+	}
+	r.record(ctx, js, &decide.Plan{})
+	if obs := observe(js); !obs.RestartHeldSince.IsZero() {
+		t.Errorf("the hold over: restart held since %v, want none", obs.RestartHeldSince)
 	}
 }

@@ -132,44 +132,9 @@ type Reconciler struct {
 	// no informer (reportChanged).
 	queue atomic.Pointer[workqueue.TypedRateLimitingInterface[reconcile.Request]]
 	// held are the in-place restarts held back for a fatal exit
-	// (Options.FatalExitSettle), by JobSet: memory, not status, as a hold
-	// begun again after a manager restart costs at most the settle again.
-	held heldRestarts
-}
-
-// heldRestarts remembers when each JobSet's in-place restart was first held
-// back, between its reconciles (never two at once for one JobSet).
-type heldRestarts struct {
-	mu    sync.Mutex
-	since map[types.NamespacedName]heldRestart
-}
-
-type heldRestart struct {
-	uid   types.UID
-	since time.Time
-}
-
-func (h *heldRestarts) get(key types.NamespacedName, uid types.UID) time.Time {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if r, ok := h.since[key]; ok && r.uid == uid {
-		return r.since
-	}
-	return time.Time{}
-}
-
-// set records since for js; zero forgets it.
-func (h *heldRestarts) set(key types.NamespacedName, uid types.UID, since time.Time) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if since.IsZero() {
-		delete(h.since, key)
-		return
-	}
-	if h.since == nil {
-		h.since = map[types.NamespacedName]heldRestart{}
-	}
-	h.since[key] = heldRestart{uid, since}
+	// (Options.FatalExitSettle), by JobSet: observe reads them into the
+	// next reconcile's Observed, record keeps the plan's.
+	held state.HeldRestarts
 }
 
 // The rights of the calls the controller makes, and no more: every read
@@ -257,7 +222,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.client.Get(ctx, req.NamespacedName, &js); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.metrics.gone(req.NamespacedName)
-			r.held.set(req.NamespacedName, "", time.Time{})
+			r.held.Forget(req.NamespacedName)
 			r.sessions.Delete(req.NamespacedName)
 			r.expectations.Forget(req.NamespacedName)
 			return ctrl.Result{}, nil
@@ -290,7 +255,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	now := r.opts.Clock.Now()
-	obs.RestartHeldSince = r.held.get(req.NamespacedName, js.UID)
 	p := func() decide.Plan {
 		// Unlocked however decide returns: the JobSet's event handlers
 		// wait on the lock. The plan's Jobs are the cache's objects, not
@@ -298,10 +262,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		defer release()
 		return decide.Decide(effective, obs, metav1.NewTime(now), decide.Timeouts{InPlaceRestart: r.opts.InPlaceRestartTimeout, FatalExitSettle: *r.opts.FatalExitSettle})
 	}()
-	r.held.set(req.NamespacedName, js.UID, p.RestartHeldSince)
-	if !p.RestartHeldSince.IsZero() {
-		logger.V(2).Info("in-place restart held back for a fatal exit to be reported", "since", p.RestartHeldSince, "settle", *r.opts.FatalExitSettle)
-	}
 	r.record(ctx, &js, &p)
 	if ok, err := r.admitDeletions(ctx, &js, &p); !ok || err != nil {
 		return ctrl.Result{}, err
@@ -356,13 +316,19 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	return ctrl.Result{RequeueAfter: p.RequeueAfter}, nil
 }
 
-// record says what the plan decided of its own waits, before anything of
-// it is carried out and whatever follows: Jobs held back for the agents'
-// grants, or created without them (a Warning, at every reconcile that
-// creates Jobs so).
+// record keeps and says what the plan decided of its own waits, before
+// anything of it is carried out and whatever follows: an in-place restart
+// held back for a fatal exit (kept for the JobSet's next reconcile, which
+// observe hands it), Jobs held back for the agents' grants, or created
+// without them (a Warning, at every reconcile that creates Jobs so).
 func (r *Reconciler) record(ctx context.Context, js *jobset.JobSet, p *decide.Plan) {
+	logger := log.FromContext(ctx)
+	r.held.Record(client.ObjectKeyFromObject(js), js.UID, p.RestartHeldSince)
+	if !p.RestartHeldSince.IsZero() {
+		logger.V(2).Info("in-place restart held back for a fatal exit to be reported", "since", p.RestartHeldSince, "settle", *r.opts.FatalExitSettle)
+	}
 	if p.AwaitingAgentGrants > 0 {
-		log.FromContext(ctx).V(1).Info("waiting for the agents' grants before creating Jobs", "left", p.AwaitingAgentGrants)
+		logger.V(1).Info("waiting for the agents' grants before creating Jobs", "left", p.AwaitingAgentGrants)
 	}
 	if p.CreateWithoutAgentGrants {
 		r.recorder.Eventf(js, nil, corev1.EventTypeWarning, decide.ReasonAgentGrantsMissing, "Create",

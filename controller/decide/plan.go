@@ -100,8 +100,9 @@ type Plan struct {
 	// deletion succeeded.
 	DeletePods []PodDeletion
 	// RestartHeldSince is set while an in-place restart is held back for
-	// Timeouts.FatalExitSettle: when it first was. The reconciler hands it to the
-	// JobSet's next reconcile (Observed.RestartHeldSince).
+	// Timeouts.FatalExitSettle: when it first was. The reconciler keeps it
+	// (state.HeldRestarts) and hands it to the JobSet's next reconcile
+	// (Observed.RestartHeldSince).
 	RestartHeldSince time.Time
 	// AwaitingAgentGrants is set while the Jobs to create wait for the
 	// agents' grants (awaitAgentGrants): at most how much longer they may.

@@ -1,7 +1,9 @@
 // Package state is what the JobSet controller knows of a JobSet's
 // children: the index of every JobSet's Jobs and Pods that the event
 // handlers feed, and the snapshot of one JobSet that a reconcile takes
-// from it and hands to the decisions (controller/decide):
+// from it and hands to the decisions (controller/decide), with what the
+// controller keeps of its own earlier reconciles (the expectations, the
+// restarts held back):
 //
 //	childindex.go     every JobSet's family, fed by the Jobs' and Pods' event handlers
 //	family.go         a JobSet's Jobs and Pods as compact records and running totals, its Pods by group
@@ -9,6 +11,7 @@
 //	attempt.go        the attempt labels read as numbers, the Jobs' names (which Jobs are current is the JobSet API's)
 //	pods.go           what the epoch protocol reads of one Pod, bounded and judged as of its JobSet
 //	expectations.go   Jobs created or deleted whose creation or deletion the cache does not show yet
+//	held.go           when each JobSet's in-place restart was first held back for a fatal exit, between its reconciles
 //
 // It records and classifies, and decides nothing: what to do with a
 // JobSet is controller/decide's, talking to the API server controller's.
