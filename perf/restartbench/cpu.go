@@ -128,7 +128,7 @@ func (e *env) startProfile(r Result, restart int) (stop func(), err error) {
 	if err := os.MkdirAll(e.profileDir, 0o755); err != nil {
 		return nil, err
 	}
-	path := filepath.Join(e.profileDir, fmt.Sprintf("restart-%d-%s-%s-%d.pprof", r.Nodes, r.Strategy, r.Failure, restart))
+	path := filepath.Join(e.profileDir, fmt.Sprintf("restart-%d-%s-%s-%d.pprof", r.Nodes, strings.ReplaceAll(r.Strategy, "/", "-"), r.Failure, restart))
 	f, err := os.Create(path)
 	if err != nil {
 		return nil, err
