@@ -74,7 +74,8 @@ func discover(ctx context.Context, cfg *rest.Config, audience string, clk clock.
 	}
 
 	keysURL := base.JoinPath(keySetPath)
-	keysClient := &http.Client{Transport: newKeyFetches(client.Transport, keyRefetchInterval, clk), Timeout: client.Timeout}
+	fetches := newKeyFetches(client.Transport, keyRefetchInterval, clk)
+	keysClient := &http.Client{Transport: fetches, Timeout: client.Timeout}
 	// Through keysClient, so that go-oidc's first fetch, at the first
 	// token, is answered with this read's keys.
 	var keys struct {
@@ -87,7 +88,10 @@ func discover(ctx context.Context, cfg *rest.Config, audience string, clk clock.
 		return nil, fmt.Errorf("token verifier: the API server serves no service-account keys at %s", keySetPath)
 	}
 	keySet := oidc.NewRemoteKeySet(oidc.ClientContext(ctx, keysClient), keysURL.String())
-	return newVerifier(doc.Issuer, audience, keySet, algs), nil
+	v := newVerifier(doc.Issuer, audience, keySet, algs)
+	// A key retired from the set retires the tokens it verified.
+	fetches.onChange(v.verified.clear)
+	return v, nil
 }
 
 // supportedAlgs is what the issuer says it signs with, of signingAlgs;

@@ -41,6 +41,10 @@ type keyFetches struct {
 	clock    clock.PassiveClock
 
 	mu sync.Mutex
+	// changed is called when an answer brings another key set than the
+	// one before: tokens remembered as verified may have been signed
+	// with a key now retired.
+	changed func()
 	// at is when the last request was sent; zero before the first.
 	at time.Time
 	// The last answer: a response (status, header, body), or err.
@@ -48,6 +52,8 @@ type keyFetches struct {
 	header http.Header
 	body   []byte
 	err    error
+	// okBody is the last key set served.
+	okBody []byte
 }
 
 func newKeyFetches(next http.RoundTripper, interval time.Duration, clk clock.PassiveClock) *keyFetches {
@@ -91,5 +97,18 @@ func (k *keyFetches) fetch(req *http.Request) {
 		k.err = fmt.Errorf("reading the key set: %w", err)
 		return
 	}
+	if k.changed != nil && resp.StatusCode == http.StatusOK && k.okBody != nil && !bytes.Equal(body, k.okBody) {
+		k.changed()
+	}
+	if resp.StatusCode == http.StatusOK {
+		k.okBody = body
+	}
 	k.status, k.header, k.body, k.err = resp.StatusCode, resp.Header.Clone(), body, nil
+}
+
+// onChange sets what is called when the key set changes.
+func (k *keyFetches) onChange(fn func()) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.changed = fn
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/coreos/go-oidc/v3/oidc"
 	"k8s.io/apimachinery/pkg/types"
@@ -33,8 +34,10 @@ var (
 // Verifier verifies tokens locally against the cluster's service-account
 // issuer keys.
 type Verifier struct {
-	issuer string
-	oidc   *oidc.IDTokenVerifier
+	issuer   string
+	oidc     *oidc.IDTokenVerifier
+	verified verified
+	now      func() time.Time
 }
 
 // NewVerifierForKeys returns a Verifier of tokens issued by issuer for
@@ -48,6 +51,7 @@ func NewVerifierForKeys(issuer, audience string, keys oidc.KeySet) *Verifier {
 func newVerifier(issuer, audience string, keys oidc.KeySet, algs []string) *Verifier {
 	return &Verifier{
 		issuer: issuer,
+		now:    time.Now,
 		// ClientID is the audience check: a token requested for another
 		// audience (the API server's own, another service's) must not
 		// pass here, or whoever holds it could replay it as an agent.
@@ -82,40 +86,53 @@ type objectRef struct {
 // keyRefetchInterval).
 //
 // It does not check that the Pod still exists: see the package comment.
+// A token that passed is remembered until it expires (verified).
 func (v *Verifier) Verify(ctx context.Context, raw string) (Claims, error) {
+	if c, ok := v.verified.get(raw, v.now()); ok {
+		return c, nil
+	}
+	c, expiry, err := v.verify(ctx, raw)
+	if err != nil {
+		return Claims{}, err
+	}
+	v.verified.put(raw, c, expiry, v.now())
+	return c, nil
+}
+
+func (v *Verifier) verify(ctx context.Context, raw string) (Claims, time.Time, error) {
 	// go-oidc checks, in this order: the algorithm and the signature, the
 	// issuer, the audience, expiry and not-before (with five minutes'
 	// leeway for clock skew); its errors name the check that failed.
 	tok, err := v.oidc.Verify(ctx, raw)
 	if err != nil {
-		return Claims{}, fmt.Errorf("service-account token refused: %w", err)
+		return Claims{}, time.Time{}, fmt.Errorf("service-account token refused: %w", err)
 	}
 	var kc kubernetesClaims
 	if err := tok.Claims(&kc); err != nil {
-		return Claims{}, fmt.Errorf("service-account token refused: reading its claims: %w", err)
+		return Claims{}, time.Time{}, fmt.Errorf("service-account token refused: reading its claims: %w", err)
 	}
 	k := kc.Kubernetes
 	switch {
 	case k == nil:
-		return Claims{}, fmt.Errorf("service-account token refused: %w", errNotKubernetes)
+		return Claims{}, time.Time{}, fmt.Errorf("service-account token refused: %w", errNotKubernetes)
 	case k.Pod == nil || k.Pod.Name == "" || k.Pod.UID == "":
 		// Only a Pod-bound token ties the report to one Pod: a token
 		// bound to nothing or to a Secret stays valid wherever it is
 		// copied, as long as its service account exists.
-		return Claims{}, fmt.Errorf("service-account token refused: %w", errNotPodBound)
+		return Claims{}, time.Time{}, fmt.Errorf("service-account token refused: %w", errNotPodBound)
 	case k.Namespace == "" || k.ServiceAccount.Name == "":
-		return Claims{}, fmt.Errorf("service-account token refused: %w", errNoAccount)
+		return Claims{}, time.Time{}, fmt.Errorf("service-account token refused: %w", errNoAccount)
 	case kc.Subject != serviceAccountUsername(k.Namespace, k.ServiceAccount.Name):
 		// The API server writes both from the same service account; a
 		// disagreement means the token is not one it issued as such.
-		return Claims{}, fmt.Errorf("service-account token refused: %w", errSubject)
+		return Claims{}, time.Time{}, fmt.Errorf("service-account token refused: %w", errSubject)
 	}
 	return Claims{
 		Namespace:      k.Namespace,
 		ServiceAccount: k.ServiceAccount.Name,
 		PodName:        k.Pod.Name,
 		PodUID:         types.UID(k.Pod.UID),
-	}, nil
+	}, tok.Expiry, nil
 }
 
 // serviceAccountUsername is the user name, and the token subject, of a
