@@ -88,9 +88,9 @@ func discover(ctx context.Context, cfg *rest.Config, audience string, clk clock.
 		return nil, fmt.Errorf("token verifier: the API server serves no service-account keys at %s", keySetPath)
 	}
 	keySet := oidc.NewRemoteKeySet(oidc.ClientContext(ctx, keysClient), keysURL.String())
-	v := newVerifier(doc.Issuer, audience, keySet, algs)
+	v := newVerifier(doc.Issuer, audience, keySet, algs, clk)
 	// A key retired from the set retires the tokens it verified.
-	fetches.onChange(v.verified.clear)
+	v.keyKnown = fetches.keyKnown
 	return v, nil
 }
 

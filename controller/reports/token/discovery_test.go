@@ -139,6 +139,12 @@ func TestNewVerifierDiscoversThroughTheAPIServer(t *testing.T) {
 	if err := verify(keyA); err != nil {
 		t.Fatalf("a token signed with key A: %v", err)
 	}
+	// One token of key A, verified now and so remembered, is presented
+	// again once key A is retired.
+	rawA := keyA.sign(t, podClaims(time.Now(), testAudience))
+	if _, err := v.Verify(ctx, rawA); err != nil {
+		t.Fatalf("a token signed with key A: %v", err)
+	}
 	if n := srv.reads(); n != 1 {
 		t.Errorf("key set read %d times, want 1", n)
 	}
@@ -181,6 +187,9 @@ func TestNewVerifierDiscoversThroughTheAPIServer(t *testing.T) {
 	clk.SetTime(clk.Now().Add(keyRefetchInterval))
 	if err := verify(keyA); err == nil || !strings.Contains(err.Error(), "failed to verify signature") {
 		t.Errorf("a token signed with the retired key A: error = %v, want a signature failure", err)
+	}
+	if _, err := v.Verify(ctx, rawA); err == nil || !strings.Contains(err.Error(), "failed to verify signature") {
+		t.Errorf("a token of the retired key A remembered before it was retired: error = %v, want a signature failure", err)
 	}
 }
 

@@ -7,7 +7,7 @@
 //	verifier.go   Verify: signature, issuer, audience, expiry, then the Pod binding of the kubernetes.io claim
 //	discovery.go  NewVerifier: the issuer from the API server's OIDC discovery document, the key set read through the API server
 //	keyfetch.go   at most one key-set fetch per interval, however many unknown key ids tokens name
-//	verified.go   tokens that passed, remembered until they expire or the key set changes
+//	verified.go   tokens that passed, remembered until they expire (an hour at most) while their key is published
 //
 // What local verification cannot see: whether the Pod still exists. The
 // API server's own authenticator looks the bound Pod up, and refuses a

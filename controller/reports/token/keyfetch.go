@@ -2,10 +2,12 @@ package token
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/utils/clock"
@@ -41,10 +43,6 @@ type keyFetches struct {
 	clock    clock.PassiveClock
 
 	mu sync.Mutex
-	// changed is called when an answer brings another key set than the
-	// one before: tokens remembered as verified may have been signed
-	// with a key now retired.
-	changed func()
 	// at is when the last request was sent; zero before the first.
 	at time.Time
 	// The last answer: a response (status, header, body), or err.
@@ -52,8 +50,8 @@ type keyFetches struct {
 	header http.Header
 	body   []byte
 	err    error
-	// okBody is the last key set served.
-	okBody []byte
+	// keyIDs are the key ids of the last key set read.
+	keyIDs atomic.Pointer[map[string]bool]
 }
 
 func newKeyFetches(next http.RoundTripper, interval time.Duration, clk clock.PassiveClock) *keyFetches {
@@ -97,18 +95,33 @@ func (k *keyFetches) fetch(req *http.Request) {
 		k.err = fmt.Errorf("reading the key set: %w", err)
 		return
 	}
-	if k.changed != nil && resp.StatusCode == http.StatusOK && k.okBody != nil && !bytes.Equal(body, k.okBody) {
-		k.changed()
-	}
 	if resp.StatusCode == http.StatusOK {
-		k.okBody = body
+		k.noteKeyIDs(body)
 	}
 	k.status, k.header, k.body, k.err = resp.StatusCode, resp.Header.Clone(), body, nil
 }
 
-// onChange sets what is called when the key set changes.
-func (k *keyFetches) onChange(fn func()) {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	k.changed = fn
+// noteKeyIDs keeps the key ids of a key set read, for keyKnown; a body
+// that is not a key set leaves the last ones.
+func (k *keyFetches) noteKeyIDs(body []byte) {
+	var set struct {
+		Keys []struct {
+			KeyID string `json:"kid"`
+		} `json:"keys"`
+	}
+	if json.Unmarshal(body, &set) != nil {
+		return
+	}
+	ids := make(map[string]bool, len(set.Keys))
+	for _, key := range set.Keys {
+		ids[key.KeyID] = true
+	}
+	k.keyIDs.Store(&ids)
+}
+
+// keyKnown reports whether the last key set read lists keyID: tokens
+// remembered as verified hold only while their key is published.
+func (k *keyFetches) keyKnown(keyID string) bool {
+	ids := k.keyIDs.Load()
+	return ids != nil && (*ids)[keyID]
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/coreos/go-oidc/v3/oidc"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
 )
 
 // Claims is what a verified agent token says of its bearer.
@@ -37,6 +38,9 @@ type Verifier struct {
 	issuer   string
 	oidc     *oidc.IDTokenVerifier
 	verified verified
+	// keyKnown says whether the issuer still publishes a key id; nil for
+	// a fixed key set (NewVerifierForKeys).
+	keyKnown func(keyID string) bool
 	now      func() time.Time
 }
 
@@ -45,17 +49,18 @@ type Verifier struct {
 // an oidc.StaticKeySet. An empty audience makes a Verifier that refuses
 // every token.
 func NewVerifierForKeys(issuer, audience string, keys oidc.KeySet) *Verifier {
-	return newVerifier(issuer, audience, keys, signingAlgs)
+	return newVerifier(issuer, audience, keys, signingAlgs, clock.RealClock{})
 }
 
-func newVerifier(issuer, audience string, keys oidc.KeySet, algs []string) *Verifier {
+func newVerifier(issuer, audience string, keys oidc.KeySet, algs []string, clk clock.PassiveClock) *Verifier {
 	return &Verifier{
 		issuer: issuer,
-		now:    time.Now,
+		now:    clk.Now,
 		// ClientID is the audience check: a token requested for another
 		// audience (the API server's own, another service's) must not
 		// pass here, or whoever holds it could replay it as an agent.
-		oidc: oidc.NewVerifier(issuer, keys, &oidc.Config{ClientID: audience, SupportedSigningAlgs: algs}),
+		// One clock for expiry here and in what is remembered.
+		oidc: oidc.NewVerifier(issuer, keys, &oidc.Config{ClientID: audience, SupportedSigningAlgs: algs, Now: clk.Now}),
 	}
 }
 
@@ -86,9 +91,10 @@ type objectRef struct {
 // keyRefetchInterval).
 //
 // It does not check that the Pod still exists: see the package comment.
-// A token that passed is remembered until it expires (verified).
+// A token that passed is remembered until it expires, while the issuer
+// publishes its key (verified).
 func (v *Verifier) Verify(ctx context.Context, raw string) (Claims, error) {
-	if c, ok := v.verified.get(raw, v.now()); ok {
+	if c, ok := v.verified.get(raw, v.now(), v.keyKnown); ok {
 		return c, nil
 	}
 	c, expiry, err := v.verify(ctx, raw)
