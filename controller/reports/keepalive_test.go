@@ -6,8 +6,10 @@ import (
 	"crypto/x509"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptrace"
+	"sync"
 	"testing"
 	"time"
 
@@ -51,7 +53,7 @@ func TestServerKeepsAnIdleAgentsConnection(t *testing.T) {
 	// The client's answer to a ping may be late on a busy machine: it is
 	// given seconds, and the quiet spell many pings.
 	ping := 100 * time.Millisecond
-	tlsConfig := startKeepAliveServer(t, f, keepAlive{idle: defaultKeepAlive.idle, ping: ping, pingTimeout: 3 * time.Second})
+	tlsConfig := startKeepAliveServer(t, f, keepAlive{idle: defaultKeepAlive.idle, authenticate: 5 * ping, ping: ping, pingTimeout: 3 * time.Second})
 	client := &http.Client{Transport: &http.Transport{TLSClientConfig: tlsConfig, ForceAttemptHTTP2: true}, Timeout: timeout}
 	defer client.CloseIdleConnections()
 	get := func() (reused bool) {
@@ -75,7 +77,8 @@ func TestServerKeepsAnIdleAgentsConnection(t *testing.T) {
 	}
 	get()
 	// Twenty of the leader's ping periods, each of which would end a
-	// connection whose peer does not answer.
+	// connection whose peer does not answer, and four times the wait for
+	// an agent to authenticate, which the first request did.
 	quiet := time.NewTimer(20 * ping)
 	<-quiet.C
 	if !get() {
@@ -88,7 +91,7 @@ func TestServerKeepsAnIdleAgentsConnection(t *testing.T) {
 func TestServerClosesAConnectionWhosePeerIsGone(t *testing.T) {
 	f := newFixture(t, newWorld().reader(t))
 	ping := 100 * time.Millisecond
-	tlsConfig := startKeepAliveServer(t, f, keepAlive{idle: defaultKeepAlive.idle, ping: ping, pingTimeout: ping})
+	tlsConfig := startKeepAliveServer(t, f, keepAlive{idle: defaultKeepAlive.idle, authenticate: time.Hour, ping: ping, pingTimeout: ping})
 	tlsConfig.NextProtos = []string{"h2"}
 	conn, err := tls.Dial("tcp", f.srv.Addr().String(), tlsConfig)
 	if err != nil {
@@ -124,4 +127,106 @@ func TestServerClosesAConnectionWhosePeerIsGone(t *testing.T) {
 		t.Error("the leader closed the connection without pinging its peer first")
 	}
 	t.Logf("closed %s after the peer went silent", time.Since(began).Round(time.Millisecond))
+}
+
+// closeNotingConn notes when the server has closed the connection: the
+// client's read of it fails.
+type closeNotingConn struct {
+	net.Conn
+	closed chan struct{}
+	once   sync.Once
+}
+
+func (c *closeNotingConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if err != nil {
+		c.once.Do(func() { close(c.closed) })
+	}
+	return n, err
+}
+
+// A connection idle past the idle timeout is closed although its peer
+// answers every ping: pings keep a connection whose peer is there, the
+// idle timeout bounds how long it is kept.
+func TestServerClosesAConnectionIdlePastItsTimeout(t *testing.T) {
+	f := newFixture(t, newWorld().reader(t))
+	tlsConfig := startKeepAliveServer(t, f, keepAlive{idle: 300 * time.Millisecond, authenticate: time.Hour, ping: 50 * time.Millisecond, pingTimeout: 3 * time.Second})
+	conns := make(chan *closeNotingConn, 1)
+	tlsConfig.NextProtos = []string{"h2"}
+	client := &http.Client{Transport: &http2.Transport{
+		TLSClientConfig: tlsConfig,
+		DialTLSContext: func(ctx context.Context, network, addr string, cfg *tls.Config) (net.Conn, error) {
+			c, err := (&tls.Dialer{Config: cfg}).DialContext(ctx, network, addr)
+			if err != nil {
+				return nil, err
+			}
+			noting := &closeNotingConn{Conn: c, closed: make(chan struct{})}
+			conns <- noting
+			return noting, nil
+		},
+	}, Timeout: timeout}
+	defer client.CloseIdleConnections()
+	req, err := http.NewRequestWithContext(context.Background(), http.MethodGet, "https://"+f.srv.Addr().String()+protocol.ReportPath, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer p0")
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatalf("GET: %v", err)
+	}
+	resp.Body.Close()
+	select {
+	case <-(<-conns).closed:
+	case <-time.After(timeout):
+		t.Fatalf("a connection idle past its 300ms timeout was still open after %s", timeout)
+	}
+}
+
+// A connection on which no agent authenticates is closed soon after it
+// opens, although it answers every ping: anyone who reaches the port
+// holds a connection for that long, not for the year an agent's is kept.
+func TestServerClosesAConnectionThatNeverAuthenticates(t *testing.T) {
+	f := newFixture(t, newWorld().reader(t))
+	tlsConfig := startKeepAliveServer(t, f, keepAlive{idle: defaultKeepAlive.idle, authenticate: 300 * time.Millisecond, ping: 50 * time.Millisecond, pingTimeout: 3 * time.Second})
+	tlsConfig.NextProtos = []string{"h2"}
+	conn, err := tls.Dial("tcp", f.srv.Addr().String(), tlsConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = conn.Close() }()
+	if _, err := io.WriteString(conn, http2.ClientPreface); err != nil {
+		t.Fatal(err)
+	}
+	framer := http2.NewFramer(conn, conn)
+	if err := framer.WriteSettings(); err != nil {
+		t.Fatal(err)
+	}
+	if err := conn.SetReadDeadline(time.Now().Add(timeout)); err != nil {
+		t.Fatal(err)
+	}
+	answered := 0
+	for {
+		frame, err := framer.ReadFrame()
+		if err != nil {
+			if !errors.Is(err, io.EOF) {
+				t.Fatalf("reading from the leader: %v, want the connection closed (EOF) within %s", err, timeout)
+			}
+			break
+		}
+		switch fr := frame.(type) {
+		case *http2.SettingsFrame:
+			if !fr.IsAck() {
+				_ = framer.WriteSettingsAck()
+			}
+		case *http2.PingFrame:
+			if !fr.IsAck() {
+				answered++
+				_ = framer.WritePing(true, fr.Data)
+			}
+		}
+	}
+	if answered == 0 {
+		t.Error("the leader closed the connection before pinging it: the test did not show that answered pings do not keep it")
+	}
 }

@@ -13,6 +13,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -109,17 +110,21 @@ type Server struct {
 // reconnecting at once cost the leader seconds of CPU on the restart's
 // critical path). So an idle connection is kept for a year, longer than
 // any quiet spell of a training run, and one whose peer is gone (its
-// node lost, no FIN) is found by an HTTP/2 ping it does not answer. The
-// number of connections is bounded by maxConnections, not by time.
+// node lost, no FIN) is found by an HTTP/2 ping it does not answer. A
+// connection on which no agent authenticates is closed soon after it
+// opens. The number of connections is bounded by maxConnections.
 type keepAlive struct {
 	// idle closes a connection without requests for this long.
 	idle time.Duration
+	// authenticate closes a connection on which no agent authenticated
+	// within this long of its opening (connContext).
+	authenticate time.Duration
 	// ping is sent after this long without a frame from the peer, which
 	// has pingTimeout to answer before its connection is closed.
 	ping, pingTimeout time.Duration
 }
 
-var defaultKeepAlive = keepAlive{idle: 365 * 24 * time.Hour, ping: 30 * time.Second, pingTimeout: 15 * time.Second}
+var defaultKeepAlive = keepAlive{idle: 365 * 24 * time.Hour, authenticate: 30 * time.Second, ping: 30 * time.Second, pingTimeout: 15 * time.Second}
 
 // NewServer makes the endpoint's CA and certificate and its session.
 func NewServer(opts Options) (*Server, error) {
@@ -218,6 +223,7 @@ func (s *Server) Start(ctx context.Context) error {
 			PingTimeout:          s.keepAlive.pingTimeout,
 		},
 		IdleTimeout: s.keepAlive.idle,
+		ConnContext: s.connContext,
 		// Handshakes that fail (a client with another CA, a scanner) are
 		// the client's business: logged at V(2), not on stderr.
 		ErrorLog: log.New(logWriter{s.opts.Log.V(2)}, "", 0),
@@ -332,7 +338,31 @@ func (s *Server) authenticate(r *http.Request) (*corev1.Pod, token.Claims, error
 	case pod.DeletionTimestamp != nil:
 		return nil, claims, refuse(http.StatusForbidden, protocol.ReasonPodGone, "pod %s/%s is being deleted", claims.Namespace, claims.PodName)
 	}
+	if c, ok := r.Context().Value(connKey{}).(*connState); ok {
+		c.authenticated.Store(true)
+	}
 	return &pod, claims, nil
+}
+
+// connState is what the endpoint knows of a connection: whether a
+// request on it has been authenticated as an agent's.
+type connState struct{ authenticated atomic.Bool }
+
+type connKey struct{}
+
+// connContext closes a connection on which no agent has authenticated
+// within keepAlive.authenticate: only an agent's connection is kept
+// through quiet spells, and a client that opens connections and sends
+// nothing (any Pod may reach the port) holds each for that long, not for
+// keepAlive.idle.
+func (s *Server) connContext(ctx context.Context, c net.Conn) context.Context {
+	st := &connState{}
+	time.AfterFunc(s.keepAlive.authenticate, func() {
+		if !st.authenticated.Load() {
+			_ = c.Close()
+		}
+	})
+	return context.WithValue(ctx, connKey{}, st)
 }
 
 // accept checks a report against the Pod's JobSet and stores it. Refused:
