@@ -153,10 +153,11 @@ func TestServerClosesAConnectionIdlePastItsTimeout(t *testing.T) {
 	tlsConfig := startKeepAliveServer(t, f, keepAlive{idle: 300 * time.Millisecond, authenticate: time.Hour, ping: 50 * time.Millisecond, pingTimeout: 3 * time.Second})
 	conns := make(chan *closeNotingConn, 1)
 	tlsConfig.NextProtos = []string{"h2"}
-	client := &http.Client{Transport: &http2.Transport{
-		TLSClientConfig: tlsConfig,
-		DialTLSContext: func(ctx context.Context, network, addr string, cfg *tls.Config) (net.Conn, error) {
-			c, err := (&tls.Dialer{Config: cfg}).DialContext(ctx, network, addr)
+	// x/net's HTTP/2 transport takes a wrapped TLS connection as HTTP/2
+	// without looking for ALPN on it, which net/http's does not.
+	client := &http.Client{Transport: &http2.Transport{ //nolint:staticcheck // deprecated for net/http's, which does not take a wrapped connection as HTTP/2
+		DialTLSContext: func(ctx context.Context, network, addr string, _ *tls.Config) (net.Conn, error) { //nolint:staticcheck // as the transport
+			c, err := (&tls.Dialer{Config: tlsConfig}).DialContext(ctx, network, addr)
 			if err != nil {
 				return nil, err
 			}
@@ -176,6 +177,9 @@ func TestServerClosesAConnectionIdlePastItsTimeout(t *testing.T) {
 		t.Fatalf("GET: %v", err)
 	}
 	resp.Body.Close()
+	if resp.ProtoMajor != 2 {
+		t.Fatalf("GET over %s, want HTTP/2", resp.Proto)
+	}
 	select {
 	case <-(<-conns).closed:
 	case <-time.After(timeout):
