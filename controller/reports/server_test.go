@@ -788,6 +788,19 @@ func TestServerBoundsHeaders(t *testing.T) {
 	// A client that does not keep to the bound it is told: HTTP/1.1,
 	// whose server reads the headers before it refuses them.
 	h1 := &http.Client{Transport: &http.Transport{TLSClientConfig: h1Config, TLSNextProto: map[string]func(string, *tls.Conn) http.RoundTripper{}}, Timeout: 10 * time.Second}
+	// One request first, so that the HTTP/2 client holds the server's
+	// settings, its bound among them, before the cases run in whatever
+	// order: a request sent before they arrive is refused by the
+	// server's decoder with the whole connection (GOAWAY), not with 431.
+	warm, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+f.srv.Addr().String()+protocol.ReportPath, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := h2.Do(warm)
+	if err != nil {
+		t.Fatalf("GET: %v", err)
+	}
+	resp.Body.Close()
 	for name, tc := range map[string]struct {
 		client     *http.Client
 		header     int
