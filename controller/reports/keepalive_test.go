@@ -18,11 +18,43 @@ import (
 	"github.com/inplace-dev/inplace/api/protocol"
 )
 
+// rawHTTP2 opens an HTTP/2 connection to f's endpoint by hand, sends the
+// preface and its settings, and returns its framer: a peer that answers
+// what the test makes it answer. Reads fail after timeout.
+func rawHTTP2(t *testing.T, f *fixture, tlsConfig *tls.Config) *http2.Framer {
+	t.Helper()
+	tlsConfig = tlsConfig.Clone()
+	tlsConfig.NextProtos = []string{"h2"}
+	conn, err := tls.Dial("tcp", f.srv.Addr().String(), tlsConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close() })
+	if _, err := io.WriteString(conn, http2.ClientPreface); err != nil {
+		t.Fatal(err)
+	}
+	framer := http2.NewFramer(conn, conn)
+	if err := framer.WriteSettings(); err != nil {
+		t.Fatal(err)
+	}
+	if err := conn.SetReadDeadline(time.Now().Add(timeout)); err != nil {
+		t.Fatal(err)
+	}
+	return framer
+}
+
 // startKeepAliveServer serves f's endpoint with keep-alive ka, and
 // returns the TLS configuration that trusts it.
 func startKeepAliveServer(t *testing.T, f *fixture, ka keepAlive) *tls.Config {
 	t.Helper()
 	f.srv.keepAlive = ka
+	return startServer(t, f)
+}
+
+// startServer serves f's endpoint until the test ends, and returns the
+// TLS configuration that trusts it.
+func startServer(t *testing.T, f *fixture) *tls.Config {
+	t.Helper()
 	if err := f.srv.Listen(); err != nil {
 		t.Fatal(err)
 	}
@@ -92,24 +124,9 @@ func TestServerClosesAConnectionWhosePeerIsGone(t *testing.T) {
 	f := newFixture(t, newWorld().reader(t))
 	ping := 100 * time.Millisecond
 	tlsConfig := startKeepAliveServer(t, f, keepAlive{idle: defaultKeepAlive.idle, authenticate: time.Hour, ping: ping, pingTimeout: ping})
-	tlsConfig.NextProtos = []string{"h2"}
-	conn, err := tls.Dial("tcp", f.srv.Addr().String(), tlsConfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = conn.Close() }()
-	if _, err := io.WriteString(conn, http2.ClientPreface); err != nil {
-		t.Fatal(err)
-	}
-	framer := http2.NewFramer(conn, conn)
-	if err := framer.WriteSettings(); err != nil {
-		t.Fatal(err)
-	}
+	framer := rawHTTP2(t, f, tlsConfig)
 	// The peer reads what the leader sends and answers nothing: not its
 	// settings, not its pings.
-	if err := conn.SetReadDeadline(time.Now().Add(timeout)); err != nil {
-		t.Fatal(err)
-	}
 	began, pinged := time.Now(), false
 	for {
 		frame, err := framer.ReadFrame()
@@ -193,22 +210,7 @@ func TestServerClosesAConnectionIdlePastItsTimeout(t *testing.T) {
 func TestServerClosesAConnectionThatNeverAuthenticates(t *testing.T) {
 	f := newFixture(t, newWorld().reader(t))
 	tlsConfig := startKeepAliveServer(t, f, keepAlive{idle: defaultKeepAlive.idle, authenticate: 300 * time.Millisecond, ping: 50 * time.Millisecond, pingTimeout: 3 * time.Second})
-	tlsConfig.NextProtos = []string{"h2"}
-	conn, err := tls.Dial("tcp", f.srv.Addr().String(), tlsConfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = conn.Close() }()
-	if _, err := io.WriteString(conn, http2.ClientPreface); err != nil {
-		t.Fatal(err)
-	}
-	framer := http2.NewFramer(conn, conn)
-	if err := framer.WriteSettings(); err != nil {
-		t.Fatal(err)
-	}
-	if err := conn.SetReadDeadline(time.Now().Add(timeout)); err != nil {
-		t.Fatal(err)
-	}
+	framer := rawHTTP2(t, f, tlsConfig)
 	answered := 0
 	for {
 		frame, err := framer.ReadFrame()

@@ -765,23 +765,8 @@ func TestNewServerNeedsAnAddress(t *testing.T) {
 // it.
 func TestServerBoundsHeaders(t *testing.T) {
 	f := newFixture(t, newWorld().reader(t))
-	if err := f.srv.Listen(); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- f.srv.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Start: %v", err)
-		}
-	})
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM([]byte(f.srv.Endpoint().CA)) {
-		t.Fatal("the endpoint's CA does not parse")
-	}
-	tlsConfig := &tls.Config{RootCAs: pool, ServerName: f.srv.Endpoint().ServerName, MinVersion: tls.VersionTLS13}
+	tlsConfig := startServer(t, f)
+	ctx := context.Background()
 	h1Config := tlsConfig.Clone()
 	h1Config.NextProtos = []string{"http/1.1"}
 	h2 := &http.Client{Transport: &http.Transport{TLSClientConfig: tlsConfig, ForceAttemptHTTP2: true}, Timeout: 10 * time.Second}
