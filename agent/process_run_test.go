@@ -150,6 +150,18 @@ func (s *fakeSupervisor) state(running int32, after uint64) protocol.SupervisorS
 	return protocol.SupervisorState{}
 }
 
+// lifted asks for the agent's state, from st on, until its barrier is
+// lifted, and fails the test if it is not within 30 s.
+func (s *fakeSupervisor) lifted(st protocol.SupervisorState) protocol.SupervisorState {
+	s.t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); !st.Lifted; st = s.state(0, st.Version) {
+		if time.Now().After(deadline) {
+			s.t.Fatalf("state %+v: the barrier was not lifted within 30s", st)
+		}
+	}
+	return st
+}
+
 func (s *fakeSupervisor) post(path string, q url.Values) int {
 	s.t.Helper()
 	resp, err := s.call(http.MethodPost, path, q)
@@ -206,9 +218,7 @@ func TestRunRestartsTheWorkersInProcessScope(t *testing.T) {
 	if st = s.state(0, st.Version); st.Epoch != 2 {
 		t.Fatalf("state %+v, want epoch 2", st)
 	}
-	for !st.Lifted {
-		st = s.state(0, st.Version)
-	}
+	st = s.lifted(st)
 	s.gen++
 	if code := s.post(protocol.SupervisorStartPath, url.Values{"epoch": {"2"}}); code != http.StatusOK {
 		t.Fatalf("start at epoch 2: %d", code)
@@ -254,9 +264,7 @@ func TestRunReportsTheWorkersReady(t *testing.T) {
 	st := s.state(0, 0)
 	p.waitFor(t, "epoch 1 reported", func() bool { return len(p.epochs) == 1 && p.epochs[0] == 1 })
 	p.updates <- protocol.Broadcast{SyncedEpoch: 1}
-	for !st.Lifted {
-		st = s.state(0, st.Version)
-	}
+	s.lifted(st)
 	s.gen++
 	if code := s.post(protocol.SupervisorStartPath, url.Values{"epoch": {"1"}}); code != http.StatusOK {
 		t.Fatalf("start at epoch 1: %d", code)
