@@ -223,12 +223,18 @@ func TestBoundsAtTheLimit(t *testing.T) {
 	}
 }
 
-// callBuiltin calls the builtin name, bounded, as an evaluation does.
-func callBuiltin(name string, args ...ast.Value) (ast.Value, error) {
+// terms are args as a builtin's operands.
+func terms(args []ast.Value) []*ast.Term {
 	operands := make([]*ast.Term, len(args))
 	for i, a := range args {
 		operands[i] = ast.NewTerm(a)
 	}
+	return operands
+}
+
+// callBuiltin calls the builtin name, bounded, as an evaluation does.
+func callBuiltin(name string, args ...ast.Value) (ast.Value, error) {
+	operands := terms(args)
 	var out ast.Value
 	err := topdown.GetBuiltin(name)(topdown.BuiltinContext{Context: context.Background()}, operands, func(t *ast.Term) error {
 		out = t.Value
@@ -319,10 +325,7 @@ func TestSizesBoundTheResults(t *testing.T) {
 		call{"regex.replace", []ast.Value{s(many), s("a+|(b)"), s(strings.Repeat("$1", 500))}},
 	)
 	for _, c := range calls {
-		operands := make([]*ast.Term, len(c.args))
-		for i, a := range c.args {
-			operands[i] = ast.NewTerm(a)
-		}
+		operands := terms(c.args)
 		size := boundedBuiltins[c.name](operands)
 		out, err := callBuiltin(c.name, c.args...)
 		if err != nil {
@@ -347,10 +350,7 @@ func TestSizesOfAJobSetAreClose(t *testing.T) {
 		if name == "sprintf" {
 			args = []ast.Value{ast.String("%v"), ast.NewArray(ast.NewTerm(v))}
 		}
-		operands := make([]*ast.Term, len(args))
-		for i, a := range args {
-			operands[i] = ast.NewTerm(a)
-		}
+		operands := terms(args)
 		out, err := callBuiltin(name, args...)
 		if err != nil {
 			t.Fatal(err)
@@ -376,10 +376,7 @@ func TestSizesOfCollectionsAreExact(t *testing.T) {
 		{"regex.find_all_string_submatch_n", []ast.Value{ast.String("(a*)"), ast.String(strings.Repeat("ba", 20_000)), ast.Number("1000")}, submatches},
 	}
 	for _, c := range cases {
-		operands := make([]*ast.Term, len(c.args))
-		for i, a := range c.args {
-			operands[i] = ast.NewTerm(a)
-		}
+		operands := terms(c.args)
 		size := boundedBuiltins[c.name](operands)
 		out, err := callBuiltin(c.name, c.args...)
 		if err != nil {
