@@ -43,6 +43,25 @@ func rawHTTP2(t *testing.T, f *fixture, tlsConfig *tls.Config) *http2.Framer {
 	return framer
 }
 
+// agentGet asks f's endpoint, over HTTP/2, for what it holds for Pod p0,
+// authenticating as its agent.
+func agentGet(t *testing.T, ctx context.Context, client *http.Client, f *fixture) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+f.srv.Addr().String()+protocol.ReportPath, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer p0")
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatalf("GET: %v", err)
+	}
+	resp.Body.Close()
+	if resp.ProtoMajor != 2 {
+		t.Fatalf("GET over %s, want HTTP/2", resp.Proto)
+	}
+}
+
 // startKeepAliveServer serves f's endpoint with keep-alive ka, and
 // returns the TLS configuration that trusts it.
 func startKeepAliveServer(t *testing.T, f *fixture, ka keepAlive) *tls.Config {
@@ -91,20 +110,7 @@ func TestServerKeepsAnIdleAgentsConnection(t *testing.T) {
 	get := func() (reused bool) {
 		t.Helper()
 		trace := &httptrace.ClientTrace{GotConn: func(info httptrace.GotConnInfo) { reused = info.Reused }}
-		ctx := httptrace.WithClientTrace(context.Background(), trace)
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+f.srv.Addr().String()+protocol.ReportPath, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		req.Header.Set("Authorization", "Bearer p0")
-		resp, err := client.Do(req)
-		if err != nil {
-			t.Fatalf("GET: %v", err)
-		}
-		resp.Body.Close()
-		if resp.ProtoMajor != 2 {
-			t.Fatalf("GET over %s, want HTTP/2", resp.Proto)
-		}
+		agentGet(t, httptrace.WithClientTrace(context.Background(), trace), client, f)
 		return reused
 	}
 	get()
@@ -184,19 +190,7 @@ func TestServerClosesAConnectionIdlePastItsTimeout(t *testing.T) {
 		},
 	}, Timeout: timeout}
 	defer client.CloseIdleConnections()
-	req, err := http.NewRequestWithContext(context.Background(), http.MethodGet, "https://"+f.srv.Addr().String()+protocol.ReportPath, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer p0")
-	resp, err := client.Do(req)
-	if err != nil {
-		t.Fatalf("GET: %v", err)
-	}
-	resp.Body.Close()
-	if resp.ProtoMajor != 2 {
-		t.Fatalf("GET over %s, want HTTP/2", resp.Proto)
-	}
+	agentGet(t, context.Background(), client, f)
 	select {
 	case <-(<-conns).closed:
 	case <-time.After(timeout):
