@@ -43,6 +43,23 @@ func rawHTTP2(t *testing.T, f *fixture, tlsConfig *tls.Config) *http2.Framer {
 	return framer
 }
 
+// readUntilClosed hands each frame the leader sends to seen until it
+// closes the connection, and fails the test if it has not within timeout
+// (rawHTTP2's read deadline).
+func readUntilClosed(t *testing.T, framer *http2.Framer, seen func(http2.Frame)) {
+	t.Helper()
+	for {
+		frame, err := framer.ReadFrame()
+		if err != nil {
+			if !errors.Is(err, io.EOF) {
+				t.Fatalf("reading from the leader: %v, want the connection closed (EOF) within %s", err, timeout)
+			}
+			return
+		}
+		seen(frame)
+	}
+}
+
 // agentGet asks f's endpoint, over HTTP/2, for what it holds for Pod p0,
 // authenticating as its agent.
 func agentGet(t *testing.T, ctx context.Context, client *http.Client, f *fixture) {
@@ -134,18 +151,11 @@ func TestServerClosesAConnectionWhosePeerIsGone(t *testing.T) {
 	// The peer reads what the leader sends and answers nothing: not its
 	// settings, not its pings.
 	began, pinged := time.Now(), false
-	for {
-		frame, err := framer.ReadFrame()
-		if err != nil {
-			if !errors.Is(err, io.EOF) {
-				t.Fatalf("reading from the leader: %v, want the connection closed (EOF) within %s", err, timeout)
-			}
-			break
-		}
+	readUntilClosed(t, framer, func(frame http2.Frame) {
 		if p, ok := frame.(*http2.PingFrame); ok && !p.IsAck() {
 			pinged = true
 		}
-	}
+	})
 	if !pinged {
 		t.Error("the leader closed the connection without pinging its peer first")
 	}
@@ -206,14 +216,7 @@ func TestServerClosesAConnectionThatNeverAuthenticates(t *testing.T) {
 	tlsConfig := startKeepAliveServer(t, f, keepAlive{idle: defaultKeepAlive.idle, authenticate: 300 * time.Millisecond, ping: 50 * time.Millisecond, pingTimeout: 3 * time.Second})
 	framer := rawHTTP2(t, f, tlsConfig)
 	answered := 0
-	for {
-		frame, err := framer.ReadFrame()
-		if err != nil {
-			if !errors.Is(err, io.EOF) {
-				t.Fatalf("reading from the leader: %v, want the connection closed (EOF) within %s", err, timeout)
-			}
-			break
-		}
+	readUntilClosed(t, framer, func(frame http2.Frame) {
 		switch fr := frame.(type) {
 		case *http2.SettingsFrame:
 			if !fr.IsAck() {
@@ -225,7 +228,7 @@ func TestServerClosesAConnectionThatNeverAuthenticates(t *testing.T) {
 				_ = framer.WritePing(true, fr.Data)
 			}
 		}
-	}
+	})
 	if answered == 0 {
 		t.Error("the leader closed the connection before pinging it: the test did not show that answered pings do not keep it")
 	}
