@@ -94,12 +94,6 @@ func (v *verified) put(raw string, c Claims, expiry, now time.Time) {
 	v.tokens[key] = verifiedToken{claims: c, keyID: keyID, expiry: expiry}
 }
 
-func (v *verified) len() int {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	return len(v.tokens)
-}
-
 // headerKeyID is the key id of a compact JWS's protected header; "" if
 // it has none or cannot be read (the token then verified by other means,
 // or not at all: it is not remembered).

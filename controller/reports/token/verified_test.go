@@ -130,7 +130,7 @@ func TestVerifiedIsBounded(t *testing.T) {
 		}
 		v.put(fakeToken("k", i), Claims{PodName: fmt.Sprint(i)}, expiry, now)
 	}
-	if got := v.len(); got != maxVerified {
+	if got := remembered(&v); got != maxVerified {
 		t.Fatalf("%d tokens remembered of %d put, want all", got, maxVerified)
 	}
 	v.put(fakeToken("k", -1), Claims{}, now.Add(time.Hour), now)
@@ -143,7 +143,7 @@ func TestVerifiedIsBounded(t *testing.T) {
 
 	later := now.Add(2 * time.Minute)
 	v.put(fakeToken("k", -2), Claims{PodName: "after the sweep"}, later.Add(time.Hour), later)
-	if got, want := v.len(), maxVerified/2+1; got != want {
+	if got, want := remembered(&v), maxVerified/2+1; got != want {
 		t.Errorf("after a sweep with half expired: %d remembered, want %d", got, want)
 	}
 	if c, ok := v.get(fakeToken("k", -2), later, nil); !ok || c.PodName != "after the sweep" {
@@ -176,4 +176,11 @@ func TestVerifiedRemembersOnlyWhatHolds(t *testing.T) {
 	if _, ok := v.get(fakeToken("k", 2), now.Add(maxRemembered), nil); ok {
 		t.Errorf("a token claiming 100 days was remembered past %s", maxRemembered)
 	}
+}
+
+// remembered is how many tokens v holds.
+func remembered(v *verified) int {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return len(v.tokens)
 }
