@@ -31,10 +31,10 @@ import (
 )
 
 // The gate reads the JobSet CRD and upstream's Leases by name, past the
-// cache: no list, no watch, nothing else of either kind. The Leases are
-// read in upstream's namespace, which is configurable, hence a
-// ClusterRole's get narrowed to their names rather than a Role in a
-// namespace that may not exist.
+// cache, and watches them by name (UpstreamWatch): nothing else of either
+// kind. The Leases are read in upstream's namespace, which is
+// configurable, hence a ClusterRole's rights narrowed to their names
+// rather than a Role in a namespace that may not exist.
 // +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get,resourceNames=jobsets.jobset.x-k8s.io
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get,resourceNames=6d4f6a47.jobset.x-k8s.io;6d4f6a47.x-k8s.io
 
@@ -64,6 +64,11 @@ type UpstreamGateOptions struct {
 	// Metrics is where the gate registers its gauges; nil means
 	// controller-runtime's registry.
 	Metrics prometheus.Registerer
+	// Watch, when set, serves the periodic checks' reads of the CRD's
+	// metadata and of the Leases from watches, and a check runs at each
+	// change it sees. A fresh check (admitFresh) and a read of the CRD in
+	// full still read through the gate's reader.
+	Watch *UpstreamWatch
 }
 
 // UpstreamGate holds the JobSet controller and the agents' grants
@@ -201,15 +206,22 @@ func NewUpstreamGate(reader client.Reader, recorder events.EventRecorder, opts U
 // whether it would hold back.
 func (g *UpstreamGate) NeedLeaderElection() bool { return false }
 
-// Start checks now and every Interval, sooner after a failed read, until
-// ctx ends.
+// Start checks now and every Interval, sooner after a failed read, and at
+// each change the watch sees, until ctx ends. With a watch the interval's
+// checks read nothing from the API server: they are what notices a Lease
+// lapse, which no write announces.
 func (g *UpstreamGate) Start(ctx context.Context) error {
+	var changed <-chan struct{}
+	if g.opts.Watch != nil {
+		changed = g.opts.Watch.Changed()
+	}
 	for {
 		wait := g.next(g.check(ctx))
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-g.opts.Clock.After(wait):
+		case <-changed:
 		}
 	}
 }
@@ -231,7 +243,7 @@ func (g *UpstreamGate) check(ctx context.Context) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	requeue, err := g.checkLocked(ctx)
+	requeue, err := g.checkLocked(ctx, g.opts.Watch == nil)
 	<-g.checking
 	g.send(ctx, requeue)
 	return err
@@ -255,7 +267,7 @@ func (g *UpstreamGate) admitFresh(ctx context.Context, js *jobset.JobSet, record
 	var requeue []requeued
 	err := g.lastErr
 	if g.checks.Load() == asked {
-		requeue, err = g.checkLocked(readCtx)
+		requeue, err = g.checkLocked(readCtx, true)
 	}
 	<-g.checking
 	g.send(ctx, requeue)
@@ -266,12 +278,19 @@ func (g *UpstreamGate) admitFresh(ctx context.Context, js *jobset.JobSet, record
 }
 
 // checkLocked reads the CRD and the Leases and takes the verdict, under
-// checking. It returns the requests to send back and the reads' error.
-func (g *UpstreamGate) checkLocked(ctx context.Context) ([]requeued, error) {
-	g.checks.Add(1)
+// checking: from the API server itself if fresh, else from the watch. It
+// returns the requests to send back and the reads' error. Only a fresh
+// check counts for admitFresh.
+func (g *UpstreamGate) checkLocked(ctx context.Context, fresh bool) ([]requeued, error) {
+	var r objectGetter = g.reader
+	if fresh {
+		g.checks.Add(1)
+	} else {
+		r = g.opts.Watch
+	}
 	logger := log.FromContext(ctx).WithName("upstream-jobset")
 	readCtx, cancel := context.WithTimeout(ctx, gateReadTimeout)
-	in, err := g.read(readCtx)
+	in, err := g.read(readCtx, r)
 	cancel()
 	now := g.opts.Clock.Now()
 	g.lastErr = err
@@ -376,12 +395,13 @@ func (g *UpstreamGate) send(ctx context.Context, requeue []requeued) {
 	}
 }
 
-// read reads upstream's Leases and the CRD's metadata, and the CRD in full
-// when its metadata says it is not the one last read, under checking.
-func (g *UpstreamGate) read(ctx context.Context) (coexist.Input, error) {
+// read reads upstream's Leases and the CRD's metadata through r, and the
+// CRD in full through the gate's reader when its metadata says it is not
+// the one last read, under checking.
+func (g *UpstreamGate) read(ctx context.Context, r objectGetter) (coexist.Input, error) {
 	meta := &metav1.PartialObjectMetadata{}
 	meta.SetGroupVersionKind(apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinition"))
-	err := g.reader.Get(ctx, types.NamespacedName{Name: coexist.CRDName}, meta)
+	err := r.Get(ctx, types.NamespacedName{Name: coexist.CRDName}, meta)
 	switch {
 	case apierrors.IsNotFound(err):
 		g.crd, g.crdVersion, g.crdObject = coexist.CRD{}, "", nil
@@ -403,7 +423,7 @@ func (g *UpstreamGate) read(ctx context.Context) (coexist.Input, error) {
 	now := g.opts.Clock.Now()
 	for _, name := range coexist.UpstreamLeaseNames {
 		var l coordinationv1.Lease
-		err := g.reader.Get(ctx, types.NamespacedName{Namespace: g.opts.Namespace, Name: name}, &l)
+		err := r.Get(ctx, types.NamespacedName{Namespace: g.opts.Namespace, Name: name}, &l)
 		switch {
 		case apierrors.IsNotFound(err):
 		case err != nil:
@@ -413,6 +433,11 @@ func (g *UpstreamGate) read(ctx context.Context) (coexist.Input, error) {
 		}
 	}
 	return in, nil
+}
+
+// objectGetter reads one object by name: the API server, or the watch.
+type objectGetter interface {
+	Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error
 }
 
 // readCRD reads the JobSet CRD in full; nil if it is gone. It reads it

@@ -271,12 +271,13 @@ type UpstreamJobSet struct {
 	// in. Default jobset-system, where its manifests install it; set the
 	// namespace its Helm release went to.
 	Namespace string `json:"namespace,omitempty"`
-	// CheckInterval is how often its Leases and the JobSet CRD's metadata
-	// are read (the CRD itself only when it changed): the controller
-	// holds back at most this long after upstream's controller starts or
-	// its CRD is applied, and resumes at most this long after the Lease
-	// lapses or the CRD is replaced. A reconcile that deletes reads them
-	// again first. Default 2s; from 100ms to 5m.
+	// CheckInterval is how often the verdict is taken again from its
+	// Leases and the JobSet CRD's metadata, which the manager watches
+	// (the CRD itself is read only when it changed); a change seen by
+	// the watches is acted on at once. The controller resumes at most
+	// this long after the Lease lapses, which no write announces. A
+	// reconcile that deletes reads them from the API server first.
+	// Default 2s; from 100ms to 5m.
 	CheckInterval *metav1.Duration `json:"checkInterval,omitempty"`
 }
 

@@ -147,10 +147,19 @@ func Setup(mgr ctrl.Manager, cfg *configv1alpha1.Configuration, reg prometheus.R
 		// Upstream JobSet's controller must not run beside ours, nor our
 		// status be written through its CRD: until neither is the case,
 		// the controller reconciles nothing and the manager is not ready.
+		watchClient, err := client.NewWithWatch(mgr.GetConfig(), client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()})
+		if err != nil {
+			return err
+		}
+		watch := controller.NewUpstreamWatch(watchClient, cfg.Controller.UpstreamJobSet.Namespace)
+		if err := mgr.Add(watch); err != nil {
+			return err
+		}
 		gate, err := controller.NewUpstreamGate(mgr.GetAPIReader(), mgr.GetEventRecorder(controller.ControllerName), controller.UpstreamGateOptions{
 			Namespace: cfg.Controller.UpstreamJobSet.Namespace,
 			Interval:  cfg.Controller.UpstreamJobSet.CheckInterval.Duration,
 			Metrics:   reg,
+			Watch:     watch,
 		})
 		if err != nil {
 			return err
