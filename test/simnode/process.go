@@ -9,6 +9,7 @@ import (
 	"sync"
 	"syscall"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/inplace-dev/inplace/agent/supervisor"
@@ -32,8 +33,21 @@ func (r *podRunner) supervisorConfig(c corev1.Container, procs *simProcesses) su
 	cfg.Agent = r.ip + ":" + port
 	// The Pod network's client, bounded as the binary's own.
 	client := &http.Client{Transport: r.sim.prober.Transport, Timeout: supervisor.RequestTimeout}
-	cfg.Log, cfg.Processes, cfg.Client, cfg.Signals = io.Discard, procs, client, make(chan os.Signal)
+	cfg.Processes, cfg.Client, cfg.Signals = procs, client, make(chan os.Signal)
+	cfg.Log = io.Discard
+	if log := r.sim.opts.Log.V(1); log.Enabled() {
+		cfg.Log = logWriter{log.WithValues("pod", r.namespace+"/"+r.name, "container", c.Name)}
+	}
 	return cfg
+}
+
+// logWriter gives each line a supervisor writes to a logger, at the
+// simulation's verbose level: what a worker container's log would show.
+type logWriter struct{ log logr.Logger }
+
+func (w logWriter) Write(p []byte) (int, error) {
+	w.log.Info(strings.TrimSuffix(string(p), "\n"))
+	return len(p), nil
 }
 
 // runSupervisor runs container c's supervisor until it ends the container,
