@@ -49,6 +49,11 @@ const (
 	// gateRetryInterval is how soon reads that failed are tried again,
 	// when that is sooner than the interval.
 	gateRetryInterval = time.Second
+	// gateFreshInterval bounds how long the gate goes on the watch's
+	// word alone: a watch whose connection died silently goes stale
+	// until client-go's health check closes it (45 s on HTTP/2), and a
+	// Lease taken meanwhile would go unseen.
+	gateFreshInterval = 30 * time.Second
 )
 
 // UpstreamGateOptions tune the UpstreamGate.
@@ -65,16 +70,28 @@ type UpstreamGateOptions struct {
 	// controller-runtime's registry.
 	Metrics prometheus.Registerer
 	// Watch, when set, serves the periodic checks' reads of the CRD's
-	// metadata and of the Leases from watches, and a check runs at each
-	// change it sees. A fresh check (admitFresh) and a read of the CRD in
-	// full still read through the gate's reader.
-	Watch *UpstreamWatch
+	// metadata and of the Leases (UpstreamWatch), and a check runs at each
+	// change it sees. The gate still reads through its reader before it
+	// ends a hold, when the watch fails, at least every
+	// gateFreshInterval, for a fresh check (admitFresh), and for the CRD
+	// in full.
+	Watch UpstreamCache
+}
+
+// UpstreamCache serves reads of the JobSet CRD's metadata and of
+// upstream's Leases as last seen, and tells of each change it sees.
+type UpstreamCache interface {
+	objectGetter
+	Changed() <-chan struct{}
 }
 
 // UpstreamGate holds the JobSet controller and the agents' grants
 // controller back while upstream JobSet's controller runs or the JobSet
 // CRD would prune our status (coexist.Decide says which): every replica
-// reads both when it starts and every Interval, says what it found in its
+// reads both when it starts, then takes its verdict again at each change
+// its watch sees and every Interval (from the watch, and from the API
+// server itself before it ends a hold and at least every
+// gateFreshInterval), says what it found in its
 // log, its readiness check and its gauges, and records an Event on the CRD
 // when the verdict changes. The leader's reconciles ask it first (admit):
 // a JobSet held back is left untouched and gets one Warning Event per
@@ -120,6 +137,10 @@ type UpstreamGate struct {
 	crdObject    client.Object
 	failingSince time.Time
 	lastErr      error
+	// verdictFresh: the last check read the API server itself, at
+	// lastFresh.
+	verdictFresh bool
+	lastFresh    time.Time
 
 	mu sync.Mutex
 	// known: a read succeeded; verdict: the current verdict.
@@ -243,7 +264,7 @@ func (g *UpstreamGate) check(ctx context.Context) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	requeue, err := g.checkLocked(ctx, g.opts.Watch == nil)
+	requeue, err := g.checkLocked(ctx, false)
 	<-g.checking
 	g.send(ctx, requeue)
 	return err
@@ -266,7 +287,7 @@ func (g *UpstreamGate) admitFresh(ctx context.Context, js *jobset.JobSet, record
 	}
 	var requeue []requeued
 	err := g.lastErr
-	if g.checks.Load() == asked {
+	if g.checks.Load() == asked || !g.verdictFresh {
 		requeue, err = g.checkLocked(readCtx, true)
 	}
 	<-g.checking
@@ -278,20 +299,11 @@ func (g *UpstreamGate) admitFresh(ctx context.Context, js *jobset.JobSet, record
 }
 
 // checkLocked reads the CRD and the Leases and takes the verdict, under
-// checking: from the API server itself if fresh, else from the watch. It
-// returns the requests to send back and the reads' error. Only a fresh
-// check counts for admitFresh.
+// checking (gather says from where). It returns the requests to send back
+// and the reads' error.
 func (g *UpstreamGate) checkLocked(ctx context.Context, fresh bool) ([]requeued, error) {
-	var r objectGetter = g.reader
-	if fresh {
-		g.checks.Add(1)
-	} else {
-		r = g.opts.Watch
-	}
 	logger := log.FromContext(ctx).WithName("upstream-jobset")
-	readCtx, cancel := context.WithTimeout(ctx, gateReadTimeout)
-	in, err := g.read(readCtx, r)
-	cancel()
+	in, err := g.gather(ctx, fresh)
 	now := g.opts.Clock.Now()
 	g.lastErr = err
 	since := g.failingSince
@@ -393,6 +405,36 @@ func (g *UpstreamGate) send(ctx context.Context, requeue []requeued) {
 			return
 		}
 	}
+}
+
+// gather reads the CRD and the Leases for a check, under checking: from
+// the watch, unless the check must be fresh, the gate has no watch or
+// has gone on its word alone for gateFreshInterval; and again from the
+// API server itself when the watch's read fails or its verdict would end
+// a hold, so that a stale watch never lets the controller run beside
+// upstream's. Only a read from the API server counts for admitFresh.
+func (g *UpstreamGate) gather(ctx context.Context, fresh bool) (coexist.Input, error) {
+	now := g.opts.Clock.Now()
+	if !fresh && g.opts.Watch != nil && now.Sub(g.lastFresh) < gateFreshInterval {
+		readCtx, cancel := context.WithTimeout(ctx, gateReadTimeout)
+		in, err := g.read(readCtx, g.opts.Watch)
+		cancel()
+		if err == nil {
+			g.mu.Lock()
+			holding := g.verdict.Hold
+			g.mu.Unlock()
+			in.Now = now
+			if !holding || coexist.Decide(in).Hold {
+				g.verdictFresh = false
+				return in, nil
+			}
+		}
+	}
+	g.checks.Add(1)
+	g.verdictFresh, g.lastFresh = true, now
+	readCtx, cancel := context.WithTimeout(ctx, gateReadTimeout)
+	defer cancel()
+	return g.read(readCtx, g.reader)
 }
 
 // read reads upstream's Leases and the CRD's metadata through r, and the

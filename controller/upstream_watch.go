@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -13,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -33,9 +35,11 @@ import (
 // restart at scale). Each change seen is told on Changed, so that the
 // gate checks at once rather than at its next interval.
 //
-// A read fails while its object has not been listed yet, and while the
-// last list or watch of it failed: the gate then treats it as a read that
-// failed (coexist.Unread), as it would a Get.
+// A read waits for its object's first list, and fails while the last
+// list or watch call for it failed: the gate then reads the API server
+// itself. A watch whose connection dies without an error goes stale until
+// client-go's health check closes it, which is why the gate does not go
+// on the watch's word alone to end a hold, nor for long (gather).
 type UpstreamWatch struct {
 	c       client.WithWatch
 	objects map[types.NamespacedName]*watchedObject
@@ -101,6 +105,12 @@ func (w *UpstreamWatch) add(key types.NamespacedName, gvk schema.GroupVersionKin
 	w.objects[key] = o
 }
 
+func (o *watchedObject) lastErr() error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.err
+}
+
 func (o *watchedObject) record(err error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -131,12 +141,14 @@ func (w *UpstreamWatch) Get(ctx context.Context, key client.ObjectKey, obj clien
 	if !ok {
 		return fmt.Errorf("%s is not watched", key)
 	}
-	if !toolscache.WaitForCacheSync(ctx.Done(), o.informer.HasSynced) {
-		return fmt.Errorf("%s %s: not listed yet: %w", o.gvk.Kind, key, ctx.Err())
+	// Until the first list lands, or fails: a list refused (RBAC not
+	// upgraded, say) is said at once rather than at the deadline.
+	err := wait.PollUntilContextCancel(ctx, 20*time.Millisecond, true, func(context.Context) (bool, error) {
+		return o.informer.HasSynced() || o.lastErr() != nil, nil
+	})
+	if err == nil {
+		err = o.lastErr()
 	}
-	o.mu.Lock()
-	err := o.err
-	o.mu.Unlock()
 	if err != nil {
 		return fmt.Errorf("watching %s %s: %w", o.gvk.Kind, key, err)
 	}

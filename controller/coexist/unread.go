@@ -39,6 +39,6 @@ func UnreadMessage(since, now time.Time, err error, namespace string) string {
 		what = "has failed for " + d.String()
 	}
 	return fmt.Sprintf("reading the JobSet CRD or upstream JobSet's Leases %s: %v "+
-		"(the manager needs get on customresourcedefinitions/%s and on leases %s in namespace %s)",
+		"(the manager needs get, list and watch on customresourcedefinitions/%s and on leases %s in namespace %s)",
 		what, err, CRDName, strings.Join(UpstreamLeaseNames, " and "), namespace)
 }

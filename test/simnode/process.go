@@ -46,7 +46,7 @@ func (r *podRunner) supervisorConfig(c corev1.Container, procs *simProcesses) su
 type logWriter struct{ log logr.Logger }
 
 func (w logWriter) Write(p []byte) (int, error) {
-	w.log.Info(strings.TrimSuffix(string(p), "\n"))
+	w.log.Info("supervisor", "line", strings.TrimSuffix(string(p), "\n"))
 	return len(p), nil
 }
 

@@ -49,9 +49,10 @@ var _ = Describe("the upstream gate's watch", func() {
 		Expect(err).NotTo(HaveOccurred())
 		var requests atomic.Int64
 		asController.Wrap(func(rt http.RoundTripper) http.RoundTripper { return countingTransport{rt, &requests} })
+		// The manager's scheme has no CRD type: the CRD's metadata is read
+		// as PartialObjectMetadata.
 		scheme := runtime.NewScheme()
 		Expect(clientgoscheme.AddToScheme(scheme)).To(Succeed())
-		Expect(apiextensionsv1.AddToScheme(scheme)).To(Succeed())
 		c, err := client.NewWithWatch(asController, client.Options{Scheme: scheme})
 		Expect(err).NotTo(HaveOccurred())
 		w := controller.NewUpstreamWatch(c, ns.Name)
@@ -107,9 +108,13 @@ var _ = Describe("the upstream gate's watch", func() {
 		}
 		Expect(k8sClient.Create(ctx, lease)).To(Succeed())
 		Eventually(w.Changed()).WithTimeout(timeout).Should(Receive())
-		var seen coordinationv1.Lease
-		Expect(get(leaseKey, &seen)).To(Succeed())
-		Expect(seen.Spec.HolderIdentity).To(Equal(lease.Spec.HolderIdentity))
+		// The signal may be another object's (the CRD's status): wait for
+		// the Lease itself.
+		Eventually(func(g Gomega) {
+			var seen coordinationv1.Lease
+			g.Expect(get(leaseKey, &seen)).To(Succeed())
+			g.Expect(seen.Spec.HolderIdentity).To(Equal(lease.Spec.HolderIdentity))
+		}).WithTimeout(timeout).Should(Succeed())
 
 		By("upstream's Lease deleted")
 		Expect(k8sClient.Delete(ctx, lease)).To(Succeed())
