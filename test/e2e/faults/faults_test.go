@@ -1,0 +1,187 @@
+package faults
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
+	policyv1alpha1 "github.com/inplace-dev/inplace/api/policy/v1alpha1"
+	"github.com/inplace-dev/inplace/api/protocol"
+	"github.com/inplace-dev/inplace/test/simnode"
+	"github.com/inplace-dev/inplace/test/util"
+	"github.com/inplace-dev/inplace/test/wrappers"
+)
+
+// processScope is a JobSet of 2 Jobs of 2 Pods each, restarting in place
+// in process scope.
+func processScope(name, namespace string) *jobset.JobSet {
+	rj := wrappers.MakeReplicatedJob("w").Replicas(2).Parallelism(2).Obj()
+	rj.Template.Spec.BackoffLimit = nil
+	rj.Template.Spec.Template.Spec.Containers[0].Command = []string{"train"}
+	js := wrappers.MakeJobSet(name, namespace).ReplicatedJob(rj).
+		FailurePolicy(&jobset.FailurePolicy{RestartStrategy: jobset.InPlaceRestart, MaxRestarts: 5}).Obj()
+	return util.SetRestartScope(js, protocol.RestartScopeProcess)
+}
+
+// expectSynced waits until every Pod of js runs at the synced epoch, and
+// returns their UIDs by name.
+func expectSynced(js *jobset.JobSet, want int, epoch int32) map[string]types.UID {
+	GinkgoHelper()
+	uids := map[string]types.UID{}
+	Eventually(func(g Gomega) {
+		var got jobset.JobSet
+		g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(js), &got)).To(Succeed())
+		g.Expect(got.Status.SyncedEpoch).To(Equal(epoch), "syncedEpoch")
+		g.Expect(got.Status.SyncedPods).To(Equal(int32(want)), "syncedPods")
+		pods := util.JobSetPods(ctx, k8sClient, js)
+		g.Expect(pods).To(HaveLen(want))
+		clear(uids)
+		for _, p := range pods {
+			g.Expect(p.Status.Phase).To(Equal(corev1.PodRunning), "pod %s", p.Name)
+			uids[p.Name] = p.UID
+		}
+	}).WithTimeout(timeout).WithPolling(200 * time.Millisecond).Should(Succeed())
+	return uids
+}
+
+var _ = Describe("control-plane faults", Serial, func() {
+	var ns *corev1.Namespace
+	BeforeEach(func() {
+		ns = fw.NewNamespace(ctx, k8sClient)
+		util.WaitForDefaultServiceAccount(ctx, k8sClient, ns.Name)
+	})
+
+	DescribeTable("an in-place restart under way completes, counted once, across a restart of",
+		func(component string) {
+			js := processScope("train", ns.Name)
+			Expect(k8sClient.Create(ctx, js)).To(Succeed())
+			before := expectSynced(js, 4, 1)
+
+			// The workers take 4 s to stop on SIGTERM: the restart is
+			// still under way when the component is killed.
+			previous := sim.SetLatency(simnode.Latency{ProcessStop: 4 * time.Second})
+			DeferCleanup(func() { sim.SetLatency(previous) })
+			victim := util.JobSetPods(ctx, k8sClient, js)[1]
+			patch := client.MergeFrom(victim.DeepCopy())
+			victim.Annotations[simnode.ExitCodeAnnotation] = "1"
+			Expect(k8sClient.Patch(ctx, &victim, patch)).To(Succeed())
+			Eventually(func(g Gomega) {
+				got := util.GetJobSet(ctx, k8sClient, js)
+				g.Expect(got.Status.DeprecatedEpoch).To(Equal(int32(1)), "the restart begun: epoch 1 deprecated")
+				g.Expect(got.Status.SyncedEpoch).To(Equal(int32(1)), "and not over")
+			}).WithTimeout(timeout).WithPolling(50 * time.Millisecond).Should(Succeed())
+
+			down, err := fw.Cluster.Restart(ctx, component)
+			Expect(err).NotTo(HaveOccurred())
+			GinkgoWriter.Printf("%s was away for %s\n", component, down)
+
+			Expect(expectSynced(js, 4, 2)).To(Equal(before), "a Pod was recreated instead of restarted in place")
+			got := util.GetJobSet(ctx, k8sClient, js)
+			Expect(got.Status.Restarts).To(Equal(int32(1)), "restarts")
+			Expect(got.Status.InPlaceRestarts).To(Equal(int32(1)), "inPlaceRestarts")
+		},
+		Entry("the API server", "kube-apiserver"),
+		Entry("etcd", "etcd"),
+	)
+
+	It("admits no JobSet a Deny policy refuses while the API server and etcd restart", func() {
+		const forbidden = "faults.inplace.dev/forbidden"
+		policy := &policyv1alpha1.JobSetPolicy{
+			ObjectMeta: metav1.ObjectMeta{Name: "faults-" + ns.Name},
+			Spec: policyv1alpha1.JobSetPolicySpec{
+				EnforcementAction: policyv1alpha1.Deny,
+				Match: &policyv1alpha1.Match{NamespaceSelector: &metav1.LabelSelector{
+					MatchLabels: map[string]string{corev1.LabelMetadataName: ns.Name},
+				}},
+				Rego: fmt.Sprintf(`package faults
+
+deny contains "faults: a forbidden JobSet" if input.object.metadata.labels[%q]
+`, forbidden),
+			},
+		}
+		Expect(k8sClient.Create(ctx, policy)).To(Succeed())
+		DeferCleanup(func() { Expect(client.IgnoreNotFound(k8sClient.Delete(ctx, policy))).To(Succeed()) })
+		Eventually(func(g Gomega) {
+			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(policy), policy)).To(Succeed())
+			g.Expect(policy.Status.Conditions).To(ContainElement(And(HaveField("Type", "Ready"), HaveField("Status", metav1.ConditionTrue))))
+		}).WithTimeout(timeout).Should(Succeed())
+
+		// Creates, one forbidden for one allowed, for as long as the
+		// faults last and a little after.
+		var (
+			stop                        = make(chan struct{})
+			wg                          sync.WaitGroup
+			allowedStored, refusedByUs  atomic.Int64
+			forbiddenStored, otherError atomic.Int64
+		)
+		// Four clients, each paced: a load, not a flood of refused
+		// connections.
+		var next atomic.Int64
+		for range 4 {
+			wg.Go(func() {
+				defer GinkgoRecover()
+				tick := time.NewTicker(100 * time.Millisecond)
+				defer tick.Stop()
+				for {
+					select {
+					case <-stop:
+						return
+					case <-tick.C:
+					}
+					i := next.Add(1)
+					js := wrappers.MakeJobSet(fmt.Sprintf("js-%d", i), ns.Name).
+						ReplicatedJob(wrappers.MakeReplicatedJob("w").Obj()).Suspend(true).Obj()
+					isForbidden := i%2 == 1
+					if isForbidden {
+						js.Labels = map[string]string{forbidden: "true"}
+					}
+					err := k8sClient.Create(ctx, js)
+					switch {
+					case err == nil && isForbidden:
+						forbiddenStored.Add(1)
+					case err == nil:
+						allowedStored.Add(1)
+					case isForbidden && containsPolicyMessage(err):
+						refusedByUs.Add(1)
+					default:
+						// The API server or etcd away: refused, nothing stored.
+						otherError.Add(1)
+					}
+				}
+			})
+		}
+		for _, component := range []string{"kube-apiserver", "etcd"} {
+			down, err := fw.Cluster.Restart(ctx, component)
+			Expect(err).NotTo(HaveOccurred())
+			GinkgoWriter.Printf("%s was away for %s\n", component, down)
+		}
+		// Past the faults, creates go through the webhook again.
+		after := allowedStored.Load()
+		refused := refusedByUs.Load()
+		Eventually(func() bool { return allowedStored.Load() > after && refusedByUs.Load() > refused }).
+			WithTimeout(timeout).Should(BeTrue(), "no create admitted or refused by the policy after the faults")
+		close(stop)
+		wg.Wait()
+		GinkgoWriter.Printf("stored %d, refused by the policy %d, refused otherwise %d\n", allowedStored.Load(), refusedByUs.Load(), otherError.Load())
+
+		Expect(forbiddenStored.Load()).To(BeZero(), "forbidden JobSets stored")
+		var list jobset.JobSetList
+		Expect(k8sClient.List(ctx, &list, client.InNamespace(ns.Name), client.HasLabels{forbidden})).To(Succeed())
+		Expect(list.Items).To(BeEmpty(), "forbidden JobSets stored")
+	})
+})
+
+// containsPolicyMessage reports whether err is the policy's refusal.
+func containsPolicyMessage(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "faults: a forbidden JobSet")
+}
