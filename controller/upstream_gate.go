@@ -238,6 +238,11 @@ func (g *UpstreamGate) Start(ctx context.Context) error {
 	}
 	for {
 		wait := g.next(g.check(ctx))
+		if g.opts.Watch != nil {
+			// The API server's word at least every gateFreshInterval,
+			// however long the interval.
+			wait = min(wait, max(g.freshDue().Sub(g.opts.Clock.Now()), 0))
+		}
 		select {
 		case <-ctx.Done():
 			return nil
@@ -245,6 +250,13 @@ func (g *UpstreamGate) Start(ctx context.Context) error {
 		case <-changed:
 		}
 	}
+}
+
+// freshDue is when the next check must read the API server itself.
+func (g *UpstreamGate) freshDue() time.Time {
+	g.checking <- struct{}{}
+	defer func() { <-g.checking }()
+	return g.lastFresh.Add(gateFreshInterval)
 }
 
 // next is how long to wait after a check that returned err.

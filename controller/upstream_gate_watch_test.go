@@ -119,11 +119,15 @@ func TestUpstreamGateEndsAHoldOnlyOnTheAPIServersWord(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.holdLease()
+	before, _ := f.reads()
 	if err := g.check(f.ctx); err != nil {
 		t.Fatal(err)
 	}
 	if g.admit(js, f.onJobs) {
 		t.Fatal("the watch sees upstream's Lease held: want the gate closed")
+	}
+	if after, _ := f.reads(); after != before {
+		t.Errorf("a hold taken on the watch's word read the API server %d times, want none", after-before)
 	}
 
 	// The watch goes stale: its Lease is never renewed and reads as
@@ -137,7 +141,7 @@ func TestUpstreamGateEndsAHoldOnlyOnTheAPIServersWord(t *testing.T) {
 	if err := f.c.Update(f.ctx, &live); err != nil {
 		t.Fatal(err)
 	}
-	before, _ := f.reads()
+	before, _ = f.reads()
 	if err := g.check(f.ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -257,5 +261,47 @@ func TestUpstreamGateChecksOnAChange(t *testing.T) {
 	cache.changed <- struct{}{}
 	if err := wait.PollUntilContextTimeout(f.ctx, 10*time.Millisecond, requeueWait, true, ready(false)); err != nil {
 		t.Fatal("the watch saw upstream's Lease taken, the clock did not move: want the gate closed without waiting for the interval")
+	}
+}
+
+// However long the interval, the gate reads the API server itself every
+// gateFreshInterval.
+func TestUpstreamGateStartReadsTheAPIServerEveryFreshInterval(t *testing.T) {
+	f := newGateFixture(t)
+	var ours apiextensionsv1.CustomResourceDefinition
+	if err := yaml.Unmarshal(crd.JobSet, &ours); err != nil {
+		t.Fatal(err)
+	}
+	cache := &fakeUpstreamCache{c: gateClient(t, interceptor.Funcs{}, &ours), changed: make(chan struct{}, 1)}
+	g, err := NewUpstreamGate(f.c, f.onCRD, UpstreamGateOptions{Clock: f.clk, Metrics: prometheus.NewRegistry(), Watch: cache, Interval: 5 * time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.g = g
+	forward(g.jobSets.requeue)
+	forward(g.grants.requeue)
+	ctx, cancel := context.WithCancel(f.ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = g.Start(ctx)
+	}()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	reads := func(want int) wait.ConditionWithContextFunc {
+		return func(context.Context) (bool, error) { n, _ := f.reads(); return n >= want, nil }
+	}
+	if err := wait.PollUntilContextTimeout(f.ctx, 10*time.Millisecond, requeueWait, true, reads(1)); err != nil {
+		t.Fatal("the first check did not read the API server")
+	}
+	// Start waits on the fake clock: once it does, step it.
+	if err := wait.PollUntilContextTimeout(f.ctx, 10*time.Millisecond, requeueWait, true, func(context.Context) (bool, error) { return f.clk.HasWaiters(), nil }); err != nil {
+		t.Fatal("Start is not waiting")
+	}
+	f.clk.Step(gateFreshInterval)
+	if err := wait.PollUntilContextTimeout(f.ctx, 10*time.Millisecond, requeueWait, true, reads(2)); err != nil {
+		t.Fatalf("a 5m interval: no read of the API server %s after the last", gateFreshInterval)
 	}
 }
