@@ -638,11 +638,17 @@ func flagArgs(flags map[string]string) []string {
 }
 
 // Restart kills a control-plane component (etcd or kube-apiserver) with
-// SIGKILL, as a crash would, starts it again with the same flags and
-// returns once it serves again: etcd's data and the API server's
-// certificates stay. Clients reconnect on their own. down is how long
-// the component was away.
-func (c *Cluster) Restart(ctx context.Context, name string) (down time.Duration, err error) {
+// SIGKILL, as a crash would, runs whileDown (if not nil) while it is
+// away, starts it again with the same flags and returns once it serves
+// again: etcd's data and the API server's certificates stay. Clients
+// reconnect on their own. down is how long the component was away.
+//
+// Like StartKubelet, Restart must not run concurrently with Stop or with
+// another restart; channels from Done and the PIDs taken before it do not
+// follow the new process.
+func (c *Cluster) Restart(ctx context.Context, name string, whileDown func(context.Context) error) (down time.Duration, err error) {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
 	var old *process
 	for _, p := range c.procs {
 		if done, _ := p.exited(); p.name == name && !done {
@@ -652,13 +658,17 @@ func (c *Cluster) Restart(ctx context.Context, name string) (down time.Duration,
 	if old == nil {
 		return 0, fmt.Errorf("no running %s to restart", name)
 	}
+	// Each readiness check bounded, so that one stalled request cannot
+	// outlast the process it waits for.
 	var ready func(context.Context) error
 	switch name {
 	case "etcd":
 		url := flagValue(old.cmd.Args, "listen-client-urls")
-		ready = httpOK(http.DefaultClient, url+"/health")
+		ready = httpOK(&http.Client{Timeout: 5 * time.Second}, url+"/health")
 	case "kube-apiserver":
-		client, err := kubernetes.NewForConfig(c.Config)
+		cfg := rest.CopyConfig(c.Config)
+		cfg.Timeout = 5 * time.Second
+		client, err := kubernetes.NewForConfig(cfg)
 		if err != nil {
 			return 0, err
 		}
@@ -672,9 +682,17 @@ func (c *Cluster) Restart(ctx context.Context, name string) (down time.Duration,
 	old.stopped.Store(true)
 	_ = old.cmd.Process.Kill()
 	<-old.done
+	// Started again whatever whileDown says: the next test needs it.
+	var downErr error
+	if whileDown != nil {
+		if downErr = whileDown(ctx); downErr != nil {
+			downErr = fmt.Errorf("while %s was away: %w", name, downErr)
+		}
+	}
 	p, err := startProcess(name, old.cmd.Path, old.cmd.Args[1:], c.logDir)
 	if err != nil {
-		return 0, err
+		old.stopped.Store(false) // CheckAlive reports it gone
+		return 0, errors.Join(downErr, err)
 	}
 	for i := range c.procs {
 		if c.procs[i] == old {
@@ -682,9 +700,9 @@ func (c *Cluster) Restart(ctx context.Context, name string) (down time.Duration,
 		}
 	}
 	if err := p.waitFor(ctx, "serving again", ready); err != nil {
-		return 0, err
+		return 0, errors.Join(downErr, err)
 	}
-	return time.Since(killed), nil
+	return time.Since(killed), downErr
 }
 
 // flagValue is the value of --name=value in args, "" without it.

@@ -32,6 +32,10 @@ const (
 	// the Pod's other containers for an in-place restart or with the Pod
 	// for its deletion; recorded once they have stopped.
 	WorkersStopped EventKind = "WorkersStopped"
+	// WorkerStopping: a supervisor asked its worker to stop (SIGTERM to
+	// its process group, process scope): the worker stops after
+	// Latency.ProcessStop, whatever the API server does meanwhile.
+	WorkerStopping EventKind = "WorkerStopping"
 	// ExitWritten: the first status write that reports a main container
 	// terminated with a non-zero code returned; ExitCode is that code.
 	ExitWritten EventKind = "ExitWritten"

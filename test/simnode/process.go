@@ -101,6 +101,7 @@ func (p *simProcesses) Signal(id int, sig syscall.Signal) {
 	case syscall.SIGTERM, syscall.SIGINT:
 		p.stopped = true
 		p.mu.Unlock()
+		p.r.record(WorkerStopping, 0)
 		go func() {
 			// The worker's own handling of the signal.
 			spend(context.Background(), p.r.sim.latency().ProcessStop)

@@ -1,6 +1,7 @@
 package faults
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"sync"
@@ -12,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
@@ -67,35 +69,69 @@ var _ = Describe("control-plane faults", Serial, func() {
 			Expect(k8sClient.Create(ctx, js)).To(Succeed())
 			before := expectSynced(js, 4, 1)
 
-			// The workers take 4 s to stop on SIGTERM: the restart is
-			// still under way when the component is killed.
+			// The workers take 4 s to stop on SIGTERM, and the component
+			// stays away until they have: the agents report the new epoch
+			// while it is away, and the controller must write the
+			// restart's end through it once it is back.
 			previous := sim.SetLatency(simnode.Latency{ProcessStop: 4 * time.Second})
 			DeferCleanup(func() { sim.SetLatency(previous) })
+			_, mark := recorder.EventsSince(ns.Name, 0)
 			victim := util.JobSetPods(ctx, k8sClient, js)[1]
 			patch := client.MergeFrom(victim.DeepCopy())
 			victim.Annotations[simnode.ExitCodeAnnotation] = "1"
 			Expect(k8sClient.Patch(ctx, &victim, patch)).To(Succeed())
-			Eventually(func(g Gomega) {
-				got := util.GetJobSet(ctx, k8sClient, js)
-				g.Expect(got.Status.DeprecatedEpoch).To(Equal(int32(1)), "the restart begun: epoch 1 deprecated")
-				g.Expect(got.Status.SyncedEpoch).To(Equal(int32(1)), "and not over")
-			}).WithTimeout(timeout).WithPolling(50 * time.Millisecond).Should(Succeed())
+			// Killed once every agent knows of the restart: the three
+			// other workers are stopping.
+			Eventually(func() int {
+				events, _ := recorder.EventsSince(ns.Name, mark)
+				return count(events, simnode.WorkerStopping)
+			}).WithTimeout(timeout).WithPolling(20 * time.Millisecond).Should(Equal(3))
+			got := util.GetJobSet(ctx, k8sClient, js)
+			Expect(got.Status.SyncedEpoch).To(Equal(int32(1)), "the restart is over before the fault")
 
-			down, err := fw.Cluster.Restart(ctx, component)
+			// The victim's worker exited; the other three stop.
+			var restarting time.Time
+			workersStopped := func(ctx context.Context) error {
+				defer func() { restarting = time.Now() }()
+				return wait.PollUntilContextCancel(ctx, 50*time.Millisecond, true, func(context.Context) (bool, error) {
+					events, _ := recorder.EventsSince(ns.Name, mark)
+					return count(events, simnode.WorkersStopped) >= 3, nil
+				})
+			}
+			down, err := fw.Cluster.Restart(ctx, component, workersStopped)
 			Expect(err).NotTo(HaveOccurred())
 			GinkgoWriter.Printf("%s was away for %s\n", component, down)
 
 			Expect(expectSynced(js, 4, 2)).To(Equal(before), "a Pod was recreated instead of restarted in place")
-			got := util.GetJobSet(ctx, k8sClient, js)
+			got = util.GetJobSet(ctx, k8sClient, js)
 			Expect(got.Status.Restarts).To(Equal(int32(1)), "restarts")
 			Expect(got.Status.InPlaceRestarts).To(Equal(int32(1)), "inPlaceRestarts")
+			// The group synced before the barriers lift: the workers
+			// start right after.
+			var started []time.Time
+			Eventually(func(g Gomega) {
+				events, _ := recorder.EventsSince(ns.Name, mark)
+				started = nil
+				for _, e := range events {
+					if e.Kind == simnode.WorkersStarted {
+						started = append(started, e.Time)
+					}
+				}
+				g.Expect(started).To(HaveLen(4), "every worker started again once:\n%s", describe(events))
+			}).WithTimeout(timeout).Should(Succeed())
+			for _, t := range started {
+				Expect(t).To(BeTemporally(">", restarting), "a worker started while %s was away: the restart ended without it", component)
+			}
 		},
 		Entry("the API server", "kube-apiserver"),
 		Entry("etcd", "etcd"),
 	)
 
 	It("admits no JobSet a Deny policy refuses while the API server and etcd restart", func() {
-		const forbidden = "faults.inplace.dev/forbidden"
+		const (
+			forbidden  = "faults.inplace.dev/forbidden"
+			maxCreates = 300
+		)
 		policy := &policyv1alpha1.JobSetPolicy{
 			ObjectMeta: metav1.ObjectMeta{Name: "faults-" + ns.Name},
 			Spec: policyv1alpha1.JobSetPolicySpec{
@@ -123,11 +159,11 @@ deny contains "faults: a forbidden JobSet" if input.object.metadata.labels[%q]
 			wg                          sync.WaitGroup
 			allowedStored, refusedByUs  atomic.Int64
 			forbiddenStored, otherError atomic.Int64
+			allowedDenied               atomic.Int64
 		)
-		// Four clients, each paced: a load, not a flood of refused
-		// connections.
+		// Two clients, each paced and together capped: a load, not a flood.
 		var next atomic.Int64
-		for range 4 {
+		for range 2 {
 			wg.Go(func() {
 				defer GinkgoRecover()
 				tick := time.NewTicker(100 * time.Millisecond)
@@ -139,13 +175,20 @@ deny contains "faults: a forbidden JobSet" if input.object.metadata.labels[%q]
 					case <-tick.C:
 					}
 					i := next.Add(1)
+					if i > maxCreates {
+						return
+					}
 					js := wrappers.MakeJobSet(fmt.Sprintf("js-%d", i), ns.Name).
 						ReplicatedJob(wrappers.MakeReplicatedJob("w").Obj()).Suspend(true).Obj()
 					isForbidden := i%2 == 1
 					if isForbidden {
 						js.Labels = map[string]string{forbidden: "true"}
 					}
-					err := k8sClient.Create(ctx, js)
+					// Bounded: a create the API server's death leaves
+					// hanging must not keep this client from the next.
+					createCtx, cancel := context.WithTimeout(ctx, 2*time.Second)
+					err := k8sClient.Create(createCtx, js)
+					cancel()
 					switch {
 					case err == nil && isForbidden:
 						forbiddenStored.Add(1)
@@ -153,6 +196,8 @@ deny contains "faults: a forbidden JobSet" if input.object.metadata.labels[%q]
 						allowedStored.Add(1)
 					case isForbidden && containsPolicyMessage(err):
 						refusedByUs.Add(1)
+					case containsPolicyMessage(err):
+						allowedDenied.Add(1)
 					default:
 						// The API server or etcd away: refused, nothing stored.
 						otherError.Add(1)
@@ -161,7 +206,7 @@ deny contains "faults: a forbidden JobSet" if input.object.metadata.labels[%q]
 			})
 		}
 		for _, component := range []string{"kube-apiserver", "etcd"} {
-			down, err := fw.Cluster.Restart(ctx, component)
+			down, err := fw.Cluster.Restart(ctx, component, nil)
 			Expect(err).NotTo(HaveOccurred())
 			GinkgoWriter.Printf("%s was away for %s\n", component, down)
 		}
@@ -175,6 +220,8 @@ deny contains "faults: a forbidden JobSet" if input.object.metadata.labels[%q]
 		GinkgoWriter.Printf("stored %d, refused by the policy %d, refused otherwise %d\n", allowedStored.Load(), refusedByUs.Load(), otherError.Load())
 
 		Expect(forbiddenStored.Load()).To(BeZero(), "forbidden JobSets stored")
+		Expect(allowedDenied.Load()).To(BeZero(), "allowed JobSets refused by the policy")
+		Expect(otherError.Load()).To(BeNumerically(">", 0), "no create met the faults")
 		var list jobset.JobSetList
 		Expect(k8sClient.List(ctx, &list, client.InNamespace(ns.Name), client.HasLabels{forbidden})).To(Succeed())
 		Expect(list.Items).To(BeEmpty(), "forbidden JobSets stored")
@@ -184,4 +231,24 @@ deny contains "faults: a forbidden JobSet" if input.object.metadata.labels[%q]
 // containsPolicyMessage reports whether err is the policy's refusal.
 func containsPolicyMessage(err error) bool {
 	return err != nil && strings.Contains(err.Error(), "faults: a forbidden JobSet")
+}
+
+// count counts the events of kind.
+func count(events []simnode.Event, kind simnode.EventKind) int {
+	n := 0
+	for _, e := range events {
+		if e.Kind == kind {
+			n++
+		}
+	}
+	return n
+}
+
+// describe lists events, one a line, for a failure's message.
+func describe(events []simnode.Event) string {
+	var b strings.Builder
+	for _, e := range events {
+		fmt.Fprintf(&b, "%s %-14s %s epoch=%d\n", e.Time.Format("15:04:05.000"), e.Kind, e.Pod, e.Epoch)
+	}
+	return b.String()
 }

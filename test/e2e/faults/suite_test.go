@@ -31,6 +31,8 @@ var (
 	ctx       context.Context
 	k8sClient client.Client
 	sim       *simnode.Sim
+	// recorder holds what the simulated nodes did, and when.
+	recorder = &simnode.Recorder{}
 )
 
 func TestFaults(t *testing.T) {
@@ -53,6 +55,7 @@ var _ = BeforeSuite(func() {
 		Prefix:         "sim",
 		AgentContainer: "inplace-agent",
 		AgentConfig:    cfg,
+		Recorder:       recorder,
 		Log:            zap.New(zap.WriteTo(GinkgoWriter)),
 	})
 	Expect(err).NotTo(HaveOccurred())
