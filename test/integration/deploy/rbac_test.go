@@ -66,15 +66,18 @@ func TestManagerRBACIsLeastPrivilege(t *testing.T) {
 			if slices.Contains(rule.Resources, "secrets") {
 				t.Errorf("%s %s: the manager reads no Secrets: %v", u.GetKind(), u.GetName(), rule)
 			}
-			// The one exception: the controller reads upstream JobSet's
-			// Leases, by name, in a namespace that is configurable and may
-			// not exist (controller/upstream_gate.go).
-			upstreamLeases := u.GetName() == "inplace-manager" && slices.Equal(rule.Verbs, []string{"get"}) && slices.Equal(rule.ResourceNames, coexist.UpstreamLeaseNames)
+			// The one exception: the controller reads and watches upstream
+			// JobSet's Leases, by name, in a namespace that is
+			// configurable and may not exist (controller/upstream_gate.go,
+			// controller/upstream_watch.go: a watch narrowed to one name
+			// is authorized against resourceNames).
+			readByName := []string{"get", "list", "watch"}
+			upstreamLeases := u.GetName() == "inplace-manager" && slices.Equal(rule.Verbs, readByName) && slices.Equal(rule.ResourceNames, coexist.UpstreamLeaseNames)
 			if u.GetKind() == "ClusterRole" && slices.Contains(rule.Resources, "leases") && !upstreamLeases {
-				t.Errorf("ClusterRole %s: Leases belong in the namespaced Role, but for get on upstream JobSet's by name: %v", u.GetName(), rule)
+				t.Errorf("ClusterRole %s: Leases belong in the namespaced Role, but for reads of upstream JobSet's by name: %v", u.GetName(), rule)
 			}
-			if slices.Contains(rule.Resources, "customresourcedefinitions") && (!slices.Equal(rule.Verbs, []string{"get"}) || !slices.Equal(rule.ResourceNames, []string{coexist.CRDName})) {
-				t.Errorf("%s %s: CustomResourceDefinitions only get, and only the JobSet's by name: %v", u.GetKind(), u.GetName(), rule)
+			if slices.Contains(rule.Resources, "customresourcedefinitions") && (!slices.Equal(rule.Verbs, readByName) || !slices.Equal(rule.ResourceNames, []string{coexist.CRDName})) {
+				t.Errorf("%s %s: CustomResourceDefinitions only read, and only the JobSet's by name: %v", u.GetKind(), u.GetName(), rule)
 			}
 			if (slices.Contains(rule.Resources, "mutatingwebhookconfigurations") || slices.Contains(rule.Resources, "validatingwebhookconfigurations")) && (len(rule.ResourceNames) == 0 || u.GetName() != "inplace-webhook-cabundle") {
 				t.Errorf("ClusterRole %s: webhook configurations only by name, and only in the role an install without cert-manager binds: %v", u.GetName(), rule)
