@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"sync"
 	"time"
 
@@ -152,43 +153,20 @@ func (w *UpstreamWatch) Get(ctx context.Context, key client.ObjectKey, obj clien
 	if err != nil {
 		return fmt.Errorf("watching %s %s: %w", o.gvk.Kind, key, err)
 	}
-	// The store's key: namespace/name, or the name of a cluster-scoped object.
-	storeKey := key.Name
-	if key.Namespace != "" {
-		storeKey = key.String()
-	}
-	item, exists, err := o.informer.GetStore().GetByKey(storeKey)
+	item, exists, err := o.informer.GetStore().GetByKey(toolscache.NewObjectName(key.Namespace, key.Name).String())
 	switch {
 	case err != nil:
 		return err
 	case !exists:
 		return apierrors.NewNotFound(o.resource, key.Name)
 	}
-	if err := copyInto(item.(runtime.Object), obj); err != nil {
-		return err
+	// A copy: the cache's object is shared.
+	from, into := reflect.ValueOf(item.(runtime.Object).DeepCopyObject()).Elem(), reflect.ValueOf(obj).Elem()
+	if from.Type() != into.Type() {
+		return fmt.Errorf("%s %s is a %s, not a %s", o.gvk.Kind, key, from.Type(), into.Type())
 	}
+	into.Set(from)
 	// Informers keep no kind: the gate records Events on what it reads.
 	obj.GetObjectKind().SetGroupVersionKind(o.gvk)
-	return nil
-}
-
-// copyInto copies a cached object into obj, which must be of its type.
-func copyInto(from runtime.Object, obj client.Object) error {
-	switch into := obj.(type) {
-	case *metav1.PartialObjectMetadata:
-		m, ok := from.(*metav1.PartialObjectMetadata)
-		if !ok {
-			return fmt.Errorf("want %T, have %T", obj, from)
-		}
-		m.DeepCopyInto(into)
-	case *coordinationv1.Lease:
-		l, ok := from.(*coordinationv1.Lease)
-		if !ok {
-			return fmt.Errorf("want %T, have %T", obj, from)
-		}
-		l.DeepCopyInto(into)
-	default:
-		return fmt.Errorf("%T is not watched", obj)
-	}
 	return nil
 }
