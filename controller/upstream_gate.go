@@ -35,8 +35,10 @@ import (
 // kind. The Leases are read in upstream's namespace, which is
 // configurable, hence a ClusterRole's rights narrowed to their names
 // rather than a Role in a namespace that may not exist.
-// +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get,resourceNames=jobsets.jobset.x-k8s.io
-// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get,resourceNames=6d4f6a47.jobset.x-k8s.io;6d4f6a47.x-k8s.io
+// A watch narrowed to one name (a field selector on metadata.name) is
+// authorized against resourceNames.
+// +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get;list;watch,resourceNames=jobsets.jobset.x-k8s.io
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch,resourceNames=6d4f6a47.jobset.x-k8s.io;6d4f6a47.x-k8s.io
 
 // DefaultUpstreamCheckInterval is how often the gate reads upstream's
 // Leases and the CRD's metadata unless told otherwise.

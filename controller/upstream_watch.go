@@ -23,11 +23,6 @@ import (
 	"github.com/inplace-dev/inplace/controller/coexist"
 )
 
-// The watches are narrowed to one name each (a field selector on
-// metadata.name), which RBAC authorizes against resourceNames.
-// +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=list;watch,resourceNames=jobsets.jobset.x-k8s.io
-// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=list;watch,resourceNames=6d4f6a47.jobset.x-k8s.io;6d4f6a47.x-k8s.io
-
 // UpstreamWatch keeps the JobSet CRD's metadata and upstream JobSet's
 // Leases by watching each of them alone, and serves the gate's periodic
 // reads of them: a replica waiting on upstream then costs the API server
