@@ -12,7 +12,6 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -35,25 +34,14 @@ func processScope(name, namespace string) *jobset.JobSet {
 	return util.SetRestartScope(js, protocol.RestartScopeProcess)
 }
 
-// expectSynced waits until every Pod of js runs at the synced epoch, and
-// returns their UIDs by name.
-func expectSynced(js *jobset.JobSet, want int, epoch int32) map[string]types.UID {
+// expectSynced waits until every Pod of js runs its worker at the synced
+// epoch, every Pod counted in sync, and returns their identities by name.
+func expectSynced(js *jobset.JobSet, want int, epoch int32) map[string]util.PodIdentity {
 	GinkgoHelper()
-	uids := map[string]types.UID{}
-	Eventually(func(g Gomega) {
-		var got jobset.JobSet
-		g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(js), &got)).To(Succeed())
-		g.Expect(got.Status.SyncedEpoch).To(Equal(epoch), "syncedEpoch")
-		g.Expect(got.Status.SyncedPods).To(Equal(int32(want)), "syncedPods")
-		pods := util.JobSetPods(ctx, k8sClient, js)
-		g.Expect(pods).To(HaveLen(want))
-		clear(uids)
-		for _, p := range pods {
-			g.Expect(p.Status.Phase).To(Equal(corev1.PodRunning), "pod %s", p.Name)
-			uids[p.Name] = p.UID
-		}
-	}).WithTimeout(timeout).WithPolling(200 * time.Millisecond).Should(Succeed())
-	return uids
+	ids := util.ExpectWorkersRunning(ctx, k8sClient, js, want, epoch, timeout)
+	Eventually(func() int32 { return util.GetJobSet(ctx, k8sClient, js).Status.SyncedPods }).
+		WithTimeout(timeout).Should(Equal(int32(want)), "syncedPods")
+	return ids
 }
 
 var _ = Describe("control-plane faults", Serial, func() {
