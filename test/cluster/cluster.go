@@ -335,7 +335,26 @@ func (c *Cluster) startEtcd(ctx context.Context, port, peerPort int) error {
 	if err != nil {
 		return err
 	}
-	return p.waitFor(ctx, "health", httpOK(http.DefaultClient, client+"/health"))
+	return p.waitFor(ctx, "health", etcdHealthy(client))
+}
+
+// etcdHealthy checks etcd's health at its client URL, each check bounded.
+func etcdHealthy(url string) func(context.Context) error {
+	return httpOK(&http.Client{Timeout: 5 * time.Second}, url+"/health")
+}
+
+// apiServerReady checks the API server's /readyz, each check bounded, so
+// that one stalled request cannot outlast the process it waits for.
+func (c *Cluster) apiServerReady() (func(context.Context) error, error) {
+	cfg := rest.CopyConfig(c.Config)
+	cfg.Timeout = 5 * time.Second
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context) error {
+		return client.Discovery().RESTClient().Get().AbsPath("/readyz").Do(ctx).Error()
+	}, nil
 }
 
 func (c *Cluster) startAPIServer(ctx context.Context, certs *pki, port, etcdPort int) error {
@@ -402,13 +421,11 @@ func (c *Cluster) startAPIServer(ctx context.Context, certs *pki, port, etcdPort
 		return err
 	}
 	c.Config.QPS, c.Config.Burst = 1000, 2000
-	client, err := kubernetes.NewForConfig(c.Config)
+	ready, err := c.apiServerReady()
 	if err != nil {
 		return err
 	}
-	return p.waitFor(ctx, "readyz", func(ctx context.Context) error {
-		return client.Discovery().RESTClient().Get().AbsPath("/readyz").Do(ctx).Error()
-	})
+	return p.waitFor(ctx, "readyz", ready)
 }
 
 func (c *Cluster) startControllerManager(ctx context.Context, certs *pki, port int) error {
@@ -658,22 +675,13 @@ func (c *Cluster) Restart(ctx context.Context, name string, whileDown func(conte
 	if old == nil {
 		return 0, fmt.Errorf("no running %s to restart", name)
 	}
-	// Each readiness check bounded, so that one stalled request cannot
-	// outlast the process it waits for.
 	var ready func(context.Context) error
 	switch name {
 	case "etcd":
-		url := flagValue(old.cmd.Args, "listen-client-urls")
-		ready = httpOK(&http.Client{Timeout: 5 * time.Second}, url+"/health")
+		ready = etcdHealthy(flagValue(old.cmd.Args, "listen-client-urls"))
 	case "kube-apiserver":
-		cfg := rest.CopyConfig(c.Config)
-		cfg.Timeout = 5 * time.Second
-		client, err := kubernetes.NewForConfig(cfg)
-		if err != nil {
+		if ready, err = c.apiServerReady(); err != nil {
 			return 0, err
-		}
-		ready = func(ctx context.Context) error {
-			return client.Discovery().RESTClient().Get().AbsPath("/readyz").Do(ctx).Error()
 		}
 	default:
 		return 0, fmt.Errorf("%s cannot be restarted: etcd or kube-apiserver only", name)
