@@ -169,10 +169,7 @@ deny contains "e2e: twice" if input.object.kind == "JobSet"
 		}
 		Expect(k8sClient.Create(ctx, policy)).To(Succeed())
 		DeferCleanup(func() { Expect(client.IgnoreNotFound(k8sClient.Delete(ctx, policy))).To(Succeed()) })
-		Eventually(func(g Gomega) {
-			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(policy), policy)).To(Succeed())
-			g.Expect(policy.Status.Conditions).To(ContainElement(And(HaveField("Type", "Ready"), HaveField("Status", metav1.ConditionTrue))))
-		}).WithTimeout(timeout).Should(Succeed())
+		policy = util.ExpectPolicyReady(ctx, k8sClient, policy, metav1.ConditionTrue, timeout)
 		reported := wrappers.MakeJobSet("reported", ns.Name).ReplicatedJob(wrappers.MakeReplicatedJob("w").Obj()).Suspend(true).Obj()
 		Expect(k8sClient.Create(ctx, reported)).To(Succeed())
 		// The create's Event first: the recorder patches a series into an

@@ -135,10 +135,7 @@ deny contains "faults: a forbidden JobSet" if input.object.metadata.labels[%q]
 		}
 		Expect(k8sClient.Create(ctx, policy)).To(Succeed())
 		DeferCleanup(func() { Expect(client.IgnoreNotFound(k8sClient.Delete(ctx, policy))).To(Succeed()) })
-		Eventually(func(g Gomega) {
-			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(policy), policy)).To(Succeed())
-			g.Expect(policy.Status.Conditions).To(ContainElement(And(HaveField("Type", "Ready"), HaveField("Status", metav1.ConditionTrue))))
-		}).WithTimeout(timeout).Should(Succeed())
+		policy = util.ExpectPolicyReady(ctx, k8sClient, policy, metav1.ConditionTrue, timeout)
 
 		// Creates, one forbidden for one allowed, for as long as the
 		// faults last and a little after.

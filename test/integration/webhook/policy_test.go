@@ -11,7 +11,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
@@ -25,6 +24,7 @@ import (
 	"github.com/inplace-dev/inplace/policies"
 	policyreconciler "github.com/inplace-dev/inplace/policies/reconciler"
 	"github.com/inplace-dev/inplace/test/framework"
+	"github.com/inplace-dev/inplace/test/util"
 	"github.com/inplace-dev/inplace/test/wrappers"
 )
 
@@ -50,15 +50,7 @@ func withMaxRestarts(name, namespace string, n int32) *jobset.JobSet {
 
 func expectReady(p *policyv1alpha1.JobSetPolicy, status metav1.ConditionStatus) *policyv1alpha1.JobSetPolicy {
 	GinkgoHelper()
-	var got policyv1alpha1.JobSetPolicy
-	Eventually(func(g Gomega) {
-		g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(p), &got)).To(Succeed())
-		c := meta.FindStatusCondition(got.Status.Conditions, policyv1alpha1.ConditionReady)
-		g.Expect(c).NotTo(BeNil())
-		g.Expect(c.Status).To(Equal(status))
-		g.Expect(got.Status.ObservedGeneration).To(Equal(got.Generation))
-	}).WithTimeout(30 * time.Second).Should(Succeed())
-	return &got
+	return util.ExpectPolicyReady(ctx, k8sClient, p, status, 30*time.Second)
 }
 
 // startPolicyReplica runs the JobSetPolicy controller of another replica
