@@ -61,6 +61,14 @@ func (e ReportEndpoint) IsZero() bool { return e.Address == "" }
 // ReportPath is the endpoint's path: an agent PUTs its Report there.
 const ReportPath = "/v1alpha1/reports"
 
+// BroadcastPath is the endpoint's stream of a JobSet's broadcast: an
+// agent GETs it, with its token, and reads the broadcast ConfigMap's data
+// as the leader's cache holds it (one JSON object per line), first as it
+// stands, then at each change. An agent whose container restarted follows
+// it instead of watching the ConfigMap: the restart then costs the API
+// server no request per agent.
+const BroadcastPath = "/v1alpha1/broadcast"
+
 // ReportAudience is the default audience of the projected service-account
 // token an agent presents: the controller accepts no token for another
 // (the API server's own, say), and the API server none for this one.
@@ -74,6 +82,13 @@ const (
 	// EnvReportPodFallback, "false", keeps the agent from writing its Pod
 	// when the endpoint cannot be reached: its Role may not allow it.
 	EnvReportPodFallback = "REPORT_POD_FALLBACK"
+	// EnvAgentStateDir is the directory, on a volume of the Pod's life,
+	// where the agent keeps the last report endpoint it was told: after
+	// its container restarts it reads the broadcast from that endpoint
+	// instead of the API server (AgentStateDir).
+	EnvAgentStateDir = "AGENT_STATE_DIR"
+	// AgentStateDir is where the webhook mounts the agent's state volume.
+	AgentStateDir = "/var/run/inplace.dev/agent-state"
 	// ReportTokenDir is where the webhook mounts the projected token.
 	ReportTokenDir  = "/var/run/secrets/inplace.dev/reports"
 	ReportTokenFile = "token"

@@ -103,6 +103,12 @@ func startServer(t *testing.T, f *fixture) *tls.Config {
 			t.Errorf("Start: %v", err)
 		}
 	})
+	return startedTLS(t, f)
+}
+
+// startedTLS is the TLS configuration that trusts f's endpoint.
+func startedTLS(t *testing.T, f *fixture) *tls.Config {
+	t.Helper()
 	pool := x509.NewCertPool()
 	if !pool.AppendCertsFromPEM([]byte(f.srv.Endpoint().CA)) {
 		t.Fatal("the endpoint's CA does not parse")

@@ -99,7 +99,10 @@ type Server struct {
 	tls      *tls.Config
 	endpoint protocol.ReportEndpoint
 	results  *prometheus.CounterVec
-	listener net.Listener
+	// streamsOpen counts the broadcast streams open (broadcast.go).
+	streamsOpen prometheus.Gauge
+	streams     *streams
+	listener    net.Listener
 	// keepAlive is how the endpoint keeps its agents' connections.
 	keepAlive keepAlive
 }
@@ -164,12 +167,19 @@ func NewServer(opts Options) (*Server, error) {
 		},
 		results: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "inplace_agent_reports_total",
-			Help: "Reports the JobSet controller's leader received from agents, by result: accepted, unchanged, or the reason it refused one.",
+			Help: "Requests the JobSet controller's leader received from agents, by result: a report accepted or unchanged, a read, a broadcast stream opened, or the reason it refused one.",
 		}, []string{"result"}),
+		streamsOpen: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "inplace_agent_broadcast_streams",
+			Help: "Broadcast streams the JobSet controller's leader holds open: agents started again with their Pod in place, following their JobSet's broadcast from the leader instead of watching it.",
+		}),
+		streams: newStreams(),
 	}
 	if opts.Metrics != nil {
-		if err := opts.Metrics.Register(s.results); err != nil {
-			return nil, err
+		for _, c := range []prometheus.Collector{s.results, s.streamsOpen} {
+			if err := opts.Metrics.Register(c); err != nil {
+				return nil, err
+			}
 		}
 	}
 	return s, nil
@@ -233,6 +243,9 @@ func (s *Server) Start(ctx context.Context) error {
 	s.opts.Log.Info("serving agent reports", "listen", s.listener.Addr().String(), "advertise", s.endpoint.Address, "session", s.endpoint.Session)
 	select {
 	case <-ctx.Done():
+		// The streams never go idle: end them first, or Shutdown waits
+		// for them.
+		s.streams.stop()
 		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		return srv.Shutdown(shutdown)
@@ -263,8 +276,24 @@ func refuse(status int, result, format string, args ...any) *refusal {
 }
 
 // ServeHTTP answers PUT (a report) and GET (what is held for the Pod, which
-// an agent that starts again reads instead of its Pod).
+// an agent that starts again reads instead of its Pod) on
+// protocol.ReportPath, and GET on protocol.BroadcastPath (the broadcast
+// stream, broadcast.go).
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == protocol.BroadcastPath {
+		if r.Method != http.MethodGet {
+			w.Header().Set("Allow", "GET")
+			s.answer(w, refuse(http.StatusMethodNotAllowed, "bad_request", "%s is not allowed: GET the broadcast", r.Method), nil)
+			return
+		}
+		pod, _, err := s.authenticate(r)
+		if err != nil {
+			s.answer(w, err, nil)
+			return
+		}
+		s.serveBroadcast(w, r, pod)
+		return
+	}
 	if r.URL.Path != protocol.ReportPath {
 		http.NotFound(w, r)
 		return

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -311,6 +312,15 @@ func setupReports(mgr ctrl.Manager, cfg *configv1alpha1.Configuration, reg prome
 	})
 	if err != nil {
 		return nil, protocol.ReportEndpoint{}, err
+	}
+	// Agents started again with their Pod in place follow their
+	// broadcast from the leader: it streams each change its cache sees.
+	inf, err := mgr.GetCache().GetInformer(context.Background(), &corev1.ConfigMap{})
+	if err != nil {
+		return nil, protocol.ReportEndpoint{}, fmt.Errorf("agent reports: the informer of broadcast ConfigMaps: %w", err)
+	}
+	if _, err := inf.AddEventHandler(srv.BroadcastHandler()); err != nil {
+		return nil, protocol.ReportEndpoint{}, fmt.Errorf("agent reports: %w", err)
 	}
 	// The port is opened when this replica leads (Start): a replica
 	// that does not refuses an agent's connection at once.
