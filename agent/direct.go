@@ -57,11 +57,16 @@ type DirectTransport struct {
 	// network blip) is not given up for the rest of the leader's term.
 	// 0 means DefaultRetryDirectAfter.
 	RetryDirectAfter time.Duration
+	// Memory, if set, keeps the endpoint the broadcast names across
+	// restarts of the agent's container (EndpointFile).
+	Memory EndpointMemory
 
-	mu       sync.Mutex
-	endpoint protocol.ReportEndpoint
-	last     protocol.Broadcast
-	client   *http.Client
+	mu sync.Mutex
+	// remembered is what Memory holds, once this run wrote it.
+	remembered *protocol.ReportEndpoint
+	endpoint   protocol.ReportEndpoint
+	last       protocol.Broadcast
+	client     *http.Client
 	// failing is when reports to the endpoint began to fail on the way;
 	// zero while they succeed.
 	failing time.Time
@@ -117,12 +122,26 @@ func TokenFile(path string) func() (string, error) {
 // errNotDirect: the report goes on the Pod.
 var errNotDirect = errors.New("no endpoint to report to")
 
-// Broadcasts delivers the KubeTransport's broadcasts and notes the
-// endpoint each names; a new session has the agent's state said again.
+// Broadcasts delivers the broadcasts and notes the endpoint each names; a
+// new session has the agent's state said again.
+//
+// At its first start the agent watches the broadcast ConfigMap
+// (KubeTransport). Once started again in a Pod restarted in place, with
+// an endpoint remembered (Memory), it reads the broadcast from that
+// endpoint instead (followLeader): a container-scope restart of N Pods
+// then costs the API server no watch per agent.
 func (d *DirectTransport) Broadcasts(ctx context.Context) (<-chan protocol.Broadcast, error) {
-	in, err := d.KubeTransport.Broadcasts(ctx)
-	if err != nil {
-		return nil, err
+	var in <-chan protocol.Broadcast
+	if ep, ok := d.recall(); ok {
+		d.mu.Lock()
+		d.remembered = &ep
+		d.mu.Unlock()
+		in = d.followLeader(ctx, ep)
+	} else {
+		var err error
+		if in, err = d.KubeTransport.Broadcasts(ctx); err != nil {
+			return nil, err
+		}
 	}
 	out := make(chan protocol.Broadcast, 1)
 	go func() {
@@ -131,6 +150,7 @@ func (d *DirectTransport) Broadcasts(ctx context.Context) (<-chan protocol.Broad
 			if d.observe(b) {
 				go d.sayAgain(ctx, b.Reports.Session)
 			}
+			d.remember(b.Reports)
 			select {
 			case out <- b:
 			case <-ctx.Done():
@@ -139,6 +159,143 @@ func (d *DirectTransport) Broadcasts(ctx context.Context) (<-chan protocol.Broad
 		}
 	}()
 	return out, nil
+}
+
+// recall returns the endpoint remembered from an earlier run of the
+// agent's container, if it may report directly.
+func (d *DirectTransport) recall() (protocol.ReportEndpoint, bool) {
+	if d.Memory == nil || d.Token == nil {
+		return protocol.ReportEndpoint{}, false
+	}
+	return d.Memory.Recall()
+}
+
+// remember keeps the endpoint a broadcast names for the next run of the
+// agent's container, when it changed.
+func (d *DirectTransport) remember(ep protocol.ReportEndpoint) {
+	if d.Memory == nil || d.Token == nil {
+		return
+	}
+	d.mu.Lock()
+	same := d.remembered != nil && *d.remembered == ep
+	d.mu.Unlock()
+	if same {
+		return
+	}
+	if err := d.Memory.Remember(ep); err != nil {
+		// The next run watches the broadcast instead: no harm but a
+		// request.
+		d.Log.Error(err, "remembering the report endpoint")
+		return
+	}
+	d.mu.Lock()
+	d.remembered = &ep
+	d.mu.Unlock()
+}
+
+// followLeader delivers the broadcast as the leader at ep streams it, for
+// as long as it names that leader. When the stream cannot be opened
+// within FallbackAfter, ends, or the broadcast names another endpoint (a
+// new leader's, or none), the agent watches the ConfigMap instead, for the
+// rest of its run: the watch begins with the broadcast as it stands, so
+// nothing is missed in between.
+func (d *DirectTransport) followLeader(ctx context.Context, ep protocol.ReportEndpoint) <-chan protocol.Broadcast {
+	out := make(chan protocol.Broadcast, 1)
+	go func() {
+		defer close(out)
+		var last *protocol.Broadcast
+		send := func(b protocol.Broadcast) bool {
+			if last != nil && last.Equal(b) {
+				return true
+			}
+			last = &b
+			select {
+			case out <- b:
+				return true
+			case <-ctx.Done():
+				return false
+			}
+		}
+		err := d.stream(ctx, ep, func(b protocol.Broadcast) bool {
+			return send(b) && b.Reports == ep
+		})
+		if ctx.Err() != nil {
+			return
+		}
+		d.Log.Info("watching the broadcast instead of following the leader's stream", "address", ep.Address, "reason", err.Error())
+		in, err := d.KubeTransport.Broadcasts(ctx)
+		if err != nil {
+			d.Log.Error(err, "watching the broadcast")
+			return
+		}
+		for b := range in {
+			if !send(b) {
+				return
+			}
+		}
+	}()
+	return out
+}
+
+// errOtherEndpoint: the streamed broadcast names another endpoint than
+// the leader's that streams it.
+var errOtherEndpoint = errors.New("the broadcast names another report endpoint")
+
+// stream reads the broadcast from the endpoint ep (protocol.BroadcastPath)
+// and hands each to each, until each returns false, the stream ends or
+// fails, or no broadcast came within FallbackAfter of the request.
+func (d *DirectTransport) stream(ctx context.Context, ep protocol.ReportEndpoint, each func(protocol.Broadcast) bool) error {
+	d.mu.Lock()
+	if d.endpoint.IsZero() {
+		// The endpoint the broadcast will name, as far as the agent
+		// knows: its first report goes there, on the same connection.
+		d.endpoint = ep
+	}
+	d.mu.Unlock()
+	_, client, err := d.current()
+	if err != nil {
+		return err
+	}
+	raw, err := d.Token()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	// A leader gone (its address unreachable, another CA there) is given
+	// up on as a report to it is.
+	first := time.AfterFunc(d.fallbackAfter(), cancel)
+	defer first.Stop()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+ep.Address+protocol.BroadcastPath, nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+raw)
+	resp, err := client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		var answer protocol.ReportAnswer
+		_ = json.NewDecoder(io.LimitReader(resp.Body, 64<<10)).Decode(&answer)
+		return fmt.Errorf("the report endpoint answered %d: %s", resp.StatusCode, answer.Message)
+	}
+	dec := json.NewDecoder(resp.Body)
+	for {
+		var data map[string]string
+		if err := dec.Decode(&data); err != nil {
+			return fmt.Errorf("the leader's broadcast stream ended: %w", err)
+		}
+		first.Stop()
+		b, err := protocol.DecodeBroadcast(data)
+		if err != nil {
+			return fmt.Errorf("the leader streamed an invalid broadcast: %w", err)
+		}
+		if !each(b) {
+			return errOtherEndpoint
+		}
+	}
 }
 
 // observe notes a broadcast and reports whether it names another endpoint,

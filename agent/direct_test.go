@@ -51,6 +51,7 @@ type apiStandIn struct {
 	mu      sync.Mutex
 	pod     *corev1.Pod
 	podGets int
+	watches int
 	patches []map[string]string
 }
 
@@ -88,6 +89,9 @@ func newAPIStandIn(t *testing.T, pod *corev1.Pod) *apiStandIn {
 			a.patched <- patch.Metadata.Annotations
 			writeJSON(w, http.StatusOK, pod)
 		case r.URL.Path == fmt.Sprintf("/api/v1/namespaces/%s/configmaps", directNS) && r.URL.Query().Get("watch") == "true":
+			a.mu.Lock()
+			a.watches++
+			a.mu.Unlock()
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(http.StatusOK)
 			w.(http.Flusher).Flush()
@@ -155,6 +159,10 @@ func (a *apiStandIn) broadcast(t *testing.T, b protocol.Broadcast) {
 type leaderStandIn struct {
 	srv  *httptest.Server
 	puts chan protocol.Report
+	// stream is what the broadcast stream sends, a broadcast at a time.
+	stream chan protocol.Broadcast
+	// streams counts the streams opened.
+	streams atomic.Int32
 	// closed is told of every connection closed.
 	closed chan struct{}
 
@@ -172,8 +180,12 @@ type leaderRequest struct {
 
 func newLeaderStandIn(t *testing.T) *leaderStandIn {
 	t.Helper()
-	l := &leaderStandIn{puts: make(chan protocol.Report, 100), closed: make(chan struct{}, 100)}
+	l := &leaderStandIn{puts: make(chan protocol.Report, 100), closed: make(chan struct{}, 100), stream: make(chan protocol.Broadcast)}
 	l.srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == protocol.BroadcastPath {
+			l.serveStream(w, r)
+			return
+		}
 		if r.URL.Path != protocol.ReportPath {
 			http.NotFound(w, r)
 			return
@@ -212,6 +224,37 @@ func newLeaderStandIn(t *testing.T) *leaderStandIn {
 	l.srv.StartTLS()
 	t.Cleanup(l.srv.Close)
 	return l
+}
+
+// serveStream streams what l.stream is sent, as the leader streams the
+// broadcast.
+func (l *leaderStandIn) serveStream(w http.ResponseWriter, r *http.Request) {
+	l.streams.Add(1)
+	if r.Header.Get("Authorization") != "Bearer "+directToken {
+		writeJSON(w, http.StatusUnauthorized, protocol.ReportAnswer{Message: "no token"})
+		return
+	}
+	w.WriteHeader(http.StatusOK)
+	w.(http.Flusher).Flush()
+	for {
+		select {
+		case b := <-l.stream:
+			_ = json.NewEncoder(w).Encode(protocol.EncodeBroadcast(b))
+			w.(http.Flusher).Flush()
+		case <-r.Context().Done():
+			return
+		}
+	}
+}
+
+// send streams b to the agent following the leader.
+func (l *leaderStandIn) send(t *testing.T, b protocol.Broadcast) {
+	t.Helper()
+	select {
+	case l.stream <- b:
+	case <-time.After(directWait):
+		t.Fatal("the agent never followed the leader's broadcast")
+	}
 }
 
 func (l *leaderStandIn) setAnswer(answer func(method string, r protocol.Report) (int, any)) {

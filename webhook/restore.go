@@ -115,9 +115,9 @@ func restoreReplicatedJob(rj, was *jobset.ReplicatedJob, injected map[string]boo
 		if a := slices.IndexFunc(wasPod.InitContainers, inject.InjectedAgent); a >= 0 && !inject.HasAgent(pod, wasPod.InitContainers[a].Name) {
 			at := min(a, len(pod.InitContainers))
 			pod.InitContainers = slices.Insert(pod.InitContainers, at, *wasPod.InitContainers[a].DeepCopy())
-			// And the volume of its report token, which it mounts.
+			// And the volumes it mounts: its report token, its state.
 			for _, v := range wasPod.Volumes {
-				if v.Name == inject.ReportTokenVolume && !slices.ContainsFunc(pod.Volumes, func(o corev1.Volume) bool { return o.Name == v.Name }) {
+				if (v.Name == inject.ReportTokenVolume || v.Name == inject.AgentStateVolume) && !slices.ContainsFunc(pod.Volumes, func(o corev1.Volume) bool { return o.Name == v.Name }) {
 					pod.Volumes = append(pod.Volumes, *v.DeepCopy())
 				}
 			}

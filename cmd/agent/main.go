@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"os/signal"
 	"strconv"
 	"strings"
@@ -124,8 +125,15 @@ func injected(log logr.Logger, restCfg *rest.Config) (agent.Config, agent.Transp
 	// reports to the controller where the broadcast names an endpoint (an
 	// agent injected by an older manager has none, and writes its Pod).
 	if path := os.Getenv(protocol.EnvReportTokenPath); path != "" {
-		return cfg, &agent.DirectTransport{KubeTransport: t, Token: agent.TokenFile(path),
-			NoPodFallback: os.Getenv(protocol.EnvReportPodFallback) == "false"}, nil
+		d := &agent.DirectTransport{KubeTransport: t, Token: agent.TokenFile(path),
+			NoPodFallback: os.Getenv(protocol.EnvReportPodFallback) == "false"}
+		// On the Pod's state volume, the endpoint outlives the agent's
+		// container: started again in a Pod restarted in place, the
+		// agent reads its broadcast from the leader, not from a watch.
+		if dir := os.Getenv(protocol.EnvAgentStateDir); dir != "" {
+			d.Memory = agent.EndpointFile(filepath.Join(dir, agent.StateFile))
+		}
+		return cfg, d, nil
 	}
 	return cfg, t, nil
 }

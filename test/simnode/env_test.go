@@ -54,6 +54,7 @@ func TestContainerEnv(t *testing.T) {
 		protocol.EnvPodIP: "10.0.1.1", protocol.EnvJobSetName: "train", protocol.EnvReplicatedJobName: "workers",
 		protocol.EnvPodEpoch: "", protocol.EnvRestartExitCode: "88", protocol.EnvBarrierPort: "18080",
 		protocol.EnvReportTokenPath: "/var/run/secrets/inplace.dev/reports/token",
+		protocol.EnvAgentStateDir:   protocol.AgentStateDir,
 		protocol.EnvBarrierHold:     "900",
 	}
 	if diff := cmp.Diff(want, env); diff != "" {

@@ -63,6 +63,28 @@ type podRunner struct {
 	// agentToken is the token bound to the Pod its agents authenticate
 	// with, under Options.AgentConfig.
 	agentToken string
+	// agentState is the agent's state volume (an emptyDir): kept while
+	// the Pod's containers restart in place, gone with the Pod.
+	agentState volumeMemory
+}
+
+// volumeMemory is an agent.EndpointMemory on a simulated emptyDir.
+type volumeMemory struct {
+	mu sync.Mutex
+	ep protocol.ReportEndpoint
+}
+
+func (m *volumeMemory) Recall() (protocol.ReportEndpoint, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.ep, !m.ep.IsZero()
+}
+
+func (m *volumeMemory) Remember(ep protocol.ReportEndpoint) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.ep = ep
+	return nil
 }
 
 func newPodRunner(s *Sim, pod *corev1.Pod, ip string) *podRunner {
@@ -544,6 +566,10 @@ func (r *podRunner) runAgent(ctx context.Context, c corev1.Container) int {
 			t.Token = func() (string, error) { return r.reportToken(ctx, audience, expiry) }
 		}
 	}
+	// And a state volume, which outlives the agent's container.
+	if env[protocol.EnvAgentStateDir] != "" && mountsVolume(&c, pod, env[protocol.EnvAgentStateDir]) {
+		t.Memory = &r.agentState
+	}
 	listener, err := r.sim.podNet.Listen(cfg.Listen)
 	if err != nil {
 		log.Error(err, "agent")
@@ -799,4 +825,20 @@ func (r *podRunner) projectedToken(ctx context.Context, kept *string, spec authe
 	*kept = tr.Status.Token
 	r.mu.Unlock()
 	return tr.Status.Token, nil
+}
+
+// mountsVolume reports whether container c mounts, at path, an emptyDir
+// of the Pod: what the kubelet keeps across the container's restarts.
+func mountsVolume(c *corev1.Container, pod *corev1.Pod, path string) bool {
+	for _, m := range c.VolumeMounts {
+		if m.MountPath != path {
+			continue
+		}
+		for _, v := range pod.Spec.Volumes {
+			if v.Name == m.Name && v.EmptyDir != nil {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/utils/ptr"
 
 	configv1alpha1 "github.com/inplace-dev/inplace/api/config/v1alpha1"
@@ -14,6 +15,15 @@ import (
 // ReportTokenVolume is the projected volume that holds the agent's token
 // for its reports to the controller.
 const ReportTokenVolume = "inplace-agent-report-token"
+
+// AgentStateVolume is the emptyDir, mounted into the agent alone, where
+// it keeps the report endpoint while its Pod's containers restart in
+// place: started again, it follows its broadcast from the leader instead
+// of watching it.
+const AgentStateVolume = "inplace-agent-state"
+
+// agentStateLimit bounds the state volume: the endpoint is a few KB.
+var agentStateLimit = resource.MustParse("1Mi")
 
 // injectReportToken gives the Pod's agent (at index a of its init
 // containers) a projected service-account token for the controller's
@@ -41,6 +51,15 @@ func injectReportToken(pod *corev1.PodSpec, a int, reports configv1alpha1.AgentR
 		ag.VolumeMounts = append(ag.VolumeMounts, corev1.VolumeMount{Name: ReportTokenVolume, MountPath: protocol.ReportTokenDir, ReadOnly: true})
 	}
 	setEnv(ag, corev1.EnvVar{Name: protocol.EnvReportTokenPath, Value: path.Join(protocol.ReportTokenDir, protocol.ReportTokenFile)})
+	if !slices.ContainsFunc(pod.Volumes, func(v corev1.Volume) bool { return v.Name == AgentStateVolume }) {
+		pod.Volumes = append(pod.Volumes, corev1.Volume{Name: AgentStateVolume, VolumeSource: corev1.VolumeSource{
+			EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: &agentStateLimit},
+		}})
+	}
+	if !slices.ContainsFunc(ag.VolumeMounts, func(m corev1.VolumeMount) bool { return m.Name == AgentStateVolume }) {
+		ag.VolumeMounts = append(ag.VolumeMounts, corev1.VolumeMount{Name: AgentStateVolume, MountPath: protocol.AgentStateDir})
+	}
+	setEnv(ag, corev1.EnvVar{Name: protocol.EnvAgentStateDir, Value: protocol.AgentStateDir})
 	if !ptr.Deref(reports.PodFallback, true) {
 		setEnv(ag, corev1.EnvVar{Name: protocol.EnvReportPodFallback, Value: "false"})
 	}
