@@ -9,6 +9,8 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -75,6 +77,57 @@ func directAgent(pod corev1.Pod, js *jobset.JobSet, dial func(context.Context, s
 	}()
 	Eventually(first).WithTimeout(timeout).Should(Receive(), "no broadcast reached the agent")
 	return t
+}
+
+// restartedAgent is the transport of the Pod's agent started again with its
+// Pod in place, its endpoint remembered in mem: its broadcasts, and a count
+// of the requests it sent the API server.
+func restartedAgent(pod corev1.Pod, js *jobset.JobSet, mem agent.EndpointMemory) (*agent.DirectTransport, <-chan protocol.Broadcast, *atomic.Int32) {
+	GinkgoHelper()
+	var requests atomic.Int32
+	agentCfg := rest.AnonymousClientConfig(cfg)
+	agentCfg.BearerToken = podToken(pod)
+	agentCfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripper(func(r *http.Request) (*http.Response, error) {
+			requests.Add(1)
+			return rt.RoundTrip(r)
+		})
+	}
+	tok := reportToken(pod, protocol.ReportAudience)
+	t := &agent.DirectTransport{
+		KubeTransport: &agent.KubeTransport{Client: kubernetes.NewForConfigOrDie(agentCfg), Namespace: pod.Namespace, Pod: pod.Name, JobSet: js.Name, Log: GinkgoLogr},
+		Token:         func() (string, error) { return tok, nil },
+		FallbackAfter: time.Second,
+		Memory:        mem,
+	}
+	tctx, cancel := context.WithCancel(ctx)
+	DeferCleanup(cancel)
+	updates, err := t.Broadcasts(tctx)
+	Expect(err).NotTo(HaveOccurred())
+	return t, updates, &requests
+}
+
+type roundTripper func(*http.Request) (*http.Response, error)
+
+func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// endpointMemory is the agent's state volume.
+type endpointMemory struct {
+	mu sync.Mutex
+	ep protocol.ReportEndpoint
+}
+
+func (m *endpointMemory) Recall() (protocol.ReportEndpoint, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.ep, !m.ep.IsZero()
+}
+
+func (m *endpointMemory) Remember(ep protocol.ReportEndpoint) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.ep = ep
+	return nil
 }
 
 // endpointOf is the report endpoint the JobSet's broadcast names.
@@ -244,6 +297,31 @@ var _ = Describe("direct reports", func() {
 		Eventually(func() int32 { return status(js).SyncedEpoch }).WithTimeout(timeout).Should(Equal(int32(2)))
 		Expect(status(js).InPlaceRestarts).To(Equal(int32(1)), "the restart was counted again by the new leader")
 		expectNoEpochOnPods(pods)
+	})
+})
+
+var _ = Describe("the leader's broadcast stream", func() {
+	It("carries a restart to an agent started again with its Pod in place, with no request to the API server, until the leader changes", func() {
+		js, pods := inPlaceJobSet("follow", 2, func(js *jobset.JobSet) { js.Spec.FailurePolicy.MaxRestarts = 3 })
+		_, b := syncedPair(js, pods)
+		ep := endpointOf(js)
+
+		By("agent a started again, its endpoint on its state volume")
+		a, updates, requests := restartedAgent(pods[0], js, &endpointMemory{ep: ep})
+		Eventually(updates).WithTimeout(timeout).Should(Receive(HaveField("SyncedEpoch", int32(1))))
+		Expect(a.Direct()).To(BeTrue())
+		Expect(a.ReportEpoch(ctx, 2)).To(Succeed())
+		Eventually(updates).WithTimeout(timeout).Should(Receive(HaveField("DeprecatedEpoch", int32(1))), "the deprecation did not reach the restarted agent")
+		Expect(b.ReportEpoch(ctx, 2)).To(Succeed())
+		Eventually(updates).WithTimeout(timeout).Should(Receive(HaveField("SyncedEpoch", int32(2))), "the release did not reach the restarted agent")
+		Expect(requests.Load()).To(BeZero(), "the restarted agent sent the API server requests: it should follow the leader's stream")
+		expectNoEpochOnPods(pods)
+
+		By("a new leader: the stream ends and the agent watches its broadcast")
+		fw.StopManager()
+		fw.StartManager(cfg)
+		Eventually(updates).WithTimeout(timeout).Should(Receive(HaveField("Reports.Session", Not(Equal(ep.Session)))), "the new leader's broadcast did not reach the restarted agent")
+		Expect(requests.Load()).To(BeNumerically(">=", 1), "the agent learnt of the new leader without watching")
 	})
 })
 
