@@ -135,6 +135,10 @@ type Reconciler struct {
 	// (Options.FatalExitSettle), by JobSet: observe reads them into the
 	// next reconcile's Observed, record keeps the plan's.
 	held state.HeldRestarts
+	// countersHeld remembers, by JobSet, since when a change of its
+	// counters alone has been held back while it recovers from an
+	// in-place restart (decide.HoldCounters).
+	countersHeld state.HeldCounters
 }
 
 // The rights of the calls the controller makes, and no more: every read
@@ -224,6 +228,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			r.metrics.gone(req.NamespacedName)
 			r.held.Forget(req.NamespacedName)
 			r.sessions.Delete(req.NamespacedName)
+			r.countersHeld.Forget(req.NamespacedName)
 			r.expectations.Forget(req.NamespacedName)
 			return ctrl.Result{}, nil
 		}
@@ -280,7 +285,20 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if p.DeleteJobSet {
 		return ctrl.Result{}, nil
 	}
-	if decide.NeedsWrite(effective, js.Status, p.Status) {
+	write := decide.NeedsWrite(effective, js.Status, p.Status)
+	switch {
+	case !write:
+		r.countersHeld.Forget(req.NamespacedName) // nothing held
+	case decide.HoldCounters(effective, js.Status, p.Status):
+		if wait := r.countersHeld.Wait(req.NamespacedName, js.UID, now, decide.RecoveryHold); wait > 0 {
+			write = false
+			if p.RequeueAfter == 0 || wait < p.RequeueAfter {
+				p.RequeueAfter = wait
+			}
+		}
+	}
+	if write {
+		r.countersHeld.Forget(req.NamespacedName)
 		before := js.Status
 		js.Status = p.Status
 		// Update, not patch: the write carries the resourceVersion that was

@@ -1,6 +1,9 @@
 package decide
 
 import (
+	"slices"
+	"time"
+
 	"k8s.io/apimachinery/pkg/api/equality"
 
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
@@ -42,4 +45,44 @@ func decisionsOf(statuses []jobset.ReplicatedJobStatus) []jobset.ReplicatedJobSt
 		out = append(out, jobset.ReplicatedJobStatus{Name: s.Name, JobRestarts: s.JobRestarts, JobRestartsCountTowardsMax: s.JobRestartsCountTowardsMax})
 	}
 	return out
+}
+
+// RecoveryHold bounds how long a change of counters alone waits while an
+// in-place JobSet recovers from a restart (HoldCounters).
+const RecoveryHold = 30 * time.Second
+
+// HoldCounters reports whether next, which NeedsWrite would write over
+// cur, changes nothing but counters while js recovers from an in-place
+// restart: synced again, but some replicated job not yet ready again. In
+// container scope every Pod of the group goes unready and ready again
+// after the release, as its kubelet restarts its containers, and each
+// Job's readiness moves the counters: written at each, they would cost a
+// status write per batch period for the tens of seconds the kubelets
+// take, more the larger N. Held, they are written once the group is ready
+// again, with the next decision, or after RecoveryHold, whichever comes
+// first (the reconciler keeps the time).
+//
+// Only after an in-place restart: at a first start, a resume or a
+// recreation, the counters say how far the start has come, and are
+// written as they move.
+func HoldCounters(js *jobset.JobSet, cur, next jobset.JobSetStatus) bool {
+	if !jobset.InPlaceActive(js) || next.InPlaceRestarts == 0 || jobset.RestartStateOf(js, &next) != jobset.StateRunning {
+		return false
+	}
+	return countersOnly(cur, next) && !everyJobReady(js, next)
+}
+
+// everyJobReady reports whether every Job of every replicated job is ready
+// or has succeeded, as status counts them.
+func everyJobReady(js *jobset.JobSet, status jobset.JobSetStatus) bool {
+	for _, rj := range js.Spec.ReplicatedJobs {
+		i := slices.IndexFunc(status.ReplicatedJobsStatus, func(s jobset.ReplicatedJobStatus) bool { return s.Name == rj.Name })
+		if i < 0 {
+			return false
+		}
+		if s := status.ReplicatedJobsStatus[i]; s.Ready+s.Succeeded < rj.Replicas {
+			return false
+		}
+	}
+	return true
 }

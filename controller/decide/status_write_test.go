@@ -47,3 +47,80 @@ func TestStatusWrites(t *testing.T) {
 		t.Errorf("outside an in-place restart: a change is not written, or no change is")
 	}
 }
+
+// TestHoldCounters: after an in-place restart, while the group is synced
+// but not every Job is ready again, a change of counters alone is held;
+// the change that makes every Job ready, a decision, a first start and a
+// JobSet that recreates are written.
+func TestHoldCounters(t *testing.T) {
+	counts := func(driver, workers int32) []jobset.ReplicatedJobStatus {
+		return []jobset.ReplicatedJobStatus{{Name: "driver", Ready: driver}, {Name: "workers", Ready: workers}}
+	}
+	recovering := func(js *jobset.JobSet, c []jobset.ReplicatedJobStatus) jobset.JobSetStatus {
+		s := *js.Status.DeepCopy()
+		s.InPlaceRestarts, s.Restarts, s.ReplicatedJobsStatus = 1, 1, c
+		return s
+	}
+	js := inPlaceJobSet(1, 2)
+	cases := map[string]struct {
+		js        *jobset.JobSet
+		cur, next func(*jobset.JobSet) jobset.JobSetStatus
+		want      bool
+	}{
+		"a Job unready after the release": {
+			js:   js,
+			cur:  func(js *jobset.JobSet) jobset.JobSetStatus { return recovering(js, counts(1, 1)) },
+			next: func(js *jobset.JobSet) jobset.JobSetStatus { return recovering(js, counts(1, 0)) },
+			want: true,
+		},
+		"a Job ready again, another not yet": {
+			js:   js,
+			cur:  func(js *jobset.JobSet) jobset.JobSetStatus { return recovering(js, counts(0, 0)) },
+			next: func(js *jobset.JobSet) jobset.JobSetStatus { return recovering(js, counts(1, 0)) },
+			want: true,
+		},
+		"every Job ready again": {
+			js:   js,
+			cur:  func(js *jobset.JobSet) jobset.JobSetStatus { return recovering(js, counts(1, 0)) },
+			next: func(js *jobset.JobSet) jobset.JobSetStatus { return recovering(js, counts(1, 1)) },
+		},
+		"a decision with the counters": {
+			js:  js,
+			cur: func(js *jobset.JobSet) jobset.JobSetStatus { return recovering(js, counts(1, 1)) },
+			next: func(js *jobset.JobSet) jobset.JobSetStatus {
+				s := recovering(js, counts(1, 0))
+				s.DeprecatedEpoch = 2
+				return s
+			},
+		},
+		"a first start": {
+			js:  js,
+			cur: func(js *jobset.JobSet) jobset.JobSetStatus { return recovering(js, counts(0, 0)) },
+			next: func(js *jobset.JobSet) jobset.JobSetStatus {
+				s := recovering(js, counts(1, 0))
+				s.InPlaceRestarts = 0
+				return s
+			},
+		},
+		"a JobSet that recreates": {
+			js: func() *jobset.JobSet {
+				js := js.DeepCopy()
+				js.Spec.FailurePolicy.RestartStrategy = jobset.Recreate
+				return js
+			}(),
+			cur:  func(js *jobset.JobSet) jobset.JobSetStatus { return recovering(js, counts(1, 1)) },
+			next: func(js *jobset.JobSet) jobset.JobSetStatus { return recovering(js, counts(1, 0)) },
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			cur, next := tc.cur(tc.js), tc.next(tc.js)
+			if !NeedsWrite(tc.js, cur, next) {
+				t.Fatalf("NeedsWrite = false: the case changes nothing to write")
+			}
+			if got := HoldCounters(tc.js, cur, next); got != tc.want {
+				t.Errorf("HoldCounters = %t, want %t", got, tc.want)
+			}
+		})
+	}
+}

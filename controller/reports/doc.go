@@ -2,12 +2,17 @@
 // reports: the endpoint the leader serves them on, and the store that holds
 // them (docs/explanation/agent-reports.md).
 //
-//	server.go  Server: PUT and GET /v1alpha1/reports over TLS 1.3, the
-//	           token verified, the Pod and its JobSet checked in the cache,
-//	           the epochs never broadcast refused, inplace_agent_reports_total
-//	store.go   Store: the reports by Pod UID; Overlay, a Pod read with its
-//	           report merged into its annotations (the higher value wins)
-//	token/     the projected service-account tokens, verified locally
+//	server.go     Server: PUT and GET /v1alpha1/reports over TLS 1.3, the
+//	              token verified, the Pod and its JobSet checked in the
+//	              cache, the epochs never broadcast refused,
+//	              inplace_agent_reports_total
+//	broadcast.go  GET /v1alpha1/broadcast: the JobSet's broadcast streamed
+//	              from the cache to agents started again in a Pod restarted
+//	              in place, inplace_agent_broadcast_streams
+//	store.go      Store: the reports by Pod UID; Overlay, a Pod read with
+//	              its report merged into its annotations (the higher value
+//	              wins)
+//	token/        the projected service-account tokens, verified locally
 //
 // A report is soft state. The store lives in the leader's memory and goes
 // with its term; the durable part of the epoch protocol is the JobSet's

@@ -12,6 +12,7 @@
 //	pods.go           what the epoch protocol reads of one Pod, bounded and judged as of its JobSet
 //	expectations.go   Jobs created or deleted whose creation or deletion the cache does not show yet
 //	held.go           when each JobSet's in-place restart was first held back for a fatal exit, between its reconciles
+//	held_counters.go  since when each JobSet's counters have been held back while it recovers from an in-place restart
 //
 // It records and classifies, and decides nothing: what to do with a
 // JobSet is controller/decide's, talking to the API server controller's.
