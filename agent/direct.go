@@ -287,7 +287,9 @@ func (d *DirectTransport) stream(ctx context.Context, ep protocol.ReportEndpoint
 		if err := dec.Decode(&data); err != nil {
 			return fmt.Errorf("the leader's broadcast stream ended: %w", err)
 		}
-		first.Stop()
+		if first.Stop() {
+			d.Log.Info("following the leader's broadcast", "address", ep.Address, "session", ep.Session)
+		}
 		b, err := protocol.DecodeBroadcast(data)
 		if err != nil {
 			return fmt.Errorf("the leader streamed an invalid broadcast: %w", err)

@@ -255,6 +255,11 @@ var _ = inScopes(func(scope string) {
 				if p.Name != victim.Name {
 					Expect(agentLog(p)).To(MatchRegexp(`"msg":"asked the leader for the epoch it holds","epoch":1,"readPod":false`), "the agent of %s read its Pod", p.Name)
 				}
+				// The kubelet kept the agent's state volume through the
+				// restart: the new agent followed the leader it had been
+				// told of, and opened no watch.
+				Expect(agentLog(p)).To(ContainSubstring(`"msg":"following the leader's broadcast"`), "the agent of %s watched its broadcast", p.Name)
+				Expect(agentLog(p)).NotTo(ContainSubstring("watching the broadcast instead"), "the agent of %s watched its broadcast", p.Name)
 			}
 
 		})
