@@ -101,16 +101,6 @@ func (s *streams) stop() {
 	}
 }
 
-func (s *streams) count() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	n := 0
-	for _, sts := range s.byName {
-		n += len(sts)
-	}
-	return n
-}
-
 // BroadcastChanged tells the endpoint that the broadcast ConfigMap name
 // changed in the manager's cache (an informer's event handler): the
 // agents that follow it are sent the new data.
