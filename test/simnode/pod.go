@@ -547,6 +547,13 @@ func (r *podRunner) runAgent(ctx context.Context, c corev1.Container) int {
 		return 1
 	}
 	pod := r.pod()
+	// What the agent's process holds goes with it when it exits, as the
+	// kernel closes a process's sockets: its goroutines (the broadcast's
+	// watch or stream) end, then its connections to the leader close.
+	var reportConns openConns
+	defer reportConns.close()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	cs, closeConns, err := r.agentClientset(ctx)
 	if err != nil {
 		log.Error(err, "agent credentials")
@@ -557,7 +564,7 @@ func (r *podRunner) runAgent(ctx context.Context, c corev1.Container) int {
 	t := &recordingTransport{DirectTransport: &agent.DirectTransport{KubeTransport: &agent.KubeTransport{
 		Client: cs, Namespace: r.namespace, Pod: r.name,
 		JobSet: pod.Annotations[jobset.JobSetNameKey], Log: log,
-	}, Dial: r.sim.podNet.DialReports}, runner: r}
+	}, Dial: reportConns.dial(r.sim.podNet.DialReports)}, runner: r}
 	// The webhook gave the agent a projected token for the controller's
 	// audience: the kubelet requests it, bound to the Pod, before it
 	// starts the container.
@@ -841,4 +848,39 @@ func mountsVolume(c *corev1.Container, pod *corev1.Pod, path string) bool {
 		}
 	}
 	return false
+}
+
+// openConns are the connections one run of an agent opened.
+type openConns struct {
+	mu     sync.Mutex
+	conns  []net.Conn
+	closed bool
+}
+
+// dial is dial, with each connection kept to be closed.
+func (o *openConns) dial(dial func(context.Context, string, string) (net.Conn, error)) func(context.Context, string, string) (net.Conn, error) {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := dial(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		if o.closed {
+			_ = c.Close()
+			return nil, net.ErrClosed
+		}
+		o.conns = append(o.conns, c)
+		return c, nil
+	}
+}
+
+func (o *openConns) close() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.closed = true
+	for _, c := range o.conns {
+		_ = c.Close()
+	}
+	o.conns = nil
 }
