@@ -289,7 +289,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	switch {
 	case !write:
 		r.countersHeld.Forget(req.NamespacedName) // nothing held
-	case decide.HoldCounters(effective, js.Status, p.Status):
+	case decide.HoldCounters(effective, js.Status, p.Status, now):
 		if wait := r.countersHeld.Wait(req.NamespacedName, js.UID, now, decide.RecoveryHold); wait > 0 {
 			write = false
 			if p.RequeueAfter == 0 || wait < p.RequeueAfter {
@@ -298,7 +298,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 	}
 	if write {
-		r.countersHeld.Forget(req.NamespacedName)
 		before := js.Status
 		js.Status = p.Status
 		// Update, not patch: the write carries the resourceVersion that was
@@ -307,6 +306,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if err := r.client.Status().Update(ctx, &js); err != nil {
 			return ctrl.Result{}, err
 		}
+		r.countersHeld.Forget(req.NamespacedName)
 		r.metrics.written(effective, before, p.Status, now)
 		if from, to := jobset.RestartStateOf(effective, &before), jobset.RestartStateOf(effective, &p.Status); from != to {
 			logger.Info("restart state changed", "from", from, "to", to)

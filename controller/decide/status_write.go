@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
 )
@@ -48,25 +50,37 @@ func decisionsOf(statuses []jobset.ReplicatedJobStatus) []jobset.ReplicatedJobSt
 }
 
 // RecoveryHold bounds how long a change of counters alone waits while an
-// in-place JobSet recovers from a restart (HoldCounters).
+// in-place JobSet recovers from a restart (HoldCounters): written at most
+// this often meanwhile.
 const RecoveryHold = 30 * time.Second
 
+// RecoveryWindow is how long after an in-place restart completed (synced)
+// its group counts as recovering, ready again or not: a Job unready
+// later than that is news, written as it comes.
+const RecoveryWindow = 10 * time.Minute
+
 // HoldCounters reports whether next, which NeedsWrite would write over
-// cur, changes nothing but counters while js recovers from an in-place
-// restart: synced again, but some replicated job not yet ready again. In
-// container scope every Pod of the group goes unready and ready again
-// after the release, as its kubelet restarts its containers, and each
-// Job's readiness moves the counters: written at each, they would cost a
-// status write per batch period for the tens of seconds the kubelets
-// take, more the larger N. Held, they are written once the group is ready
-// again, with the next decision, or after RecoveryHold, whichever comes
-// first (the reconciler keeps the time).
+// cur, changes nothing but counters while js recovers from the in-place
+// restart that completed last: synced again (RestartingJobSet False,
+// InPlaceRestartCompleted) less than RecoveryWindow before now, but some
+// replicated job not yet ready again. In container scope every Pod of the
+// group goes unready and ready again after the release, as its kubelet
+// restarts its containers, and each Job's readiness moves the counters:
+// written at each, they would cost a status write per batch period for
+// the tens of seconds the kubelets take, more the larger N. Held, they are
+// written once the group is ready again, with the next decision, or
+// RecoveryHold after the first change held (the reconciler keeps that
+// time), whichever comes first.
 //
 // Only after an in-place restart: at a first start, a resume or a
-// recreation, the counters say how far the start has come, and are
-// written as they move.
-func HoldCounters(js *jobset.JobSet, cur, next jobset.JobSetStatus) bool {
-	if !jobset.InPlaceActive(js) || next.InPlaceRestarts == 0 || jobset.RestartStateOf(js, &next) != jobset.StateRunning {
+// recreation (a fallback from in place included), the counters say how
+// far the start has come, and are written as they move.
+func HoldCounters(js *jobset.JobSet, cur, next jobset.JobSetStatus, now time.Time) bool {
+	if !jobset.InPlaceActive(js) || jobset.RestartStateOf(js, &next) != jobset.StateRunning {
+		return false
+	}
+	c := meta.FindStatusCondition(next.Conditions, string(jobset.JobSetRestarting))
+	if c == nil || c.Status != metav1.ConditionFalse || c.Reason != ReasonInPlaceRestartDone || now.Sub(c.LastTransitionTime.Time) >= RecoveryWindow {
 		return false
 	}
 	return countersOnly(cur, next) && !everyJobReady(js, next)

@@ -2,6 +2,7 @@ package decide
 
 import (
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -56,9 +57,12 @@ func TestHoldCounters(t *testing.T) {
 	counts := func(driver, workers int32) []jobset.ReplicatedJobStatus {
 		return []jobset.ReplicatedJobStatus{{Name: "driver", Ready: driver}, {Name: "workers", Ready: workers}}
 	}
+	// Synced at t0, the restart completed: now is a minute later.
+	now := t0.Add(time.Minute)
 	recovering := func(js *jobset.JobSet, c []jobset.ReplicatedJobStatus) jobset.JobSetStatus {
 		s := *js.Status.DeepCopy()
 		s.InPlaceRestarts, s.Restarts, s.ReplicatedJobsStatus = 1, 1, c
+		setCondition(&s, jobset.JobSetRestarting, metav1.ConditionFalse, ReasonInPlaceRestartDone, "synced", t0)
 		return s
 	}
 	js := inPlaceJobSet(1, 2)
@@ -98,7 +102,25 @@ func TestHoldCounters(t *testing.T) {
 			cur: func(js *jobset.JobSet) jobset.JobSetStatus { return recovering(js, counts(0, 0)) },
 			next: func(js *jobset.JobSet) jobset.JobSetStatus {
 				s := recovering(js, counts(1, 0))
-				s.InPlaceRestarts = 0
+				s.InPlaceRestarts, s.Conditions = 0, nil
+				return s
+			},
+		},
+		"a Job unready long after the restart": {
+			js:  js,
+			cur: func(js *jobset.JobSet) jobset.JobSetStatus { return recovering(js, counts(1, 1)) },
+			next: func(js *jobset.JobSet) jobset.JobSetStatus {
+				s := recovering(js, counts(1, 0))
+				s.Conditions[0].LastTransitionTime = metav1.NewTime(now.Add(-RecoveryWindow))
+				return s
+			},
+		},
+		"a recreation after an in-place restart fell back": {
+			js:  js,
+			cur: func(js *jobset.JobSet) jobset.JobSetStatus { return recovering(js, counts(0, 0)) },
+			next: func(js *jobset.JobSet) jobset.JobSetStatus {
+				s := recovering(js, counts(1, 0))
+				setCondition(&s, jobset.JobSetRestarting, metav1.ConditionFalse, ReasonRestartJobsReady, MessageRestartJobsReady, t0)
 				return s
 			},
 		},
@@ -118,7 +140,7 @@ func TestHoldCounters(t *testing.T) {
 			if !NeedsWrite(tc.js, cur, next) {
 				t.Fatalf("NeedsWrite = false: the case changes nothing to write")
 			}
-			if got := HoldCounters(tc.js, cur, next); got != tc.want {
+			if got := HoldCounters(tc.js, cur, next, now); got != tc.want {
 				t.Errorf("HoldCounters = %t, want %t", got, tc.want)
 			}
 		})
