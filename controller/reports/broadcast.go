@@ -1,6 +1,7 @@
 package reports
 
 import (
+	"context"
 	"encoding/json"
 	"maps"
 	"net/http"
@@ -33,7 +34,8 @@ import (
 // closed.
 const maxStreamsPerPod = 2
 
-// streams are the broadcast streams open, by broadcast ConfigMap.
+// streams holds the open broadcast streams, by broadcast ConfigMap, and
+// counts them per Pod.
 type streams struct {
 	mu     sync.Mutex
 	byName map[types.NamespacedName]map[*stream]struct{}
@@ -66,6 +68,7 @@ func (s *streams) open(name types.NamespacedName, pod types.UID) (*stream, bool)
 	return st, true
 }
 
+// close unregisters a stream that ended.
 func (s *streams) close(name types.NamespacedName, pod types.UID, st *stream) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -135,6 +138,17 @@ func (s *Server) serveBroadcast(w http.ResponseWriter, r *http.Request, pod *cor
 		s.answer(w, refuse(http.StatusForbidden, "other_jobset", "pod %s/%s belongs to no JobSet", pod.Namespace, pod.Name), nil)
 		return
 	}
+	var js jobset.JobSet
+	err := s.opts.Reader.Get(r.Context(), types.NamespacedName{Namespace: pod.Namespace, Name: pod.Labels[jobset.JobSetNameKey]}, &js, client.UnsafeDisableDeepCopy)
+	switch {
+	case apierrors.IsNotFound(err) || (err == nil && js.UID != jobSetUID):
+		s.answer(w, refuse(http.StatusForbidden, "other_jobset", "pod %s/%s belongs to a JobSet that no longer exists", pod.Namespace, pod.Name), nil)
+		return
+	case err != nil:
+		s.answer(w, refuse(http.StatusServiceUnavailable, "unavailable", "reading JobSet %s/%s: %v", pod.Namespace, pod.Labels[jobset.JobSetNameKey], err), nil)
+		return
+	}
+	podKey, podUID := client.ObjectKeyFromObject(pod), pod.UID
 	st, ok := s.streams.open(name, pod.UID)
 	if !ok {
 		s.answer(w, refuse(http.StatusTooManyRequests, "too_many_streams", "pod %s/%s holds %d broadcast streams already, or the leader is stopping: watch the ConfigMap", pod.Namespace, pod.Name, maxStreamsPerPod), nil)
@@ -149,16 +163,23 @@ func (s *Server) serveBroadcast(w http.ResponseWriter, r *http.Request, pod *cor
 	// deadlines bound each write instead.
 	_ = rc.SetReadDeadline(time.Time{})
 	_ = rc.SetWriteDeadline(time.Time{})
-	w.Header().Set("Content-Type", "application/json")
+	// One JSON object per line.
+	w.Header().Set("Content-Type", "application/jsonl")
 	w.Header().Set("Cache-Control", "no-store")
 	enc := json.NewEncoder(w)
 	var sent map[string]string
 	for first := true; ; first = false {
+		if !first && !s.podLives(r.Context(), podKey, podUID) {
+			return // the token's Pod is gone: its stream goes with it
+		}
 		var cm corev1.ConfigMap
 		err := s.opts.Reader.Get(r.Context(), name, &cm, client.UnsafeDisableDeepCopy)
 		switch {
 		case apierrors.IsNotFound(err) && first:
 			s.answer(w, refuse(http.StatusNotFound, "no_broadcast", "the broadcast ConfigMap %s is not in the leader's cache yet: watch it", name), nil)
+			return
+		case err != nil && first:
+			s.answer(w, refuse(http.StatusServiceUnavailable, "unavailable", "reading the broadcast ConfigMap %s: %v", name, err), nil)
 			return
 		case err != nil:
 			return // the agent watches the ConfigMap instead
@@ -173,7 +194,7 @@ func (s *Server) serveBroadcast(w http.ResponseWriter, r *http.Request, pod *cor
 		}
 		if first || !maps.Equal(sent, cm.Data) {
 			sent = maps.Clone(cm.Data)
-			_ = rc.SetWriteDeadline(time.Now().Add(requestTimeout))
+			_ = rc.SetWriteDeadline(time.Now().Add(s.keepAlive.request))
 			if err := enc.Encode(sent); err != nil {
 				return
 			}
@@ -190,6 +211,15 @@ func (s *Server) serveBroadcast(w http.ResponseWriter, r *http.Request, pod *cor
 			return
 		}
 	}
+}
+
+// podLives reports whether the cache still shows the Pod a stream was
+// opened for, not being deleted: the stream of a Pod deleted, or made
+// again under its name, ends at its broadcast's next change.
+func (s *Server) podLives(ctx context.Context, key types.NamespacedName, uid types.UID) bool {
+	var pod corev1.Pod
+	err := s.opts.Reader.Get(ctx, key, &pod, client.UnsafeDisableDeepCopy)
+	return err == nil && pod.UID == uid && pod.DeletionTimestamp == nil
 }
 
 // ownedBy reports whether the ConfigMap is the broadcast of the JobSet of

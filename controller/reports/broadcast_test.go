@@ -76,7 +76,9 @@ func TestBroadcastStreamFollowsTheCache(t *testing.T) {
 	w := newWorld()
 	c := w.reader(t).(client.Client)
 	f := newFixture(t, c)
-	tlsConfig := startServer(t, f)
+	ka := defaultKeepAlive
+	ka.request = 200 * time.Millisecond
+	tlsConfig := startKeepAliveServer(t, f, ka)
 	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: tlsConfig, ForceAttemptHTTP2: true}}
 	defer hc.CloseIdleConnections()
 
@@ -93,7 +95,10 @@ func TestBroadcastStreamFollowsTheCache(t *testing.T) {
 		t.Errorf("inplace_agent_broadcast_streams = %v, want 1", got)
 	}
 
-	// Past the server's request timeout: a stream is not a request.
+	// Quiet for many times the server's request timeout: a stream is not
+	// a request, and outlives it.
+	quiet := time.NewTimer(5 * ka.request)
+	<-quiet.C
 	f.srv.BroadcastChanged(types.NamespacedName{Namespace: testNS, Name: "unrelated"})
 	for _, next := range []protocol.Broadcast{
 		{SyncedEpoch: synced, DeprecatedEpoch: synced},
@@ -115,31 +120,54 @@ func TestBroadcastStreamFollowsTheCache(t *testing.T) {
 	if got := f.results(t)["stream"]; got != 1 {
 		t.Errorf("%s{result=stream} = %v, want 1", metric, got)
 	}
+
+	// The token's Pod deleted: its stream ends at the next change.
+	if err := c.Delete(context.Background(), w.pods["p0"]); err != nil {
+		t.Fatal(err)
+	}
+	f.srv.BroadcastChanged(client.ObjectKeyFromObject(w.broadcast))
+	ended := make(chan bool, 1)
+	go func() { ended <- lines.Scan() }()
+	select {
+	case more := <-ended:
+		if more {
+			t.Errorf("the stream of a deleted Pod carried %q, want its end", lines.Text())
+		}
+	case <-time.After(timeout):
+		t.Error("the stream of a deleted Pod is still open")
+	}
 }
 
 // TestBroadcastStreamRefusals: a stream is the broadcast of the token's
 // Pod's JobSet, of a Pod that exists, and of nothing else.
 func TestBroadcastStreamRefusals(t *testing.T) {
 	cases := map[string]struct {
+		world      func(*world)
 		req        request
 		wantStatus int
 		wantResult string
 	}{
-		"no bearer":               {request{method: http.MethodGet}, http.StatusUnauthorized, protocol.ReasonUnauthenticated},
-		"a token refused":         {request{method: http.MethodGet, token: "forged"}, http.StatusForbidden, protocol.ReasonTokenRefused},
-		"a Pod gone":              {request{method: http.MethodGet, token: "stale"}, http.StatusForbidden, protocol.ReasonPodGone},
-		"a Pod being deleted":     {request{method: http.MethodGet, token: "deleting"}, http.StatusForbidden, protocol.ReasonPodGone},
-		"an earlier JobSet's Pod": {request{method: http.MethodGet, token: "earlier"}, http.StatusForbidden, "other_jobset"},
-		"no broadcast cached":     {request{method: http.MethodGet, token: "orphan"}, http.StatusNotFound, "no_broadcast"},
-		"a PUT":                   {request{method: http.MethodPut, token: "p0"}, http.StatusMethodNotAllowed, "bad_request"},
+		"no bearer":               {nil, request{method: http.MethodGet}, http.StatusUnauthorized, protocol.ReasonUnauthenticated},
+		"a token refused":         {nil, request{method: http.MethodGet, token: "forged"}, http.StatusForbidden, protocol.ReasonTokenRefused},
+		"a Pod gone":              {nil, request{method: http.MethodGet, token: "stale"}, http.StatusForbidden, protocol.ReasonPodGone},
+		"a Pod being deleted":     {nil, request{method: http.MethodGet, token: "deleting"}, http.StatusForbidden, protocol.ReasonPodGone},
+		"an earlier JobSet's Pod": {nil, request{method: http.MethodGet, token: "earlier"}, http.StatusForbidden, "other_jobset"},
+		"a JobSet gone":           {nil, request{method: http.MethodGet, token: "orphan"}, http.StatusForbidden, "other_jobset"},
+		"no broadcast cached":     {func(w *world) { w.broadcast = nil }, request{method: http.MethodGet, token: "p0"}, http.StatusNotFound, "no_broadcast"},
+		"another's ConfigMap":     {func(w *world) { w.broadcast.OwnerReferences = nil }, request{method: http.MethodGet, token: "p0"}, http.StatusForbidden, "other_jobset"},
+		"a PUT":                   {nil, request{method: http.MethodPut, token: "p0"}, http.StatusMethodNotAllowed, "bad_request"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			f := newFixture(t, newWorld().reader(t))
+			w := newWorld()
+			if tc.world != nil {
+				tc.world(w)
+			}
+			f := newFixture(t, w.reader(t))
 			tc.req.path = protocol.BroadcastPath
-			w := f.do(t, tc.req)
-			if w.Code != tc.wantStatus {
-				t.Errorf("status %d (%s), want %d", w.Code, w.Body.String(), tc.wantStatus)
+			got := f.do(t, tc.req)
+			if got.Code != tc.wantStatus {
+				t.Errorf("status %d (%s), want %d", got.Code, got.Body.String(), tc.wantStatus)
 			}
 			if got := f.results(t); got[tc.wantResult] != 1 || got["stream"] != 0 {
 				t.Errorf("results %v, want one %q and no stream", got, tc.wantResult)

@@ -127,7 +127,7 @@ func TestServerKeepsAnIdleAgentsConnection(t *testing.T) {
 	// The client's answer to a ping may be late on a busy machine: it is
 	// given seconds, and the quiet spell many pings.
 	ping := 100 * time.Millisecond
-	tlsConfig := startKeepAliveServer(t, f, keepAlive{idle: defaultKeepAlive.idle, authenticate: 5 * ping, ping: ping, pingTimeout: 3 * time.Second})
+	tlsConfig := startKeepAliveServer(t, f, keepAlive{idle: defaultKeepAlive.idle, authenticate: 5 * ping, ping: ping, pingTimeout: 3 * time.Second, request: defaultKeepAlive.request})
 	client := &http.Client{Transport: &http.Transport{TLSClientConfig: tlsConfig, ForceAttemptHTTP2: true}, Timeout: timeout}
 	defer client.CloseIdleConnections()
 	get := func() (reused bool) {
@@ -152,7 +152,7 @@ func TestServerKeepsAnIdleAgentsConnection(t *testing.T) {
 func TestServerClosesAConnectionWhosePeerIsGone(t *testing.T) {
 	f := newFixture(t, newWorld().reader(t))
 	ping := 100 * time.Millisecond
-	tlsConfig := startKeepAliveServer(t, f, keepAlive{idle: defaultKeepAlive.idle, authenticate: time.Hour, ping: ping, pingTimeout: ping})
+	tlsConfig := startKeepAliveServer(t, f, keepAlive{idle: defaultKeepAlive.idle, authenticate: time.Hour, ping: ping, pingTimeout: ping, request: defaultKeepAlive.request})
 	framer := rawHTTP2(t, f, tlsConfig)
 	// The peer reads what the leader sends and answers nothing: not its
 	// settings, not its pings.
@@ -189,7 +189,7 @@ func (c *closeNotingConn) Read(p []byte) (int, error) {
 // idle timeout bounds how long it is kept.
 func TestServerClosesAConnectionIdlePastItsTimeout(t *testing.T) {
 	f := newFixture(t, newWorld().reader(t))
-	tlsConfig := startKeepAliveServer(t, f, keepAlive{idle: 300 * time.Millisecond, authenticate: time.Hour, ping: 50 * time.Millisecond, pingTimeout: 3 * time.Second})
+	tlsConfig := startKeepAliveServer(t, f, keepAlive{idle: 300 * time.Millisecond, authenticate: time.Hour, ping: 50 * time.Millisecond, pingTimeout: 3 * time.Second, request: defaultKeepAlive.request})
 	conns := make(chan *closeNotingConn, 1)
 	tlsConfig.NextProtos = []string{"h2"}
 	// x/net's HTTP/2 transport takes a wrapped TLS connection as HTTP/2
@@ -219,7 +219,7 @@ func TestServerClosesAConnectionIdlePastItsTimeout(t *testing.T) {
 // holds a connection for that long, not for the year an agent's is kept.
 func TestServerClosesAConnectionThatNeverAuthenticates(t *testing.T) {
 	f := newFixture(t, newWorld().reader(t))
-	tlsConfig := startKeepAliveServer(t, f, keepAlive{idle: defaultKeepAlive.idle, authenticate: 300 * time.Millisecond, ping: 50 * time.Millisecond, pingTimeout: 3 * time.Second})
+	tlsConfig := startKeepAliveServer(t, f, keepAlive{idle: defaultKeepAlive.idle, authenticate: 300 * time.Millisecond, ping: 50 * time.Millisecond, pingTimeout: 3 * time.Second, request: defaultKeepAlive.request})
 	framer := rawHTTP2(t, f, tlsConfig)
 	answered := 0
 	readUntilClosed(t, framer, func(frame http2.Frame) {

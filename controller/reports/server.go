@@ -82,10 +82,9 @@ const (
 	maxConnections = 32 << 10
 	// maxHeaderBytes holds a projected token (about 1 KB) many times.
 	maxHeaderBytes = 16 << 10
-	// maxStreams per connection: an agent sends one request at a time.
+	// maxStreams per connection: an agent sends one request at a time,
+	// beside the broadcast stream it may hold.
 	maxStreams = 8
-	// requestTimeout bounds reading a request and writing its answer.
-	requestTimeout = 10 * time.Second
 )
 
 // Server is the leader's report endpoint. Its certificate is issued at
@@ -125,9 +124,12 @@ type keepAlive struct {
 	// ping is sent after this long without a frame from the peer, which
 	// has pingTimeout to answer before its connection is closed.
 	ping, pingTimeout time.Duration
+	// request bounds reading a request and writing its answer, and each
+	// write of a broadcast stream (which lasts as long as its agent).
+	request time.Duration
 }
 
-var defaultKeepAlive = keepAlive{idle: 365 * 24 * time.Hour, authenticate: 30 * time.Second, ping: 30 * time.Second, pingTimeout: 15 * time.Second}
+var defaultKeepAlive = keepAlive{idle: 365 * 24 * time.Hour, authenticate: 30 * time.Second, ping: 30 * time.Second, pingTimeout: 15 * time.Second, request: 10 * time.Second}
 
 // NewServer makes the endpoint's CA and certificate and its session.
 func NewServer(opts Options) (*Server, error) {
@@ -224,8 +226,8 @@ func (s *Server) Start(ctx context.Context) error {
 		Handler:           s,
 		TLSConfig:         s.tls,
 		ReadHeaderTimeout: 5 * time.Second,
-		ReadTimeout:       requestTimeout,
-		WriteTimeout:      requestTimeout,
+		ReadTimeout:       s.keepAlive.request,
+		WriteTimeout:      s.keepAlive.request,
 		MaxHeaderBytes:    maxHeaderBytes,
 		HTTP2: &http.HTTP2Config{
 			MaxConcurrentStreams: maxStreams,
