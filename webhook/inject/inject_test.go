@@ -197,3 +197,30 @@ func TestDecisions(t *testing.T) {
 		t.Errorf("init containers %v", inits)
 	}
 }
+
+// TestAgentStateVolumeIsAnEmptyDir: the agent's state goes with its Pod,
+// whatever a volume of the same name in the manifest said, and injecting
+// again changes nothing.
+func TestAgentStateVolumeIsAnEmptyDir(t *testing.T) {
+	js := load(t, "testdata/minimal.yaml")
+	pod := &js.Spec.ReplicatedJobs[0].Template.Spec.Template.Spec
+	pod.Volumes = append(pod.Volumes, corev1.Volume{Name: AgentStateVolume, VolumeSource: corev1.VolumeSource{
+		HostPath: &corev1.HostPathVolumeSource{Path: "/var/lib/kept"},
+	}})
+	mutate(js, defaultAgent())
+	once := js.DeepCopy()
+	mutate(js, defaultAgent())
+	if diff := cmp.Diff(once.Spec, js.Spec); diff != "" {
+		t.Errorf("a second injection changed the spec (-first +second):\n%s", diff)
+	}
+	pod = &js.Spec.ReplicatedJobs[0].Template.Spec.Template.Spec
+	var found []corev1.Volume
+	for _, v := range pod.Volumes {
+		if v.Name == AgentStateVolume {
+			found = append(found, v)
+		}
+	}
+	if len(found) != 1 || found[0].EmptyDir == nil || found[0].HostPath != nil || found[0].EmptyDir.SizeLimit.String() != "1Mi" {
+		t.Errorf("volumes named %s: %+v, want one emptyDir of 1Mi", AgentStateVolume, found)
+	}
+}

@@ -23,7 +23,7 @@ const ReportTokenVolume = "inplace-agent-report-token"
 const AgentStateVolume = "inplace-agent-state"
 
 // agentStateLimit bounds the state volume: the endpoint is a few KB.
-var agentStateLimit = resource.MustParse("1Mi")
+const agentStateLimit = "1Mi"
 
 // injectReportToken gives the Pod's agent (at index a of its init
 // containers) a projected service-account token for the controller's
@@ -51,10 +51,16 @@ func injectReportToken(pod *corev1.PodSpec, a int, reports configv1alpha1.AgentR
 		ag.VolumeMounts = append(ag.VolumeMounts, corev1.VolumeMount{Name: ReportTokenVolume, MountPath: protocol.ReportTokenDir, ReadOnly: true})
 	}
 	setEnv(ag, corev1.EnvVar{Name: protocol.EnvReportTokenPath, Value: path.Join(protocol.ReportTokenDir, protocol.ReportTokenFile)})
-	if !slices.ContainsFunc(pod.Volumes, func(v corev1.Volume) bool { return v.Name == AgentStateVolume }) {
-		pod.Volumes = append(pod.Volumes, corev1.Volume{Name: AgentStateVolume, VolumeSource: corev1.VolumeSource{
-			EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: &agentStateLimit},
-		}})
+	// An emptyDir, whatever a volume of its name said before: the state
+	// must go with the Pod, or a Pod made again would start from its
+	// predecessor's.
+	state := corev1.Volume{Name: AgentStateVolume, VolumeSource: corev1.VolumeSource{
+		EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: ptr.To(resource.MustParse(agentStateLimit))},
+	}}
+	if v := slices.IndexFunc(pod.Volumes, func(v corev1.Volume) bool { return v.Name == AgentStateVolume }); v < 0 {
+		pod.Volumes = append(pod.Volumes, state)
+	} else if pod.Volumes[v].EmptyDir == nil {
+		pod.Volumes[v] = state
 	}
 	if !slices.ContainsFunc(ag.VolumeMounts, func(m corev1.VolumeMount) bool { return m.Name == AgentStateVolume }) {
 		ag.VolumeMounts = append(ag.VolumeMounts, corev1.VolumeMount{Name: AgentStateVolume, MountPath: protocol.AgentStateDir})
