@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/tls"
@@ -237,14 +238,19 @@ func (d *DirectTransport) followLeader(ctx context.Context, ep protocol.ReportEn
 	return out
 }
 
+// maxBroadcastLine bounds one line of the broadcast stream: a ConfigMap's
+// data is at most 1 MiB.
+const maxBroadcastLine = 1 << 20
+
 // errOtherEndpoint: the streamed broadcast names another endpoint than
 // the leader's that streams it.
 var errOtherEndpoint = errors.New("the broadcast names another report endpoint")
 
 // stream reads the broadcast from the endpoint ep (protocol.BroadcastPath)
-// and hands each to each, until each returns false, the stream ends or
-// fails, or no broadcast came within FallbackAfter of the request.
-func (d *DirectTransport) stream(ctx context.Context, ep protocol.ReportEndpoint, each func(protocol.Broadcast) bool) error {
+// and passes each broadcast to fn, until fn returns false, the stream
+// ends or fails, or no broadcast came within FallbackAfter of the
+// request.
+func (d *DirectTransport) stream(ctx context.Context, ep protocol.ReportEndpoint, fn func(protocol.Broadcast) bool) error {
 	d.mu.Lock()
 	if d.endpoint.IsZero() {
 		// The endpoint the broadcast will name, as far as the agent
@@ -281,11 +287,20 @@ func (d *DirectTransport) stream(ctx context.Context, ep protocol.ReportEndpoint
 		_ = json.NewDecoder(io.LimitReader(resp.Body, 64<<10)).Decode(&answer)
 		return fmt.Errorf("the report endpoint answered %d: %s", resp.StatusCode, answer.Message)
 	}
-	dec := json.NewDecoder(resp.Body)
+	lines := bufio.NewScanner(resp.Body)
+	// A broadcast is a few KB, its CA most of it.
+	lines.Buffer(make([]byte, 0, 16<<10), maxBroadcastLine)
 	for {
-		var data map[string]string
-		if err := dec.Decode(&data); err != nil {
+		if !lines.Scan() {
+			err := lines.Err()
+			if err == nil {
+				err = io.EOF
+			}
 			return fmt.Errorf("the leader's broadcast stream ended: %w", err)
+		}
+		var data map[string]string
+		if err := json.Unmarshal(lines.Bytes(), &data); err != nil {
+			return fmt.Errorf("the leader streamed an invalid broadcast: %w", err)
 		}
 		if first.Stop() {
 			d.Log.Info("following the leader's broadcast", "address", ep.Address, "session", ep.Session)
@@ -294,7 +309,10 @@ func (d *DirectTransport) stream(ctx context.Context, ep protocol.ReportEndpoint
 		if err != nil {
 			return fmt.Errorf("the leader streamed an invalid broadcast: %w", err)
 		}
-		if !each(b) {
+		if !fn(b) {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
 			return errOtherEndpoint
 		}
 	}

@@ -65,6 +65,9 @@ func (a *apiStandIn) watched() int {
 func TestDirectFollowsTheLeaderWhenStartedAgain(t *testing.T) {
 	api, leader := newAPIStandIn(t, runningPod(nil)), newLeaderStandIn(t)
 	d := newDirect(t, api, testr.New(t))
+	// The stream's first broadcast comes when the test sends it, not at
+	// once as the leader's: no fallback meanwhile.
+	d.FallbackAfter = directWait
 	// Ended first: the leader's server waits for the stream to close.
 	ctx := directContext(t)
 	ep := leader.endpoint("s1")
@@ -135,6 +138,7 @@ func TestDirectWatchesWithoutTheLeader(t *testing.T) {
 func TestDirectWatchesWhenTheStreamNamesAnotherLeader(t *testing.T) {
 	api, leader := newAPIStandIn(t, runningPod(nil)), newLeaderStandIn(t)
 	d := newDirect(t, api, testr.New(t))
+	d.FallbackAfter = directWait
 	// Ended first: the leader's server waits for the stream to close.
 	ctx := directContext(t)
 	d.Memory = &memory{ep: leader.endpoint("s1")}
