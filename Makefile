@@ -119,6 +119,11 @@ release: $(KUSTOMIZE) $(HELM) ## Write a release into dist/ (VERSION=vX.Y.Z): in
 	@$(if $(filter command line environment,$(origin VERSION)),:,echo "make release needs the version: make release VERSION=vX.Y.Z" >&2; exit 2)
 	go run ./hack/release --version $(VERSION) --commit $(COMMIT) --out $(RELEASE_DIR) --platforms $(RELEASE_PLATFORMS) --cli-platforms $(RELEASE_CLI_PLATFORMS)
 
+.PHONY: push
+push: ## Push the release's images in dist/ to REGISTRY (host[:port][/path]; INSECURE=true for plain HTTP), keeping their digests.
+	@$(if $(REGISTRY),:,echo "make push needs the registry: make push REGISTRY=host[:port][/path]" >&2; exit 2)
+	go run ./hack/push --dist $(RELEASE_DIR) --registry $(REGISTRY) $(if $(filter true,$(INSECURE)),--insecure)
+
 ##@ Images
 
 IMG_MANAGER ?= ghcr.io/inplace-dev/inplace-manager:$(VERSION)
