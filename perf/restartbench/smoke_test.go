@@ -121,17 +121,21 @@ func TestSmoke(t *testing.T) {
 			t.Errorf("%s: workers running over time %v: want all at the failure, then fewer", r.Strategy, r.Running)
 		}
 	}
-	// Every agent restarts in place as a new process: a new connection.
-	if h := inPlace.Handshakes[ActorAgents]; h < 50 {
-		t.Errorf("in place: the agents opened %d connections, want at least one each (50)", h)
+	// Every agent restarts in place as a new process, which follows its
+	// broadcast from the leader it kept the address of: it opens no
+	// connection to the API server. (One that could not reach the leader
+	// within its fallback wait, on a loaded machine, watches instead.)
+	if h := inPlace.Handshakes[ActorAgents]; h >= 50/2 {
+		t.Errorf("in place: %d of the 50 agents started again opened a connection to the API server, want most to follow the leader's stream", h)
 	}
 	charts, err := Charts(t.TempDir(), report)
 	if err != nil || len(charts) != 3 {
 		t.Errorf("charts %v (%v): want the workers running at N = 10 and 50, and the CPU per Pod against N", charts, err)
 	}
-	// An agent restarted in place sends two requests: the watch that
-	// delivers its broadcast, and its epoch's patch; it learns its Pod's
-	// epoch from its environment. The agent of the Pod whose worker
+	// An agent restarted in place sends at most two requests: the watch
+	// that delivers its broadcast if it cannot follow the leader's, and
+	// its epoch's patch if it cannot report it to the leader; it learns
+	// its Pod's epoch from its environment or the leader. The agent of the Pod whose worker
 	// failed may also read its Pod, if it starts before the epoch is
 	// deprecated; refused requests are sent again.
 	agentRequests, agentReads := sum(inPlace.Requests[ActorAgents]), inPlace.Requests[ActorAgents]["get pods"]
