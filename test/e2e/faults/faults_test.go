@@ -110,6 +110,18 @@ var _ = Describe("control-plane faults", Serial, func() {
 			for _, t := range started {
 				Expect(t).To(BeTemporally(">", restarting), "a worker started while %s was away: the restart ended without it", component)
 			}
+
+			// And the JobSet runs to its end: every worker succeeds.
+			for _, p := range util.JobSetPods(ctx, k8sClient, js) {
+				patch := client.MergeFrom(p.DeepCopy())
+				p.Annotations[simnode.ExitCodeAnnotation] = "0"
+				Expect(k8sClient.Patch(ctx, &p, patch)).To(Succeed())
+			}
+			Eventually(func(g Gomega) {
+				got := util.GetJobSet(ctx, k8sClient, js)
+				g.Expect(got.Status.TerminalState).To(Equal(jobset.TerminalStateCompleted), "conditions: %v", got.Status.Conditions)
+				g.Expect(got.Status.Restarts).To(Equal(int32(1)), "restarts")
+			}).WithTimeout(timeout).Should(Succeed())
 		},
 		Entry("the API server", "kube-apiserver"),
 		Entry("etcd", "etcd"),
