@@ -68,7 +68,7 @@ spec:
         {{- toYaml $affinity | nindent 8 }}
       containers:
       - name: manager
-        image: "{{ .root.Values.manager.image.repository }}:{{ .root.Values.manager.image.tag | default .root.Chart.AppVersion }}"
+        image: {{ include "inplace.image" (dict "root" .root "image" .root.Values.manager.image) | quote }}
         imagePullPolicy: {{ .root.Values.manager.image.pullPolicy }}
         args:
         - --config=/etc/inplace/config.yaml

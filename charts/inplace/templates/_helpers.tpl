@@ -1,3 +1,15 @@
+{{/* An image of the chart, image being manager.image or agent.image:
+its repository, under imageRegistry when that is set (the repository's
+last element kept: make push REGISTRY=... pushes it there), and its tag or
+the chart's appVersion. */}}
+{{- define "inplace.image" -}}
+{{- $repository := .image.repository -}}
+{{- with .root.Values.imageRegistry -}}
+{{- $repository = printf "%s/%s" . (splitList "/" $repository | last) -}}
+{{- end -}}
+{{- printf "%s:%s" $repository (.image.tag | default .root.Chart.AppVersion) -}}
+{{- end }}
+
 {{- define "inplace.labels" -}}
 app.kubernetes.io/name: inplace
 {{- end }}
@@ -18,7 +30,7 @@ app.kubernetes.io/component: {{ . }}
   "health" (dict "probeBindAddress" ":8081")
   "webhook" (dict "port" 9443 "certDir" "/tmp/k8s-webhook-server/serving-certs")
   "agent" (dict
-    "image" (printf "%s:%s" .Values.agent.image.repository (.Values.agent.image.tag | default .Chart.AppVersion))
+    "image" (include "inplace.image" (dict "root" . "image" .Values.agent.image))
     "reports" (include "inplace.agentReports" . | fromYaml))
 -}}
 {{- if not .Values.certManager.enabled }}

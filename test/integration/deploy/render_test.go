@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 
 	"github.com/google/go-cmp/cmp"
 	. "github.com/onsi/ginkgo/v2"
@@ -247,6 +248,37 @@ var _ = Describe("the deployment configuration", func() {
 		dryRun(kustomize("config/networkpolicy"))
 		_, err = helmTemplate("--set", "networkPolicy.enabled=true")
 		Expect(err).To(MatchError(ContainSubstring("networkPolicy.enabled needs networkPolicy.apiserverCIDRs")))
+	})
+
+	It("pulls both images from one registry, named once", func() {
+		objs, err := helmTemplate("--set", "imageRegistry=registry.example.com:5000/ml")
+		Expect(err).NotTo(HaveOccurred())
+		var images []string
+		for _, u := range objs {
+			if u.GetKind() == "Deployment" {
+				containers, _, _ := unstructured.NestedSlice(u.Object, "spec", "template", "spec", "containers")
+				for _, c := range containers {
+					images = append(images, c.(map[string]any)["image"].(string))
+				}
+			}
+			if u.GetKind() == "ConfigMap" {
+				data, _, _ := unstructured.NestedStringMap(u.Object, "data")
+				for _, v := range data {
+					if m := regexp.MustCompile(`(?m)^\s*image: (\S+)$`).FindStringSubmatch(v); m != nil {
+						images = append(images, m[1])
+					}
+				}
+			}
+		}
+		Expect(images).To(ContainElements(
+			HavePrefix("registry.example.com:5000/ml/inplace-manager:"),
+			HavePrefix("registry.example.com:5000/ml/inplace-agent:"),
+		))
+		for _, img := range images {
+			Expect(img).NotTo(ContainSubstring("ghcr.io"), "an image still pulled from its default registry")
+		}
+		_, err = helmTemplate("--set", "imageRegistry=https://registry.example.com")
+		Expect(err).To(MatchError(ContainSubstring("imageRegistry")))
 	})
 
 	It("refuses self-signed certificates with more than one replica, naming the fix", func() {
