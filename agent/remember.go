@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sync"
 
 	"github.com/inplace-dev/inplace/api/protocol"
 )
@@ -85,5 +86,29 @@ func (f EndpointFile) Remember(ep protocol.ReportEndpoint) error {
 	if err := os.Rename(tmp.Name(), path); err != nil {
 		return fmt.Errorf("remembering the report endpoint: %w", err)
 	}
+	return nil
+}
+
+// EndpointInMemory is an EndpointMemory held in memory: for an agent run
+// in the same process as what stands for its Pod's volume (the simulated
+// nodes keep one per Pod, across the runs of its agent). The zero value
+// remembers nothing.
+type EndpointInMemory struct {
+	mu sync.Mutex
+	ep protocol.ReportEndpoint
+}
+
+// Recall returns the endpoint kept, if any.
+func (m *EndpointInMemory) Recall() (protocol.ReportEndpoint, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.ep, !m.ep.IsZero()
+}
+
+// Remember keeps ep; the zero endpoint forgets.
+func (m *EndpointInMemory) Remember(ep protocol.ReportEndpoint) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.ep = ep
 	return nil
 }

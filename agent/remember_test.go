@@ -4,7 +4,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,29 +13,11 @@ import (
 	"github.com/inplace-dev/inplace/api/protocol"
 )
 
-// memory is an EndpointMemory in memory.
-type memory struct {
-	mu sync.Mutex
-	ep protocol.ReportEndpoint
-}
-
-func (m *memory) Recall() (protocol.ReportEndpoint, bool) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.ep, !m.ep.IsZero()
-}
-
-func (m *memory) Remember(ep protocol.ReportEndpoint) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.ep = ep
-	return nil
-}
-
-func (m *memory) get() protocol.ReportEndpoint {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.ep
+// newMemory is an endpoint memory that holds ep.
+func newMemory(ep protocol.ReportEndpoint) *EndpointInMemory {
+	m := &EndpointInMemory{}
+	_ = m.Remember(ep)
+	return m
 }
 
 func receive(t *testing.T, in <-chan protocol.Broadcast) protocol.Broadcast {
@@ -71,7 +52,7 @@ func TestDirectFollowsTheLeaderWhenStartedAgain(t *testing.T) {
 	// Ended first: the leader's server waits for the stream to close.
 	ctx := directContext(t)
 	ep := leader.endpoint("s1")
-	d.Memory = &memory{ep: ep}
+	d.Memory = newMemory(ep)
 	in, err := d.Broadcasts(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -113,7 +94,7 @@ func TestDirectWatchesWithoutTheLeader(t *testing.T) {
 	defer gone.Close()
 	old := leader.endpoint("s0")
 	old.Address = gone.Addr().String()
-	mem := &memory{ep: old}
+	mem := newMemory(old)
 	d.Memory = mem
 	began := time.Now()
 	in, err := d.Broadcasts(ctx)
@@ -128,7 +109,7 @@ func TestDirectWatchesWithoutTheLeader(t *testing.T) {
 	if took := time.Since(began); took < fallbackAfter {
 		t.Errorf("the agent watched after %s, want it to try the leader for FallbackAfter (%s) first", took, fallbackAfter)
 	}
-	if got := mem.get(); got != next.Reports {
+	if got, _ := mem.Recall(); got != next.Reports {
 		t.Errorf("remembered %+v, want the endpoint the broadcast names", got)
 	}
 }
@@ -141,7 +122,7 @@ func TestDirectWatchesWhenTheStreamNamesAnotherLeader(t *testing.T) {
 	d.FallbackAfter = directWait
 	// Ended first: the leader's server waits for the stream to close.
 	ctx := directContext(t)
-	d.Memory = &memory{ep: leader.endpoint("s1")}
+	d.Memory = newMemory(leader.endpoint("s1"))
 	in, err := d.Broadcasts(ctx)
 	if err != nil {
 		t.Fatal(err)

@@ -65,26 +65,7 @@ type podRunner struct {
 	agentToken string
 	// agentState is the agent's state volume (an emptyDir): kept while
 	// the Pod's containers restart in place, gone with the Pod.
-	agentState volumeMemory
-}
-
-// volumeMemory is an agent.EndpointMemory on a simulated emptyDir.
-type volumeMemory struct {
-	mu sync.Mutex
-	ep protocol.ReportEndpoint
-}
-
-func (m *volumeMemory) Recall() (protocol.ReportEndpoint, bool) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.ep, !m.ep.IsZero()
-}
-
-func (m *volumeMemory) Remember(ep protocol.ReportEndpoint) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.ep = ep
-	return nil
+	agentState agent.EndpointInMemory
 }
 
 func newPodRunner(s *Sim, pod *corev1.Pod, ip string) *podRunner {

@@ -9,7 +9,6 @@ import (
 	"errors"
 	"net"
 	"net/http"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -110,25 +109,6 @@ func restartedAgent(pod corev1.Pod, js *jobset.JobSet, mem agent.EndpointMemory)
 type roundTripper func(*http.Request) (*http.Response, error)
 
 func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
-
-// endpointMemory is the agent's state volume.
-type endpointMemory struct {
-	mu sync.Mutex
-	ep protocol.ReportEndpoint
-}
-
-func (m *endpointMemory) Recall() (protocol.ReportEndpoint, bool) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.ep, !m.ep.IsZero()
-}
-
-func (m *endpointMemory) Remember(ep protocol.ReportEndpoint) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.ep = ep
-	return nil
-}
 
 // endpointOf is the report endpoint the JobSet's broadcast names.
 func endpointOf(js *jobset.JobSet) protocol.ReportEndpoint {
@@ -307,7 +287,9 @@ var _ = Describe("the leader's broadcast stream", func() {
 		ep := endpointOf(js)
 
 		By("agent a started again, its endpoint on its state volume")
-		a, updates, requests := restartedAgent(pods[0], js, &endpointMemory{ep: ep})
+		mem := &agent.EndpointInMemory{}
+		Expect(mem.Remember(ep)).To(Succeed())
+		a, updates, requests := restartedAgent(pods[0], js, mem)
 		Eventually(updates).WithTimeout(timeout).Should(Receive(HaveField("SyncedEpoch", int32(1))))
 		Expect(a.Direct()).To(BeTrue())
 		Expect(a.ReportEpoch(ctx, 2)).To(Succeed())
