@@ -69,7 +69,9 @@ func TestHoldCounters(t *testing.T) {
 	cases := map[string]struct {
 		js        *jobset.JobSet
 		cur, next func(*jobset.JobSet) jobset.JobSetStatus
-		want      bool
+		// both, if set, changes cur and next alike.
+		both func(*jobset.JobSetStatus)
+		want bool
 	}{
 		"a Job unready after the release": {
 			js:   js,
@@ -97,32 +99,38 @@ func TestHoldCounters(t *testing.T) {
 				return s
 			},
 		},
+		// The cases below change the counters alone: cur and next differ
+		// in nothing else, so only the condition decides.
 		"a first start": {
-			js:  js,
-			cur: func(js *jobset.JobSet) jobset.JobSetStatus { return recovering(js, counts(0, 0)) },
-			next: func(js *jobset.JobSet) jobset.JobSetStatus {
-				s := recovering(js, counts(1, 0))
-				s.InPlaceRestarts, s.Conditions = 0, nil
-				return s
-			},
+			js:   js,
+			both: func(s *jobset.JobSetStatus) { s.InPlaceRestarts, s.Restarts, s.Conditions = 0, 0, nil },
+			cur:  func(js *jobset.JobSet) jobset.JobSetStatus { return recovering(js, counts(1, 1)) },
+			next: func(js *jobset.JobSet) jobset.JobSetStatus { return recovering(js, counts(1, 0)) },
 		},
-		"a Job unready long after the restart": {
-			js:  js,
-			cur: func(js *jobset.JobSet) jobset.JobSetStatus { return recovering(js, counts(1, 1)) },
-			next: func(js *jobset.JobSet) jobset.JobSetStatus {
-				s := recovering(js, counts(1, 0))
+		"a Job unready as the recovery window ends": {
+			js: js,
+			both: func(s *jobset.JobSetStatus) {
 				s.Conditions[0].LastTransitionTime = metav1.NewTime(now.Add(-RecoveryWindow))
-				return s
 			},
+			cur:  func(js *jobset.JobSet) jobset.JobSetStatus { return recovering(js, counts(1, 1)) },
+			next: func(js *jobset.JobSet) jobset.JobSetStatus { return recovering(js, counts(1, 0)) },
+		},
+		"a Job unready just within the recovery window": {
+			js: js,
+			both: func(s *jobset.JobSetStatus) {
+				s.Conditions[0].LastTransitionTime = metav1.NewTime(now.Add(-RecoveryWindow + time.Second))
+			},
+			cur:  func(js *jobset.JobSet) jobset.JobSetStatus { return recovering(js, counts(1, 1)) },
+			next: func(js *jobset.JobSet) jobset.JobSetStatus { return recovering(js, counts(1, 0)) },
+			want: true,
 		},
 		"a recreation after an in-place restart fell back": {
-			js:  js,
-			cur: func(js *jobset.JobSet) jobset.JobSetStatus { return recovering(js, counts(0, 0)) },
-			next: func(js *jobset.JobSet) jobset.JobSetStatus {
-				s := recovering(js, counts(1, 0))
-				setCondition(&s, jobset.JobSetRestarting, metav1.ConditionFalse, ReasonRestartJobsReady, MessageRestartJobsReady, t0)
-				return s
+			js: js,
+			both: func(s *jobset.JobSetStatus) {
+				setCondition(s, jobset.JobSetRestarting, metav1.ConditionFalse, ReasonRestartJobsReady, MessageRestartJobsReady, t0)
 			},
+			cur:  func(js *jobset.JobSet) jobset.JobSetStatus { return recovering(js, counts(0, 0)) },
+			next: func(js *jobset.JobSet) jobset.JobSetStatus { return recovering(js, counts(1, 0)) },
 		},
 		"a JobSet that recreates": {
 			js: func() *jobset.JobSet {
@@ -137,6 +145,10 @@ func TestHoldCounters(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			cur, next := tc.cur(tc.js), tc.next(tc.js)
+			if tc.both != nil {
+				tc.both(&cur)
+				tc.both(&next)
+			}
 			if !NeedsWrite(tc.js, cur, next) {
 				t.Fatalf("NeedsWrite = false: the case changes nothing to write")
 			}
