@@ -72,6 +72,8 @@ func PushRelease(ctx context.Context, dir, registry string, nameOpts []name.Opti
 		if err != nil {
 			return nil, err
 		}
+		// Removed when every image is pushed, not before: the layout
+		// reads its blobs as they are pushed.
 		defer os.RemoveAll(work)
 		if err := untar(archive, work); err != nil {
 			return nil, err
@@ -94,6 +96,11 @@ func PushRelease(ctx context.Context, dir, registry string, nameOpts []name.Opti
 		index, err := outer.ImageIndex(im.Manifests[0].Digest)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", archive, err)
+		}
+		// The layout does not hash what it reads, nor does a registry
+		// check an index pushed by tag: hash it here.
+		if got, err := index.Digest(); err != nil || got.String() != digest {
+			return nil, fmt.Errorf("%s: the image's index hashes to %v, not the %s that %s names: the archive was altered (%v)", archive, got, digest, ImagesFile, err)
 		}
 		pushes = append(pushes, push{to: to, digest: digest, index: func() error {
 			return remote.WriteIndex(to, index, append([]remote.Option{remote.WithContext(ctx)}, opts...)...)

@@ -160,3 +160,41 @@ func TestPushReleaseRefusals(t *testing.T) {
 		t.Errorf("the registry holds %v after a refused push, want nothing", repos)
 	}
 }
+
+// TestPushReleaseRefusesAnAlteredArchive: an archive whose index blob was
+// changed after the release is refused, though its index.json still names
+// the digest images.txt does.
+func TestPushReleaseRefusesAnAlteredArchive(t *testing.T) {
+	host := testRegistry(t)
+	dir := t.TempDir()
+	indexes := fakeRelease(t, dir, "v1.2.3")
+	d, err := indexes["inplace-agent"].Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	archive := filepath.Join(dir, "inplace-agent-v1.2.3.tar")
+	work := t.TempDir()
+	if err := untar(archive, work); err != nil {
+		t.Fatal(err)
+	}
+	blob := filepath.Join(work, "blobs", "sha256", d.Hex)
+	raw, err := os.ReadFile(blob)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Still JSON, one byte more.
+	raw = append(raw, ' ')
+	if err := os.WriteFile(blob, raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := tarDir(work, archive); err != nil {
+		t.Fatal(err)
+	}
+	pushed, err := PushRelease(context.Background(), dir, host, insecure)
+	if err == nil || !strings.Contains(err.Error(), "was altered") {
+		t.Errorf("an altered archive: %v, want it refused", err)
+	}
+	if len(pushed) != 0 {
+		t.Errorf("pushed %v before refusing the release", pushed)
+	}
+}
