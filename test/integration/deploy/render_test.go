@@ -277,8 +277,14 @@ var _ = Describe("the deployment configuration", func() {
 		for _, img := range images {
 			Expect(img).NotTo(ContainSubstring("ghcr.io"), "an image still pulled from its default registry")
 		}
-		_, err = helmTemplate("--set", "imageRegistry=https://registry.example.com")
-		Expect(err).To(MatchError(ContainSubstring("imageRegistry")))
+		for _, ok := range []string{"localhost:5000", "Registry.Example.com/a/b_c", "[::1]:5000/ml"} {
+			_, err = helmTemplate("--set", "imageRegistry="+ok)
+			Expect(err).NotTo(HaveOccurred(), "imageRegistry=%s", ok)
+		}
+		for _, bad := range []string{"https://registry.example.com", "registry.example.com/", "reg.io/-x", "reg.io/a..b", "-bad.host", "reg.io/ML"} {
+			_, err = helmTemplate("--set", "imageRegistry="+bad)
+			Expect(err).To(MatchError(ContainSubstring("imageRegistry")), "imageRegistry=%s", bad)
+		}
 	})
 
 	It("refuses self-signed certificates with more than one replica, naming the fix", func() {
