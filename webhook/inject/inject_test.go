@@ -202,11 +202,18 @@ func TestDecisions(t *testing.T) {
 // whatever a volume of the same name in the manifest said, and injecting
 // again changes nothing.
 func TestAgentStateVolumeIsAnEmptyDir(t *testing.T) {
+	for name, user := range map[string]corev1.VolumeSource{
+		"a hostPath":            {HostPath: &corev1.HostPathVolumeSource{Path: "/var/lib/kept"}},
+		"an emptyDir in memory": {EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory}},
+	} {
+		t.Run(name, func(t *testing.T) { testAgentStateVolume(t, user) })
+	}
+}
+
+func testAgentStateVolume(t *testing.T, user corev1.VolumeSource) {
 	js := load(t, "testdata/minimal.yaml")
 	pod := &js.Spec.ReplicatedJobs[0].Template.Spec.Template.Spec
-	pod.Volumes = append(pod.Volumes, corev1.Volume{Name: AgentStateVolume, VolumeSource: corev1.VolumeSource{
-		HostPath: &corev1.HostPathVolumeSource{Path: "/var/lib/kept"},
-	}})
+	pod.Volumes = append(pod.Volumes, corev1.Volume{Name: AgentStateVolume, VolumeSource: user})
 	mutate(js, defaultAgent())
 	once := js.DeepCopy()
 	mutate(js, defaultAgent())
@@ -220,7 +227,7 @@ func TestAgentStateVolumeIsAnEmptyDir(t *testing.T) {
 			found = append(found, v)
 		}
 	}
-	if len(found) != 1 || found[0].EmptyDir == nil || found[0].HostPath != nil || found[0].EmptyDir.SizeLimit.String() != "1Mi" {
+	if len(found) != 1 || found[0].EmptyDir == nil || found[0].HostPath != nil || found[0].EmptyDir.Medium != "" || found[0].EmptyDir.SizeLimit.String() != "1Mi" {
 		t.Errorf("volumes named %s: %+v, want one emptyDir of 1Mi", AgentStateVolume, found)
 	}
 }

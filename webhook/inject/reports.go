@@ -51,15 +51,15 @@ func injectReportToken(pod *corev1.PodSpec, a int, reports configv1alpha1.AgentR
 		ag.VolumeMounts = append(ag.VolumeMounts, corev1.VolumeMount{Name: ReportTokenVolume, MountPath: protocol.ReportTokenDir, ReadOnly: true})
 	}
 	setEnv(ag, corev1.EnvVar{Name: protocol.EnvReportTokenPath, Value: path.Join(protocol.ReportTokenDir, protocol.ReportTokenFile)})
-	// An emptyDir, whatever a volume of its name said before: the state
+	// This emptyDir, whatever a volume of its name said before: the state
 	// must go with the Pod, or a Pod made again would start from its
-	// predecessor's.
+	// predecessor's, and it is the agent's alone.
 	state := corev1.Volume{Name: AgentStateVolume, VolumeSource: corev1.VolumeSource{
 		EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: ptr.To(resource.MustParse(agentStateLimit))},
 	}}
 	if v := slices.IndexFunc(pod.Volumes, func(v corev1.Volume) bool { return v.Name == AgentStateVolume }); v < 0 {
 		pod.Volumes = append(pod.Volumes, state)
-	} else if pod.Volumes[v].EmptyDir == nil {
+	} else {
 		pod.Volumes[v] = state
 	}
 	if !slices.ContainsFunc(ag.VolumeMounts, func(m corev1.VolumeMount) bool { return m.Name == AgentStateVolume }) {
