@@ -239,8 +239,9 @@ func (d *DirectTransport) followLeader(ctx context.Context, ep protocol.ReportEn
 }
 
 // maxBroadcastLine bounds one line of the broadcast stream: a ConfigMap's
-// data is at most 1 MiB.
-const maxBroadcastLine = 1 << 20
+// data is at most 1 MiB, and JSON escapes some of its characters. A longer
+// line ends the stream, and the agent watches instead.
+const maxBroadcastLine = 4 << 20
 
 // errOtherEndpoint: the streamed broadcast names another endpoint than
 // the leader's that streams it.
