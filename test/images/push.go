@@ -99,8 +99,12 @@ func PushRelease(ctx context.Context, dir, registry string, nameOpts []name.Opti
 		}
 		// The layout does not hash what it reads, nor does a registry
 		// check an index pushed by tag: hash it here.
-		if got, err := index.Digest(); err != nil || got.String() != digest {
-			return nil, fmt.Errorf("%s: the image's index hashes to %v, not the %s that %s names: the archive was altered (%v)", archive, got, digest, ImagesFile, err)
+		got, err := index.Digest()
+		if err != nil {
+			return nil, fmt.Errorf("%s: hashing the image's index: %w", archive, err)
+		}
+		if got.String() != digest {
+			return nil, fmt.Errorf("%s: the image's index hashes to %s, not the %s that %s names: the archive was altered", archive, got, digest, ImagesFile)
 		}
 		pushes = append(pushes, push{to: to, digest: digest, index: func() error {
 			return remote.WriteIndex(to, index, append([]remote.Option{remote.WithContext(ctx)}, opts...)...)
