@@ -31,8 +31,8 @@ const ImagesFile = "images.txt"
 // BuildRelease: images.txt and an OCI archive per image) to registry, a
 // host[:port] with an optional path ("registry.example.com/ml"), under
 // their repository's last element and the release's tag:
-// ghcr.io/inplace-dev/inplace-agent:v1.2.3 goes to
-// registry.example.com/ml/inplace-agent:v1.2.3. Each image is pushed
+// ghcr.io/inplace-dev/inplace-agent:TAG goes to
+// registry.example.com/ml/inplace-agent:TAG. Each image is pushed
 // whole (its index, every platform's manifest and blob) and must keep the
 // digest images.txt names, so that a manifest pinned by digest finds it.
 // Nothing is pushed unless every archive reads as images.txt says.
