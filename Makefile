@@ -120,9 +120,9 @@ release: $(KUSTOMIZE) $(HELM) ## Write a release into dist/ (VERSION=vX.Y.Z): in
 	go run ./hack/release --version $(VERSION) --commit $(COMMIT) --out $(RELEASE_DIR) --platforms $(RELEASE_PLATFORMS) --cli-platforms $(RELEASE_CLI_PLATFORMS)
 
 .PHONY: push
-push: ## Push the release's images in dist/ to REGISTRY (host[:port][/path]; INSECURE=true for plain HTTP), keeping their digests.
+push: ## Push the release's images in dist/ to REGISTRY (host[:port][/path]; INSECURE=true for plain HTTP), keeping their digests; MANIFESTS=dir writes install manifests that pull from it.
 	@$(if $(REGISTRY),:,echo "make push needs the registry: make push REGISTRY=host[:port][/path]" >&2; exit 2)
-	go run ./hack/push --dist $(RELEASE_DIR) --registry $(REGISTRY) $(if $(filter true,$(INSECURE)),--insecure)
+	go run ./hack/push --dist $(RELEASE_DIR) --registry $(REGISTRY) $(if $(filter true,$(INSECURE)),--insecure) $(if $(MANIFESTS),--manifests $(MANIFESTS))
 
 ##@ Images
 

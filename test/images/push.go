@@ -189,3 +189,46 @@ func untar(archive, dir string) error {
 		}
 	}
 }
+
+// InstallManifests are a release's install manifests, which name the
+// images it ships.
+var InstallManifests = []string{"install.yaml", "install-selfsigned.yaml"}
+
+// RepointManifest returns a release's install manifest with every
+// reference to the two images moved to registry, as PushRelease pushed
+// them (their tags kept); it fails if the manifest names neither image.
+func RepointManifest(manifest, registry string) (string, error) {
+	out := manifest
+	for _, repo := range []string{ManagerRepository, AgentRepository} {
+		if !strings.Contains(out, repo+":") {
+			return "", fmt.Errorf("the manifest names no %s image", repo)
+		}
+		out = strings.ReplaceAll(out, repo+":", registry+"/"+path.Base(repo)+":")
+	}
+	return out, nil
+}
+
+// RepointManifests writes the release's install manifests in dir, moved to
+// registry (RepointManifest), into out.
+func RepointManifests(dir, registry, out string) ([]string, error) {
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return nil, err
+	}
+	var written []string
+	for _, m := range InstallManifests {
+		raw, err := os.ReadFile(filepath.Join(dir, m))
+		if err != nil {
+			return written, err
+		}
+		moved, err := RepointManifest(string(raw), registry)
+		if err != nil {
+			return written, fmt.Errorf("%s: %w", m, err)
+		}
+		target := filepath.Join(out, m)
+		if err := os.WriteFile(target, []byte(moved), 0o644); err != nil {
+			return written, err
+		}
+		written = append(written, target)
+	}
+	return written, nil
+}

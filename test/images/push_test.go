@@ -198,3 +198,28 @@ func TestPushReleaseRefusesAnAlteredArchive(t *testing.T) {
 		t.Errorf("pushed %v before refusing the release", pushed)
 	}
 }
+
+// TestRepointManifest: every reference to the two images moves to the
+// registry, tags kept; nothing else changes.
+func TestRepointManifest(t *testing.T) {
+	manifest := `      image: ghcr.io/inplace-dev/inplace-agent:v1.2.3
+        image: ghcr.io/inplace-dev/inplace-manager:v1.2.3
+        image: ghcr.io/inplace-dev/inplace-manager:v1.2.3
+        image: registry.k8s.io/other:v1
+`
+	got, err := RepointManifest(manifest, "registry.example.com/ml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `      image: registry.example.com/ml/inplace-agent:v1.2.3
+        image: registry.example.com/ml/inplace-manager:v1.2.3
+        image: registry.example.com/ml/inplace-manager:v1.2.3
+        image: registry.k8s.io/other:v1
+`
+	if got != want {
+		t.Errorf("RepointManifest:\n%s\nwant:\n%s", got, want)
+	}
+	if _, err := RepointManifest("image: registry.k8s.io/other:v1\n", "r.example.com"); err == nil {
+		t.Error("a manifest naming neither image was repointed, want an error")
+	}
+}
