@@ -1,7 +1,6 @@
 package reports
 
 import (
-	"context"
 	"encoding/json"
 	"maps"
 	"net/http"
@@ -17,6 +16,7 @@ import (
 
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
 	"github.com/inplace-dev/inplace/api/protocol"
+	"github.com/inplace-dev/inplace/controller/reports/token"
 )
 
 // The broadcast stream (protocol.BroadcastPath): an agent whose container
@@ -131,24 +131,13 @@ func (s *Server) BroadcastHandler() toolscache.ResourceEventHandler {
 // the ConfigMap's data as the cache holds it, then again at each change,
 // until the agent goes, the ConfigMap is no longer its JobSet's, or the
 // term ends.
-func (s *Server) serveBroadcast(w http.ResponseWriter, r *http.Request, pod *corev1.Pod) {
-	name := types.NamespacedName{Namespace: pod.Namespace, Name: protocol.BroadcastName(pod.Labels[jobset.JobSetNameKey])}
-	jobSetUID := types.UID(pod.Labels[jobset.JobSetUIDKey])
-	if pod.Labels[jobset.JobSetNameKey] == "" || jobSetUID == "" {
-		s.answer(w, refuse(http.StatusForbidden, "other_jobset", "pod %s/%s belongs to no JobSet", pod.Namespace, pod.Name), nil)
+func (s *Server) serveBroadcast(w http.ResponseWriter, r *http.Request, pod *corev1.Pod, claims token.Claims) {
+	js, err := s.podJobSet(r.Context(), pod, pod.Labels[jobset.JobSetNameKey])
+	if err != nil {
+		s.answer(w, err, nil)
 		return
 	}
-	var js jobset.JobSet
-	err := s.opts.Reader.Get(r.Context(), types.NamespacedName{Namespace: pod.Namespace, Name: pod.Labels[jobset.JobSetNameKey]}, &js, client.UnsafeDisableDeepCopy)
-	switch {
-	case apierrors.IsNotFound(err) || (err == nil && js.UID != jobSetUID):
-		s.answer(w, refuse(http.StatusForbidden, "other_jobset", "pod %s/%s belongs to a JobSet that no longer exists", pod.Namespace, pod.Name), nil)
-		return
-	case err != nil:
-		s.answer(w, refuse(http.StatusServiceUnavailable, "unavailable", "reading JobSet %s/%s: %v", pod.Namespace, pod.Labels[jobset.JobSetNameKey], err), nil)
-		return
-	}
-	podKey, podUID := client.ObjectKeyFromObject(pod), pod.UID
+	name := types.NamespacedName{Namespace: js.Namespace, Name: protocol.BroadcastName(js.Name)}
 	st, ok := s.streams.open(name, pod.UID)
 	if !ok {
 		s.answer(w, refuse(http.StatusTooManyRequests, "too_many_streams", "pod %s/%s holds %d broadcast streams already, or the leader is stopping: watch the ConfigMap", pod.Namespace, pod.Name, maxStreamsPerPod), nil)
@@ -169,8 +158,10 @@ func (s *Server) serveBroadcast(w http.ResponseWriter, r *http.Request, pod *cor
 	enc := json.NewEncoder(w)
 	var sent map[string]string
 	for first := true; ; first = false {
-		if !first && !s.podLives(r.Context(), podKey, podUID) {
-			return // the token's Pod is gone: its stream goes with it
+		if !first {
+			if _, err := s.boundPod(r.Context(), claims); err != nil {
+				return // the token's Pod is gone: its stream goes with it
+			}
 		}
 		var cm corev1.ConfigMap
 		err := s.opts.Reader.Get(r.Context(), name, &cm, client.UnsafeDisableDeepCopy)
@@ -183,7 +174,7 @@ func (s *Server) serveBroadcast(w http.ResponseWriter, r *http.Request, pod *cor
 			return
 		case err != nil:
 			return // the agent watches the ConfigMap instead
-		case !ownedBy(&cm, jobSetUID):
+		case !metav1.IsControlledBy(&cm, js):
 			if first {
 				s.answer(w, refuse(http.StatusForbidden, "other_jobset", "ConfigMap %s is not the broadcast of the JobSet pod %s/%s belongs to", name, pod.Namespace, pod.Name), nil)
 			}
@@ -211,20 +202,4 @@ func (s *Server) serveBroadcast(w http.ResponseWriter, r *http.Request, pod *cor
 			return
 		}
 	}
-}
-
-// podLives reports whether the cache still shows the Pod a stream was
-// opened for, not being deleted: the stream of a Pod deleted, or made
-// again under its name, ends at its broadcast's next change.
-func (s *Server) podLives(ctx context.Context, key types.NamespacedName, uid types.UID) bool {
-	var pod corev1.Pod
-	err := s.opts.Reader.Get(ctx, key, &pod, client.UnsafeDisableDeepCopy)
-	return err == nil && pod.UID == uid && pod.DeletionTimestamp == nil
-}
-
-// ownedBy reports whether the ConfigMap is the broadcast of the JobSet of
-// that UID.
-func ownedBy(cm *corev1.ConfigMap, jobSetUID types.UID) bool {
-	ref := metav1.GetControllerOf(cm)
-	return ref != nil && ref.UID == jobSetUID && ref.Kind == "JobSet"
 }

@@ -288,12 +288,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			s.answer(w, refuse(http.StatusMethodNotAllowed, "bad_request", "%s is not allowed: GET the broadcast", r.Method), nil)
 			return
 		}
-		pod, _, err := s.authenticate(r)
+		pod, claims, err := s.authenticate(r)
 		if err != nil {
 			s.answer(w, err, nil)
 			return
 		}
-		s.serveBroadcast(w, r, pod)
+		s.serveBroadcast(w, r, pod, claims)
 		return
 	}
 	if r.URL.Path != protocol.ReportPath {
@@ -357,22 +357,55 @@ func (s *Server) authenticate(r *http.Request) (*corev1.Pod, token.Claims, error
 		return nil, claims, refuse(http.StatusForbidden, protocol.ReasonTokenRefused,
 			"the token was refused (another audience, expired, or not bound to a Pod): present the Pod's projected service-account token for the audience agent.reports.audience names, the same in the manager's and the webhook's configuration")
 	}
-	var pod corev1.Pod
-	err = s.opts.Reader.Get(r.Context(), types.NamespacedName{Namespace: claims.Namespace, Name: claims.PodName}, &pod, client.UnsafeDisableDeepCopy)
-	switch {
-	case apierrors.IsNotFound(err):
-		return nil, claims, refuse(http.StatusForbidden, protocol.ReasonPodGone, "pod %s/%s, which the token is bound to, is not a JobSet's Pod or no longer exists", claims.Namespace, claims.PodName)
-	case err != nil:
-		return nil, claims, refuse(http.StatusServiceUnavailable, "unavailable", "reading pod %s/%s: %v", claims.Namespace, claims.PodName, err)
-	case pod.UID != claims.PodUID:
-		return nil, claims, refuse(http.StatusForbidden, protocol.ReasonPodGone, "pod %s/%s is not the Pod the token is bound to (uid %s): that one no longer exists", claims.Namespace, claims.PodName, claims.PodUID)
-	case pod.DeletionTimestamp != nil:
-		return nil, claims, refuse(http.StatusForbidden, protocol.ReasonPodGone, "pod %s/%s is being deleted", claims.Namespace, claims.PodName)
+	pod, err := s.boundPod(r.Context(), claims)
+	if err != nil {
+		return nil, claims, err
 	}
 	if c, ok := r.Context().Value(connKey{}).(*connState); ok {
 		c.authenticated.Store(true)
 	}
-	return &pod, claims, nil
+	return pod, claims, nil
+}
+
+// boundPod is the Pod the token of claims is bound to, as the cache holds
+// it, while it lives: not deleted, not being deleted, not made again under
+// its name.
+func (s *Server) boundPod(ctx context.Context, claims token.Claims) (*corev1.Pod, error) {
+	var pod corev1.Pod
+	err := s.opts.Reader.Get(ctx, types.NamespacedName{Namespace: claims.Namespace, Name: claims.PodName}, &pod, client.UnsafeDisableDeepCopy)
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, refuse(http.StatusForbidden, protocol.ReasonPodGone, "pod %s/%s, which the token is bound to, is not a JobSet's Pod or no longer exists", claims.Namespace, claims.PodName)
+	case err != nil:
+		return nil, refuse(http.StatusServiceUnavailable, "unavailable", "reading pod %s/%s: %v", claims.Namespace, claims.PodName, err)
+	case pod.UID != claims.PodUID:
+		return nil, refuse(http.StatusForbidden, protocol.ReasonPodGone, "pod %s/%s is not the Pod the token is bound to (uid %s): that one no longer exists", claims.Namespace, claims.PodName, claims.PodUID)
+	case pod.DeletionTimestamp != nil:
+		return nil, refuse(http.StatusForbidden, protocol.ReasonPodGone, "pod %s/%s is being deleted", claims.Namespace, claims.PodName)
+	}
+	return &pod, nil
+}
+
+// podJobSet is the JobSet named name that pod belongs to, by its labels
+// (name and UID), as the cache holds it.
+func (s *Server) podJobSet(ctx context.Context, pod *corev1.Pod, name string) (*jobset.JobSet, error) {
+	if name == "" {
+		return nil, refuse(http.StatusForbidden, "other_jobset", "pod %s/%s belongs to no JobSet", pod.Namespace, pod.Name)
+	}
+	if label := pod.Labels[jobset.JobSetNameKey]; label != name {
+		return nil, refuse(http.StatusForbidden, "other_jobset", "pod %s/%s belongs to JobSet %q, not %q", pod.Namespace, pod.Name, label, name)
+	}
+	var js jobset.JobSet
+	err := s.opts.Reader.Get(ctx, types.NamespacedName{Namespace: pod.Namespace, Name: name}, &js, client.UnsafeDisableDeepCopy)
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, refuse(http.StatusForbidden, "other_jobset", "JobSet %s/%s does not exist", pod.Namespace, name)
+	case err != nil:
+		return nil, refuse(http.StatusServiceUnavailable, "unavailable", "reading JobSet %s/%s: %v", pod.Namespace, name, err)
+	case string(js.UID) != pod.Labels[jobset.JobSetUIDKey]:
+		return nil, refuse(http.StatusForbidden, "other_jobset", "pod %s/%s belongs to an earlier JobSet %s/%s", pod.Namespace, pod.Name, pod.Namespace, name)
+	}
+	return &js, nil
 }
 
 // connState is what the endpoint knows of a connection: whether a
@@ -403,20 +436,11 @@ func (s *Server) connContext(ctx context.Context, c net.Conn) context.Context {
 // report behind what the Pod already reported.
 func (s *Server) accept(ctx context.Context, pod *corev1.Pod, _ token.Claims, report protocol.Report) (protocol.Report, error) {
 	held := Held(pod, s.get(pod.UID))
-	if name := pod.Labels[jobset.JobSetNameKey]; name != report.JobSet {
-		return held, refuse(http.StatusForbidden, "other_jobset", "pod %s/%s belongs to JobSet %q, not %q", pod.Namespace, pod.Name, name, report.JobSet)
+	js, err := s.podJobSet(ctx, pod, report.JobSet)
+	if err != nil {
+		return held, err
 	}
-	var js jobset.JobSet
-	err := s.opts.Reader.Get(ctx, types.NamespacedName{Namespace: pod.Namespace, Name: report.JobSet}, &js, client.UnsafeDisableDeepCopy)
-	switch {
-	case apierrors.IsNotFound(err):
-		return held, refuse(http.StatusForbidden, "other_jobset", "JobSet %s/%s does not exist", pod.Namespace, report.JobSet)
-	case err != nil:
-		return held, refuse(http.StatusServiceUnavailable, "unavailable", "reading JobSet %s/%s: %v", pod.Namespace, report.JobSet, err)
-	case string(js.UID) != pod.Labels[jobset.JobSetUIDKey]:
-		return held, refuse(http.StatusForbidden, "other_jobset", "pod %s/%s belongs to an earlier JobSet %s/%s", pod.Namespace, pod.Name, pod.Namespace, report.JobSet)
-	}
-	bound := int64(s.broadcastSynced(ctx, &js)) + 1
+	bound := int64(s.broadcastSynced(ctx, js)) + 1
 	// In a fixed order, so that a report above the bound on two counts is
 	// refused for the same one every time.
 	for _, f := range []struct {
