@@ -134,11 +134,11 @@ type Reconciler struct {
 	// held are the in-place restarts held back for a fatal exit
 	// (Options.FatalExitSettle), by JobSet: observe reads them into the
 	// next reconcile's Observed, record keeps the plan's.
-	held state.HeldRestarts
+	held state.Holds
 	// countersHeld remembers, by JobSet, since when a change of its
 	// counters alone has been held back while it recovers from an
 	// in-place restart (decide.HoldCounters).
-	countersHeld state.HeldCounters
+	countersHeld state.Holds
 }
 
 // The rights of the calls the controller makes, and no more: every read
@@ -290,11 +290,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	case !write:
 		r.countersHeld.Forget(req.NamespacedName) // nothing held
 	case decide.HoldCounters(effective, js.Status, p.Status, now):
-		if wait := r.countersHeld.Wait(req.NamespacedName, js.UID, now, decide.RecoveryHold); wait > 0 {
+		since := r.countersHeld.Since(req.NamespacedName, js.UID)
+		if since.IsZero() {
+			since = now
+			r.countersHeld.Record(req.NamespacedName, js.UID, since)
+		}
+		if wait := decide.CountersWait(since, now); wait > 0 {
 			write = false
-			if p.RequeueAfter == 0 || wait < p.RequeueAfter {
-				p.RequeueAfter = wait
-			}
+			p.RequeueWithin(wait)
 		}
 	}
 	if write {

@@ -47,7 +47,7 @@ func (p *Plan) awaitAgentGrants(js *jobset.JobSet, obs Observed, now time.Time) 
 	if left := AgentGrantWaitLeft(js, obs.ControllerStarted, now); left > 0 {
 		p.CreateJobs = nil
 		p.AwaitingAgentGrants = left
-		p.requeueWithin(left)
+		p.RequeueWithin(left)
 		return
 	}
 	p.CreateWithoutAgentGrants = true

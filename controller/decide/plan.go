@@ -101,7 +101,7 @@ type Plan struct {
 	DeletePods []PodDeletion
 	// RestartHeldSince is set while an in-place restart is held back for
 	// Timeouts.FatalExitSettle: when it first was. The reconciler keeps it
-	// (state.HeldRestarts) and hands it to the JobSet's next reconcile
+	// (state.Holds) and hands it to the JobSet's next reconcile
 	// (Observed.RestartHeldSince).
 	RestartHeldSince time.Time
 	// AwaitingAgentGrants is set while the Jobs to create wait for the
@@ -176,7 +176,7 @@ func decideSteps(js *jobset.JobSet, obs Observed, now metav1.Time, t Timeouts) P
 		p.DeleteJobs = append(p.DeleteJobs, c.PreviousJobs()...)
 		expired, after := ttlDecision(js, now.Time)
 		p.DeleteJobSet = expired
-		p.requeueWithin(after)
+		p.RequeueWithin(after)
 		return p
 	}
 
@@ -310,7 +310,7 @@ func (p *Plan) reconcileEpochs(js *jobset.JobSet, from jobset.RestartState, pods
 		if unheard {
 			// Judged again once the grace is over: an agent that never
 			// says its state again is then a member missing.
-			p.requeueWithin(left)
+			p.RequeueWithin(left)
 		}
 	}
 	d := decideEpochs(js, pods)
@@ -446,7 +446,7 @@ func (p *Plan) holdRestart(js *jobset.JobSet, d *epochDecision, since, now time.
 		return
 	}
 	p.RestartHeldSince = since
-	p.requeueWithin(wait)
+	p.RequeueWithin(wait)
 	d.deprecated, d.restartBegan, d.why, d.uncounted = js.Status.DeprecatedEpoch, false, "", false
 }
 
@@ -473,10 +473,10 @@ func (p *Plan) suspendEpochs(js *jobset.JobSet, from jobset.RestartState, broadc
 	}
 }
 
-// requeueWithin has the JobSet reconciled again within d at the latest:
+// RequeueWithin has the JobSet reconciled again within d at the latest:
 // the sooner of d and what the plan asked for already. Zero or less asks
 // for nothing.
-func (p *Plan) requeueWithin(d time.Duration) {
+func (p *Plan) RequeueWithin(d time.Duration) {
 	if d > 0 && (p.RequeueAfter == 0 || d < p.RequeueAfter) {
 		p.RequeueAfter = d
 	}
@@ -631,7 +631,7 @@ func (p *Plan) fallBackIfStuck(js *jobset.JobSet, now metav1.Time, timeout time.
 	c := meta.FindStatusCondition(p.Status.Conditions, string(jobset.JobSetRestarting))
 	deadline := c.LastTransitionTime.Add(timeout)
 	if now.Time.Before(deadline) {
-		p.requeueWithin(deadline.Sub(now.Time))
+		p.RequeueWithin(deadline.Sub(now.Time))
 		return false
 	}
 	p.recreate(ReasonInPlaceRestartTimedOut, fmt.Sprintf("the in-place restart did not converge within %s (epoch %d never synced): recreating every Job",

@@ -433,7 +433,7 @@ func TestRequeueWithin(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			p := Plan{RequeueAfter: tc.asked}
-			p.requeueWithin(tc.within)
+			p.RequeueWithin(tc.within)
 			if diff := cmp.Diff(tc.want, p.RequeueAfter); diff != "" {
 				t.Errorf("RequeueAfter (-want +got):\n%s", diff)
 			}

@@ -69,8 +69,8 @@ const RecoveryWindow = 10 * time.Minute
 // written at each, they would cost a status write per batch period for
 // the tens of seconds the kubelets take, more the larger N. Held, they are
 // written once the group is ready again, with the next decision, or
-// RecoveryHold after the first change held (the reconciler keeps that
-// time), whichever comes first.
+// RecoveryHold after the first change held (CountersWait; the reconciler
+// keeps that time), whichever comes first.
 //
 // Only after an in-place restart: at a first start, a resume or a
 // recreation (a fallback from in place included), the counters say how
@@ -84,6 +84,12 @@ func HoldCounters(js *jobset.JobSet, cur, next jobset.JobSetStatus, now time.Tim
 		return false
 	}
 	return countersOnly(cur, next) && !everyJobReady(js, next)
+}
+
+// CountersWait is how much longer counters held since heldSince may wait
+// at now: what is left of RecoveryHold; 0 to write them now.
+func CountersWait(heldSince, now time.Time) time.Duration {
+	return max(0, RecoveryHold-now.Sub(heldSince))
 }
 
 // everyJobReady reports whether every Job of every replicated job is ready

@@ -158,3 +158,21 @@ func TestHoldCounters(t *testing.T) {
 		})
 	}
 }
+
+// TestCountersWait: counters held wait what is left of RecoveryHold since
+// the first change held, and are written once it has passed.
+func TestCountersWait(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		at   time.Duration
+		want time.Duration
+	}{
+		{"the first hold waits the bound", 0, RecoveryHold},
+		{"a later one what is left of it", 10 * time.Second, RecoveryHold - 10*time.Second},
+		{"past the bound: write", RecoveryHold + time.Second, 0},
+	} {
+		if got := CountersWait(t0.Time, t0.Add(tc.at)); got != tc.want {
+			t.Errorf("%s: CountersWait = %s, want %s", tc.name, got, tc.want)
+		}
+	}
+}

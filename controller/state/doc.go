@@ -11,8 +11,7 @@
 //	attempt.go        the attempt labels read as numbers, the Jobs' names (which Jobs are current is the JobSet API's)
 //	pods.go           what the epoch protocol reads of one Pod, bounded and judged as of its JobSet
 //	expectations.go   Jobs created or deleted whose creation or deletion the cache does not show yet
-//	held.go           when each JobSet's in-place restart was first held back for a fatal exit, between its reconciles
-//	held_counters.go  since when each JobSet's counters have been held back while it recovers from an in-place restart
+//	held.go           since when each JobSet's in-place restart, or its counters' write, has been held back, between its reconciles
 //
 // It records and classifies, and decides nothing: what to do with a
 // JobSet is controller/decide's, talking to the API server controller's.
