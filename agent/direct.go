@@ -62,12 +62,10 @@ type DirectTransport struct {
 	// restarts of the agent's container (EndpointFile).
 	Memory EndpointMemory
 
-	mu sync.Mutex
-	// remembered is what Memory holds, once this run wrote it.
-	remembered *protocol.ReportEndpoint
-	endpoint   protocol.ReportEndpoint
-	last       protocol.Broadcast
-	client     *http.Client
+	mu       sync.Mutex
+	endpoint protocol.ReportEndpoint
+	last     protocol.Broadcast
+	client   *http.Client
 	// failing is when reports to the endpoint began to fail on the way;
 	// zero while they succeed.
 	failing time.Time
@@ -134,9 +132,6 @@ var errNotDirect = errors.New("no endpoint to report to")
 func (d *DirectTransport) Broadcasts(ctx context.Context) (<-chan protocol.Broadcast, error) {
 	var in <-chan protocol.Broadcast
 	if ep, ok := d.recall(); ok {
-		d.mu.Lock()
-		d.remembered = &ep
-		d.mu.Unlock()
 		in = d.followLeader(ctx, ep)
 	} else {
 		var err error
@@ -151,7 +146,6 @@ func (d *DirectTransport) Broadcasts(ctx context.Context) (<-chan protocol.Broad
 			if d.observe(b) {
 				go d.sayAgain(ctx, b.Reports.Session)
 			}
-			d.remember(b.Reports)
 			select {
 			case out <- b:
 			case <-ctx.Done():
@@ -171,27 +165,18 @@ func (d *DirectTransport) recall() (protocol.ReportEndpoint, bool) {
 	return d.Memory.Recall()
 }
 
-// remember keeps the endpoint a broadcast names for the next run of the
-// agent's container, when it changed.
+// remember keeps the endpoint the broadcast names now for the next run of
+// the agent's container. Told of each change only (observe): the endpoint
+// this run followed from Memory is not written again.
 func (d *DirectTransport) remember(ep protocol.ReportEndpoint) {
 	if d.Memory == nil || d.Token == nil {
-		return
-	}
-	d.mu.Lock()
-	same := d.remembered != nil && *d.remembered == ep
-	d.mu.Unlock()
-	if same {
 		return
 	}
 	if err := d.Memory.Remember(ep); err != nil {
 		// The next run watches the broadcast instead: no harm but a
 		// request.
 		d.Log.Error(err, "remembering the report endpoint")
-		return
 	}
-	d.mu.Lock()
-	d.remembered = &ep
-	d.mu.Unlock()
 }
 
 // followLeader delivers the broadcast as the leader at ep streams it, for
@@ -323,7 +308,6 @@ func (d *DirectTransport) stream(ctx context.Context, ep protocol.ReportEndpoint
 // or none where it named one, while the agent has something to say.
 func (d *DirectTransport) observe(b protocol.Broadcast) bool {
 	d.mu.Lock()
-	defer d.mu.Unlock()
 	d.last = b
 	if d.Token == nil {
 		// No token for the controller: the agent was injected without
@@ -331,6 +315,7 @@ func (d *DirectTransport) observe(b protocol.Broadcast) bool {
 		b.Reports = protocol.ReportEndpoint{}
 	}
 	if b.Reports == d.endpoint {
+		d.mu.Unlock()
 		return false
 	}
 	changed := !d.endpoint.IsZero() || !b.Reports.IsZero()
@@ -338,7 +323,11 @@ func (d *DirectTransport) observe(b protocol.Broadcast) bool {
 		d.client.CloseIdleConnections()
 	}
 	d.endpoint, d.client, d.fallback, d.fellBack, d.failing, d.retries = b.Reports, nil, false, time.Time{}, time.Time{}, 0
-	return changed && d.state.Epoch > 0
+	sayAgain := changed && d.state.Epoch > 0
+	d.mu.Unlock()
+	// Outside the lock: reports do not wait on the file.
+	d.remember(b.Reports)
+	return sayAgain
 }
 
 // sayAgain says the agent's state again after the broadcast named another
