@@ -2,7 +2,6 @@ package reports
 
 import (
 	"encoding/json"
-	"maps"
 	"net/http"
 	"sync"
 	"time"
@@ -40,15 +39,25 @@ type streams struct {
 	mu     sync.Mutex
 	byName map[types.NamespacedName]map[*stream]struct{}
 	byPod  map[types.UID]int
+	// lines holds each broadcast's data encoded once, at the resource
+	// version the streams last read: a change woken in N streams is
+	// encoded once, not N times.
+	lines  map[types.NamespacedName]encoded
 	closed bool
 	done   chan struct{}
+}
+
+// encoded is a broadcast's data as a line of the stream.
+type encoded struct {
+	resourceVersion string
+	line            []byte
 }
 
 // stream is one agent's: woken when its broadcast changes.
 type stream struct{ wake chan struct{} }
 
 func newStreams() *streams {
-	return &streams{byName: map[types.NamespacedName]map[*stream]struct{}{}, byPod: map[types.UID]int{}, done: make(chan struct{})}
+	return &streams{byName: map[types.NamespacedName]map[*stream]struct{}{}, byPod: map[types.UID]int{}, lines: map[types.NamespacedName]encoded{}, done: make(chan struct{})}
 }
 
 // open registers a stream of the broadcast name for pod; false when the
@@ -75,10 +84,30 @@ func (s *streams) close(name types.NamespacedName, pod types.UID, st *stream) {
 	delete(s.byName[name], st)
 	if len(s.byName[name]) == 0 {
 		delete(s.byName, name)
+		delete(s.lines, name)
 	}
 	if s.byPod[pod]--; s.byPod[pod] <= 0 {
 		delete(s.byPod, pod)
 	}
+}
+
+// line is cm's data as a line of the stream, encoded once per resource
+// version of the broadcast name.
+func (s *streams) line(name types.NamespacedName, cm *corev1.ConfigMap) ([]byte, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e, ok := s.lines[name]; ok && e.resourceVersion == cm.ResourceVersion {
+		return e.line, nil
+	}
+	line, err := json.Marshal(cm.Data)
+	if err != nil {
+		return nil, err
+	}
+	line = append(line, '\n')
+	if _, open := s.byName[name]; open {
+		s.lines[name] = encoded{cm.ResourceVersion, line}
+	}
+	return line, nil
 }
 
 // changed wakes the streams of the broadcast name.
@@ -155,8 +184,7 @@ func (s *Server) serveBroadcast(w http.ResponseWriter, r *http.Request, pod *cor
 	// One JSON object per line.
 	w.Header().Set("Content-Type", "application/jsonl")
 	w.Header().Set("Cache-Control", "no-store")
-	enc := json.NewEncoder(w)
-	var sent map[string]string
+	var sent string // the resource version last sent
 	for first := true; ; first = false {
 		if !first {
 			if _, err := s.boundPod(r.Context(), claims); err != nil {
@@ -183,10 +211,14 @@ func (s *Server) serveBroadcast(w http.ResponseWriter, r *http.Request, pod *cor
 		if first {
 			s.results.WithLabelValues("stream").Inc()
 		}
-		if first || !maps.Equal(sent, cm.Data) {
-			sent = maps.Clone(cm.Data)
+		if first || cm.ResourceVersion != sent {
+			line, err := s.streams.line(name, &cm)
+			if err != nil {
+				return
+			}
+			sent = cm.ResourceVersion
 			_ = rc.SetWriteDeadline(time.Now().Add(s.keepAlive.request))
-			if err := enc.Encode(sent); err != nil {
+			if _, err := w.Write(line); err != nil {
 				return
 			}
 			if err := rc.Flush(); err != nil {
