@@ -141,6 +141,30 @@ type Reconciler struct {
 	countersHeld state.Holds
 }
 
+// writeStatusNow reports whether the plan's status is to be written over
+// cur now. A change of counters alone while the JobSet recovers from an
+// in-place restart (decide.HoldCounters) waits, from the first such change
+// held, for what is left of decide.RecoveryHold: the plan is requeued at
+// that, and the wait's start is kept in countersHeld. It is forgotten when
+// nothing is to be written; the caller forgets it after a write.
+func (r *Reconciler) writeStatusNow(key types.NamespacedName, effective *jobset.JobSet, cur jobset.JobSetStatus, p *decide.Plan, now time.Time) bool {
+	if !decide.NeedsWrite(effective, cur, p.Status) {
+		r.countersHeld.Forget(key) // nothing held
+		return false
+	}
+	if !decide.HoldCounters(effective, cur, p.Status, now) {
+		return true
+	}
+	since := r.countersHeld.Since(key, effective.UID)
+	if since.IsZero() {
+		since = now
+		r.countersHeld.Record(key, effective.UID, since)
+	}
+	wait := decide.CountersWait(since, now)
+	p.RequeueWithin(wait)
+	return wait == 0
+}
+
 // The rights of the calls the controller makes, and no more: every read
 // is from the cache (list and watch) except a broadcast ConfigMap's, which
 // is read past it. The e2e suite compares these with the calls.
@@ -285,22 +309,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if p.DeleteJobSet {
 		return ctrl.Result{}, nil
 	}
-	write := decide.NeedsWrite(effective, js.Status, p.Status)
-	switch {
-	case !write:
-		r.countersHeld.Forget(req.NamespacedName) // nothing held
-	case decide.HoldCounters(effective, js.Status, p.Status, now):
-		since := r.countersHeld.Since(req.NamespacedName, js.UID)
-		if since.IsZero() {
-			since = now
-			r.countersHeld.Record(req.NamespacedName, js.UID, since)
-		}
-		if wait := decide.CountersWait(since, now); wait > 0 {
-			write = false
-			p.RequeueWithin(wait)
-		}
-	}
-	if write {
+	if r.writeStatusNow(req.NamespacedName, effective, js.Status, &p, now) {
 		before := js.Status
 		js.Status = p.Status
 		// Update, not patch: the write carries the resourceVersion that was
