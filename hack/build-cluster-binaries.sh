@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
 # Builds the local cluster (etcd, kube-apiserver, kube-controller-manager,
-# kube-scheduler, the kubelet of real nodes, CoreDNS for their Pods) and
-# kubectl from their Go modules into bin/
+# kube-scheduler, the kubelet of real nodes, CoreDNS for their Pods, a CNCF
+# Distribution image registry) and kubectl from their Go modules into bin/
 #
 # The Kubernetes binaries come from k8s.io/kubernetes through the wrapper module
 # in hack/kube: `go install k8s.io/kubernetes/cmd/...@version` is refused
 # because k8s.io/kubernetes's go.mod replaces its staging modules with local
 # paths, so the wrapper requires it and replaces every staging module with the
 # published version of the same minor. etcd comes the same way through
-# hack/etcd, and CoreDNS through hack/coredns (its own main with only the
-# plugins the cluster uses). Nothing is downloaded except through the Go module proxy.
+# hack/etcd, CoreDNS through hack/coredns (its own main with only the
+# plugins the cluster uses), and the registry through hack/registry.
+# Nothing is downloaded except through the Go module proxy.
 #
 # Idempotent: a binary is rebuilt only when its version stamp differs.
 set -euo pipefail
@@ -22,6 +23,7 @@ kube_version=$(cd "$root/hack/kube" && go list -m -f "{{.Version}}" k8s.io/kuber
 etcd_version=$(cd "$root/hack/etcd" && go list -m -f '{{.Version}}' go.etcd.io/etcd/server/v3)
 # CoreDNS's stamp covers its plugin list and dependencies too: a change to
 # main.go or go.sum rebuilds it.
+registry_version=$(cd "$root/hack/registry" && go list -m -f '{{.Version}}' github.com/distribution/distribution/v3)
 coredns_version=$(cd "$root/hack/coredns" && echo "$(go list -m -f '{{.Version}}' github.com/coredns/coredns)-$(cat main.go go.sum | sha256sum | cut -c1-12)")
 
 stale() { # name version
@@ -68,4 +70,14 @@ if stale coredns "$coredns_version"; then
   echo ">> built coredns in $((SECONDS - start))s"
 else
   echo ">> coredns $coredns_version is up to date in $bin"
+fi
+
+if stale registry "$registry_version"; then
+  echo ">> building registry $registry_version into $bin (cold: about 1 minute)"
+  start=$SECONDS
+  (cd "$root/hack/registry" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$bin/registry" github.com/distribution/distribution/v3/cmd/registry)
+  echo "$registry_version" > "$bin/.stamps/registry"
+  echo ">> built registry in $((SECONDS - start))s"
+else
+  echo ">> registry $registry_version is up to date in $bin"
 fi

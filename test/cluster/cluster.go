@@ -102,6 +102,12 @@ type Options struct {
 	// ExtraImageArchives are imported besides ImageArchives (the PyTorch
 	// example's image, say).
 	ExtraImageArchives []string
+
+	// Registry starts an image registry beside the control plane (CNCF
+	// Distribution, built by 'make cluster-binaries'), at Cluster.Registry:
+	// images pushed there reach the real nodes the way a cluster's images
+	// reach its nodes, by a pull.
+	Registry bool
 }
 
 // ClientRate is a client's rate limit: QPS requests per second on average,
@@ -126,6 +132,10 @@ type Cluster struct {
 	Config *rest.Config
 	// Host is the apiserver URL.
 	Host string
+	// Registry is the image registry's host:port (Options.Registry), on a
+	// loopback address: plain HTTP, which containerd allows there without
+	// configuration. Empty without one.
+	Registry string
 
 	opts    Options
 	workDir string
@@ -213,7 +223,7 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	if err != nil {
 		return nil, err
 	}
-	etcdPort, peerPort, apiPort, kcmPort, schedPort := ports[0], ports[1], ports[2], ports[3], ports[4]
+	etcdPort, peerPort, apiPort, kcmPort, schedPort := ports[0], ports[1], ports[2], ports[3], ports[4] // ports[5]: the registry's
 
 	if err := c.startEtcd(ctx, etcdPort, peerPort); err != nil {
 		return nil, err
@@ -226,6 +236,11 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	}
 	if err := c.startScheduler(ctx, schedPort); err != nil {
 		return nil, err
+	}
+	if opts.Registry {
+		if err := c.startRegistry(ctx, ports[5]); err != nil {
+			return nil, err
+		}
 	}
 	if opts.RealNodes > 0 {
 		if err := c.startRealNodes(ctx, certs, apiPort); err != nil {

@@ -11,6 +11,11 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/random"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/validate"
 )
 
 func TestStopLeavesNothingBehind(t *testing.T) {
@@ -18,7 +23,7 @@ func TestStopLeavesNothingBehind(t *testing.T) {
 		t.Skip("starts a control plane")
 	}
 	artifacts := t.TempDir()
-	c, err := Start(context.Background(), Options{Name: "teardown", ArtifactsDir: artifacts})
+	c, err := Start(context.Background(), Options{Name: "teardown", ArtifactsDir: artifacts, Registry: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -26,12 +31,13 @@ func TestStopLeavesNothingBehind(t *testing.T) {
 	for _, p := range c.procs {
 		pids = append(pids, p.cmd.Process.Pid)
 	}
-	if len(pids) != 4 {
-		t.Fatalf("want 4 components running, got %d", len(pids))
+	if len(pids) != 5 {
+		t.Fatalf("want 5 components running, got %d", len(pids))
 	}
 	if err := c.CheckAlive(); err != nil {
 		t.Fatal(err)
 	}
+	expectRegistryServesWhatIsPushed(t, c.Registry)
 
 	if err := c.Stop(true); err != nil {
 		t.Fatal(err)
@@ -52,7 +58,7 @@ func TestStopLeavesNothingBehind(t *testing.T) {
 	for _, l := range logs {
 		names = append(names, l.Name())
 	}
-	want := []string{"etcd.log", "kube-apiserver.log", "kube-controller-manager.log", "kube-scheduler.log"}
+	want := []string{"etcd.log", "kube-apiserver.log", "kube-controller-manager.log", "kube-scheduler.log", "registry.log"}
 	if !slices.Equal(names, want) {
 		t.Errorf("kept logs = %v, want %v", names, want)
 	}
@@ -61,6 +67,34 @@ func TestStopLeavesNothingBehind(t *testing.T) {
 	}
 	if err := c.Stop(false); err != nil {
 		t.Errorf("second Stop: %v", err)
+	}
+}
+
+// expectRegistryServesWhatIsPushed pushes an image to the registry at
+// addr, over plain HTTP, and reads it back by digest, every layer.
+func expectRegistryServesWhatIsPushed(t *testing.T, addr string) {
+	t.Helper()
+	img, err := random.Image(1024, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tag, err := name.NewTag(addr + "/test/random:v1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := remote.Write(tag, img); err != nil {
+		t.Fatalf("pushing to the registry: %v", err)
+	}
+	want, err := img.Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := remote.Image(tag.Context().Digest(want.String()))
+	if err != nil {
+		t.Fatalf("pulling back by digest: %v", err)
+	}
+	if err := validate.Image(got); err != nil {
+		t.Errorf("the image pulled back: %v", err)
 	}
 }
 

@@ -26,12 +26,13 @@ type process struct {
 	stopped atomic.Bool
 }
 
-// startProcess starts binary with args, logging stdout and stderr to
-// <logDir>/<name>.log. The child is killed by the kernel if this process dies
-// (Pdeathsig), so that an interrupted or crashed test leaves no component
-// running; a real node's shims and containers outlive it, and the next
-// real-node cluster's start undoes them.
-func startProcess(name, binary string, args []string, logDir string) (*process, error) {
+// startProcess starts binary with args and env added to this process's
+// environment, logging stdout and stderr to <logDir>/<name>.log. The child
+// is killed by the kernel if this process dies (Pdeathsig), so that an
+// interrupted or crashed test leaves no component running; a real node's
+// shims and containers outlive it, and the next real-node cluster's start
+// undoes them.
+func startProcess(name, binary string, args []string, logDir string, env ...string) (*process, error) {
 	if _, err := os.Stat(binary); err != nil {
 		return nil, fmt.Errorf("%s binary missing at %s (run 'make cluster-binaries'): %w", name, binary, err)
 	}
@@ -41,6 +42,9 @@ func startProcess(name, binary string, args []string, logDir string) (*process, 
 		return nil, err
 	}
 	cmd := exec.Command(binary, args...)
+	if len(env) > 0 {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	cmd.Stdout = logFile
 	cmd.Stderr = logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}

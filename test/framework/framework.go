@@ -58,6 +58,9 @@ type Framework struct {
 	// ExtraImages are image archives the real nodes import besides the
 	// project's.
 	ExtraImages []string
+	// Registry, with FullCluster, starts an image registry beside the
+	// control plane, at Cluster.Registry.
+	Registry bool
 	// NoCRDs leaves the CRDs out of Init, for suites that install them as
 	// a user does.
 	NoCRDs bool
@@ -107,7 +110,7 @@ func (f *Framework) Init() *rest.Config {
 	gomega.Expect(err).NotTo(gomega.HaveOccurred())
 
 	if f.FullCluster {
-		f.Cluster, err = cluster.Start(context.Background(), cluster.Options{Name: f.Name, RealNodes: f.RealNodes, ExtraImageArchives: f.ExtraImages, APIServerFlags: f.APIServerFlags})
+		f.Cluster, err = cluster.Start(context.Background(), cluster.Options{Name: f.Name, RealNodes: f.RealNodes, ExtraImageArchives: f.ExtraImages, APIServerFlags: f.APIServerFlags, Registry: f.Registry})
 		gomega.Expect(err).NotTo(gomega.HaveOccurred(), "starting the local cluster")
 		if f.NoCRDs {
 			return rest.CopyConfig(f.Cluster.Config)

@@ -1,0 +1,60 @@
+package cluster
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// registryConfig is a CNCF Distribution registry that serves plain HTTP on
+// addr, stores under dir and lets images be deleted: a throwaway registry
+// for one cluster, like its etcd. secret signs its upload state.
+func registryConfig(addr, dir, secret string) string {
+	return fmt.Sprintf(`version: 0.1
+log:
+  level: warn
+  accesslog:
+    disabled: true
+storage:
+  filesystem:
+    rootdirectory: %s
+  delete:
+    enabled: true
+http:
+  addr: %s
+  secret: %s
+`, dir, addr, secret)
+}
+
+// startRegistry starts the cluster's image registry (Options.Registry) on
+// port of 127.0.0.1 and waits until it answers the distribution API's base
+// endpoint. A containerd pulls from a loopback address over plain HTTP
+// without configuration, so a real node's kubelet runs an image pushed
+// there as <Registry>/<name>:<tag>.
+func (c *Cluster) startRegistry(ctx context.Context, port int) error {
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	dir := filepath.Join(c.workDir, "registry")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	config := filepath.Join(dir, "config.yml")
+	if err := os.WriteFile(config, []byte(registryConfig(addr, filepath.Join(dir, "storage"), rand.Text())), 0o600); err != nil {
+		return err
+	}
+	p, err := startProcess("registry", c.binary("registry"), []string{"serve", config}, c.logDir,
+		// Its traces would go to an OTLP collector on this host by default.
+		"OTEL_TRACES_EXPORTER=none")
+	if err != nil {
+		return err
+	}
+	c.procs = append(c.procs, p)
+	if err := p.waitFor(ctx, "its API", httpOK(&http.Client{Timeout: 5 * time.Second}, "http://"+addr+"/v2/")); err != nil {
+		return err
+	}
+	c.Registry = addr
+	return nil
+}
