@@ -152,3 +152,19 @@ func writes(counts map[string]int) int {
 	}
 	return n
 }
+
+// periodic sums the requests a controller sends at a rate whatever a
+// restart does, so that a longer restart holds more of them: watches,
+// which each informer opens again as the last one times out, and the
+// upstream JobSet check's reads of the JobSet CRD and of upstream's
+// Leases (controller/upstream_gate.go, at least every 30 s).
+func periodic(counts map[string]int) int {
+	n := 0
+	for k, v := range counts {
+		verb, resource, _ := strings.Cut(k, " ")
+		if verb == "watch" || (verb == "get" && (resource == "customresourcedefinitions" || resource == "leases")) {
+			n += v
+		}
+	}
+	return n
+}

@@ -45,3 +45,17 @@ func TestRequestsBetween(t *testing.T) {
 		t.Errorf("between after forget = %v, want none", got)
 	}
 }
+
+// The requests of the 5,000-worker container-scope restart: the controller's
+// watches and the upstream check's reads come at a rate; its writes and
+// its reads of the broadcast come with the restart.
+func TestPeriodic(t *testing.T) {
+	counts := map[string]int{
+		"create events": 2, "get customresourcedefinitions": 7, "get leases": 14, "update configmaps": 4,
+		"update jobsets/status": 5, "watch configmaps": 1, "watch jobsets": 1, "watch leases": 2, "watch pods": 8,
+		"get configmaps": 3,
+	}
+	if got, want := periodic(counts), 7+14+1+1+2+8; got != want {
+		t.Errorf("periodic = %d, want %d", got, want)
+	}
+}

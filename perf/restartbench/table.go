@@ -28,6 +28,10 @@ type Summary struct {
 	Synced   time.Duration `json:"medianSyncedNanos,omitempty"`
 	// ControllerWrites is the median of the controller's writes.
 	ControllerWrites int `json:"controllerWrites"`
+	// ControllerPeriodic is the median of the controller's requests that
+	// come at a rate, whatever the restart does (periodic): part of
+	// Requests[ActorController], more the longer the restart lasts.
+	ControllerPeriodic int `json:"controllerPeriodicRequests"`
 	// Requests is the median number of requests per actor, and
 	// CriticalRequests of those sent before the group's release.
 	Requests         map[string]int `json:"requests"`
@@ -99,7 +103,7 @@ func Summarize(results []Result) []Summary {
 	for _, k := range order {
 		rs := groups[k]
 		var running, detected, synced []time.Duration
-		var writesN []int
+		var writesN, periodicN []int
 		requests, critical := map[string][]int{}, map[string][]int{}
 		var watch, rejected, cp []float64
 		var handshakes []int
@@ -108,6 +112,7 @@ func Summarize(results []Result) []Summary {
 			handshakes = append(handshakes, r.Handshakes[ActorAgents])
 			running, detected, synced = append(running, r.WorkersRunning), append(detected, r.Detection), append(synced, r.Synced)
 			writesN = append(writesN, writes(r.Requests[ActorController]))
+			periodicN = append(periodicN, periodic(r.Requests[ActorController]))
 			for actor, counts := range r.Requests {
 				requests[actor] = append(requests[actor], sum(counts))
 			}
@@ -119,8 +124,8 @@ func Summarize(results []Result) []Summary {
 		s := Summary{Nodes: k.n, Profile: k.profile, Failure: k.failure, Strategy: k.strategy, Repeats: len(rs),
 			Median: median(running, cmp.Compare), Min: slices.Min(running), Max: slices.Max(running),
 			Detected: median(detected, cmp.Compare), Synced: median(synced, cmp.Compare),
-			ControllerWrites: median(writesN, cmp.Compare),
-			Requests:         map[string]int{}, CriticalRequests: map[string]int{}, WatchEvents: median(watch, cmp.Compare),
+			ControllerWrites: median(writesN, cmp.Compare), ControllerPeriodic: median(periodicN, cmp.Compare),
+			Requests: map[string]int{}, CriticalRequests: map[string]int{}, WatchEvents: median(watch, cmp.Compare),
 			Rejected: median(rejected, cmp.Compare), Handshakes: median(handshakes, cmp.Compare),
 			ControlPlaneCPU: median(cp, cmp.Compare), ControlPlaneCPUMin: slices.Min(cp), ControlPlaneCPUMax: slices.Max(cp)}
 		for actor, v := range requests {
@@ -190,9 +195,9 @@ func Table(w io.Writer, report Report) {
 	}
 	tw.Flush()
 
-	fmt.Fprintln(w, "\nper Pod (medians): API server + etcd CPU, requests by actor (critical path, before the group's release / all), refusals, the agents' TLS handshakes (- where not counted: real nodes), watch events")
+	fmt.Fprintln(w, "\nper Pod (medians): API server + etcd CPU, requests by actor (critical path, before the group's release / all), of the controller's those that come at a rate whatever the restart does (periodic: its watches opened again, the upstream JobSet check's reads), refusals, the agents' TLS handshakes (- where not counted: real nodes), watch events")
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "N\tprofile\tfailure\tstrategy\tAPI server+etcd CPU ms/Pod\tcontroller req\tagent req/Pod\tkubelet req/Pod\trefused/Pod\thandshakes/Pod\twatch events/Pod\t")
+	fmt.Fprintln(tw, "N\tprofile\tfailure\tstrategy\tAPI server+etcd CPU ms/Pod\tcontroller req\tof which periodic\tagent req/Pod\tkubelet req/Pod\trefused/Pod\thandshakes/Pod\twatch events/Pod\t")
 	perPod := func(x float64, n int) string { return fmt.Sprintf("%.2f", x/float64(n)) }
 	onRealNodes := map[int]bool{}
 	for _, r := range report.Results {
@@ -209,8 +214,8 @@ func Table(w io.Writer, report Report) {
 			return f(float64(s.CriticalRequests[actor]), s.Nodes) + " / " + f(float64(s.Requests[actor]), s.Nodes)
 		}
 		count := func(x float64, _ int) string { return fmt.Sprintf("%.0f", x) }
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%.1f\t%s\t%s\t%s\t%s\t%s\t%s\t\n", s.Nodes, s.Profile, s.Failure, s.Strategy,
-			1000*s.ControlPlaneCPU/float64(s.Nodes), split(ActorController, count),
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%.1f\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t\n", s.Nodes, s.Profile, s.Failure, s.Strategy,
+			1000*s.ControlPlaneCPU/float64(s.Nodes), split(ActorController, count), s.ControllerPeriodic,
 			split(ActorAgents, perPod), split(ActorKubelets, perPod),
 			perPod(s.Rejected, s.Nodes), handshakes, perPod(s.WatchEvents, s.Nodes))
 	}
