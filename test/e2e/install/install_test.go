@@ -50,6 +50,7 @@ const (
 	deleteSelfSigned  = "kubectl delete -k config/selfsigned"
 	helmUninstall     = "helm uninstall inplace -n inplace-system"
 	applyRelease      = "kubectl apply --server-side -f dist/install.yaml"
+	pushRelease       = "make push"
 	deleteRelease     = "kubectl delete -f dist/install.yaml"
 	mutatingWebhook   = "inplace-mutating-webhook"
 	validatingWebhook = "inplace-validating-webhook"
@@ -219,6 +220,38 @@ func runsAJobSetInPlace(name string, killMidRestart bool, agentImage string) {
 	}).WithTimeout(timeout).Should(Satisfy(apierrors.IsNotFound), "the JobSet is gone")
 }
 
+// pushedDigests reads what make push printed: each image it pushed, by
+// reference and digest ("pushed REF@DIGEST").
+func pushedDigests(out string) map[string]string {
+	GinkgoHelper()
+	digests := map[string]string{}
+	for line := range strings.Lines(out) {
+		pushed, ok := strings.CutPrefix(strings.TrimSpace(line), "pushed ")
+		if !ok {
+			continue
+		}
+		ref, digest, ok := strings.Cut(pushed, "@")
+		Expect(ok).To(BeTrue(), "make push printed %q: no digest", line)
+		digests[ref] = digest
+	}
+	return digests
+}
+
+// expectRunsPushed checks that every Pod of the install that matches
+// selector runs image, and that its kubelet pulled the digest pushed.
+func expectRunsPushed(selector map[string]string, image, digest string) {
+	GinkgoHelper()
+	var pods corev1.PodList
+	Expect(k8sClient.List(ctx, &pods, client.InNamespace(namespace), client.MatchingLabels(selector))).To(Succeed())
+	Expect(pods.Items).NotTo(BeEmpty())
+	for _, p := range pods.Items {
+		for _, c := range p.Status.ContainerStatuses {
+			Expect(c.Image).To(Equal(image), "%s/%s", p.Name, c.Name)
+			Expect(c.ImageID).To(HaveSuffix("@"+digest), "%s/%s runs the image pushed", p.Name, c.Name)
+		}
+	}
+}
+
 // expectUninstalled waits until the install's namespace is gone.
 func expectUninstalled() {
 	GinkgoHelper()
@@ -242,7 +275,7 @@ var _ = Describe("installing inplace", Ordered, func() {
 		release, err := os.ReadFile(filepath.Join(root, "docs", "how-to", "release.md"))
 		Expect(err).NotTo(HaveOccurred())
 		// The docs name the tree's version; the spec below builds its own.
-		for _, c := range []string{"make release VERSION=" + images.Version, applyRelease, deleteRelease, rolloutStatus, rolloutWebhook, "sha256sum -c SHA256SUMS"} {
+		for _, c := range []string{"make release VERSION=" + images.Version, applyRelease, deleteRelease, rolloutStatus, rolloutWebhook, "sha256sum -c SHA256SUMS", pushRelease + " REGISTRY=", "MANIFESTS="} {
 			Expect(string(release)).To(ContainSubstring(c))
 		}
 	})
@@ -268,7 +301,7 @@ var _ = Describe("installing inplace", Ordered, func() {
 		expectUninstalled()
 	})
 
-	It("from a release: make release's archives and install.yaml, on a node that never had its images", func() {
+	It("from a release: make release's archives pushed to the cluster's registry, install.yaml pointed at it, on a node that never had its images", func() {
 		dist := GinkgoT().TempDir()
 		// The host's platform alone: the test runs here.
 		shWithin(10*time.Minute, fmt.Sprintf("make release VERSION=%s RELEASE_DIR=%s RELEASE_PLATFORMS=linux/%[3]s RELEASE_CLI_PLATFORMS=linux/%[3]s", releaseVersion, dist, runtime.GOARCH))
@@ -281,15 +314,18 @@ var _ = Describe("installing inplace", Ordered, func() {
 		sh(fmt.Sprintf("tar -xzf %s -C %s", filepath.Join(dist, fmt.Sprintf("kubectl-inplace_%s_linux_%s.tar.gz", releaseVersion, runtime.GOARCH)), plugin))
 		Expect(sh(fmt.Sprintf("PATH=%s:$PATH kubectl inplace version", plugin))).To(ContainSubstring(releaseVersion))
 		sh("helm lint " + filepath.Join(dist, "inplace-"+strings.TrimPrefix(releaseVersion, "v")+".tgz"))
-		manager, agent := images.ManagerRepository+":"+releaseVersion, images.AgentRepository+":"+releaseVersion
-		// The release's images come from its archives alone: the local
-		// cluster imports its own, under another tag.
-		for _, img := range []string{"inplace-manager", "inplace-agent"} {
-			for _, socket := range fw.Cluster.ContainerdSockets() {
-				Expect(cluster.ImportImage(ctx, socket, filepath.Join(dist, img+"-"+releaseVersion+".tar"))).To(Succeed())
-			}
-		}
-		sh(strings.Replace(applyRelease, "dist/", dist+"/", 1))
+
+		// The images reach the node as a cluster's do: pushed to a registry,
+		// pulled by the kubelet. The local cluster imports its own, under
+		// another name and tag.
+		registry := fw.Cluster.Registry + "/ml"
+		manifests := GinkgoT().TempDir()
+		pushed := sh(fmt.Sprintf("%s REGISTRY=%s RELEASE_DIR=%s MANIFESTS=%s", pushRelease, registry, dist, manifests))
+		digests := pushedDigests(pushed)
+		manager, agent := registry+"/inplace-manager:"+releaseVersion, registry+"/inplace-agent:"+releaseVersion
+		Expect(digests).To(HaveKey(manager))
+		Expect(digests).To(HaveKey(agent))
+		sh(strings.Replace(applyRelease, "dist/", manifests+"/", 1))
 		expectWebhooksPointAtTheService()
 		issueAsCertManager()
 		sh(rolloutStatus + " --timeout=3m")
@@ -297,11 +333,12 @@ var _ = Describe("installing inplace", Ordered, func() {
 		for _, d := range []string{"inplace-manager", "inplace-webhook"} {
 			var dep appsv1.Deployment
 			Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: namespace, Name: d}, &dep)).To(Succeed())
-			Expect(dep.Spec.Template.Spec.Containers).To(HaveExactElements(HaveField("Image", manager)), "%s runs the release's image", d)
+			Expect(dep.Spec.Template.Spec.Containers).To(HaveExactElements(HaveField("Image", manager)), "%s runs the release's image from the registry", d)
 		}
+		expectRunsPushed(map[string]string{"app.kubernetes.io/name": "inplace"}, manager, digests[manager])
 		Expect(sh("kubectl -n inplace-system exec deploy/inplace-manager -- /inplace-manager --version")).To(ContainSubstring(releaseVersion), "the binary says its release")
 		runsAJobSetInPlace("release", false, agent)
-		sh(strings.Replace(deleteRelease, "dist/", dist+"/", 1))
+		sh(strings.Replace(deleteRelease, "dist/", manifests+"/", 1))
 		expectUninstalled()
 	})
 

@@ -9,6 +9,7 @@ import (
 	. "github.com/onsi/gomega"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/inplace-dev/inplace/test/cluster"
 	"github.com/inplace-dev/inplace/test/deploy"
@@ -17,8 +18,9 @@ import (
 
 var (
 	// One node runs the manager and the workers; no manager runs in the
-	// test process, and the CRDs come with what the user installs.
-	fw        = &framework.Framework{Name: "install", FullCluster: true, RealNodes: 1, NoCRDs: true}
+	// test process, and the CRDs come with what the user installs. The
+	// release's images reach the node through the registry.
+	fw        = &framework.Framework{Name: "install", FullCluster: true, RealNodes: 1, NoCRDs: true, Registry: true}
 	cfg       *rest.Config
 	ctx       context.Context
 	k8sClient client.Client
@@ -31,6 +33,7 @@ func TestInstall(t *testing.T) {
 }
 
 var _ = BeforeSuite(func() {
+	ctrllog.SetLogger(GinkgoLogr)
 	cfg = fw.Init()
 	ctx, k8sClient = fw.SetupClient(cfg)
 	// A cluster with cert-manager and the Prometheus Operator installed, as
