@@ -252,6 +252,117 @@ func expectRunsPushed(selector map[string]string, image, digest string) {
 	}
 }
 
+// webhookFailover bounds how long admission requests fail after a webhook
+// replica dies (docs/how-to/operate.md, "A webhook replica dies"): the API
+// server dials a Service's ready endpoints only, and the killed replica's
+// endpoint leaves them once its kubelet sees the container gone, within
+// the readiness probe's period (5 s) at the latest.
+const webhookFailover = 5 * time.Second
+
+// survivesAWebhookReplicaKilled kills each webhook replica's container in
+// turn, the next once the first is ready again, while clients create
+// JobSets with a server-side dry run: whichever replica the API server's
+// connection leads to is killed once. Every create refused is refused for
+// the failed webhook call, within webhookFailover of a kill, and creates
+// are admitted again afterwards.
+func survivesAWebhookReplicaKilled(clients int) {
+	GinkgoHelper()
+	ns := fw.NewNamespace(ctx, k8sClient)
+	util.WaitForDefaultServiceAccount(ctx, k8sClient, ns.Name)
+	type outcome struct {
+		at  time.Time
+		err error
+	}
+	var (
+		mu       sync.Mutex
+		outcomes []outcome
+		wg       sync.WaitGroup
+	)
+	load, stop := context.WithCancel(ctx)
+	defer stop()
+	for i := range clients {
+		wg.Add(1)
+		go func() {
+			defer GinkgoRecover()
+			defer wg.Done()
+			for load.Err() == nil {
+				js := util.WorkerJobSet(fmt.Sprintf("load-%d", i), ns.Name, 2, nil)
+				err := k8sClient.Create(load, js, client.DryRunAll)
+				if load.Err() != nil {
+					return
+				}
+				mu.Lock()
+				outcomes = append(outcomes, outcome{time.Now(), err})
+				mu.Unlock()
+			}
+		}()
+	}
+	admitted := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		n := 0
+		for _, o := range outcomes {
+			if o.err == nil {
+				n++
+			}
+		}
+		return n
+	}
+	Eventually(admitted).WithTimeout(timeout).Should(BeNumerically(">=", 20), "creates admitted before any kill")
+
+	replicas := webhookPods()
+	Expect(replicas).To(HaveLen(2), "config/default runs two webhook replicas")
+	var kills []time.Time
+	for _, p := range replicas {
+		Expect(p.Status.ContainerStatuses).To(HaveLen(1))
+		kills = append(kills, time.Now())
+		Expect(fw.Cluster.KillContainer(ctx, p.Spec.NodeName, p.Status.ContainerStatuses[0].ContainerID)).To(Succeed())
+		// Ready again: restarted by its kubelet, back in the Service.
+		Eventually(func(g Gomega) {
+			var now corev1.Pod
+			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(&p), &now)).To(Succeed())
+			g.Expect(now.Status.ContainerStatuses).To(HaveExactElements(And(HaveField("RestartCount", BeNumerically(">", p.Status.ContainerStatuses[0].RestartCount)), HaveField("Ready", BeTrue()))))
+		}).WithTimeout(timeout).WithPolling(100 * time.Millisecond).Should(Succeed(), "%s restarted and ready", p.Name)
+	}
+	afterKills := admitted()
+	Eventually(admitted).WithTimeout(timeout).Should(BeNumerically(">=", afterKills+20), "creates admitted after both kills")
+	stop()
+	wg.Wait()
+
+	var refused []outcome
+	for _, o := range outcomes {
+		if o.err != nil {
+			refused = append(refused, o)
+		}
+	}
+	for _, o := range refused {
+		Expect(o.err.Error()).To(ContainSubstring("failed calling webhook"), "a create refused for another reason than the killed replica")
+		Expect(kills).To(ContainElement(Satisfy(func(k time.Time) bool {
+			return !o.at.Before(k) && o.at.Sub(k) <= webhookFailover
+		})), "a create refused %v after the first kill, not within %v of a kill: %v", o.at.Sub(kills[0]), webhookFailover, o.err)
+	}
+	figures := fmt.Sprintf("%d clients, %d creates, %d refused", clients, len(outcomes), len(refused))
+	for i, k := range kills {
+		var last time.Duration
+		n := 0
+		for _, o := range refused {
+			if d := o.at.Sub(k); d >= 0 && (i+1 == len(kills) || o.at.Before(kills[i+1])) {
+				n, last = n+1, d
+			}
+		}
+		figures += fmt.Sprintf("; kill %d: %d refused, the last %v after it", i+1, n, last.Round(time.Millisecond))
+	}
+	AddReportEntry("webhook replicas killed under load", figures, ReportEntryVisibilityAlways)
+}
+
+// webhookPods are the running replicas of the webhook's Deployment.
+func webhookPods() []corev1.Pod {
+	GinkgoHelper()
+	var pods corev1.PodList
+	Expect(k8sClient.List(ctx, &pods, client.InNamespace(namespace), client.MatchingLabels{"app.kubernetes.io/component": "webhook"})).To(Succeed())
+	return pods.Items
+}
+
 // expectUninstalled waits until the install's namespace is gone.
 func expectUninstalled() {
 	GinkgoHelper()
@@ -280,13 +391,14 @@ var _ = Describe("installing inplace", Ordered, func() {
 		}
 	})
 
-	It("with kustomize and cert-manager, the README's command: the apiserver takes every object, the manager serves its webhooks from the cluster", func() {
+	It("with kustomize and cert-manager, the README's command: the apiserver takes every object, the manager serves its webhooks from the cluster, and admission holds while a webhook replica dies under load", func() {
 		sh(applyDefault)
 		expectWebhooksPointAtTheService()
 		issueAsCertManager()
 		sh(rolloutStatus + " --timeout=3m")
 		sh(rolloutWebhook + " --timeout=3m")
 		runsAJobSetInPlace("kustomize", false, images.Agent)
+		survivesAWebhookReplicaKilled(8)
 		sh(deleteDefault)
 		expectUninstalled()
 	})
