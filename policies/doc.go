@@ -18,6 +18,12 @@
 // off by name. Admin policies come from JobSetPolicy objects; their
 // enforcementAction decides whether deny means Deny, Warn or DryRun.
 //
+// Files by concern: types.go (the API of a decision: Input, Decision,
+// Policy), compile.go (a module to a prepared query), engine.go (the
+// built-ins and the admin policies in force), evaluate.go (a request's
+// evaluation, bounded), sandbox.go and bounds*.go (what a policy may call),
+// inventory.go (data.inventory).
+//
 // Imports: OPA and the Prometheus client. It never imports controller-runtime,
 // client-go, the controller, the webhook or the agent: inplacectl runs it
 // offline, and the webhook and the reconciler (package reconciler) wrap it.
