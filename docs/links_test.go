@@ -120,8 +120,25 @@ type link struct {
 // turned into hyphens; a repeated anchor gets -1, -2, ...
 func anchors(doc string) map[string]bool {
 	out := map[string]bool{}
+	for _, h := range headings(doc) {
+		out[h.anchor] = true
+	}
+	return out
+}
+
+// heading is a heading of a Markdown document: its line, its level (the
+// number of #) and the anchor GitHub gives it.
+type heading struct {
+	line, level int
+	anchor      string
+}
+
+// headings returns the headings of a Markdown document, in order, each
+// with the anchor that anchors describes.
+func headings(doc string) []heading {
+	var out []heading
 	seen := map[string]int{}
-	markdownLines(doc, func(_ int, line string) {
+	markdownLines(doc, func(n int, line string) {
 		m := atxHeading.FindStringSubmatch(line)
 		if m == nil {
 			return
@@ -138,12 +155,13 @@ func anchors(doc string) map[string]bool {
 			}
 		}
 		slug := b.String()
-		if n := seen[slug]; n > 0 {
-			out[fmt.Sprintf("%s-%d", slug, n)] = true
-		} else {
-			out[slug] = true
+		anchor := slug
+		if k := seen[slug]; k > 0 {
+			anchor = fmt.Sprintf("%s-%d", slug, k)
 		}
 		seen[slug]++
+		level := len(strings.TrimSpace(line)) - len(strings.TrimLeft(strings.TrimSpace(line), "#"))
+		out = append(out, heading{n, level, anchor})
 	})
 	return out
 }
