@@ -3,7 +3,7 @@
 // suite.yaml and the cases and inventory fixtures it runs on. See
 // docs/reference/policy-library.md.
 //
-// Its only Go is its test, which runs every suite through policies/suite,
-// so that `make test` checks every policy of the library. It imports
-// nothing of the product.
+// Its only Go is its test, which runs every suite through
+// webhook/offline/suite, so that `make test` checks every policy of the
+// library. It imports nothing of the product.
 package library

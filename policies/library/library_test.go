@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/inplace-dev/inplace/policies/suite"
+	"github.com/inplace-dev/inplace/webhook/offline/suite"
 )
 
 // documented are the policies docs/reference/policy-library.md lists.

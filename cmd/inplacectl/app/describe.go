@@ -13,7 +13,7 @@ import (
 	policyv1alpha1 "github.com/inplace-dev/inplace/api/policy/v1alpha1"
 	"github.com/inplace-dev/inplace/policies"
 	"github.com/inplace-dev/inplace/policies/params"
-	"github.com/inplace-dev/inplace/policies/suite"
+	"github.com/inplace-dev/inplace/webhook/offline/suite"
 )
 
 func newPolicyDescribeCommand(root *rootOptions) *cobra.Command {

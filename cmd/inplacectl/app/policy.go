@@ -17,8 +17,8 @@ import (
 	configv1alpha1 "github.com/inplace-dev/inplace/api/config/v1alpha1"
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
 	"github.com/inplace-dev/inplace/policies"
-	"github.com/inplace-dev/inplace/policies/suite"
 	"github.com/inplace-dev/inplace/webhook"
+	"github.com/inplace-dev/inplace/webhook/offline/suite"
 )
 
 // newPolicyCommand groups the offline policy tools.

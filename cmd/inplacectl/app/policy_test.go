@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-const suites = "../../../policies/suite/testdata"
+const suites = "../../../webhook/offline/suite/testdata"
 
 func TestPolicyTestRunsSuites(t *testing.T) {
 	code, out, errOut := run(t, "policy", "test", filepath.Join(suites, "queue"))
