@@ -12,7 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	policyv1alpha1 "github.com/inplace-dev/inplace/api/policy/v1alpha1"
-	"github.com/inplace-dev/inplace/policies/reconciler"
+	"github.com/inplace-dev/inplace/policies/jobsetpolicy"
 )
 
 // ValidatePolicyPath is the path of the JobSetPolicy webhook.
@@ -57,7 +57,7 @@ func (v *PolicyValidator) handle(req admission.Request) admission.Response {
 			return admission.Allowed("")
 		}
 	}
-	if _, err := reconciler.Compile(p.Name, &p.Spec, nil, nil); err != nil {
+	if _, err := jobsetpolicy.Compile(p.Name, &p.Spec, nil, nil); err != nil {
 		msg := strings.TrimSpace(err.Error())
 		if !strings.HasPrefix(msg, "spec.") {
 			// The compiler's errors name the file and line, not the field.

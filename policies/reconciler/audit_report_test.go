@@ -18,6 +18,7 @@ import (
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
 	policyv1alpha1 "github.com/inplace-dev/inplace/api/policy/v1alpha1"
 	"github.com/inplace-dev/inplace/policies"
+	"github.com/inplace-dev/inplace/policies/jobsetpolicy"
 	"github.com/inplace-dev/inplace/policies/report"
 )
 
@@ -53,7 +54,7 @@ func engineWith(t *testing.T, ps ...*policyv1alpha1.JobSetPolicy) *policies.Engi
 		t.Fatal(err)
 	}
 	for _, p := range ps {
-		compiled, err := Compile(p.Name, &p.Spec, nil, nil)
+		compiled, err := jobsetpolicy.Compile(p.Name, &p.Spec, nil, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -6,6 +6,8 @@
 // Every manager replica runs the reconciler, because every replica serves
 // admission; only the leader runs the audit.
 //
+// It compiles through policies/jobsetpolicy, as the webhook does.
+//
 // Imports: the policy engine, the APIs and controller-runtime. It never
 // imports the JobSet controller, the webhook or the agent.
 package reconciler

@@ -2,9 +2,7 @@ package reconciler
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -25,7 +23,7 @@ import (
 
 	policyv1alpha1 "github.com/inplace-dev/inplace/api/policy/v1alpha1"
 	"github.com/inplace-dev/inplace/policies"
-	policyparams "github.com/inplace-dev/inplace/policies/params"
+	"github.com/inplace-dev/inplace/policies/jobsetpolicy"
 )
 
 // Reconciler compiles JobSetPolicies into the engine.
@@ -107,7 +105,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	var compiled *policies.Policy
 	var err error
 	if !current {
-		compiled, err = Compile(p.Name, &p.Spec, nsLabels, r.engine)
+		compiled, err = jobsetpolicy.Compile(p.Name, &p.Spec, nsLabels, r.engine)
 	}
 	if err != nil {
 		status.Errors = strings.Split(strings.TrimSpace(err.Error()), "\n")
@@ -116,7 +114,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		// the others do.
 		msg := "the rego does not compile, and status.inForce records no version that did: nothing of this policy is in force"
 		if status.InForce != nil {
-			if lastGood, lerr := Compile(p.Name, status.InForce, nsLabels, r.engine); lerr != nil {
+			if lastGood, lerr := jobsetpolicy.Compile(p.Name, status.InForce, nsLabels, r.engine); lerr != nil {
 				// The version in force no longer compiles either (a newer
 				// policy engine, say): nothing of it can be enforced.
 				r.engine.RemovePolicy(p.Name)
@@ -203,7 +201,7 @@ func (r *Reconciler) readyCondition(p *policyv1alpha1.JobSetPolicy) metav1.Condi
 		return metav1.Condition{
 			Type: policyv1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: policyv1alpha1.ReasonEvaluationFailing,
 			Message: fmt.Sprintf("in force with enforcementAction %s, but its last evaluations failed (%s): %s; a Deny policy that cannot decide denies, so fix or remove it",
-				action(&p.Spec), h.Reason, h.Message),
+				jobsetpolicy.Action(&p.Spec), h.Reason, h.Message),
 			ObservedGeneration: p.Generation,
 		}
 	}
@@ -213,7 +211,7 @@ func (r *Reconciler) readyCondition(p *policyv1alpha1.JobSetPolicy) metav1.Condi
 	}
 	return metav1.Condition{
 		Type: policyv1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: policyv1alpha1.ReasonCompiled,
-		Message:            fmt.Sprintf("in force with enforcementAction %s", action(&p.Spec)),
+		Message:            fmt.Sprintf("in force with enforcementAction %s", jobsetpolicy.Action(&p.Spec)),
 		ObservedGeneration: p.Generation,
 	}
 }
@@ -228,142 +226,4 @@ func (r *Reconciler) namespaceLabels(ctx context.Context) func(string) labels.Se
 		}
 		return n.Labels
 	}
-}
-
-func action(spec *policyv1alpha1.JobSetPolicySpec) policies.EnforcementAction {
-	if spec.EnforcementAction == "" {
-		return policies.Deny
-	}
-	return policies.EnforcementAction(spec.EnforcementAction)
-}
-
-// Compile turns a JobSetPolicy's spec (its current one, or the one in
-// force) into an engine policy named name: its parameters checked against
-// its parametersSchema, defaulted from it, and passed to the policy. A
-// policy compiled with an engine reads the engine's inventory; without
-// one (the JobSetPolicy webhook), an empty one. nsLabels resolves
-// namespace labels when the input does not carry them.
-func Compile(name string, spec *policyv1alpha1.JobSetPolicySpec, nsLabels func(string) labels.Set, engine *policies.Engine) (*policies.Policy, error) {
-	match, err := matcher(spec.Match, spec.Exclude, nsLabels)
-	if err != nil {
-		return nil, err
-	}
-	params, err := parameters(spec)
-	if err != nil {
-		return nil, err
-	}
-	src := policies.Source{
-		Name: name, Rego: spec.Rego, RegoVersion: policies.RegoVersion(spec.RegoVersion),
-		Action: action(spec), Target: policies.Target(spec.Target), Match: match,
-	}
-	if params != nil {
-		src.Parameters = params
-	}
-	if engine != nil {
-		return engine.Compile(src)
-	}
-	return policies.Compile(src)
-}
-
-// parameters returns spec.parameters, checked against and defaulted from
-// spec.parametersSchema if there is one.
-func parameters(spec *policyv1alpha1.JobSetPolicySpec) (map[string]any, error) {
-	var params map[string]any
-	if spec.Parameters != nil && len(spec.Parameters.Raw) > 0 {
-		if err := json.Unmarshal(spec.Parameters.Raw, &params); err != nil {
-			return nil, fmt.Errorf("spec.parameters: %w", err)
-		}
-	}
-	if spec.ParametersSchema == nil || len(spec.ParametersSchema.Raw) == 0 {
-		return params, nil
-	}
-	schema, err := policyparams.Compile(spec.ParametersSchema.Raw)
-	if err != nil {
-		return nil, err
-	}
-	if params == nil {
-		params = map[string]any{}
-	}
-	if errs := schema.Validate(params); len(errs) > 0 {
-		msgs := make([]string, len(errs))
-		for i, e := range errs {
-			msgs[i] = e.Error()
-		}
-		return nil, fmt.Errorf("spec.parameters do not match spec.parametersSchema: %s", strings.Join(msgs, "; "))
-	}
-	return params, nil
-}
-
-func matcher(m *policyv1alpha1.Match, ex *policyv1alpha1.Exclude, nsLabels func(string) labels.Set) (func(policies.Input) bool, error) {
-	if m == nil {
-		m = &policyv1alpha1.Match{}
-	}
-	if ex == nil {
-		ex = &policyv1alpha1.Exclude{}
-	}
-	nsSel, lblSel := labels.Everything(), labels.Everything()
-	var err error
-	if m.NamespaceSelector != nil {
-		if nsSel, err = metav1.LabelSelectorAsSelector(m.NamespaceSelector); err != nil {
-			return nil, fmt.Errorf("spec.match.namespaceSelector: %w", err)
-		}
-	}
-	if m.LabelSelector != nil {
-		if lblSel, err = metav1.LabelSelectorAsSelector(m.LabelSelector); err != nil {
-			return nil, fmt.Errorf("spec.match.labelSelector: %w", err)
-		}
-	}
-	if nsSel.Empty() && lblSel.Empty() && len(m.Operations) == 0 && len(m.Users) == 0 && len(m.Groups) == 0 &&
-		len(ex.Users) == 0 && len(ex.Groups) == 0 && len(ex.Namespaces) == 0 {
-		return nil, nil
-	}
-	return func(in policies.Input) bool {
-		if policies.MatchesAny(ex.Namespaces, in.Namespace) {
-			return false
-		}
-		if in.Operation == policies.OperationAudit {
-			// The audit has no request. A policy for some users only is
-			// left out of it, as Kyverno leaves it out of its background
-			// scan: who created a JobSet is not known, and reporting
-			// every JobSet would report those the policy never meant.
-			// Excluded users and operations say nothing of a JobSet's
-			// state: the audit reports on every JobSet the selectors pick.
-			if len(m.Users) > 0 || len(m.Groups) > 0 {
-				return false
-			}
-		} else {
-			if len(m.Operations) > 0 && !slices.Contains(m.Operations, policyv1alpha1.Operation(in.Operation)) {
-				return false
-			}
-			u := in.UserInfo
-			if u == nil {
-				u = &policies.UserInfo{}
-			}
-			if (len(m.Users) > 0 || len(m.Groups) > 0) && !userMatches(m.Users, m.Groups, u) {
-				return false
-			}
-			if userMatches(ex.Users, ex.Groups, u) {
-				return false
-			}
-		}
-		nsl := labels.Set(in.NamespaceLabels)
-		if in.NamespaceLabels == nil && nsLabels != nil && !nsSel.Empty() {
-			nsl = nsLabels(in.Namespace)
-		}
-		return nsSel.Matches(nsl) && lblSel.Matches(labels.Set(in.Labels))
-	}, nil
-}
-
-// userMatches reports whether the user is one of users or in one of
-// groups.
-func userMatches(users, groups []string, u *policies.UserInfo) bool {
-	if policies.MatchesAny(users, u.Username) {
-		return true
-	}
-	for _, g := range u.Groups {
-		if slices.Contains(groups, g) {
-			return true
-		}
-	}
-	return false
 }

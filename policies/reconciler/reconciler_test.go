@@ -11,6 +11,7 @@ import (
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
 	policyv1alpha1 "github.com/inplace-dev/inplace/api/policy/v1alpha1"
 	"github.com/inplace-dev/inplace/policies"
+	"github.com/inplace-dev/inplace/policies/jobsetpolicy"
 )
 
 const endless = "package slow\n\ndeny contains \"never\" if {\n\tsome i in numbers.range(1, 1000000000)\n\ti < 0\n}\n"
@@ -25,7 +26,7 @@ func failingEngine(t *testing.T) *policies.Engine {
 		t.Fatal(err)
 	}
 	e.SetLimits(policies.Limits{PolicyTimeout: 10 * time.Millisecond})
-	p, err := Compile("slow", &policyv1alpha1.JobSetPolicySpec{Rego: endless}, nil, nil)
+	p, err := jobsetpolicy.Compile("slow", &policyv1alpha1.JobSetPolicySpec{Rego: endless}, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,13 +73,13 @@ func TestSameGenerationKeepsHealth(t *testing.T) {
 	if !e.InForce("slow", "a", 1) || e.InForce("slow", "a", 2) || e.InForce("slow", "b", 1) {
 		t.Error("InForce does not name exactly generation 1 of object a")
 	}
-	p, _ := Compile("slow", &policyv1alpha1.JobSetPolicySpec{Rego: endless}, nil, nil)
+	p, _ := jobsetpolicy.Compile("slow", &policyv1alpha1.JobSetPolicySpec{Rego: endless}, nil, nil)
 	p.UID, p.Generation = "a", 1
 	e.SetPolicy(p)
 	if !e.Health("slow").Failing {
 		t.Error("recompiling generation 1 forgot its failures")
 	}
-	p, _ = Compile("slow", &policyv1alpha1.JobSetPolicySpec{Rego: endless}, nil, nil)
+	p, _ = jobsetpolicy.Compile("slow", &policyv1alpha1.JobSetPolicySpec{Rego: endless}, nil, nil)
 	p.UID, p.Generation = "a", 2
 	e.SetPolicy(p)
 	if e.Health("slow").Failing {
@@ -86,7 +87,7 @@ func TestSameGenerationKeepsHealth(t *testing.T) {
 	}
 
 	e = failingEngine(t)
-	p, _ = Compile("slow", &policyv1alpha1.JobSetPolicySpec{Rego: endless}, nil, nil)
+	p, _ = jobsetpolicy.Compile("slow", &policyv1alpha1.JobSetPolicySpec{Rego: endless}, nil, nil)
 	p.UID, p.Generation = "b", 1
 	e.SetPolicy(p)
 	if e.Health("slow").Failing {
@@ -132,7 +133,7 @@ func TestAuditWithinItsBudget(t *testing.T) {
 	fast, _ := policies.NewEngine(nil)
 	// The cache's JobSets carry no kind; the audit's input does, as
 	// admission's.
-	p, _ := Compile("fast", &policyv1alpha1.JobSetPolicySpec{Rego: "package fast\n\ndeny contains \"x\" if {\n\tinput.object.metadata.name\n\tinput.object.kind == \"JobSet\"\n\tinput.object.apiVersion == \"jobset.x-k8s.io/v1alpha2\"\n}\n"}, nil, nil)
+	p, _ := jobsetpolicy.Compile("fast", &policyv1alpha1.JobSetPolicySpec{Rego: "package fast\n\ndeny contains \"x\" if {\n\tinput.object.metadata.name\n\tinput.object.kind == \"JobSet\"\n\tinput.object.apiVersion == \"jobset.x-k8s.io/v1alpha2\"\n}\n"}, nil, nil)
 	fast.SetPolicy(p)
 	a.Engine = fast
 	found, complete = a.evaluate(context.Background(), items, time.Minute)

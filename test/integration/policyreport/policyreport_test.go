@@ -18,6 +18,7 @@ import (
 	jobsetv1alpha2 "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
 	policyv1alpha1 "github.com/inplace-dev/inplace/api/policy/v1alpha1"
 	"github.com/inplace-dev/inplace/policies"
+	"github.com/inplace-dev/inplace/policies/jobsetpolicy"
 	"github.com/inplace-dev/inplace/policies/reconciler"
 	"github.com/inplace-dev/inplace/policies/report"
 	"github.com/inplace-dev/inplace/test/cluster"
@@ -122,7 +123,7 @@ var _ = Describe("the policy audit's PolicyReports", func() {
 		Expect(err).NotTo(HaveOccurred())
 		engine, err := policies.NewEngine(names) // the audit runs admin policies only
 		Expect(err).NotTo(HaveOccurred())
-		compiled, err := reconciler.Compile(policy.Name, &policy.Spec, nil, engine)
+		compiled, err := jobsetpolicy.Compile(policy.Name, &policy.Spec, nil, engine)
 		Expect(err).NotTo(HaveOccurred())
 		engine.SetPolicy(compiled)
 

@@ -20,7 +20,7 @@ import (
 
 	policyv1alpha1 "github.com/inplace-dev/inplace/api/policy/v1alpha1"
 	"github.com/inplace-dev/inplace/policies"
-	policyreconciler "github.com/inplace-dev/inplace/policies/reconciler"
+	"github.com/inplace-dev/inplace/policies/jobsetpolicy"
 	"github.com/inplace-dev/inplace/test/cluster"
 	"github.com/inplace-dev/inplace/test/framework"
 	"github.com/inplace-dev/inplace/test/wrappers"
@@ -146,7 +146,7 @@ var _ = Describe("Guardrails", func() {
 		// Offline, the stored JobSet as a fixture: the same verdict.
 		engine, err := policies.NewEngine([]string{})
 		Expect(err).NotTo(HaveOccurred())
-		p, err := policyreconciler.Compile("team-quota", &spec, nil, engine)
+		p, err := jobsetpolicy.Compile("team-quota", &spec, nil, engine)
 		Expect(err).NotTo(HaveOccurred())
 		engine.SetPolicy(p)
 		var stored map[string]any

@@ -13,7 +13,7 @@ import (
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
 	policyv1alpha1 "github.com/inplace-dev/inplace/api/policy/v1alpha1"
 	"github.com/inplace-dev/inplace/policies"
-	"github.com/inplace-dev/inplace/policies/reconciler"
+	"github.com/inplace-dev/inplace/policies/jobsetpolicy"
 	"github.com/inplace-dev/inplace/webhook"
 )
 
@@ -99,7 +99,7 @@ func (s *Suite) Run(ctx context.Context) (*Result, error) {
 	namespaceLabels := func(ns string) labels.Set { return nsLabels[ns] }
 	// The policy as written first: parameters that break its schema fail
 	// the suite, as the API server would refuse the policy.
-	if _, err := reconciler.Compile(policy.Name, &policy.Spec, namespaceLabels, engine); err != nil {
+	if _, err := jobsetpolicy.Compile(policy.Name, &policy.Spec, namespaceLabels, engine); err != nil {
 		return nil, fmt.Errorf("%s: policy %s: %w", s.path, policy.Name, err)
 	}
 	reqs := make([]request, len(s.Cases))
@@ -141,7 +141,7 @@ func runCase(ctx context.Context, engine *policies.Engine, agent configv1alpha1.
 		}
 		spec.Parameters = &apiextensionsv1.JSON{Raw: raw}
 	}
-	p, err := reconciler.Compile(policy.Name, spec, nsLabels, engine)
+	p, err := jobsetpolicy.Compile(policy.Name, spec, nsLabels, engine)
 	if err != nil {
 		return fail("parameters: %v", err)
 	}
