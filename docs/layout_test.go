@@ -14,8 +14,8 @@ import (
 
 const module = "github.com/inplace-dev/inplace"
 
-// topLevel is the layout of the design card (cmd, webhook, policies,
-// controller, agent, config, test and the build files) plus the
+// topLevel is one directory per part of the product (cmd, webhook,
+// policies, controller, agent, config, test) and the build files, plus the
 // conventional api/, hack/, docs/, examples/ and charts/, and perf/ for the
 // benchmarks.
 var topLevel = []string{
@@ -154,8 +154,8 @@ func listPackages(t *testing.T) []goPackage {
 
 func rel(importPath string) string { return strings.TrimPrefix(importPath, module+"/") }
 
-// TestTopLevelIsTheCard keeps the repository's top level to the card's.
-func TestTopLevelIsTheCard(t *testing.T) {
+// TestTopLevelLayout keeps the repository's top level to topLevel.
+func TestTopLevelLayout(t *testing.T) {
 	cmd := exec.Command("git", "ls-files")
 	cmd.Dir = ".."
 	out, err := cmd.Output()
@@ -173,7 +173,7 @@ func TestTopLevelIsTheCard(t *testing.T) {
 	want := slices.Clone(topLevel)
 	slices.Sort(want)
 	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("top-level entries (-want +got); a new one belongs under one of the card's, and docs/explanation/design.md says where:\n%s", diff)
+		t.Errorf("top-level entries (-want +got); a new one belongs under one of these, and docs/explanation/design.md says where:\n%s", diff)
 	}
 }
 
