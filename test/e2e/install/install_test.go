@@ -56,6 +56,33 @@ const (
 	validatingWebhook = "inplace-validating-webhook"
 )
 
+// docOutputs are lines docs/how-to/install.md shows a command printing:
+// the specs check that the command prints them (shDoc), and the docs spec
+// that the page still shows them.
+var docOutputs = map[string][]string{
+	applyDefault:     {"namespace/inplace-system serverside-applied", "validatingwebhookconfiguration.admissionregistration.k8s.io/inplace-validating-webhook serverside-applied"},
+	applySelfSigned:  {"namespace/inplace-system serverside-applied", "clusterrole.rbac.authorization.k8s.io/inplace-webhook-cabundle serverside-applied"},
+	rolloutStatus:    {`deployment "inplace-manager" successfully rolled out`},
+	rolloutWebhook:   {`deployment "inplace-webhook" successfully rolled out`},
+	webhooksAnswer:   {"jobset.jobset.x-k8s.io/driver-then-workers created (server dry run)"},
+	labelNamespace:   {"namespace/inplace-system labeled"},
+	helmInstall:      {"STATUS: deployed"},
+	deleteDefault:    {`namespace "inplace-system" deleted`},
+	deleteSelfSigned: {`namespace "inplace-system" deleted`},
+	helmUninstall:    {`release "inplace" uninstalled`},
+}
+
+// shDoc runs a command of docs/how-to/install.md, with flags appended,
+// and checks that it prints what the page shows.
+func shDoc(command, flags string) string {
+	GinkgoHelper()
+	out := sh(command + flags)
+	for _, line := range docOutputs[command] {
+		Expect(out).To(ContainSubstring(line), "%q prints what docs/how-to/install.md shows", command)
+	}
+	return out
+}
+
 // releaseVersion is the release the specs build: a tag of its own, since
 // the local cluster's images are tagged with the tree's version
 // (images.Version) and the release's must come from its archives alone.
@@ -195,7 +222,7 @@ func killManager() {
 // uninstalled, as docs/how-to/install.md says.
 func runsAJobSetInPlace(name string, killMidRestart bool, agentImage string) {
 	GinkgoHelper()
-	sh(webhooksAnswer)
+	shDoc(webhooksAnswer, "")
 	ns := fw.NewNamespace(ctx, k8sClient)
 	util.WaitForDefaultServiceAccount(ctx, k8sClient, ns.Name)
 	js := util.WorkerJobSet(name, ns.Name, 2, nil)
@@ -322,7 +349,7 @@ func survivesAWebhookReplicaKilled(clients int) {
 			var now corev1.Pod
 			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(&p), &now)).To(Succeed())
 			g.Expect(now.Status.ContainerStatuses).To(HaveExactElements(And(HaveField("RestartCount", BeNumerically(">", p.Status.ContainerStatuses[0].RestartCount)), HaveField("Ready", BeTrue()))))
-		}).WithTimeout(timeout).WithPolling(100 * time.Millisecond).Should(Succeed(), "%s restarted and ready", p.Name)
+		}).WithTimeout(timeout).WithPolling(100*time.Millisecond).Should(Succeed(), "%s restarted and ready", p.Name)
 	}
 	afterKills := admitted()
 	Eventually(admitted).WithTimeout(timeout).Should(BeNumerically(">=", afterKills+20), "creates admitted after both kills")
@@ -382,6 +409,9 @@ var _ = Describe("installing inplace", Ordered, func() {
 		Expect(string(readme)).To(And(ContainSubstring(applyDefault), ContainSubstring(rolloutStatus), ContainSubstring(rolloutWebhook)))
 		for _, c := range []string{applyDefault, applySelfSigned, rolloutStatus, rolloutWebhook, helmInstall, labelNamespace, webhooksAnswer, deleteDefault, deleteSelfSigned, helmUninstall} {
 			Expect(string(install)).To(ContainSubstring(c))
+			for _, line := range docOutputs[c] {
+				Expect(string(install)).To(ContainSubstring(line), "docs/how-to/install.md shows what %q prints", c)
+			}
 		}
 		release, err := os.ReadFile(filepath.Join(root, "docs", "how-to", "release.md"))
 		Expect(err).NotTo(HaveOccurred())
@@ -392,24 +422,24 @@ var _ = Describe("installing inplace", Ordered, func() {
 	})
 
 	It("with kustomize and cert-manager, the README's command: the apiserver takes every object, the manager serves its webhooks from the cluster, and admission holds while a webhook replica dies under load", func() {
-		sh(applyDefault)
+		shDoc(applyDefault, "")
 		expectWebhooksPointAtTheService()
 		issueAsCertManager()
-		sh(rolloutStatus + " --timeout=3m")
-		sh(rolloutWebhook + " --timeout=3m")
+		shDoc(rolloutStatus, " --timeout=3m")
+		shDoc(rolloutWebhook, " --timeout=3m")
 		runsAJobSetInPlace("kustomize", false, images.Agent)
 		survivesAWebhookReplicaKilled(8)
-		sh(deleteDefault)
+		shDoc(deleteDefault, "")
 		expectUninstalled()
 	})
 
 	It("with kustomize, without cert-manager: the manager signs its own certificate, and one killed in the middle of an in-place restart is replaced by one that finishes it", func() {
-		sh(applySelfSigned)
+		shDoc(applySelfSigned, "")
 		expectWebhooksPointAtTheService()
-		sh(rolloutStatus + " --timeout=3m")
-		sh(rolloutWebhook + " --timeout=3m")
+		shDoc(rolloutStatus, " --timeout=3m")
+		shDoc(rolloutWebhook, " --timeout=3m")
 		runsAJobSetInPlace("selfsigned", true, images.Agent)
-		sh(deleteSelfSigned)
+		shDoc(deleteSelfSigned, "")
 		expectUninstalled()
 	})
 
@@ -440,8 +470,8 @@ var _ = Describe("installing inplace", Ordered, func() {
 		sh(strings.Replace(applyRelease, "dist/", manifests+"/", 1))
 		expectWebhooksPointAtTheService()
 		issueAsCertManager()
-		sh(rolloutStatus + " --timeout=3m")
-		sh(rolloutWebhook + " --timeout=3m")
+		shDoc(rolloutStatus, " --timeout=3m")
+		shDoc(rolloutWebhook, " --timeout=3m")
 		for _, d := range []string{"inplace-manager", "inplace-webhook"} {
 			var dep appsv1.Deployment
 			Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: namespace, Name: d}, &dep)).To(Succeed())
@@ -455,11 +485,11 @@ var _ = Describe("installing inplace", Ordered, func() {
 	})
 
 	It("with Helm, without cert-manager", func() {
-		sh(helmInstall + " --wait --timeout=3m")
-		sh(labelNamespace)
+		shDoc(helmInstall, " --wait --timeout=3m")
+		shDoc(labelNamespace, "")
 		expectWebhooksPointAtTheService()
 		runsAJobSetInPlace("helm", false, images.Agent)
-		sh(helmUninstall + " --wait")
+		shDoc(helmUninstall, " --wait")
 		Expect(k8sClient.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}})).To(Succeed())
 		expectUninstalled()
 	})
