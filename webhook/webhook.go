@@ -66,7 +66,7 @@ type Options struct {
 
 // errNotReady is the answer of a replica still loading the policies. The
 // webhooks fail closed: the client sees it and tries again.
-var errNotReady = errors.New("inplace-manager is still loading the JobSetPolicies and the objects they read (data.inventory) and admits nothing until they are in force; retry in a few seconds")
+var errNotReady = errors.New("the admission server (inplace-webhook) is still loading the JobSetPolicies and the objects they read (data.inventory) and admits nothing until they are in force; retry in a few seconds")
 
 func (o *Options) ready() bool { return o.Ready == nil || o.Ready() }
 
