@@ -18,6 +18,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -280,10 +281,13 @@ func expectRunsPushed(selector map[string]string, image, digest string) {
 }
 
 // webhookFailover bounds how long admission requests fail after a webhook
-// replica dies (docs/how-to/operate.md, "A webhook replica dies"): the API
-// server dials a Service's ready endpoints only, and the killed replica's
-// endpoint leaves them once its kubelet sees the container gone, within
-// the readiness probe's period (5 s) at the latest.
+// replica dies (docs/how-to/operate.md, "A webhook replica dies"). The
+// local cluster's API server dials a Service's ready endpoints itself
+// (endpoint routing, no kube-proxy); the killed replica's endpoint leaves
+// them once its kubelet's relist (about 1 s) sees the container gone, its
+// status is written, the EndpointSlice controller updates the slice and
+// the API server's watch delivers it. Runs took 0.1–0.4 s: 5 s is a
+// generous bound, not a derived one.
 const webhookFailover = 5 * time.Second
 
 // survivesAWebhookReplicaKilled kills each webhook replica's container in
@@ -339,6 +343,7 @@ func survivesAWebhookReplicaKilled(clients int) {
 
 	replicas := webhookPods()
 	Expect(replicas).To(HaveLen(2), "config/default runs two webhook replicas")
+	expectWebhookEndpointsReady(len(replicas))
 	var kills []time.Time
 	for _, p := range replicas {
 		Expect(p.Status.ContainerStatuses).To(HaveLen(1))
@@ -350,6 +355,9 @@ func survivesAWebhookReplicaKilled(clients int) {
 			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(&p), &now)).To(Succeed())
 			g.Expect(now.Status.ContainerStatuses).To(HaveExactElements(And(HaveField("RestartCount", BeNumerically(">", p.Status.ContainerStatuses[0].RestartCount)), HaveField("Ready", BeTrue()))))
 		}).WithTimeout(timeout).WithPolling(100*time.Millisecond).Should(Succeed(), "%s restarted and ready", p.Name)
+		// Back in the Service before the next kill, so that the next one
+		// is a failover to it and not an outage.
+		expectWebhookEndpointsReady(len(replicas))
 	}
 	afterKills := admitted()
 	Eventually(admitted).WithTimeout(timeout).Should(BeNumerically(">=", afterKills+20), "creates admitted after both kills")
@@ -362,8 +370,12 @@ func survivesAWebhookReplicaKilled(clients int) {
 			refused = append(refused, o)
 		}
 	}
+	// Each replica was killed once, the one the API server's connections
+	// lead to among them: some creates must have met a kill.
+	Expect(refused).NotTo(BeEmpty(), "no create met a killed replica: the spec did not exercise a failover")
 	for _, o := range refused {
 		Expect(o.err.Error()).To(ContainSubstring("failed calling webhook"), "a create refused for another reason than the killed replica")
+		Expect(o.err.Error()).NotTo(ContainSubstring("no endpoints available"), "no replica was in the Service: an outage, not a failover")
 		Expect(kills).To(ContainElement(Satisfy(func(k time.Time) bool {
 			return !o.at.Before(k) && o.at.Sub(k) <= webhookFailover
 		})), "a create refused %v after the first kill, not within %v of a kill: %v", o.at.Sub(kills[0]), webhookFailover, o.err)
@@ -387,7 +399,32 @@ func webhookPods() []corev1.Pod {
 	GinkgoHelper()
 	var pods corev1.PodList
 	Expect(k8sClient.List(ctx, &pods, client.InNamespace(namespace), client.MatchingLabels{"app.kubernetes.io/component": "webhook"})).To(Succeed())
-	return pods.Items
+	var running []corev1.Pod
+	for _, p := range pods.Items {
+		if p.DeletionTimestamp == nil && p.Status.Phase == corev1.PodRunning {
+			running = append(running, p)
+		}
+	}
+	return running
+}
+
+// expectWebhookEndpointsReady waits until the webhook Service's
+// EndpointSlices list n ready endpoints.
+func expectWebhookEndpointsReady(n int) {
+	GinkgoHelper()
+	Eventually(func(g Gomega) {
+		var slices discoveryv1.EndpointSliceList
+		g.Expect(k8sClient.List(ctx, &slices, client.InNamespace(namespace), client.MatchingLabels{discoveryv1.LabelServiceName: "inplace-webhook-service"})).To(Succeed())
+		ready := 0
+		for _, s := range slices.Items {
+			for _, e := range s.Endpoints {
+				if e.Conditions.Ready != nil && *e.Conditions.Ready {
+					ready++
+				}
+			}
+		}
+		g.Expect(ready).To(Equal(n))
+	}).WithTimeout(timeout).WithPolling(100*time.Millisecond).Should(Succeed(), "the webhook Service lists %d ready endpoints", n)
 }
 
 // expectUninstalled waits until the install's namespace is gone.
