@@ -23,8 +23,9 @@ kube_version=$(cd "$root/hack/kube" && go list -m -f "{{.Version}}" k8s.io/kuber
 etcd_version=$(cd "$root/hack/etcd" && go list -m -f '{{.Version}}' go.etcd.io/etcd/server/v3)
 # CoreDNS's stamp covers its plugin list and dependencies too: a change to
 # main.go or go.sum rebuilds it.
-registry_version=$(cd "$root/hack/registry" && go list -m -f '{{.Version}}' github.com/distribution/distribution/v3)
 coredns_version=$(cd "$root/hack/coredns" && echo "$(go list -m -f '{{.Version}}' github.com/coredns/coredns)-$(cat main.go go.sum | sha256sum | cut -c1-12)")
+# The registry's covers its dependencies: a fix in one of them rebuilds it.
+registry_version=$(cd "$root/hack/registry" && echo "$(go list -m -f '{{.Version}}' github.com/distribution/distribution/v3)-$(sha256sum < go.sum | cut -c1-12)")
 
 stale() { # name version
   [[ -x "$bin/$1" && "$(cat "$bin/.stamps/$1" 2>/dev/null)" == "$2" ]] && return 1

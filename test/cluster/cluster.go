@@ -225,6 +225,13 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	}
 	etcdPort, peerPort, apiPort, kcmPort, schedPort := ports[0], ports[1], ports[2], ports[3], ports[4] // ports[5]: the registry's
 
+	// The registry first: it depends on nothing, and its port is bound
+	// before the others' starts give another process time to take it.
+	if opts.Registry {
+		if err := c.startRegistry(ctx, ports[5]); err != nil {
+			return nil, err
+		}
+	}
 	if err := c.startEtcd(ctx, etcdPort, peerPort); err != nil {
 		return nil, err
 	}
@@ -236,11 +243,6 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	}
 	if err := c.startScheduler(ctx, schedPort); err != nil {
 		return nil, err
-	}
-	if opts.Registry {
-		if err := c.startRegistry(ctx, ports[5]); err != nil {
-			return nil, err
-		}
 	}
 	if opts.RealNodes > 0 {
 		if err := c.startRealNodes(ctx, certs, apiPort); err != nil {
@@ -323,7 +325,7 @@ func RepoRoot() (string, error) {
 func (c *Cluster) binary(name string) string { return filepath.Join(c.opts.BinDir, name) }
 
 func (c *Cluster) start(name string, args []string) (*process, error) {
-	p, err := startProcess(name, c.binary(name), args, c.logDir)
+	p, err := startProcess(name, c.binary(name), args, nil, c.logDir)
 	if err != nil {
 		return nil, err
 	}
@@ -712,7 +714,7 @@ func (c *Cluster) Restart(ctx context.Context, name string, whileDown func(conte
 			downErr = fmt.Errorf("while %s was away: %w", name, downErr)
 		}
 	}
-	p, err := startProcess(name, old.cmd.Path, old.cmd.Args[1:], c.logDir)
+	p, err := startProcess(name, old.cmd.Path, old.cmd.Args[1:], old.env, c.logDir)
 	if err != nil {
 		old.stopped.Store(false) // CheckAlive reports it gone
 		return 0, errors.Join(downErr, err)

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/random"
@@ -82,14 +83,16 @@ func expectRegistryServesWhatIsPushed(t *testing.T, addr string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := remote.Write(tag, img); err != nil {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := remote.Write(tag, img, remote.WithContext(ctx)); err != nil {
 		t.Fatalf("pushing to the registry: %v", err)
 	}
 	want, err := img.Digest()
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := remote.Image(tag.Context().Digest(want.String()))
+	got, err := remote.Image(tag.Context().Digest(want.String()), remote.WithContext(ctx))
 	if err != nil {
 		t.Fatalf("pulling back by digest: %v", err)
 	}

@@ -16,8 +16,10 @@ import (
 // process is one control plane component running as a child process with its
 // own log file.
 type process struct {
-	name    string
-	cmd     *exec.Cmd
+	name string
+	cmd  *exec.Cmd
+	// env is what was added to this process's environment, for a restart.
+	env     []string
 	logPath string
 	done    chan struct{}
 	err     error // set when done is closed
@@ -32,7 +34,7 @@ type process struct {
 // interrupted or crashed test leaves no component running; a real node's
 // shims and containers outlive it, and the next real-node cluster's start
 // undoes them.
-func startProcess(name, binary string, args []string, logDir string, env ...string) (*process, error) {
+func startProcess(name, binary string, args, env []string, logDir string) (*process, error) {
 	if _, err := os.Stat(binary); err != nil {
 		return nil, fmt.Errorf("%s binary missing at %s (run 'make cluster-binaries'): %w", name, binary, err)
 	}
@@ -52,7 +54,7 @@ func startProcess(name, binary string, args []string, logDir string, env ...stri
 		logFile.Close()
 		return nil, fmt.Errorf("starting %s: %w", name, err)
 	}
-	p := &process{name: name, cmd: cmd, logPath: logPath, done: make(chan struct{})}
+	p := &process{name: name, cmd: cmd, env: env, logPath: logPath, done: make(chan struct{})}
 	go func() {
 		p.err = cmd.Wait()
 		logFile.Close()

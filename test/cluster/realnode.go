@@ -290,7 +290,7 @@ func (c *Cluster) startNode(ctx context.Context, p *pki, n *realNode, archives [
 	if err := os.WriteFile(config, []byte(containerdConfig(n, filepath.Join(c.workDir, "cni", "net.d"))), 0o644); err != nil {
 		return err
 	}
-	proc, err := startProcess(n.name+"-containerd", mustLookPath("containerd"), []string{"--config", config}, c.logDir)
+	proc, err := startProcess(n.name+"-containerd", mustLookPath("containerd"), []string{"--config", config}, nil, c.logDir)
 	if err != nil {
 		return err
 	}
@@ -332,7 +332,7 @@ func (c *Cluster) startNode(ctx context.Context, p *pki, n *realNode, archives [
 		"node-ip":           nodeIP,
 		"v":                 "2",
 	})
-	kubelet, err := startProcess(n.name+"-"+kubeletName, c.binary(kubeletName), n.kubeletArgs, c.logDir)
+	kubelet, err := startProcess(n.name+"-"+kubeletName, c.binary(kubeletName), n.kubeletArgs, nil, c.logDir)
 	if err != nil {
 		return err
 	}
@@ -396,7 +396,7 @@ func (c *Cluster) StartKubelet(ctx context.Context, name string) error {
 		return c.waitNodesReady(ctx, time.Time{})
 	}
 	started := time.Now()
-	kubelet, err := startProcess(old.name, old.cmd.Path, n.kubeletArgs, c.logDir)
+	kubelet, err := startProcess(old.name, old.cmd.Path, n.kubeletArgs, nil, c.logDir)
 	if err != nil {
 		return err
 	}

@@ -45,9 +45,9 @@ func (c *Cluster) startRegistry(ctx context.Context, port int) error {
 	if err := os.WriteFile(config, []byte(registryConfig(addr, filepath.Join(dir, "storage"), rand.Text())), 0o600); err != nil {
 		return err
 	}
-	p, err := startProcess("registry", c.binary("registry"), []string{"serve", config}, c.logDir,
+	p, err := startProcess("registry", c.binary("registry"), []string{"serve", config},
 		// Its traces would go to an OTLP collector on this host by default.
-		"OTEL_TRACES_EXPORTER=none")
+		[]string{"OTEL_TRACES_EXPORTER=none"}, c.logDir)
 	if err != nil {
 		return err
 	}

@@ -108,6 +108,7 @@ func (f *Framework) Init() *rest.Config {
 	}
 	crds, err := deploy.CRDFiles(kustomizations...)
 	gomega.Expect(err).NotTo(gomega.HaveOccurred())
+	gomega.Expect(f.FullCluster || f.RealNodes == 0 && !f.Registry).To(gomega.BeTrue(), "RealNodes and Registry need FullCluster")
 
 	if f.FullCluster {
 		f.Cluster, err = cluster.Start(context.Background(), cluster.Options{Name: f.Name, RealNodes: f.RealNodes, ExtraImageArchives: f.ExtraImages, APIServerFlags: f.APIServerFlags, Registry: f.Registry})
