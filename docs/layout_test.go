@@ -69,7 +69,7 @@ var forbidden = map[string][]string{
 	"docs":                         {module + "/"},
 	"policies":                     {module + "/", "k8s.io/client-go/", "sigs.k8s.io/controller-runtime"},
 	"policies/builtin":             {stdlibOnly},
-	"policies/jobsetpolicy":        {module + "/agent", module + "/controller", module + "/webhook", module + "/cmd", module + "/policies/reconciler", "k8s.io/client-go/", "sigs.k8s.io/controller-runtime"},
+	"policies/jobsetpolicy":        {module + "/", "k8s.io/client-go/", "sigs.k8s.io/controller-runtime"},
 	"policies/reconciler":          {module + "/agent", module + "/controller", module + "/webhook", module + "/cmd"},
 	"policies/report":              {module + "/agent", module + "/controller", module + "/webhook", module + "/cmd"},
 	"policies/params":              {module + "/", "k8s.io/client-go/", "sigs.k8s.io/controller-runtime", "github.com/open-policy-agent/"},
@@ -100,6 +100,7 @@ var allowed = map[string][]string{
 	"controller":                   {module + "/webhook/certs"},
 	"controller/reports":           {module + "/api/jobset/v1alpha2", module + "/api/protocol", module + "/controller/reports/token", module + "/webhook/certs"},
 	"policies":                     {module + "/policies/builtin"},
+	"policies/jobsetpolicy":        {module + "/api/policy/v1alpha1", module + "/policies", module + "/policies/builtin", module + "/policies/params"},
 	"webhook/offline/suite":        {module + "/controller/podfailure"},
 	"webhook":                      {module + "/controller/podfailure"},
 	"webhook/inject":               {module + "/controller/podfailure"},
@@ -114,6 +115,7 @@ var allowed = map[string][]string{
 // pureTestsAvoid is what the tests of the pure packages must not import:
 // they run without the harness.
 var pureTestsAvoid = map[string]string{
+	"policies/jobsetpolicy": module + "/test/",
 	"webhook/inject":        module + "/test/",
 	"controller/podfailure": module + "/test/",
 	"controller/state":      module + "/test/",
