@@ -46,9 +46,10 @@ func TestRequestsBetween(t *testing.T) {
 	}
 }
 
-// The requests of the 5,000-worker container-scope restart: the controller's
-// watches and the upstream check's reads come at a rate; its writes and
-// its reads of the broadcast come with the restart.
+// Requests like those of the 5,000-worker container-scope restart, with
+// reads of the broadcast added: the controller's watches and the upstream
+// check's reads come at a rate; its writes and its reads of the broadcast
+// come with the restart.
 func TestPeriodic(t *testing.T) {
 	counts := map[string]int{
 		"create events": 2, "get customresourcedefinitions": 7, "get leases": 14, "update configmaps": 4,

@@ -197,7 +197,7 @@ func Table(w io.Writer, report Report) {
 
 	fmt.Fprintln(w, "\nper Pod (medians): API server + etcd CPU, requests by actor (critical path, before the group's release / all), of the controller's those that come at a rate whatever the restart does (periodic: its watches opened again, the upstream JobSet check's reads), refusals, the agents' TLS handshakes (- where not counted: real nodes), watch events")
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "N\tprofile\tfailure\tstrategy\tAPI server+etcd CPU ms/Pod\tcontroller req\tof which periodic\tagent req/Pod\tkubelet req/Pod\trefused/Pod\thandshakes/Pod\twatch events/Pod\t")
+	fmt.Fprintln(tw, "N\tprofile\tfailure\tstrategy\tAPI server+etcd CPU ms/Pod\tcontroller req\tperiodic (of all)\tagent req/Pod\tkubelet req/Pod\trefused/Pod\thandshakes/Pod\twatch events/Pod\t")
 	perPod := func(x float64, n int) string { return fmt.Sprintf("%.2f", x/float64(n)) }
 	onRealNodes := map[int]bool{}
 	for _, r := range report.Results {

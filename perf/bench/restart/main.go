@@ -50,9 +50,8 @@ func main() {
 	// (the control plane shares it): past half its memory the collector
 	// runs as often as it must instead. GOMEMLIMIT still overrides it.
 	if os.Getenv("GOMEMLIMIT") == "" {
-		var info syscall.Sysinfo_t
-		if err := syscall.Sysinfo(&info); err == nil {
-			debug.SetMemoryLimit(int64(info.Totalram) * int64(info.Unit) / 2)
+		if limit := memoryAvailable(); limit > 0 {
+			debug.SetMemoryLimit(limit / 2)
 		}
 	}
 	// client-go's complaints about watches the agents close on restart
@@ -139,4 +138,26 @@ func nonNil(s []string) []string {
 func fail(err error) {
 	fmt.Fprintln(os.Stderr, "bench-restart:", err)
 	os.Exit(1)
+}
+
+// memoryAvailable is the machine's memory, or the memory limit of this
+// process's cgroup (v2, else v1) where that is lower; 0 if unknown.
+func memoryAvailable() int64 {
+	var total int64
+	var info syscall.Sysinfo_t
+	if err := syscall.Sysinfo(&info); err == nil {
+		total = int64(info.Totalram) * int64(info.Unit)
+	}
+	for _, f := range []string{"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"} {
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		// "max", or v1's page-rounded maximum, mean no limit.
+		if limit, err := strconv.ParseInt(strings.TrimSpace(string(raw)), 10, 64); err == nil && limit > 0 && (total == 0 || limit < total) {
+			total = limit
+		}
+		break
+	}
+	return total
 }
