@@ -26,5 +26,6 @@
 //
 // Imports: OPA and the Prometheus client. It never imports controller-runtime,
 // client-go, the controller, the webhook or the agent: inplacectl runs it
-// offline, and the webhook and the reconciler (package reconciler) wrap it.
+// offline, and the webhook and the reconciler (package reconciler) wrap it,
+// compiling JobSetPolicies through package jobsetpolicy.
 package policies

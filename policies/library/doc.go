@@ -5,5 +5,5 @@
 //
 // Its only Go is its test, which runs every suite through
 // webhook/offline/suite, so that `make test` checks every policy of the
-// library. It imports nothing of the product.
+// library. The package itself imports nothing of the product.
 package library
