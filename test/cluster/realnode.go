@@ -287,7 +287,11 @@ func (c *Cluster) startNode(ctx context.Context, p *pki, n *realNode, archives [
 	}
 	n.socket = filepath.Join(n.dir, "containerd", "containerd.sock")
 	config := filepath.Join(n.dir, "containerd", "config.toml")
-	if err := os.WriteFile(config, []byte(containerdConfig(n, filepath.Join(c.workDir, "cni", "net.d"))), 0o644); err != nil {
+	hosts, err := c.registryHosts()
+	if err != nil {
+		return fmt.Errorf("mirroring registries to the cluster's: %w", err)
+	}
+	if err := os.WriteFile(config, []byte(containerdConfig(n, filepath.Join(c.workDir, "cni", "net.d"), hosts)), 0o644); err != nil {
 		return err
 	}
 	proc, err := startProcess(n.name+"-containerd", mustLookPath("containerd"), []string{"--config", config}, nil, c.logDir)
@@ -464,8 +468,14 @@ func mustLookPath(name string) string {
 // containerdConfig is a containerd of one node, everything under its
 // directory: the settings this machine needs are explained in
 // docs/development/README.md.
-func containerdConfig(n *realNode, cniConfDir string) string {
+func containerdConfig(n *realNode, cniConfDir, registryHosts string) string {
 	d := filepath.Join(n.dir, "containerd")
+	mirrors := ""
+	if registryHosts != "" {
+		mirrors = fmt.Sprintf(`  [plugins."io.containerd.grpc.v1.cri".registry]
+    config_path = %q
+`, registryHosts)
+	}
 	return fmt.Sprintf(`version = 2
 root = %[1]q
 state = %[2]q
@@ -492,10 +502,10 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
   [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = %[6]q
     conf_dir = %[7]q
-
+%[9]s
 [plugins."io.containerd.internal.v1.opt"]
   path = %[8]q
-`, filepath.Join(d, "root"), filepath.Join(d, "state"), n.socket, images.Pause, filepath.Join(d, "runc"), cniBinDir, cniConfDir, filepath.Join(d, "opt"))
+`, filepath.Join(d, "root"), filepath.Join(d, "state"), n.socket, images.Pause, filepath.Join(d, "runc"), cniBinDir, cniConfDir, filepath.Join(d, "opt"), mirrors)
 }
 
 // kubeletConfiguration is one node's kubelet: its own ports, directories

@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -13,18 +14,24 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+
 	"github.com/inplace-dev/inplace/test/images"
 )
 
 // Real nodes run a Pod from the project's own images, a Pod resolves
-// another by its hostname and subdomain through the cluster's DNS, and Stop
+// another by its hostname and subdomain through the cluster's DNS, images
+// named for docker.io and registry.k8s.io come from the cluster's
+// registry, and Stop
 // leaves the host as it was: no process, mount, cgroup, interface, iptables chain or
 // host path of theirs, ip_forward as before.
 func TestRealNodesRunAPodAndLeaveTheHostClean(t *testing.T) {
 	SkipWithoutRealNodes(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	c, err := Start(ctx, Options{Name: "real-nodes", ArtifactsDir: t.TempDir(), RealNodes: 2})
+	c, err := Start(ctx, Options{Name: "real-nodes", ArtifactsDir: t.TempDir(), RealNodes: 2, Registry: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,6 +79,7 @@ func TestRealNodesRunAPodAndLeaveTheHostClean(t *testing.T) {
 	}
 
 	resolvesPeer(ctx, t, client, c)
+	pullsThroughTheMirror(ctx, t, client, c)
 
 	if err := c.Stop(true); err != nil {
 		t.Errorf("Stop: %v", err)
@@ -143,4 +151,52 @@ func createAndWait(ctx context.Context, t *testing.T, client kubernetes.Interfac
 		t.Fatalf("pod %s did not reach %s: %v; status %+v; logs in %s", pod.Name, phase, err, last.Status, c.LogsDir())
 	}
 	return last
+}
+
+// pullsThroughTheMirror pushes the pause image to the cluster's registry
+// under a docker.io and a registry.k8s.io path and runs each by its
+// upstream name, pulled Always (a :latest tag): the nodes reach neither
+// registry, so a Pod that runs got its image from the mirror.
+func pullsThroughTheMirror(ctx context.Context, t *testing.T, client kubernetes.Interface, c *Cluster) {
+	t.Helper()
+	archive := ""
+	for _, a := range c.opts.ImageArchives {
+		if filepath.Base(a) == "inplace-pause.tar" {
+			archive = a
+		}
+	}
+	if archive == "" {
+		t.Fatalf("no pause image among %v", c.opts.ImageArchives)
+	}
+	src, err := name.NewTag(images.Pause)
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := tarball.ImageFromPath(archive, &src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, upstream := range []string{"docker.io/library/inplace-mirror-check:latest", "registry.k8s.io/e2e-test-images/inplace-mirror-check:latest"} {
+		ref, err := name.NewTag(upstream)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// What containerd asks the mirror for: the repository without
+		// its registry.
+		mirrored, err := name.NewTag(c.Registry + "/" + ref.RepositoryStr() + ":" + ref.TagStr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := remote.Write(mirrored, img, remote.WithContext(ctx)); err != nil {
+			t.Fatalf("pushing %s: %v", mirrored, err)
+		}
+		pod := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("mirrored-%d", i), Namespace: "default"},
+			Spec: corev1.PodSpec{
+				TerminationGracePeriodSeconds: ptr.To[int64](2),
+				Containers:                    []corev1.Container{{Name: "pause", Image: upstream, ImagePullPolicy: corev1.PullAlways}},
+			},
+		}
+		createAndWait(ctx, t, client, c, pod, corev1.PodRunning)
+	}
 }

@@ -58,3 +58,38 @@ func (c *Cluster) startRegistry(ctx context.Context, port int) error {
 	c.Registry = addr
 	return nil
 }
+
+// MirroredRegistries are the registries whose images the real nodes pull
+// from the cluster's registry first (Options.Registry): an image pushed
+// there as <Registry>/library/bash:latest is what a node runs for
+// docker.io/library/bash:latest, one pushed as
+// <Registry>/e2e-test-images/agnhost:2.63.0 for
+// registry.k8s.io/e2e-test-images/agnhost:2.63.0. Suites written for other
+// clusters (upstream JobSet's, Kueue's) name such images and pull them
+// Always; this machine reaches neither registry. An image the mirror does
+// not hold is pulled from the registry itself, as without a mirror.
+var MirroredRegistries = map[string]string{
+	"docker.io":       "https://registry-1.docker.io",
+	"registry.k8s.io": "https://registry.k8s.io",
+}
+
+// registryHosts writes containerd's hosts configuration that mirrors
+// MirroredRegistries to the cluster's registry, and returns its directory
+// (config_path); empty without a registry.
+func (c *Cluster) registryHosts() (string, error) {
+	if c.Registry == "" {
+		return "", nil
+	}
+	dir := filepath.Join(c.workDir, "registry", "hosts")
+	for host, server := range MirroredRegistries {
+		d := filepath.Join(dir, host)
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return "", err
+		}
+		hosts := fmt.Sprintf("server = %q\n\n[host.%q]\n  capabilities = [\"pull\", \"resolve\"]\n", server, "http://"+c.Registry)
+		if err := os.WriteFile(filepath.Join(d, "hosts.toml"), []byte(hosts), 0o644); err != nil {
+			return "", err
+		}
+	}
+	return dir, nil
+}
