@@ -160,31 +160,39 @@ func names(pods []corev1.Pod) []string {
 // reports the new epoch too, on a Pod no longer in the group.
 func expectBarrierHeld(namespace string, pods []string, epoch int32) {
 	GinkgoHelper()
-	events := recorder.Events(namespace)
+	var events []simnode.Event
 	reported := map[string]time.Time{}
 	started := map[string]time.Time{}
-	for _, e := range events {
-		if e.Epoch != epoch || !slices.Contains(pods, e.Pod) {
-			continue
-		}
-		switch e.Kind {
-		case simnode.EpochReported:
-			if _, seen := reported[e.Pod]; !seen {
-				reported[e.Pod] = e.Time
-			}
-		case simnode.WorkersStarted:
-			if _, seen := started[e.Pod]; !seen {
-				started[e.Pod] = e.Time
-			}
-		}
-	}
 	record := func(what string) func() string {
 		return func() string { return fmt.Sprintf("%s; what the nodes recorded:\n%s", what, describeEvents(events)) }
 	}
-	for _, pod := range pods {
-		Expect(reported).To(HaveKey(pod), record(fmt.Sprintf("the agent of %s never reported epoch %d", pod, epoch)))
-		Expect(started).To(HaveKey(pod), record(fmt.Sprintf("the workers of %s never started at epoch %d", pod, epoch)))
-	}
+	// The group is synced when this is called, but a supervisor starts
+	// its workers once its barrier answers, a moment later: wait for
+	// every Pod's start to be recorded.
+	Eventually(func(g Gomega) {
+		events = recorder.Events(namespace)
+		clear(reported)
+		clear(started)
+		for _, e := range events {
+			if e.Epoch != epoch || !slices.Contains(pods, e.Pod) {
+				continue
+			}
+			switch e.Kind {
+			case simnode.EpochReported:
+				if _, seen := reported[e.Pod]; !seen {
+					reported[e.Pod] = e.Time
+				}
+			case simnode.WorkersStarted:
+				if _, seen := started[e.Pod]; !seen {
+					started[e.Pod] = e.Time
+				}
+			}
+		}
+		for _, pod := range pods {
+			g.Expect(reported).To(HaveKey(pod), record(fmt.Sprintf("the agent of %s never reported epoch %d", pod, epoch)))
+			g.Expect(started).To(HaveKey(pod), record(fmt.Sprintf("the workers of %s never started at epoch %d", pod, epoch)))
+		}
+	}).WithTimeout(30 * time.Second).WithPolling(50 * time.Millisecond).Should(Succeed())
 	var lastReport time.Time
 	for _, t := range reported {
 		if t.After(lastReport) {
