@@ -55,6 +55,7 @@ func expectRunning(js *jobset.JobSet, want int, epoch int32) map[string]types.UI
 		g.Expect(got.Status.SyncedPods).To(Equal(int32(want)), "syncedPods")
 		pods := podsOf(js)
 		g.Expect(pods).To(HaveLen(want))
+		started := workersStarted(js.Namespace, epoch)
 		for _, p := range pods {
 			g.Expect(p.Status.Phase).To(Equal(corev1.PodRunning), "pod %s", p.Name)
 			if js.Annotations[protocol.AgentReportsAnnotation] == protocol.AgentReportsPod {
@@ -65,10 +66,25 @@ func expectRunning(js *jobset.JobSet, want int, epoch int32) map[string]types.UI
 			for _, cs := range p.Status.ContainerStatuses {
 				g.Expect(cs.State.Running).NotTo(BeNil(), "container %s of pod %s", cs.Name, p.Name)
 			}
+			// A running container is not yet running workers: in process
+			// scope its supervisor starts them once its barrier answers.
+			g.Expect(started).To(HaveKey(p.Name), "the workers of pod %s at epoch %d", p.Name, epoch)
 			uids[p.Name] = p.UID
 		}
 	}).WithTimeout(timeout).WithPolling(200 * time.Millisecond).Should(Succeed())
 	return uids
+}
+
+// workersStarted are the Pods of namespace whose nodes recorded their
+// workers' start at epoch.
+func workersStarted(namespace string, epoch int32) map[string]bool {
+	out := map[string]bool{}
+	for _, e := range recorder.Events(namespace) {
+		if e.Kind == simnode.WorkersStarted && e.Epoch == epoch {
+			out[e.Pod] = true
+		}
+	}
+	return out
 }
 
 var _ = Describe("in-place restart", func() {
@@ -160,39 +176,31 @@ func names(pods []corev1.Pod) []string {
 // reports the new epoch too, on a Pod no longer in the group.
 func expectBarrierHeld(namespace string, pods []string, epoch int32) {
 	GinkgoHelper()
-	var events []simnode.Event
+	events := recorder.Events(namespace)
 	reported := map[string]time.Time{}
 	started := map[string]time.Time{}
+	for _, e := range events {
+		if e.Epoch != epoch || !slices.Contains(pods, e.Pod) {
+			continue
+		}
+		switch e.Kind {
+		case simnode.EpochReported:
+			if _, seen := reported[e.Pod]; !seen {
+				reported[e.Pod] = e.Time
+			}
+		case simnode.WorkersStarted:
+			if _, seen := started[e.Pod]; !seen {
+				started[e.Pod] = e.Time
+			}
+		}
+	}
 	record := func(what string) func() string {
 		return func() string { return fmt.Sprintf("%s; what the nodes recorded:\n%s", what, describeEvents(events)) }
 	}
-	// The group is synced when this is called, but a supervisor starts
-	// its workers once its barrier answers, a moment later: wait for
-	// every Pod's start to be recorded.
-	Eventually(func(g Gomega) {
-		events = recorder.Events(namespace)
-		clear(reported)
-		clear(started)
-		for _, e := range events {
-			if e.Epoch != epoch || !slices.Contains(pods, e.Pod) {
-				continue
-			}
-			switch e.Kind {
-			case simnode.EpochReported:
-				if _, seen := reported[e.Pod]; !seen {
-					reported[e.Pod] = e.Time
-				}
-			case simnode.WorkersStarted:
-				if _, seen := started[e.Pod]; !seen {
-					started[e.Pod] = e.Time
-				}
-			}
-		}
-		for _, pod := range pods {
-			g.Expect(reported).To(HaveKey(pod), record(fmt.Sprintf("the agent of %s never reported epoch %d", pod, epoch)))
-			g.Expect(started).To(HaveKey(pod), record(fmt.Sprintf("the workers of %s never started at epoch %d", pod, epoch)))
-		}
-	}).WithTimeout(30 * time.Second).WithPolling(50 * time.Millisecond).Should(Succeed())
+	for _, pod := range pods {
+		Expect(reported).To(HaveKey(pod), record(fmt.Sprintf("the agent of %s never reported epoch %d", pod, epoch)))
+		Expect(started).To(HaveKey(pod), record(fmt.Sprintf("the workers of %s never started at epoch %d", pod, epoch)))
+	}
 	var lastReport time.Time
 	for _, t := range reported {
 		if t.After(lastReport) {
