@@ -139,10 +139,13 @@ type Cluster struct {
 
 	opts    Options
 	workDir string
-	logDir  string
-	procs   []*process // in start order
-	nodes   []*realNode
-	netName string // the CNI network of the real nodes
+	// registryHosts is containerd's hosts configuration that mirrors
+	// MirroredRegistries to Registry; empty without a registry.
+	registryHosts string
+	logDir        string
+	procs         []*process // in start order
+	nodes         []*realNode
+	netName       string // the CNI network of the real nodes
 	// ownsBridge: the real nodes' bridge is up, counted in bridgesHere.
 	ownsBridge bool
 	host       *HostState // before the real nodes started

@@ -287,11 +287,7 @@ func (c *Cluster) startNode(ctx context.Context, p *pki, n *realNode, archives [
 	}
 	n.socket = filepath.Join(n.dir, "containerd", "containerd.sock")
 	config := filepath.Join(n.dir, "containerd", "config.toml")
-	hosts, err := c.registryHosts()
-	if err != nil {
-		return fmt.Errorf("mirroring registries to the cluster's: %w", err)
-	}
-	if err := os.WriteFile(config, []byte(containerdConfig(n, filepath.Join(c.workDir, "cni", "net.d"), hosts)), 0o644); err != nil {
+	if err := os.WriteFile(config, []byte(containerdConfig(n, filepath.Join(c.workDir, "cni", "net.d"), c.registryHosts)), 0o644); err != nil {
 		return err
 	}
 	proc, err := startProcess(n.name+"-containerd", mustLookPath("containerd"), []string{"--config", config}, nil, c.logDir)

@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"path"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -159,18 +160,19 @@ func createAndWait(ctx context.Context, t *testing.T, client kubernetes.Interfac
 // registry, so a Pod that runs got its image from the mirror.
 func pullsThroughTheMirror(ctx context.Context, t *testing.T, client kubernetes.Interface, c *Cluster) {
 	t.Helper()
+	src, err := name.NewTag(images.Pause)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// images.Build names each archive after its repository.
 	archive := ""
 	for _, a := range c.opts.ImageArchives {
-		if filepath.Base(a) == "inplace-pause.tar" {
+		if filepath.Base(a) == path.Base(src.RepositoryStr())+".tar" {
 			archive = a
 		}
 	}
 	if archive == "" {
 		t.Fatalf("no pause image among %v", c.opts.ImageArchives)
-	}
-	src, err := name.NewTag(images.Pause)
-	if err != nil {
-		t.Fatal(err)
 	}
 	img, err := tarball.ImageFromPath(archive, &src)
 	if err != nil {

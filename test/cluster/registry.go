@@ -56,6 +56,9 @@ func (c *Cluster) startRegistry(ctx context.Context, port int) error {
 		return err
 	}
 	c.Registry = addr
+	if c.registryHosts, err = writeRegistryHosts(filepath.Join(dir, "hosts"), addr); err != nil {
+		return fmt.Errorf("mirroring registries to the cluster's: %w", err)
+	}
 	return nil
 }
 
@@ -73,20 +76,16 @@ var MirroredRegistries = map[string]string{
 	"registry.k8s.io": "https://registry.k8s.io",
 }
 
-// registryHosts writes containerd's hosts configuration that mirrors
-// MirroredRegistries to the cluster's registry, and returns its directory
-// (config_path); empty without a registry.
-func (c *Cluster) registryHosts() (string, error) {
-	if c.Registry == "" {
-		return "", nil
-	}
-	dir := filepath.Join(c.workDir, "registry", "hosts")
+// writeRegistryHosts writes under dir containerd's hosts configuration
+// that mirrors MirroredRegistries to the registry at addr, once for every
+// node's containerd (config_path), and returns dir.
+func writeRegistryHosts(dir, addr string) (string, error) {
 	for host, server := range MirroredRegistries {
 		d := filepath.Join(dir, host)
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return "", err
 		}
-		hosts := fmt.Sprintf("server = %q\n\n[host.%q]\n  capabilities = [\"pull\", \"resolve\"]\n", server, "http://"+c.Registry)
+		hosts := fmt.Sprintf("server = %q\n\n[host.%q]\n  capabilities = [\"pull\", \"resolve\"]\n", server, "http://"+addr)
 		if err := os.WriteFile(filepath.Join(d, "hosts.toml"), []byte(hosts), 0o644); err != nil {
 			return "", err
 		}
