@@ -64,7 +64,7 @@ func PushRelease(ctx context.Context, dir, registry string, nameOpts []name.Opti
 		}
 		base := path.Base(tagged.RepositoryStr())
 		archive := filepath.Join(dir, fmt.Sprintf("%s-%s.tar", base, tagged.TagStr()))
-		to, err := name.NewTag(fmt.Sprintf("%s/%s:%s", registry, base, tagged.TagStr()), nameOpts...)
+		to, err := name.NewTag(pushedRepository(registry, tagged.RepositoryStr())+":"+tagged.TagStr(), nameOpts...)
 		if err != nil {
 			return nil, fmt.Errorf("registry %q: %w", registry, err)
 		}
@@ -190,6 +190,12 @@ func untar(archive, dir string) error {
 	}
 }
 
+// pushedRepository is where PushRelease pushes the images of repository:
+// under registry, by the repository's last element.
+func pushedRepository(registry, repository string) string {
+	return registry + "/" + path.Base(repository)
+}
+
 // InstallManifests are a release's install manifests, which name the
 // images it ships.
 var InstallManifests = []string{"install.yaml", "install-selfsigned.yaml"}
@@ -203,7 +209,7 @@ func RepointManifest(manifest, registry string) (string, error) {
 		if !strings.Contains(out, repo+":") {
 			return "", fmt.Errorf("the manifest names no %s image", repo)
 		}
-		out = strings.ReplaceAll(out, repo+":", registry+"/"+path.Base(repo)+":")
+		out = strings.ReplaceAll(out, repo+":", pushedRepository(registry, repo)+":")
 	}
 	return out, nil
 }

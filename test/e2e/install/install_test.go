@@ -286,7 +286,7 @@ func expectRunsPushed(selector map[string]string, image, digest string) {
 // (endpoint routing, no kube-proxy); the killed replica's endpoint leaves
 // them once its kubelet's relist (about 1 s) sees the container gone, its
 // status is written, the EndpointSlice controller updates the slice and
-// the API server's watch delivers it. Runs took 0.1–0.4 s: 5 s is a
+// the API server's watch delivers it. Runs took 0.1–0.5 s: 5 s is a
 // generous bound, not a derived one.
 const webhookFailover = 5 * time.Second
 
