@@ -33,6 +33,7 @@ require (
 require (
 	github.com/docker/cli v29.7.2+incompatible // indirect
 	github.com/docker/docker-credential-helpers v0.9.3 // indirect
+	github.com/moby/sys/reexec v0.1.0 // indirect
 	gotest.tools/v3 v3.5.2 // indirect
 )
 

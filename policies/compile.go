@@ -2,6 +2,7 @@ package policies
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io/fs"
 	"sort"
@@ -145,8 +146,24 @@ func Compile(src Source) (*Policy, error) {
 	if inventory == nil {
 		inventory = NewInventory(0)
 	}
-	prepareFor := func(inv *Inventory) (rego.PreparedEvalQuery, error) {
-		return prepare(map[string]string{file: src.Rego}, strings.Join(body, "; "), version, inv)
+	var params ast.Value
+	var paramsJSON json.RawMessage
+	if src.Parameters != nil {
+		var err error
+		if params, err = ast.InterfaceToValue(src.Parameters); err != nil {
+			return nil, fmt.Errorf("policy %s: parameters: %w", name, err)
+		}
+		if paramsJSON, err = valueJSON(params); err != nil {
+			return nil, fmt.Errorf("policy %s: parameters: %w", name, err)
+		}
+	}
+	prepareFor := func(inv *Inventory) (*preparedQuery, error) {
+		q, err := prepare(map[string]string{file: src.Rego}, strings.Join(body, "; "), version, inv)
+		if err != nil {
+			return nil, err
+		}
+		q.source.Parameters = paramsJSON
+		return q, nil
 	}
 	q, err := prepareFor(inventory)
 	if err != nil {
@@ -156,14 +173,8 @@ func Compile(src Source) (*Policy, error) {
 	if action == "" {
 		action = Deny
 	}
-	p := &Policy{Name: name, Action: action, Target: target, Match: src.Match, Parameters: src.Parameters, query: q, bindings: bindings, health: &policyHealth{},
-		inventory: inventory, prepareFor: prepareFor}
-	if src.Parameters != nil {
-		if p.params, err = ast.InterfaceToValue(src.Parameters); err != nil {
-			return nil, fmt.Errorf("policy %s: parameters: %w", name, err)
-		}
-	}
-	return p, nil
+	return &Policy{Name: name, Action: action, Target: target, Match: src.Match, Parameters: src.Parameters, query: q, params: params, bindings: bindings, health: &policyHealth{},
+		inventory: inventory, prepareFor: prepareFor}, nil
 }
 
 // Compile compiles an admin policy that reads the engine's inventory.
@@ -173,8 +184,17 @@ func (e *Engine) Compile(src Source) (*Policy, error) {
 }
 
 // prepare compiles modules with the sandbox's compiler (see sandbox.go)
-// and prepares the query once.
-func prepare(modules map[string]string, query string, version ast.RegoVersion, inventory *Inventory) (rego.PreparedEvalQuery, error) {
+// and prepares the query once; the query keeps its source, for an
+// evaluator process to prepare it again (see evaluator.go).
+func prepare(modules map[string]string, query string, version ast.RegoVersion, inventory *Inventory) (*preparedQuery, error) {
+	q, err := prepareEval(modules, query, version, inventory)
+	if err != nil {
+		return nil, err
+	}
+	return &preparedQuery{PreparedEvalQuery: q, source: querySource{Modules: modules, Query: query, RegoV0: version == ast.RegoV0, Inventory: inventory != nil}}, nil
+}
+
+func prepareEval(modules map[string]string, query string, version ast.RegoVersion, inventory *Inventory) (rego.PreparedEvalQuery, error) {
 	opts := []func(*rego.Rego){
 		rego.Query(query),
 		rego.Compiler(newCompiler(version)),

@@ -11,7 +11,6 @@ import (
 	"sync/atomic"
 
 	"github.com/open-policy-agent/opa/v1/ast"
-	"github.com/open-policy-agent/opa/v1/rego"
 
 	"github.com/inplace-dev/inplace/policies/builtin"
 )
@@ -22,7 +21,7 @@ type Engine struct {
 	// path's common case; builtins, one query each, are evaluated only when
 	// it fails, so that an error is the failing built-in's alone and every
 	// other still decides.
-	allBuiltins rego.PreparedEvalQuery
+	allBuiltins *preparedQuery
 	builtins    []*Policy
 	// admin is replaced as a whole on every change; readers never lock.
 	admin atomic.Pointer[[]*Policy]
@@ -38,6 +37,9 @@ type Engine struct {
 	inventory *Inventory
 	// exempt namespaces no admin policy applies to.
 	exempt atomic.Pointer[[]string]
+	// processes evaluate the policies when set (Isolate); nil: this
+	// process does.
+	processes atomic.Pointer[evaluatorPool]
 }
 
 // NewEngine compiles the built-in policies, less the disabled ones.
@@ -158,10 +160,15 @@ func (e *Engine) SetPolicy(p *Policy) {
 	for _, q := range old {
 		if q.Name != p.Name {
 			next = append(next, q)
-		} else if p.Generation != 0 && q.Generation == p.Generation && q.UID == p.UID {
+			continue
+		}
+		if p.Generation != 0 && q.Generation == p.Generation && q.UID == p.UID {
 			// The same version compiled again keeps what was learned of
 			// its evaluations; a new one is judged on its own.
 			p.health = q.health
+		}
+		if q.query.ID() != p.query.ID() {
+			e.forget(q.query)
 		}
 	}
 	next = append(next, p)
@@ -189,6 +196,8 @@ func (e *Engine) RemovePolicy(name string) {
 	for _, q := range old {
 		if q.Name != name {
 			next = append(next, q)
+		} else {
+			e.forget(q.query)
 		}
 	}
 	e.admin.Store(&next)

@@ -241,6 +241,51 @@ func (inv *Inventory) Delete(_ context.Context, apiVersion, kind, namespace, nam
 	return nil
 }
 
+// mirror sets the object at path, or removes what is at path when leaf
+// is nil: an evaluator process's copy of the engine's inventory, whose
+// bound and counts are the engine's.
+func (inv *Inventory) mirror(path []string, leaf ast.Value) {
+	inv.mu.Lock()
+	defer inv.mu.Unlock()
+	root, _ := inv.root.Load().with(path, leaf)
+	inv.root.Store(root)
+}
+
+// snapshot is the inventory's current tree, for inventoryChanges.
+func (inv *Inventory) snapshot() *inventoryNode { return inv.root.Load() }
+
+// inventoryChanges calls emit with each object set or removed between two
+// snapshots of one inventory (from nil: every object). Parts the two
+// share are skipped whole: a write copies only the levels along its path.
+func inventoryChanges(from, to *inventoryNode, emit func(path []string, leaf ast.Value)) {
+	changesAt(from, to, nil, emit)
+}
+
+func changesAt(from, to *inventoryNode, path []string, emit func([]string, ast.Value)) {
+	switch {
+	case from == to:
+		return
+	case to == nil:
+		emit(path, nil)
+		return
+	case to.leaf != nil:
+		emit(path, to.leaf)
+		return
+	}
+	var before map[string]*inventoryNode
+	if from != nil {
+		before = from.children
+	}
+	for k, c := range to.children {
+		changesAt(before[k], c, append(path[:len(path):len(path)], k), emit)
+	}
+	for k := range before {
+		if _, ok := to.children[k]; !ok {
+			emit(append(path[:len(path):len(path)], k), nil)
+		}
+	}
+}
+
 // Stats says what the inventory holds.
 func (inv *Inventory) Stats() InventoryStats {
 	inv.mu.Lock()

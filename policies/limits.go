@@ -79,6 +79,11 @@ const (
 	failedTimeout failureKind = "timeout"
 	failedPanic   failureKind = "panic"
 	failedError   failureKind = "error"
+	// failedCrash: the evaluator process ended during the evaluation
+	// (a Go fatal error, a kill by the kernel).
+	failedCrash failureKind = "crash"
+	// failedMemory: the evaluator process passed its memory limit.
+	failedMemory failureKind = "memory"
 )
 
 // errPanicked wraps a panic recovered from an evaluation.
@@ -91,6 +96,10 @@ func kindOf(err error) failureKind {
 		return failedTimeout
 	case errors.Is(err, errPanicked):
 		return failedPanic
+	case errors.Is(err, errEvaluatorMemory):
+		return failedMemory
+	case errors.Is(err, errEvaluatorEnded):
+		return failedCrash
 	default:
 		return failedError
 	}

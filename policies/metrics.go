@@ -16,6 +16,7 @@ type metrics struct {
 	decisionsTotal    *prometheus.CounterVec
 	failuresTotal     *prometheus.CounterVec
 	evaluationsTotal  *prometheus.CounterVec
+	evaluatorExits    *prometheus.CounterVec
 }
 
 // RegisterMetrics makes the engine count its evaluations and decisions on
@@ -37,14 +38,18 @@ func (e *Engine) RegisterMetrics(reg prometheus.Registerer) error {
 		}, []string{"policy", "action"}),
 		failuresTotal: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "inplace_policy_evaluation_failures_total",
-			Help: "Policy evaluations that failed, by policy and by why (timeout, panic, error).",
+			Help: "Policy evaluations that failed, by policy and by why (timeout, panic, error, crash: the evaluator process ended, memory: it passed its memory limit).",
 		}, []string{"policy", "reason"}),
 		evaluationsTotal: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "inplace_policy_evaluations_total",
 			Help: "Evaluations of a policy on a JobSet (or, for target PodTemplates, on one of its Pod templates), by policy and outcome: allow, deny, warn, dryrun (what its messages did; deny if any denied) or error (the evaluation failed).",
 		}, []string{"policy", "outcome"}),
+		evaluatorExits: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "inplace_policy_evaluator_exits_total",
+			Help: "Policy evaluator processes that ended during an evaluation, by why: fatal (it ended by itself: a Go fatal error, a kill by the kernel), memory (ended at its memory limit), timeout (ended when its evaluation did not stop at its time limit).",
+		}, []string{"reason"}),
 	}
-	for _, c := range []prometheus.Collector{m.evaluationSeconds, m.decisionsTotal, m.failuresTotal, m.evaluationsTotal} {
+	for _, c := range []prometheus.Collector{m.evaluationSeconds, m.decisionsTotal, m.failuresTotal, m.evaluationsTotal, m.evaluatorExits} {
 		if err := reg.Register(c); err != nil {
 			return fmt.Errorf("registering the policy engine's metrics: %w", err)
 		}
@@ -68,6 +73,12 @@ func (m *metrics) countDecision(policy string, action EnforcementAction) {
 func (m *metrics) countFailure(policy string, kind failureKind) {
 	if m != nil {
 		m.failuresTotal.WithLabelValues(policy, string(kind)).Inc()
+	}
+}
+
+func (m *metrics) countEvaluatorExit(reason string) {
+	if m != nil {
+		m.evaluatorExits.WithLabelValues(reason).Inc()
 	}
 }
 

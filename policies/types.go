@@ -2,7 +2,6 @@ package policies
 
 import (
 	"github.com/open-policy-agent/opa/v1/ast"
-	"github.com/open-policy-agent/opa/v1/rego"
 )
 
 // EnforcementAction is what a policy's deny does.
@@ -108,11 +107,11 @@ type Policy struct {
 	UID        string
 	Generation int64
 
-	query rego.PreparedEvalQuery
+	query *preparedQuery
 	// inventory is the data.inventory query reads, and prepareFor
 	// prepares query again for another one.
 	inventory  *Inventory
-	prepareFor func(*Inventory) (rego.PreparedEvalQuery, error)
+	prepareFor func(*Inventory) (*preparedQuery, error)
 	// health of this version's evaluations (admin policies only).
 	health *policyHealth
 	// params are Parameters converted once, at Compile.

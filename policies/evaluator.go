@@ -1,0 +1,499 @@
+package policies
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/moby/sys/reexec"
+	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/open-policy-agent/opa/v1/rego"
+)
+
+// Evaluator processes.
+//
+// Rego runs inside OPA's evaluator, whose faults no recover reaches: a
+// policy that unifies two values sharing their parts overflows the Go
+// stack, and a comprehension allocates as fast as it can between the
+// cancellation checks that enforce the time limit. Either ends, or
+// starves, the process it runs in. So an isolated engine (Isolate) runs
+// every evaluation in a child process of its own binary: the engine keeps
+// the policies, their matching, health and metrics, and sends the child
+// each query's source once, the changes to data.inventory, and one
+// request's inputs. The engine ends a child whose evaluation outlives its
+// time limit, or whose memory passes its bound; a child that ends, by
+// itself or so, fails the evaluation under way alone (with the policy's
+// enforcement action, as any failed evaluation), and the next evaluation
+// starts a new one.
+
+// IsolationOptions configure an engine's evaluator processes.
+type IsolationOptions struct {
+	// Processes is how many evaluator processes run, each evaluating one
+	// request at a time; a request waits, within its time limit, for a
+	// free one. Default 2.
+	Processes int
+	// MemoryLimit bounds each process's resident memory, in bytes: a
+	// process past it is ended, and the evaluation it ran fails.
+	// Default 256 MiB.
+	MemoryLimit int64
+	// Log tells of the processes that end.
+	Log logr.Logger
+}
+
+// Isolation defaults.
+const (
+	DefaultEvaluatorProcesses   = 2
+	DefaultEvaluatorMemoryLimit = 256 << 20
+	// maxEvaluatorStack bounds a goroutine's stack in an evaluator: OPA
+	// recurses once per nested term, a few hundred bytes a level.
+	maxEvaluatorStack = 64 << 20
+	// evaluatorGrace is how long past its time limit an evaluation may
+	// take to answer before its process is ended: OPA checks for
+	// cancellation between steps, and a starved process answers late.
+	evaluatorGrace = 250 * time.Millisecond
+	// evaluatorStartTimeout bounds a process's start, to its greeting.
+	evaluatorStartTimeout = 10 * time.Second
+	// memoryCheckInterval is how often an evaluation's process has its
+	// memory read while the engine waits for its answer.
+	memoryCheckInterval = 10 * time.Millisecond
+)
+
+// Errors of an evaluation whose process ended; kindOf classifies them.
+var (
+	errEvaluatorEnded  = errors.New("the policy evaluator process ended")
+	errEvaluatorMemory = errors.New("the policy evaluator process passed its memory limit")
+)
+
+// Isolate makes the engine evaluate in child processes from now on: the
+// running binary started again under another name, which serves as an
+// evaluator from this package's initialization (evaluator_serve.go). It
+// starts one process to check that the binary can; Close ends them.
+func (e *Engine) Isolate(opts IsolationOptions) error {
+	if opts.Processes <= 0 {
+		opts.Processes = DefaultEvaluatorProcesses
+	}
+	if opts.MemoryLimit <= 0 {
+		opts.MemoryLimit = DefaultEvaluatorMemoryLimit
+	}
+	pool := &evaluatorPool{opts: opts, engine: e, free: make(chan *evaluatorProcess, opts.Processes), live: map[*evaluatorProcess]bool{}}
+	first, err := pool.start()
+	if err != nil {
+		return err
+	}
+	pool.free <- first
+	for range opts.Processes - 1 {
+		pool.free <- nil // started when first used
+	}
+	if !e.processes.CompareAndSwap(nil, pool) {
+		pool.close()
+		return errors.New("the policy engine is isolated already")
+	}
+	return nil
+}
+
+// Close ends the engine's evaluator processes; evaluations after it
+// fail. An engine that was never isolated has none.
+func (e *Engine) Close() {
+	if pool := e.processes.Load(); pool != nil {
+		pool.close()
+	}
+}
+
+// forget tells the evaluator processes that the engine no longer holds
+// a query.
+func (e *Engine) forget(q *preparedQuery) {
+	if pool := e.processes.Load(); pool != nil && q != nil {
+		pool.forget(q.ID())
+	}
+}
+
+type evaluatorPool struct {
+	opts   IsolationOptions
+	engine *Engine
+	// free holds a slot per process: the process, nil if none runs in
+	// it yet. A request holds a slot for its whole evaluation.
+	free chan *evaluatorProcess
+
+	mu     sync.Mutex
+	live   map[*evaluatorProcess]bool
+	closed bool
+}
+
+// evaluatorProcess is one child. Only the request holding its slot uses
+// it, but for forget, which the pool's lock guards.
+type evaluatorProcess struct {
+	cmd     *exec.Cmd
+	in      *bufio.Writer
+	enc     *json.Encoder
+	stdin   io.Closer
+	replies chan evaluatorResponse // closed when its output ends
+	exited  chan struct{}          // closed when it has been waited for
+	stderr  *tailBuffer
+
+	prepared  map[string]bool
+	inventory *inventoryNode // the snapshot it holds
+	forgotten []string       // under pool.mu
+
+	mu sync.Mutex
+	// why the engine ended it (nil: it ended by itself).
+	why error
+}
+
+func (pool *evaluatorPool) start() (*evaluatorProcess, error) {
+	pool.mu.Lock()
+	closed := pool.closed
+	pool.mu.Unlock()
+	if closed {
+		return nil, fmt.Errorf("%w: the policy engine is stopping", errEvaluatorEnded)
+	}
+	stack := min(int64(maxEvaluatorStack), pool.opts.MemoryLimit/4)
+	cmd := reexec.Command(evaluatorProcessName,
+		"-memory-limit", strconv.FormatInt(pool.opts.MemoryLimit, 10),
+		"-max-stack", strconv.FormatInt(stack, 10))
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	// Ended with the engine's process, whatever ends it.
+	cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
+	p := &evaluatorProcess{cmd: cmd, replies: make(chan evaluatorResponse, 1), exited: make(chan struct{}), stderr: &tailBuffer{max: 8 << 10}, prepared: map[string]bool{}}
+	cmd.Stderr = p.stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("starting a policy evaluator process: %w", err)
+	}
+	p.stdin, p.in = stdin, bufio.NewWriterSize(stdin, 1<<16)
+	p.enc = json.NewEncoder(p.in)
+	// Under the memory of its container, the kernel ends an evaluator
+	// before the engine's process: raising one's own score needs no
+	// privilege.
+	_ = os.WriteFile(fmt.Sprintf("/proc/%d/oom_score_adj", cmd.Process.Pid), []byte("1000"), 0)
+
+	greeted := make(chan error, 1)
+	go p.read(stdout, greeted)
+	timer := time.NewTimer(evaluatorStartTimeout)
+	defer timer.Stop()
+	select {
+	case err = <-greeted:
+	case <-timer.C:
+		err = fmt.Errorf("no greeting within %v", evaluatorStartTimeout)
+	}
+	if err != nil {
+		p.kill(nil)
+		<-p.exited
+		return nil, fmt.Errorf("starting a policy evaluator process (%s started again as %s): %w; %s", reexec.Self(), evaluatorProcessName, err, p.stderr.reason())
+	}
+	pool.mu.Lock()
+	pool.live[p] = true
+	pool.mu.Unlock()
+	return p, nil
+}
+
+// read passes the process's answers on until its output ends, then waits
+// for it.
+func (p *evaluatorProcess) read(stdout io.Reader, greeted chan<- error) {
+	defer close(p.exited)
+	defer func() { _ = p.cmd.Wait() }()
+	defer close(p.replies)
+	dec := json.NewDecoder(bufio.NewReaderSize(stdout, 1<<16))
+	var hello evaluatorHello
+	if err := dec.Decode(&hello); err != nil || hello.Greeting != evaluatorGreeting {
+		greeted <- fmt.Errorf("it did not greet as an evaluator (%v)", err)
+		return
+	}
+	greeted <- nil
+	for {
+		var r evaluatorResponse
+		if err := dec.Decode(&r); err != nil {
+			return
+		}
+		p.replies <- r
+	}
+}
+
+// kill ends the process; why is what the evaluation under way is told.
+func (p *evaluatorProcess) kill(why error) {
+	p.mu.Lock()
+	if p.why == nil {
+		p.why = why
+	}
+	p.mu.Unlock()
+	_ = p.cmd.Process.Kill()
+	_ = p.stdin.Close()
+}
+
+// residentBytes is the process's resident memory.
+func (p *evaluatorProcess) residentBytes() (int64, error) {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/statm", p.cmd.Process.Pid))
+	if err != nil {
+		return 0, err
+	}
+	fields := strings.Fields(string(raw))
+	if len(fields) < 2 {
+		return 0, fmt.Errorf("statm: %q", raw)
+	}
+	pages, err := strconv.ParseInt(fields[1], 10, 64)
+	return pages * int64(os.Getpagesize()), err
+}
+
+func (pool *evaluatorPool) forget(id string) {
+	pool.mu.Lock()
+	defer pool.mu.Unlock()
+	for p := range pool.live {
+		p.forgotten = append(p.forgotten, id)
+	}
+}
+
+func (pool *evaluatorPool) close() {
+	pool.mu.Lock()
+	defer pool.mu.Unlock()
+	pool.closed = true
+	for p := range pool.live {
+		p.kill(fmt.Errorf("%w: the policy engine is stopping", errEvaluatorEnded))
+	}
+}
+
+// retire forgets a process that ended, says why and counts it.
+func (pool *evaluatorPool) retire(p *evaluatorProcess, reason string, err error) {
+	pool.mu.Lock()
+	delete(pool.live, p)
+	closed := pool.closed
+	pool.mu.Unlock()
+	if closed {
+		return
+	}
+	pool.engine.metrics.countEvaluatorExit(reason)
+	pool.opts.Log.Info("A policy evaluator process ended; the next evaluation starts another", "reason", reason, "error", err.Error())
+}
+
+func (pool *evaluatorPool) session() evaluation {
+	return &poolSession{pool: pool, inputs: map[*ast.Term]int{}}
+}
+
+// poolSession is one request's evaluation: it holds a slot, and sends the
+// request's inputs to its process once each.
+type poolSession struct {
+	pool *evaluatorPool
+	// held: the session holds a slot, whose process is proc (nil: none
+	// started yet).
+	held bool
+	proc *evaluatorProcess
+	// inputs are numbered in the order first evaluated; sent are those
+	// proc has.
+	inputs  map[*ast.Term]int
+	encoded []json.RawMessage
+	sent    map[int]bool
+}
+
+func (s *poolSession) done() {
+	if s.held {
+		s.pool.free <- s.proc
+		s.held = false
+	}
+}
+
+func (s *poolSession) eval(ctx context.Context, q *preparedQuery, input *ast.Term, _ ast.Value, timeout time.Duration) (rego.ResultSet, error) {
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		deadline = time.Now().Add(DefaultTotalTimeout)
+	}
+	if !s.held {
+		select {
+		case s.proc = <-s.pool.free:
+			s.held = true
+		case <-ctx.Done():
+			return nil, fmt.Errorf("waiting for a free policy evaluator process: the request's time limit passed: %w", ctx.Err())
+		}
+	}
+	if s.proc == nil {
+		p, err := s.pool.start()
+		if err != nil {
+			return nil, err
+		}
+		s.proc, s.sent = p, nil
+	}
+	p := s.proc
+	req := evaluatorRequest{NewRequest: s.sent == nil}
+	if s.sent == nil {
+		s.sent = map[int]bool{}
+	}
+
+	s.pool.mu.Lock()
+	req.Forget, p.forgotten = p.forgotten, nil
+	s.pool.mu.Unlock()
+	for _, id := range req.Forget {
+		delete(p.prepared, id)
+	}
+	id := q.ID()
+	if !p.prepared[id] {
+		req.Prepare = map[string]querySource{id: q.source}
+	}
+	inventory := p.inventory
+	if q.source.Inventory {
+		inventory = s.pool.engine.inventory.snapshot()
+		var err error
+		inventoryChanges(p.inventory, inventory, func(path []string, leaf ast.Value) {
+			c := inventoryChange{Path: path}
+			if leaf != nil && err == nil {
+				c.Object, err = valueJSON(leaf)
+			}
+			req.Inventory = append(req.Inventory, c)
+		})
+		if err != nil {
+			return nil, fmt.Errorf("sending the inventory: %w", err)
+		}
+	}
+	n, ok := s.inputs[input]
+	if !ok {
+		raw, err := valueJSON(input.Value)
+		if err != nil {
+			return nil, fmt.Errorf("sending the input: %w", err)
+		}
+		n = len(s.encoded)
+		s.inputs[input] = n
+		s.encoded = append(s.encoded, raw)
+	}
+	if !s.sent[n] {
+		req.Inputs = map[int]json.RawMessage{n: s.encoded[n]}
+	}
+	remaining := time.Until(deadline)
+	if remaining <= 0 {
+		return nil, fmt.Errorf("evaluation exceeded the request's time limit: %w", context.DeadlineExceeded)
+	}
+	req.Eval = evaluatorCall{Query: id, Input: n, Timeout: timeout, Remaining: remaining}
+	limit := remaining
+	if timeout > 0 {
+		limit = min(limit, timeout)
+	}
+
+	resp, err := s.call(p, &req, limit+evaluatorGrace)
+	if err != nil {
+		// The next evaluation of the request starts a new process,
+		// and sends it what it needs.
+		s.proc = nil
+		return nil, err
+	}
+	p.prepared[id] = true
+	p.inventory = inventory
+	s.sent[n] = true
+	if resp.Error != "" {
+		return nil, errorOfResponse(resp)
+	}
+	if resp.Bindings == nil {
+		return nil, nil
+	}
+	var bindings map[string]any
+	dec := json.NewDecoder(bytes.NewReader(resp.Bindings))
+	dec.UseNumber() // as OPA's own results
+	if err := dec.Decode(&bindings); err != nil {
+		return nil, fmt.Errorf("reading the evaluator's result: %w", err)
+	}
+	return rego.ResultSet{{Bindings: bindings}}, nil
+}
+
+// call sends req and waits for the answer, within limit and the memory
+// bound; a process that ends, or is ended, fails it.
+func (s *poolSession) call(p *evaluatorProcess, req *evaluatorRequest, limit time.Duration) (evaluatorResponse, error) {
+	if err := p.enc.Encode(req); err == nil {
+		err = p.in.Flush()
+	}
+	timer := time.NewTimer(limit)
+	defer timer.Stop()
+	ticker := time.NewTicker(memoryCheckInterval)
+	defer ticker.Stop()
+	for {
+		select {
+		case r, ok := <-p.replies:
+			if ok {
+				return r, nil
+			}
+			return evaluatorResponse{}, s.ended(p)
+		case <-timer.C:
+			p.kill(fmt.Errorf("evaluation did not stop at its time limit (%v, or the request's): its policy evaluator process was ended: %w", req.Eval.Timeout, context.DeadlineExceeded))
+		case <-ticker.C:
+			if rss, err := p.residentBytes(); err == nil && rss > s.pool.opts.MemoryLimit {
+				p.kill(fmt.Errorf("%w of %d MiB (%d MiB resident): it was ended", errEvaluatorMemory, s.pool.opts.MemoryLimit>>20, rss>>20))
+			}
+		}
+	}
+}
+
+// ended waits for a process whose output ended and says why it did.
+func (s *poolSession) ended(p *evaluatorProcess) error {
+	<-p.exited
+	p.mu.Lock()
+	err, reason := p.why, "stopped"
+	p.mu.Unlock()
+	switch {
+	case err == nil:
+		err, reason = fmt.Errorf("%w (%v): %s", errEvaluatorEnded, p.cmd.ProcessState, p.stderr.reason()), "fatal"
+	case errors.Is(err, errEvaluatorMemory):
+		reason = "memory"
+	case errors.Is(err, context.DeadlineExceeded):
+		reason = "timeout"
+	}
+	s.pool.retire(p, reason, err)
+	return err
+}
+
+// tailBuffer keeps the last max bytes written to it: a Go fatal error
+// prints its reason first and the goroutines after, so the reason is kept
+// by its line.
+type tailBuffer struct {
+	mu    sync.Mutex
+	max   int
+	buf   []byte
+	first string // the first fatal error or panic
+}
+
+func (t *tailBuffer) Write(b []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, b...)
+	if end := bytes.LastIndexByte(t.buf, '\n'); t.first == "" && end >= 0 {
+		// Whole lines only: a line may come in two writes.
+		for _, line := range strings.Split(string(t.buf[:end]), "\n") {
+			if strings.HasPrefix(line, "fatal error: ") || strings.HasPrefix(line, "panic: ") || strings.HasPrefix(line, "inplace-policy-evaluator: ") {
+				t.first = line
+				break
+			}
+		}
+	}
+	if len(t.buf) > t.max {
+		t.buf = append(t.buf[:0], t.buf[len(t.buf)-t.max:]...)
+	}
+	return len(b), nil
+}
+
+// reason is the process's own words for why it ended: the first fatal
+// error or panic it printed, else its last line.
+func (t *tailBuffer) reason() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.first != "" {
+		return t.first
+	}
+	lines := strings.Split(strings.TrimSpace(string(t.buf)), "\n")
+	if last := strings.TrimSpace(lines[len(lines)-1]); last != "" {
+		return last
+	}
+	return "it printed nothing"
+}

@@ -1,0 +1,191 @@
+package policies
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"runtime/debug"
+	"strconv"
+
+	"github.com/moby/sys/reexec"
+	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/open-policy-agent/opa/v1/util"
+)
+
+// evaluatorProcessName is the argv[0] under which a binary that embeds
+// the engine serves as its evaluator process.
+const evaluatorProcessName = "inplace-policy-evaluator"
+
+// Every binary that embeds the engine (the manager, inplacectl, a test)
+// can serve as its own evaluator process: started again under
+// evaluatorProcessName, it serves and exits during this package's
+// initialization, before its main or its tests run. This file's name
+// sorts after every other file of the package with an init function, so
+// that the sandbox's own (bounds.go) has run.
+func init() {
+	reexec.Register(evaluatorProcessName, func() {
+		if err := serveEvaluator(os.Args[1:], os.Stdin, os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, "inplace-policy-evaluator:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	})
+	reexec.Init()
+}
+
+// serveEvaluator evaluates what the engine asks on in, answering on out,
+// until in ends. args are `-memory-limit BYTES -max-stack BYTES`.
+func serveEvaluator(args []string, in io.Reader, out io.Writer) error {
+	for i := 0; i+1 < len(args); i += 2 {
+		n, err := strconv.ParseInt(args[i+1], 10, 64)
+		if err != nil || n <= 0 {
+			return fmt.Errorf("%s: %q is not a positive number of bytes", args[i], args[i+1])
+		}
+		switch args[i] {
+		case "-memory-limit":
+			// The engine ends this process at the limit; collect
+			// garbage harder before it does.
+			debug.SetMemoryLimit(n / 4 * 3)
+		case "-max-stack":
+			// A recursion without end fails at this depth, in
+			// milliseconds, rather than at the runtime's 1 GB.
+			debug.SetMaxStack(int(n))
+		default:
+			return fmt.Errorf("unknown argument %s", args[i])
+		}
+	}
+	dec := json.NewDecoder(bufio.NewReaderSize(in, 1<<16))
+	dec.UseNumber()
+	w := bufio.NewWriterSize(out, 1<<16)
+	enc := json.NewEncoder(w)
+	if err := enc.Encode(evaluatorHello{Greeting: evaluatorGreeting}); err != nil {
+		return err
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	s := &evaluatorServer{queries: map[string]*servedQuery{}, inputs: map[int]*ast.Term{}, inventory: NewInventory(0)}
+	for {
+		var req evaluatorRequest
+		if err := dec.Decode(&req); err != nil {
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			return fmt.Errorf("reading a request: %w", err)
+		}
+		if err := enc.Encode(s.serve(&req)); err != nil {
+			return err
+		}
+		if err := w.Flush(); err != nil {
+			return err
+		}
+	}
+}
+
+// evaluatorServer is an evaluator process's state: what the engine has
+// sent it so far.
+type evaluatorServer struct {
+	queries   map[string]*servedQuery
+	inputs    map[int]*ast.Term
+	inventory *Inventory
+}
+
+type servedQuery struct {
+	*preparedQuery
+	params ast.Value
+}
+
+func (s *evaluatorServer) serve(req *evaluatorRequest) evaluatorResponse {
+	for _, id := range req.Forget {
+		delete(s.queries, id)
+	}
+	for _, c := range req.Inventory {
+		var leaf ast.Value
+		if c.Object != nil {
+			v, err := jsonValue(c.Object)
+			if err != nil {
+				return failed(fmt.Errorf("reading an inventory object: %w", err))
+			}
+			leaf = v
+		}
+		s.inventory.mirror(c.Path, leaf)
+	}
+	for id, src := range req.Prepare {
+		q, err := s.prepare(src)
+		if err != nil {
+			return failed(err)
+		}
+		s.queries[id] = q
+	}
+	if req.NewRequest {
+		clear(s.inputs)
+	}
+	for n, raw := range req.Inputs {
+		v, err := jsonValue(raw)
+		if err != nil {
+			return failed(fmt.Errorf("reading the input: %w", err))
+		}
+		s.inputs[n] = ast.NewTerm(v)
+	}
+	q, ok := s.queries[req.Eval.Query]
+	if !ok {
+		return failed(fmt.Errorf("query %s was never prepared", req.Eval.Query))
+	}
+	input, ok := s.inputs[req.Eval.Input]
+	if !ok {
+		return failed(fmt.Errorf("input %d was never sent", req.Eval.Input))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), req.Eval.Remaining)
+	defer cancel()
+	rs, err := evalBounded(ctx, q.PreparedEvalQuery, withParameters(input.Value, q.params), req.Eval.Timeout)
+	if err != nil {
+		return failed(err)
+	}
+	if len(rs) == 0 {
+		return evaluatorResponse{}
+	}
+	raw, err := json.Marshal(rs[0].Bindings)
+	if err != nil {
+		return failed(fmt.Errorf("encoding the result: %w", err))
+	}
+	return evaluatorResponse{Bindings: raw}
+}
+
+func (s *evaluatorServer) prepare(src querySource) (*servedQuery, error) {
+	version := ast.RegoV1
+	if src.RegoV0 {
+		version = ast.RegoV0
+	}
+	var inventory *Inventory
+	if src.Inventory {
+		inventory = s.inventory
+	}
+	q, err := prepare(src.Modules, src.Query, version, inventory)
+	if err != nil {
+		return nil, fmt.Errorf("preparing a query the engine prepared: %w", err)
+	}
+	sq := &servedQuery{preparedQuery: q}
+	if src.Parameters != nil {
+		if sq.params, err = jsonValue(src.Parameters); err != nil {
+			return nil, fmt.Errorf("reading the parameters: %w", err)
+		}
+	}
+	return sq, nil
+}
+
+func failed(err error) evaluatorResponse {
+	return evaluatorResponse{Error: err.Error(), Kind: kindOf(err)}
+}
+
+// jsonValue reads JSON into an AST value, numbers kept exact.
+func jsonValue(raw json.RawMessage) (ast.Value, error) {
+	var x any
+	if err := util.UnmarshalJSON(raw, &x); err != nil {
+		return nil, err
+	}
+	return ast.InterfaceToValue(x)
+}
