@@ -157,6 +157,37 @@ type Policies struct {
 	// Inventory is what the manager syncs into data.inventory for the
 	// policies.
 	Inventory Inventory `json:"inventory,omitempty"`
+	// Evaluator is where the policies are evaluated.
+	Evaluator Evaluator `json:"evaluator,omitempty"`
+}
+
+// EvaluatorIsolation is where the policies are evaluated.
+type EvaluatorIsolation string
+
+const (
+	// IsolationProcess evaluates in child processes of the manager: the
+	// manager ends one whose evaluation does not stop at its time limit
+	// or whose memory passes its limit, and a Go fatal error in OPA ends
+	// the child alone. The evaluation under way fails, with its policy's
+	// enforcement action.
+	IsolationProcess EvaluatorIsolation = "Process"
+	// IsolationNone evaluates in the manager's own process, as inplacectl
+	// does: a policy that overflows the Go stack ends the manager.
+	IsolationNone EvaluatorIsolation = "None"
+)
+
+// Evaluator configures where the policies are evaluated.
+type Evaluator struct {
+	// Isolation is Process (default) or None.
+	Isolation EvaluatorIsolation `json:"isolation,omitempty"`
+	// Processes is how many evaluator processes run, each evaluating one
+	// admission request or audited JobSet at a time. Default 2.
+	Processes int `json:"processes,omitempty"`
+	// MemoryLimit bounds each evaluator process's resident memory; past
+	// it the process is ended and the evaluation it ran fails. It holds
+	// the compiled policies and a copy of data.inventory: raise it with
+	// policies.inventory.maxObjects. Default 256Mi.
+	MemoryLimit *resource.Quantity `json:"memoryLimit,omitempty"`
 }
 
 // Inventory configures the objects the manager keeps in data.inventory, in
@@ -318,6 +349,14 @@ func Load(path string) (*Configuration, error) {
 		if why, ok := unsyncable[k.Group+"/"+k.Kind]; ok {
 			return nil, fmt.Errorf("configuration %s: policies.inventory.sync[%d]: %s cannot be synced: %s", path, i, k.Kind, why)
 		}
+	}
+	switch ev := cfg.Policies.Evaluator; {
+	case ev.Isolation != IsolationProcess && ev.Isolation != IsolationNone:
+		return nil, fmt.Errorf("configuration %s: policies.evaluator.isolation is %q: use Process (the default) or None", path, ev.Isolation)
+	case ev.Processes < 1 || ev.Processes > 64:
+		return nil, fmt.Errorf("configuration %s: policies.evaluator.processes is %d: set from 1 to 64 (default 2), or leave it out", path, ev.Processes)
+	case ev.MemoryLimit.CmpInt64(64<<20) < 0:
+		return nil, fmt.Errorf("configuration %s: policies.evaluator.memoryLimit is %s: set at least 64Mi, what an evaluator process holds before any policy (default 256Mi), or leave it out", path, ev.MemoryLimit)
 	}
 	if n := cfg.Policies.Inventory.MaxObjects; n < 0 {
 		return nil, fmt.Errorf("configuration %s: policies.inventory.maxObjects is %d: set a positive number (default 20000) or leave it out", path, n)
@@ -482,5 +521,14 @@ func SetDefaults(cfg *Configuration) {
 	}
 	if cfg.Policies.Inventory.MaxObjects == 0 {
 		cfg.Policies.Inventory.MaxObjects = 20000
+	}
+	if cfg.Policies.Evaluator.Isolation == "" {
+		cfg.Policies.Evaluator.Isolation = IsolationProcess
+	}
+	if cfg.Policies.Evaluator.Processes == 0 {
+		cfg.Policies.Evaluator.Processes = 2
+	}
+	if cfg.Policies.Evaluator.MemoryLimit == nil {
+		cfg.Policies.Evaluator.MemoryLimit = ptr.To(resource.MustParse("256Mi"))
 	}
 }

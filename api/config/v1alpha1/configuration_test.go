@@ -51,6 +51,31 @@ func TestLoad(t *testing.T) {
 			file:    "apiVersion: config.inplace.dev/v1alpha1\nkind: Configuration\npolicies:\n  requestTimeout: 12s\n",
 			wantErr: "policies.requestTimeout is 12s: set a duration above 0 and at most 8s",
 		},
+		"the policy evaluator: processes by default": {
+			file: "apiVersion: config.inplace.dev/v1alpha1\nkind: Configuration\npolicies:\n  evaluator:\n    processes: 4\n",
+			check: func(c *Configuration) bool {
+				ev := c.Policies.Evaluator
+				return ev.Isolation == IsolationProcess && ev.Processes == 4 && ev.MemoryLimit.Value() == 256<<20
+			},
+		},
+		"the policy evaluator in the manager's process": {
+			file: "apiVersion: config.inplace.dev/v1alpha1\nkind: Configuration\npolicies:\n  evaluator:\n    isolation: None\n",
+			check: func(c *Configuration) bool {
+				return c.Policies.Evaluator.Isolation == IsolationNone
+			},
+		},
+		"an unknown isolation is an error": {
+			file:    "apiVersion: config.inplace.dev/v1alpha1\nkind: Configuration\npolicies:\n  evaluator:\n    isolation: Thread\n",
+			wantErr: `policies.evaluator.isolation is "Thread": use Process (the default) or None`,
+		},
+		"no evaluator process is an error": {
+			file:    "apiVersion: config.inplace.dev/v1alpha1\nkind: Configuration\npolicies:\n  evaluator:\n    processes: -1\n",
+			wantErr: "policies.evaluator.processes is -1: set from 1 to 64",
+		},
+		"an evaluator memory limit below what it holds is an error": {
+			file:    "apiVersion: config.inplace.dev/v1alpha1\nkind: Configuration\npolicies:\n  evaluator:\n    memoryLimit: 10Mi\n",
+			wantErr: "policies.evaluator.memoryLimit is 10Mi: set at least 64Mi",
+		},
 		"the fatal exit settle: 2s by default, 0 turns it off": {
 			file: "apiVersion: config.inplace.dev/v1alpha1\nkind: Configuration\ncontroller:\n  fatalExitSettle: 0s\n",
 			check: func(c *Configuration) bool {

@@ -205,6 +205,9 @@ func Setup(mgr ctrl.Manager, cfg *configv1alpha1.Configuration, reg prometheus.R
 		return err
 	}
 	engine.SetExemptNamespaces(cfg.Policies.ExemptNamespaces)
+	if err := isolate(mgr, engine, cfg.Policies.Evaluator); err != nil {
+		return err
+	}
 	inventory, err := setupInventory(mgr, cfg, engine, reg)
 	if err != nil {
 		return err
@@ -332,6 +335,34 @@ func setupReports(mgr ctrl.Manager, cfg *configv1alpha1.Configuration, reg prome
 
 // setupInventory syncs the configured kinds into the engine's
 // data.inventory, on every replica that admits.
+// isolate moves the engine's evaluations into child processes, ended
+// with the manager.
+func isolate(mgr ctrl.Manager, engine *policies.Engine, cfg configv1alpha1.Evaluator) error {
+	if cfg.Isolation != configv1alpha1.IsolationProcess {
+		return nil
+	}
+	if err := engine.Isolate(policies.IsolationOptions{
+		Processes:   cfg.Processes,
+		MemoryLimit: cfg.MemoryLimit.Value(),
+		Log:         ctrl.Log.WithName("policy-evaluator"),
+	}); err != nil {
+		return fmt.Errorf("policies.evaluator.isolation Process: %w", err)
+	}
+	return mgr.Add(evaluatorCloser{engine})
+}
+
+// evaluatorCloser ends the evaluator processes when the manager stops, on
+// every replica, leader or not.
+type evaluatorCloser struct{ engine *policies.Engine }
+
+func (evaluatorCloser) NeedLeaderElection() bool { return false }
+
+func (c evaluatorCloser) Start(ctx context.Context) error {
+	<-ctx.Done()
+	c.engine.Close()
+	return nil
+}
+
 func setupInventory(mgr ctrl.Manager, cfg *configv1alpha1.Configuration, engine *policies.Engine, reg prometheus.Registerer) (*inventorysync.Syncer, error) {
 	inv := engine.Inventory()
 	inv.SetMaxObjects(cfg.Policies.Inventory.MaxObjects)

@@ -1,6 +1,8 @@
 package webhook
 
 import (
+	"fmt"
+	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -32,6 +34,21 @@ deny contains "never" if {
 	i < 0
 }
 `
+
+// A policy that overflows the Go stack: unifying two values of 2^22 paths
+// recurses once per path, in OPA's evaluator, where no recover reaches.
+var stackOverflowRego = func() string {
+	var b strings.Builder
+	b.WriteString("package guardrails.overflow\n\ndeny contains \"never\" if {\n")
+	for _, v := range []string{"a", "b"} {
+		fmt.Fprintf(&b, "\t%s0 := [1]\n", v)
+		for i := 1; i <= 22; i++ {
+			fmt.Fprintf(&b, "\t%s%d := array.concat([%s%d], [%s%d])\n", v, i, v, i-1, v, i-1)
+		}
+	}
+	b.WriteString("\ta22 = b22\n\tfalse\n}\n")
+	return b.String()
+}()
 
 var _ = Describe("The policy sandbox", func() {
 	var ns *corev1.Namespace
@@ -97,5 +114,25 @@ var _ = Describe("The policy sandbox", func() {
 		Eventually(func() error {
 			return k8sClient.Create(ctx, withMaxRestarts("fixed", ns.Name, 1), client.DryRunAll)
 		}).WithTimeout(10 * time.Second).Should(MatchError(ContainSubstring("above this cluster's limit of 0")))
+	})
+
+	It("outlives a policy that overflows the Go stack: it denies, is marked failing, and admission runs on", func() {
+		p := expectReady(createPolicy("overflow", stackOverflowRego), metav1.ConditionTrue)
+		for range 3 {
+			err := k8sClient.Create(ctx, withMaxRestarts("deep", ns.Name, 1), client.DryRunAll)
+			Expect(err).To(MatchError(ContainSubstring("overflow: evaluation failed: the policy evaluator process ended")))
+			Expect(err).To(MatchError(ContainSubstring("fatal error: stack overflow")))
+		}
+		Eventually(func(g Gomega) {
+			var got policyv1alpha1.JobSetPolicy
+			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(p), &got)).To(Succeed())
+			c := meta.FindStatusCondition(got.Status.Conditions, policyv1alpha1.ConditionReady)
+			g.Expect(c).NotTo(BeNil())
+			g.Expect(c.Reason).To(Equal(policyv1alpha1.ReasonEvaluationFailing))
+			g.Expect(c.Message).To(ContainSubstring("(crash)"))
+		}).WithTimeout(30 * time.Second).Should(Succeed())
+		// The JobSets it does not match are admitted by the same replica.
+		other := fw.NewNamespace(ctx, k8sClient)
+		Expect(k8sClient.Create(ctx, withMaxRestarts("elsewhere", other.Name, 1), client.DryRunAll)).To(Succeed())
 	})
 })
