@@ -3,6 +3,7 @@ package policies
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -260,9 +261,32 @@ func BuiltinNamesOrDie(t *testing.T) []string {
 }
 
 func BenchmarkEvaluateBuiltins(b *testing.B) {
+	for _, admin := range []int{0, 16} {
+		for _, isolated := range []bool{false, true} {
+			b.Run(fmt.Sprintf("admin=%d/isolated=%t", admin, isolated), func(b *testing.B) { benchmarkEvaluate(b, admin, isolated) })
+		}
+	}
+}
+
+// benchmarkEvaluate evaluates the built-ins and admin policies on a
+// JobSet, in this process or isolated.
+func benchmarkEvaluate(b *testing.B, admin int, isolated bool) {
 	e, err := NewEngine(nil)
 	if err != nil {
 		b.Fatal(err)
+	}
+	if isolated {
+		if err := e.Isolate(IsolationOptions{}); err != nil {
+			b.Fatal(err)
+		}
+		defer e.Close()
+	}
+	for i := range admin {
+		p, err := Compile(Source{Name: fmt.Sprintf("max-restarts-%d", i), Rego: maxRestartsPolicy, Parameters: map[string]any{"limit": 100}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		e.SetPolicy(p)
 	}
 	obj := admitted(b, "inplace-story2.yaml", nil)
 	b.ReportAllocs()

@@ -56,15 +56,25 @@ func (e *Engine) evaluate(ctx context.Context, in Input, opts evalOptions) (Deci
 	// fails at once, as one that timed out.
 	ctx, cancel := context.WithTimeout(ctx, e.limits.TotalTimeout)
 	defer cancel()
-	ev := e.begin()
-	defer ev.done()
 	var errs []error
 	if opts.builtins {
-		errs = e.evalBuiltins(ctx, ev, base, &d)
+		// The built-ins are the project's own Rego, linear in a JobSet
+		// its schema bounds (docs/explanation/security.md): they run
+		// here, and a request no admin policy matches costs no
+		// evaluator process.
+		errs = e.evalBuiltins(ctx, inProcess{}, base, &d)
 	}
 	if e.exempted(in.Namespace) {
 		return d, errors.Join(errs...)
 	}
+	// What to evaluate, first: an evaluator process is sent all of it at
+	// once.
+	type policyInputs struct {
+		p      *Policy
+		inputs []podInput
+	}
+	var todo []policyInputs
+	var calls []plannedCall
 	var pods []podInput // made once, for the first PodTemplates policy (nil: not yet)
 	for _, p := range *e.admin.Load() {
 		if p.Match != nil && !p.Match(in) {
@@ -74,19 +84,31 @@ func (e *Engine) evaluate(ctx context.Context, in Input, opts evalOptions) (Deci
 			continue
 		}
 		d.Evaluated = append(d.Evaluated, p.Name)
-		var err error
+		inputs := []podInput{{input: base}}
 		if p.Target == TargetPodTemplates {
 			if pods == nil {
 				pods = podInputs(in, base)
 			}
-			var perPod []error
-			for _, pod := range pods {
-				perPod = append(perPod, p.eval(ctx, ev, pod.input, pod.prefix, &d, e.limits.PolicyTimeout, e.metrics))
-			}
-			err = errors.Join(perPod...)
-		} else {
-			err = p.eval(ctx, ev, base, "", &d, e.limits.PolicyTimeout, e.metrics)
+			inputs = pods
 		}
+		todo = append(todo, policyInputs{p, inputs})
+		for _, in := range inputs {
+			calls = append(calls, plannedCall{query: p.query, input: in.input, timeout: e.limits.PolicyTimeout})
+		}
+	}
+	if len(todo) == 0 {
+		return d, errors.Join(errs...)
+	}
+	ev := e.begin()
+	defer ev.done()
+	ev.plan(calls)
+	for _, t := range todo {
+		p := t.p
+		var perInput []error
+		for _, in := range t.inputs {
+			perInput = append(perInput, p.eval(ctx, ev, in.input, in.prefix, &d, e.limits.PolicyTimeout, e.metrics))
+		}
+		err := errors.Join(perInput...)
 		// A policy reached after the request's deadline, or cut short by
 		// its caller, failed through no fault of its own.
 		if opts.judgeHealth && (err == nil || ctx.Err() == nil) && p.health.observe(err) && e.onHealthChange != nil {
@@ -156,6 +178,9 @@ func evalBounded(ctx context.Context, q rego.PreparedEvalQuery, input ast.Value,
 // evaluation runs the queries of one request: in this process, or in an
 // evaluator process (evaluator.go).
 type evaluation interface {
+	// plan says which evaluations are to come, in order: an evaluator
+	// process is sent them at once, and answers each as it is done.
+	plan(calls []plannedCall)
 	// eval evaluates q on input, with input.parameters set to params
 	// unless nil, within timeout (0: within ctx's deadline alone).
 	eval(ctx context.Context, q *preparedQuery, input *ast.Term, params ast.Value, timeout time.Duration) (rego.ResultSet, error)
@@ -170,7 +195,16 @@ func (inProcess) eval(ctx context.Context, q *preparedQuery, input *ast.Term, pa
 	return evalBounded(ctx, q.PreparedEvalQuery, withParameters(input.Value, params), timeout)
 }
 
+func (inProcess) plan([]plannedCall) {}
+
 func (inProcess) done() {}
+
+// plannedCall is one evaluation to come.
+type plannedCall struct {
+	query   *preparedQuery
+	input   *ast.Term
+	timeout time.Duration
+}
 
 // begin starts one request's evaluation: in the engine's evaluator
 // processes if it has any (Engine.Isolate), else in this process.

@@ -288,8 +288,9 @@ func (pool *evaluatorPool) session() evaluation {
 	return &poolSession{pool: pool, inputs: map[*ast.Term]int{}}
 }
 
-// poolSession is one request's evaluation: it holds a slot, and sends the
-// request's inputs to its process once each.
+// poolSession is one request's evaluation: it holds a slot, sends its
+// process the request's evaluations at once, and takes the answers in
+// order.
 type poolSession struct {
 	pool *evaluatorPool
 	// held: the session holds a slot, whose process is proc (nil: none
@@ -297,14 +298,31 @@ type poolSession struct {
 	held bool
 	proc *evaluatorProcess
 	// inputs are numbered in the order first evaluated; sent are those
-	// proc has.
+	// proc has (nil: proc has none of this request's).
 	inputs  map[*ast.Term]int
 	encoded []json.RawMessage
 	sent    map[int]bool
+	// planned are the evaluations to come not yet sent; sent, those
+	// proc has been sent and not yet answered, the first timed from
+	// since.
+	planned  []plannedCall
+	inFlight []plannedCall
+	since    time.Time
 }
+
+func (s *poolSession) plan(calls []plannedCall) { s.planned = calls }
 
 func (s *poolSession) done() {
 	if s.held {
+		if len(s.inFlight) > 0 && s.proc != nil {
+			// Answers nobody will read: the next request must not
+			// take them for its own.
+			s.proc.kill(fmt.Errorf("%w: its request ended before its answers", errEvaluatorEnded))
+			s.pool.mu.Lock()
+			delete(s.pool.live, s.proc)
+			s.pool.mu.Unlock()
+			s.proc = nil
+		}
 		s.pool.free <- s.proc
 		s.held = false
 	}
@@ -323,77 +341,33 @@ func (s *poolSession) eval(ctx context.Context, q *preparedQuery, input *ast.Ter
 			return nil, fmt.Errorf("waiting for a free policy evaluator process: the request's time limit passed: %w", ctx.Err())
 		}
 	}
-	if s.proc == nil {
-		p, err := s.pool.start()
-		if err != nil {
+	call := plannedCall{query: q, input: input, timeout: timeout}
+	if len(s.inFlight) == 0 {
+		batch := []plannedCall{call}
+		if len(s.planned) > 0 && s.planned[0] == call {
+			batch, s.planned = s.planned, nil
+		}
+		if err := s.send(deadline, batch); err != nil {
 			return nil, err
 		}
-		s.proc, s.sent = p, nil
 	}
-	p := s.proc
-	req := evaluatorRequest{NewRequest: s.sent == nil}
-	if s.sent == nil {
-		s.sent = map[int]bool{}
+	if s.inFlight[0] != call {
+		// Evaluated out of the planned order: a bug of the engine's.
+		return nil, fmt.Errorf("policy evaluator: evaluation of query %s out of order", q.ID())
 	}
-
-	s.pool.mu.Lock()
-	req.Forget, p.forgotten = p.forgotten, nil
-	s.pool.mu.Unlock()
-	for _, id := range req.Forget {
-		delete(p.prepared, id)
-	}
-	id := q.ID()
-	if !p.prepared[id] {
-		req.Prepare = map[string]querySource{id: q.source}
-	}
-	inventory := p.inventory
-	if q.source.Inventory {
-		inventory = s.pool.engine.inventory.snapshot()
-		var err error
-		inventoryChanges(p.inventory, inventory, func(path []string, leaf ast.Value) {
-			c := inventoryChange{Path: path}
-			if leaf != nil && err == nil {
-				c.Object, err = valueJSON(leaf)
-			}
-			req.Inventory = append(req.Inventory, c)
-		})
-		if err != nil {
-			return nil, fmt.Errorf("sending the inventory: %w", err)
-		}
-	}
-	n, ok := s.inputs[input]
-	if !ok {
-		raw, err := valueJSON(input.Value)
-		if err != nil {
-			return nil, fmt.Errorf("sending the input: %w", err)
-		}
-		n = len(s.encoded)
-		s.inputs[input] = n
-		s.encoded = append(s.encoded, raw)
-	}
-	if !s.sent[n] {
-		req.Inputs = map[int]json.RawMessage{n: s.encoded[n]}
-	}
-	remaining := time.Until(deadline)
-	if remaining <= 0 {
-		return nil, fmt.Errorf("evaluation exceeded the request's time limit: %w", context.DeadlineExceeded)
-	}
-	req.Eval = evaluatorCall{Query: id, Input: n, Timeout: timeout, Remaining: remaining}
-	limit := remaining
+	limit := time.Until(deadline)
 	if timeout > 0 {
 		limit = min(limit, timeout)
 	}
-
-	resp, err := s.call(p, &req, limit+evaluatorGrace)
+	resp, err := s.answer(max(limit, 0) + evaluatorGrace)
 	if err != nil {
-		// The next evaluation of the request starts a new process,
-		// and sends it what it needs.
-		s.proc = nil
+		// The evaluations still to come start a new process, which is
+		// sent them and what they need.
+		s.planned = append(s.inFlight[1:], s.planned...)
+		s.inFlight, s.proc, s.sent = nil, nil, nil
 		return nil, err
 	}
-	p.prepared[id] = true
-	p.inventory = inventory
-	s.sent[n] = true
+	s.inFlight = s.inFlight[1:]
 	if resp.Error != "" {
 		return nil, errorOfResponse(resp)
 	}
@@ -409,13 +383,92 @@ func (s *poolSession) eval(ctx context.Context, q *preparedQuery, input *ast.Ter
 	return rego.ResultSet{{Bindings: bindings}}, nil
 }
 
-// call sends req and waits for the answer, within limit and the memory
-// bound; a process that ends, or is ended, fails it.
-func (s *poolSession) call(p *evaluatorProcess, req *evaluatorRequest, limit time.Duration) (evaluatorResponse, error) {
-	if err := p.enc.Encode(req); err == nil {
-		err = p.in.Flush()
+// send sends batch, and what its process needs for it, to the session's
+// process, started first if need be.
+func (s *poolSession) send(deadline time.Time, batch []plannedCall) error {
+	remaining := time.Until(deadline)
+	if remaining <= 0 {
+		return fmt.Errorf("evaluation exceeded the request's time limit: %w", context.DeadlineExceeded)
 	}
-	timer := time.NewTimer(limit)
+	if s.proc == nil {
+		p, err := s.pool.start()
+		if err != nil {
+			return err
+		}
+		s.proc, s.sent = p, nil
+	}
+	p := s.proc
+	req := evaluatorRequest{NewRequest: s.sent == nil, Remaining: remaining}
+	if s.sent == nil {
+		s.sent = map[int]bool{}
+	}
+	s.pool.mu.Lock()
+	req.Forget, p.forgotten = p.forgotten, nil
+	s.pool.mu.Unlock()
+	for _, id := range req.Forget {
+		delete(p.prepared, id)
+	}
+	for _, c := range batch {
+		id := c.query.ID()
+		if !p.prepared[id] {
+			if req.Prepare == nil {
+				req.Prepare = map[string]querySource{}
+			}
+			req.Prepare[id] = c.query.source
+			p.prepared[id] = true
+		}
+		if c.query.source.Inventory && req.Inventory == nil {
+			now := s.pool.engine.inventory.snapshot()
+			var err error
+			inventoryChanges(p.inventory, now, func(path []string, leaf ast.Value) {
+				change := inventoryChange{Path: path}
+				if leaf != nil && err == nil {
+					change.Object, err = valueJSON(leaf)
+				}
+				req.Inventory = append(req.Inventory, change)
+			})
+			if err != nil {
+				return fmt.Errorf("sending the inventory: %w", err)
+			}
+			p.inventory = now
+			if req.Inventory == nil {
+				req.Inventory = []inventoryChange{} // looked once
+			}
+		}
+		n, ok := s.inputs[c.input]
+		if !ok {
+			raw, err := valueJSON(c.input.Value)
+			if err != nil {
+				return fmt.Errorf("sending the input: %w", err)
+			}
+			n = len(s.encoded)
+			s.inputs[c.input] = n
+			s.encoded = append(s.encoded, raw)
+		}
+		if !s.sent[n] {
+			if req.Inputs == nil {
+				req.Inputs = map[int]json.RawMessage{}
+			}
+			req.Inputs[n] = s.encoded[n]
+			s.sent[n] = true
+		}
+		req.Evals = append(req.Evals, evaluatorCall{Query: id, Input: n, Timeout: c.timeout})
+	}
+	// A write to a process that ended fails here or not; either way its
+	// output ends, and answer says why.
+	if err := p.enc.Encode(&req); err == nil {
+		_ = p.in.Flush()
+	}
+	s.inFlight, s.since = batch, time.Now()
+	return nil
+}
+
+// answer waits for the answer of the first evaluation in flight, within
+// limit of the answer before it and the memory bound; a process that
+// ends, or is ended, fails it.
+func (s *poolSession) answer(limit time.Duration) (evaluatorResponse, error) {
+	p := s.proc
+	timer := time.NewTimer(limit - time.Since(s.since))
 	defer timer.Stop()
 	ticker := time.NewTicker(memoryCheckInterval)
 	defer ticker.Stop()
@@ -423,11 +476,21 @@ func (s *poolSession) call(p *evaluatorProcess, req *evaluatorRequest, limit tim
 		select {
 		case r, ok := <-p.replies:
 			if ok {
+				s.since = time.Now()
 				return r, nil
 			}
 			return evaluatorResponse{}, s.ended(p)
 		case <-timer.C:
-			p.kill(fmt.Errorf("evaluation did not stop at its time limit (%v, or the request's): its policy evaluator process was ended: %w", req.Eval.Timeout, context.DeadlineExceeded))
+			select {
+			case r, ok := <-p.replies: // answered as time ran out
+				if ok {
+					s.since = time.Now()
+					return r, nil
+				}
+				return evaluatorResponse{}, s.ended(p)
+			default:
+			}
+			p.kill(fmt.Errorf("evaluation did not stop at its time limit (%v, or the request's): its policy evaluator process was ended: %w", s.inFlight[0].timeout, context.DeadlineExceeded))
 		case <-ticker.C:
 			if rss, err := p.residentBytes(); err == nil && rss > s.pool.opts.MemoryLimit {
 				p.kill(fmt.Errorf("%w of %d MiB (%d MiB resident): it was ended", errEvaluatorMemory, s.pool.opts.MemoryLimit>>20, rss>>20))

@@ -8,12 +8,12 @@ import (
 )
 
 // The protocol between the engine and an evaluator process: one JSON
-// object per line on the child's standard input, one per line in answer
-// on its standard output, in lock-step. The child first writes a
-// greeting; then every request carries one evaluation, and what the child
-// must learn before it: queries to forget and to prepare, the changes to
-// data.inventory since the child's last request, and the inputs of the
-// request not yet sent.
+// object per line on the child's standard input, and on its standard
+// output one per evaluation, in order, each as soon as it is done. The
+// child first writes a greeting; then every request carries evaluations,
+// and what the child must learn before them: queries to forget and to
+// prepare, the changes to data.inventory since the child's last request,
+// and the inputs not yet sent.
 
 // evaluatorGreeting is the first line an evaluator process writes.
 const evaluatorGreeting = "inplace-policy-evaluator/v1"
@@ -33,7 +33,9 @@ type evaluatorRequest struct {
 	NewRequest bool `json:"newRequest,omitempty"`
 	// Inputs of this request, by number.
 	Inputs map[int]json.RawMessage `json:"inputs,omitempty"`
-	Eval   evaluatorCall           `json:"eval"`
+	// Remaining is what is left of the request's time limit.
+	Remaining time.Duration   `json:"remaining"`
+	Evals     []evaluatorCall `json:"evals"`
 }
 
 // inventoryChange sets the object at Path, or removes what is at Path
@@ -46,10 +48,8 @@ type inventoryChange struct {
 type evaluatorCall struct {
 	Query string `json:"query"`
 	Input int    `json:"input"`
-	// Timeout is the policy's limit (0: none but the request's);
-	// Remaining, what is left of the request's.
-	Timeout   time.Duration `json:"timeout"`
-	Remaining time.Duration `json:"remaining"`
+	// Timeout is the policy's limit (0: none but the request's).
+	Timeout time.Duration `json:"timeout"`
 }
 
 type evaluatorResponse struct {

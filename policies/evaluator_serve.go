@@ -10,6 +10,7 @@ import (
 	"os"
 	"runtime/debug"
 	"strconv"
+	"time"
 
 	"github.com/moby/sys/reexec"
 	"github.com/open-policy-agent/opa/v1/ast"
@@ -77,10 +78,14 @@ func serveEvaluator(args []string, in io.Reader, out io.Writer) error {
 			}
 			return fmt.Errorf("reading a request: %w", err)
 		}
-		if err := enc.Encode(s.serve(&req)); err != nil {
-			return err
-		}
-		if err := w.Flush(); err != nil {
+		// Each answer as soon as it is done: the engine times each
+		// evaluation from the answer before it.
+		if err := s.serve(&req, func(r evaluatorResponse) error {
+			if err := enc.Encode(r); err != nil {
+				return err
+			}
+			return w.Flush()
+		}); err != nil {
 			return err
 		}
 	}
@@ -99,7 +104,28 @@ type servedQuery struct {
 	params ast.Value
 }
 
-func (s *evaluatorServer) serve(req *evaluatorRequest) evaluatorResponse {
+// serve answers each of req's evaluations; what it cannot learn of req
+// fails them all.
+func (s *evaluatorServer) serve(req *evaluatorRequest, answer func(evaluatorResponse) error) error {
+	deadline := time.Now().Add(req.Remaining)
+	if err := s.learn(req); err != nil {
+		for range req.Evals {
+			if err := answer(failed(err)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	for _, call := range req.Evals {
+		if err := answer(s.eval(deadline, call)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// learn takes in what req says the process must know.
+func (s *evaluatorServer) learn(req *evaluatorRequest) error {
 	for _, id := range req.Forget {
 		delete(s.queries, id)
 	}
@@ -108,7 +134,7 @@ func (s *evaluatorServer) serve(req *evaluatorRequest) evaluatorResponse {
 		if c.Object != nil {
 			v, err := jsonValue(c.Object)
 			if err != nil {
-				return failed(fmt.Errorf("reading an inventory object: %w", err))
+				return fmt.Errorf("reading an inventory object: %w", err)
 			}
 			leaf = v
 		}
@@ -117,7 +143,7 @@ func (s *evaluatorServer) serve(req *evaluatorRequest) evaluatorResponse {
 	for id, src := range req.Prepare {
 		q, err := s.prepare(src)
 		if err != nil {
-			return failed(err)
+			return err
 		}
 		s.queries[id] = q
 	}
@@ -127,21 +153,25 @@ func (s *evaluatorServer) serve(req *evaluatorRequest) evaluatorResponse {
 	for n, raw := range req.Inputs {
 		v, err := jsonValue(raw)
 		if err != nil {
-			return failed(fmt.Errorf("reading the input: %w", err))
+			return fmt.Errorf("reading the input: %w", err)
 		}
 		s.inputs[n] = ast.NewTerm(v)
 	}
-	q, ok := s.queries[req.Eval.Query]
+	return nil
+}
+
+func (s *evaluatorServer) eval(deadline time.Time, call evaluatorCall) evaluatorResponse {
+	q, ok := s.queries[call.Query]
 	if !ok {
-		return failed(fmt.Errorf("query %s was never prepared", req.Eval.Query))
+		return failed(fmt.Errorf("query %s was never prepared", call.Query))
 	}
-	input, ok := s.inputs[req.Eval.Input]
+	input, ok := s.inputs[call.Input]
 	if !ok {
-		return failed(fmt.Errorf("input %d was never sent", req.Eval.Input))
+		return failed(fmt.Errorf("input %d was never sent", call.Input))
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), req.Eval.Remaining)
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
-	rs, err := evalBounded(ctx, q.PreparedEvalQuery, withParameters(input.Value, q.params), req.Eval.Timeout)
+	rs, err := evalBounded(ctx, q.PreparedEvalQuery, withParameters(input.Value, q.params), call.Timeout)
 	if err != nil {
 		return failed(err)
 	}
