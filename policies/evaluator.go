@@ -8,12 +8,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -162,11 +160,7 @@ func (pool *evaluatorPool) start() (*evaluatorProcess, error) {
 	cmd := reexec.Command(evaluatorProcessName,
 		"-memory-limit", strconv.FormatInt(pool.opts.MemoryLimit, 10),
 		"-max-stack", strconv.FormatInt(stack, 10))
-	if cmd.SysProcAttr == nil {
-		cmd.SysProcAttr = &syscall.SysProcAttr{}
-	}
-	// Ended with the engine's process, whatever ends it.
-	cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
+	endWithParent(cmd)
 	p := &evaluatorProcess{cmd: cmd, replies: make(chan evaluatorResponse, 1), exited: make(chan struct{}), stderr: &tailBuffer{max: 8 << 10}, prepared: map[string]bool{}}
 	cmd.Stderr = p.stderr
 	stdin, err := cmd.StdinPipe()
@@ -182,10 +176,7 @@ func (pool *evaluatorPool) start() (*evaluatorProcess, error) {
 	}
 	p.stdin, p.in = stdin, bufio.NewWriterSize(stdin, 1<<16)
 	p.enc = json.NewEncoder(p.in)
-	// Under the memory of its container, the kernel ends an evaluator
-	// before the engine's process: raising one's own score needs no
-	// privilege.
-	_ = os.WriteFile(fmt.Sprintf("/proc/%d/oom_score_adj", cmd.Process.Pid), []byte("1000"), 0)
+	killFirstOutOfMemory(cmd.Process.Pid)
 
 	greeted := make(chan error, 1)
 	go p.read(stdout, greeted)
@@ -238,20 +229,6 @@ func (p *evaluatorProcess) kill(why error) {
 	p.mu.Unlock()
 	_ = p.cmd.Process.Kill()
 	_ = p.stdin.Close()
-}
-
-// residentBytes is the process's resident memory.
-func (p *evaluatorProcess) residentBytes() (int64, error) {
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/statm", p.cmd.Process.Pid))
-	if err != nil {
-		return 0, err
-	}
-	fields := strings.Fields(string(raw))
-	if len(fields) < 2 {
-		return 0, fmt.Errorf("statm: %q", raw)
-	}
-	pages, err := strconv.ParseInt(fields[1], 10, 64)
-	return pages * int64(os.Getpagesize()), err
 }
 
 func (pool *evaluatorPool) forget(id string) {
@@ -492,7 +469,7 @@ func (s *poolSession) answer(limit time.Duration) (evaluatorResponse, error) {
 			}
 			p.kill(fmt.Errorf("evaluation did not stop at its time limit (%v, or the request's): its policy evaluator process was ended: %w", s.inFlight[0].timeout, context.DeadlineExceeded))
 		case <-ticker.C:
-			if rss, err := p.residentBytes(); err == nil && rss > s.pool.opts.MemoryLimit {
+			if rss, err := residentBytes(p.cmd.Process.Pid); err == nil && rss > s.pool.opts.MemoryLimit {
 				p.kill(fmt.Errorf("%w of %d MiB (%d MiB resident): it was ended", errEvaluatorMemory, s.pool.opts.MemoryLimit>>20, rss>>20))
 			}
 		}
