@@ -206,8 +206,12 @@ func (p *evaluatorProcess) read(stdout io.Reader, greeted chan<- error) {
 	defer close(p.replies)
 	dec := json.NewDecoder(bufio.NewReaderSize(stdout, 1<<16))
 	var hello evaluatorHello
-	if err := dec.Decode(&hello); err != nil || hello.Greeting != evaluatorGreeting {
-		greeted <- fmt.Errorf("it did not greet as an evaluator (%v)", err)
+	if err := dec.Decode(&hello); err != nil {
+		greeted <- fmt.Errorf("it did not greet as an evaluator: %w", err)
+		return
+	}
+	if hello.Greeting != evaluatorGreeting {
+		greeted <- fmt.Errorf("it greeted as %q, not as %q", hello.Greeting, evaluatorGreeting)
 		return
 	}
 	greeted <- nil
