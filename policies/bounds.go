@@ -79,14 +79,15 @@ var boundedBuiltins = map[string]sizeOf{
 	ast.RegexFindAllStringSubmatch.Name: regexFindAllStringSubmatchSize,
 }
 
-// init replaces each bounded builtin's implementation with its wrapper,
-// for the whole process: OPA looks a builtin's implementation up by name
-// in one global table, before any function of the query's own, so there
-// is no per-evaluation way to replace it. This process evaluates only
-// sandboxed policies (and `inplacectl policy test` only tests of them),
-// so every evaluation it runs is bounded the same way. It runs before
-// any evaluation reads the table.
-func init() {
+// registerBounds replaces each bounded builtin's implementation with its
+// wrapper, for the whole process: OPA looks a builtin's implementation up
+// by name in one global table, before any function of the query's own, so
+// there is no per-evaluation way to replace it. This process evaluates
+// only sandboxed policies (and `inplacectl policy test` only tests of
+// them), so every evaluation it runs is bounded the same way. The
+// package's init calls it (evaluator_serve.go), before any evaluation
+// reads the table.
+func registerBounds() {
 	for name, f := range boundedBuiltins {
 		original := topdown.GetBuiltin(name)
 		if original == nil {

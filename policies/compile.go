@@ -157,12 +157,16 @@ func Compile(src Source) (*Policy, error) {
 			return nil, fmt.Errorf("policy %s: parameters: %w", name, err)
 		}
 	}
+	reads := readsInventory(module)
 	prepareFor := func(inv *Inventory) (*preparedQuery, error) {
 		q, err := prepare(map[string]string{file: src.Rego}, strings.Join(body, "; "), version, inv)
 		if err != nil {
 			return nil, err
 		}
 		q.source.Parameters = paramsJSON
+		// An evaluator process is sent the inventory only for a policy
+		// that reads it.
+		q.source.Inventory = reads
 		return q, nil
 	}
 	q, err := prepareFor(inventory)
@@ -175,6 +179,26 @@ func Compile(src Source) (*Policy, error) {
 	}
 	return &Policy{Name: name, Action: action, Target: target, Match: src.Match, Parameters: src.Parameters, query: q, params: params, bindings: bindings, health: &policyHealth{},
 		inventory: inventory, prepareFor: prepareFor}, nil
+}
+
+// readsInventory reports whether module may read data.inventory: a
+// reference to it, or to data at a key it does not name.
+func readsInventory(module *ast.Module) bool {
+	reads := false
+	ast.WalkRefs(module, func(ref ast.Ref) bool {
+		if !ref.HasPrefix(ast.DefaultRootRef) {
+			return false
+		}
+		if len(ref) < 2 {
+			reads = true
+			return true
+		}
+		if key, ok := ref[1].Value.(ast.String); !ok || key == "inventory" {
+			reads = true
+		}
+		return reads
+	})
+	return reads
 }
 
 // Compile compiles an admin policy that reads the engine's inventory.

@@ -261,7 +261,7 @@ func BuiltinNamesOrDie(t *testing.T) []string {
 }
 
 func BenchmarkEvaluateBuiltins(b *testing.B) {
-	for _, admin := range []int{0, 16} {
+	for _, admin := range []int{0, 16, 100} {
 		for _, isolated := range []bool{false, true} {
 			b.Run(fmt.Sprintf("admin=%d/isolated=%t", admin, isolated), func(b *testing.B) { benchmarkEvaluate(b, admin, isolated) })
 		}

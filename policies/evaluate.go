@@ -62,7 +62,7 @@ func (e *Engine) evaluate(ctx context.Context, in Input, opts evalOptions) (Deci
 		// its schema bounds (docs/explanation/security.md): they run
 		// here, and a request no admin policy matches costs no
 		// evaluator process.
-		errs = e.evalBuiltins(ctx, inProcess{}, base, &d)
+		errs = e.evalBuiltins(ctx, base, &d)
 	}
 	if e.exempted(in.Namespace) {
 		return d, errors.Join(errs...)
@@ -93,7 +93,7 @@ func (e *Engine) evaluate(ctx context.Context, in Input, opts evalOptions) (Deci
 		}
 		todo = append(todo, policyInputs{p, inputs})
 		for _, in := range inputs {
-			calls = append(calls, plannedCall{query: p.query, input: in.input, timeout: e.limits.PolicyTimeout})
+			calls = append(calls, plannedCall{policy: p.Name, query: p.query, input: in.input, timeout: e.limits.PolicyTimeout})
 		}
 	}
 	if len(todo) == 0 {
@@ -109,9 +109,10 @@ func (e *Engine) evaluate(ctx context.Context, in Input, opts evalOptions) (Deci
 			perInput = append(perInput, p.eval(ctx, ev, in.input, in.prefix, &d, e.limits.PolicyTimeout, e.metrics))
 		}
 		err := errors.Join(perInput...)
-		// A policy reached after the request's deadline, or cut short by
-		// its caller, failed through no fault of its own.
-		if opts.judgeHealth && (err == nil || ctx.Err() == nil) && p.health.observe(err) && e.onHealthChange != nil {
+		// A policy reached after the request's deadline, cut short by
+		// its caller, or that no evaluator process could take in,
+		// failed through no fault of its own.
+		if opts.judgeHealth && (err == nil || ctx.Err() == nil && !errors.Is(err, errEvaluatorUnavailable)) && p.health.observe(err) && e.onHealthChange != nil {
 			e.onHealthChange(p.Name)
 		}
 		if err != nil {
@@ -124,7 +125,8 @@ func (e *Engine) evaluate(ctx context.Context, in Input, opts evalOptions) (Deci
 // evalBuiltins evaluates the built-ins in one query and sorts each one's
 // messages under its name; if that query fails, it evaluates each on its
 // own.
-func (e *Engine) evalBuiltins(ctx context.Context, ev evaluation, base *ast.Term, d *Decision) []error {
+func (e *Engine) evalBuiltins(ctx context.Context, base *ast.Term, d *Decision) []error {
+	var ev inProcess
 	if len(e.builtins) == 0 {
 		return nil
 	}
@@ -199,8 +201,9 @@ func (inProcess) plan([]plannedCall) {}
 
 func (inProcess) done() {}
 
-// plannedCall is one evaluation to come.
+// plannedCall is one evaluation to come, of policy.
 type plannedCall struct {
+	policy  string
 	query   *preparedQuery
 	input   *ast.Term
 	timeout time.Duration

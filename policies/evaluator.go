@@ -8,7 +8,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -34,7 +36,10 @@ import (
 // time limit, or whose memory passes its bound; a child that ends, by
 // itself or so, fails the evaluation under way alone (with the policy's
 // enforcement action, as any failed evaluation), and the next evaluation
-// starts a new one.
+// starts a new one. What it takes a process to start and to take a
+// request in (compiling the queries, copying the inventory) is no
+// policy's: its failures are errEvaluatorUnavailable, never judged
+// against a policy's health.
 
 // IsolationOptions configure an engine's evaluator processes.
 type IsolationOptions struct {
@@ -44,7 +49,7 @@ type IsolationOptions struct {
 	Processes int
 	// MemoryLimit bounds each process's resident memory, in bytes: a
 	// process past it is ended, and the evaluation it ran fails.
-	// Default 256 MiB.
+	// Default 256 MiB. Read on Linux only.
 	MemoryLimit int64
 	// Log tells of the processes that end.
 	Log logr.Logger
@@ -68,16 +73,28 @@ const (
 	memoryCheckInterval = 10 * time.Millisecond
 )
 
-// Errors of an evaluation whose process ended; kindOf classifies them.
+// testHookLearned, if set by a test, is called with a process's pid once
+// it has taken a request in.
+var testHookLearned func(pid int)
+
+// Errors of an evaluation that no process evaluated to its end; kindOf
+// classifies them.
 var (
-	errEvaluatorEnded  = errors.New("the policy evaluator process ended")
-	errEvaluatorMemory = errors.New("the policy evaluator process passed its memory limit")
+	// errEvaluatorEnded: the process ended during the evaluation.
+	errEvaluatorEnded = errors.New("the policy evaluator process ended")
+	// errEvaluatorMemory: the process passed its memory limit.
+	errEvaluatorMemory = errors.New("the policy evaluator process passed policies.evaluator.memoryLimit")
+	// errEvaluatorUnavailable: no process could take the evaluation in
+	// (none free, none started, one that failed while taking the
+	// request in). No fault of the policy's.
+	errEvaluatorUnavailable = errors.New("no policy evaluator process could evaluate")
 )
 
-// Isolate makes the engine evaluate in child processes from now on: the
-// running binary started again under another name, which serves as an
-// evaluator from this package's initialization (evaluator_serve.go). It
-// starts one process to check that the binary can; Close ends them.
+// Isolate makes the engine evaluate the admin policies in child
+// processes from now on: the running binary started again under another
+// name, which serves as an evaluator from this package's initialization
+// (evaluator_serve.go). It starts one process to check that the binary
+// can; Close ends them.
 func (e *Engine) Isolate(opts IsolationOptions) error {
 	if opts.Processes <= 0 {
 		opts.Processes = DefaultEvaluatorProcesses
@@ -86,9 +103,9 @@ func (e *Engine) Isolate(opts IsolationOptions) error {
 		opts.MemoryLimit = DefaultEvaluatorMemoryLimit
 	}
 	pool := &evaluatorPool{opts: opts, engine: e, free: make(chan *evaluatorProcess, opts.Processes), live: map[*evaluatorProcess]bool{}}
-	first, err := pool.start()
+	first, err := pool.start(time.Now().Add(evaluatorStartTimeout))
 	if err != nil {
-		return err
+		return fmt.Errorf("%w (policies.evaluator.isolation None evaluates in the manager's own process)", err)
 	}
 	pool.free <- first
 	for range opts.Processes - 1 {
@@ -121,12 +138,14 @@ type evaluatorPool struct {
 	opts   IsolationOptions
 	engine *Engine
 	// free holds a slot per process: the process, nil if none runs in
-	// it yet. A request holds a slot for its whole evaluation.
+	// it. A request holds a slot for its whole evaluation.
 	free chan *evaluatorProcess
 
 	mu     sync.Mutex
 	live   map[*evaluatorProcess]bool
 	closed bool
+	// requests counts the requests sent to the processes.
+	requests int
 }
 
 // evaluatorProcess is one child. Only the request holding its slot uses
@@ -135,66 +154,83 @@ type evaluatorProcess struct {
 	cmd     *exec.Cmd
 	in      *bufio.Writer
 	enc     *json.Encoder
-	stdin   io.Closer
+	stdin   *os.File
 	replies chan evaluatorResponse // closed when its output ends
 	exited  chan struct{}          // closed when it has been waited for
 	stderr  *tailBuffer
 
+	// What it holds: the queries it prepared, the inventory snapshot it
+	// copied.
 	prepared  map[string]bool
-	inventory *inventoryNode // the snapshot it holds
-	forgotten []string       // under pool.mu
+	inventory *inventoryNode
+	forgotten []string // under pool.mu
 
 	mu sync.Mutex
 	// why the engine ended it (nil: it ended by itself).
 	why error
 }
 
-func (pool *evaluatorPool) start() (*evaluatorProcess, error) {
-	pool.mu.Lock()
-	closed := pool.closed
-	pool.mu.Unlock()
-	if closed {
-		return nil, fmt.Errorf("%w: the policy engine is stopping", errEvaluatorEnded)
+// start starts a process and waits for its greeting, until deadline at
+// most.
+func (pool *evaluatorPool) start(deadline time.Time) (*evaluatorProcess, error) {
+	if pool.isClosed() {
+		return nil, fmt.Errorf("%w: the policy engine is stopping", errEvaluatorUnavailable)
 	}
 	stack := min(int64(maxEvaluatorStack), pool.opts.MemoryLimit/4)
 	cmd := reexec.Command(evaluatorProcessName,
 		"-memory-limit", strconv.FormatInt(pool.opts.MemoryLimit, 10),
 		"-max-stack", strconv.FormatInt(stack, 10))
 	endWithParent(cmd)
+	// Nothing of the manager's environment: a policy cannot read it
+	// (opa.runtime is refused), and what it does not have it cannot
+	// reveal.
+	cmd.Env = []string{"GOTRACEBACK=single"}
 	p := &evaluatorProcess{cmd: cmd, replies: make(chan evaluatorResponse, 1), exited: make(chan struct{}), stderr: &tailBuffer{max: 8 << 10}, prepared: map[string]bool{}}
 	cmd.Stderr = p.stderr
-	stdin, err := cmd.StdinPipe()
+	// Pipes of its own, so that a write can have a deadline.
+	stdinR, stdinW, err := os.Pipe()
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w: %w", errEvaluatorUnavailable, err)
 	}
+	cmd.Stdin = stdinR
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
-		return nil, err
+		stdinR.Close()
+		stdinW.Close()
+		return nil, fmt.Errorf("%w: %w", errEvaluatorUnavailable, err)
 	}
 	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("starting a policy evaluator process: %w", err)
+		stdinR.Close()
+		stdinW.Close()
+		return nil, fmt.Errorf("%w: starting a process: %w", errEvaluatorUnavailable, err)
 	}
-	p.stdin, p.in = stdin, bufio.NewWriterSize(stdin, 1<<16)
+	stdinR.Close()
+	p.stdin, p.in = stdinW, bufio.NewWriterSize(stdinW, 1<<16)
 	p.enc = json.NewEncoder(p.in)
-	killFirstOutOfMemory(cmd.Process.Pid)
 
 	greeted := make(chan error, 1)
 	go p.read(stdout, greeted)
-	timer := time.NewTimer(evaluatorStartTimeout)
+	timer := time.NewTimer(min(time.Until(deadline), evaluatorStartTimeout))
 	defer timer.Stop()
 	select {
 	case err = <-greeted:
 	case <-timer.C:
-		err = fmt.Errorf("no greeting within %v", evaluatorStartTimeout)
+		err = errors.New("it did not greet in time")
+	}
+	if err == nil {
+		pool.mu.Lock()
+		if err = nil; pool.closed {
+			err = errors.New("the policy engine is stopping")
+		} else {
+			pool.live[p] = true
+		}
+		pool.mu.Unlock()
 	}
 	if err != nil {
 		p.kill(nil)
 		<-p.exited
-		return nil, fmt.Errorf("starting a policy evaluator process (%s started again as %s): %w; %s", reexec.Self(), evaluatorProcessName, err, p.stderr.reason())
+		return nil, fmt.Errorf("%w: starting a process (%s started again as %s): %w; %s", errEvaluatorUnavailable, reexec.Self(), evaluatorProcessName, err, p.stderr.reason())
 	}
-	pool.mu.Lock()
-	pool.live[p] = true
-	pool.mu.Unlock()
 	return p, nil
 }
 
@@ -235,6 +271,34 @@ func (p *evaluatorProcess) kill(why error) {
 	_ = p.stdin.Close()
 }
 
+// hasExited reports whether the process is gone.
+func (p *evaluatorProcess) hasExited() bool {
+	select {
+	case <-p.exited:
+		return true
+	default:
+		return false
+	}
+}
+
+// discard ends a process whose answers nobody will read, and forgets it.
+func (pool *evaluatorPool) discard(p *evaluatorProcess) {
+	p.kill(fmt.Errorf("%w: discarded", errEvaluatorEnded))
+	go func() {
+		for range p.replies { // until its reader ends and waits for it
+		}
+	}()
+	pool.mu.Lock()
+	delete(pool.live, p)
+	pool.mu.Unlock()
+}
+
+func (pool *evaluatorPool) isClosed() bool {
+	pool.mu.Lock()
+	defer pool.mu.Unlock()
+	return pool.closed
+}
+
 func (pool *evaluatorPool) forget(id string) {
 	pool.mu.Lock()
 	defer pool.mu.Unlock()
@@ -248,12 +312,13 @@ func (pool *evaluatorPool) close() {
 	defer pool.mu.Unlock()
 	pool.closed = true
 	for p := range pool.live {
-		p.kill(fmt.Errorf("%w: the policy engine is stopping", errEvaluatorEnded))
+		p.kill(fmt.Errorf("%w: the policy engine is stopping", errEvaluatorUnavailable))
 	}
 }
 
-// retire forgets a process that ended, says why and counts it.
-func (pool *evaluatorPool) retire(p *evaluatorProcess, reason string, err error) {
+// retire forgets a process that ended during an evaluation of policy,
+// says why, and counts it.
+func (pool *evaluatorPool) retire(p *evaluatorProcess, policy, reason string, err error) {
 	pool.mu.Lock()
 	delete(pool.live, p)
 	closed := pool.closed
@@ -262,7 +327,7 @@ func (pool *evaluatorPool) retire(p *evaluatorProcess, reason string, err error)
 		return
 	}
 	pool.engine.metrics.countEvaluatorExit(reason)
-	pool.opts.Log.Info("A policy evaluator process ended; the next evaluation starts another", "reason", reason, "error", err.Error())
+	pool.opts.Log.Error(err, "A policy evaluator process ended; the next evaluation starts another", "policy", policy, "reason", reason)
 }
 
 func (pool *evaluatorPool) session() evaluation {
@@ -278,38 +343,45 @@ type poolSession struct {
 	// started yet).
 	held bool
 	proc *evaluatorProcess
+	// unavailable fails the rest of the request at once, once no
+	// process could be had.
+	unavailable error
 	// inputs are numbered in the order first evaluated; sent are those
 	// proc has (nil: proc has none of this request's).
 	inputs  map[*ast.Term]int
 	encoded []json.RawMessage
 	sent    map[int]bool
-	// planned are the evaluations to come not yet sent; sent, those
+	// planned are the evaluations to come not yet sent; inFlight, those
 	// proc has been sent and not yet answered, the first timed from
-	// since.
+	// since (zero: proc has not taken them in yet).
 	planned  []plannedCall
 	inFlight []plannedCall
 	since    time.Time
+	// learning: proc is taking the request in; what fails then is no
+	// policy's.
+	learning bool
 }
 
 func (s *poolSession) plan(calls []plannedCall) { s.planned = calls }
 
 func (s *poolSession) done() {
-	if s.held {
-		if len(s.inFlight) > 0 && s.proc != nil {
-			// Answers nobody will read: the next request must not
-			// take them for its own.
-			s.proc.kill(fmt.Errorf("%w: its request ended before its answers", errEvaluatorEnded))
-			s.pool.mu.Lock()
-			delete(s.pool.live, s.proc)
-			s.pool.mu.Unlock()
-			s.proc = nil
-		}
-		s.pool.free <- s.proc
-		s.held = false
+	if !s.held {
+		return
 	}
+	if len(s.inFlight) > 0 && s.proc != nil {
+		// Answers nobody will read: the next request must not take
+		// them for its own.
+		s.pool.discard(s.proc)
+		s.proc = nil
+	}
+	s.pool.free <- s.proc
+	s.held = false
 }
 
 func (s *poolSession) eval(ctx context.Context, q *preparedQuery, input *ast.Term, _ ast.Value, timeout time.Duration) (rego.ResultSet, error) {
+	if s.unavailable != nil {
+		return nil, s.unavailable
+	}
 	deadline, ok := ctx.Deadline()
 	if !ok {
 		deadline = time.Now().Add(DefaultTotalTimeout)
@@ -319,20 +391,28 @@ func (s *poolSession) eval(ctx context.Context, q *preparedQuery, input *ast.Ter
 		case s.proc = <-s.pool.free:
 			s.held = true
 		case <-ctx.Done():
-			return nil, fmt.Errorf("waiting for a free policy evaluator process: the request's time limit passed: %w", ctx.Err())
+			s.unavailable = fmt.Errorf("%w: none was free within the request's time limit (%w): raise policies.evaluator.processes", errEvaluatorUnavailable, ctx.Err())
+			return nil, s.unavailable
+		}
+		if p := s.proc; p != nil && p.hasExited() {
+			// Ended while idle (the kernel, short of memory): no
+			// evaluation's fault.
+			s.pool.retire(p, "", "crash", fmt.Errorf("%w while idle (%v): %s", errEvaluatorEnded, p.cmd.ProcessState, p.stderr.reason()))
+			s.proc = nil
 		}
 	}
-	call := plannedCall{query: q, input: input, timeout: timeout}
 	if len(s.inFlight) == 0 {
-		batch := []plannedCall{call}
-		if len(s.planned) > 0 && s.planned[0] == call {
+		batch := []plannedCall{{query: q, input: input, timeout: timeout}}
+		if len(s.planned) > 0 && s.planned[0].query == q && s.planned[0].input == input {
 			batch, s.planned = s.planned, nil
 		}
-		if err := s.send(deadline, batch); err != nil {
+		if err := s.send(ctx, deadline, batch); err != nil {
+			// This evaluation failed; the rest are sent again.
+			s.planned = append(batch[1:], s.planned...)
 			return nil, err
 		}
 	}
-	if s.inFlight[0] != call {
+	if s.inFlight[0].query != q || s.inFlight[0].input != input {
 		// Evaluated out of the planned order: a bug of the engine's.
 		return nil, fmt.Errorf("policy evaluator: evaluation of query %s out of order", q.ID())
 	}
@@ -340,7 +420,7 @@ func (s *poolSession) eval(ctx context.Context, q *preparedQuery, input *ast.Ter
 	if timeout > 0 {
 		limit = min(limit, timeout)
 	}
-	resp, err := s.answer(max(limit, 0) + evaluatorGrace)
+	resp, err := s.answer(ctx, max(limit, 0)+evaluatorGrace)
 	if err != nil {
 		// The evaluations still to come start a new process, which is
 		// sent them and what they need.
@@ -365,43 +445,42 @@ func (s *poolSession) eval(ctx context.Context, q *preparedQuery, input *ast.Ter
 }
 
 // send sends batch, and what its process needs for it, to the session's
-// process, started first if need be.
-func (s *poolSession) send(deadline time.Time, batch []plannedCall) error {
-	remaining := time.Until(deadline)
-	if remaining <= 0 {
+// process, started first if need be, and waits until the process has
+// taken it in.
+func (s *poolSession) send(ctx context.Context, deadline time.Time, batch []plannedCall) error {
+	if time.Until(deadline) <= 0 {
 		return fmt.Errorf("evaluation exceeded the request's time limit: %w", context.DeadlineExceeded)
 	}
 	if s.proc == nil {
-		p, err := s.pool.start()
+		p, err := s.pool.start(deadline)
 		if err != nil {
+			s.unavailable = err
 			return err
 		}
 		s.proc, s.sent = p, nil
 	}
 	p := s.proc
-	req := evaluatorRequest{NewRequest: s.sent == nil, Remaining: remaining}
-	if s.sent == nil {
-		s.sent = map[int]bool{}
-	}
+	req := evaluatorRequest{NewRequest: s.sent == nil, Remaining: time.Until(deadline)}
 	s.pool.mu.Lock()
-	req.Forget, p.forgotten = p.forgotten, nil
+	forgotten := p.forgotten
 	s.pool.mu.Unlock()
-	for _, id := range req.Forget {
-		delete(p.prepared, id)
-	}
+	req.Forget = forgotten
+	prepared := map[string]bool{}
+	sent := map[int]bool{}
+	inventory := p.inventory
 	for _, c := range batch {
 		id := c.query.ID()
-		if !p.prepared[id] {
+		if (!p.prepared[id] || slices.Contains(forgotten, id)) && !prepared[id] {
 			if req.Prepare == nil {
 				req.Prepare = map[string]querySource{}
 			}
 			req.Prepare[id] = c.query.source
-			p.prepared[id] = true
+			prepared[id] = true
 		}
-		if c.query.source.Inventory && req.Inventory == nil {
-			now := s.pool.engine.inventory.snapshot()
+		if c.query.source.Inventory && inventory == p.inventory {
+			inventory = s.pool.engine.inventory.snapshot()
 			var err error
-			inventoryChanges(p.inventory, now, func(path []string, leaf ast.Value) {
+			inventoryChanges(p.inventory, inventory, func(path []string, leaf ast.Value) {
 				change := inventoryChange{Path: path}
 				if leaf != nil && err == nil {
 					change.Object, err = valueJSON(leaf)
@@ -410,10 +489,6 @@ func (s *poolSession) send(deadline time.Time, batch []plannedCall) error {
 			})
 			if err != nil {
 				return fmt.Errorf("sending the inventory: %w", err)
-			}
-			p.inventory = now
-			if req.Inventory == nil {
-				req.Inventory = []inventoryChange{} // looked once
 			}
 		}
 		n, ok := s.inputs[c.input]
@@ -426,41 +501,93 @@ func (s *poolSession) send(deadline time.Time, batch []plannedCall) error {
 			s.inputs[c.input] = n
 			s.encoded = append(s.encoded, raw)
 		}
-		if !s.sent[n] {
+		if !s.sent[n] && !sent[n] {
 			if req.Inputs == nil {
 				req.Inputs = map[int]json.RawMessage{}
 			}
 			req.Inputs[n] = s.encoded[n]
-			s.sent[n] = true
+			sent[n] = true
 		}
 		req.Evals = append(req.Evals, evaluatorCall{Query: id, Input: n, Timeout: c.timeout})
 	}
-	// A write to a process that ended fails here or not; either way its
-	// output ends, and answer says why.
-	if err := p.enc.Encode(&req); err == nil {
-		_ = p.in.Flush()
+	_ = p.stdin.SetWriteDeadline(deadline)
+	err := p.enc.Encode(&req)
+	if err == nil {
+		err = p.in.Flush()
 	}
-	s.inFlight, s.since = batch, time.Now()
+	if err != nil {
+		// Gone, or not reading: no evaluation's fault.
+		s.pool.discard(p)
+		s.proc = nil
+		return fmt.Errorf("%w: sending it the request: %w; %s", errEvaluatorUnavailable, err, p.stderr.reason())
+	}
+	// Sent: what the process holds now.
+	s.pool.mu.Lock()
+	p.forgotten = p.forgotten[len(forgotten):]
+	s.pool.requests++
+	s.pool.mu.Unlock()
+	for _, id := range forgotten {
+		delete(p.prepared, id)
+	}
+	for id := range prepared {
+		p.prepared[id] = true
+	}
+	if s.sent == nil {
+		s.sent = map[int]bool{}
+	}
+	for n := range sent {
+		s.sent[n] = true
+	}
+	p.inventory = inventory
+	s.inFlight, s.since = batch, time.Time{}
+
+	// Taking it in (compiling, copying the inventory) is bound by the
+	// request's time limit alone, and blamed on no policy.
+	s.learning = true
+	resp, err := s.answer(ctx, time.Until(deadline)+evaluatorGrace)
+	s.learning = false
+	if err == nil && !resp.Learned {
+		s.pool.discard(p)
+		err = errors.New("it answered before taking the request in")
+	}
+	if err == nil && testHookLearned != nil {
+		testHookLearned(p.cmd.Process.Pid)
+	}
+	if err != nil {
+		s.inFlight, s.proc, s.sent = nil, nil, nil
+		if !errors.Is(err, errEvaluatorUnavailable) && ctx.Err() == nil {
+			err = fmt.Errorf("%w: while it took the request in: %w", errEvaluatorUnavailable, err)
+		}
+		return err
+	}
 	return nil
 }
 
-// answer waits for the answer of the first evaluation in flight, within
-// limit of the answer before it and the memory bound; a process that
-// ends, or is ended, fails it.
-func (s *poolSession) answer(limit time.Duration) (evaluatorResponse, error) {
+// answer waits for the process's next answer, within limit of the answer
+// before it (or of now, for the first), the memory bound and ctx; a
+// process that ends, or is ended, fails it.
+func (s *poolSession) answer(ctx context.Context, limit time.Duration) (evaluatorResponse, error) {
 	p := s.proc
+	if s.since.IsZero() {
+		s.since = time.Now()
+	}
 	timer := time.NewTimer(limit - time.Since(s.since))
 	defer timer.Stop()
 	ticker := time.NewTicker(memoryCheckInterval)
 	defer ticker.Stop()
+	done := ctx.Done()
+	killed := false
 	for {
 		select {
 		case r, ok := <-p.replies:
-			if ok {
-				s.since = time.Now()
-				return r, nil
+			switch {
+			case !ok:
+				return evaluatorResponse{}, s.ended(p)
+			case killed:
+				continue // its reason stands; wait for its end
 			}
-			return evaluatorResponse{}, s.ended(p)
+			s.since = time.Now()
+			return r, nil
 		case <-timer.C:
 			select {
 			case r, ok := <-p.replies: // answered as time ran out
@@ -471,11 +598,27 @@ func (s *poolSession) answer(limit time.Duration) (evaluatorResponse, error) {
 				return evaluatorResponse{}, s.ended(p)
 			default:
 			}
-			p.kill(fmt.Errorf("evaluation did not stop at its time limit (%v, or the request's): its policy evaluator process was ended: %w", s.inFlight[0].timeout, context.DeadlineExceeded))
-		case <-ticker.C:
-			if rss, err := residentBytes(p.cmd.Process.Pid); err == nil && rss > s.pool.opts.MemoryLimit {
-				p.kill(fmt.Errorf("%w of %d MiB (%d MiB resident): it was ended", errEvaluatorMemory, s.pool.opts.MemoryLimit>>20, rss>>20))
+			switch {
+			case s.learning:
+				p.kill(fmt.Errorf("%w: taking the request in did not end within its time limit: the process was ended", errEvaluatorUnavailable))
+			case s.inFlight[0].timeout > 0:
+				p.kill(fmt.Errorf("evaluation did not stop at its time limit (%v, or the request's): its policy evaluator process was ended: %w", s.inFlight[0].timeout, context.DeadlineExceeded))
+			default:
+				p.kill(fmt.Errorf("evaluation did not stop at the request's time limit: its policy evaluator process was ended: %w", context.DeadlineExceeded))
 			}
+			killed = true
+		case <-ticker.C:
+			if rss, err := residentBytes(p.cmd.Process.Pid); err == nil && rss > s.pool.opts.MemoryLimit && !killed {
+				p.kill(fmt.Errorf("%w (%d MiB): %d MiB resident, it was ended", errEvaluatorMemory, s.pool.opts.MemoryLimit>>20, rss>>20))
+				killed = true
+			}
+		case <-done:
+			if ctx.Err() == context.Canceled {
+				// The caller gave up: no policy's fault.
+				p.kill(fmt.Errorf("%w: the request was cancelled: %w", errEvaluatorUnavailable, ctx.Err()))
+				killed = true
+			}
+			done = nil // a deadline: the process's own limits answer
 		}
 	}
 }
@@ -484,17 +627,34 @@ func (s *poolSession) answer(limit time.Duration) (evaluatorResponse, error) {
 func (s *poolSession) ended(p *evaluatorProcess) error {
 	<-p.exited
 	p.mu.Lock()
-	err, reason := p.why, "stopped"
+	err := p.why
 	p.mu.Unlock()
+	reason := ""
 	switch {
+	case errors.Is(err, errEvaluatorUnavailable):
+		// Ended by the engine for no evaluation's fault (stopping,
+		// cancelled, too slow to take a request in).
+		if strings.Contains(err.Error(), "taking the request in") {
+			reason = "timeout"
+		}
 	case err == nil:
-		err, reason = fmt.Errorf("%w (%v): %s", errEvaluatorEnded, p.cmd.ProcessState, p.stderr.reason()), "fatal"
+		err, reason = fmt.Errorf("%w (%v): %s", errEvaluatorEnded, p.cmd.ProcessState, p.stderr.reason()), "crash"
 	case errors.Is(err, errEvaluatorMemory):
 		reason = "memory"
 	case errors.Is(err, context.DeadlineExceeded):
 		reason = "timeout"
 	}
-	s.pool.retire(p, reason, err)
+	var policy string
+	if len(s.inFlight) > 0 && !s.learning {
+		policy = s.inFlight[0].policy
+	}
+	if reason != "" {
+		s.pool.retire(p, policy, reason, err)
+	} else {
+		s.pool.mu.Lock()
+		delete(s.pool.live, p)
+		s.pool.mu.Unlock()
+	}
 	return err
 }
 

@@ -10,19 +10,16 @@ import (
 )
 
 // endWithParent makes the kernel end the evaluator with the engine's
-// process, whatever ends it.
+// process, whatever ends it. The kernel ties the signal to the thread that
+// started the child (golang/go#27505): the Go runtime ends a thread only
+// when a goroutine locked to it exits locked, which the engine's callers
+// do not do; a child ended early so fails one evaluation, and the next
+// starts another.
 func endWithParent(cmd *exec.Cmd) {
 	if cmd.SysProcAttr == nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
 	}
 	cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
-}
-
-// killFirstOutOfMemory makes the kernel, short of memory in the
-// container, end an evaluator before the engine's process: raising a
-// process's own score needs no privilege.
-func killFirstOutOfMemory(pid int) {
-	_ = os.WriteFile(fmt.Sprintf("/proc/%d/oom_score_adj", pid), []byte("1000"), 0)
 }
 
 // residentBytes is a process's resident memory.
@@ -37,4 +34,11 @@ func residentBytes(pid int) (int64, error) {
 	}
 	pages, err := strconv.ParseInt(fields[1], 10, 64)
 	return pages * int64(os.Getpagesize()), err
+}
+
+// preferToBeKilled makes the kernel, short of memory in the container,
+// end this process (an evaluator) before the engine's: raising one's own
+// score needs no privilege.
+func preferToBeKilled() {
+	_ = os.WriteFile("/proc/self/oom_score_adj", []byte("1000"), 0)
 }

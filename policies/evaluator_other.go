@@ -9,11 +9,12 @@ import (
 
 // Elsewhere than Linux (inplacectl on a workstation, which evaluates in
 // its own process), an evaluator is not tied to its parent, and its
-// memory is not read: only the time limit ends it.
+// memory is not read: IsolationOptions.MemoryLimit is not enforced, only
+// the time limit ends an evaluator.
 
 func endWithParent(*exec.Cmd) {}
 
-func killFirstOutOfMemory(int) {}
+func preferToBeKilled() {}
 
 func residentBytes(int) (int64, error) {
 	return 0, errors.New("resident memory is read on Linux only")

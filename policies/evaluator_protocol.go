@@ -9,7 +9,8 @@ import (
 
 // The protocol between the engine and an evaluator process: one JSON
 // object per line on the child's standard input, and on its standard
-// output one per evaluation, in order, each as soon as it is done. The
+// output one once it has taken the request in, then one per evaluation, in
+// order, each as soon as it is done. The
 // child first writes a greeting; then every request carries evaluations,
 // and what the child must learn before them: queries to forget and to
 // prepare, the changes to data.inventory since the child's last request,
@@ -53,6 +54,8 @@ type evaluatorCall struct {
 }
 
 type evaluatorResponse struct {
+	// Learned: the process took in the request, and evaluates.
+	Learned bool `json:"learned,omitempty"`
 	// Bindings of the query's first result; absent when it has none.
 	Bindings json.RawMessage `json:"bindings,omitempty"`
 	// Error of the evaluation, and its kind (failureKind).

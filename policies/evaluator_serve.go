@@ -21,13 +21,14 @@ import (
 // the engine serves as its evaluator process.
 const evaluatorProcessName = "inplace-policy-evaluator"
 
-// Every binary that embeds the engine (the manager, inplacectl, a test)
-// can serve as its own evaluator process: started again under
-// evaluatorProcessName, it serves and exits during this package's
-// initialization, before its main or its tests run. This file's name
-// sorts after every other file of the package with an init function, so
-// that the sandbox's own (bounds.go) has run.
+// The package's one init. It bounds the builtins, then lets every binary
+// that embeds the engine (the manager, inplacectl, a test) serve as its
+// own evaluator process: started again under evaluatorProcessName, it
+// serves and exits here, before its main or its tests run, so that no
+// main needs to know. A test file's init runs after this one: a builtin
+// a test registers exists in its own process, not in its evaluators.
 func init() {
+	registerBounds()
 	reexec.Register(evaluatorProcessName, func() {
 		if err := serveEvaluator(os.Args[1:], os.Stdin, os.Stdout); err != nil {
 			fmt.Fprintln(os.Stderr, "inplace-policy-evaluator:", err)
@@ -59,6 +60,9 @@ func serveEvaluator(args []string, in io.Reader, out io.Writer) error {
 			return fmt.Errorf("unknown argument %s", args[i])
 		}
 	}
+	// Under the memory of its container, the kernel ends an evaluator
+	// before the engine's process.
+	preferToBeKilled()
 	dec := json.NewDecoder(bufio.NewReaderSize(in, 1<<16))
 	dec.UseNumber()
 	w := bufio.NewWriterSize(out, 1<<16)
@@ -102,19 +106,22 @@ type evaluatorServer struct {
 type servedQuery struct {
 	*preparedQuery
 	params ast.Value
+	// err: the query did not compile here, though it did in the engine.
+	err error
 }
 
-// serve answers each of req's evaluations; what it cannot learn of req
-// fails them all.
+// serve learns what req says, says so, and answers each of req's
+// evaluations. What it cannot learn ends the process: the engine would no
+// longer know what it holds.
 func (s *evaluatorServer) serve(req *evaluatorRequest, answer func(evaluatorResponse) error) error {
 	deadline := time.Now().Add(req.Remaining)
 	if err := s.learn(req); err != nil {
-		for range req.Evals {
-			if err := answer(failed(err)); err != nil {
-				return err
-			}
-		}
-		return nil
+		return err
+	}
+	// The engine times each evaluation from this answer, or the one
+	// before it: what it took to learn is no policy's.
+	if err := answer(evaluatorResponse{Learned: true}); err != nil {
+		return err
 	}
 	for _, call := range req.Evals {
 		if err := answer(s.eval(deadline, call)); err != nil {
@@ -124,11 +131,13 @@ func (s *evaluatorServer) serve(req *evaluatorRequest, answer func(evaluatorResp
 	return nil
 }
 
-// learn takes in what req says the process must know.
+// learn takes in what req says the process must know. A query that does
+// not compile fails its own evaluations alone.
 func (s *evaluatorServer) learn(req *evaluatorRequest) error {
 	for _, id := range req.Forget {
 		delete(s.queries, id)
 	}
+	changes := make([]inventoryLeaf, 0, len(req.Inventory))
 	for _, c := range req.Inventory {
 		var leaf ast.Value
 		if c.Object != nil {
@@ -138,12 +147,13 @@ func (s *evaluatorServer) learn(req *evaluatorRequest) error {
 			}
 			leaf = v
 		}
-		s.inventory.mirror(c.Path, leaf)
+		changes = append(changes, inventoryLeaf{c.Path, leaf})
 	}
+	s.inventory.mirror(changes)
 	for id, src := range req.Prepare {
 		q, err := s.prepare(src)
 		if err != nil {
-			return err
+			q = &servedQuery{err: err}
 		}
 		s.queries[id] = q
 	}
@@ -164,6 +174,9 @@ func (s *evaluatorServer) eval(deadline time.Time, call evaluatorCall) evaluator
 	q, ok := s.queries[call.Query]
 	if !ok {
 		return failed(fmt.Errorf("query %s was never prepared", call.Query))
+	}
+	if q.err != nil {
+		return failed(q.err)
 	}
 	input, ok := s.inputs[call.Input]
 	if !ok {

@@ -1,9 +1,11 @@
+//go:build linux
+
 package policies
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -31,6 +33,15 @@ func isolatedEngine(t *testing.T, opts IsolationOptions, disabled ...string) *En
 	}
 	t.Cleanup(e.Close)
 	return e
+}
+
+// requestsSent is how many requests the engine's evaluator processes
+// were sent: a test that isolates proves nothing if it is 0.
+func requestsSent(e *Engine) int {
+	pool := e.processes.Load()
+	pool.mu.Lock()
+	defer pool.mu.Unlock()
+	return pool.requests
 }
 
 // sharedArrays are Rego statements that build NAME0..NAMEn, each an array
@@ -131,6 +142,9 @@ func TestIsolatedEngineDecidesAsInProcess(t *testing.T) {
 	if decided == 0 {
 		t.Fatal("no policy decided anything: the comparison proves nothing")
 	}
+	if n := requestsSent(isolated); n < len(inputs) {
+		t.Fatalf("%d requests sent to the evaluators for %d inputs: the isolated engine evaluated in process", n, len(inputs))
+	}
 }
 
 func TestIsolatedEngineOutlivesAPolicyThatEndsItsEvaluator(t *testing.T) {
@@ -152,18 +166,18 @@ func TestIsolatedEngineOutlivesAPolicyThatEndsItsEvaluator(t *testing.T) {
 			memory:     512 << 20, // the stack's bound, 64 MiB, comes first
 			wantReason: "ended (exit status 2): fatal error: stack overflow",
 			wantKind:   failedCrash,
-			wantExit:   "fatal",
+			wantExit:   "crash",
 		},
 		"allocations past the memory limit between builtin calls": {
 			rego:       "package hog\n\ndeny contains \"never\" if {\n\txs := [y | some i in numbers.range(1, 1000); y := sprintf(\"%4000000d\", [i])]\n\tcount(xs) < 0\n}\n",
-			wantReason: "passed its memory limit of 128 MiB",
+			wantReason: "passed policies.evaluator.memoryLimit (128 MiB)",
 			wantKind:   failedMemory,
 			wantExit:   "memory",
 		},
 		"an evaluation that does not stop at its time limit": {
 			rego:       allowAll,
 			stop:       true,
-			wantReason: "did not stop at its time limit",
+			wantReason: "did not stop at its time limit (200ms, or the request's)",
 			wantKind:   failedTimeout,
 			wantExit:   "timeout",
 		},
@@ -195,12 +209,15 @@ func TestIsolatedEngineOutlivesAPolicyThatEndsItsEvaluator(t *testing.T) {
 			}
 			if tc.stop {
 				e.SetLimits(Limits{PolicyTimeout: 200 * time.Millisecond})
-				pool := e.processes.Load()
-				p := <-pool.free
-				pool.free <- p
-				if err := syscall.Kill(p.cmd.Process.Pid, syscall.SIGSTOP); err != nil {
-					t.Fatal(err)
+				var once sync.Once
+				testHookLearned = func(pid int) {
+					once.Do(func() {
+						if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+							t.Error(err)
+						}
+					})
 				}
+				defer func() { testHookLearned = nil }()
 			}
 			obj := admitted(t, "inplace-story1.yaml", nil)
 			start := time.Now()
@@ -346,6 +363,145 @@ func TestIsolatedEngineInventory(t *testing.T) {
 		t.Fatal(err)
 	}
 	expect("everything deleted", "namespace not in the inventory")
+	if n := requestsSent(e); n < 5 {
+		t.Fatalf("%d requests sent to the evaluators", n)
+	}
+}
+
+// A new process takes in a full inventory within the request's limit,
+// and the time it takes is no policy's.
+func TestIsolatedEngineLargeInventory(t *testing.T) {
+	ctx := context.Background()
+	e := isolatedEngine(t, IsolationOptions{Processes: 1})
+	e.SetLimits(Limits{PolicyTimeout: 200 * time.Millisecond})
+	p, err := e.Compile(Source{Name: "inventory", Rego: inventoryPolicy})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.SetPolicy(p)
+	inv := e.Inventory()
+	// The default policies.inventory.maxObjects, 20,000: 200 namespaces
+	// of 100 JobSets each (a write copies the maps along its path: one
+	// kind of 20,000 objects would take minutes to fill under -race).
+	for i := range 200 {
+		ns := fmt.Sprintf("ns-%03d", i)
+		if err := inv.Put(ctx, InventoryObject{APIVersion: "v1", Kind: "Namespace", Name: ns, Object: map[string]any{"metadata": map[string]any{"name": ns}}}); err != nil {
+			t.Fatal(err)
+		}
+		for j := range 99 {
+			name := fmt.Sprintf("js-%02d", j)
+			if err := inv.Put(ctx, InventoryObject{APIVersion: "jobset.x-k8s.io/v1alpha2", Kind: "JobSet", Namespace: ns, Name: name,
+				Object: map[string]any{"metadata": map[string]any{"name": name, "annotations": map[string]any{"claims": "someone-else"}}}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if n := inv.Stats().Objects; n != 20000 {
+		t.Fatalf("%d objects", n)
+	}
+	for _, ns := range []string{"ns-000", "ns-199"} {
+		d, err := e.Evaluate(ctx, Input{Operation: "CREATE", Object: map[string]any{"metadata": map[string]any{"name": "train", "namespace": ns}}, Namespace: ns})
+		if err != nil || len(d.Denied) != 0 {
+			t.Fatalf("%s: denied %v, %v", ns, d.Denied, err)
+		}
+	}
+	if h := e.Health("inventory"); h.Failing {
+		t.Errorf("health %+v", h)
+	}
+}
+
+// A policy replaced or removed is forgotten by the processes, and the
+// new version is the one evaluated.
+func TestIsolatedEngineForgetsReplacedPolicies(t *testing.T) {
+	e := isolatedEngine(t, IsolationOptions{Processes: 1}, BuiltinNamesOrDie(t)...)
+	for _, limit := range []int{1, 5, 10} {
+		p, err := Compile(Source{Name: "max-restarts", Rego: maxRestartsPolicy, Parameters: map[string]any{"limit": limit}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.SetPolicy(p)
+		d, err := e.Evaluate(context.Background(), Input{Operation: "CREATE", Object: admitted(t, "failurepolicy-story2.yaml", nil)}) // maxRestarts 10
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := len(d.Denied), map[int]int{1: 1, 5: 1, 10: 0}[limit]; got != want {
+			t.Errorf("limit %d: denied %v", limit, d.Denied)
+		}
+	}
+	pool := e.processes.Load()
+	proc := <-pool.free
+	pool.free <- proc
+	if len(proc.prepared) != 1 {
+		t.Errorf("the process holds %d queries, want the one in force", len(proc.prepared))
+	}
+	e.RemovePolicy("max-restarts")
+	pool.mu.Lock()
+	forgotten := len(proc.forgotten)
+	pool.mu.Unlock()
+	if forgotten != 1 {
+		t.Errorf("%d queries to forget after the removal, want 1", forgotten)
+	}
+}
+
+// A request its caller cancels ends its evaluation, and blames no policy.
+func TestIsolatedEngineCancelledRequest(t *testing.T) {
+	e := isolatedEngine(t, IsolationOptions{Processes: 1}, BuiltinNamesOrDie(t)...)
+	e.SetLimits(Limits{PolicyTimeout: 5 * time.Second, TotalTimeout: 8 * time.Second})
+	e.SetPolicy(compileOrDie(t, "slow", endless, Deny))
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(100*time.Millisecond, cancel)
+	start := time.Now()
+	_, err := e.Evaluate(ctx, Input{Operation: "CREATE", Object: map[string]any{}})
+	if took := time.Since(start); took > 2*time.Second {
+		t.Errorf("a request cancelled at 100ms returned after %v", took)
+	}
+	if kindOf(err) != failedUnavailable || !errors.Is(err, context.Canceled) {
+		t.Errorf("error %v (kind %s): want the caller's cancellation", err, kindOf(err))
+	}
+	if h := e.Health("slow"); h.Failing {
+		t.Errorf("health %+v", h)
+	}
+	// The next request has a process.
+	e.RemovePolicy("slow")
+	e.SetPolicy(compileOrDie(t, "quiet", allowAll, Deny))
+	if d, err := e.Evaluate(context.Background(), Input{Operation: "CREATE", Object: map[string]any{}}); err != nil || len(d.Denied) != 0 {
+		t.Errorf("after: %v, %v", d.Denied, err)
+	}
+}
+
+// A request that finds every process busy past its limit says what to
+// raise, and blames no policy.
+func TestIsolatedEngineNoFreeProcess(t *testing.T) {
+	e := isolatedEngine(t, IsolationOptions{Processes: 1}, BuiltinNamesOrDie(t)...)
+	e.SetLimits(Limits{PolicyTimeout: 50 * time.Millisecond, TotalTimeout: 100 * time.Millisecond})
+	e.SetPolicy(compileOrDie(t, "quiet", allowAll, Deny))
+	pool := e.processes.Load()
+	busy := <-pool.free
+	defer func() { pool.free <- busy }()
+	d, err := e.Evaluate(context.Background(), Input{Operation: "CREATE", Object: map[string]any{}})
+	if kindOf(err) != failedUnavailable || !strings.Contains(err.Error(), "raise policies.evaluator.processes") || len(d.Denied) != 1 {
+		t.Errorf("denied %v, error %v: want the policy failed as unavailable", d.Denied, err)
+	}
+}
+
+// Close ends the processes; evaluations after it fail, and start none.
+func TestIsolatedEngineClose(t *testing.T) {
+	e := isolatedEngine(t, IsolationOptions{Processes: 1}, BuiltinNamesOrDie(t)...)
+	e.SetPolicy(compileOrDie(t, "quiet", allowAll, Deny))
+	pool := e.processes.Load()
+	proc := <-pool.free
+	pool.free <- proc
+	e.Close()
+	<-proc.exited
+	d, err := e.Evaluate(context.Background(), Input{Operation: "CREATE", Object: map[string]any{}})
+	if kindOf(err) != failedUnavailable || len(d.Denied) != 1 {
+		t.Errorf("after Close: denied %v, %v", d.Denied, err)
+	}
+	pool.mu.Lock()
+	defer pool.mu.Unlock()
+	if len(pool.live) != 0 {
+		t.Errorf("%d processes live after Close", len(pool.live))
+	}
 }
 
 // Requests evaluated at once share the processes, each its own inputs.
@@ -387,12 +543,8 @@ deny contains sprintf("%s is odd", [input.object.metadata.name]) if {
 	}
 }
 
-// A binary that does not serve as an evaluator is refused at Isolate,
-// with what to do.
+// An evaluator refuses bad arguments, and greets.
 func TestEvaluatorGreeting(t *testing.T) {
-	if os.Getenv("INPLACE_TEST_NOT_AN_EVALUATOR") != "" {
-		return
-	}
 	var out strings.Builder
 	if err := serveEvaluator([]string{"-memory-limit", "x"}, strings.NewReader(""), &out); err == nil || !strings.Contains(err.Error(), `-memory-limit: "x" is not a positive number of bytes`) {
 		t.Errorf("bad argument: %v", err)
@@ -400,5 +552,24 @@ func TestEvaluatorGreeting(t *testing.T) {
 	out.Reset()
 	if err := serveEvaluator(nil, strings.NewReader(""), &out); err != nil || !strings.Contains(out.String(), evaluatorGreeting) {
 		t.Errorf("greeting %q, %v", out.String(), err)
+	}
+}
+
+// An evaluator is sent the inventory for the policies that may read it.
+func TestReadsInventory(t *testing.T) {
+	for src, want := range map[string]bool{
+		maxRestartsPolicy: false,
+		inventoryPolicy:   true,
+		"package p\n\ndeny contains \"x\" if { data[input.x].y }\n":                                true,
+		"package p\nimport data.inventory.cluster as c\n\ndeny contains k if { some k, _ in c }\n": true,
+		"package p\n\nhelper := 1\n\ndeny contains \"x\" if { data.p.helper == 2 }\n":              false,
+	} {
+		p, err := Compile(Source{Name: "p", Rego: src})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := p.query.source.Inventory; got != want {
+			t.Errorf("reads the inventory: %v, want %v:\n%s", got, want, src)
+		}
 	}
 }

@@ -241,14 +241,67 @@ func (inv *Inventory) Delete(_ context.Context, apiVersion, kind, namespace, nam
 	return nil
 }
 
-// mirror sets the object at path, or removes what is at path when leaf
-// is nil: an evaluator process's copy of the engine's inventory, whose
-// bound and counts are the engine's.
-func (inv *Inventory) mirror(path []string, leaf ast.Value) {
+// inventoryLeaf is an object to set at a path, or nil to remove what is
+// there.
+type inventoryLeaf struct {
+	path []string
+	leaf ast.Value
+}
+
+// mirror applies changes, in order, as the engine's inventory made them:
+// an evaluator process's copy, whose bound and counts are the engine's.
+// The changes are published once, and a level is copied once however many
+// of them it takes: a new evaluator gets every object at once.
+func (inv *Inventory) mirror(changes []inventoryLeaf) {
+	if len(changes) == 0 {
+		return
+	}
 	inv.mu.Lock()
 	defer inv.mu.Unlock()
-	root, _ := inv.root.Load().with(path, leaf)
+	owned := map[*inventoryNode]bool{}
+	own := func(n *inventoryNode) *inventoryNode {
+		if owned[n] {
+			return n
+		}
+		c := &inventoryNode{children: maps.Clone(n.children)}
+		if c.children == nil {
+			c.children = map[string]*inventoryNode{}
+		}
+		owned[c] = true
+		return c
+	}
+	root := own(inv.root.Load())
+	for _, c := range changes {
+		setOwned(root, c.path, c.leaf, 0, own)
+	}
 	inv.root.Store(root)
+}
+
+// setOwned sets leaf at path below n, which the caller owns, copying each
+// level it changes once (own); a level left empty is removed, as with
+// does.
+func setOwned(n *inventoryNode, path []string, leaf ast.Value, depth int, own func(*inventoryNode) *inventoryNode) {
+	if len(path) == 1 {
+		if leaf == nil {
+			delete(n.children, path[0])
+		} else {
+			n.children[path[0]] = &inventoryNode{leaf: leaf}
+		}
+		return
+	}
+	child, ok := n.children[path[0]]
+	if !ok {
+		if leaf == nil {
+			return
+		}
+		child = &inventoryNode{}
+	}
+	child = own(child)
+	n.children[path[0]] = child
+	setOwned(child, path[1:], leaf, depth+1, own)
+	if len(child.children) == 0 && depth >= keptLevels {
+		delete(n.children, path[0])
+	}
 }
 
 // snapshot is the inventory's current tree, for inventoryChanges.

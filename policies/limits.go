@@ -84,6 +84,9 @@ const (
 	failedCrash failureKind = "crash"
 	// failedMemory: the evaluator process passed its memory limit.
 	failedMemory failureKind = "memory"
+	// failedUnavailable: no evaluator process could take the evaluation
+	// in (none free in time, none started): no fault of the policy's.
+	failedUnavailable failureKind = "unavailable"
 )
 
 // errPanicked wraps a panic recovered from an evaluation.
@@ -92,6 +95,8 @@ var errPanicked = errors.New("evaluation panicked")
 // kindOf classifies an evaluation error.
 func kindOf(err error) failureKind {
 	switch {
+	case errors.Is(err, errEvaluatorUnavailable):
+		return failedUnavailable
 	case errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled):
 		return failedTimeout
 	case errors.Is(err, errPanicked):

@@ -38,7 +38,7 @@ func (e *Engine) RegisterMetrics(reg prometheus.Registerer) error {
 		}, []string{"policy", "action"}),
 		failuresTotal: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "inplace_policy_evaluation_failures_total",
-			Help: "Policy evaluations that failed, by policy and by why (timeout, panic, error, crash: the evaluator process ended, memory: it passed its memory limit).",
+			Help: "Policy evaluations that failed, by policy and by why (timeout, panic, error, crash: the evaluator process ended, memory: it passed its memory limit, unavailable: no evaluator process could take the evaluation in).",
 		}, []string{"policy", "reason"}),
 		evaluationsTotal: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "inplace_policy_evaluations_total",
@@ -46,7 +46,7 @@ func (e *Engine) RegisterMetrics(reg prometheus.Registerer) error {
 		}, []string{"policy", "outcome"}),
 		evaluatorExits: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "inplace_policy_evaluator_exits_total",
-			Help: "Policy evaluator processes that ended during an evaluation, by why: fatal (it ended by itself: a Go fatal error, a kill by the kernel), memory (ended at its memory limit), timeout (ended when its evaluation did not stop at its time limit).",
+			Help: "Policy evaluator processes that ended, by why: crash (it ended by itself: a Go fatal error, a kill by the kernel), memory (ended at its memory limit), timeout (ended when an evaluation, or taking a request in, did not stop at its time limit).",
 		}, []string{"reason"}),
 	}
 	for _, c := range []prometheus.Collector{m.evaluationSeconds, m.decisionsTotal, m.failuresTotal, m.evaluationsTotal, m.evaluatorExits} {
