@@ -333,8 +333,6 @@ func setupReports(mgr ctrl.Manager, cfg *configv1alpha1.Configuration, reg prome
 	return store, srv.Endpoint(), nil
 }
 
-// setupInventory syncs the configured kinds into the engine's
-// data.inventory, on every replica that admits.
 // isolate moves the engine's evaluations into child processes, ended
 // with the manager.
 func isolate(mgr ctrl.Manager, engine *policies.Engine, cfg configv1alpha1.Evaluator) error {
@@ -351,18 +349,27 @@ func isolate(mgr ctrl.Manager, engine *policies.Engine, cfg configv1alpha1.Evalu
 	return mgr.Add(evaluatorCloser{engine})
 }
 
-// evaluatorCloser ends the evaluator processes when the manager stops, on
-// every replica, leader or not.
+// evaluatorCloseDelay is how long after the manager begins to stop its
+// evaluator processes are ended: controller-runtime's graceful shutdown
+// timeout, during which the webhooks, stopped last, still serve. A
+// manager's process that exits ends them sooner (they die with it); the
+// delay matters to a manager stopped inside a longer-lived process.
+const evaluatorCloseDelay = 30 * time.Second
+
+// evaluatorCloser ends the evaluator processes once the manager has
+// stopped, on every replica, leader or not.
 type evaluatorCloser struct{ engine *policies.Engine }
 
 func (evaluatorCloser) NeedLeaderElection() bool { return false }
 
 func (c evaluatorCloser) Start(ctx context.Context) error {
 	<-ctx.Done()
-	c.engine.Close()
+	time.AfterFunc(evaluatorCloseDelay, c.engine.Close)
 	return nil
 }
 
+// setupInventory syncs the configured kinds into the engine's
+// data.inventory, on every replica that admits.
 func setupInventory(mgr ctrl.Manager, cfg *configv1alpha1.Configuration, engine *policies.Engine, reg prometheus.Registerer) (*inventorysync.Syncer, error) {
 	inv := engine.Inventory()
 	inv.SetMaxObjects(cfg.Policies.Inventory.MaxObjects)
