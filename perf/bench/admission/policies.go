@@ -59,11 +59,20 @@ func heapInUse() uint64 {
 func policyScaling(ctx context.Context, obj map[string]any, iterations int) ([]stats.Summary, error) {
 	var rows []stats.Summary
 	for _, n := range []int{1, 100, 1000} {
-		for _, matching := range []bool{true, false} {
+		// In process, as inplacectl evaluates, and in evaluator
+		// processes, as the manager does by default; a policy that does
+		// not match costs no evaluator.
+		for _, c := range []struct{ matching, isolated bool }{{true, false}, {false, false}, {true, true}} {
+			matching := c.matching
 			before := heapInUse()
 			engine, err := policies.NewEngine(nil)
 			if err != nil {
 				return nil, err
+			}
+			if c.isolated {
+				if err := engine.Isolate(policies.IsolationOptions{}); err != nil {
+					return nil, err
+				}
 			}
 			var match func(policies.Input) bool
 			if !matching {
@@ -93,9 +102,17 @@ func policyScaling(ctx context.Context, obj map[string]any, iterations int) ([]s
 			}
 			runtime.ReadMemStats(&ms)
 			perRequest := float64(ms.TotalAlloc-allocated) / float64(count+count/10)
-			row := stats.Summarize(fmt.Sprintf("evaluate, %d policies, matching %v", n, matching), samples)
+			name := fmt.Sprintf("evaluate, %d policies, matching %v", n, matching)
+			if c.isolated {
+				name += ", isolated"
+			}
+			row := stats.Summarize(name, samples)
 			row.Extra = fmt.Sprintf("%.1f MiB allocated per request, %.1f MiB held by the policies", perRequest/(1<<20), float64(held)/(1<<20))
+			if c.isolated {
+				row.Extra = fmt.Sprintf("%.1f MiB allocated per request in this process", perRequest/(1<<20))
+			}
 			rows = append(rows, row)
+			engine.Close()
 			runtime.KeepAlive(engine)
 		}
 	}
@@ -106,6 +123,7 @@ func policyScaling(ctx context.Context, obj map[string]any, iterations int) ([]s
 type auditResult struct {
 	JobSets   int     `json:"jobsets"`
 	Policies  int     `json:"policies"`
+	Isolated  bool    `json:"isolated"`
 	Workers   int     `json:"workers"`
 	Seconds   float64 `json:"seconds"`
 	Violating int     `json:"violationsOfTheFirstPolicy"`
@@ -175,10 +193,19 @@ func audit(ctx context.Context, root string, jobsets int) ([]auditResult, error)
 	}
 
 	var out []auditResult
-	for _, n := range []int{1, 100} {
+	for _, run := range []struct {
+		n        int
+		isolated bool
+	}{{1, false}, {100, false}, {1, true}, {100, true}} {
+		n := run.n
 		engine, err := policies.NewEngine(nil)
 		if err != nil {
 			return nil, err
+		}
+		if run.isolated {
+			if err := engine.Isolate(policies.IsolationOptions{}); err != nil {
+				return nil, err
+			}
 		}
 		ps, err := guards(n, 9, nil)
 		if err != nil {
@@ -219,7 +246,8 @@ func audit(ctx context.Context, root string, jobsets int) ([]auditResult, error)
 		if err := c.Get(ctx, client.ObjectKey{Name: "p0000"}, &p); err != nil {
 			return nil, err
 		}
-		r := auditResult{JobSets: jobsets, Policies: n, Workers: reconciler.DefaultAuditWorkers(), Seconds: took.Seconds(),
+		engine.Close()
+		r := auditResult{JobSets: jobsets, Policies: n, Isolated: run.isolated, Workers: reconciler.DefaultAuditWorkers(), Seconds: took.Seconds(),
 			HeapMiB: float64(int64(heapInUse())-int64(before)) / (1 << 20), AllocMiB: float64(ms.TotalAlloc-allocated) / (1 << 20)}
 		if p.Status.Audit != nil {
 			r.Violating, r.Complete = int(p.Status.Audit.TotalViolations), !p.Status.Audit.Incomplete
@@ -231,9 +259,9 @@ func audit(ctx context.Context, root string, jobsets int) ([]auditResult, error)
 
 func auditTable(rows []auditResult) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%-10s %-9s %-8s %-10s %-12s %-14s %-16s %s\n", "JobSets", "policies", "workers", "seconds", "violations", "allocated MiB", "heap growth MiB", "complete")
+	fmt.Fprintf(&b, "%-10s %-9s %-9s %-8s %-10s %-12s %-14s %-16s %s\n", "JobSets", "policies", "isolated", "workers", "seconds", "violations", "allocated MiB", "heap growth MiB", "complete")
 	for _, r := range rows {
-		fmt.Fprintf(&b, "%-10d %-9d %-8d %-10.1f %-12d %-14.0f %-16.1f %v\n", r.JobSets, r.Policies, r.Workers, r.Seconds, r.Violating, r.AllocMiB, r.HeapMiB, r.Complete)
+		fmt.Fprintf(&b, "%-10d %-9d %-9v %-8d %-10.1f %-12d %-14.0f %-16.1f %v\n", r.JobSets, r.Policies, r.Isolated, r.Workers, r.Seconds, r.Violating, r.AllocMiB, r.HeapMiB, r.Complete)
 	}
 	return b.String()
 }
