@@ -176,7 +176,9 @@ func (pool *evaluatorPool) start(deadline time.Time) (*evaluatorProcess, error) 
 	if pool.isClosed() {
 		return nil, fmt.Errorf("%w: the policy engine is stopping", errEvaluatorUnavailable)
 	}
-	stack := min(int64(maxEvaluatorStack), pool.opts.MemoryLimit/4)
+	// A stack an eighth of the memory: a recursion fails as a stack
+	// overflow, not as memory, even with the race detector's shadow.
+	stack := min(int64(maxEvaluatorStack), pool.opts.MemoryLimit/8)
 	cmd := reexec.Command(evaluatorProcessName,
 		"-memory-limit", strconv.FormatInt(pool.opts.MemoryLimit, 10),
 		"-max-stack", strconv.FormatInt(stack, 10))
