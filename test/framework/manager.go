@@ -12,6 +12,7 @@ import (
 	"github.com/onsi/ginkgo/v2"
 	"github.com/onsi/gomega"
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -41,6 +42,12 @@ func (f *Framework) StartManager(cfg *rest.Config) {
 	conf.Metrics.BindAddress = "0"
 	conf.Health.ProbeBindAddress = "0"
 	conf.Webhook.Disabled = !f.Webhooks
+	if raceDetector {
+		// The race detector's shadow memory counts in an evaluator
+		// process's resident memory, several times its heap: a policy
+		// that loops until its time limit would pass the default.
+		conf.Policies.Evaluator.MemoryLimit = ptr.To(resource.MustParse("1Gi"))
+	}
 	if f.Webhooks {
 		f.setupWebhooks(cfg, conf)
 	}

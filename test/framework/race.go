@@ -1,0 +1,6 @@
+//go:build race
+
+package framework
+
+// raceDetector: the tests run with -race.
+const raceDetector = true
