@@ -8,6 +8,7 @@ import (
 	. "github.com/onsi/gomega"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	policyv1alpha1 "github.com/inplace-dev/inplace/api/policy/v1alpha1"
@@ -65,13 +66,21 @@ var _ = Describe("The JobSetPolicy webhook", func() {
 		})
 		DeferCleanup(func() { Expect(client.IgnoreNotFound(k8sClient.Delete(ctx, p))).To(Succeed()) })
 		// Labels and the finalizer's removal go through; deletion too.
-		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(p), p)).To(Succeed())
-		p.Labels = map[string]string{"team": "ml"}
-		Expect(k8sClient.Update(ctx, p)).To(Succeed())
+		// The policy controller writes the status meanwhile: an update
+		// may meet a newer version, never a refusal.
+		update := func(edit func(*policyv1alpha1.JobSetPolicy)) {
+			GinkgoHelper()
+			Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+				if err := k8sClient.Get(ctx, client.ObjectKeyFromObject(p), p); err != nil {
+					return err
+				}
+				edit(p)
+				return k8sClient.Update(ctx, p)
+			})).To(Succeed())
+		}
+		update(func(p *policyv1alpha1.JobSetPolicy) { p.Labels = map[string]string{"team": "ml"} })
 		Expect(k8sClient.Delete(ctx, p)).To(Succeed())
-		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(p), p)).To(Succeed())
-		p.Finalizers = nil
-		Expect(k8sClient.Update(ctx, p)).To(Succeed())
+		update(func(p *policyv1alpha1.JobSetPolicy) { p.Finalizers = nil })
 		// A change of the spec is judged.
 		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(p), p)).NotTo(Succeed())
 	})
