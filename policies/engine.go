@@ -157,6 +157,7 @@ func (e *Engine) SetPolicy(p *Policy) {
 	defer e.mu.Unlock()
 	old := *e.admin.Load()
 	next := make([]*Policy, 0, len(old)+1)
+	var dropped *preparedQuery
 	for _, q := range old {
 		if q.Name != p.Name {
 			next = append(next, q)
@@ -168,12 +169,14 @@ func (e *Engine) SetPolicy(p *Policy) {
 			p.health = q.health
 		}
 		if q.query.ID() != p.query.ID() {
-			e.forget(q.query)
+			dropped = q.query
 		}
 	}
 	next = append(next, p)
 	sort.Slice(next, func(i, j int) bool { return next[i].Name < next[j].Name })
 	e.admin.Store(&next)
+	// Once no new request can find it.
+	e.forget(dropped)
 }
 
 // InForce reports whether generation of the object uid is the admin
@@ -193,14 +196,16 @@ func (e *Engine) RemovePolicy(name string) {
 	defer e.mu.Unlock()
 	old := *e.admin.Load()
 	next := make([]*Policy, 0, len(old))
+	var dropped *preparedQuery
 	for _, q := range old {
 		if q.Name != name {
 			next = append(next, q)
 		} else {
-			e.forget(q.query)
+			dropped = q.query
 		}
 	}
 	e.admin.Store(&next)
+	e.forget(dropped)
 }
 
 // HasAdminPolicies reports whether any admin policy is in force.

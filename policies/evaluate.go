@@ -109,10 +109,7 @@ func (e *Engine) evaluate(ctx context.Context, in Input, opts evalOptions) (Deci
 			perInput = append(perInput, p.eval(ctx, ev, in.input, in.prefix, &d, e.limits.PolicyTimeout, e.metrics))
 		}
 		err := errors.Join(perInput...)
-		// A policy reached after the request's deadline, cut short by
-		// its caller, or that no evaluator process could take in,
-		// failed through no fault of its own.
-		if opts.judgeHealth && (err == nil || ctx.Err() == nil && !errors.Is(err, errEvaluatorUnavailable)) && p.health.observe(err) && e.onHealthChange != nil {
+		if opts.judgeHealth && judged(ctx, perInput) && p.health.observe(ownFailure(perInput)) && e.onHealthChange != nil {
 			e.onHealthChange(p.Name)
 		}
 		if err != nil {
@@ -120,6 +117,32 @@ func (e *Engine) evaluate(ctx context.Context, in Input, opts evalOptions) (Deci
 		}
 	}
 	return d, errors.Join(errs...)
+}
+
+// judged reports whether a policy's evaluations on a request say
+// anything of its health: a policy reached after the request's deadline,
+// cut short by its caller, or that no evaluator process could take in,
+// failed through no fault of its own.
+func judged(ctx context.Context, errs []error) bool {
+	if ownFailure(errs) != nil {
+		return ctx.Err() == nil
+	}
+	for _, err := range errs {
+		if err != nil {
+			return false // not the policy's
+		}
+	}
+	return true
+}
+
+// ownFailure is the first of errs that is the policy's own.
+func ownFailure(errs []error) error {
+	for _, err := range errs {
+		if err != nil && !errors.Is(err, errEvaluatorUnavailable) {
+			return err
+		}
+	}
+	return nil
 }
 
 // evalBuiltins evaluates the built-ins in one query and sorts each one's

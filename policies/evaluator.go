@@ -88,7 +88,16 @@ var (
 	// (none free, none started, one that failed while taking the
 	// request in). No fault of the policy's.
 	errEvaluatorUnavailable = errors.New("no policy evaluator process could evaluate")
+	// errLearningTimedOut: taking a request in outlasted the request.
+	errLearningTimedOut = errors.New("taking the request in did not end within its time limit")
 )
+
+func minTime(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
+}
 
 // Isolate makes the engine evaluate the admin policies in child
 // processes from now on: the running binary started again under another
@@ -418,16 +427,15 @@ func (s *poolSession) eval(ctx context.Context, q *preparedQuery, input *ast.Ter
 		// Evaluated out of the planned order: a bug of the engine's.
 		return nil, fmt.Errorf("policy evaluator: evaluation of query %s out of order", q.ID())
 	}
-	limit := time.Until(deadline)
-	if timeout > 0 {
-		limit = min(limit, timeout)
-	}
-	resp, err := s.answer(ctx, max(limit, 0)+evaluatorGrace)
+	resp, err := s.answer(ctx, timeout, deadline)
 	if err != nil {
 		// The evaluations still to come start a new process, which is
 		// sent them and what they need.
 		s.planned = append(s.inFlight[1:], s.planned...)
 		s.inFlight, s.proc, s.sent = nil, nil, nil
+		if errors.Is(err, errEvaluatorUnavailable) {
+			s.unavailable = err
+		}
 		return nil, err
 	}
 	s.inFlight = s.inFlight[1:]
@@ -453,6 +461,11 @@ func (s *poolSession) send(ctx context.Context, deadline time.Time, batch []plan
 	if time.Until(deadline) <= 0 {
 		return fmt.Errorf("evaluation exceeded the request's time limit: %w", context.DeadlineExceeded)
 	}
+	if err := ctx.Err(); err != nil {
+		// Cancelled: no process is started for the rest.
+		s.unavailable = fmt.Errorf("%w: the request was cancelled: %w", errEvaluatorUnavailable, err)
+		return s.unavailable
+	}
 	if s.proc == nil {
 		p, err := s.pool.start(deadline)
 		if err != nil {
@@ -462,7 +475,7 @@ func (s *poolSession) send(ctx context.Context, deadline time.Time, batch []plan
 		s.proc, s.sent = p, nil
 	}
 	p := s.proc
-	req := evaluatorRequest{NewRequest: s.sent == nil, Remaining: time.Until(deadline)}
+	req := evaluatorRequest{NewRequest: s.sent == nil, Deadline: deadline}
 	s.pool.mu.Lock()
 	forgotten := p.forgotten
 	s.pool.mu.Unlock()
@@ -524,16 +537,24 @@ func (s *poolSession) send(ctx context.Context, deadline time.Time, batch []plan
 		return fmt.Errorf("%w: sending it the request: %w; %s", errEvaluatorUnavailable, err, p.stderr.reason())
 	}
 	// Sent: what the process holds now.
-	s.pool.mu.Lock()
-	p.forgotten = p.forgotten[len(forgotten):]
-	s.pool.requests++
-	s.pool.mu.Unlock()
+	// A query forgotten and prepared in one request (the engine dropped
+	// it while this request still evaluated it): the process holds it,
+	// and is told to forget it next time.
+	var again []string
 	for _, id := range forgotten {
 		delete(p.prepared, id)
+		if prepared[id] {
+			again = append(again, id)
+			delete(prepared, id)
+		}
 	}
 	for id := range prepared {
 		p.prepared[id] = true
 	}
+	s.pool.mu.Lock()
+	p.forgotten = append(p.forgotten[len(forgotten):], again...)
+	s.pool.requests++
+	s.pool.mu.Unlock()
 	if s.sent == nil {
 		s.sent = map[int]bool{}
 	}
@@ -546,7 +567,7 @@ func (s *poolSession) send(ctx context.Context, deadline time.Time, batch []plan
 	// Taking it in (compiling, copying the inventory) is bound by the
 	// request's time limit alone, and blamed on no policy.
 	s.learning = true
-	resp, err := s.answer(ctx, time.Until(deadline)+evaluatorGrace)
+	resp, err := s.answer(ctx, 0, deadline)
 	s.learning = false
 	if err == nil && !resp.Learned {
 		s.pool.discard(p)
@@ -557,24 +578,33 @@ func (s *poolSession) send(ctx context.Context, deadline time.Time, batch []plan
 	}
 	if err != nil {
 		s.inFlight, s.proc, s.sent = nil, nil, nil
-		if !errors.Is(err, errEvaluatorUnavailable) && ctx.Err() == nil {
+		if !errors.Is(err, errEvaluatorUnavailable) {
 			err = fmt.Errorf("%w: while it took the request in: %w", errEvaluatorUnavailable, err)
 		}
+		// A new process would take the same request in the same way:
+		// the rest of the request fails at once.
+		s.unavailable = err
 		return err
 	}
 	return nil
 }
 
-// answer waits for the process's next answer, within limit of the answer
-// before it (or of now, for the first), the memory bound and ctx; a
+// answer waits for the process's next answer: within timeout (0: none)
+// of the answer before it (or of now, for the first) and the request's
+// deadline, each with the grace, within the memory bound and ctx; a
 // process that ends, or is ended, fails it.
-func (s *poolSession) answer(ctx context.Context, limit time.Duration) (evaluatorResponse, error) {
+func (s *poolSession) answer(ctx context.Context, timeout time.Duration, deadline time.Time) (evaluatorResponse, error) {
 	p := s.proc
 	if s.since.IsZero() {
 		s.since = time.Now()
 	}
-	timer := time.NewTimer(limit - time.Since(s.since))
+	due := deadline
+	if timeout > 0 {
+		due = minTime(due, s.since.Add(timeout))
+	}
+	timer := time.NewTimer(time.Until(due.Add(evaluatorGrace)))
 	defer timer.Stop()
+	timeUp := timer.C
 	ticker := time.NewTicker(memoryCheckInterval)
 	defer ticker.Stop()
 	done := ctx.Done()
@@ -590,7 +620,11 @@ func (s *poolSession) answer(ctx context.Context, limit time.Duration) (evaluato
 			}
 			s.since = time.Now()
 			return r, nil
-		case <-timer.C:
+		case <-timeUp:
+			timeUp = nil // once
+			if killed {
+				continue // its reason stands; wait for its end
+			}
 			select {
 			case r, ok := <-p.replies: // answered as time ran out
 				if ok {
@@ -602,7 +636,7 @@ func (s *poolSession) answer(ctx context.Context, limit time.Duration) (evaluato
 			}
 			switch {
 			case s.learning:
-				p.kill(fmt.Errorf("%w: taking the request in did not end within its time limit: the process was ended", errEvaluatorUnavailable))
+				p.kill(fmt.Errorf("%w: %w: the process was ended", errEvaluatorUnavailable, errLearningTimedOut))
 			case s.inFlight[0].timeout > 0:
 				p.kill(fmt.Errorf("evaluation did not stop at its time limit (%v, or the request's): its policy evaluator process was ended: %w", s.inFlight[0].timeout, context.DeadlineExceeded))
 			default:
@@ -636,7 +670,7 @@ func (s *poolSession) ended(p *evaluatorProcess) error {
 	case errors.Is(err, errEvaluatorUnavailable):
 		// Ended by the engine for no evaluation's fault (stopping,
 		// cancelled, too slow to take a request in).
-		if strings.Contains(err.Error(), "taking the request in") {
+		if errors.Is(err, errLearningTimedOut) {
 			reason = "timeout"
 		}
 	case err == nil:

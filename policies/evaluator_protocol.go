@@ -34,9 +34,11 @@ type evaluatorRequest struct {
 	NewRequest bool `json:"newRequest,omitempty"`
 	// Inputs of this request, by number.
 	Inputs map[int]json.RawMessage `json:"inputs,omitempty"`
-	// Remaining is what is left of the request's time limit.
-	Remaining time.Duration   `json:"remaining"`
-	Evals     []evaluatorCall `json:"evals"`
+	// Deadline is the request's, on the wall clock the engine and the
+	// process share: the time the request takes to reach it is the
+	// request's.
+	Deadline time.Time       `json:"deadline"`
+	Evals    []evaluatorCall `json:"evals"`
 }
 
 // inventoryChange sets the object at Path, or removes what is at Path

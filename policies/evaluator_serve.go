@@ -114,7 +114,7 @@ type servedQuery struct {
 // evaluations. What it cannot learn ends the process: the engine would no
 // longer know what it holds.
 func (s *evaluatorServer) serve(req *evaluatorRequest, answer func(evaluatorResponse) error) error {
-	deadline := time.Now().Add(req.Remaining)
+	deadline := req.Deadline
 	if err := s.learn(req); err != nil {
 		return err
 	}

@@ -352,7 +352,7 @@ func TestIsolatedEngineInventory(t *testing.T) {
 	// A new process: the whole inventory.
 	pool := e.processes.Load()
 	proc := <-pool.free
-	proc.kill(nil)
+	pool.discard(proc)
 	<-proc.exited
 	pool.free <- nil
 	expect("in a new process", "name claimed by second")
@@ -373,7 +373,9 @@ func TestIsolatedEngineInventory(t *testing.T) {
 func TestIsolatedEngineLargeInventory(t *testing.T) {
 	ctx := context.Background()
 	e := isolatedEngine(t, IsolationOptions{Processes: 1})
-	e.SetLimits(Limits{PolicyTimeout: 200 * time.Millisecond})
+	// Shorter than taking 20,000 objects in takes, which counts against
+	// no policy's limit.
+	e.SetLimits(Limits{PolicyTimeout: 50 * time.Millisecond})
 	p, err := e.Compile(Source{Name: "inventory", Rego: inventoryPolicy})
 	if err != nil {
 		t.Fatal(err)
@@ -443,11 +445,15 @@ func TestIsolatedEngineForgetsReplacedPolicies(t *testing.T) {
 	}
 }
 
-// A request its caller cancels ends its evaluation, and blames no policy.
+// A request its caller cancels ends its evaluation, starts no process for
+// the rest, and blames no policy.
 func TestIsolatedEngineCancelledRequest(t *testing.T) {
 	e := isolatedEngine(t, IsolationOptions{Processes: 1}, BuiltinNamesOrDie(t)...)
 	e.SetLimits(Limits{PolicyTimeout: 5 * time.Second, TotalTimeout: 8 * time.Second})
 	e.SetPolicy(compileOrDie(t, "slow", endless, Deny))
+	for _, name := range []string{"then-a", "then-b", "then-c"} {
+		e.SetPolicy(compileOrDie(t, name, strings.Replace(allowAll, "quiet", strings.ReplaceAll(name, "-", ""), 1), Deny))
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(100*time.Millisecond, cancel)
 	start := time.Now()
@@ -460,6 +466,9 @@ func TestIsolatedEngineCancelledRequest(t *testing.T) {
 	}
 	if h := e.Health("slow"); h.Failing {
 		t.Errorf("health %+v", h)
+	}
+	if n := requestsSent(e); n != 1 {
+		t.Errorf("%d requests sent: want the cancelled one alone, no process started for the rest", n)
 	}
 	// The next request has a process.
 	e.RemovePolicy("slow")

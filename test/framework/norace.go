@@ -2,5 +2,5 @@
 
 package framework
 
-// raceDetector: the tests run with -race.
+// raceDetector: the tests run with -race (here, they do not).
 const raceDetector = false
