@@ -201,7 +201,7 @@ func grown(counters []int32, n int) []int32 {
 func failJobSet(status *jobset.JobSetStatus, reason, message string, now metav1.Time) []Event {
 	status.TerminalState = jobset.TerminalStateFailed
 	setCondition(status, jobset.JobSetFailed, metav1.ConditionTrue, reason, message, now)
-	endTransientConditions(status, now)
+	endTransientConditions(status, ReasonRestartJobSetFailed, MessageRestartJobSetFailed, now)
 	return []Event{{corev1.EventTypeWarning, reason, message}}
 }
 

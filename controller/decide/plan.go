@@ -193,7 +193,7 @@ func decideSteps(js *jobset.JobSet, obs Observed, now metav1.Time, t Timeouts) P
 	if successPolicyMet(js, p.Status.ReplicatedJobsStatus) {
 		p.Status.TerminalState = jobset.TerminalStateCompleted
 		setCondition(&p.Status, jobset.JobSetCompleted, metav1.ConditionTrue, ReasonAllJobsCompleted, MessageAllJobsCompleted, now)
-		endTransientConditions(&p.Status, now)
+		endTransientConditions(&p.Status, ReasonRestartJobSetCompleted, MessageAllJobsCompleted, now)
 		p.Events = append(p.Events, Event{corev1.EventTypeNormal, ReasonAllJobsCompleted, MessageAllJobsCompleted})
 		return p
 	}

@@ -26,8 +26,10 @@ const (
 	MessageRestartJobAction       = "applying RestartJob failure policy action"
 	ReasonRestartJobIgnoreMax     = "RestartJobAndIgnoreMaxRestartsFailurePolicyAction"
 	MessageRestartJobIgnoreMax    = "applying RestartJobAndIgnoreMaxRestarts failure policy action"
-	ReasonJobSetFinished          = "JobSetFinished"
-	MessageJobSetFinished         = "the jobset finished"
+	// StartupPolicyInProgress and ImagePullFailure conditions closed by
+	// the JobSet's finish.
+	ReasonJobSetFinished  = "JobSetFinished"
+	MessageJobSetFinished = "the jobset finished"
 
 	// Suspended condition.
 	ReasonSuspended  = "SuspendedJobs"
@@ -46,6 +48,13 @@ const (
 	reasonRestartRuleFormat    = "FailurePolicy_%s"
 	ReasonRestartJobsReady     = "JobsReady"
 	MessageRestartJobsReady    = "all jobs are ready"
+	// The JobSet finished: upstream's reasons, set on a RestartingJobSet
+	// condition the JobSet has, whatever it said. (Upstream's
+	// JobSetSuspended is not ours: a recreation goes on through a
+	// suspension, see compatibility.md.)
+	ReasonRestartJobSetCompleted = "JobSetCompleted"
+	ReasonRestartJobSetFailed    = "JobSetFailed"
+	MessageRestartJobSetFailed   = "jobset failed"
 
 	// RestartingJobSet condition of InPlaceRestart JobSets. The two of
 	// an in-place restart under way are the API's: the restart state

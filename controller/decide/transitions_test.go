@@ -516,16 +516,23 @@ func TestEveryTransition(t *testing.T) {
 		from setup
 		on   event
 		want jobset.RestartState
+		// restarting is the RestartingJobSet condition's status and
+		// reason after the move, where the row checks it: upstream's
+		// JobSetCompleted and JobSetFailed at a finish, whatever it said
+		// before.
+		restarting string
 	}{
-		"Starting, a Job fails":                  {from: starting, on: jobFails, want: jobset.StateRecreating},
-		"Starting, suspended":                    {from: starting, on: suspend, want: jobset.StateSuspended},
-		"Starting, every Job succeeds":           {from: starting, on: allSucceed, want: jobset.StateCompleted},
-		"Restarting, a Job fails for good":       {from: restarting, on: jobFailsForGood, want: jobset.StateFailed},
-		"Restarting, every Job succeeds":         {from: restarting, on: allSucceed, want: jobset.StateCompleted},
-		"Recreating, the new Pods sync":          {from: recreating, on: syncAt("2"), want: jobset.StateRunning},
-		"Recreating, a new Job fails for good":   {from: recreating, on: jobFailsForGood, want: jobset.StateFailed},
-		"Recreating, suspended":                  {from: recreating, on: suspend, want: jobset.StateSuspended},
-		"Recreating, every Job succeeds":         {from: recreating, on: allSucceed, want: jobset.StateCompleted},
+		"Starting, a Job fails":                {from: starting, on: jobFails, want: jobset.StateRecreating},
+		"Starting, suspended":                  {from: starting, on: suspend, want: jobset.StateSuspended},
+		"Starting, every Job succeeds":         {from: starting, on: allSucceed, want: jobset.StateCompleted, restarting: "none"},
+		"Restarting, a Job fails for good":     {from: restarting, on: jobFailsForGood, want: jobset.StateFailed, restarting: "False JobSetFailed"},
+		"Restarting, every Job succeeds":       {from: restarting, on: allSucceed, want: jobset.StateCompleted, restarting: "False JobSetCompleted"},
+		"Recreating, the new Pods sync":        {from: recreating, on: syncAt("2"), want: jobset.StateRunning},
+		"Recreating, a new Job fails for good": {from: recreating, on: jobFailsForGood, want: jobset.StateFailed, restarting: "False JobSetFailed"},
+		// Differs from upstream on purpose (compatibility.md): the
+		// recreation goes on through the suspension.
+		"Recreating, suspended":                  {from: recreating, on: suspend, want: jobset.StateSuspended, restarting: "True DefaultFailurePolicy"},
+		"Recreating, every Job succeeds":         {from: recreating, on: allSucceed, want: jobset.StateCompleted, restarting: "False JobSetCompleted"},
 		"Suspended, resumed":                     {from: suspended(starting), on: resume, want: jobset.StateStarting},
 		"Suspended during a recreation, resumed": {from: suspended(recreating), on: resume, want: jobset.StateRecreating},
 		"Suspended, a Job had failed for good":   {from: suspended(starting), on: jobFailsForGood, want: jobset.StateFailed},
@@ -537,6 +544,15 @@ func TestEveryTransition(t *testing.T) {
 			p := decidePure(t, js, obs, at(2), time.Minute)
 			if got := jobset.RestartStateOf(js, &p.Status); got != tc.want {
 				t.Errorf("state %s, want %s (status %+v)", got, tc.want, p.Status)
+			}
+			if tc.restarting != "" {
+				got := "none"
+				if c := findCondition(&p.Status, jobset.JobSetRestarting); c != nil {
+					got = string(c.Status) + " " + c.Reason
+				}
+				if got != tc.restarting {
+					t.Errorf("RestartingJobSet %s, want %s", got, tc.restarting)
+				}
 			}
 		})
 	}

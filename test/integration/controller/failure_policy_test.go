@@ -121,7 +121,7 @@ var _ = Describe("failure policy (KEP-262)", func() {
 		Expect(got.Status.Restarts).To(Equal(int32(2)))
 		Expect(got.Status.RestartsCountTowardsMax).To(Equal(int32(2)))
 		Expect(findCondition(got, jobset.JobSetFailed).Message).To(ContainSubstring("max-w-0"))
-		expectCondition(js, jobset.JobSetRestarting, "False", "JobSetFinished")
+		expectCondition(js, jobset.JobSetRestarting, "False", "JobSetFailed")
 	})
 
 	It("applies the default action when targetReplicatedJobs does not match", func() {
