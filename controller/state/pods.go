@@ -279,6 +279,18 @@ func ObservePod(pod *corev1.Pod) PodEpoch {
 					slices.ContainsFunc(pod.Status.ContainerStatuses, func(s corev1.ContainerStatus) bool { return s.State.Running != nil })
 			}
 		}
+	} else if agent = mainContainerAgent(pod); agent != "" {
+		// Upstream's agent in main-container mode runs the workers as
+		// its children: its container's restarts are the agent's, and
+		// bound the first sync as a sidecar's do (its workers do not run
+		// while it waits in back-off). agent stays "" for imagePullOf:
+		// the workers wait behind no sidecar.
+		for _, s := range pod.Status.ContainerStatuses {
+			if s.Name == agent {
+				p.AgentRestarts = s.RestartCount
+			}
+		}
+		agent = ""
 	}
 	for _, s := range pod.Status.ContainerStatuses {
 		if s.State.Terminated != nil && s.State.Terminated.ExitCode != 0 {
@@ -312,6 +324,25 @@ func agentContainerName(pod *corev1.Pod) string {
 			}
 		}
 		if protocol.IsUpstreamAgent(c.Name, names) {
+			return c.Name
+		}
+	}
+	return ""
+}
+
+// mainContainerAgent is the name of the regular container that runs
+// upstream JobSet's agent in main-container mode (WORKER_COMMAND in its
+// environment), or "".
+func mainContainerAgent(pod *corev1.Pod) string {
+	for _, c := range pod.Spec.Containers {
+		names := func(yield func(string) bool) {
+			for _, e := range c.Env {
+				if !yield(e.Name) {
+					return
+				}
+			}
+		}
+		if protocol.IsUpstreamAgent(c.Name, names) && slices.ContainsFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == protocol.UpstreamEnvWorkerCommand }) {
 			return c.Name
 		}
 	}

@@ -51,6 +51,44 @@ func TestObservePodUpstreamAttempt(t *testing.T) {
 	}
 }
 
+// The restarts of an agent count, whether ours or upstream's as a sidecar
+// (init containers) or upstream's in main-container mode (the regular
+// container that runs WORKER_COMMAND); a container like it without
+// WORKER_COMMAND, or a user's container, is not an agent.
+func TestObservePodAgentRestarts(t *testing.T) {
+	env := func(names ...string) []corev1.EnvVar {
+		var out []corev1.EnvVar
+		for _, n := range names {
+			out = append(out, corev1.EnvVar{Name: n, Value: "x"})
+		}
+		return out
+	}
+	upstream := env(protocol.EnvJobSetName, protocol.EnvPodName, protocol.UpstreamEnvWorkerCommand)
+	for name, tc := range map[string]struct {
+		init, regular []corev1.Container
+		want          int32
+	}{
+		"ours, a sidecar":                 {init: []corev1.Container{{Name: "inplace-agent", Env: env(protocol.EnvRestartExitCode)}}, want: 3},
+		"upstream's, a sidecar":           {init: []corev1.Container{{Name: protocol.UpstreamAgentName, Env: env(protocol.EnvJobSetName, protocol.EnvPodName)}}, want: 3},
+		"upstream's, main-container mode": {regular: []corev1.Container{{Name: "trainer", Env: upstream}}, want: 5},
+		"upstream's variables, no WORKER_COMMAND, in a regular container": {regular: []corev1.Container{{Name: "trainer", Env: env(protocol.EnvJobSetName, protocol.EnvPodName, protocol.UpstreamEnvExitCode)}}, want: 0},
+		"a user's container": {regular: []corev1.Container{{Name: "trainer", Env: env("WORKER_COMMAND")}}, want: 0},
+	} {
+		t.Run(name, func(t *testing.T) {
+			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p"}, Spec: corev1.PodSpec{InitContainers: tc.init, Containers: tc.regular}}
+			for _, c := range tc.init {
+				pod.Status.InitContainerStatuses = append(pod.Status.InitContainerStatuses, corev1.ContainerStatus{Name: c.Name, RestartCount: 3})
+			}
+			for _, c := range tc.regular {
+				pod.Status.ContainerStatuses = append(pod.Status.ContainerStatuses, corev1.ContainerStatus{Name: c.Name, RestartCount: 5})
+			}
+			if got := ObservePod(pod).AgentRestarts; got != tc.want {
+				t.Errorf("AgentRestarts %d, want %d", got, tc.want)
+			}
+		})
+	}
+}
+
 // In process scope the agent writes a worker's exit on the Pod: it counts
 // while the Pod is at the epoch the worker ran at, and not once the Pod has
 // moved on.
