@@ -470,6 +470,15 @@ func TestEveryTransition(t *testing.T) {
 		setCondition(&js.Status, jobset.JobSetRestarting, metav1.ConditionTrue, ReasonRestartDefaultPolicy, "restart attempt 1", at(0))
 		return js
 	}
+	// A restart over: in place (InPlaceRestartCompleted) or a recreation
+	// (JobsReady), the condition False.
+	restarted := func(reason string) setup {
+		return func() *jobset.JobSet {
+			js := restarting()
+			setCondition(&js.Status, jobset.JobSetRestarting, metav1.ConditionFalse, reason, "over", at(0))
+			return js
+		}
+	}
 	suspended := func(under setup) setup {
 		return func() *jobset.JobSet {
 			js := under()
@@ -531,8 +540,11 @@ func TestEveryTransition(t *testing.T) {
 		"Recreating, a new Job fails for good": {from: recreating, on: jobFailsForGood, want: jobset.StateFailed, restarting: "False JobSetFailed"},
 		// Differs from upstream on purpose (compatibility.md): the
 		// recreation goes on through the suspension.
-		"Recreating, suspended":                  {from: recreating, on: suspend, want: jobset.StateSuspended, restarting: "True DefaultFailurePolicy"},
-		"Recreating, every Job succeeds":         {from: recreating, on: allSucceed, want: jobset.StateCompleted, restarting: "False JobSetCompleted"},
+		"Recreating, suspended":          {from: recreating, on: suspend, want: jobset.StateSuspended, restarting: "True DefaultFailurePolicy"},
+		"Recreating, every Job succeeds": {from: recreating, on: allSucceed, want: jobset.StateCompleted, restarting: "False JobSetCompleted"},
+		// A condition False already takes the finish's reason too.
+		"Restarted in place, every Job succeeds": {from: restarted(ReasonInPlaceRestartDone), on: allSucceed, want: jobset.StateCompleted, restarting: "False JobSetCompleted"},
+		"Recreated, a Job fails for good":        {from: restarted(ReasonRestartJobsReady), on: jobFailsForGood, want: jobset.StateFailed, restarting: "False JobSetFailed"},
 		"Suspended, resumed":                     {from: suspended(starting), on: resume, want: jobset.StateStarting},
 		"Suspended during a recreation, resumed": {from: suspended(recreating), on: resume, want: jobset.StateRecreating},
 		"Suspended, a Job had failed for good":   {from: suspended(starting), on: jobFailsForGood, want: jobset.StateFailed},
@@ -552,6 +564,17 @@ func TestEveryTransition(t *testing.T) {
 				}
 				if got != tc.restarting {
 					t.Errorf("RestartingJobSet %s, want %s", got, tc.restarting)
+				}
+				// As upstream's: the message is the finish's, the time
+				// the condition's last change of status.
+				if c := findCondition(&p.Status, jobset.JobSetRestarting); c != nil && c.Status == metav1.ConditionFalse {
+					wantMessage := map[string]string{ReasonRestartJobSetCompleted: MessageAllJobsCompleted, ReasonRestartJobSetFailed: MessageRestartJobSetFailed}[c.Reason]
+					if wantMessage != "" && c.Message != wantMessage {
+						t.Errorf("RestartingJobSet message %q, want %q", c.Message, wantMessage)
+					}
+					if before := findCondition(&js.Status, jobset.JobSetRestarting); before != nil && before.Status == metav1.ConditionFalse && !c.LastTransitionTime.Equal(&before.LastTransitionTime) {
+						t.Errorf("RestartingJobSet changed its transition time from %v to %v without changing its status", before.LastTransitionTime, c.LastTransitionTime)
+					}
 				}
 			}
 		})

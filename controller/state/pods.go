@@ -285,8 +285,11 @@ func ObservePod(pod *corev1.Pod) PodEpoch {
 		// bound the first sync as a sidecar's do (its workers do not run
 		// while it waits in back-off). agent stays "" for imagePullOf:
 		// the workers wait behind no sidecar.
+		// Only until the Pod reports an attempt: each in-place restart
+		// restarts this container too, and a Pod that reported is past
+		// the wait the guard bounds.
 		for _, s := range pod.Status.ContainerStatuses {
-			if s.Name == agent {
+			if s.Name == agent && p.Epoch == 0 {
 				p.AgentRestarts = s.RestartCount
 			}
 		}

@@ -66,6 +66,7 @@ func TestObservePodAgentRestarts(t *testing.T) {
 	upstream := env(protocol.EnvJobSetName, protocol.EnvPodName, protocol.UpstreamEnvWorkerCommand)
 	for name, tc := range map[string]struct {
 		init, regular []corev1.Container
+		attempt       string
 		want          int32
 	}{
 		"ours, a sidecar":                 {init: []corev1.Container{{Name: "inplace-agent", Env: env(protocol.EnvRestartExitCode)}}, want: 3},
@@ -73,9 +74,14 @@ func TestObservePodAgentRestarts(t *testing.T) {
 		"upstream's, main-container mode": {regular: []corev1.Container{{Name: "trainer", Env: upstream}}, want: 5},
 		"upstream's variables, no WORKER_COMMAND, in a regular container": {regular: []corev1.Container{{Name: "trainer", Env: env(protocol.EnvJobSetName, protocol.EnvPodName, protocol.UpstreamEnvExitCode)}}, want: 0},
 		"a user's container": {regular: []corev1.Container{{Name: "trainer", Env: env("WORKER_COMMAND")}}, want: 0},
+		// Its in-place restarts restart the container too.
+		"upstream's, main-container mode, once the Pod reported": {regular: []corev1.Container{{Name: "trainer", Env: upstream}}, attempt: "2", want: 0},
 	} {
 		t.Run(name, func(t *testing.T) {
 			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p"}, Spec: corev1.PodSpec{InitContainers: tc.init, Containers: tc.regular}}
+			if tc.attempt != "" {
+				pod.Annotations = map[string]string{jobset.InPlaceRestartAttemptKey: tc.attempt}
+			}
 			for _, c := range tc.init {
 				pod.Status.InitContainerStatuses = append(pod.Status.InitContainerStatuses, corev1.ContainerStatus{Name: c.Name, RestartCount: 3})
 			}
