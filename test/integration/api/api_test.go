@@ -105,6 +105,11 @@ var _ = Describe("the JobSet CRD", func() {
 		Entry("negative maxRestarts", func(js *jobsetv1alpha2.JobSet) {
 			js.Spec.FailurePolicy = &jobsetv1alpha2.FailurePolicy{MaxRestarts: -1}
 		}, "spec.failurePolicy.maxRestarts", "should be greater than or equal to 0"),
+		// Upstream keeps the duplicate; ours is a set (compatibility.md).
+		Entry("a Job failure reason listed twice", func(js *jobsetv1alpha2.JobSet) {
+			js.Spec.FailurePolicy = &jobsetv1alpha2.FailurePolicy{Rules: []jobsetv1alpha2.FailurePolicyRule{{Name: "r", Action: jobsetv1alpha2.FailJobSet,
+				OnJobFailureReasons: []string{"BackoffLimitExceeded", "BackoffLimitExceeded"}}}}
+		}, "spec.failurePolicy.rules[0].onJobFailureReasons[1]", "Duplicate value"),
 		Entry("rule name not matching its pattern", func(js *jobsetv1alpha2.JobSet) {
 			js.Spec.FailurePolicy = &jobsetv1alpha2.FailurePolicy{Rules: []jobsetv1alpha2.FailurePolicyRule{{Name: "1-bad", Action: jobsetv1alpha2.FailJobSet}}}
 		}, "spec.failurePolicy.rules[0].name", "should match"),
