@@ -2,6 +2,7 @@ package state
 
 import (
 	"fmt"
+	"iter"
 	"slices"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -314,13 +315,7 @@ func ObservePod(pod *corev1.Pod) PodEpoch {
 // a name the configuration may change), or upstream JobSet's agent.
 func agentContainerName(pod *corev1.Pod) string {
 	for _, c := range pod.Spec.InitContainers {
-		names := func(yield func(string) bool) {
-			for _, e := range c.Env {
-				if !yield(e.Name) {
-					return
-				}
-			}
-		}
+		names := envNames(c)
 		for name := range names {
 			if name == protocol.EnvRestartExitCode {
 				return c.Name
@@ -333,18 +328,24 @@ func agentContainerName(pod *corev1.Pod) string {
 	return ""
 }
 
+// envNames yields the names of c's environment variables, allocating
+// nothing: the controller asks it of every Pod it reads.
+func envNames(c corev1.Container) iter.Seq[string] {
+	return func(yield func(string) bool) {
+		for _, e := range c.Env {
+			if !yield(e.Name) {
+				return
+			}
+		}
+	}
+}
+
 // mainContainerAgent is the name of the regular container that runs
 // upstream JobSet's agent in main-container mode (WORKER_COMMAND in its
 // environment), or "".
 func mainContainerAgent(pod *corev1.Pod) string {
 	for _, c := range pod.Spec.Containers {
-		names := func(yield func(string) bool) {
-			for _, e := range c.Env {
-				if !yield(e.Name) {
-					return
-				}
-			}
-		}
+		names := envNames(c)
 		if protocol.IsUpstreamAgent(c.Name, names) && slices.ContainsFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == protocol.UpstreamEnvWorkerCommand }) {
 			return c.Name
 		}
