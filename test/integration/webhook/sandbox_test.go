@@ -66,6 +66,21 @@ var _ = Describe("The policy sandbox", func() {
 		return p
 	}
 
+	// expectFailing waits for p to be marked Ready=False,
+	// EvaluationFailing, for the failure kind reason.
+	expectFailing := func(p *policyv1alpha1.JobSetPolicy, reason string) {
+		GinkgoHelper()
+		Eventually(func(g Gomega) {
+			var got policyv1alpha1.JobSetPolicy
+			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(p), &got)).To(Succeed())
+			c := meta.FindStatusCondition(got.Status.Conditions, policyv1alpha1.ConditionReady)
+			g.Expect(c).NotTo(BeNil())
+			g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+			g.Expect(c.Reason).To(Equal(policyv1alpha1.ReasonEvaluationFailing))
+			g.Expect(c.Message).To(ContainSubstring("(" + reason + ")"))
+		}).WithTimeout(30 * time.Second).Should(Succeed())
+	}
+
 	It("refuses a builtin that reads files, naming it, and keeps the policy out of force", func() {
 		refused := &policyv1alpha1.JobSetPolicy{ObjectMeta: metav1.ObjectMeta{Name: "schema-ref"}, Spec: policyv1alpha1.JobSetPolicySpec{Rego: schemaRefRego}}
 		Expect(k8sClient.Create(ctx, refused)).To(MatchError(ContainSubstring(
@@ -90,15 +105,7 @@ var _ = Describe("The policy sandbox", func() {
 			// would say nothing of the policy.
 			Expect(time.Since(start)).To(BeNumerically("<", 5*time.Second))
 		}
-		Eventually(func(g Gomega) {
-			var got policyv1alpha1.JobSetPolicy
-			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(p), &got)).To(Succeed())
-			c := meta.FindStatusCondition(got.Status.Conditions, policyv1alpha1.ConditionReady)
-			g.Expect(c).NotTo(BeNil())
-			g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
-			g.Expect(c.Reason).To(Equal(policyv1alpha1.ReasonEvaluationFailing))
-			g.Expect(c.Message).To(ContainSubstring("(timeout)"))
-		}).WithTimeout(30 * time.Second).Should(Succeed())
+		expectFailing(p, "timeout")
 
 		// Fixed, it is Ready again and decides.
 		Eventually(func() error {
@@ -123,14 +130,7 @@ var _ = Describe("The policy sandbox", func() {
 			Expect(err).To(MatchError(ContainSubstring("overflow: evaluation failed: the policy evaluator process ended")))
 			Expect(err).To(MatchError(ContainSubstring("fatal error: stack overflow")))
 		}
-		Eventually(func(g Gomega) {
-			var got policyv1alpha1.JobSetPolicy
-			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(p), &got)).To(Succeed())
-			c := meta.FindStatusCondition(got.Status.Conditions, policyv1alpha1.ConditionReady)
-			g.Expect(c).NotTo(BeNil())
-			g.Expect(c.Reason).To(Equal(policyv1alpha1.ReasonEvaluationFailing))
-			g.Expect(c.Message).To(ContainSubstring("(crash)"))
-		}).WithTimeout(30 * time.Second).Should(Succeed())
+		expectFailing(p, "crash")
 		// The JobSets it does not match are admitted by the same replica.
 		other := fw.NewNamespace(ctx, k8sClient)
 		Expect(k8sClient.Create(ctx, withMaxRestarts("elsewhere", other.Name, 1), client.DryRunAll)).To(Succeed())
