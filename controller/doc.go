@@ -15,6 +15,7 @@
 //	agent_rbac_gate.go   whether they name a JobSet, read for decide, and the new JobSets their change reconciles
 //	metrics.go           restart counts, durations, epochs and image pull failures, on the registry Setup is given
 //	upstream_gate.go     holds every reconcile back while upstream JobSet's controller runs or the CRD is not ours (controller/coexist decides)
+//	upstream_served.go   and until the API server serves the CRD's schema, seen in a dry-run status write
 //	state/               the child index, a JobSet's family, its Jobs by attempt, the Pod observation, the expectations, the restarts held back
 //	decide/              the plan of one reconcile: Jobs, Service, claims, status, failure, success and startup policies, epochs
 //	podfailure/          a Job's podFailurePolicy evaluated as the Job controller evaluates it

@@ -56,6 +56,9 @@ const (
 	// until client-go's health check closes it (45 s on HTTP/2), and a
 	// Lease taken meanwhile would go unseen.
 	gateFreshInterval = 30 * time.Second
+	// gatePassingInterval is how soon a hold expected to pass within
+	// moments (coexist.Verdict.Passing) is checked again.
+	gatePassingInterval = 250 * time.Millisecond
 )
 
 // UpstreamGateOptions tune the UpstreamGate.
@@ -78,6 +81,10 @@ type UpstreamGateOptions struct {
 	// gateFreshInterval, for a fresh check (admitFresh), and for the CRD
 	// in full.
 	Watch UpstreamCache
+	// StatusWriter writes the dry-run status updates that tell whether the
+	// API server serves the CRD's schema (ProbeServedSchema); nil skips
+	// them.
+	StatusWriter client.SubResourceWriter
 }
 
 // UpstreamCache serves reads of the JobSet CRD's metadata and of
@@ -134,11 +141,14 @@ type UpstreamGate struct {
 	// resourceVersion then; its metadata as last read, what the Events are
 	// recorded on (nil while none is installed or it was never read); since
 	// when reads fail (zero while they succeed); the last check's error.
-	crd          coexist.CRD
-	crdVersion   string
-	crdObject    client.Object
-	failingSince time.Time
-	lastErr      error
+	crd        coexist.CRD
+	crdVersion string
+	crdObject  client.Object
+	// servedVersion is the crdVersion whose schema the API server was
+	// seen to serve (ProbeServedSchema).
+	servedVersion string
+	failingSince  time.Time
+	lastErr       error
 	// verdictFresh: the last check read the API server itself, at
 	// lastFresh.
 	verdictFresh bool
@@ -240,6 +250,9 @@ func (g *UpstreamGate) Start(ctx context.Context) error {
 	}
 	for {
 		wait := g.next(g.check(ctx))
+		if g.passing() {
+			wait = min(wait, gatePassingInterval)
+		}
 		if g.opts.Watch != nil {
 			// The API server's word at least every gateFreshInterval,
 			// however long the interval.
@@ -252,6 +265,14 @@ func (g *UpstreamGate) Start(ctx context.Context) error {
 		case <-changed:
 		}
 	}
+}
+
+// passing says whether the gate holds for a reason expected to pass
+// within moments.
+func (g *UpstreamGate) passing() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.verdict.Hold && g.verdict.Passing
 }
 
 // freshDue is when the next check must read the API server itself.
@@ -318,6 +339,9 @@ func (g *UpstreamGate) admitFresh(ctx context.Context, js *jobset.JobSet, record
 func (g *UpstreamGate) checkLocked(ctx context.Context, fresh bool) ([]requeued, error) {
 	logger := log.FromContext(ctx).WithName("upstream-jobset")
 	in, err := g.gather(ctx, fresh)
+	if err == nil {
+		err = g.served(ctx, &in)
+	}
 	now := g.opts.Clock.Now()
 	g.lastErr = err
 	since := g.failingSince
@@ -371,6 +395,9 @@ func (g *UpstreamGate) checkLocked(ctx context.Context, fresh bool) ([]requeued,
 	changed := v.Hold != before.Hold || v.Reason != before.Reason || (err == nil && !known)
 	switch {
 	case !changed:
+	case v.Hold && v.Passing:
+		logger.Info("the JobSet controller reconciles no JobSet for a moment", "reason", v.Reason, "why", v.Message)
+		event(corev1.EventTypeNormal, v.Reason, "Hold", "%s", v.Message)
 	case v.Hold && v.Reason != "":
 		logger.Error(errors.New(v.Message), "the JobSet controller reconciles no JobSet", "reason", v.Reason)
 		event(corev1.EventTypeWarning, v.Reason, "Hold", "%s", v.Message)
@@ -401,7 +428,7 @@ func (g *UpstreamGate) repark(before, v coexist.Verdict) []requeued {
 		}
 		return out
 	}
-	if v.Reason != before.Reason && v.Reason != "" {
+	if v.Reason != before.Reason && v.Reason != "" && !v.Passing {
 		for key, k := range g.jobSets.keys {
 			g.jobSets.keys[key] = parked{uid: k.uid}
 			out = append(out, requeued{g.jobSets.requeue, g.jobSets.object(key)})
@@ -547,7 +574,7 @@ func (g *UpstreamGate) admit(js *jobset.JobSet, recorder events.EventRecorder) b
 	key := types.NamespacedName{Namespace: js.Namespace, Name: js.Name}
 	was, ok := g.jobSets.keys[key]
 	warned := ok && was.warned && was.uid == js.UID
-	warn := v.Reason != "" && !warned
+	warn := v.Reason != "" && !v.Passing && !warned
 	g.jobSets.keys[key] = parked{uid: js.UID, warned: warned || warn}
 	g.mu.Unlock()
 	if warn {

@@ -20,6 +20,10 @@ const (
 	ReasonOutdatedCRD = "OutdatedJobSetCRD"
 	// ReasonCRDMissing: no JobSet CRD, or none serving v1alpha2.
 	ReasonCRDMissing = "JobSetCRDMissing"
+	// ReasonSchemaNotServed: the CRD keeps every status field, but the API
+	// server still drops some from a status write: it has not yet taken
+	// up the schema of a CRD just replaced or upgraded.
+	ReasonSchemaNotServed = "JobSetCRDSchemaNotServed"
 	// ReasonResumed: what held the controller back is gone.
 	ReasonResumed = "JobSetReconcileResumed"
 	// ReasonCheckFailing: the CRD or the Leases cannot be read; past
@@ -37,6 +41,9 @@ type Input struct {
 	// Namespace is where upstream's controller was looked for.
 	Namespace string
 	Now       time.Time
+	// Dropped are the status fields the API server dropped from a dry-run
+	// status write (ServedProbe), while the CRD's schema keeps them all.
+	Dropped []string
 }
 
 // Verdict says whether the JobSet controller may write JobSets and their
@@ -49,6 +56,9 @@ type Verdict struct {
 	Upstream *Lease
 	// CRD as inspected.
 	CRD CRD
+	// Passing: the hold is expected to end within moments, by itself; it
+	// is said on the CRD and in the log, not on each JobSet.
+	Passing bool
 }
 
 // Decide takes the verdict. Upstream's controller running comes first:
@@ -60,6 +70,9 @@ type Verdict struct {
 // Jobs, which would all be recreated, and without the epochs no barrier
 // would lift. A CRD that keeps them all but lacks our label (ours from a
 // release before the label) is safe to write through: said, not held.
+// Once the CRD keeps them, the API server must serve it so: it takes up a
+// replaced CRD's schema a moment after the write, and a status written in
+// between loses the fields (Dropped) as surely as under the old CRD.
 func Decide(in Input) Verdict {
 	v := Verdict{CRD: in.CRD}
 	for i := range in.Leases {
@@ -93,6 +106,12 @@ func Decide(in Input) Verdict {
 		v.Message = fmt.Sprintf("the JobSet CRD %s is inplace's but older than this manager%s: "+
 			"inplace reconciles no JobSet until the CRD is upgraded: %s (see docs/how-to/upgrade.md)",
 			CRDName, prunedClause(c.Pruned), ApplyCRD)
+	case len(in.Dropped) > 0:
+		v.Hold, v.Reason, v.Passing = true, ReasonSchemaNotServed, true
+		v.Message = fmt.Sprintf("the JobSet CRD %s keeps every status field inplace writes, but the API server still drops %s from a status write (dry run): "+
+			"it has not yet taken up the CRD's schema, as it does within moments of the CRD's replacement; inplace resumes once it has. "+
+			"If this lasts, check that every kube-apiserver runs and reads the CRD (kubectl get --raw /readyz?verbose)",
+			CRDName, strings.Join(in.Dropped, ", "))
 	case !c.Ours:
 		v.Message = fmt.Sprintf("the JobSet CRD %s keeps every status field inplace writes but lacks the label %s=%s (inplace's from an earlier release, say): "+
 			"apply this release's: %s (see docs/how-to/upgrade.md); upstream JobSet's controller is not running",

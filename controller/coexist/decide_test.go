@@ -16,12 +16,14 @@ func TestDecide(t *testing.T) {
 	lapsed.Held = false
 
 	for name, tc := range map[string]struct {
-		crd    CRD
-		leases []Lease
+		crd     CRD
+		leases  []Lease
+		dropped []string
 		// want
 		hold     bool
 		reason   string
 		upstream bool
+		passing  bool
 		// mentions are in the message: the cause and the fix.
 		mentions []string
 	}{
@@ -65,6 +67,20 @@ func TestDecide(t *testing.T) {
 			reason:   ReasonOutdatedCRD,
 			mentions: []string{"status.syncedPods", "--force-conflicts -f jobset-crd.yaml", "docs/how-to/upgrade.md"},
 		},
+		"our CRD, not yet served: hold, naming what the API server drops": {
+			crd:      ours,
+			dropped:  []string{"status.syncedEpoch", "status.inPlaceRestarts"},
+			hold:     true,
+			reason:   ReasonSchemaNotServed,
+			passing:  true,
+			mentions: []string{"still drops status.syncedEpoch, status.inPlaceRestarts", "resumes once it has"},
+		},
+		"upstream's CRD, whatever the API server drops: the CRD is said first": {
+			crd:     upstream,
+			dropped: []string{"status.syncedEpoch"},
+			hold:    true,
+			reason:  ReasonForeignCRD,
+		},
 		"no CRD": {
 			hold:     true,
 			reason:   ReasonCRDMissing,
@@ -78,9 +94,10 @@ func TestDecide(t *testing.T) {
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
-			v := Decide(Input{CRD: tc.crd, Leases: tc.leases, Namespace: UpstreamNamespace, Now: now})
-			if v.Hold != tc.hold || v.Reason != tc.reason || (v.Upstream != nil) != tc.upstream {
-				t.Errorf("Decide = hold %v, reason %q, upstream %v; want %v, %q, %v", v.Hold, v.Reason, v.Upstream != nil, tc.hold, tc.reason, tc.upstream)
+			v := Decide(Input{CRD: tc.crd, Leases: tc.leases, Namespace: UpstreamNamespace, Now: now, Dropped: tc.dropped})
+			if v.Hold != tc.hold || v.Reason != tc.reason || (v.Upstream != nil) != tc.upstream || v.Passing != tc.passing {
+				t.Errorf("Decide = hold %v, reason %q, upstream %v, passing %v; want %v, %q, %v, %v",
+					v.Hold, v.Reason, v.Upstream != nil, v.Passing, tc.hold, tc.reason, tc.upstream, tc.passing)
 			}
 			for _, m := range tc.mentions {
 				if !strings.Contains(v.Message, m) {

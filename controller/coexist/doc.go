@@ -9,6 +9,7 @@
 //	names.go    upstream's names: its Leases, Deployments, webhook configurations; the command applying our CRD
 //	crd.go      the installed JobSet CRD: ours or not, which of our status fields it lacks
 //	lease.go    whether a Lease is held now
+//	served.go   whether the API server serves the CRD's schema yet: the dry-run status write and what its answer dropped
 //	decide.go   the verdict: hold the controller or let it run, with the reason and the fix
 //	unread.go   the verdict while the reads fail: the last one for a grace period, then hold
 //

@@ -157,10 +157,11 @@ func Setup(mgr ctrl.Manager, cfg *configv1alpha1.Configuration, reg prometheus.R
 			return err
 		}
 		gate, err := controller.NewUpstreamGate(mgr.GetAPIReader(), mgr.GetEventRecorder(controller.ControllerName), controller.UpstreamGateOptions{
-			Namespace: cfg.Controller.UpstreamJobSet.Namespace,
-			Interval:  cfg.Controller.UpstreamJobSet.CheckInterval.Duration,
-			Metrics:   reg,
-			Watch:     watch,
+			Namespace:    cfg.Controller.UpstreamJobSet.Namespace,
+			Interval:     cfg.Controller.UpstreamJobSet.CheckInterval.Duration,
+			Metrics:      reg,
+			Watch:        watch,
+			StatusWriter: mgr.GetClient().Status(),
 		})
 		if err != nil {
 			return err

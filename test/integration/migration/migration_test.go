@@ -34,6 +34,7 @@ import (
 	configv1alpha1 "github.com/inplace-dev/inplace/api/config/v1alpha1"
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
 	"github.com/inplace-dev/inplace/cmd/inplacectl/migration"
+	"github.com/inplace-dev/inplace/controller"
 	"github.com/inplace-dev/inplace/controller/coexist"
 	"github.com/inplace-dev/inplace/test/cluster"
 	"github.com/inplace-dev/inplace/test/framework"
@@ -190,6 +191,10 @@ var _ = It("moves JobSets from upstream's CRD to ours with nothing lost", func()
 	for _, cmd := range deleteUpstreamWebhooks {
 		kubectl(kubeconfig, root, cmd)
 	}
+	// What the gate asks before it resumes on a replaced CRD: upstream's
+	// schema drops the counters only inplace writes from a status write.
+	Expect(controller.ProbeServedSchema(ctx, k8sClient, k8sClient.Status())).To(ConsistOf(
+		"status.inPlaceRestarts", "status.deprecatedEpoch", "status.syncedEpoch", "status.syncedPods"))
 	kubectl(kubeconfig, root, replaceCRD)
 	// The same CRD as the release ships it, alone, with its header.
 	release := GinkgoT().TempDir()
@@ -217,6 +222,9 @@ var _ = It("moves JobSets from upstream's CRD to ours with nothing lost", func()
 
 	By("inplace resumes: it reconciles them, adopting their Jobs")
 	expectEvent(metav1.NamespaceDefault, coexist.CRDName, coexist.ReasonResumed)
+	// Resumed once the API server served our schema, not before: no
+	// status it writes from now on loses a field.
+	Expect(controller.ProbeServedSchema(ctx, k8sClient, k8sClient.Status())).To(BeEmpty())
 	Eventually(probe).WithTimeout(timeout).Should(HavePrefix("200"))
 	Expect(framework.MetricValue(fw.Metrics(), "inplace_jobset_controller_held")).To(Equal(0.0))
 	// A failure now is inplace's to handle: the running JobSet has no
