@@ -99,7 +99,7 @@ func newEngine(builtins map[string]string) (*Engine, error) {
 		if err != nil {
 			return nil, fmt.Errorf("compiling built-in policy %s: %w", name, err)
 		}
-		e.builtins = append(e.builtins, &Policy{Name: name, Action: Deny, query: q, bindings: bindings})
+		e.builtins = append(e.builtins, &Policy{Name: name, Action: Deny, query: q, bindings: bindings, builtin: true})
 		all = append(all, body...)
 	}
 	if len(all) > 0 {

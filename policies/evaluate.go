@@ -355,7 +355,7 @@ func violationMessages(v any) []string {
 }
 
 func (p *Policy) record(d *Decision, action EnforcementAction, msg message, m *metrics) {
-	v := Violation{Policy: p.Name, Message: msg.text, Inexact: msg.inexact, Failed: msg.failed}
+	v := Violation{Policy: p.Name, Message: msg.text, Inexact: msg.inexact, Failed: msg.failed, Builtin: p.builtin}
 	switch action {
 	case Deny:
 		d.Denied = append(d.Denied, v)

@@ -59,6 +59,10 @@ type Violation struct {
 	Inexact bool
 	// Failed: the message says that the policy's evaluation failed.
 	Failed bool
+	// Builtin: a built-in policy's, which says what is invalid in the
+	// JobSet itself (its message starts with the field), where an admin
+	// policy's says what the cluster forbids.
+	Builtin bool
 }
 
 func (v Violation) String() string { return v.Policy + ": " + v.Message }
@@ -118,6 +122,8 @@ type Policy struct {
 	params ast.Value
 	// bindings name the query's variable of each decision rule.
 	bindings map[string]string
+	// builtin: one of the built-in policies.
+	builtin bool
 }
 
 // Target is what a policy is evaluated on.

@@ -55,12 +55,12 @@ func existingClaims(ctx context.Context, r client.Reader, namespace string, js *
 				// The claim's own value is not in the message: the review
 				// is the only word the webhook has for who asks, and what a
 				// claim holds is for who may read it (kubectl get pvc).
-				out = append(out, policies.Violation{Policy: claimsPolicy, Message: fmt.Sprintf(
+				out = append(out, policies.Violation{Policy: claimsPolicy, Builtin: true, Message: fmt.Sprintf(
 					"%s.spec.%s: the PersistentVolumeClaim %q exists, and its spec.%s is not the template's %s: make the template match the claim (kubectl get pvc %s -o yaml), or delete the claim",
 					path, field.name, name, field.name, field.template, name)})
 			}
 			if !retained {
-				out = append(out, policies.Violation{Policy: claimsPolicy, Message: fmt.Sprintf(
+				out = append(out, policies.Violation{Policy: claimsPolicy, Builtin: true, Message: fmt.Sprintf(
 					"spec.volumeClaimPolicies[%d].retentionPolicy.whenDeleted: the PersistentVolumeClaim %q of %s exists already and would be deleted with the JobSet: set whenDeleted to Retain to use it, or delete the claim",
 					i, name, path)})
 			}

@@ -382,8 +382,7 @@ func (v *Validator) handle(ctx context.Context, req admission.Request) admission
 		}
 	}
 	if len(d.Denied) > 0 {
-		resp := admission.Denied(DenialMessage(req.Name, d.Denied))
-		return resp.WithWarnings(warnings...)
+		return Denial(req.Name, d.Denied).WithWarnings(warnings...)
 	}
 	return admission.Allowed("").WithWarnings(warnings...)
 }

@@ -94,7 +94,7 @@ var _ = Describe("the validating webhook", func() {
 			edit(js)
 			err := k8sClient.Create(ctx, js)
 			Expect(err).To(HaveOccurred())
-			Expect(apierrors.IsForbidden(err) || apierrors.IsInvalid(err)).To(BeTrue(), "want a rejection, got %v", err)
+			expectInvalid(err)
 			for _, m := range wantMessages {
 				Expect(err.Error()).To(ContainSubstring(m))
 			}

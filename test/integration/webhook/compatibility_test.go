@@ -1,6 +1,7 @@
 package webhook
 
 import (
+	"errors"
 	"strings"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -59,10 +60,21 @@ func expectDecision(err error, allowed bool, want ...string) {
 		return
 	}
 	Expect(err).To(HaveOccurred(), "upstream refuses this JobSet; it was admitted")
-	Expect(apierrors.IsForbidden(err) || apierrors.IsInvalid(err)).To(BeTrue(), "want a rejection, got %v", err)
+	expectInvalid(err)
 	for _, w := range want {
 		Expect(err.Error()).To(ContainSubstring(w))
 	}
+}
+
+// expectInvalid asserts a refusal as upstream JobSet and the API server
+// answer an invalid object: Invalid (422), its causes naming the fields.
+func expectInvalid(err error) {
+	GinkgoHelper()
+	Expect(apierrors.IsInvalid(err)).To(BeTrue(), "want Invalid (422), as upstream answers, got %v", err)
+	var status apierrors.APIStatus
+	Expect(errors.As(err, &status)).To(BeTrue())
+	Expect(status.Status().Details).NotTo(BeNil(), "an Invalid refusal without details: %v", err)
+	Expect(status.Status().Details.Causes).To(ContainElement(HaveField("Field", Not(BeEmpty()))), "no cause names a field: %v", err)
 }
 
 const (

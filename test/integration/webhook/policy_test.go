@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
@@ -108,6 +109,8 @@ var _ = Describe("JobSetPolicy", Ordered, func() {
 		// In force: 11 is denied with the policy's message, 10 passes.
 		err := k8sClient.Create(ctx, withMaxRestarts("eleven", ns.Name, 11), client.DryRunAll)
 		Expect(err).To(MatchError(ContainSubstring("max-restarts: spec.failurePolicy.maxRestarts is 11, above this cluster's limit of 10")))
+		// A valid JobSet the cluster forbids: Forbidden, not Invalid.
+		Expect(apierrors.IsForbidden(err)).To(BeTrue(), "an admin policy's refusal: want Forbidden (403), got %v", err)
 		Expect(k8sClient.Create(ctx, withMaxRestarts("ten", ns.Name, 10), client.DryRunAll)).To(Succeed())
 
 		// Changed: the new limit applies within seconds.
