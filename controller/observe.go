@@ -7,6 +7,8 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/types"
@@ -71,6 +73,9 @@ func (r *Reconciler) observe(ctx context.Context, js *jobset.JobSet) (obs decide
 	if err := r.observeAgentGrants(ctx, js, &obs); err != nil {
 		return obs, nil, err
 	}
+	if obs.Priorities, err = r.priorities(ctx, js); err != nil {
+		return obs, nil, err
+	}
 	obs.RestartHeldSince = r.held.Since(client.ObjectKeyFromObject(js), js.UID)
 
 	if decide.DNSHostnamesEnabled(js) {
@@ -104,4 +109,48 @@ func (r *Reconciler) observe(ctx context.Context, js *jobset.JobSet) (obs decide
 	obs.Creating = r.expectations.Unseen(key, js.UID, obs.Family.Job, now)
 	obs.Deleting = r.expectations.Undeleted(key, js.UID, obs.Family.Job, now)
 	return obs, release, nil
+}
+
+// The PriorityClasses are read from the cache.
+// +kubebuilder:rbac:groups=scheduling.k8s.io,resources=priorityclasses,verbs=list;watch
+
+// priorities resolves the priority of the Pods of js's templates as the
+// API server's Priority admission plugin does (decide.Priorities): the
+// class a template names, or else the globalDefault class of the lowest
+// value, or else 0. From the cache, which holds every PriorityClass: a
+// cluster has a few.
+func (r *Reconciler) priorities(ctx context.Context, js *jobset.JobSet) (decide.Priorities, error) {
+	names := decide.PriorityClassNames(js)
+	if len(names) == 0 {
+		return nil, nil
+	}
+	out := make(decide.Priorities, len(names))
+	for _, name := range names {
+		if name == "" {
+			var list schedulingv1.PriorityClassList
+			if err := r.client.List(ctx, &list); err != nil {
+				return nil, fmt.Errorf("listing PriorityClasses: %w", err)
+			}
+			var value int32
+			found := false
+			for _, pc := range list.Items {
+				if pc.GlobalDefault && (!found || pc.Value < value) {
+					value, found = pc.Value, true
+				}
+			}
+			out[name] = value
+			continue
+		}
+		var pc schedulingv1.PriorityClass
+		err := r.client.Get(ctx, types.NamespacedName{Name: name}, &pc)
+		switch {
+		case apierrors.IsNotFound(err):
+			// Unknown: the API server refuses the Pods until it exists.
+		case err != nil:
+			return nil, fmt.Errorf("getting PriorityClass %s: %w", name, err)
+		default:
+			out[name] = pc.Value
+		}
+	}
+	return out, nil
 }

@@ -5,8 +5,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -48,13 +51,20 @@ func TestObserveGathersWhatEarlierReconcilesLeft(t *testing.T) {
 	ctx := context.Background()
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, rbacv1.AddToScheme, jobset.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, rbacv1.AddToScheme, schedulingv1.AddToScheme, jobset.AddToScheme} {
 		if err := add(scheme); err != nil {
 			t.Fatal(err)
 		}
 	}
 	js := testutil.InPlaceJobSet(0, 0)
-	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(js).Build()
+	js.Spec.ReplicatedJobs[0].Template.Spec.Template.Spec.PriorityClassName = "high"
+	js.Spec.ReplicatedJobs[1].Template.Spec.Template.Spec.PriorityClassName = "gone"
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(js,
+		&schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "high"}, Value: 1000},
+		// Two defaults, as a race may leave them: the lower counts.
+		&schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "default-b"}, Value: 20, GlobalDefault: true},
+		&schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "default-a"}, Value: 10, GlobalDefault: true},
+	).Build()
 	r := &Reconciler{client: c, children: state.NewChildIndex(), expectations: state.NewJobExpectations(), since: t0,
 		opts: Options{Clock: clocktesting.NewFakePassiveClock(t0.Add(time.Minute)), FatalExitSettle: ptr.To(decide.DefaultFatalExitSettle)}}
 	observe := func(js *jobset.JobSet) decide.Observed {
@@ -68,6 +78,14 @@ func TestObserveGathersWhatEarlierReconcilesLeft(t *testing.T) {
 	}
 
 	obs := observe(js)
+	if diff := cmp.Diff(decide.Priorities{"high": 1000}, obs.Priorities); diff != "" {
+		t.Errorf("priorities of the named classes, an unknown one left out (-want +got):\n%s", diff)
+	}
+	noClass := js.DeepCopy()
+	noClass.Spec.ReplicatedJobs[0].Template.Spec.Template.Spec.PriorityClassName = ""
+	if got := observe(noClass).Priorities; got[""] != 10 {
+		t.Errorf("priority of a template naming no class = %v, want the lowest globalDefault class's, 10", got[""])
+	}
 	if !obs.AgentGrantsMissing || !obs.ControllerStarted.Equal(t0) || !obs.RestartHeldSince.IsZero() {
 		t.Errorf("first reconcile: grants missing %t, controller started %v, restart held since %v; want true, %v, none", obs.AgentGrantsMissing, obs.ControllerStarted, obs.RestartHeldSince, t0)
 	}

@@ -48,7 +48,7 @@ func newBenchWorld(tb testing.TB, n int) *benchWorld {
 
 	w := &benchWorld{js: js}
 	for i := range n {
-		job := buildJob(js, 0, i, false)
+		job := buildJob(js, 0, i, false, nil)
 		job.UID = types.UID("job-uid-" + strconv.Itoa(i))
 		job.ResourceVersion = "1"
 		job.Status.Active, job.Status.Ready = 1, ptr.To[int32](1)

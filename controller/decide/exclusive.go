@@ -20,8 +20,8 @@ func exclusiveTopology(js *jobset.JobSet, rj *jobset.ReplicatedJob) string {
 
 // addExclusivePlacement makes job's Pods exclusive to a topology domain,
 // as upstream JobSet does. By default with Pod affinities: every Pod of the
-// Job in the domain of the others (same job key), none of another Job's in
-// it, in any namespace. With the node-selector strategy the nodes are
+// Job in the domain of the others (same job key), none of another Job's of
+// the same priority in it (addPriority labelled them), in any namespace. With the node-selector strategy the nodes are
 // already labelled for each Job (NamespacedJobKey) and tainted
 // (NoScheduleTaintKey) by the cluster's admin: a node selector and a
 // toleration place the Pods there. The Pods' scheduling directives are
@@ -33,9 +33,7 @@ func addExclusivePlacement(js *jobset.JobSet, rj *jobset.ReplicatedJob, job *bat
 		return
 	}
 	pod := &job.Spec.Template.Spec
-	_, onJobSet := js.Annotations[jobset.NodeSelectorStrategyKey]
-	_, onTemplate := rj.Template.Annotations[jobset.NodeSelectorStrategyKey]
-	if onJobSet || onTemplate {
+	if nodeSelectorStrategy(js, rj) {
 		if pod.NodeSelector == nil {
 			pod.NodeSelector = map[string]string{}
 		}
@@ -65,11 +63,16 @@ func addExclusivePlacement(js *jobset.JobSet, rj *jobset.ReplicatedJob, job *bat
 		TopologyKey:       topology,
 		NamespaceSelector: allNamespaces,
 	})
+	others := []metav1.LabelSelectorRequirement{
+		{Key: jobset.JobKey, Operator: metav1.LabelSelectorOpExists},
+		{Key: jobset.JobKey, Operator: metav1.LabelSelectorOpNotIn, Values: []string{key}},
+	}
+	if priority, ok := job.Spec.Template.Labels[jobset.PriorityKey]; ok {
+		// Within its priority, as upstream (addPriority).
+		others = append(others, metav1.LabelSelectorRequirement{Key: jobset.PriorityKey, Operator: metav1.LabelSelectorOpIn, Values: []string{priority}})
+	}
 	pod.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution = append(pod.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution, corev1.PodAffinityTerm{
-		LabelSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
-			{Key: jobset.JobKey, Operator: metav1.LabelSelectorOpExists},
-			{Key: jobset.JobKey, Operator: metav1.LabelSelectorOpNotIn, Values: []string{key}},
-		}},
+		LabelSelector:     &metav1.LabelSelector{MatchExpressions: others},
 		TopologyKey:       topology,
 		NamespaceSelector: allNamespaces,
 	})

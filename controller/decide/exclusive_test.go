@@ -1,6 +1,7 @@
 package decide
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -72,7 +73,7 @@ func TestBuildJobExclusivePlacement(t *testing.T) {
 			js.Annotations = tc.jobSet
 			js.Spec.ReplicatedJobs[1].Template.Annotations = tc.template
 			js.Spec.ReplicatedJobs[1].Template.Spec.Template.Spec.NodeSelector = map[string]string{"pool": "a"}
-			got := buildJob(js, 1, 1, false).Spec.Template.Spec
+			got := buildJob(js, 1, 1, false, nil).Spec.Template.Spec
 			got.Containers, got.Subdomain, got.RestartPolicy = nil, "", ""
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("Pod spec (-want +got):\n%s", diff)
@@ -90,14 +91,85 @@ func TestBuildJobExclusivePlacement(t *testing.T) {
 func TestResumedJobKeepsExclusivePlacement(t *testing.T) {
 	js := testJobSet("workers", 1)
 	js.Annotations = map[string]string{jobset.ExclusiveKey: "rack", jobset.NodeSelectorStrategyKey: "true"}
-	cached := buildJob(js, 0, 0, true)
+	cached := buildJob(js, 0, 0, true, nil)
 	cached.Spec.Template.Spec.NodeSelector = nil
 	cached.Spec.Template.Spec.Tolerations = nil
-	got := resumedJob(js, cached)
+	got := resumedJob(js, cached, nil)
 	if sel := got.Spec.Template.Spec.NodeSelector[jobset.NamespacedJobKey]; sel != "ns_js-workers-0" {
 		t.Errorf("node selector %s = %q, want ns_js-workers-0", jobset.NamespacedJobKey, sel)
 	}
 	if !ptr.Equal(got.Spec.Suspend, ptr.To(false)) || len(got.Spec.Template.Spec.Tolerations) != 1 {
 		t.Errorf("resumed Job: suspend %v, tolerations %v", got.Spec.Suspend, got.Spec.Template.Spec.Tolerations)
+	}
+}
+
+// TestBuildJobPriority: every JobSet's Pods carry the priority the API
+// server gives them, and an exclusive Job keeps apart only the Pods of
+// its priority, as upstream's Pod webhook has it.
+func TestBuildJobPriority(t *testing.T) {
+	key := jobKey("ns", "js-workers-1")
+	prio := Priorities{"": 0, "high": 1000, "low": -10}
+	cases := map[string]struct {
+		class      string
+		exclusive  map[string]string
+		wantLabel  string // "" for none
+		wantInTerm bool
+	}{
+		"no class: the default's priority": {wantLabel: "0"},
+		"a class":                          {class: "high", wantLabel: "1000"},
+		"a class, exclusive: kept apart within its priority": {
+			class: "high", exclusive: map[string]string{jobset.ExclusiveKey: "rack"}, wantLabel: "1000", wantInTerm: true,
+		},
+		"an unknown class, exclusive: kept apart from every Job": {
+			class: "missing", exclusive: map[string]string{jobset.ExclusiveKey: "rack"},
+		},
+		"a negative priority, no label value for it: kept apart from every Job": {
+			class: "low", exclusive: map[string]string{jobset.ExclusiveKey: "rack"},
+		},
+		"node-selector strategy: not labelled, as upstream": {
+			class: "high", exclusive: map[string]string{jobset.ExclusiveKey: "rack", jobset.NodeSelectorStrategyKey: "true"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			js := testJobSet("driver", 1, "workers", 2)
+			js.Annotations = tc.exclusive
+			js.Spec.ReplicatedJobs[1].Template.Spec.Template.Spec.PriorityClassName = tc.class
+			pod := buildJob(js, 1, 1, false, prio).Spec.Template
+			if got, ok := pod.Labels[jobset.PriorityKey]; got != tc.wantLabel || ok != (tc.wantLabel != "") {
+				t.Errorf("label %s = %q (set %v), want %q", jobset.PriorityKey, got, ok, tc.wantLabel)
+			}
+			if tc.exclusive == nil || tc.exclusive[jobset.NodeSelectorStrategyKey] != "" {
+				return
+			}
+			want := []metav1.LabelSelectorRequirement{
+				{Key: jobset.JobKey, Operator: metav1.LabelSelectorOpExists},
+				{Key: jobset.JobKey, Operator: metav1.LabelSelectorOpNotIn, Values: []string{key}},
+			}
+			if tc.wantInTerm {
+				want = append(want, metav1.LabelSelectorRequirement{Key: jobset.PriorityKey, Operator: metav1.LabelSelectorOpIn, Values: []string{tc.wantLabel}})
+			}
+			got := pod.Spec.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution[0].LabelSelector.MatchExpressions
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("anti-affinity (-want +got):\n%s", diff)
+			}
+		})
+	}
+	js := testJobSet("driver", 1, "workers", 2)
+	js.Spec.ReplicatedJobs[0].Template.Spec.Template.Spec.PriorityClassName = "high"
+	if got := PriorityClassNames(js); !slices.Equal(got, []string{"high", ""}) {
+		t.Errorf("PriorityClassNames = %q, want [high \"\"]", got)
+	}
+}
+
+// TestResumedJobTakesThePriorityLabel: a Job created suspended before its
+// Pods were labelled gets the label when it is resumed (a suspended Job's
+// Pod labels may change).
+func TestResumedJobTakesThePriorityLabel(t *testing.T) {
+	js := testJobSet("workers", 1)
+	cached := buildJob(js, 0, 0, true, nil)
+	got := resumedJob(js, cached, Priorities{"": 5})
+	if l := got.Spec.Template.Labels[jobset.PriorityKey]; l != "5" {
+		t.Errorf("resumed Job's Pod label %s = %q, want 5", jobset.PriorityKey, l)
 	}
 }

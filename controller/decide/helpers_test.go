@@ -39,7 +39,7 @@ func at(seconds int) metav1.Time { return metav1.NewTime(t0.Add(time.Duration(se
 func jobOf(js *jobset.JobSet, rj string, index int) *batchv1.Job {
 	for i := range js.Spec.ReplicatedJobs {
 		if js.Spec.ReplicatedJobs[i].Name == rj {
-			return buildJob(js, i, index, false)
+			return buildJob(js, i, index, false, nil)
 		}
 	}
 	panic("no replicated job " + rj)

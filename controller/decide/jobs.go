@@ -75,8 +75,9 @@ func layoutOf(js *jobset.JobSet, rjIdx, index int) jobLayout {
 }
 
 // buildJob returns the Job at index of replicated Job rjIdx for the current
-// restart attempt. js must be defaulted.
-func buildJob(js *jobset.JobSet, rjIdx, index int, suspend bool) *batchv1.Job {
+// restart attempt, its Pods labelled with their priority as prio resolves
+// it. js must be defaulted.
+func buildJob(js *jobset.JobSet, rjIdx, index int, suspend bool, prio Priorities) *batchv1.Job {
 	rj := &js.Spec.ReplicatedJobs[rjIdx]
 	name := state.JobName(js.Name, rj.Name, index)
 	layout := layoutOf(js, rjIdx, index)
@@ -120,6 +121,7 @@ func buildJob(js *jobset.JobSet, rjIdx, index int, suspend bool) *batchv1.Job {
 		pod.Spec.Subdomain = Subdomain(js)
 	}
 	addClaimVolumes(js, &pod.Spec)
+	addPriority(js, rj, pod, prio)
 	addExclusivePlacement(js, rj, job)
 	job.Spec.Suspend = ptr.To(suspend)
 	return job
@@ -150,7 +152,7 @@ type JobUpdate struct {
 // is. The scheduling directives are replaced, not merged, so that a
 // flavor's node selector left from an earlier admission never keeps a Pod
 // off the nodes of the next. js must be defaulted.
-func resumedJob(js *jobset.JobSet, cached *batchv1.Job) *batchv1.Job {
+func resumedJob(js *jobset.JobSet, cached *batchv1.Job, prio Priorities) *batchv1.Job {
 	job := cached.DeepCopy() // the cache's object is read-only
 	job.Spec.Suspend = ptr.To(false)
 	rjIdx := slices.IndexFunc(js.Spec.ReplicatedJobs, func(rj jobset.ReplicatedJob) bool {
@@ -162,7 +164,7 @@ func resumedJob(js *jobset.JobSet, cached *batchv1.Job) *batchv1.Job {
 		// have let it here): resumed as it is.
 		return job
 	}
-	built := buildJob(js, rjIdx, index, false).Spec.Template
+	built := buildJob(js, rjIdx, index, false, prio).Spec.Template
 	pod := &job.Spec.Template
 	pod.Labels = merged(pod.Labels, built.Labels)
 	pod.Annotations = merged(pod.Annotations, built.Annotations)

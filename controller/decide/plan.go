@@ -70,6 +70,9 @@ type Observed struct {
 	// while none ran waits for its agents' grants from then, not from its
 	// creation (AgentGrantWaitLeft).
 	ControllerStarted time.Time
+	// Priorities resolves the priority the API server gives the Pods of
+	// each of the JobSet's replicated jobs (PriorityClassNames).
+	Priorities Priorities
 }
 
 // Event is an Event to record on the JobSet once the status is written.
@@ -214,10 +217,10 @@ func decideSteps(js *jobset.JobSet, obs Observed, now metav1.Time, t Timeouts) P
 			allowed[i] = true
 		}
 	}
-	p.suspendOrResume(js, c, suspended, allowed, now)
+	p.suspendOrResume(js, c, suspended, allowed, obs.Priorities, now)
 	p.ScaleJobs = jobsToScale(js, c)
 	if !blockedByPreviousAttempt(js, c) {
-		p.CreateJobs = missingJobs(js, c, suspended, allowed)
+		p.CreateJobs = missingJobs(js, c, suspended, allowed, obs.Priorities)
 	}
 
 	if !suspended {
@@ -546,7 +549,7 @@ func crashLoop(js *jobset.JobSet, status *jobset.JobSetStatus, pods []state.PodG
 
 // suspendOrResume brings spec.suspend of every current Job in line with the
 // JobSet's: all suspended at once, resumed in startup order.
-func (p *Plan) suspendOrResume(js *jobset.JobSet, c state.Children, suspended bool, allowed []bool, now metav1.Time) {
+func (p *Plan) suspendOrResume(js *jobset.JobSet, c state.Children, suspended bool, allowed []bool, prio Priorities, now metav1.Time) {
 	index := make(map[string]int, len(js.Spec.ReplicatedJobs))
 	for i, rj := range js.Spec.ReplicatedJobs {
 		index[rj.Name] = i
@@ -560,7 +563,7 @@ func (p *Plan) suspendOrResume(js *jobset.JobSet, c state.Children, suspended bo
 		for _, job := range c.List(func(j *state.JobFacts, kind state.JobKind) bool {
 			return kind == state.Current && !j.Failed && !j.Complete && j.Suspended && allowed[index[j.ReplicatedJob]]
 		}) {
-			p.ResumeJobs = append(p.ResumeJobs, JobUpdate{Cached: job, Want: resumedJob(js, job)})
+			p.ResumeJobs = append(p.ResumeJobs, JobUpdate{Cached: job, Want: resumedJob(js, job, prio)})
 		}
 	}
 
@@ -587,7 +590,7 @@ func blockedByPreviousAttempt(js *jobset.JobSet, c state.Children) bool {
 // missingJobs returns the Jobs of the current attempt that do not exist yet
 // and whose replicated Job may start. While suspended every Job is created,
 // suspended, so that resuming needs no creation.
-func missingJobs(js *jobset.JobSet, c state.Children, suspended bool, allowed []bool) []*batchv1.Job {
+func missingJobs(js *jobset.JobSet, c state.Children, suspended bool, allowed []bool, prio Priorities) []*batchv1.Job {
 	var out []*batchv1.Job
 	for i, rj := range js.Spec.ReplicatedJobs {
 		if !suspended && !allowed[i] {
@@ -602,7 +605,7 @@ func missingJobs(js *jobset.JobSet, c state.Children, suspended bool, allowed []
 			if c.Taken(name) {
 				continue
 			}
-			out = append(out, buildJob(js, i, index, suspended))
+			out = append(out, buildJob(js, i, index, suspended, prio))
 		}
 	}
 	return out

@@ -42,7 +42,7 @@ func TestBuildJobLabels(t *testing.T) {
 	js.Spec.ReplicatedJobs[1].GroupName = "g"
 	js.Spec.Coordinator = &jobset.Coordinator{ReplicatedJob: "driver"}
 	js.Status.Restarts = 3
-	job := buildJob(js, 1, 1, false)
+	job := buildJob(js, 1, 1, false, nil)
 
 	want := map[string]string{
 		jobset.JobSetNameKey:            "js",
@@ -310,7 +310,7 @@ func TestDecideSuspendAndResumeInOrder(t *testing.T) {
 
 	js.Status = p.Status
 	js.Spec.Suspend = ptr.To(false)
-	driver, workers := buildJob(js, 0, 0, true), buildJob(js, 1, 0, true)
+	driver, workers := buildJob(js, 0, 0, true, nil), buildJob(js, 1, 0, true, nil)
 	p = decidePure(t, js, Observed{Jobs: jobList(driver, workers), ServiceExists: true}, at(1), time.Minute)
 	if diff := cmp.Diff([]string{"js-driver-0"}, updatedNames(p.ResumeJobs)); diff != "" {
 		t.Errorf("first resume (-want +got):\n%s", diff)

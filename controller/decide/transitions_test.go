@@ -101,7 +101,7 @@ func TestSuspendEndsAnInPlaceRestartWithoutItsTimeout(t *testing.T) {
 func TestResumeCarriesTheTemplateChangedWhileSuspended(t *testing.T) {
 	js := inPlaceJobSet(0, 0)
 	js.Spec.Suspend = ptr.To(true)
-	cached := buildJob(js, 1, 0, true)
+	cached := buildJob(js, 1, 0, true, nil)
 	// The Job API's own labels, which its selector matches.
 	cached.Spec.Template.Labels[batchv1.JobNameLabel] = cached.Name
 	cached.Spec.Template.Labels[batchv1.ControllerUidLabel] = "job-uid"
@@ -118,7 +118,7 @@ func TestResumeCarriesTheTemplateChangedWhileSuspended(t *testing.T) {
 	tpl.Spec.Tolerations = []corev1.Toleration{{Key: "tpu", Operator: corev1.TolerationOpExists}}
 	tpl.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: "kueue.x-k8s.io/topology"}}
 
-	p := decidePure(t, js, Observed{Jobs: jobList(buildJob(js, 0, 0, true), cached), ServiceExists: true}, at(0), time.Minute)
+	p := decidePure(t, js, Observed{Jobs: jobList(buildJob(js, 0, 0, true, nil), cached), ServiceExists: true}, at(0), time.Minute)
 	var got *batchv1.Job
 	for _, u := range p.ResumeJobs {
 		if u.Cached.Name == cached.Name {

@@ -120,7 +120,7 @@ func TestBuildJobMountsClaimsWhereMounted(t *testing.T) {
 		"other":   {{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}},
 	}
 	for i, rj := range js.Spec.ReplicatedJobs {
-		job := buildJob(js, i, 0, false)
+		job := buildJob(js, i, 0, false, nil)
 		if diff := cmp.Diff(want[rj.Name], job.Spec.Template.Spec.Volumes); diff != "" {
 			t.Errorf("%s: Pod volumes (-want +got):\n%s", rj.Name, diff)
 		}
@@ -131,7 +131,7 @@ func TestBuildJobMountsClaimsWhereMounted(t *testing.T) {
 
 	// A volume of the claim's name in the Pod template is not doubled.
 	js.Spec.ReplicatedJobs[0].Template.Spec.Template.Spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
-	if got := buildJob(js, 0, 0, false).Spec.Template.Spec.Volumes; len(got) != 1 || got[0].EmptyDir == nil {
+	if got := buildJob(js, 0, 0, false, nil).Spec.Template.Spec.Volumes; len(got) != 1 || got[0].EmptyDir == nil {
 		t.Errorf("Pod volumes %+v, want the template's own", got)
 	}
 }

@@ -95,6 +95,11 @@ const (
 	// selectors: namespace and Job name joined by an underscore.
 	NamespacedJobKey = "alpha.jobset.sigs.k8s.io/namespaced-job"
 
+	// PriorityKey is the label of a JobSet's Pods that holds their priority,
+	// as the API server resolves it from their priorityClassName: exclusive
+	// placement by Pod affinities keeps apart only Pods of the same priority.
+	PriorityKey = "jobset.sigs.k8s.io/priority"
+
 	// NoScheduleTaintKey is the taint key that exclusive placement with node
 	// selectors tolerates.
 	NoScheduleTaintKey = "alpha.jobset.sigs.k8s.io/no-schedule"
