@@ -56,9 +56,9 @@ const (
 	// until client-go's health check closes it (45 s on HTTP/2), and a
 	// Lease taken meanwhile would go unseen.
 	gateFreshInterval = 30 * time.Second
-	// gatePassingInterval is how soon a hold expected to pass within
-	// moments (coexist.Verdict.Passing) is checked again.
-	gatePassingInterval = 250 * time.Millisecond
+	// gateTransientInterval is how soon a hold expected to end within
+	// moments (coexist.Verdict.Transient) is checked again.
+	gateTransientInterval = 250 * time.Millisecond
 )
 
 // UpstreamGateOptions tune the UpstreamGate.
@@ -145,8 +145,10 @@ type UpstreamGate struct {
 	crdVersion string
 	crdObject  client.Object
 	// servedVersion is the crdVersion whose schema the API server was
-	// seen to serve (ProbeServedSchema).
+	// seen to serve (ProbeServedSchema); unservedSince, since when it was
+	// seen not to serve the CRD's schema, zero once it does.
 	servedVersion string
+	unservedSince time.Time
 	failingSince  time.Time
 	lastErr       error
 	// verdictFresh: the last check read the API server itself, at
@@ -207,7 +209,7 @@ func NewUpstreamGate(reader client.Reader, recorder events.EventRecorder, opts U
 		}),
 		heldGauge: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "inplace_jobset_controller_held",
-			Help: "1 while the JobSet controller reconciles no JobSet: upstream JobSet's controller runs, the JobSet CRD would prune inplace's status, or neither could be read (see the readiness check and the Events on the CRD).",
+			Help: "1 while the JobSet controller reconciles no JobSet: upstream JobSet's controller runs, the JobSet CRD would prune inplace's status (or the API server does not serve its schema yet), or neither could be read (see the readiness check and the Events on the CRD).",
 		}),
 		jobSets: parking{
 			requeue: make(chan event.GenericEvent),
@@ -250,8 +252,8 @@ func (g *UpstreamGate) Start(ctx context.Context) error {
 	}
 	for {
 		wait := g.next(g.check(ctx))
-		if g.passing() {
-			wait = min(wait, gatePassingInterval)
+		if g.transient() {
+			wait = min(wait, gateTransientInterval)
 		}
 		if g.opts.Watch != nil {
 			// The API server's word at least every gateFreshInterval,
@@ -267,12 +269,12 @@ func (g *UpstreamGate) Start(ctx context.Context) error {
 	}
 }
 
-// passing says whether the gate holds for a reason expected to pass
+// transient says whether the gate holds for a reason expected to end
 // within moments.
-func (g *UpstreamGate) passing() bool {
+func (g *UpstreamGate) transient() bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return g.verdict.Hold && g.verdict.Passing
+	return g.verdict.Hold && g.verdict.Transient
 }
 
 // freshDue is when the next check must read the API server itself.
@@ -340,7 +342,7 @@ func (g *UpstreamGate) checkLocked(ctx context.Context, fresh bool) ([]requeued,
 	logger := log.FromContext(ctx).WithName("upstream-jobset")
 	in, err := g.gather(ctx, fresh)
 	if err == nil {
-		err = g.served(ctx, &in)
+		g.served(ctx, &in)
 	}
 	now := g.opts.Clock.Now()
 	g.lastErr = err
@@ -392,10 +394,12 @@ func (g *UpstreamGate) checkLocked(ctx context.Context, fresh bool) ([]requeued,
 			now.Sub(since).Round(time.Second))
 	}
 
-	changed := v.Hold != before.Hold || v.Reason != before.Reason || (err == nil && !known)
+	// A transient hold that lasts is said again, as any other hold.
+	lasting := v.Hold && before.Transient && !v.Transient
+	changed := v.Hold != before.Hold || v.Reason != before.Reason || lasting || (err == nil && !known)
 	switch {
 	case !changed:
-	case v.Hold && v.Passing:
+	case v.Hold && v.Transient:
 		logger.Info("the JobSet controller reconciles no JobSet for a moment", "reason", v.Reason, "why", v.Message)
 		event(corev1.EventTypeNormal, v.Reason, "Hold", "%s", v.Message)
 	case v.Hold && v.Reason != "":
@@ -416,7 +420,7 @@ func (g *UpstreamGate) checkLocked(ctx context.Context, fresh bool) ([]requeued,
 
 // repark returns the requests to send back on a change from before to v,
 // under mu: all of them when the hold ends; the JobSets, to be warned
-// again, when it holds for a new reason.
+// again, when it holds for a new reason or a transient hold lasts.
 func (g *UpstreamGate) repark(before, v coexist.Verdict) []requeued {
 	var out []requeued
 	if !v.Hold {
@@ -428,7 +432,8 @@ func (g *UpstreamGate) repark(before, v coexist.Verdict) []requeued {
 		}
 		return out
 	}
-	if v.Reason != before.Reason && v.Reason != "" && !v.Passing {
+	// A transient hold warns none; once it lasts, every JobSet is warned.
+	if (v.Reason != before.Reason || before.Transient) && v.Reason != "" && !v.Transient {
 		for key, k := range g.jobSets.keys {
 			g.jobSets.keys[key] = parked{uid: k.uid}
 			out = append(out, requeued{g.jobSets.requeue, g.jobSets.object(key)})
@@ -574,7 +579,7 @@ func (g *UpstreamGate) admit(js *jobset.JobSet, recorder events.EventRecorder) b
 	key := types.NamespacedName{Namespace: js.Namespace, Name: js.Name}
 	was, ok := g.jobSets.keys[key]
 	warned := ok && was.warned && was.uid == js.UID
-	warn := v.Reason != "" && !v.Passing && !warned
+	warn := v.Reason != "" && !v.Transient && !warned
 	g.jobSets.keys[key] = parked{uid: js.UID, warned: warned || warn}
 	g.mu.Unlock()
 	if warn {

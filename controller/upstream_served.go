@@ -3,10 +3,12 @@ package controller
 import (
 	"context"
 	"errors"
-	"fmt"
+	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
 	"github.com/inplace-dev/inplace/controller/coexist"
@@ -16,34 +18,54 @@ import (
 // another write of the JobSet they took.
 const probeAttempts = 3
 
-// served fills in.Dropped, under checking, when the verdict on in would
-// let the controller run on a CRD whose schema the API server was not
-// yet seen to serve: the kube-apiserver takes up a replaced CRD's schema
-// a moment after the write, and until then prunes from every status
-// written what the schema it had lacks. Upstream's CRD replaced by ours,
-// a status written in that moment would lose the epochs and the count of
-// in-place restarts, and the JobSet would read as upstream's again.
-// Seen served once, a CRD's version is not probed again.
-func (g *UpstreamGate) served(ctx context.Context, in *coexist.Input) error {
+// served fills in.Dropped (or in.ProbeFailed) and in.UnservedSince, under
+// checking, when the verdict on in would let the controller run on a CRD
+// whose schema the API server was not yet seen to serve: the
+// kube-apiserver takes up a replaced CRD's schema a moment after the
+// write, and until then prunes from every status written what the schema
+// it had lacks. Upstream's CRD replaced by ours, a status written in that
+// moment would lose the epochs and the count of in-place restarts, and the
+// JobSet would read as upstream's again. Seen served once, a CRD's version
+// is not probed again; with no JobSet to write through, it is probed at
+// each check until there is one.
+func (g *UpstreamGate) served(ctx context.Context, in *coexist.Input) {
 	if g.opts.StatusWriter == nil || g.crdVersion == "" || g.crdVersion == g.servedVersion {
-		return nil
+		return
 	}
 	probe := *in
 	probe.Now = g.opts.Clock.Now()
 	if coexist.Decide(probe).Hold {
-		return nil
+		return
 	}
 	probeCtx, cancel := context.WithTimeout(ctx, gateReadTimeout)
 	defer cancel()
-	dropped, err := ProbeServedSchema(probeCtx, g.reader, g.opts.StatusWriter)
-	if err != nil {
-		return fmt.Errorf("writing a JobSet's status in a dry run, to see whether the API server serves the JobSet CRD's schema: %w", err)
+	dropped, probed, err := ProbeServedSchema(probeCtx, g.reader, g.opts.StatusWriter)
+	switch {
+	case err == nil && !probed:
+		return
+	case err == nil && len(dropped) == 0:
+		g.servedVersion, g.unservedSince = g.crdVersion, time.Time{}
+		return
+	case err == nil:
+		in.Dropped = dropped
+	case apierrors.IsInvalid(err) || apierrors.IsForbidden(err) || apierrors.IsBadRequest(err) || apierrors.IsMethodNotSupported(err):
+		// The API server refused the dry run itself: it will refuse it
+		// again, and holding every JobSet on a safeguard that cannot run
+		// would be worse than the moment it guards. Go on the CRD's word.
+		msg := "the API server refused the dry-run status write that tells whether it serves the JobSet CRD's schema; the controller goes on the CRD's word: " + err.Error()
+		log.FromContext(ctx).WithName("upstream-jobset").Error(err, "cannot tell whether the API server serves the JobSet CRD's schema: the controller goes on the CRD's word", "reason", coexist.ReasonSchemaUnchecked)
+		if g.crdObject != nil {
+			g.recorder.Eventf(g.crdObject, nil, corev1.EventTypeWarning, coexist.ReasonSchemaUnchecked, "Check", "%s", msg)
+		}
+		g.servedVersion, g.unservedSince = g.crdVersion, time.Time{}
+		return
+	default:
+		in.ProbeFailed = err.Error()
 	}
-	in.Dropped = dropped
-	if len(dropped) == 0 {
-		g.servedVersion = g.crdVersion
+	if g.unservedSince.IsZero() {
+		g.unservedSince = probe.Now
 	}
-	return nil
+	in.UnservedSince = g.unservedSince
 }
 
 // The probe lists a JobSet past the cache and writes its status in a dry run.
@@ -54,16 +76,15 @@ func (g *UpstreamGate) served(ctx context.Context, in *coexist.Input) error {
 // reader, in a dry run through writer, each counter moved on
 // (coexist.ServedProbe), and returns those the API server's answer
 // dropped: none once it serves a schema that keeps them all. With no
-// JobSet there is nothing to write through, and nothing a write could
-// lose yet: it returns none.
-func ProbeServedSchema(ctx context.Context, reader client.Reader, writer client.SubResourceWriter) ([]string, error) {
+// JobSet there is nothing to write through: probed is false.
+func ProbeServedSchema(ctx context.Context, reader client.Reader, writer client.SubResourceWriter) (dropped []string, probed bool, err error) {
 	for range probeAttempts {
 		var list jobset.JobSetList
 		if err := reader.List(ctx, &list, client.Limit(1)); err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		if len(list.Items) == 0 {
-			return nil, nil
+			return nil, false, nil
 		}
 		js := &list.Items[0]
 		sent := coexist.ServedProbe(js.Status)
@@ -73,9 +94,9 @@ func ProbeServedSchema(ctx context.Context, reader client.Reader, writer client.
 			continue
 		}
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
-		return coexist.Dropped(sent, js.Status), nil
+		return coexist.Dropped(sent, js.Status), true, nil
 	}
-	return nil, errors.New("every JobSet taken changed before its dry run: trying again")
+	return nil, false, errors.New("every JobSet taken changed before its dry run")
 }

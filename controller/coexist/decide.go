@@ -21,9 +21,14 @@ const (
 	// ReasonCRDMissing: no JobSet CRD, or none serving v1alpha2.
 	ReasonCRDMissing = "JobSetCRDMissing"
 	// ReasonSchemaNotServed: the CRD keeps every status field, but the API
-	// server still drops some from a status write: it has not yet taken
-	// up the schema of a CRD just replaced or upgraded.
+	// server still drops some status counters from a status write (or the
+	// write that would tell failed): it has not yet taken up the schema of
+	// a CRD just replaced.
 	ReasonSchemaNotServed = "JobSetCRDSchemaNotServed"
+	// ReasonSchemaUnchecked: the API server refused the dry-run status
+	// write that tells whether it serves the CRD's schema; the controller
+	// goes on the CRD's word.
+	ReasonSchemaUnchecked = "JobSetCRDSchemaUnchecked"
 	// ReasonResumed: what held the controller back is gone.
 	ReasonResumed = "JobSetReconcileResumed"
 	// ReasonCheckFailing: the CRD or the Leases cannot be read; past
@@ -42,9 +47,18 @@ type Input struct {
 	Namespace string
 	Now       time.Time
 	// Dropped are the status fields the API server dropped from a dry-run
-	// status write (ServedProbe), while the CRD's schema keeps them all.
-	Dropped []string
+	// status write (ServedProbe), while the CRD's schema keeps them all;
+	// ProbeFailed, why that write failed, when it failed for a reason that
+	// may pass. UnservedSince is when the first of them was seen for the
+	// CRD as it is.
+	Dropped       []string
+	ProbeFailed   string
+	UnservedSince time.Time
 }
+
+// SchemaGrace is how long the API server may take to serve a changed
+// CRD's schema before the hold that waits for it is said on every JobSet.
+const SchemaGrace = ReadGrace
 
 // Verdict says whether the JobSet controller may write JobSets and their
 // children.
@@ -56,9 +70,10 @@ type Verdict struct {
 	Upstream *Lease
 	// CRD as inspected.
 	CRD CRD
-	// Passing: the hold is expected to end within moments, by itself; it
-	// is said on the CRD and in the log, not on each JobSet.
-	Passing bool
+	// Transient: the hold is expected to end within moments, by itself;
+	// it is said on the CRD and in the log, not on each JobSet, and checked
+	// again sooner.
+	Transient bool
 }
 
 // Decide takes the verdict. Upstream's controller running comes first:
@@ -72,7 +87,8 @@ type Verdict struct {
 // release before the label) is safe to write through: said, not held.
 // Once the CRD keeps them, the API server must serve it so: it takes up a
 // replaced CRD's schema a moment after the write, and a status written in
-// between loses the fields (Dropped) as surely as under the old CRD.
+// between loses the fields (Dropped) as surely as under the old CRD. That
+// hold is transient for SchemaGrace; past it, it is said on the JobSets too.
 func Decide(in Input) Verdict {
 	v := Verdict{CRD: in.CRD}
 	for i := range in.Leases {
@@ -106,12 +122,20 @@ func Decide(in Input) Verdict {
 		v.Message = fmt.Sprintf("the JobSet CRD %s is inplace's but older than this manager%s: "+
 			"inplace reconciles no JobSet until the CRD is upgraded: %s (see docs/how-to/upgrade.md)",
 			CRDName, prunedClause(c.Pruned), ApplyCRD)
-	case len(in.Dropped) > 0:
-		v.Hold, v.Reason, v.Passing = true, ReasonSchemaNotServed, true
-		v.Message = fmt.Sprintf("the JobSet CRD %s keeps every status field inplace writes, but the API server still drops %s from a status write (dry run): "+
-			"it has not yet taken up the CRD's schema, as it does within moments of the CRD's replacement; inplace resumes once it has. "+
-			"If this lasts, check that every kube-apiserver runs and reads the CRD (kubectl get --raw /readyz?verbose)",
-			CRDName, strings.Join(in.Dropped, ", "))
+	case len(in.Dropped) > 0 || in.ProbeFailed != "":
+		v.Hold, v.Reason = true, ReasonSchemaNotServed
+		what := "still drops " + strings.Join(in.Dropped, ", ") + " from a status write (dry run)"
+		if len(in.Dropped) == 0 {
+			what = "did not answer the dry-run status write that tells whether it serves the CRD's schema: " + in.ProbeFailed
+		}
+		since := in.Now.Sub(in.UnservedSince)
+		v.Transient = since < SchemaGrace
+		v.Message = fmt.Sprintf("the JobSet CRD %s keeps every status field inplace writes, but the API server %s; "+
+			"inplace resumes once the API server serves the CRD's schema, as it does within moments of the CRD's change",
+			CRDName, what)
+		if !v.Transient {
+			v.Message += fmt.Sprintf(". It has not for %s: check that every kube-apiserver is ready (kubectl get --raw '/readyz?verbose' against each)", since.Round(time.Second))
+		}
 	case !c.Ours:
 		v.Message = fmt.Sprintf("the JobSet CRD %s keeps every status field inplace writes but lacks the label %s=%s (inplace's from an earlier release, say): "+
 			"apply this release's: %s (see docs/how-to/upgrade.md); upstream JobSet's controller is not running",

@@ -19,11 +19,15 @@ func TestDecide(t *testing.T) {
 		crd     CRD
 		leases  []Lease
 		dropped []string
+		// probeFailed and unserved: the dry run's failure, since when the
+		// schema was seen not served.
+		probeFailed string
+		unserved    time.Time
 		// want
-		hold     bool
-		reason   string
-		upstream bool
-		passing  bool
+		hold      bool
+		reason    string
+		upstream  bool
+		transient bool
 		// mentions are in the message: the cause and the fix.
 		mentions []string
 	}{
@@ -68,12 +72,30 @@ func TestDecide(t *testing.T) {
 			mentions: []string{"status.syncedPods", "--force-conflicts -f jobset-crd.yaml", "docs/how-to/upgrade.md"},
 		},
 		"our CRD, not yet served: hold, naming what the API server drops": {
+			crd:       ours,
+			dropped:   []string{"status.syncedEpoch", "status.inPlaceRestarts"},
+			unserved:  now.Add(-time.Second),
+			hold:      true,
+			reason:    ReasonSchemaNotServed,
+			transient: true,
+			mentions:  []string{"still drops status.syncedEpoch, status.inPlaceRestarts", "resumes once the API server serves"},
+		},
+		"our CRD, not served for the grace: no longer transient, saying for how long": {
 			crd:      ours,
-			dropped:  []string{"status.syncedEpoch", "status.inPlaceRestarts"},
+			dropped:  []string{"status.syncedEpoch"},
+			unserved: now.Add(-SchemaGrace),
 			hold:     true,
 			reason:   ReasonSchemaNotServed,
-			passing:  true,
-			mentions: []string{"still drops status.syncedEpoch, status.inPlaceRestarts", "resumes once it has"},
+			mentions: []string{"It has not for 10s", "/readyz?verbose"},
+		},
+		"our CRD, the dry run failed: hold, saying why": {
+			crd:         ours,
+			probeFailed: "etcd unavailable",
+			unserved:    now,
+			hold:        true,
+			reason:      ReasonSchemaNotServed,
+			transient:   true,
+			mentions:    []string{"did not answer the dry-run status write", "etcd unavailable"},
 		},
 		"upstream's CRD, whatever the API server drops: the CRD is said first": {
 			crd:     upstream,
@@ -94,10 +116,10 @@ func TestDecide(t *testing.T) {
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
-			v := Decide(Input{CRD: tc.crd, Leases: tc.leases, Namespace: UpstreamNamespace, Now: now, Dropped: tc.dropped})
-			if v.Hold != tc.hold || v.Reason != tc.reason || (v.Upstream != nil) != tc.upstream || v.Passing != tc.passing {
-				t.Errorf("Decide = hold %v, reason %q, upstream %v, passing %v; want %v, %q, %v, %v",
-					v.Hold, v.Reason, v.Upstream != nil, v.Passing, tc.hold, tc.reason, tc.upstream, tc.passing)
+			v := Decide(Input{CRD: tc.crd, Leases: tc.leases, Namespace: UpstreamNamespace, Now: now, Dropped: tc.dropped, ProbeFailed: tc.probeFailed, UnservedSince: tc.unserved})
+			if v.Hold != tc.hold || v.Reason != tc.reason || (v.Upstream != nil) != tc.upstream || v.Transient != tc.transient {
+				t.Errorf("Decide = hold %v, reason %q, upstream %v, transient %v; want %v, %q, %v, %v",
+					v.Hold, v.Reason, v.Upstream != nil, v.Transient, tc.hold, tc.reason, tc.upstream, tc.transient)
 			}
 			for _, m := range tc.mentions {
 				if !strings.Contains(v.Message, m) {

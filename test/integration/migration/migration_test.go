@@ -193,7 +193,7 @@ var _ = It("moves JobSets from upstream's CRD to ours with nothing lost", func()
 	}
 	// What the gate asks before it resumes on a replaced CRD: upstream's
 	// schema drops the counters only inplace writes from a status write.
-	Expect(controller.ProbeServedSchema(ctx, k8sClient, k8sClient.Status())).To(ConsistOf(
+	Expect(probeServed()).To(ConsistOf(
 		"status.inPlaceRestarts", "status.deprecatedEpoch", "status.syncedEpoch", "status.syncedPods"))
 	kubectl(kubeconfig, root, replaceCRD)
 	// The same CRD as the release ships it, alone, with its header.
@@ -224,7 +224,7 @@ var _ = It("moves JobSets from upstream's CRD to ours with nothing lost", func()
 	expectEvent(metav1.NamespaceDefault, coexist.CRDName, coexist.ReasonResumed)
 	// Resumed once the API server served our schema, not before: no
 	// status it writes from now on loses a field.
-	Expect(controller.ProbeServedSchema(ctx, k8sClient, k8sClient.Status())).To(BeEmpty())
+	Expect(probeServed()).To(BeEmpty())
 	Eventually(probe).WithTimeout(timeout).Should(HavePrefix("200"))
 	Expect(framework.MetricValue(fw.Metrics(), "inplace_jobset_controller_held")).To(Equal(0.0))
 	// A failure now is inplace's to handle: the running JobSet has no
@@ -287,6 +287,16 @@ var _ = It("moves JobSets from upstream's CRD to ours with nothing lost", func()
 	By("inplacectl migrate: nothing blocks")
 	Expect(blocking(check())).To(BeEmpty())
 })
+
+// probeServed is what the upstream gate's probe finds the API server drops
+// from a JobSet's status written in a dry run.
+func probeServed() []string {
+	GinkgoHelper()
+	dropped, probed, err := controller.ProbeServedSchema(ctx, k8sClient, k8sClient.Status())
+	Expect(err).NotTo(HaveOccurred())
+	Expect(probed).To(BeTrue(), "no JobSet to write through")
+	return dropped
+}
 
 // upstreamJobSet is a JobSet of one replicated job of replicas Jobs of two
 // Pods, as upstream's webhook defaults it.
