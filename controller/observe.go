@@ -111,14 +111,15 @@ func (r *Reconciler) observe(ctx context.Context, js *jobset.JobSet) (obs decide
 	return obs, release, nil
 }
 
-// The PriorityClasses are read from the cache.
-// +kubebuilder:rbac:groups=scheduling.k8s.io,resources=priorityclasses,verbs=list;watch
+// The PriorityClasses are read from the cache, which Setup starts with
+// the others.
+// +kubebuilder:rbac:groups=scheduling.k8s.io,resources=priorityclasses,verbs=get;list;watch
 
 // priorities resolves the priority of the Pods of js's templates as the
 // API server's Priority admission plugin does (decide.Priorities): the
-// class a template names, or else the globalDefault class of the lowest
-// value, or else 0. From the cache, which holds every PriorityClass: a
-// cluster has a few.
+// class a template names, or else decide.DefaultPriority. From the cache,
+// which holds every PriorityClass (a cluster has a few); a class the cache
+// does not show is read past it, as it may be one just made.
 func (r *Reconciler) priorities(ctx context.Context, js *jobset.JobSet) (decide.Priorities, error) {
 	names := decide.PriorityClassNames(js)
 	if len(names) == 0 {
@@ -131,18 +132,14 @@ func (r *Reconciler) priorities(ctx context.Context, js *jobset.JobSet) (decide.
 			if err := r.client.List(ctx, &list); err != nil {
 				return nil, fmt.Errorf("listing PriorityClasses: %w", err)
 			}
-			var value int32
-			found := false
-			for _, pc := range list.Items {
-				if pc.GlobalDefault && (!found || pc.Value < value) {
-					value, found = pc.Value, true
-				}
-			}
-			out[name] = value
+			out[name] = decide.DefaultPriority(list.Items)
 			continue
 		}
 		var pc schedulingv1.PriorityClass
 		err := r.client.Get(ctx, types.NamespacedName{Name: name}, &pc)
+		if apierrors.IsNotFound(err) {
+			err = r.apiReader.Get(ctx, types.NamespacedName{Name: name}, &pc)
+		}
 		switch {
 		case apierrors.IsNotFound(err):
 			// Unknown: the API server refuses the Pods until it exists.

@@ -65,7 +65,7 @@ func TestObserveGathersWhatEarlierReconcilesLeft(t *testing.T) {
 		&schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "default-b"}, Value: 20, GlobalDefault: true},
 		&schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "default-a"}, Value: 10, GlobalDefault: true},
 	).Build()
-	r := &Reconciler{client: c, children: state.NewChildIndex(), expectations: state.NewJobExpectations(), since: t0,
+	r := &Reconciler{client: c, apiReader: c, children: state.NewChildIndex(), expectations: state.NewJobExpectations(), since: t0,
 		opts: Options{Clock: clocktesting.NewFakePassiveClock(t0.Add(time.Minute)), FatalExitSettle: ptr.To(decide.DefaultFatalExitSettle)}}
 	observe := func(js *jobset.JobSet) decide.Observed {
 		t.Helper()

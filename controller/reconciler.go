@@ -14,6 +14,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -24,6 +25,7 @@ import (
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -193,6 +195,12 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	}
 	if err := setupAgentRBAC(mgr, opts.MaxConcurrentReconciles, opts.Gate); err != nil {
 		return err
+	}
+	// The PriorityClasses' informer (priorities) starts with the cache, so
+	// that a right missing shows when the manager starts, not as every
+	// reconcile waiting without a deadline for the informer to sync.
+	if _, err := mgr.GetCache().GetInformer(context.Background(), &schedulingv1.PriorityClass{}, cache.BlockUntilSynced(false)); err != nil {
+		return fmt.Errorf("watching PriorityClasses: %w", err)
 	}
 	r := &Reconciler{client: mgr.GetClient(), apiReader: mgr.GetAPIReader(), recorder: mgr.GetEventRecorder(ControllerName), opts: opts, metrics: metrics, expectations: state.NewJobExpectations(), children: state.NewChildIndex(), since: opts.Clock.Now()}
 	opts.Reports.OnChange(r.reportChanged)

@@ -13,6 +13,8 @@
 //	startup_policy.go    InOrder and dependsOn gating and their conditions
 //	image_pull.go        the ImagePullFailure condition: Pods waiting for an image the kubelet cannot pull
 //	jobs.go, service.go  the desired Jobs and Service, and a suspended Job resumed
+//	exclusive.go         exclusive placement: Pod affinities or node selectors per Job
+//	priority.go          the Pods' priority label, as the API server resolves their PriorityClass
 //	agent_grants.go      the Jobs of a new InPlaceRestart JobSet held back until its agents' grants name it
 //	volume_claims.go     the claims of spec.volumeClaimPolicies
 //	scaling.go           elastic replicated jobs: which Jobs to patch to a new size

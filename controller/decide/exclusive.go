@@ -19,15 +19,18 @@ func exclusiveTopology(js *jobset.JobSet, rj *jobset.ReplicatedJob) string {
 }
 
 // addExclusivePlacement makes job's Pods exclusive to a topology domain,
-// as upstream JobSet does. By default with Pod affinities: every Pod of the
-// Job in the domain of the others (same job key), none of another Job's of
-// the same priority in it (addPriority labelled them), in any namespace. With the node-selector strategy the nodes are
+// as upstream JobSet does. By default with Pod affinities: every Pod of
+// the Job in the domain of the others (same job key), in any namespace,
+// and none of another Job's of the same priority (addPriority labelled
+// them with it) nor of another Job's without a priority label (made before
+// Pods were labelled, or of unknown priority) in it. With priority "",
+// none of any other Job's. With the node-selector strategy the nodes are
 // already labelled for each Job (NamespacedJobKey) and tainted
 // (NoScheduleTaintKey) by the cluster's admin: a node selector and a
 // toleration place the Pods there. The Pods' scheduling directives are
 // the template's plus these, which also come back when a queueing
 // controller resumes the Job (resumedJob rebuilds them).
-func addExclusivePlacement(js *jobset.JobSet, rj *jobset.ReplicatedJob, job *batchv1.Job) {
+func addExclusivePlacement(js *jobset.JobSet, rj *jobset.ReplicatedJob, job *batchv1.Job, priority string) {
 	topology := exclusiveTopology(js, rj)
 	if topology == "" {
 		return
@@ -63,17 +66,24 @@ func addExclusivePlacement(js *jobset.JobSet, rj *jobset.ReplicatedJob, job *bat
 		TopologyKey:       topology,
 		NamespaceSelector: allNamespaces,
 	})
-	others := []metav1.LabelSelectorRequirement{
-		{Key: jobset.JobKey, Operator: metav1.LabelSelectorOpExists},
-		{Key: jobset.JobKey, Operator: metav1.LabelSelectorOpNotIn, Values: []string{key}},
+	repel := func(extra ...metav1.LabelSelectorRequirement) {
+		pod.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution = append(pod.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution, corev1.PodAffinityTerm{
+			LabelSelector: &metav1.LabelSelector{MatchExpressions: append([]metav1.LabelSelectorRequirement{
+				{Key: jobset.JobKey, Operator: metav1.LabelSelectorOpExists},
+				{Key: jobset.JobKey, Operator: metav1.LabelSelectorOpNotIn, Values: []string{key}},
+			}, extra...)},
+			TopologyKey:       topology,
+			NamespaceSelector: allNamespaces,
+		})
 	}
-	if priority, ok := job.Spec.Template.Labels[jobset.PriorityKey]; ok {
-		// Within its priority, as upstream (addPriority).
-		others = append(others, metav1.LabelSelectorRequirement{Key: jobset.PriorityKey, Operator: metav1.LabelSelectorOpIn, Values: []string{priority}})
+	if priority == "" {
+		repel()
+		return
 	}
-	pod.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution = append(pod.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution, corev1.PodAffinityTerm{
-		LabelSelector:     &metav1.LabelSelector{MatchExpressions: others},
-		TopologyKey:       topology,
-		NamespaceSelector: allNamespaces,
-	})
+	// Within its priority, as upstream; and, unlike upstream, whose Pod
+	// webhook labels every JobSet Pod it admits, away from the Pods that
+	// carry no priority: those of Jobs made before the label, which would
+	// otherwise lose their exclusivity on an upgrade.
+	repel(metav1.LabelSelectorRequirement{Key: jobset.PriorityKey, Operator: metav1.LabelSelectorOpIn, Values: []string{priority}})
+	repel(metav1.LabelSelectorRequirement{Key: jobset.PriorityKey, Operator: metav1.LabelSelectorOpDoesNotExist})
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -104,27 +105,42 @@ func TestResumedJobKeepsExclusivePlacement(t *testing.T) {
 }
 
 // TestBuildJobPriority: every JobSet's Pods carry the priority the API
-// server gives them, and an exclusive Job keeps apart only the Pods of
-// its priority, as upstream's Pod webhook has it.
+// server gives them, and an exclusive Job keeps apart the Pods of its
+// priority and those without one, as upstream's Pod webhook has it.
 func TestBuildJobPriority(t *testing.T) {
 	key := jobKey("ns", "js-workers-1")
 	prio := Priorities{"": 0, "high": 1000, "low": -10}
+	others := []metav1.LabelSelectorRequirement{
+		{Key: jobset.JobKey, Operator: metav1.LabelSelectorOpExists},
+		{Key: jobset.JobKey, Operator: metav1.LabelSelectorOpNotIn, Values: []string{key}},
+	}
+	within := func(p string) [][]metav1.LabelSelectorRequirement {
+		return [][]metav1.LabelSelectorRequirement{
+			append(slices.Clone(others), metav1.LabelSelectorRequirement{Key: jobset.PriorityKey, Operator: metav1.LabelSelectorOpIn, Values: []string{p}}),
+			append(slices.Clone(others), metav1.LabelSelectorRequirement{Key: jobset.PriorityKey, Operator: metav1.LabelSelectorOpDoesNotExist}),
+		}
+	}
+	everyOther := [][]metav1.LabelSelectorRequirement{others}
 	cases := map[string]struct {
-		class      string
-		exclusive  map[string]string
-		wantLabel  string // "" for none
-		wantInTerm bool
+		class     string
+		userLabel string
+		exclusive map[string]string
+		wantLabel string // "" for none
+		wantTerms [][]metav1.LabelSelectorRequirement
 	}{
 		"no class: the default's priority": {wantLabel: "0"},
 		"a class":                          {class: "high", wantLabel: "1000"},
-		"a class, exclusive: kept apart within its priority": {
-			class: "high", exclusive: map[string]string{jobset.ExclusiveKey: "rack"}, wantLabel: "1000", wantInTerm: true,
+		"a class, exclusive: kept apart within its priority and from unlabelled Pods": {
+			class: "high", exclusive: map[string]string{jobset.ExclusiveKey: "rack"}, wantLabel: "1000", wantTerms: within("1000"),
 		},
-		"an unknown class, exclusive: kept apart from every Job": {
-			class: "missing", exclusive: map[string]string{jobset.ExclusiveKey: "rack"},
+		"the template's own label is replaced": {
+			class: "high", userLabel: "7", exclusive: map[string]string{jobset.ExclusiveKey: "rack"}, wantLabel: "1000", wantTerms: within("1000"),
+		},
+		"an unknown class, exclusive: kept apart from every Job, the template's label taken away": {
+			class: "missing", userLabel: "1000000", exclusive: map[string]string{jobset.ExclusiveKey: "rack"}, wantTerms: everyOther,
 		},
 		"a negative priority, no label value for it: kept apart from every Job": {
-			class: "low", exclusive: map[string]string{jobset.ExclusiveKey: "rack"},
+			class: "low", exclusive: map[string]string{jobset.ExclusiveKey: "rack"}, wantTerms: everyOther,
 		},
 		"node-selector strategy: not labelled, as upstream": {
 			class: "high", exclusive: map[string]string{jobset.ExclusiveKey: "rack", jobset.NodeSelectorStrategyKey: "true"},
@@ -134,24 +150,23 @@ func TestBuildJobPriority(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			js := testJobSet("driver", 1, "workers", 2)
 			js.Annotations = tc.exclusive
-			js.Spec.ReplicatedJobs[1].Template.Spec.Template.Spec.PriorityClassName = tc.class
+			tmpl := &js.Spec.ReplicatedJobs[1].Template.Spec.Template
+			tmpl.Spec.PriorityClassName = tc.class
+			if tc.userLabel != "" {
+				tmpl.Labels = map[string]string{jobset.PriorityKey: tc.userLabel}
+			}
 			pod := buildJob(js, 1, 1, false, prio).Spec.Template
 			if got, ok := pod.Labels[jobset.PriorityKey]; got != tc.wantLabel || ok != (tc.wantLabel != "") {
 				t.Errorf("label %s = %q (set %v), want %q", jobset.PriorityKey, got, ok, tc.wantLabel)
 			}
-			if tc.exclusive == nil || tc.exclusive[jobset.NodeSelectorStrategyKey] != "" {
-				return
+			var got [][]metav1.LabelSelectorRequirement
+			if a := pod.Spec.Affinity; a != nil && a.PodAntiAffinity != nil {
+				for _, term := range a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
+					got = append(got, term.LabelSelector.MatchExpressions)
+				}
 			}
-			want := []metav1.LabelSelectorRequirement{
-				{Key: jobset.JobKey, Operator: metav1.LabelSelectorOpExists},
-				{Key: jobset.JobKey, Operator: metav1.LabelSelectorOpNotIn, Values: []string{key}},
-			}
-			if tc.wantInTerm {
-				want = append(want, metav1.LabelSelectorRequirement{Key: jobset.PriorityKey, Operator: metav1.LabelSelectorOpIn, Values: []string{tc.wantLabel}})
-			}
-			got := pod.Spec.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution[0].LabelSelector.MatchExpressions
-			if diff := cmp.Diff(want, got); diff != "" {
-				t.Errorf("anti-affinity (-want +got):\n%s", diff)
+			if diff := cmp.Diff(tc.wantTerms, got); diff != "" {
+				t.Errorf("anti-affinity terms (-want +got):\n%s", diff)
 			}
 		})
 	}
@@ -159,6 +174,26 @@ func TestBuildJobPriority(t *testing.T) {
 	js.Spec.ReplicatedJobs[0].Template.Spec.Template.Spec.PriorityClassName = "high"
 	if got := PriorityClassNames(js); !slices.Equal(got, []string{"high", ""}) {
 		t.Errorf("PriorityClassNames = %q, want [high \"\"]", got)
+	}
+}
+
+func TestDefaultPriority(t *testing.T) {
+	class := func(name string, value int32, def bool) schedulingv1.PriorityClass {
+		return schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Value: value, GlobalDefault: def}
+	}
+	for name, tc := range map[string]struct {
+		classes []schedulingv1.PriorityClass
+		want    int32
+	}{
+		"none":                      {want: 0},
+		"no default":                {classes: []schedulingv1.PriorityClass{class("high", 1000, false)}, want: 0},
+		"a default":                 {classes: []schedulingv1.PriorityClass{class("high", 1000, false), class("std", 10, true)}, want: 10},
+		"two defaults: the lower":   {classes: []schedulingv1.PriorityClass{class("b", 20, true), class("a", 10, true)}, want: 10},
+		"a negative default counts": {classes: []schedulingv1.PriorityClass{class("neg", -5, true)}, want: -5},
+	} {
+		if got := DefaultPriority(tc.classes); got != tc.want {
+			t.Errorf("%s: DefaultPriority = %d, want %d", name, got, tc.want)
+		}
 	}
 }
 

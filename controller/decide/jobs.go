@@ -121,8 +121,8 @@ func buildJob(js *jobset.JobSet, rjIdx, index int, suspend bool, prio Priorities
 		pod.Spec.Subdomain = Subdomain(js)
 	}
 	addClaimVolumes(js, &pod.Spec)
-	addPriority(js, rj, pod, prio)
-	addExclusivePlacement(js, rj, job)
+	priority := addPriority(js, rj, pod, prio)
+	addExclusivePlacement(js, rj, job, priority)
 	job.Spec.Suspend = ptr.To(suspend)
 	return job
 }

@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
@@ -33,32 +34,49 @@ func PriorityClassNames(js *jobset.JobSet) []string {
 	return out
 }
 
+// DefaultPriority is the priority the API server gives a Pod that names
+// no PriorityClass, as its Priority admission plugin picks it: the value
+// of the globalDefault class, the lowest of them when a race left several,
+// or 0 when there is none.
+func DefaultPriority(classes []schedulingv1.PriorityClass) int32 {
+	var value int32
+	found := false
+	for _, pc := range classes {
+		if pc.GlobalDefault && (!found || pc.Value < value) {
+			value, found = pc.Value, true
+		}
+	}
+	return value
+}
+
 // addPriority labels the Pods of rj with the priority the API server
 // gives them (jobset.PriorityKey), as upstream JobSet's Pod webhook
-// labels every JobSet's Pods: exclusive placement by Pod affinities keeps
-// a Job apart from the Pods of other Jobs of its priority only
-// (addExclusivePlacement), so that a JobSet of a higher priority is not
-// kept off a domain by the Pods of a lower one and can preempt them. Not
-// with exclusive placement by node selectors, which keeps Jobs apart by
-// the nodes' labels, as upstream leaves those Pods unlabelled too; not
-// when the priority is unknown, nor when it is negative (no label value
-// starts with '-'): such Pods are kept apart from every other Job's.
-func addPriority(js *jobset.JobSet, rj *jobset.ReplicatedJob, pod *corev1.PodTemplateSpec, prio Priorities) {
+// labels every JobSet's Pods, and returns the label's value: exclusive
+// placement by Pod affinities keeps a Job apart from the Pods of other
+// Jobs of its priority (addExclusivePlacement), so that a JobSet of a
+// higher priority is not kept off a domain by the Pods of a lower one and
+// can preempt them. Not with exclusive placement by node selectors, which
+// keeps Jobs apart by the nodes' labels, as upstream leaves those Pods
+// unlabelled too. When the priority is unknown, or negative (no label
+// value starts with '-'), it returns "" and takes away a label the
+// template set: those Pods are kept apart from every other Job's.
+func addPriority(js *jobset.JobSet, rj *jobset.ReplicatedJob, pod *corev1.PodTemplateSpec, prio Priorities) string {
 	if nodeSelectorStrategy(js, rj) {
-		return
+		return ""
 	}
-	v, ok := prio[pod.Spec.PriorityClassName]
-	if !ok {
-		return
+	value := ""
+	if v, ok := prio[pod.Spec.PriorityClassName]; ok && len(validation.IsValidLabelValue(strconv.Itoa(int(v)))) == 0 {
+		value = strconv.Itoa(int(v))
 	}
-	value := strconv.Itoa(int(v))
-	if len(validation.IsValidLabelValue(value)) > 0 {
-		return
+	if value == "" {
+		delete(pod.Labels, jobset.PriorityKey)
+		return ""
 	}
 	if pod.Labels == nil {
 		pod.Labels = map[string]string{}
 	}
 	pod.Labels[jobset.PriorityKey] = value
+	return value
 }
 
 // nodeSelectorStrategy says whether rj's exclusive placement, if any, is

@@ -235,6 +235,17 @@ deny contains "e2e: twice" if input.object.kind == "JobSet"
 			return apierrors.IsNotFound(k8sClient.Get(ctx, client.ObjectKeyFromObject(done), &jobset.JobSet{}))
 		}).WithTimeout(timeout).Should(BeTrue(), "the finished JobSet is deleted")
 
+		By("a JobSet whose Pods name a PriorityClass the cache does not show: the controller reads it past the cache")
+		unclassed := wrappers.MakeReplicatedJob("w").Obj()
+		unclassed.Template.Spec.Template.Spec.PriorityClassName = "no-such-class-" + ns.Name
+		unclassedJS := wrappers.MakeJobSet("unclassed", ns.Name).ReplicatedJob(unclassed).Obj()
+		Expect(k8sClient.Create(ctx, unclassedJS)).To(Succeed())
+		Eventually(func(g Gomega) {
+			var job batchv1.Job
+			g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns.Name, Name: "unclassed-w-0"}, &job)).To(Succeed())
+			g.Expect(job.Spec.Template.Labels).NotTo(HaveKey(jobset.PriorityKey), "a class that does not exist: no priority")
+		}).WithTimeout(timeout).Should(Succeed())
+
 		By("a JobSet with a volume claim: the webhook reads the claim's name, the controller creates it")
 		claim := corev1.PersistentVolumeClaim{
 			ObjectMeta: metav1.ObjectMeta{Name: "data"},
@@ -349,7 +360,7 @@ deny contains "e2e: twice" if input.object.kind == "JobSet"
 		// The agents of Pods being deleted may outlive their grants: their
 		// calls from here on are not compared.
 		deleting := time.Now()
-		for _, js := range []*jobset.JobSet{first, second, squatted, fatal, claimed, recreated, reported} {
+		for _, js := range []*jobset.JobSet{first, second, squatted, fatal, claimed, recreated, reported, unclassedJS} {
 			Expect(k8sClient.Delete(ctx, js)).To(Succeed())
 		}
 		Eventually(func() bool {

@@ -33,10 +33,13 @@ var _ = Describe("Pod priority", func() {
 			job := found[name]
 			Expect(job.Spec.Template.Labels).To(HaveKeyWithValue(jobset.PriorityKey, want), "Job %s", name)
 			terms := job.Spec.Template.Spec.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution
-			Expect(terms).To(HaveLen(1))
+			Expect(terms).To(HaveLen(2))
 			Expect(terms[0].LabelSelector.MatchExpressions).To(ContainElement(metav1.LabelSelectorRequirement{
 				Key: jobset.PriorityKey, Operator: metav1.LabelSelectorOpIn, Values: []string{want},
-			}), "Job %s is kept apart from the Pods of its priority alone", name)
+			}), "Job %s is kept apart from the Pods of its priority", name)
+			Expect(terms[1].LabelSelector.MatchExpressions).To(ContainElement(metav1.LabelSelectorRequirement{
+				Key: jobset.PriorityKey, Operator: metav1.LabelSelectorOpDoesNotExist,
+			}), "Job %s is kept apart from the Pods without a priority", name)
 			// The label is the priority the API server gave the Pods.
 			Eventually(func(g Gomega) {
 				pods := util.JobPods(ctx, k8sClient, ns.Name, name)
