@@ -102,6 +102,10 @@ var _ = Describe("the JobSet CRD", func() {
 		Entry("success operator outside its enum", func(js *jobsetv1alpha2.JobSet) {
 			js.Spec.SuccessPolicy = &jobsetv1alpha2.SuccessPolicy{Operator: "Most"}
 		}, "spec.successPolicy.operator", `supported values: "All", "Any"`),
+		// Upstream v0.12.0's schema has no minimum here (compatibility.md).
+		Entry("negative replicas", func(js *jobsetv1alpha2.JobSet) {
+			js.Spec.ReplicatedJobs[0].Replicas = -1
+		}, "spec.replicatedJobs[0].replicas", "should be greater than or equal to 0"),
 		Entry("negative maxRestarts", func(js *jobsetv1alpha2.JobSet) {
 			js.Spec.FailurePolicy = &jobsetv1alpha2.FailurePolicy{MaxRestarts: -1}
 		}, "spec.failurePolicy.maxRestarts", "should be greater than or equal to 0"),
