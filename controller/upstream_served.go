@@ -35,6 +35,9 @@ func (g *UpstreamGate) served(ctx context.Context, in *coexist.Input) {
 	probe := *in
 	probe.Now = g.opts.Clock.Now()
 	if coexist.Decide(probe).Hold {
+		// Held for another reason: the wait for the schema, if it comes
+		// again, is counted from then.
+		g.unservedSince = time.Time{}
 		return
 	}
 	probeCtx, cancel := context.WithTimeout(ctx, gateReadTimeout)

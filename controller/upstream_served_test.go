@@ -196,6 +196,30 @@ func TestUpstreamGateSaysASchemaNotServedThatLasts(t *testing.T) {
 	}
 }
 
+// A wait for the schema that another hold interrupted is counted anew
+// when it comes again: transient again, not said on every JobSet at once.
+func TestUpstreamGateCountsTheWaitForTheSchemaAnew(t *testing.T) {
+	f, _, _ := probedGate(t)
+	g := f.g
+	if err := g.check(f.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !g.transient() {
+		t.Fatal("our schema not served: want a transient hold")
+	}
+	f.holdLease()
+	if err := g.check(f.ctx); err != nil {
+		t.Fatal(err)
+	}
+	f.clk.Step(16 * time.Second) // the Lease lapses, long after the first wait began
+	if err := g.check(f.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !g.transient() {
+		t.Errorf("the schema still not served after upstream's Lease lapsed: want a transient hold again; readiness %v", g.Check(nil))
+	}
+}
+
 // With no JobSet there is nothing to write through: the gate runs, and
 // probes at the next check, once there is one.
 func TestUpstreamGateProbesOnceThereIsAJobSet(t *testing.T) {
