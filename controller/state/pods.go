@@ -314,8 +314,9 @@ func ObservePod(pod *corev1.Pod) PodEpoch {
 // environment carries the restart exit code (the webhook injects it under
 // a name the configuration may change), or upstream JobSet's agent.
 func agentContainerName(pod *corev1.Pod) string {
-	for _, c := range pod.Spec.InitContainers {
-		names := envNames(c)
+	for i := range pod.Spec.InitContainers {
+		c := &pod.Spec.InitContainers[i]
+		names := envNames(c.Env)
 		for name := range names {
 			if name == protocol.EnvRestartExitCode {
 				return c.Name
@@ -328,11 +329,11 @@ func agentContainerName(pod *corev1.Pod) string {
 	return ""
 }
 
-// envNames yields the names of c's environment variables, allocating
-// nothing: the controller asks it of every Pod it reads.
-func envNames(c corev1.Container) iter.Seq[string] {
+// envNames yields the names of env's variables, copying no container:
+// the controller asks it of every Pod it reads.
+func envNames(env []corev1.EnvVar) iter.Seq[string] {
 	return func(yield func(string) bool) {
-		for _, e := range c.Env {
+		for _, e := range env {
 			if !yield(e.Name) {
 				return
 			}
@@ -344,9 +345,9 @@ func envNames(c corev1.Container) iter.Seq[string] {
 // upstream JobSet's agent in main-container mode (WORKER_COMMAND in its
 // environment), or "".
 func mainContainerAgent(pod *corev1.Pod) string {
-	for _, c := range pod.Spec.Containers {
-		names := envNames(c)
-		if protocol.IsUpstreamAgent(c.Name, names) && slices.ContainsFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == protocol.UpstreamEnvWorkerCommand }) {
+	for i := range pod.Spec.Containers {
+		c := &pod.Spec.Containers[i]
+		if protocol.IsUpstreamAgent(c.Name, envNames(c.Env)) && slices.ContainsFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == protocol.UpstreamEnvWorkerCommand }) {
 			return c.Name
 		}
 	}
