@@ -6,7 +6,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
-	"k8s.io/apimachinery/pkg/util/validation"
 
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
 )
@@ -64,14 +63,12 @@ func addPriority(js *jobset.JobSet, rj *jobset.ReplicatedJob, pod *corev1.PodTem
 	if nodeSelectorStrategy(js, rj) {
 		return ""
 	}
-	value := ""
-	if v, ok := prio[pod.Spec.PriorityClassName]; ok && len(validation.IsValidLabelValue(strconv.Itoa(int(v)))) == 0 {
-		value = strconv.Itoa(int(v))
-	}
-	if value == "" {
+	v, ok := prio[pod.Spec.PriorityClassName]
+	if !ok || v < 0 {
 		delete(pod.Labels, jobset.PriorityKey)
 		return ""
 	}
+	value := strconv.Itoa(int(v))
 	if pod.Labels == nil {
 		pod.Labels = map[string]string{}
 	}
