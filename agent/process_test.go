@@ -25,6 +25,11 @@ import (
 // of its own to reap, forward signals and exit with the container's code.
 const supervisorEnv = "INPLACE_TEST_SUPERVISOR"
 
+// supervisedWait bounds the waits on the supervisor and its worker: a
+// stop that gives the worker its grace, on a machine that runs every
+// package's tests at once under -race, took more than 10 s in CI.
+const supervisedWait = time.Minute
+
 type supervisorSpec struct {
 	Agent, Restart string
 	Grace          time.Duration
@@ -130,7 +135,7 @@ func (s *supervised) log() []string {
 // waitLog waits until the worker's log lines are want.
 func (s *supervised) waitLog(want ...string) {
 	s.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(supervisedWait)
 	for time.Now().Before(deadline) {
 		if slices.Equal(s.log(), want) {
 			return
@@ -149,7 +154,7 @@ func (s *supervised) write(name, content string) {
 // waitHeard waits until the supervisor has asked the hub.
 func (s *supervised) waitHeard() {
 	s.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(supervisedWait)
 	for time.Now().Before(deadline) {
 		s.hub.mu.Lock()
 		_, ok := s.hub.running["trainer"]
@@ -166,7 +171,7 @@ func (s *supervised) waitHeard() {
 // epoch (0: none).
 func (s *supervised) waitRunning(epoch int32) {
 	s.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(supervisedWait)
 	for time.Now().Before(deadline) {
 		s.hub.mu.Lock()
 		r, ok := s.hub.running["trainer"]
