@@ -9,7 +9,9 @@
 # paths, so the wrapper requires it and replaces every staging module with the
 # published version of the same minor. etcd comes the same way through
 # hack/etcd, CoreDNS through hack/coredns (its own main with only the
-# plugins the cluster uses), and the registry through hack/registry.
+# plugins the cluster uses), the registry through hack/registry, and the
+# volume provisioner of its default StorageClass through
+# hack/local-provisioner.
 # Nothing is downloaded except through the Go module proxy.
 #
 # Idempotent: a binary is rebuilt only when its version stamp differs.
@@ -26,6 +28,8 @@ etcd_version=$(cd "$root/hack/etcd" && go list -m -f '{{.Version}}' go.etcd.io/e
 coredns_version=$(cd "$root/hack/coredns" && echo "$(go list -m -f '{{.Version}}' github.com/coredns/coredns)-$(cat main.go go.sum | sha256sum | cut -c1-12)")
 # The registry's covers its dependencies: a fix in one of them rebuilds it.
 registry_version=$(cd "$root/hack/registry" && echo "$(go list -m -f '{{.Version}}' github.com/distribution/distribution/v3)-$(sha256sum < go.sum | cut -c1-12)")
+# The provisioner's covers its code and dependencies.
+provisioner_version=$(cd "$root/hack/local-provisioner" && echo "$(go list -m -f '{{.Version}}' sigs.k8s.io/sig-storage-lib-external-provisioner/v13)-$(cat main.go go.sum | sha256sum | cut -c1-12)")
 
 stale() { # name version
   [[ -x "$bin/$1" && "$(cat "$bin/.stamps/$1" 2>/dev/null)" == "$2" ]] && return 1
@@ -81,4 +85,14 @@ if stale registry "$registry_version"; then
   echo ">> built registry in $((SECONDS - start))s"
 else
   echo ">> registry $registry_version is up to date in $bin"
+fi
+
+if stale local-provisioner "$provisioner_version"; then
+  echo ">> building local-provisioner $provisioner_version into $bin (cold: about 1 minute)"
+  start=$SECONDS
+  (cd "$root/hack/local-provisioner" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$bin/local-provisioner" .)
+  echo "$provisioner_version" > "$bin/.stamps/local-provisioner"
+  echo ">> built local-provisioner in $((SECONDS - start))s"
+else
+  echo ">> local-provisioner $provisioner_version is up to date in $bin"
 fi

@@ -107,7 +107,7 @@ func checkRealNodePrerequisites(binDir string) error {
 	if len(missing) > 0 {
 		return fmt.Errorf("real nodes need %s: run 'make node-deps' (Debian's containerd, runc, containernetworking-plugins, iptables)", strings.Join(missing, ", "))
 	}
-	for _, b := range []string{kubeletName, corednsName} {
+	for _, b := range []string{kubeletName, corednsName, provisionerBinary} {
 		if _, err := os.Stat(filepath.Join(binDir, b)); err != nil {
 			return fmt.Errorf("real nodes need %s in %s: run 'make cluster-binaries'", b, binDir)
 		}
@@ -178,6 +178,9 @@ func (c *Cluster) startRealNodes(ctx context.Context, p *pki, apiPort int) error
 	c.ownsBridge = true
 	if err := c.startDNS(ctx); err != nil {
 		return fmt.Errorf("starting the cluster's DNS: %w", err)
+	}
+	if err := c.startStorage(ctx); err != nil {
+		return fmt.Errorf("starting the cluster's volume provisioner: %w", err)
 	}
 	archives := c.opts.ImageArchives
 	ports, err := FreePorts(len(c.nodes))
