@@ -36,8 +36,16 @@ type Options struct {
 }
 
 // ManagerDeployments are inplace's Deployments, as config/default and the
-// chart name them.
+// chart name them. The drop-in install (config/jobset-names) runs one, in
+// the upstream namespace under upstream's name.
 var ManagerDeployments = []string{"inplace-manager", "inplace-webhook"}
+
+// PartOfLabel and PartOfValue mark inplace's Deployments, whatever their
+// name.
+const (
+	PartOfLabel = "app.kubernetes.io/name"
+	PartOfValue = "inplace"
+)
 
 // Gather reads what Check needs, with gets by name but for the JobSets
 // and their Jobs, listed in every namespace.
@@ -78,12 +86,18 @@ func Gather(ctx context.Context, c client.Reader, opts Options) (Inputs, error) 
 			in.Leases = append(in.Leases, coexist.InspectLease(&l, opts.Now))
 		}
 	}
+	// inplace's drop-in install (config/jobset-names) runs under an
+	// upstream Deployment's name: labelled as ours, it is inplace.
+	var dropIn []Deployment
 	for _, name := range coexist.UpstreamDeployments {
 		d, err := deployment(ctx, c, opts.UpstreamNamespace, name)
 		if err != nil {
 			return in, err
 		}
-		if d.Found {
+		switch {
+		case d.Ours:
+			dropIn = append(dropIn, d)
+		case d.Found:
 			in.Upstream = append(in.Upstream, d)
 		}
 	}
@@ -103,7 +117,11 @@ func Gather(ctx context.Context, c client.Reader, opts Options) (Inputs, error) 
 			in.Webhooks = append(in.Webhooks, w.kind+"/"+w.name)
 		}
 	}
+	in.Manager = dropIn
 	for _, name := range ManagerDeployments {
+		if len(dropIn) > 0 {
+			break
+		}
 		d, err := deployment(ctx, c, opts.Namespace, name)
 		if err != nil {
 			return in, err
@@ -137,6 +155,7 @@ func deployment(ctx context.Context, c client.Reader, namespace, name string) (D
 	out := Deployment{Namespace: namespace, Name: name, Found: found}
 	if found {
 		out.Replicas, out.Running, out.Available = ptr.Deref(d.Spec.Replicas, 1), d.Status.Replicas, d.Status.AvailableReplicas
+		out.Ours = d.Labels[PartOfLabel] == PartOfValue
 	}
 	return out, err
 }
