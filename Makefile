@@ -146,7 +146,8 @@ docker-build-agent: ## Build the inplace-agent image as $(IMG_AGENT).
 # packages share the two cores as go test schedules them.
 INTEGRATION_PKGS = ./test/integration/... ./test/cluster/...
 E2E_PKGS = ./test/e2e ./test/e2e/faults ./perf/restartbench/...
-REALNODE_PKGS = ./test/e2e/realnode/... ./test/e2e/install/... ./test/e2e/pytorch/...
+REALNODE_PKGS = ./test/e2e/realnode/... ./test/e2e/install/... ./test/e2e/pytorch/... ./test/e2e/upstream/...
+UPSTREAM_PKGS = ./test/e2e/upstream/...
 
 .PHONY: test
 # The benchmark lab's smoke test compares in place with Recreate in wall
@@ -171,6 +172,10 @@ test-e2e: cluster-binaries ## Run the end-to-end suites on a local cluster (simu
 .PHONY: test-realnode
 test-realnode: cluster-binaries node-deps $(KUSTOMIZE) $(HELM) ## Run the end-to-end suites on real kubelets and containerd, the install suite included (needs root).
 	go test $(GO_TEST_FLAGS) -timeout $(GO_TEST_TIMEOUT) $(REALNODE_PKGS)
+
+.PHONY: test-upstream
+test-upstream: cluster-binaries node-deps ## Run upstream JobSet's own e2e suite (built from its module by cluster-binaries) against the drop-in install config/jobset-names on 3 real nodes, and print its summary (needs root).
+	go test $(GO_TEST_FLAGS) -v -timeout $(GO_TEST_TIMEOUT) $(UPSTREAM_PKGS)
 
 ##@ Benchmarks
 

@@ -9,9 +9,12 @@
 # paths, so the wrapper requires it and replaces every staging module with the
 # published version of the same minor. etcd comes the same way through
 # hack/etcd, CoreDNS through hack/coredns (its own main with only the
-# plugins the cluster uses), the registry through hack/registry, and the
+# plugins the cluster uses), the registry through hack/registry, the
 # volume provisioner of its default StorageClass through
-# hack/local-provisioner.
+# hack/local-provisioner, and upstream JobSet's end-to-end suite (a test
+# binary, jobset-e2e.test), controller (jobset-controller) and in-place
+# restart agent (jobset-in-place-restart-agent) through
+# hack/upstream-jobset.
 # Nothing is downloaded except through the Go module proxy.
 #
 # Idempotent: a binary is rebuilt only when its version stamp differs.
@@ -30,6 +33,9 @@ coredns_version=$(cd "$root/hack/coredns" && echo "$(go list -m -f '{{.Version}}
 registry_version=$(cd "$root/hack/registry" && echo "$(go list -m -f '{{.Version}}' github.com/distribution/distribution/v3)-$(sha256sum < go.sum | cut -c1-12)")
 # The provisioner's covers its code and dependencies.
 provisioner_version=$(cd "$root/hack/local-provisioner" && echo "$(go list -m -f '{{.Version}}' sigs.k8s.io/sig-storage-lib-external-provisioner/v13)-$(cat main.go go.sum | sha256sum | cut -c1-12)")
+# Upstream JobSet's suite: the version it runs, and the dependencies it is
+# built with.
+jobset_version=$(cd "$root/hack/upstream-jobset" && echo "$(go list -m -f '{{.Version}}' sigs.k8s.io/jobset)-$(sha256sum < go.sum | cut -c1-12)")
 
 stale() { # name version
   [[ -x "$bin/$1" && "$(cat "$bin/.stamps/$1" 2>/dev/null)" == "$2" ]] && return 1
@@ -96,3 +102,26 @@ if stale local-provisioner "$provisioner_version"; then
 else
   echo ">> local-provisioner $provisioner_version is up to date in $bin"
 fi
+
+if stale jobset-e2e.test "$jobset_version"; then
+  echo ">> building upstream JobSet's e2e suite $jobset_version into $bin (cold: about 2 minutes)"
+  start=$SECONDS
+  (cd "$root/hack/upstream-jobset" && CGO_ENABLED=0 go test -c -trimpath -o "$bin/jobset-e2e.test" sigs.k8s.io/jobset/test/e2e)
+  echo "$jobset_version" > "$bin/.stamps/jobset-e2e.test"
+  echo ">> built jobset-e2e.test in $((SECONDS - start))s"
+else
+  echo ">> upstream JobSet's e2e suite $jobset_version is up to date in $bin"
+fi
+
+for b in jobset-controller:sigs.k8s.io/jobset jobset-in-place-restart-agent:sigs.k8s.io/jobset/cmd/in-place-restart-agent; do
+  name=${b%%:*} pkg=${b#*:}
+  if stale "$name" "$jobset_version"; then
+    echo ">> building upstream JobSet's $pkg $jobset_version into $bin/$name (cold: about 1 minute)"
+    start=$SECONDS
+    (cd "$root/hack/upstream-jobset" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$bin/$name" "$pkg")
+    echo "$jobset_version" > "$bin/.stamps/$name"
+    echo ">> built $name in $((SECONDS - start))s"
+  else
+    echo ">> $name $jobset_version is up to date in $bin"
+  fi
+done

@@ -61,7 +61,7 @@ func BuildPyTorch(ctx context.Context, root, cacheDir, archive string, log io.Wr
 	if _, err := os.Stat(base); err == nil {
 		out.Cached = true
 	} else {
-		if err := buildRootFS(ctx, root, base, log); err != nil {
+		if err := buildRootFS(ctx, root, rootfsScript, base, log); err != nil {
 			return out, err
 		}
 	}
@@ -128,18 +128,18 @@ func digest(b []byte) string {
 	return hex.EncodeToString(sum[:6])
 }
 
-// buildRootFS runs the script into a directory beside layer, packs the
-// directory as a gzip layer at layer and removes it.
-func buildRootFS(ctx context.Context, root, layer string, log io.Writer) error {
+// buildRootFS runs script (a path under root) into a directory beside
+// layer, packs the directory as a gzip layer at layer and removes it.
+func buildRootFS(ctx context.Context, root, script, layer string, log io.Writer) error {
 	dir, err := os.MkdirTemp(filepath.Dir(layer), "rootfs-")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	cmd := exec.CommandContext(ctx, filepath.Join(root, rootfsScript), dir)
+	cmd := exec.CommandContext(ctx, filepath.Join(root, script), dir)
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("%s: %w", rootfsScript, err)
+		return fmt.Errorf("%s: %w", script, err)
 	}
 	tmp := dir + ".tar.gz"
 	defer os.Remove(tmp)

@@ -1,0 +1,204 @@
+package upstream
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
+	"github.com/inplace-dev/inplace/test/cluster"
+	"github.com/inplace-dev/inplace/test/images"
+)
+
+// Upstream's in-place restart examples, as it publishes them (site/ of its
+// repository, which its Go module does not hold: test/testdata keeps
+// them). The agent's image is the one thing they leave to the user.
+const (
+	sidecarExample       = "in-place-restart__jobset-sidecar-container-mode.yaml"
+	mainContainerExample = "in-place-restart__jobset-main-container-mode.yaml"
+	// upstreamAgentSA is the service account the examples run as, with
+	// what upstream's agent calls: it reads its JobSet and applies its
+	// Pod's attempt annotation.
+	upstreamAgentSA = "jobset-in-place-restart"
+	// examplePods is how many Pods each example runs: 2 Jobs of 2.
+	examplePods = 4
+	agentWait   = 3 * time.Minute
+)
+
+// upstreamExample is one of upstream's examples in ns, unchanged but for
+// the agent's image, set to upstream's agent built from its module.
+func upstreamExample(file, ns string) *jobset.JobSet {
+	GinkgoHelper()
+	root, err := cluster.RepoRoot()
+	Expect(err).NotTo(HaveOccurred())
+	data, err := os.ReadFile(filepath.Join(root, "test", "testdata", "upstream-jobset", "examples", file))
+	Expect(err).NotTo(HaveOccurred())
+	Expect(strings.Count(string(data), "<CHANGE ME>")).To(Equal(1), "the example leaves the agent's image to the user")
+	var js jobset.JobSet
+	Expect(yaml.UnmarshalStrict([]byte(strings.Replace(string(data), "<CHANGE ME>", images.UpstreamAgentImage, 1)), &js)).To(Succeed())
+	js.Namespace = ns
+	return &js
+}
+
+// agentNamespace is a namespace of its own for one spec, with the
+// service account and the rights upstream's agent needs.
+func agentNamespace(prefix string) string {
+	GinkgoHelper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix + "-"}}
+	Expect(k8sClient.Create(ctx, ns)).To(Succeed())
+	DeferCleanup(func() { Expect(client.IgnoreNotFound(k8sClient.Delete(ctx, ns))).To(Succeed()) })
+	Expect(k8sClient.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: upstreamAgentSA, Namespace: ns.Name}})).To(Succeed())
+	Expect(k8sClient.Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: upstreamAgentSA, Namespace: ns.Name}, Rules: []rbacv1.PolicyRule{
+		{APIGroups: []string{jobset.GroupVersion.Group}, Resources: []string{"jobsets"}, Verbs: []string{"get", "list", "watch"}},
+		{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"patch"}},
+	}})).To(Succeed())
+	Expect(k8sClient.Create(ctx, &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: upstreamAgentSA, Namespace: ns.Name},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: upstreamAgentSA},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: upstreamAgentSA, Namespace: ns.Name}},
+	})).To(Succeed())
+	return ns.Name
+}
+
+func podsOf(js *jobset.JobSet) []corev1.Pod {
+	GinkgoHelper()
+	var list corev1.PodList
+	Expect(k8sClient.List(ctx, &list, client.InNamespace(js.Namespace), client.MatchingLabels{jobset.JobSetNameKey: js.Name})).To(Succeed())
+	return list.Items
+}
+
+func statusesOf(p *corev1.Pod) []corev1.ContainerStatus {
+	return slices.Concat(p.Status.InitContainerStatuses, p.Status.ContainerStatuses)
+}
+
+// expectAttempt waits until the JobSet is at upstream's in-place restart
+// attempt, each of its Pods too (their annotation, for those that run
+// upstream's agent), with every container started again restarts times
+// and running the worker; it returns the Pods' UIDs by name.
+func expectAttempt(js *jobset.JobSet, attempt, restarts int32, worker string) map[string]string {
+	GinkgoHelper()
+	uids := map[string]string{}
+	Eventually(func(g Gomega) {
+		var got jobset.JobSet
+		g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(js), &got)).To(Succeed())
+		g.Expect(got.Status.CurrentInPlaceRestartAttempt).To(Equal(ptr.To(attempt)))
+		pods := podsOf(js)
+		g.Expect(pods).To(HaveLen(examplePods))
+		clear(uids)
+		for _, p := range pods {
+			g.Expect(p.DeletionTimestamp).To(BeNil())
+			if runsUpstreamAgent(p) {
+				g.Expect(p.Annotations).To(HaveKeyWithValue(jobset.InPlaceRestartAttemptKey, fmt.Sprint(attempt)), "pod %s", p.Name)
+			}
+			for _, s := range statusesOf(&p) {
+				g.Expect(s.RestartCount).To(Equal(restarts), "container %s of pod %s", s.Name, p.Name)
+			}
+			g.Expect(p.Status.ContainerStatuses).To(ContainElement(And(HaveField("Name", worker), HaveField("State.Running", Not(BeNil())), HaveField("Started", Equal(ptr.To(true))))), "pod %s", p.Name)
+			uids[p.Name] = string(p.UID)
+		}
+	}).WithTimeout(agentWait).WithPolling(250 * time.Millisecond).Should(Succeed())
+	return uids
+}
+
+func runsUpstreamAgent(p corev1.Pod) bool {
+	return slices.ContainsFunc(slices.Concat(p.Spec.InitContainers, p.Spec.Containers), func(c corev1.Container) bool {
+		return c.Image == images.UpstreamAgentImage
+	})
+}
+
+// fail makes the worker loop of the examples exit with code 1 in one
+// container of pod: it exits once /tmp/exit1 exists.
+func fail(pod corev1.Pod, container string) {
+	GinkgoHelper()
+	out, err := run(30*time.Second, nil, "kubectl", "-n", pod.Namespace, "exec", pod.Name, "-c", container, "--", "touch", "/tmp/exit1")
+	Expect(err).NotTo(HaveOccurred(), out)
+}
+
+func expectFailedAtMaxRestarts(js *jobset.JobSet) {
+	GinkgoHelper()
+	Eventually(func(g Gomega) {
+		var got jobset.JobSet
+		g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(js), &got)).To(Succeed())
+		c := meta.FindStatusCondition(got.Status.Conditions, string(jobset.JobSetFailed))
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
+		g.Expect(c.Reason).To(Equal("ReachedMaxRestarts"))
+	}).WithTimeout(agentWait).Should(Succeed())
+}
+
+// restartsEveryPodInPlace runs an example: a worker's exit restarts every
+// Pod in place once, the attempts move as upstream's controller moves
+// them, and maxRestarts (3 in the examples) holds.
+func restartsEveryPodInPlace(js *jobset.JobSet, worker string) {
+	GinkgoHelper()
+	Expect(k8sClient.Create(ctx, js)).To(Succeed())
+	var stored jobset.JobSet
+	Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(js), &stored)).To(Succeed())
+	Expect(stored.Annotations).NotTo(HaveKey("inplace.dev/injected"), "the webhook adds no agent beside upstream's")
+
+	before := expectAttempt(js, 0, 0, worker)
+	fail(podsOf(js)[0], worker)
+	Expect(expectAttempt(js, 1, 1, worker)).To(Equal(before), "the same Pods")
+	var got jobset.JobSet
+	Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(js), &got)).To(Succeed())
+	Expect(got.Status.PreviousInPlaceRestartAttempt).To(Equal(ptr.To[int32](0)))
+	Expect(got.Status.Restarts).To(Equal(int32(1)))
+
+	for attempt := int32(2); attempt <= got.Spec.FailurePolicy.MaxRestarts; attempt++ {
+		fail(podsOf(js)[attempt%examplePods], worker)
+		Expect(expectAttempt(js, attempt, attempt, worker)).To(Equal(before), "the same Pods")
+	}
+	fail(podsOf(js)[0], worker)
+	expectFailedAtMaxRestarts(js)
+}
+
+var _ = Describe("upstream JobSet's in-place restart agent, built from its module, under inplace's controller", func() {
+	It("runs upstream's sidecar-mode example: a worker's exit restarts every Pod in place, up to maxRestarts", func() {
+		js := upstreamExample(sidecarExample, agentNamespace("upstream-sidecar"))
+		restartsEveryPodInPlace(js, "worker")
+	})
+
+	It("runs upstream's main-container-mode example: the agent runs the worker, and its exit restarts every Pod in place, up to maxRestarts", func() {
+		js := upstreamExample(mainContainerExample, agentNamespace("upstream-main"))
+		restartsEveryPodInPlace(js, "in-place-restart-agent")
+	})
+
+	It("syncs a group that mixes upstream's agent with inplace's", func() {
+		js := upstreamExample(sidecarExample, agentNamespace("upstream-mixed"))
+		// A second replicated job, the same but for the agent: the
+		// webhook gives it inplace's.
+		ours := *js.Spec.ReplicatedJobs[0].DeepCopy()
+		ours.Name = "ours"
+		ours.Replicas = 1
+		js.Spec.ReplicatedJobs[0].Replicas = 1
+		ours.Template.Spec.Template.Spec.InitContainers = nil
+		ours.Template.Spec.Template.Spec.Containers[0].RestartPolicyRules = nil
+		js.Spec.ReplicatedJobs = append(js.Spec.ReplicatedJobs, ours)
+		Expect(k8sClient.Create(ctx, js)).To(Succeed())
+
+		before := expectAttempt(js, 0, 0, "worker")
+		pods := podsOf(js)
+		Expect(slices.ContainsFunc(pods, runsUpstreamAgent)).To(BeTrue())
+		Expect(slices.ContainsFunc(pods, func(p corev1.Pod) bool { return !runsUpstreamAgent(p) })).To(BeTrue(), "the webhook gave the second replicated job inplace's agent")
+
+		for attempt, upstream := range []bool{true, false} {
+			i := slices.IndexFunc(pods, func(p corev1.Pod) bool { return runsUpstreamAgent(p) == upstream })
+			By(fmt.Sprintf("failing the worker of %s (upstream's agent: %v)", pods[i].Name, upstream))
+			fail(pods[i], "worker")
+			Expect(expectAttempt(js, int32(attempt+1), int32(attempt+1), "worker")).To(Equal(before), "the same Pods")
+		}
+	})
+})

@@ -1,0 +1,121 @@
+package upstream
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/inplace-dev/inplace/cmd/inplacectl/migration"
+	"github.com/inplace-dev/inplace/test/cluster"
+	"github.com/inplace-dev/inplace/test/images"
+)
+
+const (
+	// The drop-in install and the Deployment upstream's suite waits for
+	// (its NAMESPACE, jobset-system unless set).
+	dropIn     = "kubectl apply --server-side -k config/jobset-names"
+	rollout    = "kubectl -n jobset-system rollout status deployment/jobset-controller-manager --timeout=3m"
+	namespace  = "jobset-system"
+	deployment = "jobset-controller-manager"
+	// upstreamSpecs is how many specs upstream's suite holds at the
+	// version hack/upstream-jobset pins.
+	upstreamSpecs = 12
+	// suiteTimeout bounds upstream's suite; its own specs wait up to 10
+	// minutes each for what they expect.
+	suiteTimeout = 25 * time.Minute
+)
+
+// run runs a command line at the repository's root with the cluster's
+// kubeconfig and the cluster's kubectl first on the PATH, and returns its
+// output and error.
+func run(limit time.Duration, env []string, name string, args ...string) (string, error) {
+	GinkgoHelper()
+	root, err := cluster.RepoRoot()
+	Expect(err).NotTo(HaveOccurred())
+	bin, err := cluster.BinDir()
+	Expect(err).NotTo(HaveOccurred())
+	cmdCtx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	cmd := exec.CommandContext(cmdCtx, name, args...)
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+fw.Cluster.Kubeconfig, "PATH="+bin+":"+os.Getenv("PATH"))
+	cmd.Env = append(cmd.Env, env...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err = cmd.Run()
+	GinkgoWriter.Printf("$ %s %v\n%s", name, args, out.String())
+	return out.String(), err
+}
+
+// summary is the end of a ginkgo run's report: what ran, and the counts.
+var summary = regexp.MustCompile(`(?m)^Ran \d+ of \d+ Specs in .*$|^(SUCCESS|FAIL)! -- .*$`)
+
+// install pushes the images the specs name to the cluster's registry and
+// installs inplace under upstream's names, as docs/how-to/install.md says.
+func install() {
+	GinkgoHelper()
+	root, err := cluster.RepoRoot()
+	Expect(err).NotTo(HaveOccurred())
+	bin, err := cluster.BinDir()
+	Expect(err).NotTo(HaveOccurred())
+	doc, err := os.ReadFile(filepath.Join(root, "docs", "how-to", "install.md"))
+	Expect(err).NotTo(HaveOccurred())
+	Expect(string(doc)).To(And(ContainSubstring(dropIn), ContainSubstring(rollout)), "docs/how-to/install.md shows the commands")
+
+	By("pushing Debian's bash as docker.io/library/bash:latest and debian:12, and upstream's agent, to the cluster's registry")
+	cache := filepath.Join(bin, "images")
+	pushed, err := images.PushBash(ctx, root, cache, fw.Cluster.Registry, GinkgoWriter)
+	Expect(err).NotTo(HaveOccurred())
+	agent, err := images.PushUpstreamAgent(ctx, root, cache, filepath.Join(bin, "jobset-in-place-restart-agent"), fw.Cluster.Registry, GinkgoWriter)
+	Expect(err).NotTo(HaveOccurred(), "upstream's agent is built by 'make cluster-binaries'")
+	GinkgoWriter.Printf("pushed %v and %s\n", pushed, agent)
+
+	By("installing inplace under upstream's names: " + dropIn)
+	out, err := run(time.Minute, nil, "sh", "-c", dropIn)
+	Expect(err).NotTo(HaveOccurred(), out)
+	Expect(out).To(ContainSubstring("namespace/" + namespace + " serverside-applied"))
+	Expect(out).To(ContainSubstring("deployment.apps/" + deployment + " serverside-applied"))
+	Expect(strings.Count(out, " serverside-applied")).To(Equal(33), "docs/how-to/install.md counts the objects")
+	out, err = run(3*time.Minute, nil, "sh", "-c", rollout)
+	Expect(err).NotTo(HaveOccurred(), out)
+	Expect(out).To(ContainSubstring(`deployment "` + deployment + `" successfully rolled out`))
+
+	By("telling the drop-in from upstream's controller, as the migration check reads the cluster")
+	in, err := migration.Gather(ctx, k8sClient, migration.Options{Namespace: namespace})
+	Expect(err).NotTo(HaveOccurred())
+	Expect(in.Upstream).To(BeEmpty(), "the drop-in's Deployment is not upstream's")
+	Expect(in.Manager).To(HaveExactElements(And(HaveField("Name", deployment), HaveField("Ours", true), HaveField("Available", BeNumerically(">", 0)))))
+}
+
+var _ = Describe("upstream JobSet's end-to-end suite", func() {
+	It("passes every spec against inplace installed under upstream's names", func() {
+		bin, err := cluster.BinDir()
+		Expect(err).NotTo(HaveOccurred())
+		suite := filepath.Join(bin, "jobset-e2e.test")
+		Expect(suite).To(BeAnExistingFile(), "upstream's suite is built by 'make cluster-binaries'")
+		out, err := run(suiteTimeout, []string{"NAMESPACE=" + namespace}, suite, "-test.v", "-test.timeout="+suiteTimeout.String(), "-ginkgo.no-color", "-ginkgo.timeout="+suiteTimeout.String())
+		report := summary.FindAllString(out, -1)
+		// make test-upstream shows it: the Go test's output with -v.
+		fmt.Printf("upstream JobSet's e2e suite:\n%s\n", joinLines(report))
+		Expect(err).NotTo(HaveOccurred(), "upstream's suite failed:\n%s", out)
+		Expect(report).To(ContainElement(MatchRegexp(`^Ran %d of %d Specs in `, upstreamSpecs, upstreamSpecs)), "every spec ran:\n%s", out)
+		Expect(report).To(ContainElement(fmt.Sprintf("SUCCESS! -- %d Passed | 0 Failed | 0 Pending | 0 Skipped", upstreamSpecs)), "every spec passed, none skipped:\n%s", out)
+	})
+})
+
+func joinLines(lines []string) string {
+	var b bytes.Buffer
+	for _, l := range lines {
+		b.WriteString("  " + l + "\n")
+	}
+	return b.String()
+}

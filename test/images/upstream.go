@@ -1,0 +1,106 @@
+package images
+
+import (
+	"context"
+	"io"
+	"os"
+	"runtime"
+
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+)
+
+// UpstreamAgent is the repository and tag, in the local cluster's
+// registry, of upstream JobSet's in-place restart agent
+// (sigs.k8s.io/jobset/cmd/in-place-restart-agent, built from its module
+// by 'make cluster-binaries' as bin/jobset-in-place-restart-agent). The
+// real nodes' containerd mirrors registry.k8s.io to that registry, so a
+// Pod runs it as UpstreamAgentImage, the name upstream would publish it
+// under.
+const (
+	UpstreamAgent      = "jobset/in-place-restart-agent:v0.12.0"
+	UpstreamAgentImage = "registry.k8s.io/" + UpstreamAgent
+)
+
+// upstreamAgentBinary is where upstream's Dockerfile puts the agent.
+const upstreamAgentBinary = "/in-place-restart-agent"
+
+// PushUpstreamAgent pushes upstream's agent, the binary at binary, to
+// registry, a host:port serving plain HTTP, as UpstreamAgent, and returns
+// its reference. One image serves both of upstream's modes: the binary as
+// its Dockerfile installs it (its entrypoint, run as 65532) on the root
+// file system of PushBash, whose bash runs WORKER_COMMAND in
+// main-container mode (upstream's Dockerfile-main-container-mode adds a
+// shell the same way).
+func PushUpstreamAgent(ctx context.Context, root, cacheDir, binary, registry string, log io.Writer) (string, error) {
+	base, err := debianLayer(ctx, root, cacheDir, log)
+	if err != nil {
+		return "", err
+	}
+	data, err := os.ReadFile(binary)
+	if err != nil {
+		return "", err
+	}
+	agent, err := layerOf(nil, entry{path: upstreamAgentBinary, mode: 0o755, data: data})
+	if err != nil {
+		return "", err
+	}
+	img, err := mutate.AppendLayers(empty.Image, base, agent)
+	if err != nil {
+		return "", err
+	}
+	cf, err := img.ConfigFile()
+	if err != nil {
+		return "", err
+	}
+	cf = cf.DeepCopy()
+	cf.OS, cf.Architecture = "linux", runtime.GOARCH
+	cf.Config.Entrypoint = []string{upstreamAgentBinary}
+	cf.Config.User = nonRootID + ":" + nonRootID
+	cf.Config.Env = []string{debianPath}
+	if img, err = mutate.ConfigFile(img, cf); err != nil {
+		return "", err
+	}
+	return push(ctx, img, registry, UpstreamAgent)
+}
+
+// UpstreamController is the repository and tag, in the local cluster's
+// registry, of upstream JobSet's controller (sigs.k8s.io/jobset, built
+// from its module by 'make cluster-binaries' as bin/jobset-controller).
+// The real nodes pull it as UpstreamControllerImage, the image upstream's
+// release manifests name.
+const (
+	UpstreamController      = "jobset/jobset:v0.12.0"
+	UpstreamControllerImage = "registry.k8s.io/" + UpstreamController
+)
+
+// PushUpstreamController packs the controller binary at binary as
+// upstream's Dockerfile does (/manager, run as 65532 on a distroless
+// base: here nothing but the binary and /tmp) and pushes it to registry
+// as UpstreamController. It returns the image's reference in registry.
+func PushUpstreamController(ctx context.Context, binary, registry string) (string, error) {
+	data, err := os.ReadFile(binary)
+	if err != nil {
+		return "", err
+	}
+	layer, err := layerOf(nil, entry{path: "/tmp", mode: 0o1777, dir: true}, entry{path: "/manager", mode: 0o755, data: data})
+	if err != nil {
+		return "", err
+	}
+	img, err := mutate.AppendLayers(empty.Image, layer)
+	if err != nil {
+		return "", err
+	}
+	cf, err := img.ConfigFile()
+	if err != nil {
+		return "", err
+	}
+	cf = cf.DeepCopy()
+	cf.OS, cf.Architecture = "linux", runtime.GOARCH
+	cf.Config.Entrypoint = []string{"/manager"}
+	cf.Config.User = nonRootID + ":" + nonRootID
+	if img, err = mutate.ConfigFile(img, cf); err != nil {
+		return "", err
+	}
+	return push(ctx, img, registry, UpstreamController)
+}
