@@ -54,12 +54,23 @@ func upstreamExample(file, ns string) *jobset.JobSet {
 }
 
 // agentNamespace is a namespace of its own for one spec, with the
-// service account and the rights upstream's agent needs.
+// service account and the rights upstream's agent needs, deleted after
+// the spec.
 func agentNamespace(prefix string) string {
+	GinkgoHelper()
+	ns := newAgentNamespace(prefix)
+	DeferCleanup(func() {
+		Expect(client.IgnoreNotFound(k8sClient.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))).To(Succeed())
+	})
+	return ns
+}
+
+// newAgentNamespace is agentNamespace, kept until the cluster stops: the
+// migration's JobSets outlive the spec that creates them.
+func newAgentNamespace(prefix string) string {
 	GinkgoHelper()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix + "-"}}
 	Expect(k8sClient.Create(ctx, ns)).To(Succeed())
-	DeferCleanup(func() { Expect(client.IgnoreNotFound(k8sClient.Delete(ctx, ns))).To(Succeed()) })
 	Expect(k8sClient.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: upstreamAgentSA, Namespace: ns.Name}})).To(Succeed())
 	Expect(k8sClient.Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: upstreamAgentSA, Namespace: ns.Name}, Rules: []rbacv1.PolicyRule{
 		{APIGroups: []string{jobset.GroupVersion.Group}, Resources: []string{"jobsets"}, Verbs: []string{"get", "list", "watch"}},
@@ -165,40 +176,30 @@ func restartsEveryPodInPlace(js *jobset.JobSet, worker string) {
 	expectFailedAtMaxRestarts(js)
 }
 
-var _ = Describe("upstream JobSet's in-place restart agent, built from its module, under inplace's controller", func() {
-	It("runs upstream's sidecar-mode example: a worker's exit restarts every Pod in place, up to maxRestarts", func() {
-		js := upstreamExample(sidecarExample, agentNamespace("upstream-sidecar"))
-		restartsEveryPodInPlace(js, "worker")
-	})
+// mixesAgents runs a JobSet whose replicated jobs run upstream's agent
+// and inplace's: each one's worker failing restarts every Pod in place.
+func mixesAgents() {
+	js := upstreamExample(sidecarExample, agentNamespace("upstream-mixed"))
+	// A second replicated job, the same but for the agent: the
+	// webhook gives it inplace's.
+	ours := *js.Spec.ReplicatedJobs[0].DeepCopy()
+	ours.Name = "ours"
+	ours.Replicas = 1
+	js.Spec.ReplicatedJobs[0].Replicas = 1
+	ours.Template.Spec.Template.Spec.InitContainers = nil
+	ours.Template.Spec.Template.Spec.Containers[0].RestartPolicyRules = nil
+	js.Spec.ReplicatedJobs = append(js.Spec.ReplicatedJobs, ours)
+	Expect(k8sClient.Create(ctx, js)).To(Succeed())
 
-	It("runs upstream's main-container-mode example: the agent runs the worker, and its exit restarts every Pod in place, up to maxRestarts", func() {
-		js := upstreamExample(mainContainerExample, agentNamespace("upstream-main"))
-		restartsEveryPodInPlace(js, "in-place-restart-agent")
-	})
+	before := expectAttempt(js, 0, 0, "worker")
+	pods := podsOf(js)
+	Expect(slices.ContainsFunc(pods, runsUpstreamAgent)).To(BeTrue())
+	Expect(slices.ContainsFunc(pods, func(p corev1.Pod) bool { return !runsUpstreamAgent(p) })).To(BeTrue(), "the webhook gave the second replicated job inplace's agent")
 
-	It("syncs a group that mixes upstream's agent with inplace's", func() {
-		js := upstreamExample(sidecarExample, agentNamespace("upstream-mixed"))
-		// A second replicated job, the same but for the agent: the
-		// webhook gives it inplace's.
-		ours := *js.Spec.ReplicatedJobs[0].DeepCopy()
-		ours.Name = "ours"
-		ours.Replicas = 1
-		js.Spec.ReplicatedJobs[0].Replicas = 1
-		ours.Template.Spec.Template.Spec.InitContainers = nil
-		ours.Template.Spec.Template.Spec.Containers[0].RestartPolicyRules = nil
-		js.Spec.ReplicatedJobs = append(js.Spec.ReplicatedJobs, ours)
-		Expect(k8sClient.Create(ctx, js)).To(Succeed())
-
-		before := expectAttempt(js, 0, 0, "worker")
-		pods := podsOf(js)
-		Expect(slices.ContainsFunc(pods, runsUpstreamAgent)).To(BeTrue())
-		Expect(slices.ContainsFunc(pods, func(p corev1.Pod) bool { return !runsUpstreamAgent(p) })).To(BeTrue(), "the webhook gave the second replicated job inplace's agent")
-
-		for attempt, upstream := range []bool{true, false} {
-			i := slices.IndexFunc(pods, func(p corev1.Pod) bool { return runsUpstreamAgent(p) == upstream })
-			By(fmt.Sprintf("failing the worker of %s (upstream's agent: %v)", pods[i].Name, upstream))
-			fail(pods[i], "worker")
-			Expect(expectAttempt(js, int32(attempt+1), int32(attempt+1), "worker")).To(Equal(before), "the same Pods")
-		}
-	})
-})
+	for attempt, upstream := range []bool{true, false} {
+		i := slices.IndexFunc(pods, func(p corev1.Pod) bool { return runsUpstreamAgent(p) == upstream })
+		By(fmt.Sprintf("failing the worker of %s (upstream's agent: %v)", pods[i].Name, upstream))
+		fail(pods[i], "worker")
+		Expect(expectAttempt(js, int32(attempt+1), int32(attempt+1), "worker")).To(Equal(before), "the same Pods")
+	}
+}

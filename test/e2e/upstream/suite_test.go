@@ -35,7 +35,7 @@ var _ = BeforeSuite(func() {
 	ctrllog.SetLogger(GinkgoLogr)
 	cfg = fw.Init()
 	ctx, k8sClient = fw.SetupClient(cfg)
-	install()
+	pushImages()
 })
 
 var _ = AfterSuite(func() {

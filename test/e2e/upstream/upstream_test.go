@@ -59,25 +59,34 @@ func run(limit time.Duration, env []string, name string, args ...string) (string
 // summary is the end of a ginkgo run's report: what ran, and the counts.
 var summary = regexp.MustCompile(`(?m)^Ran \d+ of \d+ Specs in .*$|^(SUCCESS|FAIL)! -- .*$`)
 
-// install pushes the images the specs name to the cluster's registry and
-// installs inplace under upstream's names, as docs/how-to/install.md says.
-func install() {
+// pushImages pushes the images the specs name to the cluster's registry.
+func pushImages() {
 	GinkgoHelper()
 	root, err := cluster.RepoRoot()
 	Expect(err).NotTo(HaveOccurred())
 	bin, err := cluster.BinDir()
 	Expect(err).NotTo(HaveOccurred())
-	doc, err := os.ReadFile(filepath.Join(root, "docs", "how-to", "install.md"))
-	Expect(err).NotTo(HaveOccurred())
-	Expect(string(doc)).To(And(ContainSubstring(dropIn), ContainSubstring(rollout)), "docs/how-to/install.md shows the commands")
-
-	By("pushing Debian's bash as docker.io/library/bash:latest and debian:12, and upstream's agent, to the cluster's registry")
+	By("pushing Debian's bash as docker.io/library/bash:latest and debian:12, and upstream's agent and controller, to the cluster's registry")
 	cache := filepath.Join(bin, "images")
 	pushed, err := images.PushBash(ctx, root, cache, fw.Cluster.Registry, GinkgoWriter)
 	Expect(err).NotTo(HaveOccurred())
 	agent, err := images.PushUpstreamAgent(ctx, root, cache, filepath.Join(bin, "jobset-in-place-restart-agent"), fw.Cluster.Registry, GinkgoWriter)
 	Expect(err).NotTo(HaveOccurred(), "upstream's agent is built by 'make cluster-binaries'")
-	GinkgoWriter.Printf("pushed %v and %s\n", pushed, agent)
+	controller, err := images.PushUpstreamController(ctx, filepath.Join(bin, "jobset-controller"), fw.Cluster.Registry)
+	Expect(err).NotTo(HaveOccurred(), "upstream's controller is built by 'make cluster-binaries'")
+	GinkgoWriter.Printf("pushed %v, %s and %s\n", pushed, agent, controller)
+}
+
+// installDropIn installs inplace under upstream's names, as
+// docs/how-to/install.md says, and checks that the migration check tells
+// it from upstream's controller.
+func installDropIn() {
+	GinkgoHelper()
+	root, err := cluster.RepoRoot()
+	Expect(err).NotTo(HaveOccurred())
+	doc, err := os.ReadFile(filepath.Join(root, "docs", "how-to", "install.md"))
+	Expect(err).NotTo(HaveOccurred())
+	Expect(string(doc)).To(And(ContainSubstring(dropIn), ContainSubstring(rollout)), "docs/how-to/install.md shows the commands")
 
 	By("installing inplace under upstream's names: " + dropIn)
 	out, err := run(time.Minute, nil, "sh", "-c", dropIn)
@@ -96,20 +105,33 @@ func install() {
 	Expect(in.Manager).To(HaveExactElements(And(HaveField("Name", deployment), HaveField("Ours", true), HaveField("Available", BeNumerically(">", 0)))))
 }
 
-var _ = Describe("upstream JobSet's end-to-end suite", func() {
-	It("passes every spec against inplace installed under upstream's names", func() {
-		bin, err := cluster.BinDir()
-		Expect(err).NotTo(HaveOccurred())
-		suite := filepath.Join(bin, "jobset-e2e.test")
-		Expect(suite).To(BeAnExistingFile(), "upstream's suite is built by 'make cluster-binaries'")
-		out, err := run(suiteTimeout, []string{"NAMESPACE=" + namespace}, suite, "-test.v", "-test.timeout="+suiteTimeout.String(), "-ginkgo.no-color", "-ginkgo.timeout="+suiteTimeout.String())
-		report := summary.FindAllString(out, -1)
-		// make test-upstream shows it: the Go test's output with -v.
-		fmt.Printf("upstream JobSet's e2e suite:\n%s\n", joinLines(report))
-		Expect(err).NotTo(HaveOccurred(), "upstream's suite failed:\n%s", out)
-		Expect(report).To(ContainElement(MatchRegexp(`^Ran %d of %d Specs in `, upstreamSpecs, upstreamSpecs)), "every spec ran:\n%s", out)
-		Expect(report).To(ContainElement(fmt.Sprintf("SUCCESS! -- %d Passed | 0 Failed | 0 Pending | 0 Skipped", upstreamSpecs)), "every spec passed, none skipped:\n%s", out)
+// passesUpstreamSuite runs upstream's e2e suite, built from its module,
+// against inplace's drop-in install, and prints its summary.
+func passesUpstreamSuite() {
+	bin, err := cluster.BinDir()
+	Expect(err).NotTo(HaveOccurred())
+	suite := filepath.Join(bin, "jobset-e2e.test")
+	Expect(suite).To(BeAnExistingFile(), "upstream's suite is built by 'make cluster-binaries'")
+	out, err := run(suiteTimeout, []string{"NAMESPACE=" + namespace}, suite, "-test.v", "-test.timeout="+suiteTimeout.String(), "-ginkgo.no-color", "-ginkgo.timeout="+suiteTimeout.String())
+	report := summary.FindAllString(out, -1)
+	// make test-upstream shows it: the Go test's output with -v.
+	fmt.Printf("upstream JobSet's e2e suite:\n%s\n", joinLines(report))
+	Expect(err).NotTo(HaveOccurred(), "upstream's suite failed:\n%s", out)
+	Expect(report).To(ContainElement(MatchRegexp(`^Ran %d of %d Specs in `, upstreamSpecs, upstreamSpecs)), "every spec ran:\n%s", out)
+	Expect(report).To(ContainElement(fmt.Sprintf("SUCCESS! -- %d Passed | 0 Failed | 0 Pending | 0 Skipped", upstreamSpecs)), "every spec passed, none skipped:\n%s", out)
+}
+
+var _ = Describe("upstream JobSet v0.12.0, built from its module", Ordered, func() {
+	It("runs five JobSets as its release manifests install it: running, restarted, completed, suspended, and in place with its agent", installUpstream)
+	It("hands them to inplace installed under upstream's names, by docs/how-to/migrate-from-jobset.md, with nothing recreated", migrates)
+	It("passes its own e2e suite against inplace", passesUpstreamSuite)
+	It("runs its agent's sidecar-mode example under inplace's controller: a worker's exit restarts every Pod in place, up to maxRestarts", func() {
+		restartsEveryPodInPlace(upstreamExample(sidecarExample, agentNamespace("upstream-sidecar")), "worker")
 	})
+	It("runs its agent's main-container-mode example under inplace's controller: the agent runs the worker, and its exit restarts every Pod in place, up to maxRestarts", func() {
+		restartsEveryPodInPlace(upstreamExample(mainContainerExample, agentNamespace("upstream-main")), "in-place-restart-agent")
+	})
+	It("syncs a group that mixes its agent with inplace's", mixesAgents)
 })
 
 func joinLines(lines []string) string {

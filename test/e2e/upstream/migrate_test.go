@@ -1,0 +1,265 @@
+package upstream
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
+	"github.com/inplace-dev/inplace/cmd/inplacectl/migration"
+	"github.com/inplace-dev/inplace/test/cluster"
+	"github.com/inplace-dev/inplace/test/wrappers"
+)
+
+// Upstream's install, as its release manifests are made (the module's
+// config/default, the controller's image the one its release promotes),
+// with its InPlaceRestart feature gate on, as its docs for in-place
+// restarts say: alpha, off by default.
+const upstreamKustomization = `resources:
+- jobset/config/default
+images:
+- name: us-central1-docker.pkg.dev/k8s-staging-images/jobset/jobset
+  newName: registry.k8s.io/jobset/jobset
+  newTag: v0.12.0
+patches:
+- target:
+    kind: ConfigMap
+    name: jobset-manager-config
+  patch: |
+    - op: replace
+      path: /data/controller_manager_config.yaml
+      value: |
+        apiVersion: config.jobset.x-k8s.io/v1alpha1
+        kind: Configuration
+        leaderElection:
+          leaderElect: true
+        internalCertManagement:
+          enable: true
+        featureGates:
+          InPlaceRestart: true
+`
+
+// The migration's commands, as docs/how-to/migrate-from-jobset.md shows
+// them for the install under upstream's names.
+var migrationSteps = []string{
+	"kubectl -n jobset-system scale deployment jobset-controller-manager --replicas=0",
+	"kubectl -n jobset-system rollout status deployment jobset-controller-manager",
+	"kubectl delete mutatingwebhookconfiguration jobset-mutating-webhook-configuration",
+	"kubectl delete validatingwebhookconfiguration jobset-validating-webhook-configuration",
+	"kubectl apply --server-side --force-conflicts -f config/crd/bases/jobset.x-k8s.io_jobsets.yaml",
+	"kubectl -n jobset-system delete deployment jobset-controller-manager",
+}
+
+// What is left of upstream once inplace runs in its namespace (step 6).
+var removeUpstreamLeftovers = []string{
+	"kubectl -n jobset-system delete service,secret,configmap,role,rolebinding -l app.kubernetes.io/name=jobset",
+	"kubectl -n jobset-system delete lease 6d4f6a47.jobset.x-k8s.io --ignore-not-found",
+	"kubectl delete clusterrole,clusterrolebinding -l app.kubernetes.io/name=jobset",
+}
+
+// The JobSets upstream's controller manages before the migration, and
+// what the migration must keep of them.
+var (
+	managedNamespace                                    string
+	running, restarted, completed, suspended, inPlaceJS *jobset.JobSet
+	// beforeJobs and beforePods are the UIDs of every Job and Pod, by
+	// namespace/name, under upstream.
+	beforeJobs, beforePods map[string]string
+)
+
+// sleeper is a JobSet of Debian Pods that run script under bash.
+func sleeper(name string, replicas int32, script string) *jobset.JobSet {
+	rj := wrappers.MakeReplicatedJob("workers").Replicas(replicas).Obj()
+	pod := &rj.Template.Spec.Template.Spec
+	pod.TerminationGracePeriodSeconds = ptr.To[int64](0)
+	pod.Containers[0].Image = "docker.io/library/debian:12"
+	pod.Containers[0].Command = []string{"bash", "-c", script}
+	annotation := func(key string) *corev1.EnvVarSource {
+		return &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: fmt.Sprintf("metadata.annotations['%s']", key)}}
+	}
+	pod.Containers[0].Env = []corev1.EnvVar{
+		{Name: "JOB_INDEX", ValueFrom: annotation(jobset.JobIndexKey)},
+		{Name: "RESTART_ATTEMPT", ValueFrom: annotation(jobset.RestartsKey)},
+	}
+	return wrappers.MakeJobSet(name, managedNamespace).ReplicatedJob(rj).Obj()
+}
+
+func getJobSet(js *jobset.JobSet) *jobset.JobSet {
+	GinkgoHelper()
+	var got jobset.JobSet
+	Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(js), &got)).To(Succeed())
+	return &got
+}
+
+func expectCondition(js *jobset.JobSet, condition jobset.JobSetConditionType, status metav1.ConditionStatus) {
+	GinkgoHelper()
+	Eventually(func(g Gomega) {
+		var got jobset.JobSet
+		g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(js), &got)).To(Succeed())
+		g.Expect(meta.IsStatusConditionPresentAndEqual(got.Status.Conditions, string(condition), status)).To(BeTrue(), "%s %s=%s: %v", js.Name, condition, status, got.Status.Conditions)
+	}).WithTimeout(agentWait).Should(Succeed())
+}
+
+// expectReady waits until the JobSet's replicated job reports ready Jobs.
+func expectReady(js *jobset.JobSet, ready int32) {
+	GinkgoHelper()
+	Eventually(func(g Gomega) {
+		var got jobset.JobSet
+		g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(js), &got)).To(Succeed())
+		g.Expect(got.Status.ReplicatedJobsStatus).To(ContainElement(HaveField("Ready", ready)), "%s", js.Name)
+	}).WithTimeout(agentWait).Should(Succeed())
+}
+
+// uids are the UIDs of the namespace's Jobs and Pods, by name.
+func uids() (jobs, pods map[string]string) {
+	GinkgoHelper()
+	jobs, pods = map[string]string{}, map[string]string{}
+	var jl batchv1.JobList
+	Expect(k8sClient.List(ctx, &jl, client.InNamespace(managedNamespace))).To(Succeed())
+	for _, j := range jl.Items {
+		if j.DeletionTimestamp == nil {
+			jobs[j.Name] = string(j.UID)
+		}
+	}
+	var pl corev1.PodList
+	Expect(k8sClient.List(ctx, &pl, client.InNamespace(managedNamespace))).To(Succeed())
+	for _, p := range pl.Items {
+		if p.DeletionTimestamp == nil {
+			pods[p.Name] = string(p.UID)
+		}
+	}
+	return jobs, pods
+}
+
+func sh(limit time.Duration, line string) string {
+	GinkgoHelper()
+	out, err := run(limit, nil, "sh", "-c", line)
+	Expect(err).NotTo(HaveOccurred(), "%s:\n%s", line, out)
+	return out
+}
+
+// installUpstream installs upstream's controller from its module, as its
+// release does, and lets it run five JobSets: running, restarted once,
+// completed, suspended, and upstream's in-place restart example with its
+// agent, restarted in place once.
+func installUpstream() {
+	dir := GinkgoT().TempDir()
+	Expect(os.Symlink(upstreamModuleDir(), filepath.Join(dir, "jobset"))).To(Succeed())
+	Expect(os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(upstreamKustomization), 0o644)).To(Succeed())
+	kustomize := os.Getenv("KUSTOMIZE")
+	if kustomize == "" {
+		root, err := cluster.RepoRoot()
+		Expect(err).NotTo(HaveOccurred())
+		found, _ := filepath.Glob(filepath.Join(root, "bin", "kustomize-*"))
+		Expect(found).To(HaveLen(1), "want one kustomize in bin/: run 'make kustomize'")
+		kustomize = found[0]
+	}
+	sh(time.Minute, fmt.Sprintf("%s build %s | kubectl apply --server-side -f -", kustomize, dir))
+	sh(3*time.Minute, "kubectl -n jobset-system rollout status deployment jobset-controller-manager --timeout=3m")
+
+	managedNamespace = newAgentNamespace("migrate")
+	running = sleeper("running", 2, "sleep 3600")
+	// Job 1 fails at the first attempt: upstream recreates every Job.
+	restarted = sleeper("restarted", 2, `[[ $JOB_INDEX == 1 && $RESTART_ATTEMPT == 0 ]] && exit 1; sleep 3600`)
+	restarted.Spec.FailurePolicy = &jobset.FailurePolicy{MaxRestarts: 3}
+	completed = sleeper("completed", 1, "exit 0")
+	suspended = sleeper("suspended", 2, "sleep 3600")
+	suspended.Spec.Suspend = ptr.To(true)
+	inPlaceJS = upstreamExample(sidecarExample, managedNamespace)
+	inPlaceJS.Name = "in-place"
+	for _, js := range []*jobset.JobSet{running, restarted, completed, suspended, inPlaceJS} {
+		Expect(k8sClient.Create(ctx, js)).To(Succeed(), "upstream's webhooks admit %s", js.Name)
+	}
+	expectReady(running, 2)
+	Eventually(func() int32 { return getJobSet(restarted).Status.Restarts }).WithTimeout(agentWait).Should(Equal(int32(1)))
+	expectReady(restarted, 2)
+	expectCondition(completed, jobset.JobSetCompleted, metav1.ConditionTrue)
+	expectCondition(suspended, jobset.JobSetSuspended, metav1.ConditionTrue)
+	expectAttempt(inPlaceJS, 0, 0, "worker")
+	fail(podsOf(inPlaceJS)[0], "worker")
+	expectAttempt(inPlaceJS, 1, 1, "worker")
+	Expect(getJobSet(inPlaceJS).Status.PreviousInPlaceRestartAttempt).To(Equal(ptr.To[int32](0)))
+	beforeJobs, beforePods = uids()
+}
+
+// upstreamModuleDir is sigs.k8s.io/jobset's directory in the module
+// cache, at the version hack/upstream-jobset pins.
+func upstreamModuleDir() string {
+	GinkgoHelper()
+	root, err := cluster.RepoRoot()
+	Expect(err).NotTo(HaveOccurred())
+	out, err := run(time.Minute, nil, "sh", "-c", "cd "+filepath.Join(root, "hack", "upstream-jobset")+" && go list -m -f '{{.Dir}}' sigs.k8s.io/jobset")
+	Expect(err).NotTo(HaveOccurred(), out)
+	dir := filepath.Clean(lastLine(out))
+	Expect(filepath.Join(dir, "config", "default", "kustomization.yaml")).To(BeAnExistingFile())
+	return dir
+}
+
+// migrates hands the five JobSets to inplace installed under upstream's
+// names, by the commands of docs/how-to/migrate-from-jobset.md, and checks
+// that nothing was recreated and that inplace runs them on.
+func migrates() {
+	root, err := cluster.RepoRoot()
+	Expect(err).NotTo(HaveOccurred())
+	doc, err := os.ReadFile(filepath.Join(root, "docs", "how-to", "migrate-from-jobset.md"))
+	Expect(err).NotTo(HaveOccurred())
+	for _, line := range append(append([]string{dropIn, rollout}, migrationSteps...), removeUpstreamLeftovers...) {
+		Expect(string(doc)).To(ContainSubstring(line), "docs/how-to/migrate-from-jobset.md shows the command")
+	}
+
+	for _, line := range migrationSteps {
+		sh(3*time.Minute, line)
+	}
+	// Upstream's CRD names its webhook for conversions; ours converts
+	// nothing (one version), and that webhook is gone.
+	var crd apiextensionsv1.CustomResourceDefinition
+	Expect(k8sClient.Get(ctx, client.ObjectKey{Name: "jobsets.jobset.x-k8s.io"}, &crd)).To(Succeed())
+	Expect(crd.Spec.Conversion).To(Or(BeNil(), HaveField("Strategy", apiextensionsv1.NoneConverter)), "the CRD still calls upstream's conversion webhook")
+	installDropIn()
+	// inplacectl migrate: nothing blocks.
+	in, err := migration.Gather(ctx, k8sClient, migration.Options{Namespace: namespace})
+	Expect(err).NotTo(HaveOccurred())
+	for _, f := range migration.Check(in) {
+		Expect(f.Severity).NotTo(Equal(migration.Blocking), "%s: %s", f.Step, f.Message)
+	}
+	for _, line := range removeUpstreamLeftovers {
+		sh(time.Minute, line)
+	}
+
+	By("nothing recreated: the same Jobs and Pods, the status upstream wrote")
+	jobs, pods := uids()
+	Expect(jobs).To(Equal(beforeJobs))
+	Expect(pods).To(Equal(beforePods))
+	Expect(getJobSet(restarted).Status.Restarts).To(Equal(int32(1)))
+	expectCondition(completed, jobset.JobSetCompleted, metav1.ConditionTrue)
+	expectCondition(suspended, jobset.JobSetSuspended, metav1.ConditionTrue)
+	expectReady(running, 2)
+	expectReady(restarted, 2)
+
+	By("inplace runs them on: the in-place example restarts in place again, the suspended one resumes")
+	fail(podsOf(inPlaceJS)[1], "worker")
+	expectAttempt(inPlaceJS, 2, 2, "worker")
+	js := getJobSet(suspended)
+	js.Spec.Suspend = ptr.To(false)
+	Expect(k8sClient.Update(ctx, js)).To(Succeed())
+	expectReady(suspended, 2)
+	jobs, _ = uids()
+	Expect(jobs).To(Equal(beforeJobs), "no Job recreated")
+}
+
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return lines[len(lines)-1]
+}
