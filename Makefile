@@ -23,7 +23,10 @@ GOLANGCI_LINT := $(BIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
 export KUSTOMIZE HELM
 
 GO_TEST_FLAGS ?= -race -count=1
-GO_TEST_TIMEOUT ?= 25m
+# Per test binary, and a suite on real nodes first waits for the host's
+# lock while another one runs: the longest (test/e2e/realnode) and
+# test/e2e/upstream's 8 minutes fit.
+GO_TEST_TIMEOUT ?= 40m
 # Control plane binaries for the local cluster and for envtest.
 export KUBEBUILDER_ASSETS := $(BIN)
 export INPLACE_BIN_DIR := $(BIN)
