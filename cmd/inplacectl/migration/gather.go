@@ -40,11 +40,10 @@ type Options struct {
 // the upstream namespace under upstream's name.
 var ManagerDeployments = []string{"inplace-manager", "inplace-webhook"}
 
-// PartOfLabel and PartOfValue mark inplace's Deployments, whatever their
-// name.
+// NameLabel and Name mark inplace's Deployments, whatever their name.
 const (
-	PartOfLabel = "app.kubernetes.io/name"
-	PartOfValue = "inplace"
+	NameLabel = "app.kubernetes.io/name"
+	Name      = "inplace"
 )
 
 // Gather reads what Check needs, with gets by name but for the JobSets
@@ -118,15 +117,14 @@ func Gather(ctx context.Context, c client.Reader, opts Options) (Inputs, error) 
 		}
 	}
 	in.Manager = dropIn
-	for _, name := range ManagerDeployments {
-		if len(dropIn) > 0 {
-			break
+	if len(dropIn) == 0 {
+		for _, name := range ManagerDeployments {
+			d, err := deployment(ctx, c, opts.Namespace, name)
+			if err != nil {
+				return in, err
+			}
+			in.Manager = append(in.Manager, d)
 		}
-		d, err := deployment(ctx, c, opts.Namespace, name)
-		if err != nil {
-			return in, err
-		}
-		in.Manager = append(in.Manager, d)
 	}
 
 	if !in.CRD.Installed || !in.CRD.Served {
@@ -155,7 +153,7 @@ func deployment(ctx context.Context, c client.Reader, namespace, name string) (D
 	out := Deployment{Namespace: namespace, Name: name, Found: found}
 	if found {
 		out.Replicas, out.Running, out.Available = ptr.Deref(d.Spec.Replicas, 1), d.Status.Replicas, d.Status.AvailableReplicas
-		out.Ours = d.Labels[PartOfLabel] == PartOfValue
+		out.Ours = d.Labels[NameLabel] == Name
 	}
 	return out, err
 }

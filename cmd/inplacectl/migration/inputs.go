@@ -37,8 +37,9 @@ type Deployment struct {
 	// Replicas is spec.replicas; Running, its Pods not yet gone
 	// (status.replicas); Available, those available.
 	Replicas, Running, Available int32
-	// Ours: labelled as inplace's (PartOfLabel), as the drop-in install
-	// is under upstream's Deployment name.
+	// Ours: labelled as inplace's (NameLabel), as the install under
+	// upstream's names (config/jobset-names) is, under upstream's
+	// Deployment name.
 	Ours bool
 }
 

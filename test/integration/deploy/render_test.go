@@ -2,6 +2,7 @@ package deploy
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -15,6 +16,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
@@ -198,6 +200,37 @@ var _ = Describe("the deployment configuration", func() {
 	It("is accepted by the apiserver, from kustomize, with and without cert-manager", func() {
 		dryRun(kustomize("config/default"))
 		dryRun(kustomize("config/selfsigned"))
+	})
+
+	It("installs under upstream JobSet's names: one Deployment in jobset-system, one service account of inplace's name, nothing of inplace-system left", func() {
+		objs := kustomize("config/jobset-names")
+		dryRun(objs)
+		var deployments []string
+		for _, u := range objs {
+			gvk := u.GroupVersionKind()
+			mapping, err := k8sClient.RESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version)
+			Expect(err).NotTo(HaveOccurred(), key(u))
+			if mapping.Scope.Name() == meta.RESTScopeNameRoot {
+				Expect(u.GetNamespace()).To(BeEmpty(), "%s is cluster-scoped", key(u))
+			} else {
+				Expect(u.GetNamespace()).To(Equal("jobset-system"), key(u))
+			}
+			raw, err := json.Marshal(u.Object)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(string(raw)).NotTo(ContainSubstring("inplace-system"), key(u))
+			switch gvk.Kind {
+			case "Deployment":
+				deployments = append(deployments, u.GetName())
+				sa, _, _ := unstructured.NestedString(u.Object, "spec", "template", "spec", "serviceAccountName")
+				Expect(sa).To(Equal("inplace-manager"), "not upstream's jobset-controller-manager, whose bindings a cluster that ran upstream may keep")
+			case "ServiceAccount":
+				Expect(u.GetName()).To(Equal("inplace-manager"))
+			case "RoleBinding", "ClusterRoleBinding":
+				subjects, _, _ := unstructured.NestedSlice(u.Object, "subjects")
+				Expect(subjects).To(HaveExactElements(And(HaveKeyWithValue("name", "inplace-manager"), HaveKeyWithValue("namespace", "jobset-system"))), key(u))
+			}
+		}
+		Expect(deployments).To(ConsistOf("jobset-controller-manager"))
 	})
 
 	It("is accepted by the apiserver, from Helm, with and without cert-manager", func() {
