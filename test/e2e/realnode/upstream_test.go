@@ -21,7 +21,9 @@ import (
 // restart agent in sidecar mode, as upstream's examples show it: the
 // agent's own service account, container, environment, probe and restart
 // rules, and the Job settings written out. The agent is inplace-agent,
-// given upstream's environment and none of the webhook's.
+// given upstream's environment and none of the webhook's: inplace-agent
+// speaks upstream's protocol then (cmd/agent, agent.UpstreamTransport).
+// Upstream's own agent runs in test/e2e/upstream.
 func upstreamJobSet(name, ns, serviceAccount string) *jobset.JobSet {
 	restartAll := []corev1.ContainerRestartRule{{
 		Action:    corev1.ContainerRestartRuleActionRestartAllContainers,
@@ -57,7 +59,7 @@ func upstreamJobSet(name, ns, serviceAccount string) *jobset.JobSet {
 		FailurePolicy(&jobset.FailurePolicy{MaxRestarts: 3, RestartStrategy: jobset.InPlaceRestart}).Obj()
 }
 
-var _ = Describe("an agent written for upstream JobSet, on real kubelets", func() {
+var _ = Describe("inplace-agent given upstream's environment, on real kubelets", func() {
 	It("gets its barrier lifted and its Pod restarted in place, under upstream's names, with nothing injected beside it", func() {
 		ns := specNamespace()
 		// Upstream's RBAC for its agent: read JobSets, patch Pods.
