@@ -177,7 +177,7 @@ test-realnode: cluster-binaries node-deps $(KUSTOMIZE) $(HELM) ## Run the end-to
 	go test $(GO_TEST_FLAGS) -timeout $(GO_TEST_TIMEOUT) $(REALNODE_PKGS)
 
 .PHONY: test-upstream
-test-upstream: cluster-binaries node-deps ## Run upstream JobSet's own e2e suite (built from its module by cluster-binaries) against the drop-in install config/jobset-names on 3 real nodes, and print its summary (needs root).
+test-upstream: cluster-binaries node-deps $(KUSTOMIZE) ## Run upstream JobSet's own e2e suite (built from its module by cluster-binaries) against the drop-in install config/jobset-names on 3 real nodes, and print its summary (needs root).
 	go test $(GO_TEST_FLAGS) -v -timeout $(GO_TEST_TIMEOUT) $(UPSTREAM_PKGS)
 
 ##@ Benchmarks

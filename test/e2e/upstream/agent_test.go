@@ -12,15 +12,17 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
+	"github.com/inplace-dev/inplace/controller/decide"
 	"github.com/inplace-dev/inplace/test/cluster"
 	"github.com/inplace-dev/inplace/test/images"
+	"github.com/inplace-dev/inplace/test/util"
+	"github.com/inplace-dev/inplace/webhook/inject"
 )
 
 // Upstream's in-place restart examples, as it publishes them (site/ of its
@@ -35,7 +37,8 @@ const (
 	upstreamAgentSA = "jobset-in-place-restart"
 	// examplePods is how many Pods each example runs: 2 Jobs of 2.
 	examplePods = 4
-	agentWait   = 3 * time.Minute
+	// timeout bounds each wait for what a spec expects.
+	timeout = 3 * time.Minute
 )
 
 // upstreamExample is one of upstream's examples in ns, unchanged but for
@@ -53,43 +56,35 @@ func upstreamExample(file, ns string) *jobset.JobSet {
 	return &js
 }
 
-// agentNamespace is a namespace of its own for one spec, with the
-// service account and the rights upstream's agent needs, deleted after
-// the spec.
-func agentNamespace(prefix string) string {
+// agentNamespace is a namespace of its own for one spec (the
+// framework's: dumped if the spec fails, deleted after it), with the
+// service account and the rights upstream's agent needs.
+func agentNamespace() string {
 	GinkgoHelper()
-	ns := newAgentNamespace(prefix)
-	DeferCleanup(func() {
-		Expect(client.IgnoreNotFound(k8sClient.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))).To(Succeed())
-	})
+	ns := fw.NewNamespace(ctx, k8sClient).Name
+	grantUpstreamAgent(ns)
 	return ns
 }
 
-// newAgentNamespace is agentNamespace, kept until the cluster stops: the
-// migration's JobSets outlive the spec that creates them.
-func newAgentNamespace(prefix string) string {
+// grantUpstreamAgent gives ns the service account upstream's examples run
+// as, with what upstream's agent calls, once the namespace's default
+// service account exists (Pods that run as it are refused until then).
+func grantUpstreamAgent(ns string) {
 	GinkgoHelper()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix + "-"}}
-	Expect(k8sClient.Create(ctx, ns)).To(Succeed())
-	Expect(k8sClient.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: upstreamAgentSA, Namespace: ns.Name}})).To(Succeed())
-	Expect(k8sClient.Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: upstreamAgentSA, Namespace: ns.Name}, Rules: []rbacv1.PolicyRule{
+	util.WaitForDefaultServiceAccount(ctx, k8sClient, ns)
+	Expect(k8sClient.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: upstreamAgentSA, Namespace: ns}})).To(Succeed())
+	Expect(k8sClient.Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: upstreamAgentSA, Namespace: ns}, Rules: []rbacv1.PolicyRule{
 		{APIGroups: []string{jobset.GroupVersion.Group}, Resources: []string{"jobsets"}, Verbs: []string{"get", "list", "watch"}},
 		{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"patch"}},
 	}})).To(Succeed())
 	Expect(k8sClient.Create(ctx, &rbacv1.RoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: upstreamAgentSA, Namespace: ns.Name},
+		ObjectMeta: metav1.ObjectMeta{Name: upstreamAgentSA, Namespace: ns},
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: upstreamAgentSA},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: upstreamAgentSA, Namespace: ns.Name}},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: upstreamAgentSA, Namespace: ns}},
 	})).To(Succeed())
-	return ns.Name
 }
 
-func podsOf(js *jobset.JobSet) []corev1.Pod {
-	GinkgoHelper()
-	var list corev1.PodList
-	Expect(k8sClient.List(ctx, &list, client.InNamespace(js.Namespace), client.MatchingLabels{jobset.JobSetNameKey: js.Name})).To(Succeed())
-	return list.Items
-}
+func podsOf(js *jobset.JobSet) []corev1.Pod { return util.JobSetPods(ctx, k8sClient, js) }
 
 func statusesOf(p *corev1.Pod) []corev1.ContainerStatus {
 	return slices.Concat(p.Status.InitContainerStatuses, p.Status.ContainerStatuses)
@@ -120,7 +115,7 @@ func expectAttempt(js *jobset.JobSet, attempt, restarts int32, worker string) ma
 			g.Expect(p.Status.ContainerStatuses).To(ContainElement(And(HaveField("Name", worker), HaveField("State.Running", Not(BeNil())), HaveField("Started", Equal(ptr.To(true))))), "pod %s", p.Name)
 			uids[p.Name] = string(p.UID)
 		}
-	}).WithTimeout(agentWait).WithPolling(250 * time.Millisecond).Should(Succeed())
+	}).WithTimeout(timeout).WithPolling(250 * time.Millisecond).Should(Succeed())
 	return uids
 }
 
@@ -130,9 +125,9 @@ func runsUpstreamAgent(p corev1.Pod) bool {
 	})
 }
 
-// fail makes the worker loop of the examples exit with code 1 in one
+// exitIn makes the worker loop of the examples exit with code 1 in one
 // container of pod: it exits once /tmp/exit1 exists.
-func fail(pod corev1.Pod, container string) {
+func exitIn(pod corev1.Pod, container string) {
 	GinkgoHelper()
 	out, err := run(30*time.Second, nil, "kubectl", "-n", pod.Namespace, "exec", pod.Name, "-c", container, "--", "touch", "/tmp/exit1")
 	Expect(err).NotTo(HaveOccurred(), out)
@@ -140,14 +135,7 @@ func fail(pod corev1.Pod, container string) {
 
 func expectFailedAtMaxRestarts(js *jobset.JobSet) {
 	GinkgoHelper()
-	Eventually(func(g Gomega) {
-		var got jobset.JobSet
-		g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(js), &got)).To(Succeed())
-		c := meta.FindStatusCondition(got.Status.Conditions, string(jobset.JobSetFailed))
-		g.Expect(c).NotTo(BeNil())
-		g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
-		g.Expect(c.Reason).To(Equal("ReachedMaxRestarts"))
-	}).WithTimeout(agentWait).Should(Succeed())
+	util.ExpectJobSetCondition(ctx, k8sClient, js, jobset.JobSetFailed, decide.ReasonReachedMaxRestarts, timeout)
 }
 
 // restartsEveryPodInPlace runs an example: a worker's exit restarts every
@@ -158,10 +146,10 @@ func restartsEveryPodInPlace(js *jobset.JobSet, worker string) {
 	Expect(k8sClient.Create(ctx, js)).To(Succeed())
 	var stored jobset.JobSet
 	Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(js), &stored)).To(Succeed())
-	Expect(stored.Annotations).NotTo(HaveKey("inplace.dev/injected"), "the webhook adds no agent beside upstream's")
+	Expect(stored.Annotations).NotTo(HaveKey(inject.InjectedAnnotation), "the webhook adds no agent beside upstream's")
 
 	before := expectAttempt(js, 0, 0, worker)
-	fail(podsOf(js)[0], worker)
+	exitIn(podsOf(js)[0], worker)
 	Expect(expectAttempt(js, 1, 1, worker)).To(Equal(before), "the same Pods")
 	var got jobset.JobSet
 	Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(js), &got)).To(Succeed())
@@ -169,17 +157,17 @@ func restartsEveryPodInPlace(js *jobset.JobSet, worker string) {
 	Expect(got.Status.Restarts).To(Equal(int32(1)))
 
 	for attempt := int32(2); attempt <= got.Spec.FailurePolicy.MaxRestarts; attempt++ {
-		fail(podsOf(js)[attempt%examplePods], worker)
+		exitIn(podsOf(js)[attempt%examplePods], worker)
 		Expect(expectAttempt(js, attempt, attempt, worker)).To(Equal(before), "the same Pods")
 	}
-	fail(podsOf(js)[0], worker)
+	exitIn(podsOf(js)[0], worker)
 	expectFailedAtMaxRestarts(js)
 }
 
 // mixesAgents runs a JobSet whose replicated jobs run upstream's agent
 // and inplace's: each one's worker failing restarts every Pod in place.
 func mixesAgents() {
-	js := upstreamExample(sidecarExample, agentNamespace("upstream-mixed"))
+	js := upstreamExample(sidecarExample, agentNamespace())
 	// A second replicated job, the same but for the agent: the
 	// webhook gives it inplace's.
 	ours := *js.Spec.ReplicatedJobs[0].DeepCopy()
@@ -199,7 +187,7 @@ func mixesAgents() {
 	for attempt, upstream := range []bool{true, false} {
 		i := slices.IndexFunc(pods, func(p corev1.Pod) bool { return runsUpstreamAgent(p) == upstream })
 		By(fmt.Sprintf("failing the worker of %s (upstream's agent: %v)", pods[i].Name, upstream))
-		fail(pods[i], "worker")
+		exitIn(pods[i], "worker")
 		Expect(expectAttempt(js, int32(attempt+1), int32(attempt+1), "worker")).To(Equal(before), "the same Pods")
 	}
 }

@@ -9,17 +9,20 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apiserver/pkg/authentication/serviceaccount"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
 	"github.com/inplace-dev/inplace/cmd/inplacectl/migration"
+	"github.com/inplace-dev/inplace/controller/decide"
 	"github.com/inplace-dev/inplace/test/cluster"
+	"github.com/inplace-dev/inplace/test/util"
 	"github.com/inplace-dev/inplace/test/wrappers"
 )
 
@@ -64,7 +67,7 @@ var migrationSteps = []string{
 
 // What is left of upstream once inplace runs in its namespace (step 6).
 var removeUpstreamLeftovers = []string{
-	"kubectl -n jobset-system delete service,secret,configmap,role,rolebinding -l app.kubernetes.io/name=jobset",
+	"kubectl -n jobset-system delete serviceaccount,service,secret,configmap,role,rolebinding -l app.kubernetes.io/name=jobset",
 	"kubectl -n jobset-system delete lease 6d4f6a47.jobset.x-k8s.io --ignore-not-found",
 	"kubectl delete clusterrole,clusterrolebinding -l app.kubernetes.io/name=jobset",
 }
@@ -96,22 +99,6 @@ func sleeper(name string, replicas int32, script string) *jobset.JobSet {
 	return wrappers.MakeJobSet(name, managedNamespace).ReplicatedJob(rj).Obj()
 }
 
-func getJobSet(js *jobset.JobSet) *jobset.JobSet {
-	GinkgoHelper()
-	var got jobset.JobSet
-	Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(js), &got)).To(Succeed())
-	return &got
-}
-
-func expectCondition(js *jobset.JobSet, condition jobset.JobSetConditionType, status metav1.ConditionStatus) {
-	GinkgoHelper()
-	Eventually(func(g Gomega) {
-		var got jobset.JobSet
-		g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(js), &got)).To(Succeed())
-		g.Expect(meta.IsStatusConditionPresentAndEqual(got.Status.Conditions, string(condition), status)).To(BeTrue(), "%s %s=%s: %v", js.Name, condition, status, got.Status.Conditions)
-	}).WithTimeout(agentWait).Should(Succeed())
-}
-
 // expectReady waits until the JobSet's replicated job reports ready Jobs.
 func expectReady(js *jobset.JobSet, ready int32) {
 	GinkgoHelper()
@@ -119,7 +106,7 @@ func expectReady(js *jobset.JobSet, ready int32) {
 		var got jobset.JobSet
 		g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(js), &got)).To(Succeed())
 		g.Expect(got.Status.ReplicatedJobsStatus).To(ContainElement(HaveField("Ready", ready)), "%s", js.Name)
-	}).WithTimeout(agentWait).Should(Succeed())
+	}).WithTimeout(timeout).Should(Succeed())
 }
 
 // uids are the UIDs of the namespace's Jobs and Pods, by name.
@@ -169,7 +156,12 @@ func installUpstream() {
 	sh(time.Minute, fmt.Sprintf("%s build %s | kubectl apply --server-side -f -", kustomize, dir))
 	sh(3*time.Minute, "kubectl -n jobset-system rollout status deployment jobset-controller-manager --timeout=3m")
 
-	managedNamespace = newAgentNamespace("migrate")
+	// A namespace that outlives this spec: the next one migrates its
+	// JobSets (the container's AfterAll deletes it).
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "migrate-"}}
+	Expect(k8sClient.Create(ctx, ns)).To(Succeed())
+	managedNamespace = ns.Name
+	grantUpstreamAgent(managedNamespace)
 	running = sleeper("running", 2, "sleep 3600")
 	// Job 1 fails at the first attempt: upstream recreates every Job.
 	restarted = sleeper("restarted", 2, `[[ $JOB_INDEX == 1 && $RESTART_ATTEMPT == 0 ]] && exit 1; sleep 3600`)
@@ -180,17 +172,24 @@ func installUpstream() {
 	inPlaceJS = upstreamExample(sidecarExample, managedNamespace)
 	inPlaceJS.Name = "in-place"
 	for _, js := range []*jobset.JobSet{running, restarted, completed, suspended, inPlaceJS} {
-		Expect(k8sClient.Create(ctx, js)).To(Succeed(), "upstream's webhooks admit %s", js.Name)
+		// Upstream is ready once its certificate is mounted; the CA it
+		// writes into its webhook configurations may reach the API
+		// server a moment later.
+		Eventually(func() error { return k8sClient.Create(ctx, js.DeepCopy()) }).WithTimeout(time.Minute).Should(Succeed(), "upstream's webhooks admit %s", js.Name)
 	}
 	expectReady(running, 2)
-	Eventually(func() int32 { return getJobSet(restarted).Status.Restarts }).WithTimeout(agentWait).Should(Equal(int32(1)))
+	Eventually(func(g Gomega) {
+		var got jobset.JobSet
+		g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(restarted), &got)).To(Succeed())
+		g.Expect(got.Status.Restarts).To(Equal(int32(1)))
+	}).WithTimeout(timeout).Should(Succeed(), "upstream restarted %s", restarted.Name)
 	expectReady(restarted, 2)
-	expectCondition(completed, jobset.JobSetCompleted, metav1.ConditionTrue)
-	expectCondition(suspended, jobset.JobSetSuspended, metav1.ConditionTrue)
+	util.ExpectJobSetCondition(ctx, k8sClient, completed, jobset.JobSetCompleted, decide.ReasonAllJobsCompleted, timeout)
+	util.ExpectJobSetCondition(ctx, k8sClient, suspended, jobset.JobSetSuspended, decide.ReasonSuspended, timeout)
 	expectAttempt(inPlaceJS, 0, 0, "worker")
-	fail(podsOf(inPlaceJS)[0], "worker")
+	exitIn(podsOf(inPlaceJS)[0], "worker")
 	expectAttempt(inPlaceJS, 1, 1, "worker")
-	Expect(getJobSet(inPlaceJS).Status.PreviousInPlaceRestartAttempt).To(Equal(ptr.To[int32](0)))
+	Expect(util.GetJobSet(ctx, k8sClient, inPlaceJS).Status.PreviousInPlaceRestartAttempt).To(Equal(ptr.To[int32](0)))
 	beforeJobs, beforePods = uids()
 }
 
@@ -228,8 +227,8 @@ func migrates() {
 	Expect(k8sClient.Get(ctx, client.ObjectKey{Name: "jobsets.jobset.x-k8s.io"}, &crd)).To(Succeed())
 	Expect(crd.Spec.Conversion).To(Or(BeNil(), HaveField("Strategy", apiextensionsv1.NoneConverter)), "the CRD still calls upstream's conversion webhook")
 	installDropIn()
-	// inplacectl migrate: nothing blocks.
-	in, err := migration.Gather(ctx, k8sClient, migration.Options{Namespace: namespace})
+	By("inplacectl migrate, with its defaults: nothing blocks")
+	in, err := migration.Gather(ctx, k8sClient, migration.Options{})
 	Expect(err).NotTo(HaveOccurred())
 	for _, f := range migration.Check(in) {
 		Expect(f.Severity).NotTo(Equal(migration.Blocking), "%s: %s", f.Step, f.Message)
@@ -237,26 +236,45 @@ func migrates() {
 	for _, line := range removeUpstreamLeftovers {
 		sh(time.Minute, line)
 	}
+	By("inplace's service account holds none of upstream's rights")
+	for _, attrs := range []authorizationv1.ResourceAttributes{
+		{Namespace: namespace, Verb: "get", Resource: "secrets"},
+		{Verb: "update", Group: "admissionregistration.k8s.io", Resource: "validatingwebhookconfigurations", Name: "jobset-validating-webhook-configuration"},
+	} {
+		review := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+			User: serviceaccount.MakeUsername(namespace, "inplace-manager"), ResourceAttributes: &attrs,
+		}}
+		Expect(k8sClient.Create(ctx, review)).To(Succeed())
+		Expect(review.Status.Allowed).To(BeFalse(), "inplace-manager may %s %s", attrs.Verb, attrs.Resource)
+	}
 
-	By("nothing recreated: the same Jobs and Pods, the status upstream wrote")
-	jobs, pods := uids()
-	Expect(jobs).To(Equal(beforeJobs))
-	Expect(pods).To(Equal(beforePods))
-	Expect(getJobSet(restarted).Status.Restarts).To(Equal(int32(1)))
-	expectCondition(completed, jobset.JobSetCompleted, metav1.ConditionTrue)
-	expectCondition(suspended, jobset.JobSetSuspended, metav1.ConditionTrue)
+	By("inplace takes them over: the in-place example restarts in place again, the suspended one resumes")
+	// Upstream never writes syncedEpoch: inplace has read the example.
+	Eventually(func(g Gomega) {
+		var got jobset.JobSet
+		g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(inPlaceJS), &got)).To(Succeed())
+		g.Expect(got.Status.SyncedEpoch).To(Equal(int32(2)), "attempt 1 is epoch 2")
+	}).WithTimeout(timeout).Should(Succeed())
+	Expect(util.GetJobSet(ctx, k8sClient, restarted).Status.Restarts).To(Equal(int32(1)))
+	util.ExpectJobSetCondition(ctx, k8sClient, completed, jobset.JobSetCompleted, decide.ReasonAllJobsCompleted, timeout)
+	util.ExpectJobSetCondition(ctx, k8sClient, suspended, jobset.JobSetSuspended, decide.ReasonSuspended, timeout)
+	exitIn(podsOf(inPlaceJS)[1], "worker")
+	expectAttempt(inPlaceJS, 2, 2, "worker")
+	util.UpdateJobSet(ctx, k8sClient, suspended, func(js *jobset.JobSet) { js.Spec.Suspend = ptr.To(false) })
+	expectReady(suspended, 2)
 	expectReady(running, 2)
 	expectReady(restarted, 2)
 
-	By("inplace runs them on: the in-place example restarts in place again, the suspended one resumes")
-	fail(podsOf(inPlaceJS)[1], "worker")
-	expectAttempt(inPlaceJS, 2, 2, "worker")
-	js := getJobSet(suspended)
-	js.Spec.Suspend = ptr.To(false)
-	Expect(k8sClient.Update(ctx, js)).To(Succeed())
-	expectReady(suspended, 2)
-	jobs, _ = uids()
-	Expect(jobs).To(Equal(beforeJobs), "no Job recreated")
+	By("nothing recreated: the Jobs and Pods upstream made, every one")
+	jobs, pods := uids()
+	Expect(jobs).To(Equal(beforeJobs), "the suspended JobSet resumes on its own Jobs")
+	for name, uid := range beforePods {
+		Expect(pods).To(HaveKeyWithValue(name, uid), "Pod %s", name)
+	}
+	Expect(pods).To(HaveLen(len(beforePods)+2), "only the resumed JobSet's 2 Pods are new")
+
+	// Its Pods would only slow upstream's suite down.
+	Expect(k8sClient.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: managedNamespace}})).To(Succeed())
 }
 
 func lastLine(s string) string {

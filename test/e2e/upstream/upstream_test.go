@@ -4,18 +4,24 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/inplace-dev/inplace/cmd/inplacectl/migration"
 	"github.com/inplace-dev/inplace/test/cluster"
+	"github.com/inplace-dev/inplace/test/framework"
 	"github.com/inplace-dev/inplace/test/images"
 )
 
@@ -35,8 +41,10 @@ const (
 )
 
 // run runs a command line at the repository's root with the cluster's
-// kubeconfig and the cluster's kubectl first on the PATH, and returns its
-// output and error.
+// kubeconfig, the cluster's kubectl first on the PATH and a HOME of its
+// own (kubectl's caches), and returns its output and error. The output
+// goes to GinkgoWriter as it comes. At limit its whole process group is
+// stopped: a pipeline's commands too.
 func run(limit time.Duration, env []string, name string, args ...string) (string, error) {
 	GinkgoHelper()
 	root, err := cluster.RepoRoot()
@@ -47,12 +55,16 @@ func run(limit time.Duration, env []string, name string, args ...string) (string
 	defer cancel()
 	cmd := exec.CommandContext(cmdCtx, name, args...)
 	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+fw.Cluster.Kubeconfig, "PATH="+bin+":"+os.Getenv("PATH"))
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+fw.Cluster.Kubeconfig, "PATH="+bin+":"+os.Getenv("PATH"), "HOME="+GinkgoT().TempDir())
 	cmd.Env = append(cmd.Env, env...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 10 * time.Second
 	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
+	GinkgoWriter.Printf("$ %s %s\n", name, strings.Join(args, " "))
+	cmd.Stdout = io.MultiWriter(&out, GinkgoWriter)
+	cmd.Stderr = cmd.Stdout
 	err = cmd.Run()
-	GinkgoWriter.Printf("$ %s %v\n%s", name, args, out.String())
 	return out.String(), err
 }
 
@@ -93,13 +105,15 @@ func installDropIn() {
 	Expect(err).NotTo(HaveOccurred(), out)
 	Expect(out).To(ContainSubstring("namespace/" + namespace + " serverside-applied"))
 	Expect(out).To(ContainSubstring("deployment.apps/" + deployment + " serverside-applied"))
-	Expect(strings.Count(out, " serverside-applied")).To(Equal(33), "docs/how-to/install.md counts the objects")
+	objects := strings.Count(out, " serverside-applied")
+	Expect(string(doc)).To(ContainSubstring(dropIn+"\n   ```\n\n   It prints one line for each of its %d objects", objects), "docs/how-to/install.md counts the objects")
 	out, err = run(3*time.Minute, nil, "sh", "-c", rollout)
 	Expect(err).NotTo(HaveOccurred(), out)
 	Expect(out).To(ContainSubstring(`deployment "` + deployment + `" successfully rolled out`))
 
 	By("telling the drop-in from upstream's controller, as the migration check reads the cluster")
-	in, err := migration.Gather(ctx, k8sClient, migration.Options{Namespace: namespace})
+	// inplacectl migrate, with its defaults.
+	in, err := migration.Gather(ctx, k8sClient, migration.Options{})
 	Expect(err).NotTo(HaveOccurred())
 	Expect(in.Upstream).To(BeEmpty(), "the drop-in's Deployment is not upstream's")
 	Expect(in.Manager).To(HaveExactElements(And(HaveField("Name", deployment), HaveField("Ours", true), HaveField("Available", BeNumerically(">", 0)))))
@@ -112,9 +126,12 @@ func passesUpstreamSuite() {
 	Expect(err).NotTo(HaveOccurred())
 	suite := filepath.Join(bin, "jobset-e2e.test")
 	Expect(suite).To(BeAnExistingFile(), "upstream's suite is built by 'make cluster-binaries'")
-	out, err := run(suiteTimeout, []string{"NAMESPACE=" + namespace}, suite, "-test.v", "-test.timeout="+suiteTimeout.String(), "-ginkgo.no-color", "-ginkgo.timeout="+suiteTimeout.String())
+	// Its process outlives ginkgo's own limit by a minute: time for its
+	// report.
+	out, err := run(suiteTimeout+time.Minute, []string{"NAMESPACE=" + namespace}, suite, "-test.v", "-test.timeout="+suiteTimeout.String(), "-ginkgo.no-color", "-ginkgo.timeout="+suiteTimeout.String())
 	report := summary.FindAllString(out, -1)
-	// make test-upstream shows it: the Go test's output with -v.
+	// make test-upstream shows it: the Go test's output with -v (ginkgo's
+	// report entries show only with its own -v).
 	fmt.Printf("upstream JobSet's e2e suite:\n%s\n", joinLines(report))
 	Expect(err).NotTo(HaveOccurred(), "upstream's suite failed:\n%s", out)
 	Expect(report).To(ContainElement(MatchRegexp(`^Ran %d of %d Specs in `, upstreamSpecs, upstreamSpecs)), "every spec ran:\n%s", out)
@@ -122,14 +139,24 @@ func passesUpstreamSuite() {
 }
 
 var _ = Describe("upstream JobSet v0.12.0, built from its module", Ordered, func() {
+	// The migration's namespace outlives the spec that fills it.
+	AfterAll(func(ctx context.Context) {
+		if managedNamespace == "" {
+			return
+		}
+		if CurrentSpecReport().Failed() {
+			framework.DumpNamespace(ctx, k8sClient, managedNamespace)
+		}
+		Expect(client.IgnoreNotFound(k8sClient.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: managedNamespace}}))).To(Succeed())
+	})
 	It("runs five JobSets as its release manifests install it: running, restarted, completed, suspended, and in place with its agent", installUpstream)
 	It("hands them to inplace installed under upstream's names, by docs/how-to/migrate-from-jobset.md, with nothing recreated", migrates)
 	It("passes its own e2e suite against inplace", passesUpstreamSuite)
 	It("runs its agent's sidecar-mode example under inplace's controller: a worker's exit restarts every Pod in place, up to maxRestarts", func() {
-		restartsEveryPodInPlace(upstreamExample(sidecarExample, agentNamespace("upstream-sidecar")), "worker")
+		restartsEveryPodInPlace(upstreamExample(sidecarExample, agentNamespace()), "worker")
 	})
 	It("runs its agent's main-container-mode example under inplace's controller: the agent runs the worker, and its exit restarts every Pod in place, up to maxRestarts", func() {
-		restartsEveryPodInPlace(upstreamExample(mainContainerExample, agentNamespace("upstream-main")), "in-place-restart-agent")
+		restartsEveryPodInPlace(upstreamExample(mainContainerExample, agentNamespace()), "in-place-restart-agent")
 	})
 	It("syncs a group that mixes its agent with inplace's", mixesAgents)
 })
