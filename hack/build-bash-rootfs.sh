@@ -9,8 +9,10 @@
 #
 #   hack/build-bash-rootfs.sh DIR
 #
-# Needs root (debootstrap) and debootstrap ('make node-deps'). Mounts
-# nothing on the host. Cold: under a minute on 2 cores, most of it apt.
+# Needs root (debootstrap) and debootstrap ('make node-deps'). debootstrap
+# mounts /proc and /sys under DIR while it installs, and unmounts them
+# when it ends, on an error or SIGTERM too. Cold: about a minute on 2
+# cores, most of it apt.
 set -euo pipefail
 
 dir=${1:?usage: $0 DIR}

@@ -32,10 +32,10 @@ coredns_version=$(cd "$root/hack/coredns" && echo "$(go list -m -f '{{.Version}}
 # The registry's covers its dependencies: a fix in one of them rebuilds it.
 registry_version=$(cd "$root/hack/registry" && echo "$(go list -m -f '{{.Version}}' github.com/distribution/distribution/v3)-$(sha256sum < go.sum | cut -c1-12)")
 # The provisioner's covers its code and dependencies.
-provisioner_version=$(cd "$root/hack/local-provisioner" && echo "$(go list -m -f '{{.Version}}' sigs.k8s.io/sig-storage-lib-external-provisioner/v13)-$(cat main.go go.sum | sha256sum | cut -c1-12)")
+provisioner_version=$(cd "$root/hack/local-provisioner" && echo "$(go list -m -f '{{.Version}}' sigs.k8s.io/sig-storage-lib-external-provisioner/v13)-$(cat main.go go.mod go.sum | sha256sum | cut -c1-12)")
 # Upstream JobSet's suite: the version it runs, and the dependencies it is
 # built with.
-jobset_version=$(cd "$root/hack/upstream-jobset" && echo "$(go list -m -f '{{.Version}}' sigs.k8s.io/jobset)-$(sha256sum < go.sum | cut -c1-12)")
+jobset_version=$(cd "$root/hack/upstream-jobset" && echo "$(go list -m -f '{{.Version}}' sigs.k8s.io/jobset)-$(cat go.mod go.sum | sha256sum | cut -c1-12)")
 
 stale() { # name version
   [[ -x "$bin/$1" && "$(cat "$bin/.stamps/$1" 2>/dev/null)" == "$2" ]] && return 1

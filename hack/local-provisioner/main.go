@@ -72,8 +72,9 @@ func (p hostPath) Provision(_ context.Context, opts controller.ProvisionOptions)
 }
 
 func (p hostPath) Delete(_ context.Context, pv *corev1.PersistentVolume) error {
-	if pv.Spec.HostPath == nil || filepath.Dir(pv.Spec.HostPath.Path) != p.root {
-		return &controller.IgnoredError{Reason: "not a volume of this provisioner's directory"}
+	// Only the directory Provision made for this volume: root/<name>.
+	if pv.Spec.HostPath == nil || pv.Spec.HostPath.Path != filepath.Join(p.root, pv.Name) {
+		return &controller.IgnoredError{Reason: "not a directory this provisioner made"}
 	}
 	return os.RemoveAll(pv.Spec.HostPath.Path)
 }

@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"os"
 	"path"
 	"path/filepath"
 	"strings"
@@ -10,6 +11,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
@@ -25,7 +28,8 @@ import (
 // Real nodes run a Pod from the project's own images, a Pod resolves
 // another by its hostname and subdomain through the cluster's DNS, images
 // named for docker.io and registry.k8s.io come from the cluster's
-// registry, and Stop
+// registry, a claim without a class gets a volume of the default one, and
+// Stop
 // leaves the host as it was: no process, mount, cgroup, interface, iptables chain or
 // host path of theirs, ip_forward as before.
 func TestRealNodesRunAPodAndLeaveTheHostClean(t *testing.T) {
@@ -81,6 +85,7 @@ func TestRealNodesRunAPodAndLeaveTheHostClean(t *testing.T) {
 
 	resolvesPeer(ctx, t, client, c)
 	pullsThroughTheMirror(ctx, t, client, c)
+	provisionsClaimsOfTheDefaultClass(ctx, t, client, c)
 
 	if err := c.Stop(true); err != nil {
 		t.Errorf("Stop: %v", err)
@@ -200,5 +205,76 @@ func pullsThroughTheMirror(ctx context.Context, t *testing.T, client kubernetes.
 			},
 		}
 		createAndWait(ctx, t, client, c, pod, corev1.PodRunning)
+	}
+}
+
+// provisionsClaimsOfTheDefaultClass checks what suites written for kind
+// rely on: a claim that names no class gets the default one, is bound to
+// a directory of this host once its Pod is scheduled, is mounted there,
+// and the directory goes with the claim.
+func provisionsClaimsOfTheDefaultClass(ctx context.Context, t *testing.T, client kubernetes.Interface, c *Cluster) {
+	t.Helper()
+	claim := &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: "data", Namespace: "default"},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
+		},
+	}
+	claim, err := client.CoreV1().PersistentVolumeClaims("default").Create(ctx, claim, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ptr.Deref(claim.Spec.StorageClassName, ""); got != DefaultStorageClass {
+		t.Fatalf("the claim's class is %q, want the default %q", got, DefaultStorageClass)
+	}
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "mounts", Namespace: "default"},
+		Spec: corev1.PodSpec{
+			TerminationGracePeriodSeconds: ptr.To[int64](2),
+			Containers: []corev1.Container{{
+				Name: "pause", Image: images.Pause,
+				VolumeMounts: []corev1.VolumeMount{{Name: "data", MountPath: "/data"}},
+			}},
+			Volumes: []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{
+				PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data"},
+			}}},
+		},
+	}
+	pod = createAndWait(ctx, t, client, c, pod, corev1.PodRunning)
+	claim, err = client.CoreV1().PersistentVolumeClaims("default").Get(ctx, "data", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pv, err := client.CoreV1().PersistentVolumes().Get(ctx, claim.Spec.VolumeName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("the claim's volume %q: %v", claim.Spec.VolumeName, err)
+	}
+	if pv.Spec.HostPath == nil || !strings.HasPrefix(pv.Spec.HostPath.Path, c.workDir+"/") {
+		t.Fatalf("volume %s is not a directory of the cluster's: %+v", pv.Name, pv.Spec.PersistentVolumeSource)
+	}
+	if terms := pv.Spec.NodeAffinity.Required.NodeSelectorTerms; len(terms) != 1 || terms[0].MatchExpressions[0].Values[0] != pod.Spec.NodeName {
+		t.Errorf("volume %s is bound to %v, want the Pod's node %s", pv.Name, terms, pod.Spec.NodeName)
+	}
+	if fi, err := os.Stat(pv.Spec.HostPath.Path); err != nil || !fi.IsDir() {
+		t.Fatalf("volume %s: %s is no directory: %v", pv.Name, pv.Spec.HostPath.Path, err)
+	}
+
+	if err := client.CoreV1().Pods("default").Delete(ctx, pod.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := client.CoreV1().PersistentVolumeClaims("default").Delete(ctx, "data", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		_, err := client.CoreV1().PersistentVolumes().Get(ctx, pv.Name, metav1.GetOptions{})
+		if !apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		_, err = os.Stat(pv.Spec.HostPath.Path)
+		return os.IsNotExist(err), nil
+	})
+	if err != nil {
+		t.Fatalf("volume %s and its directory outlived the claim: %v; logs in %s", pv.Name, err, c.LogsDir())
 	}
 }

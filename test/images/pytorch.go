@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"syscall"
+	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -138,6 +139,12 @@ func buildRootFS(ctx context.Context, root, script, layer string, log io.Writer)
 	defer os.RemoveAll(dir)
 	cmd := exec.CommandContext(ctx, filepath.Join(root, script), dir)
 	cmd.Stdout, cmd.Stderr = log, log
+	// Stopped, debootstrap unmounts what it mounted under dir before it
+	// exits; killed, it would leave those mounts behind. The signal goes
+	// to the script's process group: debootstrap too.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM) }
+	cmd.WaitDelay = time.Minute
 	if err := cmd.Run(); err != nil {
 		return fmt.Errorf("%s: %w", script, err)
 	}
