@@ -84,8 +84,8 @@ func TestRealNodesRunAPodAndLeaveTheHostClean(t *testing.T) {
 	}
 
 	resolvesPeer(ctx, t, client, c)
-	pullsThroughTheMirror(ctx, t, client, c)
 	provisionsClaimsOfTheDefaultClass(ctx, t, client, c)
+	pullsThroughTheMirror(ctx, t, client, c)
 
 	if err := c.Stop(true); err != nil {
 		t.Errorf("Stop: %v", err)
@@ -233,7 +233,7 @@ func provisionsClaimsOfTheDefaultClass(ctx context.Context, t *testing.T, client
 		Spec: corev1.PodSpec{
 			TerminationGracePeriodSeconds: ptr.To[int64](2),
 			Containers: []corev1.Container{{
-				Name: "pause", Image: images.Pause,
+				Name: "pause", Image: images.Worker, Command: []string{images.WorkerBinary, "pause"},
 				VolumeMounts: []corev1.VolumeMount{{Name: "data", MountPath: "/data"}},
 			}},
 			Volumes: []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{
