@@ -40,20 +40,12 @@ func PushBash(ctx context.Context, root, cacheDir, registry string, log io.Write
 	if err != nil {
 		return nil, err
 	}
-	img, err := mutate.AppendLayers(empty.Image, layer)
-	if err != nil {
-		return nil, err
-	}
-	cf, err := img.ConfigFile()
-	if err != nil {
-		return nil, err
-	}
-	cf = cf.DeepCopy()
-	cf.OS, cf.Architecture = "linux", runtime.GOARCH
 	// As Docker Hub's: bash, as root.
-	cf.Config.Cmd = []string{"bash"}
-	cf.Config.Env = []string{debianPath}
-	if img, err = mutate.ConfigFile(img, cf); err != nil {
+	img, err := configuredImage(func(c *v1.Config) {
+		c.Cmd = []string{"bash"}
+		c.Env = []string{debianPath}
+	}, layer)
+	if err != nil {
 		return nil, err
 	}
 	var pushed []string
@@ -86,6 +78,23 @@ func debianLayer(ctx context.Context, root, cacheDir string, log io.Writer) (v1.
 		}
 	}
 	return tarball.LayerFromFile(base)
+}
+
+// configuredImage is an image of layers for linux on this machine's architecture,
+// its config set by config.
+func configuredImage(config func(*v1.Config), layers ...v1.Layer) (v1.Image, error) {
+	img, err := mutate.AppendLayers(empty.Image, layers...)
+	if err != nil {
+		return nil, err
+	}
+	cf, err := img.ConfigFile()
+	if err != nil {
+		return nil, err
+	}
+	cf = cf.DeepCopy()
+	cf.OS, cf.Architecture = "linux", runtime.GOARCH
+	config(&cf.Config)
+	return mutate.ConfigFile(img, cf)
 }
 
 // push pushes img to registry, a host:port serving plain HTTP, as repo

@@ -4,10 +4,8 @@ import (
 	"context"
 	"io"
 	"os"
-	"runtime"
 
-	"github.com/google/go-containerregistry/pkg/v1/empty"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 )
 
 // UpstreamAgent is the repository and tag, in the local cluster's
@@ -45,20 +43,12 @@ func PushUpstreamAgent(ctx context.Context, root, cacheDir, binary, registry str
 	if err != nil {
 		return "", err
 	}
-	img, err := mutate.AppendLayers(empty.Image, base, agent)
+	img, err := configuredImage(func(c *v1.Config) {
+		c.Entrypoint = []string{upstreamAgentBinary}
+		c.User = nonRootID + ":" + nonRootID
+		c.Env = []string{debianPath}
+	}, base, agent)
 	if err != nil {
-		return "", err
-	}
-	cf, err := img.ConfigFile()
-	if err != nil {
-		return "", err
-	}
-	cf = cf.DeepCopy()
-	cf.OS, cf.Architecture = "linux", runtime.GOARCH
-	cf.Config.Entrypoint = []string{upstreamAgentBinary}
-	cf.Config.User = nonRootID + ":" + nonRootID
-	cf.Config.Env = []string{debianPath}
-	if img, err = mutate.ConfigFile(img, cf); err != nil {
 		return "", err
 	}
 	return push(ctx, img, registry, UpstreamAgent)
@@ -87,19 +77,11 @@ func PushUpstreamController(ctx context.Context, binary, registry string) (strin
 	if err != nil {
 		return "", err
 	}
-	img, err := mutate.AppendLayers(empty.Image, layer)
+	img, err := configuredImage(func(c *v1.Config) {
+		c.Entrypoint = []string{"/manager"}
+		c.User = nonRootID + ":" + nonRootID
+	}, layer)
 	if err != nil {
-		return "", err
-	}
-	cf, err := img.ConfigFile()
-	if err != nil {
-		return "", err
-	}
-	cf = cf.DeepCopy()
-	cf.OS, cf.Architecture = "linux", runtime.GOARCH
-	cf.Config.Entrypoint = []string{"/manager"}
-	cf.Config.User = nonRootID + ":" + nonRootID
-	if img, err = mutate.ConfigFile(img, cf); err != nil {
 		return "", err
 	}
 	return push(ctx, img, registry, UpstreamController)
