@@ -3,6 +3,7 @@ package upstream
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
@@ -194,14 +195,17 @@ func installUpstream() {
 }
 
 // upstreamModuleDir is sigs.k8s.io/jobset's directory in the module
-// cache, at the version hack/upstream-jobset pins.
+// cache, at the version hack/upstream-jobset pins: go's own, as the user
+// running the tests has it (run gives commands a HOME of their own).
 func upstreamModuleDir() string {
 	GinkgoHelper()
 	root, err := cluster.RepoRoot()
 	Expect(err).NotTo(HaveOccurred())
-	out, err := run(time.Minute, nil, "sh", "-c", "cd "+filepath.Join(root, "hack", "upstream-jobset")+" && go list -m -f '{{.Dir}}' sigs.k8s.io/jobset")
-	Expect(err).NotTo(HaveOccurred(), out)
-	dir := filepath.Clean(lastLine(out))
+	cmd := exec.CommandContext(ctx, "go", "list", "-m", "-f", "{{.Dir}}", "sigs.k8s.io/jobset")
+	cmd.Dir = filepath.Join(root, "hack", "upstream-jobset")
+	out, err := cmd.Output()
+	Expect(err).NotTo(HaveOccurred(), "go list -m sigs.k8s.io/jobset in hack/upstream-jobset")
+	dir := strings.TrimSpace(string(out))
 	Expect(filepath.Join(dir, "config", "default", "kustomization.yaml")).To(BeAnExistingFile())
 	return dir
 }
@@ -275,9 +279,4 @@ func migrates() {
 
 	// Its Pods would only slow upstream's suite down.
 	Expect(k8sClient.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: managedNamespace}})).To(Succeed())
-}
-
-func lastLine(s string) string {
-	lines := strings.Split(strings.TrimSpace(s), "\n")
-	return lines[len(lines)-1]
 }
