@@ -63,65 +63,29 @@ else
   echo ">> kubernetes binaries $kube_version are up to date in $bin"
 fi
 
-if stale etcd "$etcd_version"; then
-  echo ">> building etcd $etcd_version into $bin (cold: about 1 minute)"
-  start=$SECONDS
-  (cd "$root/hack/etcd" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$bin/etcd" go.etcd.io/etcd/server/v3)
-  echo "$etcd_version" > "$bin/.stamps/etcd"
-  echo ">> built etcd in $((SECONDS - start))s"
-else
-  echo ">> etcd $etcd_version is up to date in $bin"
-fi
-
-if stale coredns "$coredns_version"; then
-  echo ">> building coredns $coredns_version into $bin (cold: about 1 minute)"
-  start=$SECONDS
-  (cd "$root/hack/coredns" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$bin/coredns" .)
-  echo "$coredns_version" > "$bin/.stamps/coredns"
-  echo ">> built coredns in $((SECONDS - start))s"
-else
-  echo ">> coredns $coredns_version is up to date in $bin"
-fi
-
-if stale registry "$registry_version"; then
-  echo ">> building registry $registry_version into $bin (cold: about 1 minute)"
-  start=$SECONDS
-  (cd "$root/hack/registry" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$bin/registry" github.com/distribution/distribution/v3/cmd/registry)
-  echo "$registry_version" > "$bin/.stamps/registry"
-  echo ">> built registry in $((SECONDS - start))s"
-else
-  echo ">> registry $registry_version is up to date in $bin"
-fi
-
-if stale local-provisioner "$provisioner_version"; then
-  echo ">> building local-provisioner $provisioner_version into $bin (cold: about 1 minute)"
-  start=$SECONDS
-  (cd "$root/hack/local-provisioner" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$bin/local-provisioner" .)
-  echo "$provisioner_version" > "$bin/.stamps/local-provisioner"
-  echo ">> built local-provisioner in $((SECONDS - start))s"
-else
-  echo ">> local-provisioner $provisioner_version is up to date in $bin"
-fi
-
-if stale jobset-e2e.test "$jobset_version"; then
-  echo ">> building upstream JobSet's e2e suite $jobset_version into $bin (cold: about 2 minutes)"
-  start=$SECONDS
-  (cd "$root/hack/upstream-jobset" && CGO_ENABLED=0 go test -c -trimpath -o "$bin/jobset-e2e.test" sigs.k8s.io/jobset/test/e2e)
-  echo "$jobset_version" > "$bin/.stamps/jobset-e2e.test"
-  echo ">> built jobset-e2e.test in $((SECONDS - start))s"
-else
-  echo ">> upstream JobSet's e2e suite $jobset_version is up to date in $bin"
-fi
-
-for b in jobset-controller:sigs.k8s.io/jobset jobset-in-place-restart-agent:sigs.k8s.io/jobset/cmd/in-place-restart-agent; do
-  name=${b%%:*} pkg=${b#*:}
-  if stale "$name" "$jobset_version"; then
-    echo ">> building upstream JobSet's $pkg $jobset_version into $bin/$name (cold: about 1 minute)"
-    start=$SECONDS
-    (cd "$root/hack/upstream-jobset" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$bin/$name" "$pkg")
-    echo "$jobset_version" > "$bin/.stamps/$name"
-    echo ">> built $name in $((SECONDS - start))s"
-  else
-    echo ">> $name $jobset_version is up to date in $bin"
+# build NAME VERSION DIR COLD PKG GOARGS...: unless bin/NAME is stamped
+# VERSION, runs `go GOARGS -o bin/NAME PKG` in hack/DIR and stamps it;
+# COLD says how long that takes without a cache.
+build() {
+  local name=$1 version=$2 dir=$3 cold=$4 pkg=$5
+  shift 5
+  if ! stale "$name" "$version"; then
+    echo ">> $name $version is up to date in $bin"
+    return
   fi
-done
+  echo ">> building $name $version into $bin (cold: $cold)"
+  local start=$SECONDS
+  (cd "$root/hack/$dir" && CGO_ENABLED=0 go "$@" -o "$bin/$name" "$pkg")
+  echo "$version" > "$bin/.stamps/$name"
+  echo ">> built $name in $((SECONDS - start))s"
+}
+
+release=(build -trimpath -ldflags "-s -w")
+build etcd "$etcd_version" etcd "about 1 minute" go.etcd.io/etcd/server/v3 "${release[@]}"
+build coredns "$coredns_version" coredns "about 1 minute" . "${release[@]}"
+build registry "$registry_version" registry "about 1 minute" github.com/distribution/distribution/v3/cmd/registry "${release[@]}"
+build local-provisioner "$provisioner_version" local-provisioner "about 1 minute" . "${release[@]}"
+# Upstream JobSet's e2e suite as a test binary, its controller, its agent.
+build jobset-e2e.test "$jobset_version" upstream-jobset "about 2 minutes" sigs.k8s.io/jobset/test/e2e test -c -trimpath
+build jobset-controller "$jobset_version" upstream-jobset "about 1 minute" sigs.k8s.io/jobset "${release[@]}"
+build jobset-in-place-restart-agent "$jobset_version" upstream-jobset "about 1 minute" sigs.k8s.io/jobset/cmd/in-place-restart-agent "${release[@]}"
