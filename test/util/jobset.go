@@ -2,6 +2,7 @@ package util
 
 import (
 	"context"
+	"slices"
 	"sort"
 	"time"
 
@@ -60,4 +61,10 @@ func UpdateJobSet(ctx context.Context, c client.Client, js *jobsetv1alpha2.JobSe
 		change(&got)
 		return c.Update(ctx, &got)
 	})).To(gomega.Succeed())
+}
+
+// ContainerStatuses are a Pod's container statuses, init containers (a
+// sidecar agent) first.
+func ContainerStatuses(p *corev1.Pod) []corev1.ContainerStatus {
+	return slices.Concat(p.Status.InitContainerStatuses, p.Status.ContainerStatuses)
 }

@@ -20,6 +20,7 @@ import (
 
 	"github.com/inplace-dev/inplace/test/images"
 	"github.com/inplace-dev/inplace/test/simnode"
+	"github.com/inplace-dev/inplace/test/util"
 )
 
 // podView is what a controller reads of a Pod's status: a change of it is
@@ -39,7 +40,7 @@ func viewOf(p *corev1.Pod) podView {
 	}
 	slices.Sort(conds)
 	var cs []string
-	for _, s := range allStatuses(p) {
+	for _, s := range util.ContainerStatuses(p) {
 		cs = append(cs, fmt.Sprintf("%s[%s last=%s restarts=%d ready=%v started=%v]",
 			s.Name, stateOf(s.State), stateOf(s.LastTerminationState), s.RestartCount, s.Ready, s.Started != nil && *s.Started))
 	}

@@ -22,7 +22,7 @@ const agentContainer = "inplace-agent"
 // containerID is the runtime's ID of a Pod's container, from its status.
 func containerID(p corev1.Pod, name string) string {
 	GinkgoHelper()
-	for _, s := range allStatuses(&p) {
+	for _, s := range util.ContainerStatuses(&p) {
 		if s.Name == name {
 			Expect(s.ContainerID).NotTo(BeEmpty(), "container %s of pod %s has no ID yet", name, p.Name)
 			return s.ContainerID

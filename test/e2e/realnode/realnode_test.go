@@ -66,7 +66,7 @@ func expectContainerRestarts(scope string, p corev1.Pod, n int32) {
 		// The agent counts them to the controller, not on its Pod.
 		Expect(p.Annotations).NotTo(HaveKey(protocol.WorkerRestartsAnnotation), "pod %s: its agent wrote its Pod", p.Name)
 	}
-	for _, s := range allStatuses(&p) {
+	for _, s := range util.ContainerStatuses(&p) {
 		Expect(s.RestartCount).To(Equal(perContainer), "container %s of pod %s", s.Name, p.Name)
 	}
 }
@@ -111,12 +111,6 @@ func agentLog(pod corev1.Pod) string {
 	return string(data)
 }
 
-// allStatuses are a Pod's container statuses, init containers (the agent)
-// first.
-func allStatuses(p *corev1.Pod) []corev1.ContainerStatus {
-	return slices.Concat(p.Status.InitContainerStatuses, p.Status.ContainerStatuses)
-}
-
 // restartWatch records the highest restart count each container of a
 // namespace's Pods reached, from every update the apiserver sent, above
 // the count it had when the watch began.
@@ -137,7 +131,7 @@ func watchRestarts(ns string) *restartWatch {
 	pods, err := clientset.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
 	Expect(err).NotTo(HaveOccurred())
 	for _, p := range pods.Items {
-		for _, s := range allStatuses(&p) {
+		for _, s := range util.ContainerStatuses(&p) {
 			rw.baseline[p.Name+"/"+s.Name] = s.RestartCount
 		}
 	}
@@ -148,7 +142,7 @@ func watchRestarts(ns string) *restartWatch {
 				continue
 			}
 			rw.mu.Lock()
-			for _, s := range allStatuses(p) {
+			for _, s := range util.ContainerStatuses(p) {
 				key := p.Name + "/" + s.Name
 				rw.max[key] = max(rw.max[key], s.RestartCount)
 			}

@@ -14,6 +14,7 @@ import (
 
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
 	"github.com/inplace-dev/inplace/test/images"
+	"github.com/inplace-dev/inplace/test/util"
 	"github.com/inplace-dev/inplace/test/wrappers"
 )
 
@@ -100,7 +101,7 @@ var _ = Describe("inplace-agent given upstream's environment, on real kubelets",
 		Expect(got.Status.InPlaceRestarts).To(Equal(int32(1)))
 		for _, p := range podsOf(js) {
 			Expect(p.Annotations).To(HaveKeyWithValue(jobset.InPlaceRestartAttemptKey, "1"), "pod %s", p.Name)
-			for _, s := range allStatuses(&p) {
+			for _, s := range util.ContainerStatuses(&p) {
 				Expect(s.RestartCount).To(Equal(int32(1)), "container %s of pod %s restarted once", s.Name, p.Name)
 			}
 			Eventually(func() string { return workerLog(p) }).WithTimeout(30*time.Second).

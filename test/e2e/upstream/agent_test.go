@@ -86,10 +86,6 @@ func grantUpstreamAgent(ns string) {
 
 func podsOf(js *jobset.JobSet) []corev1.Pod { return util.JobSetPods(ctx, k8sClient, js) }
 
-func statusesOf(p *corev1.Pod) []corev1.ContainerStatus {
-	return slices.Concat(p.Status.InitContainerStatuses, p.Status.ContainerStatuses)
-}
-
 // expectAttempt waits until the JobSet is at upstream's in-place restart
 // attempt, each of its Pods too (their annotation, for those that run
 // upstream's agent), with every container started again restarts times
@@ -109,7 +105,7 @@ func expectAttempt(js *jobset.JobSet, attempt, restarts int32, worker string) ma
 			if runsUpstreamAgent(p) {
 				g.Expect(p.Annotations).To(HaveKeyWithValue(jobset.InPlaceRestartAttemptKey, fmt.Sprint(attempt)), "pod %s", p.Name)
 			}
-			for _, s := range statusesOf(&p) {
+			for _, s := range util.ContainerStatuses(&p) {
 				g.Expect(s.RestartCount).To(Equal(restarts), "container %s of pod %s", s.Name, p.Name)
 			}
 			g.Expect(p.Status.ContainerStatuses).To(ContainElement(And(HaveField("Name", worker), HaveField("State.Running", Not(BeNil())), HaveField("Started", Equal(ptr.To(true))))), "pod %s", p.Name)
