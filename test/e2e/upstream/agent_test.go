@@ -2,39 +2,25 @@ package upstream
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
-	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
 	"github.com/inplace-dev/inplace/controller/decide"
 	"github.com/inplace-dev/inplace/test/cluster"
 	"github.com/inplace-dev/inplace/test/images"
+	"github.com/inplace-dev/inplace/test/upstreamjobset"
 	"github.com/inplace-dev/inplace/test/util"
 	"github.com/inplace-dev/inplace/webhook/inject"
 )
 
-// Upstream's in-place restart examples, as it publishes them (site/ of its
-// repository, which its Go module does not hold: test/testdata keeps
-// them). The agent's image is the one thing they leave to the user.
 const (
-	sidecarExample       = "in-place-restart__jobset-sidecar-container-mode.yaml"
-	mainContainerExample = "in-place-restart__jobset-main-container-mode.yaml"
-	// upstreamAgentSA is the service account the examples run as, with
-	// what upstream's agent calls: it reads its JobSet and applies its
-	// Pod's attempt annotation.
-	upstreamAgentSA = "jobset-in-place-restart"
 	// examplePods is how many Pods each example runs: 2 Jobs of 2.
 	examplePods = 4
 	// timeout bounds each wait for what a spec expects.
@@ -47,13 +33,9 @@ func upstreamExample(file, ns string) *jobset.JobSet {
 	GinkgoHelper()
 	root, err := cluster.RepoRoot()
 	Expect(err).NotTo(HaveOccurred())
-	data, err := os.ReadFile(filepath.Join(root, "test", "testdata", "upstream-jobset", "examples", file))
+	js, err := upstreamjobset.Example(root, file, ns)
 	Expect(err).NotTo(HaveOccurred())
-	Expect(strings.Count(string(data), "<CHANGE ME>")).To(Equal(1), "the example leaves the agent's image to the user")
-	var js jobset.JobSet
-	Expect(yaml.UnmarshalStrict([]byte(strings.Replace(string(data), "<CHANGE ME>", images.UpstreamAgentImage, 1)), &js)).To(Succeed())
-	js.Namespace = ns
-	return &js
+	return js
 }
 
 // agentNamespace is a namespace of its own for one spec (the
@@ -72,16 +54,7 @@ func agentNamespace() string {
 func grantUpstreamAgent(ns string) {
 	GinkgoHelper()
 	util.WaitForDefaultServiceAccount(ctx, k8sClient, ns)
-	Expect(k8sClient.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: upstreamAgentSA, Namespace: ns}})).To(Succeed())
-	Expect(k8sClient.Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: upstreamAgentSA, Namespace: ns}, Rules: []rbacv1.PolicyRule{
-		{APIGroups: []string{jobset.GroupVersion.Group}, Resources: []string{"jobsets"}, Verbs: []string{"get", "list", "watch"}},
-		{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"patch"}},
-	}})).To(Succeed())
-	Expect(k8sClient.Create(ctx, &rbacv1.RoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: upstreamAgentSA, Namespace: ns},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: upstreamAgentSA},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: upstreamAgentSA, Namespace: ns}},
-	})).To(Succeed())
+	Expect(upstreamjobset.GrantAgent(ctx, k8sClient, ns)).To(Succeed())
 }
 
 func podsOf(js *jobset.JobSet) []corev1.Pod { return util.JobSetPods(ctx, k8sClient, js) }
@@ -163,7 +136,7 @@ func restartsEveryPodInPlace(js *jobset.JobSet, worker string) {
 // mixesAgents runs a JobSet whose replicated jobs run upstream's agent
 // and inplace's: each one's worker failing restarts every Pod in place.
 func mixesAgents() {
-	js := upstreamExample(sidecarExample, agentNamespace())
+	js := upstreamExample(upstreamjobset.SidecarExample, agentNamespace())
 	// A second replicated job, the same but for the agent: the
 	// webhook gives it inplace's.
 	ours := *js.Spec.ReplicatedJobs[0].DeepCopy()

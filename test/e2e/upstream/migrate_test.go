@@ -3,9 +3,7 @@ package upstream
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -23,37 +21,10 @@ import (
 	"github.com/inplace-dev/inplace/cmd/inplacectl/migration"
 	"github.com/inplace-dev/inplace/controller/decide"
 	"github.com/inplace-dev/inplace/test/cluster"
+	"github.com/inplace-dev/inplace/test/upstreamjobset"
 	"github.com/inplace-dev/inplace/test/util"
 	"github.com/inplace-dev/inplace/test/wrappers"
 )
-
-// Upstream's install, as its release manifests are made (the module's
-// config/default, the controller's image the one its release promotes),
-// with its InPlaceRestart feature gate on, as its docs for in-place
-// restarts say: alpha, off by default.
-const upstreamKustomization = `resources:
-- jobset/config/default
-images:
-- name: us-central1-docker.pkg.dev/k8s-staging-images/jobset/jobset
-  newName: registry.k8s.io/jobset/jobset
-  newTag: v0.12.0
-patches:
-- target:
-    kind: ConfigMap
-    name: jobset-manager-config
-  patch: |
-    - op: replace
-      path: /data/controller_manager_config.yaml
-      value: |
-        apiVersion: config.jobset.x-k8s.io/v1alpha1
-        kind: Configuration
-        leaderElection:
-          leaderElect: true
-        internalCertManagement:
-          enable: true
-        featureGates:
-          InPlaceRestart: true
-`
 
 // The migration's commands, as docs/how-to/migrate-from-jobset.md shows
 // them for the install under upstream's names.
@@ -143,18 +114,11 @@ func sh(limit time.Duration, line string) string {
 // completed, suspended, and upstream's in-place restart example with its
 // agent, restarted in place once.
 func installUpstream() {
-	dir := GinkgoT().TempDir()
-	Expect(os.Symlink(upstreamModuleDir(), filepath.Join(dir, "jobset"))).To(Succeed())
-	Expect(os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(upstreamKustomization), 0o644)).To(Succeed())
-	kustomize := os.Getenv("KUSTOMIZE")
-	if kustomize == "" {
-		root, err := cluster.RepoRoot()
-		Expect(err).NotTo(HaveOccurred())
-		found, _ := filepath.Glob(filepath.Join(root, "bin", "kustomize-*"))
-		Expect(found).To(HaveLen(1), "want one kustomize in bin/: run 'make kustomize'")
-		kustomize = found[0]
-	}
-	sh(time.Minute, fmt.Sprintf("%s build %s | kubectl apply --server-side -f -", kustomize, dir))
+	root, err := cluster.RepoRoot()
+	Expect(err).NotTo(HaveOccurred())
+	manifests, err := upstreamjobset.Manifests(ctx, root, GinkgoT().TempDir())
+	Expect(err).NotTo(HaveOccurred())
+	sh(time.Minute, "kubectl apply --server-side -f "+manifests)
 	sh(3*time.Minute, "kubectl -n jobset-system rollout status deployment jobset-controller-manager --timeout=3m")
 
 	// A namespace that outlives this spec: the next one migrates its
@@ -170,7 +134,7 @@ func installUpstream() {
 	completed = sleeper("completed", 1, "exit 0")
 	suspended = sleeper("suspended", 2, "sleep 3600")
 	suspended.Spec.Suspend = ptr.To(true)
-	inPlaceJS = upstreamExample(sidecarExample, managedNamespace)
+	inPlaceJS = upstreamExample(upstreamjobset.SidecarExample, managedNamespace)
 	inPlaceJS.Name = "in-place"
 	for _, js := range []*jobset.JobSet{running, restarted, completed, suspended, inPlaceJS} {
 		// Upstream is ready once its certificate is mounted; the CA it
@@ -192,22 +156,6 @@ func installUpstream() {
 	expectAttempt(inPlaceJS, 1, 1, "worker")
 	Expect(util.GetJobSet(ctx, k8sClient, inPlaceJS).Status.PreviousInPlaceRestartAttempt).To(Equal(ptr.To[int32](0)))
 	beforeJobs, beforePods = uids()
-}
-
-// upstreamModuleDir is sigs.k8s.io/jobset's directory in the module
-// cache, at the version hack/upstream-jobset pins: go's own, as the user
-// running the tests has it (run gives commands a HOME of their own).
-func upstreamModuleDir() string {
-	GinkgoHelper()
-	root, err := cluster.RepoRoot()
-	Expect(err).NotTo(HaveOccurred())
-	cmd := exec.CommandContext(ctx, "go", "list", "-m", "-f", "{{.Dir}}", "sigs.k8s.io/jobset")
-	cmd.Dir = filepath.Join(root, "hack", "upstream-jobset")
-	out, err := cmd.Output()
-	Expect(err).NotTo(HaveOccurred(), "go list -m sigs.k8s.io/jobset in hack/upstream-jobset")
-	dir := strings.TrimSpace(string(out))
-	Expect(filepath.Join(dir, "config", "default", "kustomization.yaml")).To(BeAnExistingFile())
-	return dir
 }
 
 // migrates hands the five JobSets to inplace installed under upstream's

@@ -23,6 +23,7 @@ import (
 	"github.com/inplace-dev/inplace/test/cluster"
 	"github.com/inplace-dev/inplace/test/framework"
 	"github.com/inplace-dev/inplace/test/images"
+	"github.com/inplace-dev/inplace/test/upstreamjobset"
 )
 
 const (
@@ -30,8 +31,8 @@ const (
 	// (its NAMESPACE, jobset-system unless set).
 	dropIn     = "kubectl apply --server-side -k config/jobset-names"
 	rollout    = "kubectl -n jobset-system rollout status deployment/jobset-controller-manager --timeout=3m"
-	namespace  = "jobset-system"
-	deployment = "jobset-controller-manager"
+	namespace  = upstreamjobset.Namespace
+	deployment = upstreamjobset.Deployment
 	// upstreamSpecs is how many specs upstream's suite holds at the
 	// version hack/upstream-jobset pins.
 	upstreamSpecs = 12
@@ -79,13 +80,10 @@ func pushImages() {
 	bin, err := cluster.BinDir()
 	Expect(err).NotTo(HaveOccurred())
 	By("pushing Debian's bash as docker.io/library/bash:latest and debian:12, and upstream's agent and controller, to the cluster's registry")
-	cache := filepath.Join(bin, "images")
-	pushed, err := images.PushBash(ctx, root, cache, fw.Cluster.Registry, GinkgoWriter)
+	pushed, err := images.PushBash(ctx, root, filepath.Join(bin, "images"), fw.Cluster.Registry, GinkgoWriter)
 	Expect(err).NotTo(HaveOccurred())
-	agent, err := images.PushUpstreamAgent(ctx, root, cache, filepath.Join(bin, "jobset-in-place-restart-agent"), fw.Cluster.Registry, GinkgoWriter)
-	Expect(err).NotTo(HaveOccurred(), "upstream's agent is built by 'make cluster-binaries'")
-	controller, err := images.PushUpstreamController(ctx, filepath.Join(bin, "jobset-controller"), fw.Cluster.Registry)
-	Expect(err).NotTo(HaveOccurred(), "upstream's controller is built by 'make cluster-binaries'")
+	agent, controller, err := upstreamjobset.PushImages(ctx, root, bin, fw.Cluster.Registry, GinkgoWriter)
+	Expect(err).NotTo(HaveOccurred())
 	GinkgoWriter.Printf("pushed %v, %s and %s\n", pushed, agent, controller)
 }
 
@@ -153,10 +151,10 @@ var _ = Describe("upstream JobSet v0.12.0, built from its module", Ordered, func
 	It("hands them to inplace installed under upstream's names, by docs/how-to/migrate-from-jobset.md, with nothing recreated", migrates)
 	It("passes its own e2e suite against inplace", passesUpstreamSuite)
 	It("runs its agent's sidecar-mode example under inplace's controller: a worker's exit restarts every Pod in place, up to maxRestarts", func() {
-		restartsEveryPodInPlace(upstreamExample(sidecarExample, agentNamespace()), "worker")
+		restartsEveryPodInPlace(upstreamExample(upstreamjobset.SidecarExample, agentNamespace()), "worker")
 	})
 	It("runs its agent's main-container-mode example under inplace's controller: the agent runs the worker, and its exit restarts every Pod in place, up to maxRestarts", func() {
-		restartsEveryPodInPlace(upstreamExample(mainContainerExample, agentNamespace()), "in-place-restart-agent")
+		restartsEveryPodInPlace(upstreamExample(upstreamjobset.MainContainerExample, agentNamespace()), "in-place-restart-agent")
 	})
 	It("syncs a group that mixes its agent with inplace's", mixesAgents)
 })
