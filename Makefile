@@ -191,16 +191,18 @@ bench-admission: cluster-binaries ## Admission: handler latency, policy cost, cr
 
 .PHONY: bench-restart
 # REAL_NODES=K runs the Pods on K real nodes (root), BENCH_NODES Pods in all.
+# On real nodes upstream JobSet's controller and agent are measured too.
 ifneq ($(filter-out 0,$(REAL_NODES)),)
 BENCH_NODES ?= 16,64,128
 BENCH_OUT ?= $(LOCAL)/bench/restart-real.json
+BENCH_STRATEGIES ?= InPlaceRestart,InPlaceRestart/process,Recreate,BlockingRecreate,upstream/InPlaceRestart,upstream/Recreate
 endif
 BENCH_NODES ?= 100,1000,5000
 BENCH_STRATEGIES ?= InPlaceRestart,InPlaceRestart/process,Recreate,BlockingRecreate
 BENCH_REPEATS ?= 5
 BENCH_CONTROL_PLANE ?= scale
 BENCH_OUT ?= $(LOCAL)/bench/restart.json
-bench-restart: cluster-binaries $(if $(REAL_NODES),node-deps) ## Restarts at scale: in place (container and process scope) vs Recreate vs BlockingRecreate, the floor, API cost, charts (BENCH_NODES, BENCH_REPEATS, BENCH_CONTROL_PLANE, BENCH_STRATEGIES; REAL_NODES=K on real kubelets).
+bench-restart: cluster-binaries $(if $(REAL_NODES),node-deps $(KUSTOMIZE)) ## Restarts at scale: in place (container and process scope) vs Recreate vs BlockingRecreate, the floor, API cost, charts (BENCH_NODES, BENCH_REPEATS, BENCH_CONTROL_PLANE, BENCH_STRATEGIES; REAL_NODES=K on real kubelets, upstream JobSet's controller beside ours).
 	go run ./perf/bench/restart -nodes $(BENCH_NODES) -repeats $(BENCH_REPEATS) -control-plane $(BENCH_CONTROL_PLANE) -real-nodes $(or $(REAL_NODES),0) -strategies $(BENCH_STRATEGIES) -out $(BENCH_OUT)
 
 .PHONY: bench-pytorch

@@ -18,6 +18,7 @@ import (
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
 	"github.com/inplace-dev/inplace/test/cluster"
 	"github.com/inplace-dev/inplace/test/simnode"
+	"github.com/inplace-dev/inplace/test/upstreamjobset"
 )
 
 // Node latency profiles.
@@ -150,6 +151,9 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 			return report, fmt.Errorf("floor %q named twice", kind)
 		}
 	}
+	if anyUpstream(cfg.Strategies) && cfg.RealNodes == 0 {
+		return report, fmt.Errorf("strategies %s and %s run upstream JobSet's controller and agent, which need real nodes: set the number of real nodes", UpstreamInPlace, UpstreamRecreate)
+	}
 	report.ControlPlane, report.ManagerFlowSchema = cfg.ControlPlane, !cfg.NoManagerFlowSchema
 	progress := func(format string, args ...any) {
 		if cfg.Progress != nil {
@@ -214,6 +218,12 @@ func (e *env) measure(ctx context.Context, cfg Config, progress func(string, ...
 			// containers then stop while their kubelets run, and not only
 			// when the cluster's end kills the nodes.
 			last := !e.real && p == len(profiles)-1 && s == len(cfg.Strategies)-1 && !floorsNext
+			if strategy.upstream() && !e.upstream {
+				progress("N=%d: handing the cluster to upstream JobSet's controller", e.nodes)
+				if err := e.switchToUpstream(ctx); err != nil {
+					return results, floors, fmt.Errorf("installing upstream JobSet: %w", err)
+				}
+			}
 			rs, sample, err := e.scenario(ctx, cfg, profile, strategy, !last, progress)
 			results = append(results, rs...)
 			if err != nil {
@@ -262,7 +272,11 @@ func (e *env) scenario(ctx context.Context, cfg Config, profile string, strategy
 		return nil, nil, err
 	}
 	js := jobSetFor("train", ns.Name, e.nodes, strategy)
-
+	if strategy == UpstreamInPlace {
+		if err := e.upstreamAgents(ctx, js); err != nil {
+			return nil, nil, err
+		}
+	}
 	if e.real {
 		realWorkers(js)
 	}
@@ -367,14 +381,36 @@ const (
 	InPlaceProcessPodReports = Strategy(jobset.InPlaceRestart + "/process/pod-reports")
 	Recreate                 = Strategy(jobset.Recreate)
 	BlockingRecreate         = Strategy(jobset.BlockingRecreate)
+	// UpstreamInPlace and UpstreamRecreate run upstream JobSet's
+	// controller instead of inplace's (real nodes only): installed from
+	// its module's manifests, as its release does, once every strategy of
+	// inplace's was measured on the same nodes. In place, the JobSet runs
+	// upstream's sidecar-mode example's agent and restart rules.
+	UpstreamInPlace  = Strategy(upstreamPrefix + jobset.InPlaceRestart)
+	UpstreamRecreate = Strategy(upstreamPrefix + jobset.Recreate)
 )
+
+// upstreamPrefix marks the strategies run by upstream JobSet's controller.
+const upstreamPrefix = "upstream/"
 
 // restartStrategy is the JobSet's restart strategy.
 func (s Strategy) restartStrategy() jobset.JobSetRestartStrategy {
 	if s == InPlaceProcess || s == InPlaceProcessPodReports {
 		return jobset.InPlaceRestart
 	}
-	return jobset.JobSetRestartStrategy(s)
+	return jobset.JobSetRestartStrategy(strings.TrimPrefix(string(s), upstreamPrefix))
+}
+
+// upstream reports whether upstream JobSet's controller runs the JobSet.
+func (s Strategy) upstream() bool { return strings.HasPrefix(string(s), upstreamPrefix) }
+
+// agentContainer is the name of the agent's container in the JobSet's
+// Pods.
+func (s Strategy) agentContainer() string {
+	if s.upstream() {
+		return upstreamjobset.AgentContainer
+	}
+	return agentContainer
 }
 
 // process reports whether the JobSet restarts in process scope.
@@ -389,13 +425,30 @@ func ParseStrategies(s string) ([]Strategy, error) {
 	var out []Strategy
 	for _, name := range strings.Split(s, ",") {
 		switch st := Strategy(strings.TrimSpace(name)); st {
-		case InPlace, InPlaceProcess, InPlaceProcessPodReports, Recreate, BlockingRecreate:
+		case InPlace, InPlaceProcess, InPlaceProcessPodReports, Recreate, BlockingRecreate, UpstreamInPlace, UpstreamRecreate:
 			out = append(out, st)
 		default:
-			return nil, fmt.Errorf("unknown restart strategy %q: use %s, %s, %s, %s or %s", name, InPlace, InPlaceProcess, InPlaceProcessPodReports, Recreate, BlockingRecreate)
+			return nil, fmt.Errorf("unknown restart strategy %q: use %s, %s, %s, %s, %s, %s or %s", name, InPlace, InPlaceProcess, InPlaceProcessPodReports, Recreate, BlockingRecreate, UpstreamInPlace, UpstreamRecreate)
 		}
 	}
+	// Upstream's controller takes over from inplace's on a cluster, and
+	// does not give it back: its strategies come last.
+	slices.SortStableFunc(out, func(a, b Strategy) int {
+		switch {
+		case a.upstream() == b.upstream():
+			return 0
+		case a.upstream():
+			return 1
+		}
+		return -1
+	})
 	return out, nil
+}
+
+// anyUpstream reports whether any of the strategies runs upstream's
+// controller.
+func anyUpstream(strategies []Strategy) bool {
+	return slices.ContainsFunc(strategies, Strategy.upstream)
 }
 
 // firstStart splits a JobSet's first start, from its creation until
@@ -419,7 +472,7 @@ func (e *env) firstStart(ctx context.Context, js *jobset.JobSet, jw *jobSetWatch
 	// The agents' first log lines say when their processes were up; the
 	// kubelets' status writes say it a sync later.
 	agents := byKind[simnode.AgentStarted]
-	if logged, err := firstLogLines(ctx, e.cs, js.Namespace, agentContainer); err == nil {
+	if logged, err := firstLogLines(ctx, e.cs, js.Namespace, strategy.agentContainer()); err == nil {
 		agents = logged
 	}
 	first.AgentsStarted = since(created, latest(agents, e.nodes))

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"maps"
 	"os"
 	"path/filepath"
@@ -30,6 +31,7 @@ import (
 	"github.com/inplace-dev/inplace/test/deploy"
 	"github.com/inplace-dev/inplace/test/images"
 	"github.com/inplace-dev/inplace/test/simnode"
+	"github.com/inplace-dev/inplace/test/upstreamjobset"
 )
 
 // Actors whose requests are counted apart.
@@ -68,6 +70,13 @@ type env struct {
 	real     bool
 	auditLog string
 	kubectl  string
+
+	// stopManager stops inplace-manager, which runs in this process, and
+	// returns once it has stopped.
+	stopManager func()
+	// upstream: upstream JobSet's controller runs the cluster's JobSets
+	// in place of inplace-manager (switchToUpstream).
+	upstream bool
 }
 
 // managerFlowControl is the manager's FlowSchema and priority level, as
@@ -109,6 +118,9 @@ func startEnv(ctx context.Context, cfg Config, nodes int, controlPlane cluster.O
 	}
 	opts := controlPlane
 	opts.Name, opts.RealNodes, opts.APIServerFlags = fmt.Sprintf("bench-restart-%d", nodes), realNodes, flags
+	// Upstream's controller and agent reach the real nodes from the
+	// cluster's registry, under the names its manifests pull.
+	opts.Registry = anyUpstream(cfg.Strategies)
 	c, err := cluster.Start(ctx, opts)
 	if err != nil {
 		os.RemoveAll(auditDir)
@@ -154,15 +166,31 @@ func startEnv(ctx context.Context, cfg Config, nodes int, controlPlane cluster.O
 	if realNodes == 0 {
 		setup = append(setup, managerapp.ReportListener(podNet.Listen))
 	}
-	_, err = deploy.RunManager(runCtx, c.Config, func(conf *configv1alpha1.Configuration) {
+	managerCtx, cancelManager := context.WithCancel(runCtx)
+	var managers int
+	managerDone, err := deploy.RunManager(managerCtx, c.Config, func(conf *configv1alpha1.Configuration) {
 		conf.Controller.InPlaceRestartTimeout = &metav1.Duration{Duration: restartTimeout}
 		if realNodes > 0 {
 			conf.Agent.Image = images.Agent
 		}
+		managers = len(deploy.Roles(conf))
 	}, e.counters[ActorController].wrap, setup...)
 	pprof.SetGoroutineLabels(ctx)
 	if err != nil {
+		cancelManager()
 		return fail(fmt.Errorf("starting inplace-manager: %w", err))
+	}
+	e.stopManager = func() {
+		cancelManager()
+		// Each of its managers (the controller, the admission server)
+		// sends its result.
+		for range managers {
+			select {
+			case <-managerDone:
+			case <-time.After(time.Minute):
+				return
+			}
+		}
 	}
 	if !cfg.NoManagerFlowSchema {
 		if err := deploy.Apply(ctx, e.client, managerFlowControl); err != nil {
@@ -178,6 +206,15 @@ func startEnv(ctx context.Context, cfg Config, nodes int, controlPlane cluster.O
 		e.kubectl = filepath.Join(bin, "kubectl")
 		if err := observePods(runCtx, e.cs, e.recorder); err != nil {
 			return fail(err)
+		}
+		if opts.Registry {
+			root, err := cluster.RepoRoot()
+			if err != nil {
+				return fail(err)
+			}
+			if _, _, err := upstreamjobset.PushImages(ctx, root, bin, c.Registry, io.Discard); err != nil {
+				return fail(err)
+			}
 		}
 		return e, stop, nil
 	}

@@ -156,9 +156,15 @@ func followJobSet(ctx context.Context, lw cache.ListerWatcher, namespace, name s
 			return
 		}
 		now := time.Now()
+		status := got.Status
+		// Upstream JobSet writes its in-place restart attempts, not the
+		// epochs: the epochs they stand for are what is timed.
+		if jobset.WrittenByUpstream(&status) {
+			status.DeprecatedEpoch, status.SyncedEpoch = jobset.UpstreamEpochs(&status)
+		}
 		jw.mu.Lock()
-		jw.latest = got.Status
-		jw.changes = append(jw.changes, statusAt{now, got.Status})
+		jw.latest = status
+		jw.changes = append(jw.changes, statusAt{now, status})
 		jw.mu.Unlock()
 	}
 	_, informer := cache.NewInformerWithOptions(cache.InformerOptions{

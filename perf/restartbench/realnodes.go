@@ -24,6 +24,7 @@ import (
 	"github.com/inplace-dev/inplace/api/protocol"
 	"github.com/inplace-dev/inplace/test/deploy"
 	"github.com/inplace-dev/inplace/test/simnode"
+	"github.com/inplace-dev/inplace/test/upstreamjobset"
 )
 
 // ProfileReal names the figures of real kubelets and containerd.
@@ -69,12 +70,14 @@ type auditEvent struct {
 
 // actorOf names the actor of a request by its user: the nodes' kubelets,
 // the agents (the service accounts of the benchmark's namespaces), the
-// manager; "" for the others (the control plane's own components).
+// manager or upstream JobSet's controller; "" for the others (the control
+// plane's own components).
 func actorOf(user string) string {
 	switch {
 	case strings.HasPrefix(user, "system:node:"):
 		return ActorKubelets
-	case user == serviceaccount.MakeUsername(deploy.ManagerNamespace, deploy.ManagerServiceAccount):
+	case user == serviceaccount.MakeUsername(deploy.ManagerNamespace, deploy.ManagerServiceAccount),
+		user == serviceaccount.MakeUsername(upstreamjobset.Namespace, upstreamjobset.ServiceAccount):
 		return ActorController
 	case strings.HasPrefix(user, serviceaccount.ServiceAccountUsernamePrefix+benchNamespacePrefix):
 		return ActorAgents
@@ -195,11 +198,9 @@ func (o *podObserver) observe(obj any) {
 		seen.observed = true
 		record(simnode.PodObserved, 0)
 	}
-	if v, ok := p.Annotations[jobset.EpochKey]; ok {
-		if epoch, err := strconv.Atoi(v); err == nil && int32(epoch) != seen.epoch {
-			seen.epoch = int32(epoch)
-			record(simnode.EpochWritten, 0)
-		}
+	if epoch, ok := podEpoch(p); ok && epoch != seen.epoch {
+		seen.epoch = epoch
+		record(simnode.EpochWritten, 0)
 	}
 	if v, ok := p.Annotations[protocol.WorkerExitAnnotation]; ok && v != seen.workerExit {
 		seen.workerExit = v
@@ -208,7 +209,7 @@ func (o *podObserver) observe(obj any) {
 		}
 	}
 	for _, s := range p.Status.InitContainerStatuses {
-		if s.Name == agentContainer && s.State.Running != nil && seen.containers[s.Name] != s.ContainerID {
+		if (s.Name == agentContainer || s.Name == upstreamjobset.AgentContainer) && s.State.Running != nil && seen.containers[s.Name] != s.ContainerID {
 			seen.containers[s.Name] = s.ContainerID
 			record(simnode.AgentStarted, 0)
 		}
@@ -223,4 +224,20 @@ func (o *podObserver) observe(obj any) {
 			record(simnode.ExitWritten, s.State.Terminated.ExitCode)
 		}
 	}
+}
+
+// podEpoch is the epoch the Pod's agent wrote: inplace's epoch annotation,
+// or upstream's agent's in-place restart attempt, one less than the epoch
+// it stands for.
+func podEpoch(p *corev1.Pod) (int32, bool) {
+	if v, ok := p.Annotations[jobset.EpochKey]; ok {
+		epoch, err := strconv.ParseInt(v, 10, 32)
+		return int32(epoch), err == nil
+	}
+	if v, ok := p.Annotations[jobset.InPlaceRestartAttemptKey]; ok {
+		if attempt, err := strconv.ParseInt(v, 10, 32); err == nil {
+			return int32(attempt) + 1, true
+		}
+	}
+	return 0, false
 }

@@ -426,10 +426,11 @@ func (e *env) restart(ctx context.Context, js *jobset.JobSet, jw *jobSetWatch, s
 
 	// The JobSet's own progress, from its informer (it may trail the
 	// workers by a watch event: wait for it briefly).
+	counted := restartCounted(strategy, before)
 	_ = wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
-		return jw.status().Restarts > before.Restarts, nil
+		return counted(jw.status()), nil
 	})
-	detected := jw.first(injected, func(s jobset.JobSetStatus) bool { return s.Restarts > before.Restarts })
+	detected := jw.first(injected, counted)
 	// The last moment timed from the follower: the restart counted, or
 	// for an in-place restart synced.
 	lastTimed := detected
@@ -478,6 +479,17 @@ func (e *env) restart(ctx context.Context, js *jobset.JobSet, jw *jobSetWatch, s
 	r.CriticalRequests = e.requestsBetween(injected, r.released)
 	r.FollowerCalls = jw.callsBetween(injected, lastTimed)
 	return r, nil
+}
+
+// restartCounted is when the JobSet's status shows the restart after
+// before: its restarts counted, or, by upstream JobSet's controller in
+// place, the attempt deprecated (it counts its in-place restarts nowhere
+// else).
+func restartCounted(strategy Strategy, before jobset.JobSetStatus) func(jobset.JobSetStatus) bool {
+	if strategy.upstream() && strategy.restartStrategy() == jobset.InPlaceRestart {
+		return func(s jobset.JobSetStatus) bool { return s.DeprecatedEpoch > before.DeprecatedEpoch }
+	}
+	return func(s jobset.JobSetStatus) bool { return s.Restarts > before.Restarts }
 }
 
 // exitWorker makes the victim's worker exit with code 1, as kubectl exec

@@ -351,7 +351,7 @@ func cpuTotal(columns []string, cpu map[string]float64) float64 {
 }
 
 // FirstStarts prints the JobSets' first starts (real nodes), each strategy
-// against Recreate's, which runs no agent.
+// against Recreate's under the same controller, which runs no agent.
 func FirstStarts(w io.Writer, report Report) {
 	if len(report.FirstStarts) == 0 {
 		return
@@ -359,15 +359,21 @@ func FirstStarts(w io.Writer, report Report) {
 	fmt.Fprintln(w, "\nfirst start: from the JobSet's creation until every worker ran (the workers' logs)")
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "N\tstrategy\tfirst start\tvs without agent (Recreate)\tPods seen\tagents up\tepochs written\tsynced\t")
-	base := map[int]time.Duration{}
+	// Each controller's JobSets against its own Recreate's.
+	type key struct {
+		nodes    int
+		upstream bool
+	}
+	base := map[key]time.Duration{}
 	for _, f := range report.FirstStarts {
-		if f.Strategy == string(Recreate) {
-			base[f.Nodes] = f.Took
+		if s := Strategy(f.Strategy); s.restartStrategy() == jobset.Recreate {
+			base[key{f.Nodes, s.upstream()}] = f.Took
 		}
 	}
 	for _, f := range report.FirstStarts {
 		vs := "-"
-		if b, ok := base[f.Nodes]; ok && f.Strategy != string(Recreate) {
+		s := Strategy(f.Strategy)
+		if b, ok := base[key{f.Nodes, s.upstream()}]; ok && s.restartStrategy() != jobset.Recreate {
 			vs = fmt.Sprintf("%+.2f s", (f.Took - b).Seconds())
 		}
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", f.Nodes, f.Strategy, seconds(f.Took), vs,

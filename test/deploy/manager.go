@@ -166,3 +166,24 @@ func localReports(conf *configv1alpha1.Configuration) error {
 	r.BindAddress, r.AdvertiseAddress = addr, addr
 	return nil
 }
+
+// RemoveAdmission deletes what RunManager registered beside its managers,
+// the webhook configurations and the admission policies, once they have
+// stopped: webhooks that fail closed on a manager no longer running would
+// refuse every JobSet and Pod another controller's install admits.
+func RemoveAdmission(ctx context.Context, c client.Client) error {
+	policies, err := admissionPolicies()
+	if err != nil {
+		return err
+	}
+	objs, err := Objects(append(policies, WebhookConfigurations)...)
+	if err != nil {
+		return err
+	}
+	for _, obj := range objs {
+		if err := client.IgnoreNotFound(c.Delete(ctx, obj)); err != nil {
+			return fmt.Errorf("deleting %s %s: %w", obj.GetKind(), obj.GetName(), err)
+		}
+	}
+	return nil
+}

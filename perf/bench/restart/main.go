@@ -30,7 +30,7 @@ func main() {
 	profiles := flag.String("profiles", "zero,realistic", "node latency profiles: zero, realistic")
 	controlPlane := flag.String("control-plane", restartbench.ControlPlaneScale, "control-plane profile (client rate limits of kube-controller-manager and kube-scheduler): defaults (theirs: 20 and 50 requests/s), scale (Kubernetes' 5,000-node tests: 100), fast (the test cluster's: 1,000)")
 	noFlowSchema := flag.Bool("no-manager-flow-schema", false, "leave out the manager's FlowSchema and priority level (config/manager/flowcontrol.yaml): its requests then share the agents' priority level")
-	strategies := flag.String("strategies", "InPlaceRestart,InPlaceRestart/process,Recreate,BlockingRecreate", "restart strategies: InPlaceRestart (container scope), InPlaceRestart/process (process scope), Recreate, BlockingRecreate")
+	strategies := flag.String("strategies", "InPlaceRestart,InPlaceRestart/process,Recreate,BlockingRecreate", "restart strategies: InPlaceRestart (container scope), InPlaceRestart/process (process scope), Recreate, BlockingRecreate; with -real-nodes also upstream/InPlaceRestart and upstream/Recreate, run by upstream JobSet's controller and agent (v0.12.0, built from its module) on the same nodes once inplace's are measured")
 	failures := flag.String("failures", "exit,delete", "failure kinds: exit (a worker exits 1), delete (a Pod is deleted)")
 	floors := flag.String("floors", strings.Join(restartbench.FloorKinds, ","), "floors measured once per size: needed (the status writes a kubelet cannot do without: 2 per Pod), kubelet (the status writes a kubelet makes: 6 per Pod, and longer to measure); empty for none")
 	timeout := flag.Duration("timeout", 15*time.Minute, "bound on one restart, and on deleting one scenario's namespace")
