@@ -1,8 +1,3 @@
-// Package upstreamjobset installs and runs upstream JobSet, as
-// hack/upstream-jobset pins it, in the local cluster: its controller from
-// its module's manifests, its in-place restart agent and its examples.
-// The upstream e2e suite and the restart benchmark share it, so that the
-// controller measured beside inplace's is the one the tests run.
 package upstreamjobset
 
 import (
