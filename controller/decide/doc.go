@@ -6,7 +6,7 @@
 // deleted, the status, the broadcast and the Events.
 //
 //	plan.go              Decide: the whole plan of one reconcile
-//	restartstate.go      the table of transitions Decide may make between restart states (jobset.RestartStateOf)
+//	restartstate.go      the table of transitions between restart states (jobset.RestartStateOf), each row with its guard and effect, and apply, the one way Decide moves a JobSet
 //	epochs.go            the epoch protocol: which epoch is synced or deprecated, which barriers open
 //	failure_policy.go    rule matching and the restart or failure it causes
 //	success_policy.go    All / Any over target replicated Jobs
@@ -26,7 +26,8 @@
 //
 // Every decision is a function of what it is given: the tests call Decide
 // on JobSets and children they build, check that it changed neither, and
-// check that every move it makes is a row of the table of transitions.
+// check that it moves a JobSet only by applying rows of the table of
+// transitions, one after another from where the JobSet stood.
 //
 // Imports: the APIs (api/...), the protocol's wire format (api/protocol)
 // and controller/state; never client-go or controller-runtime

@@ -30,6 +30,9 @@ type epochDecision struct {
 	deprecated, synced int32
 	// syncedPods is the size of the group at its last sync.
 	syncedPods int32
+	// syncs: every expected Pod reports one epoch newer than the synced
+	// one, which becomes syncedEpoch.
+	syncs bool
 	// restartBegan: this decision starts a new in-place restart.
 	restartBegan bool
 	// scaleBegan: this decision starts an in-place restart of the group at
@@ -139,7 +142,7 @@ func decideEpochs(js *jobset.JobSet, pods []state.PodGroup) epochDecision {
 			d.restartBegan, d.madeByEveryPod = true, true
 			d.why = fmt.Sprintf("every Pod restarted to epoch %d while %d was synced", maxEpoch, d.synced)
 		}
-		d.synced, d.syncedPods = maxEpoch, int32(expected)
+		d.synced, d.syncedPods, d.syncs = maxEpoch, int32(expected), true
 		d.openReplicatedJobs = openBarriers(js, alive, d.synced)
 		return d
 	}

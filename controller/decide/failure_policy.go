@@ -92,88 +92,93 @@ func ruleMatches(rule jobset.FailurePolicyRule, job *batchv1.Job) bool {
 	return true
 }
 
-// applyFailure runs the decided action on the desired status and returns the
-// Events that describe it.
-func applyFailure(js *jobset.JobSet, status *jobset.JobSetStatus, o failureOutcome, now metav1.Time) []Event {
+// applyFailure runs the decided action: it applies the row of the table
+// the action and the JobSet's state make.
+func (p *Plan) applyFailure(js *jobset.JobSet, o failureOutcome, now metav1.Time) {
 	maxRestarts := int32(0)
 	if js.Spec.FailurePolicy != nil {
 		maxRestarts = js.Spec.FailurePolicy.MaxRestarts
 	}
 	withJob := func(msg string) string { return fmt.Sprintf("%s (first failed job: %s)", msg, o.job.Name) }
+	failWith := func(reason, msg string) { p.apply(js, fail, move{reason: reason, message: withJob(msg)}, now) }
 
 	switch o.action {
 	case "":
-		return failJobSet(status, ReasonFailedJobs, withJob(MessageFailedJobs), now)
+		failWith(ReasonFailedJobs, MessageFailedJobs)
+		return
 	case jobset.FailJobSet:
-		return failJobSet(status, ReasonFailJobSetAction, withJob(MessageFailJobSetAction), now)
+		failWith(ReasonFailJobSetAction, MessageFailJobSetAction)
+		return
 	case jobset.RestartJobSet, jobset.RestartJob:
-		if countedRestarts(status) >= maxRestarts {
-			return failJobSet(status, ReasonReachedMaxRestarts, withJob(MessageReachedMaxRestarts), now)
+		if countedRestarts(&p.Status) >= maxRestarts {
+			failWith(ReasonReachedMaxRestarts, MessageReachedMaxRestarts)
+			return
 		}
 	}
 
 	switch o.action {
-	case jobset.RestartJobSet:
-		status.RestartsCountTowardsMax++
-		restartJobSet(status, o, now, jobset.InPlaceActive(js))
-		return []Event{{corev1.EventTypeWarning, ReasonRestartJobSetAction, withJob(MessageRestartJobSetAction)}}
-	case jobset.RestartJobSetAndIgnoreMaxRestarts:
-		restartJobSet(status, o, now, jobset.InPlaceActive(js))
-		return []Event{{corev1.EventTypeWarning, ReasonRestartJobSetIgnoreMax, withJob(MessageRestartJobSetIgnoreMax)}}
+	case jobset.RestartJobSet, jobset.RestartJobSetAndIgnoreMaxRestarts:
+		reason := ReasonRestartDefaultPolicy
+		if o.rule != "" {
+			reason = fmt.Sprintf(reasonRestartRuleFormat, o.rule)
+		}
+		event := Event{corev1.EventTypeWarning, ReasonRestartJobSetAction, withJob(MessageRestartJobSetAction)}
+		if o.action == jobset.RestartJobSetAndIgnoreMaxRestarts {
+			event = Event{corev1.EventTypeWarning, ReasonRestartJobSetIgnoreMax, withJob(MessageRestartJobSetIgnoreMax)}
+		}
+		p.apply(js, restartJobSet, move{reason: reason, message: fmt.Sprintf("restart attempt %d after job %s failed", p.Status.Restarts+1, o.job.Name),
+			event: &event, uncounted: o.action == jobset.RestartJobSetAndIgnoreMaxRestarts}, now)
+		return
 	case jobset.RestartJob, jobset.RestartJobAndIgnoreMaxRestarts:
-		counted := o.action == jobset.RestartJob
-		if restartJob(js, status, o.job, counted) != nil {
+		if _, _, err := jobIndex(js, o.job); err != nil {
 			// Unreachable: a Job whose index is not its replicated job's
 			// is of no attempt (isCurrentAttempt) and never failed here.
 			// Should it be, nothing is decided.
-			return nil
+			return
 		}
-		if jobset.InPlaceActive(js) && jobset.RestartStateOf(js, status) == jobset.StateRunning {
+		counted := o.action == jobset.RestartJob
+		event := Event{corev1.EventTypeWarning, ReasonRestartJobAction, withJob(MessageRestartJobAction)}
+		if !counted {
+			event = Event{corev1.EventTypeWarning, ReasonRestartJobIgnoreMax, withJob(MessageRestartJobIgnoreMax)}
+		}
+		m := move{event: &event, uncounted: !counted, job: o.job}
+		if jobset.InPlaceActive(js) && jobset.RestartStateOf(js, &p.Status) == jobset.StateRunning {
 			// The rest of the group restarts in place around the recreated
 			// Job, as part of this restart: it is counted here, once, and
 			// the synced group's loss must not count it again as an
 			// in-place restart.
-			status.DeprecatedEpoch = status.SyncedEpoch
-			setCondition(status, jobset.JobSetRestarting, metav1.ConditionTrue, ReasonInPlaceRestart,
-				fmt.Sprintf("job %s is recreated by its failure policy and the other Pods restart in place; epoch %d deprecated", o.job.Name, status.DeprecatedEpoch), now)
+			m.reason = ReasonInPlaceRestart
+			m.message = fmt.Sprintf("job %s is recreated by its failure policy and the other Pods restart in place; epoch %d deprecated", o.job.Name, p.Status.SyncedEpoch)
+			p.apply(js, restartOneJobInPlace, m, now)
+			return
 		}
-		if counted {
-			return []Event{{corev1.EventTypeWarning, ReasonRestartJobAction, withJob(MessageRestartJobAction)}}
-		}
-		return []Event{{corev1.EventTypeWarning, ReasonRestartJobIgnoreMax, withJob(MessageRestartJobIgnoreMax)}}
+		p.apply(js, restartOneJob, m, now)
+		return
 	}
 	// An action the schema does not allow; fail rather than loop.
-	return failJobSet(status, ReasonFailedJobs, withJob(fmt.Sprintf("unknown failure policy action %q", o.action)), now)
+	failWith(ReasonFailedJobs, fmt.Sprintf("unknown failure policy action %q", o.action))
 }
 
-// restartJobSet starts a new restart attempt: every Job of the previous one
-// is deleted and created again, in startup order.
-func restartJobSet(status *jobset.JobSetStatus, o failureOutcome, now metav1.Time, inPlace bool) {
-	status.Restarts++
-	if inPlace {
-		// Under InPlaceRestart every epoch so far belongs to the Pods being
-		// recreated: the new Pods start a fresh epoch, and none of the old
-		// group is expected any more.
-		status.DeprecatedEpoch = status.SyncedEpoch
+// jobIndex is the replicated job and index of a Job of js, read from its
+// labels.
+func jobIndex(js *jobset.JobSet, job *batchv1.Job) (string, int, error) {
+	rjName := job.Labels[jobset.ReplicatedJobNameKey]
+	replicas := jobset.ReplicasOf(js, rjName)
+	index, err := strconv.Atoi(job.Labels[jobset.JobIndexKey])
+	if err != nil || index < 0 || index >= replicas {
+		return "", 0, fmt.Errorf("its label %s is %q, not an index of replicated job %q (%d replicas)", jobset.JobIndexKey, job.Labels[jobset.JobIndexKey], rjName, replicas)
 	}
-	reason := ReasonRestartDefaultPolicy
-	if o.rule != "" {
-		reason = fmt.Sprintf(reasonRestartRuleFormat, o.rule)
-	}
-	setCondition(status, jobset.JobSetRestarting, metav1.ConditionTrue, reason,
-		fmt.Sprintf("restart attempt %d after job %s failed", status.Restarts, o.job.Name), now)
-	resetStartup(status, now)
+	return rjName, index, nil
 }
 
 // restartJob bumps the individual restart counter of the failed Job's index,
 // which makes that Job alone outdated, deleted and created again.
 func restartJob(js *jobset.JobSet, status *jobset.JobSetStatus, job *batchv1.Job, counted bool) error {
-	rjName := job.Labels[jobset.ReplicatedJobNameKey]
-	replicas := jobset.ReplicasOf(js, rjName)
-	index, err := strconv.Atoi(job.Labels[jobset.JobIndexKey])
-	if err != nil || index < 0 || index >= replicas {
-		return fmt.Errorf("its label %s is %q, not an index of replicated job %q (%d replicas)", jobset.JobIndexKey, job.Labels[jobset.JobIndexKey], rjName, replicas)
+	rjName, index, err := jobIndex(js, job)
+	if err != nil {
+		return err
 	}
+	replicas := jobset.ReplicasOf(js, rjName)
 	for i := range status.ReplicatedJobsStatus {
 		s := &status.ReplicatedJobsStatus[i]
 		if s.Name != rjName {
@@ -195,14 +200,6 @@ func grown(counters []int32, n int) []int32 {
 		return counters
 	}
 	return append(counters, make([]int32, n-len(counters))...)
-}
-
-// failJobSet marks the JobSet failed for good.
-func failJobSet(status *jobset.JobSetStatus, reason, message string, now metav1.Time) []Event {
-	status.TerminalState = jobset.TerminalStateFailed
-	setCondition(status, jobset.JobSetFailed, metav1.ConditionTrue, reason, message, now)
-	endTransientConditions(status, ReasonRestartJobSetFailed, MessageRestartJobSetFailed, now)
-	return []Event{{corev1.EventTypeWarning, reason, message}}
 }
 
 // patterns memoizes the compiled onJobFailureMessagePatterns: a JobSet's

@@ -126,7 +126,9 @@ func TestApplyFailureCountsRestartsExactly(t *testing.T) {
 				break
 			}
 			job := failedJob(jobOf(js, "workers", 0), "BackoffLimitExceeded", "", at(0))
-			applyFailure(js, status, failureOutcome{action: jobset.RestartJobSet, job: job}, at(0))
+			p := Plan{Status: *status}
+			p.applyFailure(js, failureOutcome{action: jobset.RestartJobSet, job: job}, at(0))
+			*status = p.Status
 			if !jobset.Finished(status) {
 				restarts++
 			}
@@ -222,7 +224,9 @@ func TestApplyFailure(t *testing.T) {
 				js.Spec.FailurePolicy = &jobset.FailurePolicy{MaxRestarts: tc.maxRestarts}
 			}
 			status := tc.status.DeepCopy()
-			events := applyFailure(js, status, tc.outcome, at(0))
+			p := Plan{Status: *status}
+			p.applyFailure(js, tc.outcome, at(0))
+			status, events := &p.Status, p.Events
 			if diff := cmp.Diff(tc.want, *status, ignoreCondTime); diff != "" {
 				t.Errorf("status (-want +got):\n%s", diff)
 			}

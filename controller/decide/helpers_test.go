@@ -1,12 +1,10 @@
 package decide
 
 import (
-	"flag"
 	"fmt"
 	"maps"
-	"os"
+	"slices"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
@@ -90,24 +88,17 @@ func decidePure(t *testing.T, js *jobset.JobSet, obs Observed, now metav1.Time, 
 	if diff := cmp.Diff(obsBefore, obs, cmp.AllowUnexported(Observed{})); diff != "" {
 		t.Errorf("decide changed what was observed (-before +after):\n%s", diff)
 	}
-	// Every decision of every test moves the JobSet along the table of
-	// transitions, or not at all, and counts a restart only on a row that
-	// says it may. Staying in a state while counting a restart is a row of
-	// its own.
+	// Every decision of every test moves the JobSet only by applying rows
+	// of the table of transitions, each from where the one before left
+	// it, and lands where the last says; or it does not move at all. It
+	// counts a restart only on a row that says it may.
 	// The status upstream JobSet left is carried over before any move
 	// (adoptUpstream): the restarts it counts were made before.
 	adopted, _ := adoptUpstream(js)
 	from, to := jobset.RestartStateOf(adopted, &adopted.Status), jobset.RestartStateOf(js, &p.Status)
-	if from != to || countedRestarts(&p.Status) > countedRestarts(&adopted.Status) {
-		row, ok := transitionOf(from, to)
-		if !ok {
-			t.Errorf("decide moved the JobSet from %s to %s, which is not in the table of transitions", from, to)
-			return p
-		}
-		seenTransitions.Store(row.key(), true)
-		if !row.counted && countedRestarts(&p.Status) > countedRestarts(&adopted.Status) {
-			t.Errorf("decide counted a restart moving from %s to %s, a row that counts none", from, to)
-		}
+	counted := countedRestarts(&p.Status) > countedRestarts(&adopted.Status)
+	if err := checkMoves(from, to, counted, p.moves); err != nil {
+		t.Error(err)
 	}
 	return p
 }
@@ -136,34 +127,39 @@ func updatedNames(updates []JobUpdate) []string {
 	return out
 }
 
-// seenTransitions are the rows of the table the tests' decisions took.
-var seenTransitions sync.Map
-
-func (t transition) key() string { return fmt.Sprintf("%s -> %s", t.from, t.to) }
-
-// TestMain runs the tests and, when every test ran, fails if a row of the
-// table of transitions was never taken: each row says what the controller
-// does, and a test must show it.
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if code == 0 {
-		if f := flagValue("test.run"); f == "" {
-			for _, t := range transitions {
-				if _, ok := seenTransitions.Load(t.key()); !ok {
-					fmt.Fprintf(os.Stderr, "no test takes the transition %s (%s)\n", t.key(), t.on)
-					code = 1
-				}
-			}
+// checkMoves says what is wrong with the rows a decision applied (moves)
+// to move a JobSet from one state to another, counting a restart or not.
+func checkMoves(from, to jobset.RestartState, counted bool, moves []row) error {
+	if len(moves) == 0 {
+		if from != to {
+			return fmt.Errorf("decide moved the JobSet from %s to %s without applying a row of the table of transitions", from, to)
 		}
+		if counted {
+			return fmt.Errorf("decide counted a restart in %s without applying a row of the table of transitions", from)
+		}
+		return nil
 	}
-	os.Exit(code)
-}
-
-func flagValue(name string) string {
-	if f := flag.Lookup(name); f != nil {
-		return f.Value.String()
+	at, mayCount, applied := []jobset.RestartState{from}, false, []string{}
+	for _, r := range moves {
+		t := transitions[r]
+		applied = append(applied, t.name)
+		possible := slices.DeleteFunc(slices.Clone(at), func(s jobset.RestartState) bool { return !slices.Contains(t.from, s) })
+		if len(possible) == 0 {
+			return fmt.Errorf("decide applied %q to a JobSet in %v (rows %q), a row that moves from %v only", t.name, at, applied, t.from)
+		}
+		at = possible
+		if t.to != nil {
+			at = t.to
+		}
+		mayCount = mayCount || t.counted
 	}
-	return ""
+	if !slices.Contains(at, to) {
+		return fmt.Errorf("decide moved the JobSet from %s to %s applying %q, whose last lands in %v", from, to, applied, at)
+	}
+	if counted && !mayCount {
+		return fmt.Errorf("decide counted a restart moving from %s to %s applying %q, rows that count none", from, to, applied)
+	}
+	return nil
 }
 
 // observePodIn is what PodGroups finds of one Pod of js: its epoch facts,

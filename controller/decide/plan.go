@@ -129,6 +129,10 @@ type Plan struct {
 	// Warnings are Events about what was observed (bad input), recorded on
 	// every reconcile that observes it.
 	Warnings []Event
+
+	// moves are the rows of the table of transitions the decisions
+	// applied, in order.
+	moves []row
 }
 
 // Decide computes the plan for a defaulted JobSet from what was observed.
@@ -189,15 +193,12 @@ func decideSteps(js *jobset.JobSet, obs Observed, now metav1.Time, t Timeouts) P
 	p.Status.ReplicatedJobsStatus = replicatedJobsStatus(js, p.Status.ReplicatedJobsStatus, c)
 
 	if failed := c.Failed(); len(failed) > 0 {
-		p.Events = applyFailure(js, &p.Status, decideFailure(js, failed), now)
+		p.applyFailure(js, decideFailure(js, failed), now)
 		return p
 	}
 
 	if successPolicyMet(js, p.Status.ReplicatedJobsStatus) {
-		p.Status.TerminalState = jobset.TerminalStateCompleted
-		setCondition(&p.Status, jobset.JobSetCompleted, metav1.ConditionTrue, ReasonAllJobsCompleted, MessageAllJobsCompleted, now)
-		endTransientConditions(&p.Status, ReasonRestartJobSetCompleted, MessageAllJobsCompleted, now)
-		p.Events = append(p.Events, Event{corev1.EventTypeNormal, ReasonAllJobsCompleted, MessageAllJobsCompleted})
+		p.apply(js, complete, move{}, now)
 		return p
 	}
 
@@ -233,17 +234,15 @@ func decideSteps(js *jobset.JobSet, obs Observed, now metav1.Time, t Timeouts) P
 	if jobset.InPlaceActive(js) {
 		pods = fam.PodGroups(js, strconv.Itoa(int(jobset.RecreateAttempt(&js.Status))))
 	}
-	// Where the JobSet stood when it was read: the plan's status may say
-	// Suspended already, and the moves below are from there.
-	from := jobset.RestartStateOf(js, &js.Status)
 	switch {
 	case jobset.InPlaceActive(js) && suspended:
-		p.suspendEpochs(js, from, obs.Broadcast, obs.ReportEndpoint, now)
+		p.suspendEpochs(obs.Broadcast, obs.ReportEndpoint)
 	case jobset.InPlace(js) && c.Total(func(r *state.JobCounts) int32 { return r.Failing }) == 0:
 		// A Job the Job controller is failing (FailureTarget) deletes its
 		// Pods before it is marked Failed: the failure policy decides, not
-		// an in-place restart.
-		p.reconcileEpochs(js, from, pods, obs, now, t)
+		// an in-place restart. From where the JobSet stood when it was
+		// read: the plan's status may say it was resumed already.
+		p.reconcileEpochs(js, jobset.RestartStateOf(js, &js.Status), pods, obs, now, t)
 	}
 	if jobset.InPlaceActive(js) && !jobset.Finished(&p.Status) {
 		// After the epochs, which may have failed the JobSet: a finished
@@ -254,28 +253,62 @@ func decideSteps(js *jobset.JobSet, obs Observed, now metav1.Time, t Timeouts) P
 	// during one, Restarting) ends once every Job runs; not while the
 	// JobSet is suspended, whose Jobs' readiness is on its way down.
 	if !jobset.InPlaceActive(js) && jobset.RestartStateOf(js, &p.Status).RestartUnderWay() && allStarted(js, p.Status.ReplicatedJobsStatus) {
-		setCondition(&p.Status, jobset.JobSetRestarting, metav1.ConditionFalse, ReasonRestartJobsReady, MessageRestartJobsReady, now)
+		p.apply(js, jobsReady, move{}, now)
 	}
 	return p
 }
 
-// reconcileEpochs runs the in-place restart protocol: the epochs from the
-// Pods of the current attempt (pods, nil unless InPlaceActive), the restart they may start, counted against
-// maxRestarts, and the broadcast the agents watch. from is the restart
-// state of the status read.
+// reconcileEpochs runs the in-place restart protocol on the Pods of the
+// current attempt (pods, nil unless InPlaceActive): the epochs they
+// report, the restart they may begin, counted against maxRestarts, or the
+// one they end, and the broadcast the agents watch. from is the restart
+// state of the status read. A step that fails the JobSet or recreates its
+// Jobs ends it: the Pods of the epochs are then gone or going.
 func (p *Plan) reconcileEpochs(js *jobset.JobSet, from jobset.RestartState, pods []state.PodGroup, obs Observed, now metav1.Time, t Timeouts) {
-	broadcast := obs.Broadcast
 	if !jobset.InPlaceActive(js) {
-		// In-place restarts are off: the agents lift their barriers at
-		// once and never report, so the epochs stay where they are, no
-		// restart is decided or counted here and none times out; a Pod
-		// that fails is replaced by its Job, as without InPlaceRestart.
-		want := protocol.EncodeBroadcast(protocol.Broadcast{DeprecatedEpoch: js.Status.DeprecatedEpoch, SyncedEpoch: js.Status.SyncedEpoch, Disabled: true})
-		if !maps.Equal(want, broadcast) {
-			p.Broadcast = want
-		}
+		p.broadcastDisabled(js, obs.Broadcast)
 		return
 	}
+	p.warnOfUnusableInput(js, pods)
+	p.deleteStuckFatal(pods)
+	if p.failCrashLoop(js, pods, now) {
+		return
+	}
+	pods = p.awaitReports(js, from, pods, obs, now)
+	d := decideEpochs(js, pods)
+	p.holdForFatalExit(js, &d, pods, obs, now, t.FatalExitSettle)
+	p.writeEpochs(js, d, now)
+	if p.beginRestart(js, d, pods, now) {
+		return
+	}
+	p.endRestart(js, d, now)
+	if p.fallBackIfStuck(js, now, t.InPlaceRestart) {
+		return
+	}
+	if jobset.RestartStateOf(js, &p.Status).InPlaceRestarting() {
+		p.stopEscapedWorkers(pods, d.deprecated)
+	}
+	p.broadcast(protocol.Broadcast{DeprecatedEpoch: d.deprecated, SyncedEpoch: d.synced, OpenReplicatedJobs: d.openReplicatedJobs, Reports: obs.ReportEndpoint}, obs.Broadcast)
+}
+
+// broadcastDisabled tells the agents of a JobSet whose in-place restarts
+// are off to lift their barriers at once and never report: the epochs
+// stay where they are, no restart is decided or counted and none times
+// out; a Pod that fails is replaced by its Job, as without InPlaceRestart.
+func (p *Plan) broadcastDisabled(js *jobset.JobSet, have map[string]string) {
+	p.broadcast(protocol.Broadcast{DeprecatedEpoch: js.Status.DeprecatedEpoch, SyncedEpoch: js.Status.SyncedEpoch, Disabled: true}, have)
+}
+
+// broadcast sets the broadcast's data to b, unless it holds it already.
+func (p *Plan) broadcast(b protocol.Broadcast, have map[string]string) {
+	if want := protocol.EncodeBroadcast(b); !maps.Equal(want, have) {
+		p.Broadcast = want
+	}
+}
+
+// warnOfUnusableInput says what the protocol cannot use: Jobs whose
+// completions are not their parallelism, and epochs that are no epochs.
+func (p *Plan) warnOfUnusableInput(js *jobset.JobSet, pods []state.PodGroup) {
 	for _, uneven := range unevenJobs(js) {
 		p.Warnings = append(p.Warnings, Event{corev1.EventTypeWarning, ReasonInvalidInPlaceRestartJobs, fmt.Sprintf(
 			"InPlaceRestart needs completions == parallelism in every Job: %s; the group is expected to have %d Pods", uneven, expectedPods(js))})
@@ -290,6 +323,11 @@ func (p *Plan) reconcileEpochs(js *jobset.JobSet, from jobset.RestartState, pods
 				name, g.InvalidEpoch, g.EpochKey, g.InvalidWhy)})
 		}
 	}
+}
+
+// deleteStuckFatal deletes the Pods whose fatal exit cannot fail them by
+// itself: their other containers still run.
+func (p *Plan) deleteStuckFatal(pods []state.PodGroup) {
 	for _, g := range pods {
 		for _, pod := range g.Stuck {
 			p.DeletePods = append(p.DeletePods, PodDeletion{pod, Event{corev1.EventTypeWarning, ReasonFatalExitPodDeleted, fmt.Sprintf(
@@ -297,89 +335,111 @@ func (p *Plan) reconcileEpochs(js *jobset.JobSet, from jobset.RestartState, pods
 				g.WorkerExited, pod.Name)}})
 		}
 	}
-	if msg := crashLoop(js, &p.Status, pods); msg != "" && !slices.ContainsFunc(pods, func(p state.PodGroup) bool { return p.Fatal }) {
-		p.Events = append(p.Events, failJobSet(&p.Status, ReasonReachedMaxRestarts, msg, now)...)
+}
+
+// failCrashLoop fails the JobSet whose agent crash-loops before the group
+// first synced (crashLoop), unless a fatal exit is about to fail it by
+// its failure policy. It reports whether it did.
+func (p *Plan) failCrashLoop(js *jobset.JobSet, pods []state.PodGroup, now metav1.Time) bool {
+	msg := crashLoop(js, &p.Status, pods)
+	if msg == "" || slices.ContainsFunc(pods, func(p state.PodGroup) bool { return p.Fatal }) {
+		return false
+	}
+	p.apply(js, fail, move{reason: ReasonReachedMaxRestarts, message: msg}, now)
+	return true
+}
+
+// awaitReports takes, while this leader's way of taking reports settles
+// (Observed.ReportsSettling), the Pods of a synced group that have not
+// reported yet as still at the synced epoch, until ReportGrace is over.
+func (p *Plan) awaitReports(js *jobset.JobSet, from jobset.RestartState, pods []state.PodGroup, obs Observed, now metav1.Time) []state.PodGroup {
+	if !obs.ReportsSettling || from != jobset.StateRunning {
+		return pods
+	}
+	left := ReportGrace
+	if !obs.ReportsSince.IsZero() {
+		left = obs.ReportsSince.Add(ReportGrace).Sub(now.Time)
+	}
+	var unheard bool
+	if left > 0 {
+		pods, unheard = unreportedAsSynced(pods, js.Status.SyncedEpoch)
+	}
+	if unheard {
+		// Judged again once the grace is over: an agent that never
+		// says its state again is then a member missing.
+		p.RequeueWithin(left)
+	}
+	return pods
+}
+
+// holdForFatalExit holds back a restart d began in a JobSet whose Jobs
+// can fail by their podFailurePolicy, for settle (DefaultFatalExitSettle):
+// a fatal exit reported meanwhile makes the failure policy decide instead.
+func (p *Plan) holdForFatalExit(js *jobset.JobSet, d *epochDecision, pods []state.PodGroup, obs Observed, now metav1.Time, settle time.Duration) {
+	if !d.restartBegan || d.madeByEveryPod || settle <= 0 || !canFailJobs(js) {
 		return
 	}
-	if obs.ReportsSettling && from == jobset.StateRunning {
-		left := ReportGrace
-		if !obs.ReportsSince.IsZero() {
-			left = obs.ReportsSince.Add(ReportGrace).Sub(now.Time)
-		}
-		var unheard bool
-		if left > 0 {
-			pods, unheard = unreportedAsSynced(pods, js.Status.SyncedEpoch)
-		}
-		if unheard {
-			// Judged again once the grace is over: an agent that never
-			// says its state again is then a member missing.
-			p.RequeueWithin(left)
-		}
+	if !obs.ReportEndpoint.IsZero() && protocol.ProcessScope(js.Annotations) && allReported(pods) {
+		// Every exit, fatal or not, reaches the controller from the
+		// agents, the fatal one first: no kubelet relist to wait for.
+		// Only where every agent reports directly: one injected by
+		// an earlier manager, or writing its Pod, may run a
+		// supervisor that does not say a fatal exit.
+		settle = min(settle, DirectFatalExitSettle)
 	}
-	d := decideEpochs(js, pods)
-	if d.restartBegan && !d.madeByEveryPod && t.FatalExitSettle > 0 && canFailJobs(js) {
-		settle := t.FatalExitSettle
-		if !obs.ReportEndpoint.IsZero() && protocol.ProcessScope(js.Annotations) && allReported(pods) {
-			// Every exit, fatal or not, reaches the controller from the
-			// agents, the fatal one first: no kubelet relist to wait for.
-			// Only where every agent reports directly: one injected by
-			// an earlier manager, or writing its Pod, may run a
-			// supervisor that does not say a fatal exit.
-			settle = min(settle, DirectFatalExitSettle)
-		}
-		p.holdRestart(js, &d, obs.RestartHeldSince, now.Time, settle)
+	p.holdRestart(js, d, obs.RestartHeldSince, now.Time, settle)
+}
+
+// writeEpochs writes the epochs decided. The first sync of a group that
+// was starting is its move to Running.
+func (p *Plan) writeEpochs(js *jobset.JobSet, d epochDecision, now metav1.Time) {
+	if d.syncs && jobset.RestartStateOf(js, &p.Status) == jobset.StateStarting {
+		p.apply(js, firstSync, move{epochs: d}, now)
+		return
 	}
 	p.Status.DeprecatedEpoch, p.Status.SyncedEpoch, p.Status.SyncedPods = d.deprecated, d.synced, d.syncedPods
+}
 
-	if d.scaleBegan {
+// beginRestart applies the restart d began, if any: a scale, or a restart
+// in place; or, past maxRestarts, the JobSet's failure; or, with a member
+// whose Pod finished, a recreation. It reports whether the JobSet failed
+// or is recreated.
+func (p *Plan) beginRestart(js *jobset.JobSet, d epochDecision, pods []state.PodGroup, now metav1.Time) bool {
+	switch {
+	case d.scaleBegan:
 		// Not a restart for the counters: nothing failed.
-		msg := fmt.Sprintf("in-place restart for a scale: %s; epoch %d deprecated, the group syncs again at its new size (not counted towards maxRestarts)", d.why, d.deprecated)
-		setCondition(&p.Status, jobset.JobSetRestarting, metav1.ConditionTrue, ReasonInPlaceScale, msg, now)
-		p.Events = append(p.Events, Event{corev1.EventTypeNormal, ReasonInPlaceScale, msg})
+		p.apply(js, inPlaceScale, move{message: fmt.Sprintf("in-place restart for a scale: %s; epoch %d deprecated, the group syncs again at its new size (not counted towards maxRestarts)",
+			d.why, d.deprecated)}, now)
+		return false
+	case !d.restartBegan:
+		return false
 	}
+	if maxRestarts := js.Spec.FailurePolicy.MaxRestarts; !d.uncounted && countedRestarts(&p.Status) >= maxRestarts {
+		p.apply(js, fail, move{reason: ReasonReachedMaxRestarts,
+			message: fmt.Sprintf("%s (in place, after %d restarts: %s)", MessageReachedMaxRestarts, maxRestarts, d.why)}, now)
+		return true
+	}
+	if who := finishedMember(pods); who != "" {
+		// A member whose Pod succeeded has no agent left to restart:
+		// waiting for it would only end at the timeout. The Jobs are
+		// recreated at once instead, one restart counted.
+		p.apply(js, inPlaceImpossible, move{uncounted: d.uncounted, message: fmt.Sprintf(
+			"%s, and Pod %s has finished, which cannot restart in place: recreating every Job (restart %d)", d.why, who, p.Status.Restarts+1)}, now)
+		return true
+	}
+	msg := fmt.Sprintf("in-place restart %d: %s; epoch %d deprecated", p.Status.InPlaceRestarts+1, d.why, d.deprecated)
+	if d.uncounted {
+		msg += " (not counted towards maxRestarts)"
+	}
+	p.apply(js, inPlaceRestart, move{uncounted: d.uncounted, message: msg}, now)
+	return false
+}
 
-	if d.restartBegan {
-		maxRestarts := js.Spec.FailurePolicy.MaxRestarts
-		if !d.uncounted && countedRestarts(&p.Status) >= maxRestarts {
-			p.Events = append(p.Events, failJobSet(&p.Status, ReasonReachedMaxRestarts,
-				fmt.Sprintf("%s (in place, after %d restarts: %s)", MessageReachedMaxRestarts, maxRestarts, d.why), now)...)
-			return
-		}
-		if who := finishedMember(pods); who != "" {
-			// A member whose Pod succeeded has no agent left to restart:
-			// waiting for it would only end at the timeout. The Jobs are
-			// recreated at once instead, one restart counted.
-			p.recreate(ReasonInPlaceRestartImpossible, fmt.Sprintf("%s, and Pod %s has finished, which cannot restart in place: recreating every Job (restart %d)",
-				d.why, who, p.Status.Restarts+1), !d.uncounted, now)
-			return
-		}
-		p.Status.Restarts++
-		p.Status.InPlaceRestarts++
-		msg := fmt.Sprintf("in-place restart %d: %s; epoch %d deprecated", p.Status.InPlaceRestarts, d.why, d.deprecated)
-		if d.uncounted {
-			msg += " (not counted towards maxRestarts)"
-		} else {
-			p.Status.RestartsCountTowardsMax++
-		}
-		setCondition(&p.Status, jobset.JobSetRestarting, metav1.ConditionTrue, ReasonInPlaceRestart, msg, now)
-		p.Events = append(p.Events, Event{corev1.EventTypeWarning, ReasonInPlaceRestart, msg})
-	}
+// endRestart closes the restart under way, in place or a recreation,
+// once the group synced at a newer epoch than the one deprecated.
+func (p *Plan) endRestart(js *jobset.JobSet, d epochDecision, now metav1.Time) {
 	if jobset.RestartStateOf(js, &p.Status).RestartUnderWay() && d.synced > d.deprecated {
-		msg := fmt.Sprintf("every Pod restarted in place and synced at epoch %d (%d Pods)", d.synced, d.syncedPods)
-		setCondition(&p.Status, jobset.JobSetRestarting, metav1.ConditionFalse, ReasonInPlaceRestartDone, msg, now)
-		p.Events = append(p.Events, Event{corev1.EventTypeNormal, ReasonInPlaceRestartDone, msg})
-	}
-
-	if p.fallBackIfStuck(js, now, t.InPlaceRestart) {
-		return
-	}
-	if jobset.RestartStateOf(js, &p.Status).InPlaceRestarting() {
-		p.stopEscapedWorkers(pods, d.deprecated)
-	}
-
-	want := protocol.EncodeBroadcast(protocol.Broadcast{DeprecatedEpoch: d.deprecated, SyncedEpoch: d.synced, OpenReplicatedJobs: d.openReplicatedJobs, Reports: obs.ReportEndpoint})
-	if !maps.Equal(want, broadcast) {
-		p.Broadcast = want
+		p.apply(js, inPlaceRestartDone, move{message: fmt.Sprintf("every Pod restarted in place and synced at epoch %d (%d Pods)", d.synced, d.syncedPods)}, now)
 	}
 }
 
@@ -459,21 +519,10 @@ func (p *Plan) holdRestart(js *jobset.JobSet, d *epochDecision, since, now time.
 // epoch is over without a restart counted: deprecatedEpoch catches up with
 // it, so that the Pods started on resume report a fresh epoch and wait
 // behind the barrier until all of them have, as on a first start. An
-// in-place restart under way (from, the state of the status read, says
-// so) ends here too: nothing is left to converge, and no timeout may
-// recreate the Jobs of a JobSet that is not running. A recreation under
-// way goes on: its Jobs are replaced, suspended, and it ends once they run.
-func (p *Plan) suspendEpochs(js *jobset.JobSet, from jobset.RestartState, broadcast map[string]string, endpoint protocol.ReportEndpoint, now metav1.Time) {
+// in-place restart under way ended with the suspension (suspendJobSet).
+func (p *Plan) suspendEpochs(broadcast map[string]string, endpoint protocol.ReportEndpoint) {
 	p.Status.DeprecatedEpoch = max(p.Status.DeprecatedEpoch, p.Status.SyncedEpoch)
-	if from.InPlaceRestarting() {
-		msg := fmt.Sprintf("the JobSet was suspended during an in-place restart of epoch %d: its Pods stop, and start a fresh epoch when it is resumed", p.Status.SyncedEpoch)
-		setCondition(&p.Status, jobset.JobSetRestarting, metav1.ConditionFalse, ReasonInPlaceRestartSuspended, msg, now)
-		p.Events = append(p.Events, Event{corev1.EventTypeNormal, ReasonInPlaceRestartSuspended, msg})
-	}
-	want := protocol.EncodeBroadcast(protocol.Broadcast{DeprecatedEpoch: p.Status.DeprecatedEpoch, SyncedEpoch: p.Status.SyncedEpoch, Reports: endpoint})
-	if !maps.Equal(want, broadcast) {
-		p.Broadcast = want
-	}
+	p.broadcast(protocol.Broadcast{DeprecatedEpoch: p.Status.DeprecatedEpoch, SyncedEpoch: p.Status.SyncedEpoch, Reports: endpoint}, broadcast)
 }
 
 // RequeueWithin has the JobSet reconciled again within d at the latest:
@@ -568,14 +617,24 @@ func (p *Plan) suspendOrResume(js *jobset.JobSet, c state.Children, suspended bo
 	}
 
 	if suspended && !conditionTrue(&p.Status, jobset.JobSetSuspended) {
-		setCondition(&p.Status, jobset.JobSetSuspended, metav1.ConditionTrue, ReasonSuspended, MessageSuspended, now)
-		resetStartup(&p.Status, now)
-		p.Events = append(p.Events, Event{corev1.EventTypeNormal, ReasonSuspended, MessageSuspended})
+		p.suspendJobSet(js, now)
 	}
 	if !suspended && conditionTrue(&p.Status, jobset.JobSetSuspended) {
-		setCondition(&p.Status, jobset.JobSetSuspended, metav1.ConditionFalse, ReasonResumed, MessageResumed, now)
-		p.Events = append(p.Events, Event{corev1.EventTypeNormal, ReasonResumed, MessageResumed})
+		p.apply(js, resume, move{}, now)
 	}
+}
+
+// suspendJobSet applies the suspension of the JobSet. An in-place restart
+// under way ends with it: nothing is left to converge, and no timeout may
+// recreate the Jobs of a JobSet that is not running. A recreation under
+// way goes on: its Jobs are replaced, suspended, and it ends once they run.
+func (p *Plan) suspendJobSet(js *jobset.JobSet, now metav1.Time) {
+	if jobset.InPlaceActive(js) && jobset.RestartStateOf(js, &p.Status).InPlaceRestarting() {
+		p.apply(js, suspendInPlaceRestart, move{message: fmt.Sprintf(
+			"the JobSet was suspended during an in-place restart of epoch %d: its Pods stop, and start a fresh epoch when it is resumed", p.Status.SyncedEpoch)}, now)
+		return
+	}
+	p.apply(js, suspend, move{}, now)
 }
 
 // blockedByPreviousAttempt reports whether BlockingRecreate must wait: no Job
@@ -637,22 +696,7 @@ func (p *Plan) fallBackIfStuck(js *jobset.JobSet, now metav1.Time, timeout time.
 		p.RequeueWithin(deadline.Sub(now.Time))
 		return false
 	}
-	p.recreate(ReasonInPlaceRestartTimedOut, fmt.Sprintf("the in-place restart did not converge within %s (epoch %d never synced): recreating every Job",
-		timeout, p.Status.SyncedEpoch+1), false, now)
+	p.apply(js, inPlaceTimedOut, move{message: fmt.Sprintf("the in-place restart did not converge within %s (epoch %d never synced): recreating every Job",
+		timeout, p.Status.SyncedEpoch+1)}, now)
 	return true
-}
-
-// recreate gives up the in-place path for this restart: the restart
-// attempt moves on, so the next reconcile replaces every Job, and the
-// Pods of the new Jobs start a fresh epoch. counted says whether it counts
-// towards maxRestarts: not when the in-place restart it ends was counted
-// already.
-func (p *Plan) recreate(reason, msg string, counted bool, now metav1.Time) {
-	p.Status.Restarts++
-	if counted {
-		p.Status.RestartsCountTowardsMax++
-	}
-	p.Status.DeprecatedEpoch = p.Status.SyncedEpoch
-	setCondition(&p.Status, jobset.JobSetRestarting, metav1.ConditionTrue, reason, msg, now)
-	p.Events = append(p.Events, Event{corev1.EventTypeWarning, reason, msg})
 }

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
-	"github.com/inplace-dev/inplace/api/protocol"
 	"github.com/inplace-dev/inplace/controller/internal/testutil"
 	"github.com/inplace-dev/inplace/controller/state"
 )
@@ -67,10 +66,10 @@ func TestDecideHelpersAgreeWithTheRestartState(t *testing.T) {
 
 			// A suspension ends an in-place restart, and nothing else.
 			p = Plan{Status: *js.Status.DeepCopy()}
-			p.suspendEpochs(js, s, nil, protocol.ReportEndpoint{}, at(0))
+			p.suspendJobSet(js, at(0))
 			ended := slices.ContainsFunc(p.Events, func(e Event) bool { return e.Reason == ReasonInPlaceRestartSuspended })
 			if want := s.InPlaceRestarting(); ended != want {
-				t.Errorf("suspendEpochs ended an in-place restart: %t, want %t in %s", ended, want, s)
+				t.Errorf("suspendJobSet ended an in-place restart: %t, want %t in %s", ended, want, s)
 			}
 		})
 	}

@@ -3,7 +3,6 @@ package decide
 import (
 	"fmt"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
@@ -92,19 +91,9 @@ func resetStartup(status *jobset.JobSetStatus, now metav1.Time) {
 }
 
 // endTransientConditions closes the conditions that describe work in
-// progress once the JobSet has finished. RestartingJobSet, if the JobSet
-// has one, takes the finish's reason and message (JobSetCompleted or
-// JobSetFailed), as upstream's does, whatever it said before: a restart
-// under way, or one over.
-func endTransientConditions(status *jobset.JobSetStatus, restartReason, restartMessage string, now metav1.Time) {
-	// The condition itself, not the restart state: this is its
-	// bookkeeping, not the question whether a restart is under way. The
-	// state of a finished JobSet is Failed or Completed, and a suspended
-	// one's is Suspended even while a recreation's condition is open,
-	// which the finish must close all the same.
-	if meta.FindStatusCondition(status.Conditions, string(jobset.JobSetRestarting)) != nil {
-		setCondition(status, jobset.JobSetRestarting, metav1.ConditionFalse, restartReason, restartMessage, now)
-	}
+// progress once the JobSet has finished; RestartingJobSet, a row's, is
+// closed by the finish's row (apply).
+func endTransientConditions(status *jobset.JobSetStatus, now metav1.Time) {
 	if conditionTrue(status, jobset.JobSetStartupPolicyInProgress) {
 		setCondition(status, jobset.JobSetStartupPolicyInProgress, metav1.ConditionFalse, ReasonJobSetFinished, MessageJobSetFinished, now)
 	}

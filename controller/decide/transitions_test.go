@@ -452,22 +452,43 @@ func TestCrashLoopCountsOnlyTheGroupToSync(t *testing.T) {
 	}
 }
 
-// TestEveryTransition takes the rows of the table of transitions that the
-// stories above do not: from each state, a failure the policy restarts or
-// fails, the success policy, a suspension and a resume.
+// TestEveryTransition applies every row of the table of transitions, and
+// fails if one is never applied: from each state, a sync, a lost member,
+// a scale, a failure the policy restarts or fails, the in-place timeout,
+// the success policy, a suspension and a resume.
 func TestEveryTransition(t *testing.T) {
 	type setup func() *jobset.JobSet
 	starting := func() *jobset.JobSet { return inPlaceJobSet(0, 0) }
+	running := func() *jobset.JobSet { return inPlaceJobSet(0, 1) }
+	// Synced at a size other than the templates'.
+	scaled := func() *jobset.JobSet {
+		js := running()
+		js.Status.SyncedPods = 6
+		return js
+	}
 	restarting := func() *jobset.JobSet {
 		js := inPlaceJobSet(1, 1)
 		js.Status.Restarts, js.Status.InPlaceRestarts, js.Status.RestartsCountTowardsMax = 1, 1, 1
 		setCondition(&js.Status, jobset.JobSetRestarting, metav1.ConditionTrue, ReasonInPlaceRestart, "a worker exited", at(0))
 		return js
 	}
+	// Begun an hour ago: past the in-place timeout.
+	restartingLong := func() *jobset.JobSet {
+		js := restarting()
+		js.Status.Conditions = nil
+		setCondition(&js.Status, jobset.JobSetRestarting, metav1.ConditionTrue, ReasonInPlaceRestart, "a worker exited", at(-3600))
+		return js
+	}
 	recreating := func() *jobset.JobSet {
 		js := inPlaceJobSet(1, 1)
 		js.Status.Restarts, js.Status.RestartsCountTowardsMax = 1, 1
 		setCondition(&js.Status, jobset.JobSetRestarting, metav1.ConditionTrue, ReasonRestartDefaultPolicy, "restart attempt 1", at(0))
+		return js
+	}
+	// Recreating without in-place restarts.
+	recreatingJobs := func() *jobset.JobSet {
+		js := recreating()
+		js.Spec.FailurePolicy.RestartStrategy = jobset.Recreate
 		return js
 	}
 	// A restart over: in place (InPlaceRestartCompleted) or a recreation
@@ -501,6 +522,13 @@ func TestEveryTransition(t *testing.T) {
 		js.Spec.FailurePolicy.Rules = []jobset.FailurePolicyRule{{Name: "fatal", Action: jobset.FailJobSet}}
 		return jobFails(js)
 	}
+	oneJobFails := func(js *jobset.JobSet) Observed {
+		js.Spec.FailurePolicy.Rules = []jobset.FailurePolicyRule{{Name: "job", Action: jobset.RestartJob}}
+		return jobFails(js)
+	}
+	jobsRun := func(js *jobset.JobSet) Observed {
+		return Observed{ServiceExists: true, Jobs: jobsWith(js, func(_, _ *batchv1.Job) {})}
+	}
 	allSucceed := func(js *jobset.JobSet) Observed {
 		return Observed{ServiceExists: true, Jobs: jobsWith(js, func(d, w *batchv1.Job) { succeededJob(d); succeededJob(w) })}
 	}
@@ -521,6 +549,20 @@ func TestEveryTransition(t *testing.T) {
 			return Observed{ServiceExists: true, Jobs: jobsWith(js, func(_, _ *batchv1.Job) {}), Pods: pods}
 		}
 	}
+	// podsAt are the synced Pods of js at epoch, each changed by edit.
+	podsAt := func(epoch string, edit func(pods []corev1.Pod)) event {
+		return func(js *jobset.JobSet) Observed {
+			o := syncAt(epoch)(js)
+			edit(o.Pods)
+			return o
+		}
+	}
+	workerExits := podsAt("1", func(pods []corev1.Pod) { pods[3] = epochPod("d", "workers", "1", true) })
+	workerExitsBesideAFinishedPod := podsAt("1", func(pods []corev1.Pod) {
+		pods[0].Status.Phase = corev1.PodSucceeded
+		pods[3] = epochPod("d", "workers", "1", true)
+	})
+	applied := map[row]bool{}
 	for name, tc := range map[string]struct {
 		from setup
 		on   event
@@ -531,7 +573,16 @@ func TestEveryTransition(t *testing.T) {
 		// before.
 		restarting string
 	}{
+		"Starting, every Pod syncs":            {from: starting, on: syncAt("1"), want: jobset.StateRunning, restarting: "none"},
 		"Starting, a Job fails":                {from: starting, on: jobFails, want: jobset.StateRecreating},
+		"Starting, RestartJob":                 {from: starting, on: oneJobFails, want: jobset.StateStarting, restarting: "none"},
+		"Running, a worker exits":              {from: running, on: workerExits, want: jobset.StateRestarting, restarting: "True InPlaceRestart"},
+		"Running, scaled":                      {from: scaled, on: syncAt("1"), want: jobset.StateRestarting, restarting: "True InPlaceRestartForScale"},
+		"Running, RestartJob":                  {from: running, on: oneJobFails, want: jobset.StateRestarting, restarting: "True InPlaceRestart"},
+		"Running, a member finished":           {from: running, on: workerExitsBesideAFinishedPod, want: jobset.StateRecreating, restarting: "True InPlaceRestartImpossible"},
+		"Restarting, past the timeout":         {from: restartingLong, on: jobsRun, want: jobset.StateRecreating, restarting: "True InPlaceRestartTimedOut"},
+		"Restarting, suspended":                {from: restarting, on: suspend, want: jobset.StateSuspended, restarting: "False InPlaceRestartSuspended"},
+		"Recreated without in place, Jobs run": {from: recreatingJobs, on: jobsRun, want: jobset.StateRunning, restarting: "False JobsReady"},
 		"Starting, suspended":                  {from: starting, on: suspend, want: jobset.StateSuspended},
 		"Starting, every Job succeeds":         {from: starting, on: allSucceed, want: jobset.StateCompleted, restarting: "none"},
 		"Restarting, a Job fails for good":     {from: restarting, on: jobFailsForGood, want: jobset.StateFailed, restarting: "False JobSetFailed"},
@@ -554,6 +605,9 @@ func TestEveryTransition(t *testing.T) {
 			js := tc.from()
 			obs := tc.on(js)
 			p := decidePure(t, js, obs, at(2), time.Minute)
+			for _, r := range p.moves {
+				applied[r] = true
+			}
 			if got := jobset.RestartStateOf(js, &p.Status); got != tc.want {
 				t.Errorf("state %s, want %s (status %+v)", got, tc.want, p.Status)
 			}
@@ -578,5 +632,10 @@ func TestEveryTransition(t *testing.T) {
 				}
 			}
 		})
+	}
+	for r, tr := range transitions {
+		if !applied[row(r)] {
+			t.Errorf("no case applies the transition %q, %v -> %v (%s)", tr.name, tr.from, tr.to, tr.on)
+		}
 	}
 }
