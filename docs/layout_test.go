@@ -73,6 +73,7 @@ var forbidden = map[string][]string{
 	"policies/reconciler":          {module + "/agent", module + "/controller", module + "/webhook", module + "/cmd"},
 	"policies/report":              {module + "/agent", module + "/controller", module + "/webhook", module + "/cmd"},
 	"policies/params":              {module + "/", "k8s.io/client-go/", "sigs.k8s.io/controller-runtime", "github.com/open-policy-agent/"},
+	"policies/review":              {module + "/", "k8s.io/client-go/", "sigs.k8s.io/controller-runtime"},
 	"policies/inventorysync":       {module + "/agent", module + "/controller", module + "/webhook", module + "/cmd"},
 	"webhook/offline/suite":        {module + "/agent", module + "/controller", module + "/cmd"},
 	"policies/library":             {stdlibOnly},
@@ -101,6 +102,7 @@ var allowed = map[string][]string{
 	"controller/reports":           {module + "/api/jobset/v1alpha2", module + "/api/protocol", module + "/controller/reports/token", module + "/webhook/certs"},
 	"policies":                     {module + "/policies/builtin"},
 	"policies/jobsetpolicy":        {module + "/api/policy/v1alpha1", module + "/policies", module + "/policies/builtin", module + "/policies/params"},
+	"policies/review":              {module + "/policies", module + "/policies/builtin"},
 	"webhook/offline/suite":        {module + "/controller/podfailure"},
 	"webhook":                      {module + "/controller/podfailure"},
 	"webhook/inject":               {module + "/controller/podfailure"},
@@ -116,6 +118,7 @@ var allowed = map[string][]string{
 // they run without the harness.
 var pureTestsAvoid = map[string]string{
 	"policies/jobsetpolicy": module + "/test/",
+	"policies/review":       module + "/test/",
 	"webhook/inject":        module + "/test/",
 	"controller/podfailure": module + "/test/",
 	"controller/state":      module + "/test/",

@@ -13,7 +13,6 @@ import (
 	jsonpatch "github.com/evanphx/json-patch/v5"
 	"github.com/prometheus/client_golang/prometheus"
 	admissionv1 "k8s.io/api/admission/v1"
-	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -29,6 +28,7 @@ import (
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
 	policyv1alpha1 "github.com/inplace-dev/inplace/api/policy/v1alpha1"
 	"github.com/inplace-dev/inplace/policies"
+	"github.com/inplace-dev/inplace/policies/review"
 	"github.com/inplace-dev/inplace/webhook/inject"
 )
 
@@ -152,7 +152,7 @@ func (m *Mutator) handle(ctx context.Context, req admission.Request) admission.R
 			if err != nil {
 				return admission.Errored(http.StatusBadRequest, err)
 			}
-			in = newInput(req, nil, oldMap, nsLabels)
+			in = review.FromRequest(&req.AdmissionRequest, nil, oldMap, nsLabels)
 		}
 		raw, warnings, err := untilStable(ctx, js, engine, in, restore)
 		if err != nil {
@@ -164,7 +164,7 @@ func (m *Mutator) handle(ctx context.Context, req admission.Request) admission.R
 	if err != nil {
 		return admission.Errored(http.StatusInternalServerError, err)
 	}
-	result, decisions, warnings, err := mutate(ctx, js, m.opts.Agent, m.opts.Engine, newInput(req, nil, nil, nsLabels))
+	result, decisions, warnings, err := mutate(ctx, js, m.opts.Agent, m.opts.Engine, review.FromRequest(&req.AdmissionRequest, nil, nil, nsLabels))
 	if err != nil {
 		return admission.Denied(err.Error())
 	}
@@ -251,7 +251,7 @@ func applyPolicyPatches(ctx context.Context, engine *policies.Engine, in policie
 	if err := json.Unmarshal(raw, &obj); err != nil {
 		return nil, nil, err
 	}
-	in.Object, in.Labels = obj, labelsOf(obj)
+	in = review.WithObject(in, obj)
 	d, err := engine.EvaluateAdmin(ctx, in)
 	if err != nil {
 		log.FromContext(ctx).Error(err, "evaluating patch rules", "jobset", in.Name)
@@ -352,7 +352,7 @@ func (v *Validator) handle(ctx context.Context, req admission.Request) admission
 	if err != nil {
 		return admission.Errored(http.StatusInternalServerError, err)
 	}
-	d, err := v.opts.Engine.Evaluate(ctx, newInput(req, obj, old, nsLabels))
+	d, err := v.opts.Engine.Evaluate(ctx, review.FromRequest(&req.AdmissionRequest, obj, old, nsLabels))
 	if err != nil {
 		log.FromContext(ctx).Error(err, "evaluating policies", "jobset", req.Name)
 	}
@@ -434,7 +434,7 @@ func (v *Validator) ratchet(ctx context.Context, req admission.Request, obj, old
 		}
 		return nil, warnings
 	}
-	before, err := v.opts.Engine.Evaluate(ctx, newInput(req, old, old, nsLabels))
+	before, err := v.opts.Engine.Evaluate(ctx, review.FromRequest(&req.AdmissionRequest, old, old, nsLabels))
 	if err != nil {
 		log.FromContext(ctx).Error(err, "evaluating policies on the stored JobSet", "jobset", req.Name)
 	}
@@ -481,50 +481,6 @@ func (o *Options) namespaceLabels(ctx context.Context, ns string) (map[string]st
 		return map[string]string{}, nil
 	}
 	return n.Labels, nil
-}
-
-func newInput(req admission.Request, obj, old map[string]any, nsLabels map[string]string) policies.Input {
-	return policies.Input{
-		Operation:       string(req.Operation),
-		Object:          obj,
-		OldObject:       old,
-		Labels:          labelsOf(obj),
-		Name:            req.Name,
-		Namespace:       req.Namespace,
-		NamespaceLabels: nsLabels,
-		UserInfo: &policies.UserInfo{
-			Username: req.UserInfo.Username,
-			UID:      req.UserInfo.UID,
-			Groups:   req.UserInfo.Groups,
-			Extra:    extraOf(req.UserInfo.Extra),
-		},
-		DryRun: req.DryRun != nil && *req.DryRun,
-	}
-}
-
-func extraOf(extra map[string]authenticationv1.ExtraValue) map[string][]string {
-	if len(extra) == 0 {
-		return nil
-	}
-	out := make(map[string][]string, len(extra))
-	for k, v := range extra {
-		out[k] = v
-	}
-	return out
-}
-
-// labelsOf returns metadata.labels of a JobSet given as JSON values.
-func labelsOf(obj map[string]any) map[string]string {
-	meta, _ := obj["metadata"].(map[string]any)
-	labels, _ := meta["labels"].(map[string]any)
-	if labels == nil {
-		return nil
-	}
-	out := make(map[string]string, len(labels))
-	for k, v := range labels {
-		out[k], _ = v.(string)
-	}
-	return out
 }
 
 func decode(raw []byte) (*jobset.JobSet, error) {

@@ -24,6 +24,7 @@ import (
 	policyv1alpha1 "github.com/inplace-dev/inplace/api/policy/v1alpha1"
 	"github.com/inplace-dev/inplace/policies"
 	"github.com/inplace-dev/inplace/policies/report"
+	"github.com/inplace-dev/inplace/policies/review"
 )
 
 // maxListedViolations caps the violations a policy's status lists.
@@ -228,7 +229,7 @@ func (a *Auditor) evaluateInto(ctx context.Context, items []jobset.JobSet, budge
 					log.FromContext(ctx).Error(err, "converting a JobSet for the audit", "jobset", js.Namespace+"/"+js.Name)
 					continue
 				}
-				d, _ := a.Engine.Audit(ctx, policies.Input{Operation: policies.OperationAudit, Name: js.Name, Object: obj, Namespace: js.Namespace, Labels: js.Labels})
+				d, _ := a.Engine.Audit(ctx, review.Offline(policies.OperationAudit, js.Namespace, obj, nil, nil))
 				if ctx.Err() != nil {
 					return // cut short: its evaluations say nothing
 				}
