@@ -65,7 +65,8 @@ func TestWorkerRulesAgainstFailJobCodes(t *testing.T) {
 		pfp := randomPodFailurePolicy(rng)
 		js := manifest.DeepCopy()
 		js.Spec.ReplicatedJobs[0].Template.Spec.PodFailurePolicy = pfp
-		raw, _, err := Mutate(ctx, js, cfg.Agent, engine, policies.Input{})
+		mutated, err := Pipeline{Agent: cfg.Agent, Engine: engine}.Mutate(ctx, js, policies.Input{})
+		raw := mutated.JSON
 		if err != nil {
 			t.Fatal(err)
 		}

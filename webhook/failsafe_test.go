@@ -156,7 +156,8 @@ func TestPatchRulesHonourTheEnforcementAction(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			raw, _, err := Mutate(context.Background(), js, configv1alpha1.Agent{}, engine, policies.Input{Operation: "CREATE"})
+			mutated, err := Pipeline{Agent: configv1alpha1.Agent{}, Engine: engine}.Mutate(context.Background(), js, policies.Input{Operation: "CREATE"})
+			raw := mutated.JSON
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("error %v, want one containing %q", err, tc.wantErr)

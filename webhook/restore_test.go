@@ -117,7 +117,8 @@ func storedOnCreate(t *testing.T, manifest *jobset.JobSet) *jobset.JobSet {
 	}
 	cfg := &configv1alpha1.Configuration{}
 	configv1alpha1.SetDefaults(cfg)
-	raw, _, err := Mutate(context.Background(), manifest.DeepCopy(), cfg.Agent, engine, policies.Input{})
+	mutated, err := Pipeline{Agent: cfg.Agent, Engine: engine}.Mutate(context.Background(), manifest.DeepCopy(), policies.Input{})
+	raw := mutated.JSON
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"slices"
 	"strings"
 	"time"
 
@@ -29,7 +28,6 @@ import (
 	policyv1alpha1 "github.com/inplace-dev/inplace/api/policy/v1alpha1"
 	"github.com/inplace-dev/inplace/policies"
 	"github.com/inplace-dev/inplace/policies/review"
-	"github.com/inplace-dev/inplace/webhook/inject"
 )
 
 // Paths of the two webhooks on the webhook server.
@@ -69,6 +67,9 @@ type Options struct {
 var errNotReady = errors.New("the admission server (inplace-webhook) is still loading the JobSetPolicies and the objects they read (data.inventory) and admits nothing until they are in force; retry in a few seconds")
 
 func (o *Options) ready() bool { return o.Ready == nil || o.Ready() }
+
+// pipeline is the admission pipeline both webhooks run a stage of.
+func (o *Options) pipeline() Pipeline { return Pipeline{Agent: o.Agent, Engine: o.Engine} }
 
 // requestContext bounds every policy evaluation of one admission request
 // (the mutating webhook's passes, the validating webhook's ratchet) by the
@@ -140,9 +141,9 @@ func (m *Mutator) handle(ctx context.Context, req admission.Request) admission.R
 		// Without one in force, the update is only restored: the old
 		// object and the namespace are read for the patch rules alone.
 		var in policies.Input
-		engine := m.opts.Engine
-		if old.DeletionTimestamp != nil || engine == nil || !engine.HasAdminPolicies() {
-			engine = nil
+		pipeline := m.opts.pipeline()
+		if old.DeletionTimestamp != nil || pipeline.patchEngine() == nil {
+			pipeline.SkipPatchRules = true
 		} else {
 			nsLabels, err := m.opts.namespaceLabels(ctx, req.Namespace)
 			if err != nil {
@@ -154,7 +155,7 @@ func (m *Mutator) handle(ctx context.Context, req admission.Request) admission.R
 			}
 			in = review.FromRequest(&req.AdmissionRequest, nil, oldMap, nsLabels)
 		}
-		raw, warnings, err := untilStable(ctx, js, engine, in, restore)
+		raw, warnings, err := untilStable(ctx, js, pipeline.patchEngine(), in, restore)
 		if err != nil {
 			return admission.Denied(err.Error())
 		}
@@ -164,75 +165,14 @@ func (m *Mutator) handle(ctx context.Context, req admission.Request) admission.R
 	if err != nil {
 		return admission.Errored(http.StatusInternalServerError, err)
 	}
-	result, decisions, warnings, err := mutate(ctx, js, m.opts.Agent, m.opts.Engine, review.FromRequest(&req.AdmissionRequest, nil, nil, nsLabels))
+	mutated, err := m.opts.pipeline().Mutate(ctx, js, review.FromRequest(&req.AdmissionRequest, nil, nil, nsLabels))
 	if err != nil {
 		return admission.Denied(err.Error())
 	}
-	if len(decisions) > 0 {
-		log.FromContext(ctx).V(1).Info("injected", "jobset", req.Name, "decisions", len(decisions))
+	if len(mutated.Injected) > 0 {
+		log.FromContext(ctx).V(1).Info("injected", "jobset", req.Name, "decisions", len(mutated.Injected))
 	}
-	return admission.PatchResponseFromRaw(req.Object.Raw, result).WithWarnings(warnings...)
-}
-
-// Mutate returns the JSON of js after defaults, injection and the patch
-// rules of the engine's admin policies, applied until the object stops
-// changing. It is the code path of the mutating webhook and of
-// `inplacectl render`.
-func Mutate(ctx context.Context, js *jobset.JobSet, agent configv1alpha1.Agent, engine *policies.Engine, in policies.Input) ([]byte, []inject.Decision, error) {
-	raw, decisions, _, err := mutate(ctx, js, agent, engine, in)
-	return raw, decisions, err
-}
-
-// mutate is Mutate with the warnings of the patch rules of Warn policies
-// that failed, which the mutating webhook returns.
-func mutate(ctx context.Context, js *jobset.JobSet, agent configv1alpha1.Agent, engine *policies.Engine, in policies.Input) ([]byte, []inject.Decision, []string, error) {
-	var decisions []inject.Decision
-	raw, warnings, err := untilStable(ctx, js, engine, in, func(js *jobset.JobSet) {
-		jobset.Default(js)
-		decisions = append(decisions, inject.Inject(js, agent)...)
-	})
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	return raw, decisions, warnings, nil
-}
-
-// untilStable prepares js (defaults and injection on a create, the
-// restoration of what an update left out), then applies the patch rules of
-// the engine's admin policies, again until the object stops changing.
-func untilStable(ctx context.Context, js *jobset.JobSet, engine *policies.Engine, in policies.Input, prepare func(*jobset.JobSet)) ([]byte, []string, error) {
-	var warnings []string
-	for pass := 0; pass < maxMutationPasses; pass++ {
-		prepare(js)
-		raw, err := json.Marshal(js)
-		if err != nil {
-			return nil, nil, err
-		}
-		// Preparing is idempotent (a tested property): only policy patches
-		// can call for another pass.
-		if engine == nil || !engine.HasAdminPolicies() {
-			return raw, warnings, nil
-		}
-		patched, passWarnings, err := applyPolicyPatches(ctx, engine, in, raw)
-		if err != nil {
-			return nil, nil, err
-		}
-		// A Warn policy that fails fails again in the next pass.
-		for _, w := range passWarnings {
-			if !slices.Contains(warnings, w) {
-				warnings = append(warnings, w)
-			}
-		}
-		next, err := decode(patched)
-		if err != nil {
-			return nil, nil, fmt.Errorf("a policy patch produced an invalid JobSet: %w", err)
-		}
-		if equality.Semantic.DeepEqual(js, next) {
-			return patched, warnings, nil
-		}
-		js = next
-	}
-	return nil, nil, fmt.Errorf("mutation does not converge: the patch rules of the policies keep changing the JobSet after %d passes; fix the policies so that a patched JobSet needs no further patch", maxMutationPasses)
+	return admission.PatchResponseFromRaw(req.Object.Raw, mutated.JSON).WithWarnings(mutated.Warnings...)
 }
 
 // applyPolicyPatches applies each policy's patch operations, policy by
@@ -352,7 +292,7 @@ func (v *Validator) handle(ctx context.Context, req admission.Request) admission
 	if err != nil {
 		return admission.Errored(http.StatusInternalServerError, err)
 	}
-	d, err := v.opts.Engine.Evaluate(ctx, review.FromRequest(&req.AdmissionRequest, obj, old, nsLabels))
+	d, err := v.opts.pipeline().Evaluate(ctx, review.FromRequest(&req.AdmissionRequest, obj, old, nsLabels))
 	if err != nil {
 		log.FromContext(ctx).Error(err, "evaluating policies", "jobset", req.Name)
 	}
@@ -434,7 +374,7 @@ func (v *Validator) ratchet(ctx context.Context, req admission.Request, obj, old
 		}
 		return nil, warnings
 	}
-	before, err := v.opts.Engine.Evaluate(ctx, review.FromRequest(&req.AdmissionRequest, old, old, nsLabels))
+	before, err := v.opts.pipeline().Evaluate(ctx, review.FromRequest(&req.AdmissionRequest, old, old, nsLabels))
 	if err != nil {
 		log.FromContext(ctx).Error(err, "evaluating policies on the stored JobSet", "jobset", req.Name)
 	}

@@ -16,6 +16,7 @@ import (
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
 	"github.com/inplace-dev/inplace/config/crd"
 	"github.com/inplace-dev/inplace/policies"
+	"github.com/inplace-dev/inplace/policies/review"
 	"github.com/inplace-dev/inplace/webhook"
 	"github.com/inplace-dev/inplace/webhook/inject"
 )
@@ -37,9 +38,8 @@ type Result struct {
 
 // Admitter plays the API server's create of a JobSet.
 type Admitter struct {
-	schema *crdSchema
-	agent  configv1alpha1.Agent
-	engine *policies.Engine
+	schema   *crdSchema
+	pipeline webhook.Pipeline
 }
 
 // NewAdmitter returns an Admitter with the shipped JobSet
@@ -50,7 +50,7 @@ func NewAdmitter(agent configv1alpha1.Agent, engine *policies.Engine) (*Admitter
 	if err != nil {
 		return nil, err
 	}
-	return &Admitter{schema: s, agent: agent, engine: engine}, nil
+	return &Admitter{schema: s, pipeline: webhook.Pipeline{Agent: agent, Engine: engine}}, nil
 }
 
 // Create answers the creation of the JobSet in manifest (YAML or JSON) in
@@ -63,6 +63,9 @@ func NewAdmitter(agent configv1alpha1.Agent, engine *policies.Engine) (*Admitter
 //  4. the custom resource strategy: metadata, OpenAPI schema, list
 //     types, CEL rules;
 //  5. the validating webhook: built-in and admin policies.
+//
+// Steps 2 to 5 are the admission pipeline the webhooks run
+// (webhook.Pipeline), with steps 3 and 4 as its store.
 func (a *Admitter) Create(ctx context.Context, manifest []byte, namespace string) (Result, error) {
 	var res Result
 	obj := map[string]any{}
@@ -90,7 +93,7 @@ func (a *Admitter) Create(ctx context.Context, manifest []byte, namespace string
 	}
 	a.schema.decode(obj)
 
-	// 2. The mutating webhook.
+	// 2-5. The webhooks, with the API server's own steps between them.
 	raw, err := json.Marshal(obj)
 	if err != nil {
 		return res, err
@@ -99,41 +102,31 @@ func (a *Admitter) Create(ctx context.Context, manifest []byte, namespace string
 	if err := json.Unmarshal(raw, &js); err != nil {
 		return res, fmt.Errorf("decoding the JobSet: %w", err)
 	}
-	in := policies.Input{Operation: "CREATE", Namespace: u.GetNamespace()}
-	mutated, injected, err := webhook.Mutate(ctx, &js, a.agent, a.engine, in)
+	in := review.Offline("CREATE", u.GetNamespace(), obj, nil, nil)
+	v, err := a.pipeline.Admit(ctx, &js, in, a.store)
+	res.Injected, res.Policies, res.Refusal = v.Mutated.Injected, v.Policies, v.Refusal
 	if err != nil {
-		res.Refusal = webhook.Refusal(webhook.MutatingWebhookName, err.Error())
-		return res, nil
-	}
-	res.Injected = injected
-
-	// 3. Decode the webhook's answer.
-	obj = map[string]any{}
-	if err := json.Unmarshal(mutated, &obj); err != nil {
 		return res, err
+	}
+	if v.Object != nil {
+		res.Stored, err = json.Marshal(v.Object)
+	}
+	return res, err
+}
+
+// store is what the API server does with the mutating webhook's answer:
+// decode it again (pruning and the schema's defaults), then the custom
+// resource strategy (metadata, OpenAPI schema, list types, CEL rules).
+func (a *Admitter) store(ctx context.Context, mutated []byte) (map[string]any, error) {
+	obj := map[string]any{}
+	if err := json.Unmarshal(mutated, &obj); err != nil {
+		return nil, err
 	}
 	a.schema.decode(obj)
-	u = &unstructured.Unstructured{Object: obj}
-
-	// 4. The custom resource strategy.
+	u := &unstructured.Unstructured{Object: obj}
 	a.schema.prepare(ctx, u)
 	if err := a.schema.validate(ctx, u); err != nil {
-		res.Refusal = err.Error()
-		return res, nil
+		return nil, &webhook.Refused{Message: err.Error()}
 	}
-	if res.Stored, err = json.Marshal(obj); err != nil {
-		return res, err
-	}
-
-	// 5. The validating webhook.
-	in.Object, in.Labels = obj, u.GetLabels()
-	d, err := a.engine.Evaluate(ctx, in)
-	if err != nil {
-		return res, err
-	}
-	res.Policies = d
-	if len(d.Denied) > 0 {
-		res.Refusal = webhook.Refusal(webhook.ValidatingWebhookName, webhook.DenialMessage(u.GetName(), d.Denied))
-	}
-	return res, nil
+	return obj, nil
 }

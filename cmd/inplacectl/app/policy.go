@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -17,6 +18,7 @@ import (
 	configv1alpha1 "github.com/inplace-dev/inplace/api/config/v1alpha1"
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
 	"github.com/inplace-dev/inplace/policies"
+	"github.com/inplace-dev/inplace/policies/review"
 	"github.com/inplace-dev/inplace/webhook"
 	"github.com/inplace-dev/inplace/webhook/offline/suite"
 )
@@ -121,15 +123,9 @@ func (o *policyEvalOptions) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	cfg, _ := configv1alpha1.Load("")
-	var raw []byte
-	if o.mutate {
-		raw, _, err = webhook.Mutate(ctx, js, cfg.Agent, nil, policies.Input{})
-	} else {
-		raw, err = yaml.Marshal(js)
-		if err == nil {
-			raw, err = yaml.YAMLToJSON(raw)
-		}
+	raw, err := yaml.Marshal(js)
+	if err == nil {
+		raw, err = yaml.YAMLToJSON(raw)
 	}
 	if err != nil {
 		return err
@@ -138,8 +134,22 @@ func (o *policyEvalOptions) run(ctx context.Context) error {
 	if err := yaml.Unmarshal(raw, &obj); err != nil {
 		return err
 	}
-	d, err := engine.Evaluate(ctx, policies.Input{Operation: "CREATE", Object: obj, Namespace: js.Namespace, Labels: js.Labels})
-	if err != nil {
+	cfg, _ := configv1alpha1.Load("")
+	// The directory's policies judge; their patch rules are not applied
+	// first.
+	pipeline := webhook.Pipeline{Agent: cfg.Agent, Engine: engine, SkipPatchRules: true}
+	in := review.Offline("CREATE", js.Namespace, obj, nil, nil)
+	var d policies.Decision
+	if o.mutate {
+		v, err := pipeline.Admit(ctx, js, in, nil)
+		if err != nil {
+			return err
+		}
+		if v.Object == nil {
+			return errors.New(v.Refusal)
+		}
+		d = v.Policies
+	} else if d, err = pipeline.Evaluate(ctx, in); err != nil {
 		return err
 	}
 	verdict(out, d)

@@ -22,6 +22,7 @@ import (
 	configv1alpha1 "github.com/inplace-dev/inplace/api/config/v1alpha1"
 	"github.com/inplace-dev/inplace/perf/bench/stats"
 	"github.com/inplace-dev/inplace/policies"
+	"github.com/inplace-dev/inplace/policies/review"
 	"github.com/inplace-dev/inplace/test/cluster"
 	"github.com/inplace-dev/inplace/webhook"
 )
@@ -130,7 +131,7 @@ func run(iterations int, lo loadOptions, auditJobSets int, out string) error {
 			t1 := time.Now()
 			v.Handle(ctx, request(mutated))
 			t2 := time.Now()
-			if _, err := engine.Evaluate(ctx, policies.Input{Operation: "CREATE", Object: obj}); err != nil {
+			if _, err := engine.Evaluate(ctx, review.Offline("CREATE", "", obj, nil, nil)); err != nil {
 				return err
 			}
 			t3 := time.Now()
@@ -150,10 +151,11 @@ func run(iterations int, lo loadOptions, auditJobSets int, out string) error {
 	if err != nil {
 		return err
 	}
-	mutated2, _, err := webhook.Mutate(ctx, js2, cfg.Agent, nil, policies.Input{})
+	m2, err := webhook.Pipeline{Agent: cfg.Agent}.Mutate(ctx, js2, review.Offline("CREATE", js2.Namespace, nil, nil, nil))
 	if err != nil {
 		return err
 	}
+	mutated2 := m2.JSON
 	var obj2 map[string]any
 	if err := json.Unmarshal(mutated2, &obj2); err != nil {
 		return err
@@ -214,6 +216,6 @@ func load(ctx context.Context, root, file string, m *webhook.Mutator) (raw, muta
 	}
 	cfg := &configv1alpha1.Configuration{}
 	configv1alpha1.SetDefaults(cfg)
-	mutated, _, err = webhook.Mutate(ctx, js.DeepCopy(), cfg.Agent, nil, policies.Input{})
-	return raw, mutated, err
+	stored, err := webhook.Pipeline{Agent: cfg.Agent}.Mutate(ctx, js.DeepCopy(), review.Offline("CREATE", js.Namespace, nil, nil, nil))
+	return raw, stored.JSON, err
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/inplace-dev/inplace/perf/bench/stats"
 	"github.com/inplace-dev/inplace/policies"
 	"github.com/inplace-dev/inplace/policies/reconciler"
+	"github.com/inplace-dev/inplace/policies/review"
 	"github.com/inplace-dev/inplace/test/framework"
 )
 
@@ -93,7 +94,7 @@ func policyScaling(ctx context.Context, obj map[string]any, iterations int) ([]s
 			samples := make([]time.Duration, 0, count)
 			for i := 0; i < count+count/10; i++ {
 				t0 := time.Now()
-				if _, err := engine.Evaluate(ctx, policies.Input{Operation: "CREATE", Object: obj, Namespace: "default"}); err != nil {
+				if _, err := engine.Evaluate(ctx, review.Offline("CREATE", "default", obj, nil, nil)); err != nil {
 					return nil, err
 				}
 				if i >= count/10 {

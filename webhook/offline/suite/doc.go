@@ -7,7 +7,8 @@
 // suite's fixtures. `inplacectl policy test` and the policy library's test
 // run suites through this package, offline.
 //
-// Imports: the policy engine, the JobSetPolicy compiler of
-// policies/reconciler and the webhook's Mutate. It never imports the JobSet
+// Imports: the policy engine, the JobSetPolicy compiler
+// (policies/jobsetpolicy), the input builder (policies/review) and the
+// webhook's admission pipeline. It never imports the JobSet
 // controller, the agent or a binary's assembly, and it talks to no cluster.
 package suite

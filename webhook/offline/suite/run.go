@@ -14,6 +14,7 @@ import (
 	policyv1alpha1 "github.com/inplace-dev/inplace/api/policy/v1alpha1"
 	"github.com/inplace-dev/inplace/policies"
 	"github.com/inplace-dev/inplace/policies/jobsetpolicy"
+	"github.com/inplace-dev/inplace/policies/review"
 	"github.com/inplace-dev/inplace/webhook"
 )
 
@@ -154,13 +155,16 @@ func runCase(ctx context.Context, engine *policies.Engine, agent configv1alpha1.
 	if namespace == "" {
 		namespace = "default"
 	}
-	object, err := admitted(ctx, r.js, namespace, agent)
+	// The policy alone decides, on the JobSet as defaulted and injected:
+	// its patch rules are not applied first.
+	pipeline := webhook.Pipeline{Agent: agent, Engine: engine, SkipPatchRules: true}
+	js, object, err := inNamespace(r.js, namespace)
 	if err != nil {
 		return fail("object: %v", err)
 	}
 	var old map[string]any
 	if r.old != nil {
-		if old, err = admitted(ctx, r.old, namespace, agent); err != nil {
+		if old, err = stored(ctx, pipeline, r.old, namespace); err != nil {
 			return fail("oldObject: %v", err)
 		}
 	}
@@ -168,13 +172,14 @@ func runCase(ctx context.Context, engine *policies.Engine, agent configv1alpha1.
 	if user == nil {
 		user = &policies.UserInfo{}
 	}
-	d, err := engine.Evaluate(ctx, policies.Input{
-		Operation: c.Operation, Object: object, OldObject: old,
-		Name: r.js.Name, Namespace: namespace, Labels: r.js.Labels, UserInfo: user,
-	})
+	v, err := pipeline.Admit(ctx, js, review.Offline(c.Operation, namespace, object, old, user), nil)
 	if err != nil {
 		return fail("the policy's evaluation failed: %v", err)
 	}
+	if v.Object == nil {
+		return fail("object: %s", v.Refusal)
+	}
+	d := v.Policies
 	for _, vs := range [][]policies.Violation{d.Denied, d.Warned, d.DryRun} {
 		for _, v := range vs {
 			if v.Failed {
@@ -211,20 +216,38 @@ func runCase(ctx context.Context, engine *policies.Engine, agent configv1alpha1.
 	return out
 }
 
-// admitted is the JobSet as the mutating webhook would store it in
-// namespace: defaulted and injected.
-func admitted(ctx context.Context, js *jobset.JobSet, namespace string, agent configv1alpha1.Agent) (map[string]any, error) {
+// inNamespace is a copy of js in namespace, typed and as JSON values.
+func inNamespace(js *jobset.JobSet, namespace string) (*jobset.JobSet, map[string]any, error) {
 	js = js.DeepCopy()
 	js.Namespace = namespace
-	raw, _, err := webhook.Mutate(ctx, js, agent, nil, policies.Input{})
+	raw, err := json.Marshal(js)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var obj map[string]any
 	if err := json.Unmarshal(raw, &obj); err != nil {
+		return nil, nil, err
+	}
+	return js, obj, nil
+}
+
+// stored is the JobSet as the mutate stage stores it in namespace: the
+// stored JobSet of an update was defaulted and injected when it was
+// created.
+func stored(ctx context.Context, pipeline webhook.Pipeline, js *jobset.JobSet, namespace string) (map[string]any, error) {
+	js, obj, err := inNamespace(js, namespace)
+	if err != nil {
 		return nil, err
 	}
-	return obj, nil
+	m, err := pipeline.Mutate(ctx, js, review.Offline("CREATE", namespace, obj, nil, nil))
+	if err != nil {
+		return nil, err
+	}
+	var out map[string]any
+	if err := json.Unmarshal(m.JSON, &out); err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 func containsSubstring(msgs []string, s string) bool {
