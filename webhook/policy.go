@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"strings"
 	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
@@ -57,13 +56,8 @@ func (v *PolicyValidator) handle(req admission.Request) admission.Response {
 			return admission.Allowed("")
 		}
 	}
-	if _, err := jobsetpolicy.Compile(p.Name, &p.Spec, nil, nil); err != nil {
-		msg := strings.TrimSpace(err.Error())
-		if !strings.HasPrefix(msg, "spec.") {
-			// The compiler's errors name the file and line, not the field.
-			msg = "spec.rego: " + msg
-		}
-		return admission.Denied("the policy would not be in force: " + msg)
+	if _, err := jobsetpolicy.Admit(p.Name, &p.Spec, nil, nil); err != nil {
+		return admission.Denied(err.Error())
 	}
 	return admission.Allowed("")
 }

@@ -2,6 +2,7 @@ package jobsetpolicy
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -151,4 +152,23 @@ func userMatches(users, groups []string, u *policies.UserInfo) bool {
 		}
 	}
 	return false
+}
+
+// Admit is the check a JobSetPolicy passes to be admitted: compiled as
+// Compile compiles it (its Rego in the sandbox, its match, its parameters
+// against its parametersSchema), or refused with the field at fault, in
+// the words the JobSetPolicy webhook refuses it with. The webhook and the
+// policy suites (`inplacectl policy test`) both call it, so that a suite
+// runs only a policy the cluster would admit.
+func Admit(name string, spec *policyv1alpha1.JobSetPolicySpec, nsLabels func(string) labels.Set, engine *policies.Engine) (*policies.Policy, error) {
+	p, err := Compile(name, spec, nsLabels, engine)
+	if err != nil {
+		msg := strings.TrimSpace(err.Error())
+		if !strings.HasPrefix(msg, "spec.") {
+			// The compiler's errors name the file and line, not the field.
+			msg = "spec.rego: " + msg
+		}
+		return nil, errors.New("the policy would not be in force: " + msg)
+	}
+	return p, nil
 }

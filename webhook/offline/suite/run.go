@@ -98,9 +98,10 @@ func (s *Suite) Run(ctx context.Context) (*Result, error) {
 		return nil, fmt.Errorf("%s: inventory: %w", s.path, err)
 	}
 	namespaceLabels := func(ns string) labels.Set { return nsLabels[ns] }
-	// The policy as written first: parameters that break its schema fail
-	// the suite, as the API server would refuse the policy.
-	if _, err := jobsetpolicy.Compile(policy.Name, &policy.Spec, namespaceLabels, engine); err != nil {
+	// The policy as written first, through the JobSetPolicy webhook's own
+	// check: a policy the cluster refuses (parameters that break its
+	// schema among its reasons) fails the suite, with the cluster's words.
+	if _, err := jobsetpolicy.Admit(policy.Name, &policy.Spec, namespaceLabels, engine); err != nil {
 		return nil, fmt.Errorf("%s: policy %s: %w", s.path, policy.Name, err)
 	}
 	reqs := make([]request, len(s.Cases))
