@@ -326,20 +326,20 @@ func (d *retryDelay) after(err error) time.Duration {
 
 // PodState returns the epoch a Pod carries and what its workers do.
 func PodState(pod *corev1.Pod) (int32, Workers, error) {
-	return podState(pod, jobset.EpochKey, false)
+	return podState(pod, jobset.EpochKey, protocol.ParseEpoch)
 }
 
-// podState returns the epoch a Pod carries on the annotation key (fromZero
-// for upstream JobSet's attempts, which count from 0) and what its workers
-// do (workersOf).
-func podState(pod *corev1.Pod, key string, fromZero bool) (int32, Workers, error) {
+// podState returns the epoch a Pod carries on the annotation key, read by
+// parse (protocol.ParseAttempt for upstream JobSet's attempts, which count
+// from 0), and what its workers do (workersOf).
+func podState(pod *corev1.Pod, key string, parse func(string) (protocol.Epoch, error)) (int32, Workers, error) {
 	var epoch int32
 	if v, ok := pod.Annotations[key]; ok {
-		n, err := protocol.ParseEpoch(v, fromZero)
+		n, err := parse(v)
 		if err != nil {
 			return 0, WorkersStopped, fmt.Errorf("pod annotation %s is %q: want a non-negative int32", key, v)
 		}
-		epoch = n
+		epoch = int32(n)
 	}
 	return epoch, workersOf(pod), nil
 }

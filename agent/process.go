@@ -278,8 +278,8 @@ func (h *processHub) serveSupervisors(mux *http.ServeMux) {
 			return q, false
 		}
 		if needEpoch {
-			n, err := strconv.ParseInt(v.Get("epoch"), 10, 32)
-			if err != nil || n < 0 {
+			n, err := protocol.ParseEpoch(v.Get("epoch"))
+			if err != nil {
 				http.Error(w, "want epoch", http.StatusBadRequest)
 				return q, false
 			}

@@ -149,11 +149,12 @@ func EpochFromEnv(value string, set bool) *int32 {
 	if value == "" {
 		return new(int32)
 	}
-	epoch, err := protocol.ParseEpoch(value, false)
+	epoch, err := protocol.ParseEpoch(value)
 	if err != nil {
 		return nil
 	}
-	return &epoch
+	n := int32(epoch)
+	return &n
 }
 
 // Run runs the agent until ctx ends (exit code 0) or its epoch is

@@ -99,5 +99,5 @@ func (u *UpstreamTransport) Self(ctx context.Context) (int32, Workers, error) {
 	if err != nil {
 		return 0, WorkersStopped, err
 	}
-	return podState(pod, jobset.InPlaceRestartAttemptKey, true)
+	return podState(pod, jobset.InPlaceRestartAttemptKey, protocol.ParseAttempt)
 }

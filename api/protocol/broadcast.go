@@ -3,7 +3,6 @@ package protocol
 import (
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 )
 
@@ -56,8 +55,8 @@ func BroadcastName(jobSet string) string { return jobSet + "-epochs" }
 // EncodeBroadcast returns the ConfigMap data of b.
 func EncodeBroadcast(b Broadcast) map[string]string {
 	data := map[string]string{
-		KeyDeprecatedEpoch: strconv.Itoa(int(b.DeprecatedEpoch)),
-		KeySyncedEpoch:     strconv.Itoa(int(b.SyncedEpoch)),
+		KeyDeprecatedEpoch: Epoch(b.DeprecatedEpoch).String(),
+		KeySyncedEpoch:     Epoch(b.SyncedEpoch).String(),
 	}
 	if b.OpenReplicatedJobs != nil {
 		data[KeyOpenReplicatedJobs] = strings.Join(b.OpenReplicatedJobs, ",")
@@ -73,8 +72,8 @@ func EncodeBroadcast(b Broadcast) map[string]string {
 func DecodeBroadcast(data map[string]string) (Broadcast, error) {
 	var b Broadcast
 	for key, dst := range map[string]*int32{KeyDeprecatedEpoch: &b.DeprecatedEpoch, KeySyncedEpoch: &b.SyncedEpoch} {
-		n, err := strconv.ParseInt(data[key], 10, 32)
-		if err != nil || n < 0 {
+		n, err := ParseEpoch(data[key])
+		if err != nil {
 			return Broadcast{}, fmt.Errorf("broadcast %s is %q: want a non-negative int32", key, data[key])
 		}
 		*dst = int32(n)

@@ -12,9 +12,10 @@
 //	              every update is fanned out to every agent.
 //	agent.go      the agent's environment variables and HTTP endpoints, as
 //	              the webhook writes them into the Pod and the agent reads them.
-//	epoch.go      the one parser of a Pod's epoch annotation, and the
-//	              kubelet's reason for an in-place restart of every container,
-//	              which the controller and the agents both read.
+//	epoch.go      the epoch (Epoch): its one conversion to and from upstream
+//	              JobSet's in-place restart attempt, its one writer and parser
+//	              as text, and the kubelet's reason for an in-place restart of
+//	              every container, which the controller and the agents both read.
 //
 // The Pod side of the protocol (the epoch annotation and the JobSet's keys)
 // is in api/jobset/v1alpha2 with the other reserved keys.

@@ -146,7 +146,7 @@ type WorkerExit struct {
 
 // FormatWorkerExit is WorkerExitAnnotation's value: "<epoch>:<container>:<code>".
 func FormatWorkerExit(e WorkerExit) string {
-	return fmt.Sprintf("%d:%s:%d", e.Epoch, e.Container, e.Code)
+	return fmt.Sprintf("%s:%s:%d", Epoch(e.Epoch), e.Container, e.Code)
 }
 
 // ParseWorkerExit parses WorkerExitAnnotation's value.
@@ -155,7 +155,7 @@ func ParseWorkerExit(value string) (WorkerExit, error) {
 	if len(parts) != 3 || parts[1] == "" {
 		return WorkerExit{}, errNotWorkerExit
 	}
-	epoch, err := ParseEpoch(parts[0], false)
+	epoch, err := ParseEpoch(parts[0])
 	if err != nil || epoch == 0 {
 		return WorkerExit{}, errNotWorkerExit
 	}
@@ -163,7 +163,7 @@ func ParseWorkerExit(value string) (WorkerExit, error) {
 	if err != nil || code < 0 || code > 255 {
 		return WorkerExit{}, errNotWorkerExit
 	}
-	return WorkerExit{Epoch: epoch, Container: parts[1], Code: code}, nil
+	return WorkerExit{Epoch: int32(epoch), Container: parts[1], Code: code}, nil
 }
 
 var errNotWorkerExit = errors.New(`not "<epoch>:<container>:<exit code>"`)

@@ -162,11 +162,11 @@ func Merge(annotations map[string]string, r protocol.Report) {
 
 // annotated is the non-negative number an annotation holds, 0 if none.
 func annotated(annotations map[string]string, key string) int32 {
-	v, err := protocol.ParseEpoch(annotations[key], false)
+	v, err := protocol.ParseEpoch(annotations[key])
 	if err != nil {
 		return 0
 	}
-	return v
+	return int32(v)
 }
 
 // Held is what the controller holds of a Pod's agent: the report merged

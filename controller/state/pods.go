@@ -149,8 +149,8 @@ func judgePod(pfp *batchv1.PodFailurePolicy, pod *corev1.Pod, gone bool) (fatal,
 		return fatal, ignored, fatal
 	}
 	e, err := protocol.ParseWorkerExit(pod.Annotations[protocol.WorkerExitAnnotation])
-	epoch, eerr := protocol.ParseEpoch(pod.Annotations[jobset.EpochKey], false)
-	if err != nil || eerr != nil || e.Epoch != epoch {
+	epoch, eerr := protocol.ParseEpoch(pod.Annotations[jobset.EpochKey])
+	if err != nil || eerr != nil || protocol.Epoch(e.Epoch) != epoch {
 		return fatal, ignored, false
 	}
 	reported := &corev1.Pod{Status: corev1.PodStatus{Conditions: pod.Status.Conditions, ContainerStatuses: []corev1.ContainerStatus{{
@@ -242,16 +242,16 @@ func ObservePod(pod *corev1.Pod) PodEpoch {
 	_, p.Reported = pod.Annotations[protocol.ReportedMark]
 	if raw, ok := pod.Annotations[jobset.EpochKey]; ok {
 		p.EpochKey, p.RawEpoch = jobset.EpochKey, raw
-		if v, err := protocol.ParseEpoch(raw, false); err == nil && v > 0 {
-			p.Epoch = v
+		if v, err := protocol.ParseEpoch(raw); err == nil && v > 0 {
+			p.Epoch = int32(v)
 		} else {
 			p.InvalidEpoch, p.InvalidWhy = raw, "which is not a positive number"
 		}
 	} else if raw, ok := pod.Annotations[jobset.InPlaceRestartAttemptKey]; ok {
 		// An agent written for upstream JobSet: its attempts count from 0.
 		p.EpochKey, p.RawEpoch = jobset.InPlaceRestartAttemptKey, raw
-		if v, err := protocol.ParseEpoch(raw, true); err == nil {
-			p.Epoch = v
+		if v, err := protocol.ParseAttempt(raw); err == nil {
+			p.Epoch = int32(v)
 		} else {
 			p.InvalidEpoch, p.InvalidWhy = raw, "which is not a non-negative number"
 		}
@@ -265,8 +265,8 @@ func ObservePod(pod *corev1.Pod) PodEpoch {
 		}
 	}
 	if raw, ok := pod.Annotations[protocol.ReadyEpochAnnotation]; ok {
-		if e, err := protocol.ParseEpoch(raw, false); err == nil {
-			p.ReadyEpoch = e
+		if e, err := protocol.ParseEpoch(raw); err == nil {
+			p.ReadyEpoch = int32(e)
 		}
 	}
 	agent := agentContainerName(pod)

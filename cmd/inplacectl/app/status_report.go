@@ -162,9 +162,9 @@ func buildStatusReport(in statusInputs) statusReport {
 				continue
 			}
 			rr.Pods++
-			e, err := protocol.ParseEpoch(p.Annotations[jobset.EpochKey], false)
+			e, err := protocol.ParseEpoch(p.Annotations[jobset.EpochKey])
 			switch {
-			case err == nil && e == js.Status.SyncedEpoch:
+			case err == nil && e == protocol.Epoch(js.Status.SyncedEpoch):
 				rr.AtSyncedEpoch++
 			case err != nil && ip.Reports == "direct" && state == jobset.StateRunning && js.Status.SyncedEpoch > 0 && p.Status.Phase == "Running":
 				// Its agent told the controller, which synced the group
