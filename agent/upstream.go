@@ -3,7 +3,6 @@ package agent
 import (
 	"context"
 	"fmt"
-	"strconv"
 
 	"github.com/go-logr/logr"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -24,7 +23,7 @@ import (
 // it: it watches the JobSet itself and reads
 // status.previousInPlaceRestartAttempt and currentInPlaceRestartAttempt,
 // and reports on the Pod annotation jobset.sigs.k8s.io/in-place-restart-attempt.
-// Attempts count from 0 where epochs count from 1: attempt = epoch - 1.
+// Attempts count from 0 where epochs count from 1 (protocol.Epoch).
 // Its service account needs get, list and watch on the JobSet and patch on
 // its Pod, as upstream's agent does.
 type UpstreamTransport struct {
@@ -71,11 +70,15 @@ func UpstreamBroadcast(js map[string]any) (protocol.Broadcast, error) {
 	}
 	for field, epoch := range map[string]*int32{"previousInPlaceRestartAttempt": &b.DeprecatedEpoch, "currentInPlaceRestartAttempt": &b.SyncedEpoch} {
 		v, found, err := unstructured.NestedInt64(js, "status", field)
-		if err != nil || v < 0 || v >= 1<<31-1 {
+		if err != nil {
 			return protocol.Broadcast{}, fmt.Errorf("status.%s: want a non-negative int32", field)
 		}
 		if found {
-			*epoch = int32(v) + 1
+			e, err := protocol.EpochOfAttemptNumber(v)
+			if err != nil {
+				return protocol.Broadcast{}, fmt.Errorf("status.%s: want a non-negative int32", field)
+			}
+			*epoch = int32(e)
 		}
 	}
 	return b, nil
@@ -83,7 +86,7 @@ func UpstreamBroadcast(js map[string]any) (protocol.Broadcast, error) {
 
 // ReportEpoch writes the epoch as upstream's attempt.
 func (u *UpstreamTransport) ReportEpoch(ctx context.Context, epoch int32) error {
-	return annotate(ctx, u.Client, u.Namespace, u.Pod, map[string]string{jobset.InPlaceRestartAttemptKey: strconv.Itoa(int(epoch - 1))})
+	return annotate(ctx, u.Client, u.Namespace, u.Pod, map[string]string{jobset.InPlaceRestartAttemptKey: protocol.Epoch(epoch).AttemptString()})
 }
 
 // Self reads the agent's Pod: its attempt as an epoch, and whether its

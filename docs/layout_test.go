@@ -84,20 +84,21 @@ var forbidden = map[string][]string{
 	"webhook/inject":               {module + "/agent", module + "/controller", module + "/policies", module + "/cmd", "k8s.io/client-go/", "sigs.k8s.io/controller-runtime", "github.com/open-policy-agent/"},
 }
 
-// allowed are the exceptions to forbidden: the APIs everyone may import,
-// and the sideways imports the layering allows (injection and the
+// allowed are the exceptions to forbidden: the APIs everyone may import
+// (the JobSet API reads upstream's attempts through the protocol's epoch,
+// which imports the standard library alone), and the sideways imports the layering allows (injection and the
 // controller share podFailurePolicy matching; the migration check and the
 // manager judge upstream JobSet's presence alike; the controller makes the
 // report endpoint's CA with the webhook's CA helper, which imports the
 // standard library alone).
 var allowed = map[string][]string{
 	"api/config/v1alpha1":          {module + "/api/config/v1alpha1"},
-	"api/jobset/v1alpha2":          {module + "/api/jobset/v1alpha2"},
+	"api/jobset/v1alpha2":          {module + "/api/jobset/v1alpha2", module + "/api/protocol"},
 	"api/policy/v1alpha1":          {module + "/api/policy/v1alpha1"},
-	"controller/internal/testutil": {module + "/api/jobset/v1alpha2"},
+	"controller/internal/testutil": {module + "/api/jobset/v1alpha2", module + "/api/protocol"},
 	"controller/state":             {module + "/api/jobset/v1alpha2", module + "/api/protocol", module + "/controller/podfailure"},
 	"controller/decide":            {module + "/api/jobset/v1alpha2", module + "/api/protocol", module + "/controller/podfailure", module + "/controller/state"},
-	"controller/coexist":           {module + "/api/jobset/v1alpha2"},
+	"controller/coexist":           {module + "/api/jobset/v1alpha2", module + "/api/protocol"},
 	"controller":                   {module + "/webhook/certs"},
 	"controller/reports":           {module + "/api/jobset/v1alpha2", module + "/api/protocol", module + "/controller/reports/token", module + "/webhook/certs"},
 	"policies":                     {module + "/policies/builtin"},

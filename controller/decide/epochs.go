@@ -343,16 +343,10 @@ func openBarriers(js *jobset.JobSet, alive []state.PodGroup, synced int32) []str
 	return open
 }
 
-// inStepWithEpochs sets upstream JobSet's names for the epochs, which count
-// from 0 where epochs count from 1 (0 meaning none): an agent written for
-// upstream JobSet reads them from the JobSet's status.
+// inStepWithEpochs sets upstream JobSet's names for the epochs, its
+// attempts (protocol.Epoch.Attempt): an agent written for upstream JobSet
+// reads them from the JobSet's status.
 func inStepWithEpochs(s *jobset.JobSetStatus) {
-	attempt := func(epoch int32) *int32 {
-		if epoch == 0 {
-			return nil
-		}
-		return ptr.To(epoch - 1)
-	}
-	s.PreviousInPlaceRestartAttempt = attempt(s.DeprecatedEpoch)
-	s.CurrentInPlaceRestartAttempt = attempt(s.SyncedEpoch)
+	s.PreviousInPlaceRestartAttempt = protocol.Epoch(s.DeprecatedEpoch).Attempt()
+	s.CurrentInPlaceRestartAttempt = protocol.Epoch(s.SyncedEpoch).Attempt()
 }

@@ -6,6 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
+	"github.com/inplace-dev/inplace/api/protocol"
 )
 
 // This file carries over what upstream JobSet's in-place restarts left in
@@ -51,5 +52,5 @@ func attemptString(a *int32) string {
 	if a == nil {
 		return "none"
 	}
-	return fmt.Sprint(*a)
+	return protocol.EpochOfAttempt(a).AttemptString()
 }

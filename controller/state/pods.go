@@ -191,7 +191,8 @@ func boundEpoch(js *jobset.JobSet, p PodEpoch) PodEpoch {
 		p.InvalidEpoch = p.RawEpoch
 		p.InvalidWhy = fmt.Sprintf("which is beyond syncedEpoch + 1 (%d), the most an agent reports", bound)
 		if p.EpochKey == jobset.InPlaceRestartAttemptKey {
-			p.InvalidWhy = fmt.Sprintf("which is beyond currentInPlaceRestartAttempt + 1 (%d), the most an agent reports", bound-1)
+			// bound fits an epoch: an epoch beyond it was read.
+			p.InvalidWhy = fmt.Sprintf("which is beyond currentInPlaceRestartAttempt + 1 (%s), the most an agent reports", protocol.Epoch(bound).AttemptString())
 		}
 		p.Epoch = 0
 	}

@@ -5,9 +5,12 @@
 // status.syncedEpoch). Field names, JSON tags, defaults and reserved labels are
 // kept identical to upstream so that existing manifests and tools keep working.
 //
-// Imports: API types (k8s.io/api, apimachinery) only. It never imports a
-// client, controller-runtime or any other package of this module:
-// everything else imports it, and so may any program that writes JobSets.
+// Imports: API types (k8s.io/api, apimachinery) and api/protocol, which
+// imports the standard library alone, for the epoch (protocol.Epoch) that
+// status.syncedEpoch and status.deprecatedEpoch hold and upstream's
+// in-place restart attempts stand for. It never imports a client,
+// controller-runtime or any other package of this module: everything else
+// imports it, and so may any program that writes JobSets.
 //
 // +kubebuilder:object:generate=true
 // +groupName=jobset.x-k8s.io

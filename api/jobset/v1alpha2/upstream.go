@@ -1,5 +1,7 @@
 package v1alpha2
 
+import "github.com/inplace-dev/inplace/api/protocol"
+
 // This file reads what upstream JobSet's in-place restarts left in a
 // JobSet's status, for a JobSet inplace takes over: the controller carries
 // it into its own fields, and inplacectl migrate says beforehand what it
@@ -14,18 +16,12 @@ func WrittenByUpstream(s *JobSetStatus) bool {
 		s.SyncedEpoch == 0 && s.DeprecatedEpoch == 0
 }
 
-// UpstreamEpochs are the epochs upstream's attempts stand for, each one
-// more than its attempt (0 where the attempt is unset): the epochs
+// UpstreamEpochs are the epochs upstream's attempts stand for
+// (protocol.EpochOfAttempt; 0 where the attempt is unset): the epochs
 // inplace goes on from, with the Pods' in-place-restart-attempt
 // annotations, written by upstream's agents, read as the same epochs.
 func UpstreamEpochs(s *JobSetStatus) (deprecated, synced int32) {
-	if p := s.PreviousInPlaceRestartAttempt; p != nil {
-		deprecated = *p + 1
-	}
-	if c := s.CurrentInPlaceRestartAttempt; c != nil {
-		synced = *c + 1
-	}
-	return deprecated, synced
+	return int32(protocol.EpochOfAttempt(s.PreviousInPlaceRestartAttempt)), int32(protocol.EpochOfAttempt(s.CurrentInPlaceRestartAttempt))
 }
 
 // UpstreamInPlaceRestarts is how many times upstream JobSet restarted the

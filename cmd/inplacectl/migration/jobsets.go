@@ -12,6 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
+	"github.com/inplace-dev/inplace/api/protocol"
 )
 
 // jobSetNotes says what changes for one JobSet when inplace takes it
@@ -70,7 +71,7 @@ func attempt(a *int32) string {
 	if a == nil {
 		return "unset"
 	}
-	return strconv.Itoa(int(*a))
+	return protocol.EpochOfAttempt(a).AttemptString()
 }
 
 // restartUnderWay says why a restart of the JobSet is under way, or "".
