@@ -166,7 +166,7 @@ func watchOnce(ctx context.Context, open func(context.Context) (watch.Interface,
 
 // ReportEpoch patches the epoch annotation of the agent's Pod.
 func (k *KubeTransport) ReportEpoch(ctx context.Context, epoch int32) error {
-	return annotate(ctx, k.Client, k.Namespace, k.Pod, map[string]string{jobset.EpochKey: strconv.Itoa(int(epoch))})
+	return annotate(ctx, k.Client, k.Namespace, k.Pod, map[string]string{jobset.EpochKey: protocol.Epoch(epoch).String()})
 }
 
 var _ ProcessTransport = &KubeTransport{}
@@ -175,7 +175,7 @@ var _ ProcessTransport = &KubeTransport{}
 // agent's Pod.
 func (k *KubeTransport) ReportProcessEpoch(ctx context.Context, epoch, workerRestarts int32) error {
 	return annotate(ctx, k.Client, k.Namespace, k.Pod, map[string]string{
-		jobset.EpochKey:                   strconv.Itoa(int(epoch)),
+		jobset.EpochKey:                   protocol.Epoch(epoch).String(),
 		protocol.WorkerRestartsAnnotation: strconv.Itoa(int(workerRestarts)),
 	})
 }
@@ -189,7 +189,7 @@ func (k *KubeTransport) ReportWorkerExit(ctx context.Context, exit protocol.Work
 // write: what an agent that reported to the controller says on its Pod
 // when it falls back.
 func (k *KubeTransport) ReportState(ctx context.Context, r protocol.Report) error {
-	annotations := map[string]string{jobset.EpochKey: strconv.Itoa(int(r.Epoch))}
+	annotations := map[string]string{jobset.EpochKey: protocol.Epoch(r.Epoch).String()}
 	if r.WorkerRestarts > 0 {
 		annotations[protocol.WorkerRestartsAnnotation] = strconv.Itoa(int(r.WorkerRestarts))
 	}
@@ -197,14 +197,14 @@ func (k *KubeTransport) ReportState(ctx context.Context, r protocol.Report) erro
 		annotations[protocol.WorkerExitAnnotation] = protocol.FormatWorkerExit(*r.WorkerExit)
 	}
 	if r.ReadyEpoch > 0 {
-		annotations[protocol.ReadyEpochAnnotation] = strconv.Itoa(int(r.ReadyEpoch))
+		annotations[protocol.ReadyEpochAnnotation] = protocol.Epoch(r.ReadyEpoch).String()
 	}
 	return annotate(ctx, k.Client, k.Namespace, k.Pod, annotations)
 }
 
 // ReportReady patches the epoch at which the Pod's workers are ready.
 func (k *KubeTransport) ReportReady(ctx context.Context, epoch int32) error {
-	return annotate(ctx, k.Client, k.Namespace, k.Pod, map[string]string{protocol.ReadyEpochAnnotation: strconv.Itoa(int(epoch))})
+	return annotate(ctx, k.Client, k.Namespace, k.Pod, map[string]string{protocol.ReadyEpochAnnotation: protocol.Epoch(epoch).String()})
 }
 
 // annotate sets annotations of a Pod with a merge patch.

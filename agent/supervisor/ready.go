@@ -34,7 +34,7 @@ func (s *supervisor) probeReady(ctx context.Context, epoch int32) {
 			break
 		}
 	}
-	s.postUntilHeard(ctx, protocol.SupervisorReadyPath, url.Values{"epoch": {strconv.Itoa(int(epoch))}}, func() bool { return true })
+	s.postUntilHeard(ctx, protocol.SupervisorReadyPath, url.Values{"epoch": {protocol.Epoch(epoch).String()}}, func() bool { return true })
 }
 
 // probeClient is the HTTP probes' client: as the kubelet's, it does not

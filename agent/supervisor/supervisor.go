@@ -335,7 +335,7 @@ func (o *osProcesses) Start(epoch int32) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	env := append(os.Environ(), protocol.EnvWorkerEpoch+"="+strconv.Itoa(int(epoch)))
+	env := append(os.Environ(), protocol.EnvWorkerEpoch+"="+protocol.Epoch(epoch).String())
 	return syscall.ForkExec(path, o.command, &syscall.ProcAttr{
 		Env:   env,
 		Files: []uintptr{0, 1, 2},
@@ -520,7 +520,7 @@ func (s *supervisor) post(ctx context.Context, path string, q url.Values) (int, 
 func (s *supervisor) askStart(ctx context.Context, epoch int32) (bool, error) {
 	// The generation the reports carry once the worker runs (setRunning).
 	gen := strconv.FormatUint(s.gen.Load()+1, 10)
-	code, err := s.post(ctx, protocol.SupervisorStartPath, url.Values{"epoch": {strconv.Itoa(int(epoch))}, "gen": {gen}})
+	code, err := s.post(ctx, protocol.SupervisorStartPath, url.Values{"epoch": {protocol.Epoch(epoch).String()}, "gen": {gen}})
 	switch {
 	case err != nil:
 		return false, err
@@ -548,7 +548,7 @@ const fatalExitReportWait = 300 * time.Millisecond
 // reportExit tells the agent of the worker's exit, until it has heard it
 // or has moved past the epoch.
 func (s *supervisor) reportExit(ctx context.Context, epoch int32, code int) {
-	q := url.Values{"epoch": {strconv.Itoa(int(epoch))}, "code": {strconv.Itoa(code)}}
+	q := url.Values{"epoch": {protocol.Epoch(epoch).String()}, "code": {strconv.Itoa(code)}}
 	s.postUntilHeard(ctx, protocol.SupervisorExitPath, q, func() bool { return s.epoch.Load() == epoch })
 }
 

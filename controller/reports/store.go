@@ -144,13 +144,13 @@ func WithReport(pod *corev1.Pod, r protocol.Report) *corev1.Pod {
 // latest, whichever path it came by.
 func Merge(annotations map[string]string, r protocol.Report) {
 	if r.Epoch > annotated(annotations, jobset.EpochKey) {
-		annotations[jobset.EpochKey] = strconv.Itoa(int(r.Epoch))
+		annotations[jobset.EpochKey] = protocol.Epoch(r.Epoch).String()
 	}
 	if r.WorkerRestarts > annotated(annotations, protocol.WorkerRestartsAnnotation) {
 		annotations[protocol.WorkerRestartsAnnotation] = strconv.Itoa(int(r.WorkerRestarts))
 	}
 	if r.ReadyEpoch > annotated(annotations, protocol.ReadyEpochAnnotation) {
-		annotations[protocol.ReadyEpochAnnotation] = strconv.Itoa(int(r.ReadyEpoch))
+		annotations[protocol.ReadyEpochAnnotation] = protocol.Epoch(r.ReadyEpoch).String()
 	}
 	if e := r.WorkerExit; e != nil {
 		cur, err := protocol.ParseWorkerExit(annotations[protocol.WorkerExitAnnotation])
