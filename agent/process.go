@@ -300,9 +300,9 @@ func (h *processHub) serveSupervisors(mux *http.ServeMux) {
 		if !ok {
 			return
 		}
-		running, err1 := strconv.ParseInt(r.URL.Query().Get("running"), 10, 32)
+		running, err1 := protocol.ParseEpoch(r.URL.Query().Get("running"))
 		after, err2 := strconv.ParseUint(r.URL.Query().Get("after"), 10, 64)
-		if err1 != nil || err2 != nil || running < 0 {
+		if err1 != nil || err2 != nil {
 			http.Error(w, "want running and after", http.StatusBadRequest)
 			return
 		}

@@ -483,7 +483,7 @@ func (s *supervisor) url(path string, q url.Values) string {
 
 func (s *supervisor) getState(ctx context.Context, after uint64) (protocol.SupervisorState, error) {
 	var st protocol.SupervisorState
-	q := url.Values{"after": {strconv.FormatUint(after, 10)}, "running": {strconv.Itoa(int(s.running.Load()))},
+	q := url.Values{"after": {strconv.FormatUint(after, 10)}, "running": {protocol.Epoch(s.running.Load()).String()},
 		"gen": {strconv.FormatUint(s.gen.Load(), 10)}, "grace": {strconv.Itoa(int(s.cfg.GracePeriod.Seconds()))}}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.url(protocol.SupervisorStatePath, q), nil)
 	if err != nil {
