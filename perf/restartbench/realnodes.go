@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -227,17 +226,16 @@ func (o *podObserver) observe(obj any) {
 }
 
 // podEpoch is the epoch the Pod's agent wrote: inplace's epoch annotation,
-// or upstream's agent's in-place restart attempt, one less than the epoch
-// it stands for.
+// or upstream's agent's in-place restart attempt, read as the epoch it
+// stands for.
 func podEpoch(p *corev1.Pod) (int32, bool) {
 	if v, ok := p.Annotations[jobset.EpochKey]; ok {
-		epoch, err := strconv.ParseInt(v, 10, 32)
+		epoch, err := protocol.ParseEpoch(v)
 		return int32(epoch), err == nil
 	}
 	if v, ok := p.Annotations[jobset.InPlaceRestartAttemptKey]; ok {
-		if attempt, err := strconv.ParseInt(v, 10, 32); err == nil {
-			return int32(attempt) + 1, true
-		}
+		epoch, err := protocol.ParseAttempt(v)
+		return int32(epoch), err == nil
 	}
 	return 0, false
 }
