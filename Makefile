@@ -183,7 +183,7 @@ test-upstream: cluster-binaries node-deps $(KUSTOMIZE) ## Run upstream JobSet's 
 ##@ Benchmarks
 
 .PHONY: bench
-bench: bench-admission bench-restart bench-pytorch ## Run every benchmark; results in .local/bench/.
+bench: bench-admission bench-restart bench-pytorch bench-sizing ## Run every benchmark; results in .local/bench/.
 
 .PHONY: bench-admission
 bench-admission: cluster-binaries ## Admission: handler latency, policy cost, creates through the apiserver.
@@ -204,6 +204,10 @@ BENCH_CONTROL_PLANE ?= scale
 BENCH_OUT ?= $(LOCAL)/bench/restart.json
 bench-restart: cluster-binaries $(if $(REAL_NODES),node-deps $(KUSTOMIZE)) ## Restarts at scale: in place (container and process scope) vs Recreate vs BlockingRecreate, the floor, API cost, charts (BENCH_NODES, BENCH_REPEATS, BENCH_CONTROL_PLANE, BENCH_STRATEGIES; REAL_NODES=K on real kubelets, upstream JobSet's controller beside ours).
 	go run ./perf/bench/restart -nodes $(BENCH_NODES) -repeats $(BENCH_REPEATS) -control-plane $(BENCH_CONTROL_PLANE) -real-nodes $(or $(REAL_NODES),0) -strategies $(BENCH_STRATEGIES) -out $(BENCH_OUT)
+
+.PHONY: bench-sizing
+bench-sizing: cluster-binaries ## Sizing: the controller's and the admission server's peak memory and CPU by JobSets, Pods and policies (BENCH_SIZING_ROWS).
+	go run ./perf/bench/sizing $(if $(BENCH_SIZING_ROWS),-rows $(BENCH_SIZING_ROWS)) -out $(LOCAL)/bench/sizing.json
 
 .PHONY: bench-pytorch
 bench-pytorch: cluster-binaries node-deps ## Training lost per failure, in place vs Recreate, for examples/pytorch on 2 real nodes (BENCH_REPEATS runs each).

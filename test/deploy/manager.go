@@ -72,14 +72,7 @@ func RunManager(ctx context.Context, admin *rest.Config, configure func(*configv
 	if err != nil {
 		return nil, err
 	}
-	policies, err := admissionPolicies()
-	if err != nil {
-		return nil, err
-	}
-	if err := Apply(ctx, c, policies...); err != nil {
-		return nil, err
-	}
-	if err := RegisterWebhooks(ctx, c, port); err != nil {
+	if err := RegisterAdmission(ctx, c, port); err != nil {
 		return nil, err
 	}
 	syncCtx, cancel := context.WithTimeout(ctx, time.Minute)
@@ -167,10 +160,24 @@ func localReports(conf *configv1alpha1.Configuration) error {
 	return nil
 }
 
-// RemoveAdmission deletes what RunManager registered beside its managers,
-// the webhook configurations and the admission policies, once they have
-// stopped: webhooks that fail closed on a manager no longer running would
-// refuse every JobSet and Pod another controller's install admits.
+// RegisterAdmission installs what the admission server needs beside it:
+// the agents' admission policy, the webhooks' exemption guard, and the
+// webhook configurations, called by URL on port of this host.
+func RegisterAdmission(ctx context.Context, c client.Client, port int) error {
+	policies, err := admissionPolicies()
+	if err != nil {
+		return err
+	}
+	if err := Apply(ctx, c, policies...); err != nil {
+		return err
+	}
+	return RegisterWebhooks(ctx, c, port)
+}
+
+// RemoveAdmission deletes what RegisterAdmission installed, once the
+// managers have stopped: webhooks that fail closed on a manager no longer
+// running would refuse every JobSet and Pod another controller's install
+// admits.
 func RemoveAdmission(ctx context.Context, c client.Client) error {
 	policies, err := admissionPolicies()
 	if err != nil {
