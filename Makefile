@@ -202,7 +202,7 @@ BENCH_STRATEGIES ?= InPlaceRestart,InPlaceRestart/process,Recreate,BlockingRecre
 BENCH_REPEATS ?= 5
 BENCH_CONTROL_PLANE ?= scale
 BENCH_OUT ?= $(LOCAL)/bench/restart.json
-bench-restart: cluster-binaries $(if $(REAL_NODES),node-deps $(KUSTOMIZE)) ## Restarts at scale: in place (container and process scope) vs Recreate vs BlockingRecreate, the floor, API cost, charts (BENCH_NODES, BENCH_REPEATS, BENCH_CONTROL_PLANE, BENCH_STRATEGIES; REAL_NODES=K on real kubelets, upstream JobSet's controller beside ours).
+bench-restart: cluster-binaries $(if $(filter-out 0,$(REAL_NODES)),node-deps $(KUSTOMIZE)) ## Restarts at scale: in place (container and process scope) vs Recreate vs BlockingRecreate, the floor, API cost, charts (BENCH_NODES, BENCH_REPEATS, BENCH_CONTROL_PLANE, BENCH_STRATEGIES; REAL_NODES=K on real kubelets, upstream JobSet's controller beside ours).
 	go run ./perf/bench/restart -nodes $(BENCH_NODES) -repeats $(BENCH_REPEATS) -control-plane $(BENCH_CONTROL_PLANE) -real-nodes $(or $(REAL_NODES),0) -strategies $(BENCH_STRATEGIES) -out $(BENCH_OUT)
 
 .PHONY: bench-sizing

@@ -130,6 +130,14 @@ type FirstStart struct {
 	Synced        time.Duration `json:"syncedNanos,omitempty"`
 }
 
+// validate refuses what cannot be measured before any cluster starts.
+func (cfg Config) validate() error {
+	if anyUpstream(cfg.Strategies) && cfg.RealNodes == 0 {
+		return fmt.Errorf("strategies %s and %s run upstream JobSet's controller and agent, which need real nodes: set the number of real nodes", UpstreamInPlace, UpstreamRecreate)
+	}
+	return nil
+}
+
 // Run measures, one local cluster per size.
 func Run(ctx context.Context, cfg Config) (Report, error) {
 	report := Report{Started: time.Now()}
@@ -151,9 +159,10 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 			return report, fmt.Errorf("floor %q named twice", kind)
 		}
 	}
-	if anyUpstream(cfg.Strategies) && cfg.RealNodes == 0 {
-		return report, fmt.Errorf("strategies %s and %s run upstream JobSet's controller and agent, which need real nodes: set the number of real nodes", UpstreamInPlace, UpstreamRecreate)
+	if err := cfg.validate(); err != nil {
+		return report, err
 	}
+	cfg.Strategies = upstreamLast(cfg.Strategies)
 	report.ControlPlane, report.ManagerFlowSchema = cfg.ControlPlane, !cfg.NoManagerFlowSchema
 	progress := func(format string, args ...any) {
 		if cfg.Progress != nil {
@@ -431,8 +440,14 @@ func ParseStrategies(s string) ([]Strategy, error) {
 			return nil, fmt.Errorf("unknown restart strategy %q: use %s, %s, %s, %s, %s, %s or %s", name, InPlace, InPlaceProcess, InPlaceProcessPodReports, Recreate, BlockingRecreate, UpstreamInPlace, UpstreamRecreate)
 		}
 	}
-	// Upstream's controller takes over from inplace's on a cluster, and
-	// does not give it back: its strategies come last.
+	return out, nil
+}
+
+// upstreamLast orders the strategies as Run measures them: upstream's
+// controller takes a cluster over from inplace's, and does not give it
+// back.
+func upstreamLast(strategies []Strategy) []Strategy {
+	out := slices.Clone(strategies)
 	slices.SortStableFunc(out, func(a, b Strategy) int {
 		switch {
 		case a.upstream() == b.upstream():
@@ -442,7 +457,7 @@ func ParseStrategies(s string) ([]Strategy, error) {
 		}
 		return -1
 	})
-	return out, nil
+	return out
 }
 
 // anyUpstream reports whether any of the strategies runs upstream's

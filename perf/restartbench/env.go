@@ -72,8 +72,9 @@ type env struct {
 	kubectl  string
 
 	// stopManager stops inplace-manager, which runs in this process, and
-	// returns once it has stopped.
-	stopManager func()
+	// returns once it has stopped, or an error if it has not within a
+	// minute.
+	stopManager func() error
 	// upstream: upstream JobSet's controller runs the cluster's JobSets
 	// in place of inplace-manager (switchToUpstream).
 	upstream bool
@@ -180,17 +181,21 @@ func startEnv(ctx context.Context, cfg Config, nodes int, controlPlane cluster.O
 		cancelManager()
 		return fail(fmt.Errorf("starting inplace-manager: %w", err))
 	}
-	e.stopManager = func() {
+	e.stopManager = func() error {
 		cancelManager()
 		// Each of its managers (the controller, the admission server)
 		// sends its result.
-		for range managers {
+		for i := range managers {
 			select {
-			case <-managerDone:
+			case err := <-managerDone:
+				if err != nil {
+					log.Error(err, "inplace-manager stopped")
+				}
 			case <-time.After(time.Minute):
-				return
+				return fmt.Errorf("%d of inplace-manager's %d managers still ran a minute after they were told to stop", managers-i, managers)
 			}
 		}
+		return nil
 	}
 	if !cfg.NoManagerFlowSchema {
 		if err := deploy.Apply(ctx, e.client, managerFlowControl); err != nil {

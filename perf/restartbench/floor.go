@@ -146,8 +146,8 @@ func (e *env) floor(ctx context.Context, kind string, sample *corev1.Pod, timeou
 		f.PodBytes = len(raw)
 	}
 	epoch := 1
-	if v, err := strconv.Atoi(sample.Annotations[jobset.EpochKey]); err == nil {
-		epoch = v + 1
+	if v, err := protocol.ParseEpoch(sample.Annotations[jobset.EpochKey]); err == nil {
+		epoch = int(v) + 1
 	}
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "floor-"}}
 	if err := e.client.Create(ctx, ns); err != nil {

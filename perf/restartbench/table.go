@@ -291,6 +291,10 @@ func Timeline(w io.Writer, report Report) {
 		return
 	}
 	fmt.Fprintln(w, "\nevery restart, from the failure (in place: agents restarted, epochs reported and written, syncedEpoch), and CPU seconds by process:")
+	if slices.ContainsFunc(report.Results, func(r Result) bool { return Strategy(r.Strategy).upstream() }) {
+		// Its container's processes are no process the benchmark reads.
+		fmt.Fprintln(w, "(upstream JobSet's controller runs in a container on a real node: its CPU is in no column; inplace-manager's is in this process's)")
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprint(tw, "N\tprofile\tfailure\tstrategy\t#\tbusy before\texit written\tfailure seen\tdetection\tagents\treported\twritten\tsynced\trunning\t")
 	columns := columnsFor(report.Results)

@@ -28,7 +28,11 @@ import (
 // a user going back to upstream would apply them). It returns once
 // upstream's webhooks admit a JobSet.
 func (e *env) switchToUpstream(ctx context.Context) error {
-	e.stopManager()
+	// Two controllers on one JobSet would make every figure after this
+	// one wrong.
+	if err := e.stopManager(); err != nil {
+		return err
+	}
 	if err := deploy.RemoveAdmission(ctx, e.client); err != nil {
 		return err
 	}
@@ -62,7 +66,10 @@ func (e *env) switchToUpstream(ctx context.Context) error {
 		last = e.client.Create(ctx, probe.DeepCopy(), client.DryRunAll)
 		return last == nil, nil
 	}); err != nil {
-		return fmt.Errorf("upstream's webhooks did not admit a JobSet within 2 minutes: %w (last: %v)", err, last)
+		if last != nil {
+			return fmt.Errorf("upstream's webhooks did not admit a JobSet within 2 minutes: %w (last: %w)", err, last)
+		}
+		return fmt.Errorf("upstream's webhooks did not admit a JobSet within 2 minutes: %w", err)
 	}
 	if err := e.pullOnEveryNode(ctx, images.UpstreamAgentImage); err != nil {
 		return err
@@ -109,9 +116,10 @@ func (e *env) pullOnEveryNode(ctx context.Context, image string) error {
 }
 
 // upstreamAgents gives the JobSet's Pods upstream's in-place restart
-// agent, as upstream's sidecar-mode example runs it (its agent, restart
-// rules, Job settings and service account, granted in the JobSet's
-// namespace); the worker stays the JobSet's.
+// agent, as upstream's sidecar-mode example runs it: its Pod template
+// (its agent, restart rules and service account, granted in the JobSet's
+// namespace) and its Job settings. The worker container keeps the
+// example's name; realWorkers makes it the test worker.
 func (e *env) upstreamAgents(ctx context.Context, js *jobset.JobSet) error {
 	root, err := cluster.RepoRoot()
 	if err != nil {
@@ -128,10 +136,7 @@ func (e *env) upstreamAgents(ctx context.Context, js *jobset.JobSet) error {
 	for i := range js.Spec.ReplicatedJobs {
 		job := &js.Spec.ReplicatedJobs[i].Template.Spec
 		job.BackoffLimit, job.PodReplacementPolicy = src.BackoffLimit, src.PodReplacementPolicy
-		worker := job.Template.Spec.Containers[0]
-		pod := src.Template.Spec.DeepCopy()
-		pod.Containers[0].Image, pod.Containers[0].Command = worker.Image, worker.Command
-		job.Template.Spec = *pod
+		job.Template.Spec = *src.Template.Spec.DeepCopy()
 	}
 	return nil
 }

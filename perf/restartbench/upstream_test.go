@@ -1,7 +1,6 @@
 package restartbench
 
 import (
-	"context"
 	"slices"
 	"strings"
 	"testing"
@@ -13,13 +12,14 @@ import (
 )
 
 func TestUpstreamStrategiesComeLast(t *testing.T) {
-	got, err := ParseStrategies("upstream/Recreate,InPlaceRestart,upstream/InPlaceRestart,Recreate")
+	parsed, err := ParseStrategies("upstream/Recreate,InPlaceRestart,upstream/InPlaceRestart,Recreate")
 	if err != nil {
 		t.Fatal(err)
 	}
+	got := upstreamLast(parsed)
 	want := []Strategy{InPlace, Recreate, UpstreamRecreate, UpstreamInPlace}
 	if !slices.Equal(got, want) {
-		t.Errorf("ParseStrategies = %v, want %v: upstream's controller does not hand the cluster back", got, want)
+		t.Errorf("upstreamLast(%v) = %v, want %v: upstream's controller does not hand the cluster back", parsed, got, want)
 	}
 	if UpstreamInPlace.restartStrategy() != jobset.InPlaceRestart || !UpstreamInPlace.upstream() || InPlace.upstream() {
 		t.Errorf("%s: restart strategy %s, upstream %v", UpstreamInPlace, UpstreamInPlace.restartStrategy(), UpstreamInPlace.upstream())
@@ -27,7 +27,7 @@ func TestUpstreamStrategiesComeLast(t *testing.T) {
 }
 
 func TestUpstreamStrategiesNeedRealNodes(t *testing.T) {
-	_, err := Run(context.Background(), Config{Nodes: []int{4}, Strategies: []Strategy{InPlace, UpstreamInPlace}})
+	err := Config{Nodes: []int{4}, Strategies: []Strategy{InPlace, UpstreamInPlace}}.validate()
 	if err == nil || !strings.Contains(err.Error(), "need real nodes") {
 		t.Errorf("Run on simulated nodes with %s: %v, want a refusal naming real nodes", UpstreamInPlace, err)
 	}

@@ -2,6 +2,7 @@ package upstreamjobset
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -178,7 +179,8 @@ func Example(root, file, ns string) (*jobset.JobSet, error) {
 
 // exitError adds what a command wrote to its standard error.
 func exitError(err error) error {
-	if ee, ok := err.(*exec.ExitError); ok && len(ee.Stderr) > 0 {
+	var ee *exec.ExitError
+	if errors.As(err, &ee) && len(ee.Stderr) > 0 {
 		return fmt.Errorf("%w: %s", err, strings.TrimSpace(string(ee.Stderr)))
 	}
 	return err
