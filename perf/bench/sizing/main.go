@@ -23,6 +23,16 @@ import (
 )
 
 func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "bench-sizing:", err)
+		os.Exit(1)
+	}
+}
+
+// run measures every row, prints the table and writes the JSON, also of
+// the rows measured before an error; its directory (the binary, the
+// service accounts' kubeconfigs) goes in every case.
+func run() error {
 	rows := flag.String("rows", "10x8x0,50x20x10,100x20x100", "comma-separated rows JxPxK: J JobSets of P Pods each (InPlaceRestart, the agent injected), and K admin policies")
 	out := flag.String("out", ".local/bench/sizing.json", "JSON results")
 	timeout := flag.Duration("timeout", 10*time.Minute, "bound on each phase of a row")
@@ -34,7 +44,7 @@ func main() {
 	for _, r := range strings.Split(*rows, ",") {
 		s, err := parseSize(strings.TrimSpace(r))
 		if err != nil {
-			fail(fmt.Errorf("-rows: %w", err))
+			return fmt.Errorf("-rows: %w", err)
 		}
 		sizes = append(sizes, s)
 	}
@@ -42,33 +52,33 @@ func main() {
 	defer stop()
 	root, err := cluster.RepoRoot()
 	if err != nil {
-		fail(err)
+		return err
 	}
 	dir, err := os.MkdirTemp("", "inplace-sizing-")
 	if err != nil {
-		fail(err)
+		return err
 	}
 	defer os.RemoveAll(dir)
 	bin, err := buildManager(ctx, root, dir)
 	if err != nil {
-		fail(err)
+		return err
 	}
 	var results []result
 	for _, s := range sizes {
 		fmt.Fprintf(os.Stderr, "%s: measuring\n", s)
 		r, err := measure(ctx, bin, dir, s, *timeout, os.Stderr)
 		if err != nil {
-			err = fmt.Errorf("%s: %w", s, err)
 			table(os.Stdout, results)
-			fail(errors.Join(err, stats.WriteJSON(*out, results)))
+			return errors.Join(fmt.Errorf("%s: %w", s, err), stats.WriteJSON(*out, results))
 		}
 		results = append(results, r)
 	}
 	table(os.Stdout, results)
 	if err := stats.WriteJSON(*out, results); err != nil {
-		fail(err)
+		return err
 	}
 	fmt.Println("\nresults in", *out)
+	return nil
 }
 
 // size is one row: jobSets JobSets of pods Pods each, and policies admin
@@ -101,7 +111,7 @@ func parseSize(s string) (size, error) {
 
 func table(w io.Writer, results []result) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "JobSets\tPods\tpolicies\tcontroller peak memory\tcontroller CPU: start\trestart\tall\twebhook peak memory\tits evaluators\twebhook CPU: admission\taudit\tall\taudit took\t")
+	fmt.Fprintln(tw, "JobSets\tPods\tpolicies\tcontroller peak memory\tcontroller CPU: start\trestart\tall\twebhook peak memory\tits evaluators\twebhook CPU: admission\tper audit period\tall\taudit took\t")
 	for _, r := range results {
 		fmt.Fprintf(tw, "%d\t%d\t%d\t%s\t%.1fs\t%.1fs\t%.1fs\t%s\t%s\t%.1fs\t%.1fs\t%.1fs\t%.2fs\t\n",
 			r.JobSets, r.JobSets*r.Pods, r.Policies,
@@ -112,8 +122,3 @@ func table(w io.Writer, results []result) {
 }
 
 func mib(b int64) string { return fmt.Sprintf("%.0f MiB", float64(b)/(1<<20)) }
-
-func fail(err error) {
-	fmt.Fprintln(os.Stderr, "bench-sizing:", err)
-	os.Exit(1)
-}

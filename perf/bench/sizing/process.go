@@ -43,7 +43,11 @@ type manager struct {
 	role    string
 	cmd     *exec.Cmd
 	metrics string // its metrics endpoint's URL
-	done    chan error
+	logPath string
+	// exited is closed once the process has exited, with its error in
+	// exitErr.
+	exited  chan struct{}
+	exitErr error
 }
 
 // startManager runs the binary in role (controller or webhook) as its
@@ -71,7 +75,8 @@ func startManager(ctx context.Context, bin, dir, role string, cfg *rest.Config, 
 	if err := writeKubeconfig(kubeconfig, cfg); err != nil {
 		return nil, err
 	}
-	logFile, err := os.Create(filepath.Join(dir, role+".log"))
+	logPath := filepath.Join(dir, role+".log")
+	logFile, err := os.Create(logPath)
 	if err != nil {
 		return nil, err
 	}
@@ -83,19 +88,34 @@ func startManager(ctx context.Context, bin, dir, role string, cfg *rest.Config, 
 		logFile.Close()
 		return nil, err
 	}
-	m := &manager{role: role, cmd: cmd, metrics: fmt.Sprintf("http://127.0.0.1:%d/metrics", ports[0]), done: make(chan error, 1)}
-	go func() { m.done <- cmd.Wait(); logFile.Close() }()
+	m := &manager{role: role, cmd: cmd, metrics: fmt.Sprintf("http://127.0.0.1:%d/metrics", ports[0]), logPath: logPath, exited: make(chan struct{})}
+	go func() {
+		m.exitErr = cmd.Wait()
+		logFile.Close()
+		close(m.exited)
+	}()
 	return m, nil
+}
+
+// alive is an error once the process has exited: what it measures and
+// serves ends with it.
+func (m *manager) alive() error {
+	select {
+	case <-m.exited:
+		return fmt.Errorf("inplace-manager --role=%s exited (%w): its log is %s", m.role, m.exitErr, m.logPath)
+	default:
+		return nil
+	}
 }
 
 // stop ends the process and waits for it.
 func (m *manager) stop() {
 	_ = m.cmd.Process.Signal(syscall.SIGTERM)
 	select {
-	case <-m.done:
+	case <-m.exited:
 	case <-time.After(30 * time.Second):
 		_ = m.cmd.Process.Kill()
-		<-m.done
+		<-m.exited
 	}
 }
 
@@ -113,8 +133,13 @@ type usage struct {
 	CPUSeconds float64 `json:"cpuSeconds"`
 }
 
-// usage reads the process's and its children's usage from /proc.
+// usage reads the process's and its children's usage from /proc. A
+// process that exited measured nothing of the rest of the row: an error,
+// with its log's place.
 func (m *manager) usage() (usage, error) {
+	if err := m.alive(); err != nil {
+		return usage{}, err
+	}
 	pid := m.cmd.Process.Pid
 	own, err := readProc(pid, true)
 	if err != nil {

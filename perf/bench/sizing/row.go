@@ -31,8 +31,9 @@ import (
 // result is one row measured. CPU is in CPU-seconds of the process, by
 // phase: for the controller, from the first JobSet's creation until every
 // group synced (start) and one in-place restart of every JobSet (restart);
-// for the admission server, the JobSets' admission and one audit of them
-// all (the mean of three).
+// for the admission server, the JobSets' admission and one audit period
+// (the mean of three, idle time included; an audit reads no JobSet
+// without a policy).
 type result struct {
 	size
 	Controller struct {
@@ -130,7 +131,7 @@ func measure(ctx context.Context, bin, dir string, s size, timeout time.Duration
 	}); err != nil {
 		return r, err
 	}
-	if err := createPolicies(ctx, cl, s.Policies, timeout); err != nil {
+	if err := createPolicies(ctx, cl, s.Policies, webhook, timeout); err != nil {
 		return r, err
 	}
 	log("%d simulated nodes, %d policies ready", nodes, s.Policies)
@@ -160,7 +161,7 @@ func measure(ctx context.Context, bin, dir string, s size, timeout time.Duration
 		return r, err
 	}
 	r.Webhook.Admission = wh1.CPUSeconds - wh0.CPUSeconds
-	if err := synced(ctx, cl, ns.Name, s, 1, timeout); err != nil {
+	if err := synced(ctx, cl, ns.Name, s, 1, ctrl, timeout); err != nil {
 		return r, fmt.Errorf("starting: %w", err)
 	}
 	ctrl1, err := ctrl.usage()
@@ -174,7 +175,7 @@ func measure(ctx context.Context, bin, dir string, s size, timeout time.Duration
 	if err := failOneWorkerEach(ctx, cl, ns.Name); err != nil {
 		return r, err
 	}
-	if err := synced(ctx, cl, ns.Name, s, 2, timeout); err != nil {
+	if err := synced(ctx, cl, ns.Name, s, 2, ctrl, timeout); err != nil {
 		return r, fmt.Errorf("restarting: %w", err)
 	}
 	ctrl2, err := ctrl.usage()
@@ -187,6 +188,9 @@ func measure(ctx context.Context, bin, dir string, s size, timeout time.Duration
 	// The audit: once it has seen every JobSet, three more periods.
 	// Without a policy it reads no JobSet.
 	if err := wait.PollUntilContextTimeout(ctx, time.Second, timeout, true, func(ctx context.Context) (bool, error) {
+		if err := webhook.alive(); err != nil {
+			return false, err
+		}
 		n, ok, err := webhook.gauge(ctx, "inplace_policy_audit_jobsets")
 		return s.Policies == 0 || err == nil && ok && int(n) == s.JobSets, nil
 	}); err != nil {
@@ -218,7 +222,7 @@ func measure(ctx context.Context, bin, dir string, s size, timeout time.Duration
 
 // createPolicies creates n admin policies that every JobSet matches and
 // none violates, and waits until each is Ready.
-func createPolicies(ctx context.Context, cl client.Client, n int, timeout time.Duration) error {
+func createPolicies(ctx context.Context, cl client.Client, n int, webhook *manager, timeout time.Duration) error {
 	for i := range n {
 		p := &policyv1alpha1.JobSetPolicy{
 			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("guard-%04d", i)},
@@ -233,6 +237,9 @@ func createPolicies(ctx context.Context, cl client.Client, n int, timeout time.D
 		}
 	}
 	return wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		if err := webhook.alive(); err != nil {
+			return false, err
+		}
 		var list policyv1alpha1.JobSetPolicyList
 		if err := cl.List(ctx, &list); err != nil {
 			return false, nil
@@ -281,10 +288,13 @@ func createJobSets(ctx context.Context, cl client.Client, ns string, s size) err
 }
 
 // synced waits until every JobSet's group synced at epoch or later, with
-// every Job ready.
-func synced(ctx context.Context, cl client.Client, ns string, s size, epoch int32, timeout time.Duration) error {
+// every Job ready, while the controller runs.
+func synced(ctx context.Context, cl client.Client, ns string, s size, epoch int32, controller *manager, timeout time.Duration) error {
 	var missing string
 	err := wait.PollUntilContextTimeout(ctx, time.Second, timeout, true, func(ctx context.Context) (bool, error) {
+		if err := controller.alive(); err != nil {
+			return false, err
+		}
 		var list jobset.JobSetList
 		if err := cl.List(ctx, &list, client.InNamespace(ns)); err != nil {
 			return false, nil
