@@ -109,8 +109,10 @@ func (r *Refused) Error() string { return r.Message }
 // a *Refused.
 type Store func(ctx context.Context, mutated []byte) (map[string]any, error)
 
-// Admit runs the stages in order on js, a JobSet created or updated
-// without a cluster: mutate, then store (nil keeps the mutated JSON as it
+// Admit runs the stages in order on js, a JobSet created without a
+// cluster (an update's case is judged as a create: defaults and
+// injection, not the webhook's restoration of the stored object): mutate,
+// then store (nil keeps the mutated JSON as it
 // is), then evaluate the stored object. in is the input of the review
 // (package policies/review). An error says the pipeline could not judge
 // the JobSet; a refusal is in the Verdict, with the API server's text.

@@ -38,8 +38,9 @@ func (e Epoch) Attempt() *int32 {
 
 // EpochOfAttempt is the epoch one of upstream's status fields stands for:
 // the attempt's, or 0 (none) when the field is unset. The API server
-// refuses a negative attempt, and so it is not checked here; an attempt
-// read from anywhere else is checked by EpochOfAttemptNumber.
+// refuses a negative attempt, and so it is not checked here (the largest
+// int32, which its schema admits, wraps: no JobSet restarts that often);
+// an attempt read from anywhere else is checked by EpochOfAttemptNumber.
 func EpochOfAttempt(a *int32) Epoch {
 	if a == nil {
 		return 0
@@ -65,7 +66,7 @@ func (e Epoch) String() string {
 
 // AttemptString is the epoch as upstream's in-place-restart-attempt
 // annotation writes it. An agent reports an epoch of 1 or more, whose
-// attempt is 0 or more.
+// attempt is 0 or more; epoch 0 has none, and would read "-1".
 func (e Epoch) AttemptString() string {
 	return strconv.Itoa(int(e.attempt()))
 }
