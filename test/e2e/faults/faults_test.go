@@ -36,11 +36,26 @@ func processScope(name, namespace string) *jobset.JobSet {
 
 // expectSynced waits until every Pod of js runs its worker at the synced
 // epoch, every Pod counted in sync, and returns their identities by name.
+// In process scope the worker's container runs before its worker does:
+// the supervisor starts the worker once the barrier lifts, so each Pod's
+// start at the epoch is waited for too, as the simulated node records it.
 func expectSynced(js *jobset.JobSet, want int, epoch int32) map[string]util.PodIdentity {
 	GinkgoHelper()
 	ids := util.ExpectWorkersRunning(ctx, k8sClient, js, want, epoch, timeout)
 	Eventually(func() int32 { return util.GetJobSet(ctx, k8sClient, js).Status.SyncedPods }).
 		WithTimeout(timeout).Should(Equal(int32(want)), "syncedPods")
+	Eventually(func(g Gomega) {
+		events, _ := recorder.EventsSince(js.Namespace, 0)
+		started := map[string]bool{}
+		for _, e := range events {
+			if e.Kind == simnode.WorkersStarted && e.Epoch == epoch {
+				started[e.Pod] = true
+			}
+		}
+		for name := range ids {
+			g.Expect(started).To(HaveKey(name), "the worker of Pod %s started at epoch %d:\n%s", name, epoch, describe(events))
+		}
+	}).WithTimeout(timeout).Should(Succeed())
 	return ids
 }
 
