@@ -86,35 +86,56 @@ func (a *cpuAccount) load(ctx context.Context, window time.Duration) (map[string
 
 // processCPU reads utime + stime of a process from /proc/<pid>/stat.
 func processCPU(pid int) (time.Duration, error) {
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, err
-	}
-	return parseStatCPU(string(raw))
+	st, err := ReadProcStat(pid)
+	return st.CPU, err
 }
 
-// parseStatCPU reads fields 14 and 15 (utime, stime) of a stat line. The
-// command name (field 2) may hold spaces and parentheses, so fields are
-// counted after its last ')'.
+// ProcStat is what /proc/<pid>/stat says of a process: its parent, and
+// its CPU time (user and system), and that of the children it has waited
+// for.
+type ProcStat struct {
+	PPID        int
+	CPU         time.Duration
+	ReapedChild time.Duration
+}
+
+// ReadProcStat reads /proc/<pid>/stat.
+func ReadProcStat(pid int) (ProcStat, error) {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return ProcStat{}, err
+	}
+	return parseStat(string(raw))
+}
+
+// parseStatCPU reads fields 14 and 15 (utime, stime) of a stat line.
 func parseStatCPU(stat string) (time.Duration, error) {
+	st, err := parseStat(stat)
+	return st.CPU, err
+}
+
+// parseStat reads fields 4 (ppid), 14 and 15 (utime, stime), 16 and 17
+// (cutime, cstime) of a stat line. The command name (field 2) may hold
+// spaces and parentheses, so fields are counted after its last ')'.
+func parseStat(stat string) (ProcStat, error) {
 	end := strings.LastIndexByte(stat, ')')
 	if end < 0 {
-		return 0, fmt.Errorf("malformed stat line %q", stat)
+		return ProcStat{}, fmt.Errorf("malformed stat line %q", stat)
 	}
 	// After ')': field 3 (state) is the first; utime is field 14.
 	fields := strings.Fields(stat[end+1:])
-	if len(fields) < 13 {
-		return 0, fmt.Errorf("stat line has %d fields after the command, want at least 13", len(fields))
+	if len(fields) < 15 {
+		return ProcStat{}, fmt.Errorf("stat line has %d fields after the command, want at least 15", len(fields))
 	}
-	var ticks int64
-	for _, f := range fields[11:13] {
-		n, err := strconv.ParseInt(f, 10, 64)
+	var n [5]int64
+	for i, f := range []string{fields[1], fields[11], fields[12], fields[13], fields[14]} {
+		v, err := strconv.ParseInt(f, 10, 64)
 		if err != nil {
-			return 0, fmt.Errorf("stat CPU field %q: %w", f, err)
+			return ProcStat{}, fmt.Errorf("stat field %q: %w", f, err)
 		}
-		ticks += n
+		n[i] = v
 	}
-	return time.Duration(ticks) * clockTick, nil
+	return ProcStat{PPID: int(n[0]), CPU: time.Duration(n[1]+n[2]) * clockTick, ReapedChild: time.Duration(n[3]+n[4]) * clockTick}, nil
 }
 
 // startProfile writes a CPU profile of this process (inplace-manager, the

@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	configv1alpha1 "github.com/inplace-dev/inplace/api/config/v1alpha1"
+	"github.com/inplace-dev/inplace/perf/restartbench"
 	"github.com/inplace-dev/inplace/test/cluster"
 )
 
@@ -175,26 +176,13 @@ type procUsage struct {
 // readProc reads /proc/PID/stat and status: the CPU time is utime and
 // stime, with waited-for children's (cutime, cstime) if reaped.
 func readProc(pid int, reaped bool) (procUsage, error) {
-	var p procUsage
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	st, err := restartbench.ReadProcStat(pid)
 	if err != nil {
-		return p, err
+		return procUsage{}, err
 	}
-	// The fields after the command's name, which is in parentheses and
-	// may hold spaces: state is the first, ppid the second, utime, stime,
-	// cutime and cstime the 12th to 15th.
-	fields := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
-	if len(fields) < 15 {
-		return p, fmt.Errorf("/proc/%d/stat: %d fields", pid, len(fields))
-	}
-	p.ppid, _ = strconv.Atoi(fields[1])
-	n := 2
+	p := procUsage{ppid: st.PPID, cpu: st.CPU.Seconds()}
 	if reaped {
-		n = 4
-	}
-	for _, f := range fields[11 : 11+n] {
-		ticks, _ := strconv.ParseFloat(f, 64)
-		p.cpu += ticks / 100 // USER_HZ is 100 on Linux
+		p.cpu += st.ReapedChild.Seconds()
 	}
 	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
