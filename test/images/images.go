@@ -29,7 +29,7 @@ import (
 // Version is the tree's, as the file VERSION at the repository's root says
 // it (hack/release's tests check that they agree).
 const (
-	Version   = "v0.9.0"
+	Version   = "v0.10.0"
 	Manager   = ManagerRepository + ":" + Version
 	Agent     = AgentRepository + ":" + Version
 	Worker    = "ghcr.io/inplace-dev/inplace-testworker:" + Version

@@ -38,7 +38,7 @@ const (
 
 // ReleaseImage is one image archive of a release.
 type ReleaseImage struct {
-	Ref     string // e.g. ghcr.io/inplace-dev/inplace-manager:v0.9.0
+	Ref     string // e.g. ghcr.io/inplace-dev/inplace-manager:v0.10.0
 	Digest  string // its index's, sha256:...: Ref@Digest names it in any registry it is pushed to
 	Archive string // its OCI archive
 }
