@@ -71,6 +71,8 @@ var docOutputs = map[string][]string{
 	deleteDefault:    {`namespace "inplace-system" deleted`},
 	deleteSelfSigned: {`namespace "inplace-system" deleted`},
 	helmUninstall:    {`release "inplace" uninstalled`},
+	applyCRDs:        {"customresourcedefinition.apiextensions.k8s.io/jobsets.jobset.x-k8s.io serverside-applied"},
+	checkVersion:     {"inplace-manager v"},
 }
 
 // shDoc runs a command of docs/how-to/install.md, with flags appended,
@@ -436,6 +438,13 @@ func expectUninstalled() {
 }
 
 var _ = Describe("installing inplace", Ordered, func() {
+	// The tree's release, which the release spec builds and pushes and
+	// the upgrade spec upgrades to.
+	var current releaseFiles
+	BeforeAll(func() {
+		current = newReleaseFiles()
+	})
+
 	It("the docs say the commands these specs run", func() {
 		root, err := cluster.RepoRoot()
 		Expect(err).NotTo(HaveOccurred())
@@ -450,6 +459,17 @@ var _ = Describe("installing inplace", Ordered, func() {
 				Expect(string(install)).To(ContainSubstring(line), "docs/how-to/install.md shows what %q prints", c)
 			}
 		}
+		upgrade, err := os.ReadFile(filepath.Join(root, "docs", "how-to", "upgrade.md"))
+		Expect(err).NotTo(HaveOccurred())
+		for _, c := range []string{applyCRDs, applyRelease, rolloutStatus, rolloutWebhook, checkVersion, "## Rolling back"} {
+			Expect(string(upgrade)).To(ContainSubstring(c), "docs/how-to/upgrade.md says what the upgrade spec runs")
+			for _, line := range docOutputs[c] {
+				Expect(string(upgrade)).To(ContainSubstring(line), "docs/how-to/upgrade.md shows what %q prints", c)
+			}
+		}
+		changelog, err := os.ReadFile(filepath.Join(root, "CHANGELOG.md"))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(string(changelog)).To(And(ContainSubstring("## "+previousRelease.version+"\n"), ContainSubstring(previousRelease.commit)), "the CHANGELOG names the previous release's commit, which the upgrade spec builds")
 		release, err := os.ReadFile(filepath.Join(root, "docs", "how-to", "release.md"))
 		Expect(err).NotTo(HaveOccurred())
 		// The docs name the tree's version; the spec below builds its own.
@@ -481,9 +501,8 @@ var _ = Describe("installing inplace", Ordered, func() {
 	})
 
 	It("from a release: make release's archives pushed to the cluster's registry, install.yaml pointed at it, on a node that never had its images", func() {
-		dist := GinkgoT().TempDir()
-		// The host's platform alone: the test runs here.
-		shWithin(10*time.Minute, fmt.Sprintf("make release VERSION=%s RELEASE_DIR=%s RELEASE_PLATFORMS=linux/%[3]s RELEASE_CLI_PLATFORMS=linux/%[3]s", releaseVersion, dist, runtime.GOARCH))
+		dist := current.dist
+		shWithin(10*time.Minute, makeRelease(releaseVersion, dist))
 		shInDir(dist, "sha256sum -c SHA256SUMS")
 		for _, f := range []string{"install.yaml", "install-selfsigned.yaml", "jobset-crd.yaml", "inplace.krew.yaml", "images.txt"} {
 			Expect(filepath.Join(dist, f)).To(BeAnExistingFile())
@@ -498,8 +517,8 @@ var _ = Describe("installing inplace", Ordered, func() {
 		// pulled by the kubelet. The local cluster imports its own, under
 		// another name and tag.
 		registry := fw.Cluster.Registry + "/ml"
-		manifests := GinkgoT().TempDir()
-		pushed := sh(fmt.Sprintf("%s REGISTRY=%s RELEASE_DIR=%s MANIFESTS=%s", pushRelease, registry, dist, manifests))
+		manifests := current.manifests
+		pushed := sh(makePush(registry, current))
 		digests := pushedDigests(pushed)
 		manager, agent := registry+"/inplace-manager:"+releaseVersion, registry+"/inplace-agent:"+releaseVersion
 		Expect(digests).To(HaveKey(manager))
@@ -519,6 +538,10 @@ var _ = Describe("installing inplace", Ordered, func() {
 		runsAJobSetInPlace("release", false, agent)
 		sh(strings.Replace(deleteRelease, "dist/", manifests+"/", 1))
 		expectUninstalled()
+	})
+
+	It("upgraded from the previous release while InPlaceRestart JobSets run, and rolled back: nothing restarts or is recreated, and a failure after each restarts in place", func() {
+		upgradesAndRollsBack(current)
 	})
 
 	It("with Helm, without cert-manager", func() {
