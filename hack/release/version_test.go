@@ -41,10 +41,12 @@ func isDoc(path string) bool {
 }
 
 // isReleasePage is a page whose example is the tree's release, so that a
-// version in its prose is the tree's. Elsewhere such a version may be a
-// past release's (upgrade notes, say) or another project's.
+// version in its prose is the tree's: the tutorial shows what the plugin
+// built from the tree says. Elsewhere such a version may be a past
+// release's (upgrade notes, say) or another project's.
 func isReleasePage(path string) bool {
-	return path == "README.md" || path == "docs/how-to/release.md" || path == "charts/inplace/README.md"
+	return path == "README.md" || path == "docs/how-to/release.md" || path == "charts/inplace/README.md" ||
+		path == "docs/tutorials/first-in-place-jobset.md"
 }
 
 func only(name string) func(string) bool {
