@@ -13,7 +13,7 @@ import (
 )
 
 // Kueue's protocol on real kubelets, played from its documented behaviour
-// (its controller cannot be built here): admission writes a flavor's node
+// (the tests do not run Kueue's controller): admission writes a flavor's node
 // selector and tolerations into the Pod templates and unsuspends in one
 // update; preemption suspends and restores the templates in one update.
 var _ = Describe("in-place restart on real kubelets, under Kueue", func() {

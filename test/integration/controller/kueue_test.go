@@ -1,6 +1,12 @@
 package controller
 
 import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	batchv1 "k8s.io/api/batch/v1"
@@ -8,26 +14,165 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"time"
+	"sigs.k8s.io/yaml"
 
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
+	"github.com/inplace-dev/inplace/test/cluster"
+	"github.com/inplace-dev/inplace/test/framework"
 	"github.com/inplace-dev/inplace/test/util"
 	"github.com/inplace-dev/inplace/test/wrappers"
 )
 
+// The commands of docs/how-to/kueue.md, run as written in the JobSet's
+// namespace (kueueNamespace with the spec's namespace for team-a).
+const (
+	kueueCRD            = `kubectl get crd jobsets.jobset.x-k8s.io -o jsonpath='{.metadata.labels.inplace\.dev/crd-owner}'`
+	kueueNamespace      = "kubectl config set-context --current --namespace=team-a"
+	kueueServiceAccount = "kubectl create serviceaccount train"
+	kueueApply          = "kubectl apply -f train.yaml"
+	kueueCounts         = "kubectl get jobset train -o custom-columns=SUSPENDED:.spec.suspend,RESTARTS:.status.restarts,EPOCH:.status.syncedEpoch"
+	kueueConditions     = `kubectl get jobset train -o jsonpath='{range .status.conditions[*]}{.type}={.status} {.reason}{"\n"}{end}'`
+	kueuePods           = `kubectl get pods -l jobset.sigs.k8s.io/jobset-name=train -o jsonpath='{range .items[*]}{.metadata.labels.batch\.kubernetes\.io/job-name} {.spec.nodeSelector}{"\n"}{end}'`
+)
+
+// docCheck is a command of docs/how-to/kueue.md and the lines the page
+// shows it printing at one point of the JobSet's life.
+type docCheck struct {
+	command string
+	prints  []string
+}
+
+// What the commands print: before the JobSet is queued, once it is queued,
+// while it is preempted, once it is admitted again to the other flavor,
+// and once it is admitted again after a preemption that ended an in-place
+// restart.
+var (
+	kueueSetup = []docCheck{
+		{kueueCRD, []string{"inplace"}},
+		{kueueServiceAccount, []string{"serviceaccount/train created"}},
+	}
+	kueueQueued = []docCheck{
+		{kueueApply, []string{"jobset.jobset.x-k8s.io/train created"}},
+	}
+	kueuePreempted = []docCheck{
+		{kueueCounts, []string{"SUSPENDED   RESTARTS   EPOCH", "true        0          1"}},
+		{kueueConditions, []string{"Suspended=True SuspendedJobs"}},
+	}
+	kueueReadmitted = []docCheck{
+		{kueueCounts, []string{"SUSPENDED   RESTARTS   EPOCH", "false       0          2"}},
+		{kueueConditions, []string{"Suspended=False ResumeJobs"}},
+		{kueuePods, []string{
+			`train-workers-0 {"instance-type":"spot"}`,
+			`train-workers-1 {"instance-type":"spot"}`,
+		}},
+	}
+	kueueRestartPreempted = []docCheck{
+		{kueueCounts, []string{"SUSPENDED   RESTARTS   EPOCH", "false       1          3"}},
+		{kueueConditions, []string{"Suspended=False ResumeJobs", "RestartingJobSet=False InPlaceRestartSuspended"}},
+	}
+)
+
+// kueuePage is docs/how-to/kueue.md.
+func kueuePage() string {
+	GinkgoHelper()
+	root, err := cluster.RepoRoot()
+	Expect(err).NotTo(HaveOccurred())
+	page, err := os.ReadFile(filepath.Join(root, "docs", "how-to", "kueue.md"))
+	Expect(err).NotTo(HaveOccurred())
+	return string(page)
+}
+
+// pageJobSet is the JobSet docs/how-to/kueue.md has the reader write: the
+// YAML code block of the page that holds "kind: JobSet", in namespace ns.
+func pageJobSet(ns string) *jobset.JobSet {
+	GinkgoHelper()
+	var found []string
+	var block []string
+	in, indent := false, ""
+	for line := range strings.Lines(kueuePage()) {
+		trimmed := strings.TrimSpace(line)
+		switch {
+		case !in && trimmed == "```yaml":
+			in, indent, block = true, line[:strings.Index(line, "`")], nil
+		case in && trimmed == "```":
+			in = false
+			if y := strings.Join(block, ""); strings.Contains(y, "\nkind: JobSet\n") {
+				found = append(found, y)
+			}
+		case in:
+			block = append(block, strings.TrimPrefix(line, indent))
+		}
+	}
+	Expect(found).To(HaveLen(1), "docs/how-to/kueue.md shows one JobSet")
+	var js jobset.JobSet
+	Expect(yaml.UnmarshalStrict([]byte(found[0]), &js)).To(Succeed())
+	js.Namespace = ns
+	return &js
+}
+
+// kueueDoc runs the checks in dir, in the namespace that kubeconfig's
+// context names, and checks that each command prints what the page shows.
+func kueueDoc(kubeconfig, dir string, checks []docCheck) {
+	GinkgoHelper()
+	for _, c := range checks {
+		out := sh(kubeconfig, dir, c.command)
+		for _, line := range c.prints {
+			Expect(out).To(ContainSubstring(line), "%q prints what docs/how-to/kueue.md shows", c.command)
+		}
+	}
+}
+
+// sh runs a command line in dir as a person would in a shell, with
+// bin/kubectl first on the PATH and kubeconfig as KUBECONFIG, and returns
+// what it printed.
+func sh(kubeconfig, dir, line string) string {
+	GinkgoHelper()
+	bin, err := cluster.BinDir()
+	Expect(err).NotTo(HaveOccurred())
+	cmd := exec.CommandContext(ctx, "sh", "-c", line)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig, "PATH="+bin+":"+os.Getenv("PATH"), "HOME="+GinkgoT().TempDir())
+	out, err := cmd.CombinedOutput()
+	GinkgoWriter.Printf("$ %s\n%s", line, out)
+	Expect(err).NotTo(HaveOccurred(), "%s:\n%s", line, out)
+	return string(out)
+}
+
+var _ = It("docs/how-to/kueue.md shows the commands the Kueue spec runs, and what they print", func() {
+	page := kueuePage()
+	Expect(page).To(ContainSubstring(kueueNamespace))
+	for _, checks := range [][]docCheck{kueueSetup, kueueQueued, kueuePreempted, kueueReadmitted, kueueRestartPreempted} {
+		for _, c := range checks {
+			Expect(page).To(ContainSubstring(c.command), "docs/how-to/kueue.md shows the command")
+			for _, line := range c.prints {
+				Expect(page).To(ContainSubstring(line), "docs/how-to/kueue.md shows what %q prints", c.command)
+			}
+		}
+	}
+})
+
 // These specs play Kueue's side of its JobSet integration, as Kueue
-// documents it (Kueue's controller needs a module this build cannot
-// have): its webhook creates the JobSet suspended; admission writes each
-// Pod set's node selectors, tolerations, labels and scheduling gates of the
-// flavor it chose into the Pod templates and unsuspends, in one update;
-// preemption suspends and restores the templates, in one update; the
-// workload is later admitted again, elsewhere.
+// documents it; they do not run Kueue: its webhook creates the JobSet
+// suspended; admission writes each Pod set's node selectors, tolerations,
+// labels and scheduling gates of the flavor it chose into the Pod
+// templates and unsuspends, in one update; preemption suspends and
+// restores the templates, in one update; the workload is later admitted
+// again, elsewhere. The JobSet, its queue and its flavors are those of
+// docs/how-to/kueue.md.
 var _ = Describe("a JobSet queued by Kueue", func() {
 	const queueLabel = "kueue.x-k8s.io/queue-name"
 	var ns *corev1.Namespace
 	BeforeEach(func() {
 		ns = fw.NewNamespace(ctx, k8sClient)
 		util.WaitForDefaultServiceAccount(ctx, k8sClient, ns.Name)
+		// The nodes of the page's two ResourceFlavors.
+		for node, flavor := range map[string]string{"node-0": "on-demand", "node-1": "spot"} {
+			var n corev1.Node
+			Expect(k8sClient.Get(ctx, client.ObjectKey{Name: node}, &n)).To(Succeed())
+			patch := client.MergeFrom(n.DeepCopy())
+			n.Labels["instance-type"] = flavor
+			Expect(k8sClient.Patch(ctx, &n, patch)).To(Succeed())
+		}
 	})
 
 	// flavor is what Kueue writes into every Pod template when it admits.
@@ -37,15 +182,16 @@ var _ = Describe("a JobSet queued by Kueue", func() {
 		labels       map[string]string
 		gates        []corev1.PodSchedulingGate
 	}
+	// The page's ResourceFlavors on-demand and spot.
 	flavorA := flavor{
-		nodeSelector: map[string]string{corev1.LabelHostname: "node-0"},
-		tolerations:  []corev1.Toleration{{Key: "flavor-a", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}},
-		labels:       map[string]string{"kueue.x-k8s.io/podset": "w", "flavor": "a"},
+		nodeSelector: map[string]string{"instance-type": "on-demand"},
+		tolerations:  []corev1.Toleration{{Key: "instance-type", Operator: corev1.TolerationOpEqual, Value: "on-demand", Effect: corev1.TaintEffectNoSchedule}},
+		labels:       map[string]string{"kueue.x-k8s.io/podset": "workers", "flavor": "on-demand"},
 	}
 	flavorB := flavor{
-		nodeSelector: map[string]string{corev1.LabelHostname: "node-1"},
-		tolerations:  []corev1.Toleration{{Key: "flavor-b", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}},
-		labels:       map[string]string{"kueue.x-k8s.io/podset": "w", "flavor": "b"},
+		nodeSelector: map[string]string{"instance-type": "spot"},
+		tolerations:  []corev1.Toleration{{Key: "instance-type", Operator: corev1.TolerationOpEqual, Value: "spot", Effect: corev1.TaintEffectNoSchedule}},
+		labels:       map[string]string{"kueue.x-k8s.io/podset": "workers", "flavor": "spot"},
 	}
 
 	// update changes the JobSet as Kueue does: read, change, write, again
@@ -108,7 +254,7 @@ var _ = Describe("a JobSet queued by Kueue", func() {
 	}
 	run := func(js *jobset.JobSet, pods []corev1.Pod, epoch string) {
 		GinkgoHelper()
-		for _, job := range []string{"kq-w-0", "kq-w-1"} {
+		for _, job := range []string{"train-workers-0", "train-workers-1"} {
 			util.SetPodsRunning(ctx, k8sClient, js.Namespace, job, 2)
 		}
 		for i := range pods {
@@ -129,11 +275,22 @@ var _ = Describe("a JobSet queued by Kueue", func() {
 	}
 
 	It("is admitted, preempted and admitted elsewhere without a restart counted, and still restarts in place after", func() {
-		rj := wrappers.MakeReplicatedJob("w").Replicas(2).Parallelism(2).Obj()
-		rj.Template.Spec.BackoffLimit = nil // set by the webhook for InPlaceRestart
-		js := create(wrappers.MakeJobSet("kq", ns.Name).Label(queueLabel, "team-a").Suspend(true).ReplicatedJob(rj).
-			FailurePolicy(&jobset.FailurePolicy{RestartStrategy: jobset.InPlaceRestart, MaxRestarts: 1}).Obj())
-		expectJobs(js, "0", "kq-w-0", "kq-w-1")
+		By("the page's JobSet, created by the page's commands in its namespace")
+		kubeconfig, dir := framework.WriteKubeconfig(cfg), GinkgoT().TempDir()
+		Expect(sh(kubeconfig, dir, strings.Replace(kueueNamespace, "team-a", ns.Name, 1))).To(ContainSubstring("modified"))
+		kueueDoc(kubeconfig, dir, kueueSetup)
+		js := pageJobSet(ns.Name)
+		Expect(js.Labels).To(HaveKeyWithValue(queueLabel, "user-queue"))
+		// What Kueue's webhook does to it: suspended until admitted. A
+		// budget of one restart: the preemption after it must not fail
+		// the JobSet.
+		js.Spec.Suspend = ptr.To(true)
+		js.Spec.FailurePolicy.MaxRestarts = 1
+		manifest, err := yaml.Marshal(js)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(os.WriteFile(filepath.Join(dir, "train.yaml"), manifest, 0o600)).To(Succeed())
+		kueueDoc(kubeconfig, dir, kueueQueued)
+		expectJobs(js, "0", "train-workers-0", "train-workers-1")
 		jobUIDs := uids(js)
 		Consistently(func(g Gomega) { g.Expect(livePods(g, js)).To(BeEmpty()) }).WithTimeout(shortWait).Should(Succeed(), "a queued JobSet runs no Pod")
 
@@ -150,6 +307,7 @@ var _ = Describe("a JobSet queued by Kueue", func() {
 		got := expectStatus(js, 1, 0)
 		Expect(got.Status.DeprecatedEpoch).To(Equal(int32(1)), "the preempted group's epoch is over")
 		Expect(findCondition(got, jobset.JobSetRestarting)).To(BeNil())
+		kueueDoc(kubeconfig, dir, kueuePreempted)
 
 		By("admission to flavor b: the Pods start with b's directives, a's are gone, and a fresh epoch syncs")
 		admit(js, flavorB)
@@ -160,6 +318,8 @@ var _ = Describe("a JobSet queued by Kueue", func() {
 		run(js, pods, "2")
 		expectStatus(js, 2, 0)
 		Expect(uids(js)).To(Equal(jobUIDs), "a preemption recreated a Job")
+		allPods(js, 4) // the preempted ones gone
+		kueueDoc(kubeconfig, dir, kueueReadmitted)
 
 		By("a worker exits: every Pod restarts in place, one restart counted")
 		podUIDs := map[types.UID]bool{}
@@ -186,15 +346,16 @@ var _ = Describe("a JobSet queued by Kueue", func() {
 		for _, p := range pods {
 			Expect(podUIDs).NotTo(HaveKey(p.UID), "pod %s survived a preemption", p.Name)
 		}
+		kueueDoc(kubeconfig, dir, kueueRestartPreempted)
 	})
 
 	// Upstream JobSet's end-to-end case "JobSet is resumed — propagates
 	// scheduling gates to Pods": Kueue's topology-aware scheduling adds a
 	// gate in the update that resumes.
 	It("starts its Pods with the scheduling gates added in the update that resumes it", func() {
-		js := create(wrappers.MakeJobSet("kq", ns.Name).Label(queueLabel, "team-a").Suspend(true).
-			ReplicatedJob(wrappers.MakeReplicatedJob("w").Replicas(2).Parallelism(2).Obj()).Obj())
-		expectJobs(js, "0", "kq-w-0", "kq-w-1")
+		js := create(wrappers.MakeJobSet("train", ns.Name).Label(queueLabel, "user-queue").Suspend(true).
+			ReplicatedJob(wrappers.MakeReplicatedJob("workers").Replicas(2).Parallelism(2).Obj()).Obj())
+		expectJobs(js, "0", "train-workers-0", "train-workers-1")
 		gated := flavorA
 		gated.gates = []corev1.PodSchedulingGate{{Name: "kueue.x-k8s.io/topology"}}
 		admit(js, gated)
@@ -205,7 +366,7 @@ var _ = Describe("a JobSet queued by Kueue", func() {
 			}
 		}).WithTimeout(shortWait).Should(Succeed())
 		Expect(pods).To(HaveLen(4))
-		for _, name := range []string{"kq-w-0", "kq-w-1"} {
+		for _, name := range []string{"train-workers-0", "train-workers-1"} {
 			var job batchv1.Job
 			Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns.Name, Name: name}, &job)).To(Succeed())
 			Expect(job.Spec.Template.Spec.SchedulingGates).To(Equal(gated.gates), "job %s", name)
