@@ -12,6 +12,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -33,6 +35,7 @@ import (
 
 	configv1alpha1 "github.com/inplace-dev/inplace/api/config/v1alpha1"
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
+	inplacectl "github.com/inplace-dev/inplace/cmd/inplacectl/app"
 	"github.com/inplace-dev/inplace/cmd/inplacectl/migration"
 	"github.com/inplace-dev/inplace/controller"
 	"github.com/inplace-dev/inplace/controller/coexist"
@@ -54,13 +57,120 @@ var (
 	replaceCRD = "kubectl apply --server-side --force-conflicts -f config/crd/bases/jobset.x-k8s.io_jobsets.yaml"
 	// replaceCRDFromRelease runs where the release's jobset-crd.yaml is.
 	replaceCRDFromRelease = "kubectl apply --server-side --force-conflicts -f jobset-crd.yaml"
+	saveJobSets           = "kubectl get jobsets -A -o yaml > jobsets-before.yaml"
+	crdOwner              = `kubectl get crd jobsets.jobset.x-k8s.io -o jsonpath='{.metadata.labels.inplace\.dev/crd-owner}'`
+	// getJobSets runs in the namespace of the JobSets (team-a on the page).
+	getJobSets = "kubectl get jobsets -n team-a"
+	migrate    = "inplacectl migrate"
 )
 
-var _ = It("shows the commands the migration test runs", func() {
+// docOutputs are lines docs/how-to/migrate-from-jobset.md shows a command
+// printing: the test checks that the command prints them (kubectl), and
+// that the page still shows them. Runs of blanks count as one blank: the
+// columns are as wide as their widest cell. getJobSets's lines are
+// compared without their last column, the age.
+var docOutputs = map[string][]string{
+	stopUpstream:              {"deployment.apps/jobset-controller-manager scaled"},
+	deleteUpstreamWebhooks[0]: {`mutatingwebhookconfiguration.admissionregistration.k8s.io "jobset-mutating-webhook-configuration" deleted`},
+	deleteUpstreamWebhooks[1]: {`validatingwebhookconfiguration.admissionregistration.k8s.io "jobset-validating-webhook-configuration" deleted`},
+	replaceCRD:                {"customresourcedefinition.apiextensions.k8s.io/jobsets.jobset.x-k8s.io serverside-applied"},
+	replaceCRDFromRelease:     {"customresourcedefinition.apiextensions.k8s.io/jobsets.jobset.x-k8s.io serverside-applied"},
+	crdOwner:                  {"inplace"},
+	getJobSets: {
+		"NAME        TERMINALSTATE   RESTARTS   EPOCH   COMPLETED   AGE",
+		"completed   Completed       0                  True        8s",
+		"in-place                    2          3                   8s",
+		"restarted                   2                              8s",
+		"running                     0                              9s",
+		"suspended                   0                              8s",
+	},
+}
+
+// migrateBefore and migrateAfter are lines docs/how-to/migrate-from-jobset.md
+// shows inplacectl migrate printing before the procedure, with upstream
+// running and inplace not installed, and at its end, with inplace's
+// Deployments (config/default's, 2 replicas each) available; the JobSets
+// are in team-a.
+var (
+	migrateBefore = []string{
+		"BLOCKS   1. upstream controller stopped  Deployment jobset-system/jobset-controller-manager has 1 replica(s), 1 running: scale it to 0 (kubectl -n jobset-system scale deployment jobset-controller-manager --replicas=0); the Jobs and Pods of its JobSets keep running",
+		"BLOCKS   1. upstream controller stopped  Lease jobset-system/6d4f6a47.jobset.x-k8s.io is held by jobset-controller-manager-",
+		"BLOCKS   2. upstream webhooks removed    mutatingwebhookconfiguration/jobset-mutating-webhook-configuration and validatingwebhookconfiguration/jobset-validating-webhook-configuration remain",
+		"BLOCKS   3. JobSet CRD is inplace's      the JobSet CRD jobsets.jobset.x-k8s.io is not inplace's",
+		"BLOCKS   4. inplace installed and ready  no Deployment inplace-system/inplace-manager: install inplace",
+		"BLOCKS   4. inplace installed and ready  no Deployment inplace-system/inplace-webhook: install inplace",
+		"done     5. JobSets                      5 JobSet(s), 4 not finished, keep their UID, spec and status through the CRD's replacement",
+		"warning  JobSet team-a/in-place          upstream restarted it in place 2 time(s)",
+		"6 finding(s) block the migration from upstream JobSet",
+	}
+	migrateAfter = []string{
+		"done  1. upstream controller stopped  no replica of jobset-controller-manager or jobset-controller and no Lease 6d4f6a47.jobset.x-k8s.io or 6d4f6a47.x-k8s.io held in jobset-system",
+		"done  2. upstream webhooks removed    no jobset-mutating-webhook-configuration or jobset-validating-webhook-configuration",
+		"done  3. JobSet CRD is inplace's      jobsets.jobset.x-k8s.io serves every status field inplace writes",
+		"done  4. inplace installed and ready  Deployment inplace-system/inplace-manager: 2 of 2 replica(s) available",
+		"done  4. inplace installed and ready  Deployment inplace-system/inplace-webhook: 2 of 2 replica(s) available",
+		"done  5. JobSets                      5 JobSet(s), 4 not finished, keep their UID, spec and status through the CRD's replacement",
+		"Nothing blocks: inplace runs the JobSets, and upstream JobSet's controller, webhooks and CRD are gone.",
+	}
+)
+
+// blanks are runs of spaces and tabs.
+var blanks = regexp.MustCompile(`[ \t]+`)
+
+// squeeze makes each run of blanks one space.
+func squeeze(s string) string { return blanks.ReplaceAllString(s, " ") }
+
+// withoutAge is a line of kubectl get jobsets without its last column.
+func withoutAge(line string) string {
+	fields := strings.Fields(line)
+	return strings.Join(fields[:max(len(fields)-1, 0)], " ")
+}
+
+// expectPrints checks that out, with ns read as team-a, holds each line.
+func expectPrints(command, out, ns string, lines []string) {
+	GinkgoHelper()
+	out = strings.ReplaceAll(out, ns+"/", "team-a/")
+	for _, line := range lines {
+		if command == getJobSets {
+			var got []string
+			for l := range strings.Lines(out) {
+				got = append(got, withoutAge(l))
+			}
+			Expect(got).To(ContainElement(withoutAge(line)), "%q prints what docs/how-to/migrate-from-jobset.md shows:\n%s", command, out)
+			continue
+		}
+		Expect(squeeze(out)).To(ContainSubstring(squeeze(line)), "%q prints what docs/how-to/migrate-from-jobset.md shows", command)
+	}
+}
+
+// inplacectlMigrate runs inplacectl migrate with its defaults, as the page
+// does, and checks its exit status and that it prints lines.
+func inplacectlMigrate(kubeconfig, ns string, code int, lines []string) {
+	GinkgoHelper()
+	var out, errOut strings.Builder
+	got := inplacectl.Run(ctx, []string{"migrate", "--kubeconfig", kubeconfig}, &out, &errOut)
+	GinkgoWriter.Printf("$ %s\n%s%s", migrate, out.String(), errOut.String())
+	Expect(got).To(Equal(code), "%s exits %d:\n%s%s", migrate, code, out.String(), errOut.String())
+	expectPrints(migrate, out.String(), ns, lines)
+}
+
+var _ = It("shows the commands the migration test runs, and what they print", func() {
 	doc, err := os.ReadFile(filepath.Join(root, "docs", "how-to", "migrate-from-jobset.md"))
 	Expect(err).NotTo(HaveOccurred())
-	for _, cmd := range append([]string{stopUpstream, replaceCRD, replaceCRDFromRelease}, deleteUpstreamWebhooks...) {
-		Expect(string(doc)).To(ContainSubstring(cmd), "docs/how-to/migrate-from-jobset.md no longer shows a command the migration test runs")
+	page := squeeze(string(doc))
+	for _, cmd := range append([]string{saveJobSets, stopUpstream, replaceCRD, replaceCRDFromRelease, crdOwner, getJobSets, migrate}, deleteUpstreamWebhooks...) {
+		Expect(page).To(ContainSubstring(cmd), "docs/how-to/migrate-from-jobset.md no longer shows a command the migration test runs")
+		lines := docOutputs[cmd]
+		if cmd == migrate {
+			lines = append(slices.Clone(migrateBefore), migrateAfter...)
+		}
+		for _, line := range lines {
+			if cmd == getJobSets {
+				// Without the age, which the page shows as one run had it.
+				line = strings.Join(strings.Fields(withoutAge(line)), " ")
+			}
+			Expect(page).To(ContainSubstring(squeeze(line)), "docs/how-to/migrate-from-jobset.md shows what %q prints", cmd)
+		}
 	}
 })
 
@@ -141,11 +251,23 @@ var _ = It("moves JobSets from upstream's CRD to ours with nothing lost", func()
 
 	before := snapshot(ns)
 
+	By("inplacectl migrate before the procedure: what blocks, and what changes")
+	kubeconfig := framework.WriteKubeconfig(cfg)
+	inplacectlMigrate(kubeconfig, ns, 1, migrateBefore)
+	saved := GinkgoT().TempDir()
+	kubectl(kubeconfig, saved, ns, saveJobSets)
+	copied, err := os.ReadFile(filepath.Join(saved, "jobsets-before.yaml"))
+	Expect(err).NotTo(HaveOccurred())
+	for _, js := range jobSets {
+		Expect(string(copied)).To(ContainSubstring("name: "+js.Name+"\n"), "the copy holds every JobSet")
+	}
+
 	By("inplace installed while upstream runs: it holds back")
 	// The manager runs in this process; its Deployments stand for it in
-	// inplace-system, available, as the check reads them.
+	// inplace-system, available, as the check reads them, with the
+	// replicas of config/default.
 	for _, name := range migration.ManagerDeployments {
-		createDeployment(&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "inplace-system", Name: name}}, 1)
+		createDeployment(&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "inplace-system", Name: name}}, 2)
 	}
 	probe := startManager()
 	for _, js := range jobSets {
@@ -175,8 +297,7 @@ var _ = It("moves JobSets from upstream's CRD to ours with nothing lost", func()
 	))
 
 	By("the procedure of docs/how-to/migrate-from-jobset.md")
-	kubeconfig := framework.WriteKubeconfig(cfg)
-	kubectl(kubeconfig, root, stopUpstream)
+	kubectl(kubeconfig, root, ns, stopUpstream)
 	// The Deployment controller's part (none runs here): its Pod gone, the
 	// controller stopped. Its Lease stays held until it lapses, 15 s after
 	// its last renewal: the test keeps it held through the CRD's
@@ -189,19 +310,20 @@ var _ = It("moves JobSets from upstream's CRD to ours with nothing lost", func()
 	upstream.Status = appsv1.DeploymentStatus{}
 	Expect(k8sClient.Status().Update(ctx, upstream)).To(Succeed())
 	for _, cmd := range deleteUpstreamWebhooks {
-		kubectl(kubeconfig, root, cmd)
+		kubectl(kubeconfig, root, ns, cmd)
 	}
 	// What the gate asks before it resumes on a replaced CRD: upstream's
 	// schema drops the counters only inplace writes from a status write.
 	Expect(probeServed()).To(ConsistOf(
 		"status.inPlaceRestarts", "status.deprecatedEpoch", "status.syncedEpoch", "status.syncedPods"))
-	kubectl(kubeconfig, root, replaceCRD)
+	kubectl(kubeconfig, root, ns, replaceCRD)
 	// The same CRD as the release ships it, alone, with its header.
 	release := GinkgoT().TempDir()
 	crd, err := os.ReadFile(filepath.Join(root, "config", "crd", "bases", "jobset.x-k8s.io_jobsets.yaml"))
 	Expect(err).NotTo(HaveOccurred())
 	Expect(os.WriteFile(filepath.Join(release, "jobset-crd.yaml"), append([]byte("# The JobSet CRD of inplace, alone.\n"), crd...), 0o600)).To(Succeed())
-	kubectl(kubeconfig, release, replaceCRDFromRelease)
+	kubectl(kubeconfig, release, ns, replaceCRDFromRelease)
+	kubectl(kubeconfig, root, ns, crdOwner)
 
 	By("every JobSet kept its UID, spec and status; every Job and Service its UID")
 	after := snapshot(ns)
@@ -227,15 +349,6 @@ var _ = It("moves JobSets from upstream's CRD to ours with nothing lost", func()
 	Expect(probeServed()).To(BeEmpty())
 	Eventually(probe).WithTimeout(timeout).Should(HavePrefix("200"))
 	Expect(framework.MetricValue(fw.Metrics(), "inplace_jobset_controller_held")).To(Equal(0.0))
-	// A failure now is inplace's to handle: the running JobSet has no
-	// failure policy, so its first failed Job fails it.
-	failJob(ns, running.Name+"-workers-0")
-	Eventually(func(g Gomega) {
-		var js jobset.JobSet
-		g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(running), &js)).To(Succeed())
-		g.Expect(meta.IsStatusConditionTrue(js.Status.Conditions, string(jobset.JobSetFailed))).To(BeTrue(), "conditions %v", js.Status.Conditions)
-		g.Expect(js.Status.TerminalState).To(Equal(jobset.TerminalStateFailed))
-	}).WithTimeout(timeout).Should(Succeed())
 	// The JobSet upstream restarted in place goes on from its attempts,
 	// its two in-place restarts counted, its Pods' attempts read as the
 	// synced epoch: none reads as invalid.
@@ -248,6 +361,20 @@ var _ = It("moves JobSets from upstream's CRD to ours with nothing lost", func()
 			HaveField("CurrentInPlaceRestartAttempt", HaveValue(Equal(int32(2)))), HaveField("PreviousInPlaceRestartAttempt", HaveValue(Equal(int32(1)))),
 			HaveField("Restarts", int32(2)), HaveField("InPlaceRestarts", int32(2)), HaveField("RestartsCountTowardsMax", int32(2)),
 		))
+	}).WithTimeout(timeout).Should(Succeed())
+
+	By("step 5 of the procedure: inplacectl migrate, and the JobSets")
+	inplacectlMigrate(kubeconfig, ns, 0, migrateAfter)
+	kubectl(kubeconfig, root, ns, getJobSets)
+
+	// A failure now is inplace's to handle: the running JobSet has no
+	// failure policy, so its first failed Job fails it.
+	failJob(ns, running.Name+"-workers-0")
+	Eventually(func(g Gomega) {
+		var js jobset.JobSet
+		g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(running), &js)).To(Succeed())
+		g.Expect(meta.IsStatusConditionTrue(js.Status.Conditions, string(jobset.JobSetFailed))).To(BeTrue(), "conditions %v", js.Status.Conditions)
+		g.Expect(js.Status.TerminalState).To(Equal(jobset.TerminalStateFailed))
 	}).WithTimeout(timeout).Should(Succeed())
 	// A worker exits: inplace restarts the group in place, the third
 	// restart towards maxRestarts, the Pods of upstream's agents deprecated
@@ -670,17 +797,20 @@ func blocking(fs []migration.Finding) []string {
 	return out
 }
 
-// kubectl runs one of the procedure's commands with bin/kubectl on the
-// test's API server, from dir.
-func kubectl(kubeconfig, dir, command string) {
+// kubectl runs one of the procedure's commands as a shell would, with
+// bin/kubectl on the test's API server, from dir, with the JobSets'
+// namespace ns for the page's team-a, and checks that it prints what the
+// page shows.
+func kubectl(kubeconfig, dir, ns, command string) {
 	GinkgoHelper()
-	args := strings.Fields(command)
-	Expect(args[0]).To(Equal("kubectl"))
+	Expect(command).To(HavePrefix("kubectl "))
 	bin, err := cluster.BinDir()
 	Expect(err).NotTo(HaveOccurred())
-	cmd := exec.CommandContext(ctx, filepath.Join(bin, "kubectl"), append([]string{"--kubeconfig", kubeconfig}, args[1:]...)...)
+	cmd := exec.CommandContext(ctx, "sh", "-c", strings.ReplaceAll(command, "team-a", ns))
 	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig, "PATH="+bin+":"+os.Getenv("PATH"), "HOME="+GinkgoT().TempDir())
 	out, err := cmd.CombinedOutput()
 	Expect(err).NotTo(HaveOccurred(), "%s:\n%s", command, out)
-	GinkgoWriter.Printf("$ %s\n%s", command, out)
+	GinkgoWriter.Printf("$ %s\n%s\n", command, out)
+	expectPrints(command, string(out), ns, docOutputs[command])
 }
