@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -18,7 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
-	"github.com/inplace-dev/inplace/cmd/inplacectl/migration"
+	inplacectl "github.com/inplace-dev/inplace/cmd/inplacectl/app"
 	"github.com/inplace-dev/inplace/controller/decide"
 	"github.com/inplace-dev/inplace/test/cluster"
 	"github.com/inplace-dev/inplace/test/upstreamjobset"
@@ -26,22 +29,123 @@ import (
 	"github.com/inplace-dev/inplace/test/wrappers"
 )
 
-// The migration's commands, as docs/how-to/migrate-from-jobset.md shows
-// them for the install under upstream's names.
+// The migration's commands, as docs/how-to/migrate-from-jobset.md shows them
+// for the install under upstream's names.
 var migrationSteps = []string{
 	"kubectl -n jobset-system scale deployment jobset-controller-manager --replicas=0",
 	"kubectl -n jobset-system rollout status deployment jobset-controller-manager",
 	"kubectl delete mutatingwebhookconfiguration jobset-mutating-webhook-configuration",
 	"kubectl delete validatingwebhookconfiguration jobset-validating-webhook-configuration",
-	"kubectl apply --server-side --force-conflicts -f config/crd/bases/jobset.x-k8s.io_jobsets.yaml",
+	replaceCRD,
+	crdOwner,
 	"kubectl -n jobset-system delete deployment jobset-controller-manager",
 }
+
+const (
+	saveJobSets = "kubectl get jobsets -A -o yaml > jobsets-before.yaml"
+	replaceCRD  = "kubectl apply --server-side --force-conflicts -f config/crd/bases/jobset.x-k8s.io_jobsets.yaml"
+	crdOwner    = `kubectl get crd jobsets.jobset.x-k8s.io -o jsonpath='{.metadata.labels.inplace\.dev/crd-owner}'`
+	// getJobSets runs in the JobSets' namespace, team-a on the page.
+	getJobSets = "kubectl get jobsets -n team-a"
+	migrate    = "inplacectl migrate"
+)
 
 // What is left of upstream once inplace runs in its namespace (step 6).
 var removeUpstreamLeftovers = []string{
 	"kubectl -n jobset-system delete serviceaccount,service,secret,configmap,role,rolebinding -l app.kubernetes.io/name=jobset",
 	"kubectl -n jobset-system delete lease 6d4f6a47.jobset.x-k8s.io --ignore-not-found",
 	"kubectl delete clusterrole,clusterrolebinding -l app.kubernetes.io/name=jobset",
+}
+
+// docOutputs are lines docs/how-to/migrate-from-jobset.md shows a command
+// printing: shDoc checks that the command prints them, and migrates that
+// the page still shows them. Runs of blanks count as one blank: columns
+// are as wide as their widest cell.
+var docOutputs = map[string][]string{
+	migrationSteps[0]: {"deployment.apps/jobset-controller-manager scaled"},
+	migrationSteps[1]: {`deployment "jobset-controller-manager" successfully rolled out`},
+	migrationSteps[2]: {`mutatingwebhookconfiguration.admissionregistration.k8s.io "jobset-mutating-webhook-configuration" deleted`},
+	migrationSteps[3]: {`validatingwebhookconfiguration.admissionregistration.k8s.io "jobset-validating-webhook-configuration" deleted`},
+	replaceCRD:        {"customresourcedefinition.apiextensions.k8s.io/jobsets.jobset.x-k8s.io serverside-applied"},
+	crdOwner:          {"inplace"},
+	migrationSteps[6]: {`deployment.apps "jobset-controller-manager" deleted from jobset-system namespace`},
+	dropIn:            {"namespace/jobset-system serverside-applied", "deployment.apps/jobset-controller-manager serverside-applied"},
+	rollout:           {`deployment "jobset-controller-manager" successfully rolled out`},
+	getJobSets:        {"NAME        TERMINALSTATE   RESTARTS   EPOCH   COMPLETED   AGE"},
+	removeUpstreamLeftovers[0]: {
+		`serviceaccount "jobset-controller-manager" deleted from jobset-system namespace`,
+		`service "jobset-webhook-service" deleted from jobset-system namespace`,
+		`secret "jobset-webhook-server-cert" deleted from jobset-system namespace`,
+		`configmap "jobset-manager-config" deleted from jobset-system namespace`,
+		`role.rbac.authorization.k8s.io "jobset-leader-election-role" deleted from jobset-system namespace`,
+		`rolebinding.rbac.authorization.k8s.io "jobset-leader-election-rolebinding" deleted from jobset-system namespace`,
+	},
+	removeUpstreamLeftovers[1]: {`lease.coordination.k8s.io "6d4f6a47.jobset.x-k8s.io" deleted from jobset-system namespace`},
+	removeUpstreamLeftovers[2]: {
+		`clusterrole.rbac.authorization.k8s.io "jobset-manager-role" deleted`,
+		`clusterrolebinding.rbac.authorization.k8s.io "jobset-manager-rolebinding" deleted`,
+	},
+}
+
+// migrateBefore and migrateAfter are lines docs/how-to/migrate-from-jobset.md
+// shows inplacectl migrate printing before the migration, with upstream
+// running its five JobSets and inplace not installed, and at step 5, with
+// inplace installed under upstream's names; the JobSets are in team-a.
+var (
+	migrateBefore = []string{
+		"BLOCKS   1. upstream controller stopped  Deployment jobset-system/jobset-controller-manager has 1 replica(s), 1 running: scale it to 0 (kubectl -n jobset-system scale deployment jobset-controller-manager --replicas=0); the Jobs and Pods of its JobSets keep running",
+		"BLOCKS   1. upstream controller stopped  Lease jobset-system/6d4f6a47.jobset.x-k8s.io is held by jobset-controller-manager-",
+		"BLOCKS   2. upstream webhooks removed    mutatingwebhookconfiguration/jobset-mutating-webhook-configuration and validatingwebhookconfiguration/jobset-validating-webhook-configuration remain",
+		"BLOCKS   3. JobSet CRD is inplace's      the JobSet CRD jobsets.jobset.x-k8s.io is not inplace's",
+		"BLOCKS   4. inplace installed and ready  no Deployment inplace-system/inplace-manager: install inplace",
+		"BLOCKS   4. inplace installed and ready  no Deployment inplace-system/inplace-webhook: install inplace",
+		"done     5. JobSets                      5 JobSet(s), 4 not finished, keep their UID, spec and status through the CRD's replacement",
+		"warning  JobSet team-a/in-place          upstream restarted it in place",
+		"6 finding(s) block the migration from upstream JobSet",
+	}
+	migrateAfter = []string{
+		"done  1. upstream controller stopped  no replica of jobset-controller-manager or jobset-controller and no Lease 6d4f6a47.jobset.x-k8s.io or 6d4f6a47.x-k8s.io held in jobset-system",
+		"done  2. upstream webhooks removed    no jobset-mutating-webhook-configuration or jobset-validating-webhook-configuration",
+		"done  3. JobSet CRD is inplace's      jobsets.jobset.x-k8s.io serves every status field inplace writes",
+		"done  4. inplace installed and ready  Deployment jobset-system/jobset-controller-manager: 1 of 1 replica(s) available",
+		"done  5. JobSets                      5 JobSet(s), 4 not finished, keep their UID, spec and status through the CRD's replacement",
+		"Nothing blocks: inplace runs the JobSets, and upstream JobSet's controller, webhooks and CRD are gone.",
+	}
+)
+
+// blanks are runs of spaces and tabs.
+var blanks = regexp.MustCompile(`[ \t]+`)
+
+// squeeze makes each run of blanks one space.
+func squeeze(s string) string { return blanks.ReplaceAllString(s, " ") }
+
+// expectPrints checks that out, with the JobSets' namespace read as the
+// page's team-a, holds each line.
+func expectPrints(command, out string, lines []string) {
+	GinkgoHelper()
+	out = squeeze(strings.ReplaceAll(out, managedNamespace+"/", "team-a/"))
+	for _, line := range lines {
+		Expect(out).To(ContainSubstring(squeeze(line)), "%q prints what docs/how-to/migrate-from-jobset.md shows", command)
+	}
+}
+
+// shDoc runs a command of docs/how-to/migrate-from-jobset.md, in the
+// JobSets' namespace for the page's team-a, and checks that it prints
+// what the page shows.
+func shDoc(limit time.Duration, command string) {
+	GinkgoHelper()
+	expectPrints(command, sh(limit, strings.ReplaceAll(command, "team-a", managedNamespace)), docOutputs[command])
+}
+
+// inplacectlMigrate runs inplacectl migrate with its defaults, as the page
+// does, and checks its exit status and that it prints lines.
+func inplacectlMigrate(code int, lines []string) {
+	GinkgoHelper()
+	var out, errOut strings.Builder
+	got := inplacectl.Run(ctx, []string{"migrate", "--kubeconfig", fw.Cluster.Kubeconfig}, &out, &errOut)
+	GinkgoWriter.Printf("$ %s\n%s%s", migrate, out.String(), errOut.String())
+	Expect(got).To(Equal(code), "%s exits %d:\n%s%s", migrate, code, out.String(), errOut.String())
+	expectPrints(migrate, out.String(), lines)
 }
 
 // The JobSets upstream's controller manages before the migration, and
@@ -160,18 +264,36 @@ func installUpstream() {
 
 // migrates hands the five JobSets to inplace installed under upstream's
 // names, by the commands of docs/how-to/migrate-from-jobset.md, and checks
-// that nothing was recreated and that inplace runs them on.
+// that they print what the page shows, that nothing was recreated and that
+// inplace runs them on.
 func migrates() {
 	root, err := cluster.RepoRoot()
 	Expect(err).NotTo(HaveOccurred())
 	doc, err := os.ReadFile(filepath.Join(root, "docs", "how-to", "migrate-from-jobset.md"))
 	Expect(err).NotTo(HaveOccurred())
-	for _, line := range append(append([]string{dropIn, rollout}, migrationSteps...), removeUpstreamLeftovers...) {
-		Expect(string(doc)).To(ContainSubstring(line), "docs/how-to/migrate-from-jobset.md shows the command")
+	page := squeeze(string(doc))
+	for _, command := range slices.Concat([]string{saveJobSets, dropIn, rollout, getJobSets, migrate}, migrationSteps, removeUpstreamLeftovers) {
+		Expect(page).To(ContainSubstring(command), "docs/how-to/migrate-from-jobset.md shows the command")
+		lines := docOutputs[command]
+		if command == migrate {
+			lines = slices.Concat(migrateBefore, migrateAfter)
+		}
+		for _, line := range lines {
+			Expect(page).To(ContainSubstring(squeeze(line)), "docs/how-to/migrate-from-jobset.md shows what %q prints", command)
+		}
 	}
 
+	By("inplacectl migrate before the migration: what blocks, and what changes")
+	inplacectlMigrate(1, migrateBefore)
+	saved := GinkgoT().TempDir()
+	sh(time.Minute, "cd "+saved+" && "+saveJobSets)
+	copied, err := os.ReadFile(filepath.Join(saved, "jobsets-before.yaml"))
+	Expect(err).NotTo(HaveOccurred())
+	for _, js := range []*jobset.JobSet{running, restarted, completed, suspended, inPlaceJS} {
+		Expect(string(copied)).To(ContainSubstring("name: "+js.Name+"\n"), "the copy holds every JobSet")
+	}
 	for _, line := range migrationSteps {
-		sh(3*time.Minute, line)
+		shDoc(3*time.Minute, line)
 	}
 	// Upstream's CRD names its webhook for conversions; ours converts
 	// nothing (one version), and that webhook is gone.
@@ -179,14 +301,11 @@ func migrates() {
 	Expect(k8sClient.Get(ctx, client.ObjectKey{Name: "jobsets.jobset.x-k8s.io"}, &crd)).To(Succeed())
 	Expect(crd.Spec.Conversion).To(Or(BeNil(), HaveField("Strategy", apiextensionsv1.NoneConverter)), "the CRD still calls upstream's conversion webhook")
 	installDropIn()
-	By("inplacectl migrate, with its defaults: nothing blocks")
-	in, err := migration.Gather(ctx, k8sClient, migration.Options{})
-	Expect(err).NotTo(HaveOccurred())
-	for _, f := range migration.Check(in) {
-		Expect(f.Severity).NotTo(Equal(migration.Blocking), "%s: %s", f.Step, f.Message)
-	}
+	By("step 5: inplacectl migrate, with its defaults: nothing blocks")
+	inplacectlMigrate(0, migrateAfter)
+	shDoc(time.Minute, getJobSets)
 	for _, line := range removeUpstreamLeftovers {
-		sh(time.Minute, line)
+		shDoc(time.Minute, line)
 	}
 	By("inplace's service account holds none of upstream's rights")
 	for _, attrs := range []authorizationv1.ResourceAttributes{
