@@ -536,6 +536,7 @@ var _ = Describe("installing inplace", Ordered, func() {
 		expectRunsPushed(map[string]string{"app.kubernetes.io/name": "inplace"}, manager, digests[manager])
 		Expect(sh("kubectl -n inplace-system exec deploy/inplace-manager -- /inplace-manager --version")).To(ContainSubstring(releaseVersion), "the binary says its release")
 		runsAJobSetInPlace("release", false, agent)
+		drillsTheRunbook(dist)
 		sh(strings.Replace(deleteRelease, "dist/", manifests+"/", 1))
 		expectUninstalled()
 	})
