@@ -18,9 +18,12 @@ KUSTOMIZE_VERSION ?= v5.7.1
 KUSTOMIZE := $(BIN)/kustomize-$(KUSTOMIZE_VERSION)
 HELM_VERSION ?= v3.19.0
 HELM := $(BIN)/helm-$(HELM_VERSION)
+# krew: the install suite installs the release's kubectl plugin with it.
+KREW_VERSION ?= v0.4.3
+KREW := $(BIN)/krew-$(KREW_VERSION)
 GOLANGCI_LINT_VERSION ?= v2.15.0
 GOLANGCI_LINT := $(BIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
-export KUSTOMIZE HELM
+export KUSTOMIZE HELM KREW
 
 GO_TEST_FLAGS ?= -race -count=1
 # Per test binary, and a suite on real nodes first waits for the host's
@@ -156,7 +159,7 @@ UPSTREAM_PKGS = ./test/e2e/upstream/...
 # The benchmark lab's smoke test compares in place with Recreate in wall
 # time: it runs after the others, alone on the two cores, so that another
 # package's cluster does not decide the comparison.
-test: cluster-binaries node-deps $(KUSTOMIZE) $(HELM) ## Run every test: unit, integration and end to end (real nodes included), with -race.
+test: cluster-binaries node-deps $(KUSTOMIZE) $(HELM) $(KREW) ## Run every test: unit, integration and end to end (real nodes included), with -race.
 	go test $(GO_TEST_FLAGS) -timeout $(GO_TEST_TIMEOUT) $$(go list ./... | grep -v '/perf/')
 	go test $(GO_TEST_FLAGS) -timeout $(GO_TEST_TIMEOUT) ./perf/...
 
@@ -173,7 +176,7 @@ test-e2e: cluster-binaries ## Run the end-to-end suites on a local cluster (simu
 	go test $(GO_TEST_FLAGS) -timeout $(GO_TEST_TIMEOUT) $(E2E_PKGS)
 
 .PHONY: test-realnode
-test-realnode: cluster-binaries node-deps $(KUSTOMIZE) $(HELM) ## Run the end-to-end suites on real kubelets and containerd, the install suite included (needs root).
+test-realnode: cluster-binaries node-deps $(KUSTOMIZE) $(HELM) $(KREW) ## Run the end-to-end suites on real kubelets and containerd, the install suite included (needs root).
 	go test $(GO_TEST_FLAGS) -timeout $(GO_TEST_TIMEOUT) $(REALNODE_PKGS)
 
 .PHONY: test-upstream
@@ -258,11 +261,16 @@ $(HELM):
 	GOBIN=$(BIN) go install helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
 	mv $(BIN)/helm $@
 
+$(KREW):
+	GOBIN=$(BIN) go install sigs.k8s.io/krew/cmd/krew@$(KREW_VERSION)
+	mv $(BIN)/krew $@
+
 $(GOLANGCI_LINT):
 	GOBIN=$(BIN) go install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
 	mv $(BIN)/golangci-lint $@
 
-.PHONY: kustomize helm golangci-lint
+.PHONY: kustomize helm krew golangci-lint
 kustomize: $(KUSTOMIZE) ## Install kustomize into ./bin.
 helm: $(HELM) ## Install helm into ./bin.
+krew: $(KREW) ## Install krew into ./bin.
 golangci-lint: $(GOLANGCI_LINT) ## Install golangci-lint into ./bin.

@@ -53,6 +53,7 @@ const (
 	applyRelease      = "kubectl apply --server-side -f dist/install.yaml"
 	pushRelease       = "make push"
 	deleteRelease     = "kubectl delete -f dist/install.yaml"
+	krewInstall       = "kubectl krew install --manifest=dist/inplace.krew.yaml"
 	mutatingWebhook   = "inplace-mutating-webhook"
 	validatingWebhook = "inplace-validating-webhook"
 )
@@ -73,6 +74,8 @@ var docOutputs = map[string][]string{
 	helmUninstall:    {`release "inplace" uninstalled`},
 	applyCRDs:        {"customresourcedefinition.apiextensions.k8s.io/jobsets.jobset.x-k8s.io serverside-applied"},
 	checkVersion:     {"inplace-manager v"},
+	testPolicies[2]:  {"0 passed, 0 failed"},
+	getPolicies:      {"NAME           ACTION   READY   VIOLATIONS   AGE"},
 }
 
 // shDoc runs a command of docs/how-to/install.md, with flags appended,
@@ -135,6 +138,15 @@ func shWithin(limit time.Duration, line string) string {
 		helm = found[0]
 	}
 	Expect(os.Symlink(helm, filepath.Join(tools, "helm"))).To(Succeed())
+	// The Makefile's krew ($KREW), else the one in bin/: kubectl runs it
+	// as the plugin kubectl-krew.
+	krew := os.Getenv("KREW")
+	if krew == "" {
+		found, _ := filepath.Glob(filepath.Join(root, "bin", "krew-*"))
+		Expect(found).To(HaveLen(1), "want one krew in bin/: run 'make krew'")
+		krew = found[0]
+	}
+	Expect(os.Symlink(krew, filepath.Join(tools, "kubectl-krew"))).To(Succeed())
 	Expect(os.Symlink(filepath.Join(bin, "kubectl"), filepath.Join(tools, "kubectl"))).To(Succeed())
 
 	cmdCtx, cancel := context.WithTimeout(ctx, limit)
@@ -461,7 +473,7 @@ var _ = Describe("installing inplace", Ordered, func() {
 		}
 		upgrade, err := os.ReadFile(filepath.Join(root, "docs", "how-to", "upgrade.md"))
 		Expect(err).NotTo(HaveOccurred())
-		for _, c := range []string{applyCRDs, applyRelease, rolloutStatus, rolloutWebhook, checkVersion, "## Rolling back"} {
+		for _, c := range append([]string{applyCRDs, applyRelease, rolloutStatus, rolloutWebhook, checkVersion, crdEvents, getPolicies, "## Rolling back"}, testPolicies...) {
 			Expect(string(upgrade)).To(ContainSubstring(c), "docs/how-to/upgrade.md says what the upgrade spec runs")
 			for _, line := range docOutputs[c] {
 				Expect(string(upgrade)).To(ContainSubstring(line), "docs/how-to/upgrade.md shows what %q prints", c)
@@ -473,7 +485,8 @@ var _ = Describe("installing inplace", Ordered, func() {
 		release, err := os.ReadFile(filepath.Join(root, "docs", "how-to", "release.md"))
 		Expect(err).NotTo(HaveOccurred())
 		// The docs name the tree's version; the spec below builds its own.
-		for _, c := range []string{"make release VERSION=" + images.Version, applyRelease, deleteRelease, rolloutStatus, rolloutWebhook, "sha256sum -c SHA256SUMS", pushRelease + " REGISTRY=", "MANIFESTS="} {
+		for _, c := range []string{"make release VERSION=" + images.Version, applyRelease, deleteRelease, rolloutStatus, rolloutWebhook, "sha256sum -c SHA256SUMS", pushRelease + " REGISTRY=", "MANIFESTS=",
+			releaseCommand(helmPushRelease, images.Version), releaseCommand(helmInstallRelease, images.Version), releaseCommand(ctrImportManager, images.Version), releaseCommand(ctrImportAgent, images.Version), krewInstall} {
 			Expect(string(release)).To(ContainSubstring(c))
 		}
 	})
@@ -511,6 +524,11 @@ var _ = Describe("installing inplace", Ordered, func() {
 		plugin := GinkgoT().TempDir()
 		sh(fmt.Sprintf("tar -xzf %s -C %s", filepath.Join(dist, fmt.Sprintf("kubectl-inplace_%s_linux_%s.tar.gz", releaseVersion, runtime.GOARCH)), plugin))
 		Expect(sh(fmt.Sprintf("PATH=%s:$PATH kubectl inplace version", plugin))).To(ContainSubstring(releaseVersion))
+		// With krew, from the release's manifest, offline.
+		krewRoot := GinkgoT().TempDir()
+		archive := fmt.Sprintf("--archive=dist/kubectl-inplace_%s_linux_%s.tar.gz", releaseVersion, runtime.GOARCH)
+		Expect(sh("KREW_ROOT=" + krewRoot + " " + inRelease(krewInstall+" "+archive, current))).To(ContainSubstring("Installed plugin: inplace"))
+		Expect(sh(fmt.Sprintf("PATH=%s/bin:$PATH kubectl inplace version", krewRoot))).To(ContainSubstring(releaseVersion), "kubectl runs the plugin krew installed")
 		sh("helm lint " + filepath.Join(dist, "inplace-"+strings.TrimPrefix(releaseVersion, "v")+".tgz"))
 
 		// The images reach the node as a cluster's do: pushed to a registry,
@@ -543,6 +561,10 @@ var _ = Describe("installing inplace", Ordered, func() {
 
 	It("upgraded from the previous release while InPlaceRestart JobSets run, and rolled back: nothing restarts or is recreated, and a failure after each restarts in place", func() {
 		upgradesAndRollsBack(current)
+	})
+
+	It("from a release with Helm: its chart pushed to the cluster's registry and installed from the archive, the images pulled from the registry; then the images imported into a node's containerd", func() {
+		installsTheReleaseWithHelm(current)
 	})
 
 	It("with Helm, without cert-manager", func() {
