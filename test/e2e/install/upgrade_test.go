@@ -37,7 +37,16 @@ var previousRelease = struct{ version, commit string }{
 const (
 	applyCRDs    = "kubectl apply --server-side --force-conflicts -f dist/jobset-crd.yaml"
 	checkVersion = "kubectl -n inplace-system exec deploy/inplace-manager -- /inplace-manager --version"
+	crdEvents    = "kubectl get events -n default --field-selector involvedObject.name=jobsets.jobset.x-k8s.io"
+	getPolicies  = "kubectl get jobsetpolicies"
 )
+
+// testPolicies is upgrade.md's step 2, line by line, for the policy NAME.
+var testPolicies = []string{
+	"mkdir -p policies",
+	"kubectl get jobsetpolicy NAME -o jsonpath='{.spec.rego}' > policies/NAME.rego",
+	"inplacectl policy test policies",
+}
 
 // releaseFiles are where a release was written (make release's
 // RELEASE_DIR) and where make push wrote its install manifests, pointed at
@@ -75,7 +84,7 @@ func makePush(registry string, f releaseFiles) string {
 // pointed at the registry.
 func inRelease(command string, f releaseFiles) string {
 	command = strings.Replace(command, "dist/install.yaml", filepath.Join(f.manifests, "install.yaml"), 1)
-	return strings.Replace(command, "dist/", f.dist+"/", 1)
+	return strings.ReplaceAll(command, "dist/", f.dist+"/")
 }
 
 // buildPrevious builds the previous release as its maintainers did: a
@@ -192,12 +201,20 @@ func upgradesAndRollsBack(current releaseFiles) {
 		expectAgent(js, previousAgent)
 	}
 	restartsInPlace(containerScope, 2)
+	sh("kubectl apply -f examples/policies/max-restarts-policy.yaml")
 
 	By("upgrading to " + releaseVersion + " while they run")
+	root, err := cluster.RepoRoot()
+	Expect(err).NotTo(HaveOccurred())
+	out, exit := runbookRun(GinkgoT().TempDir(), runbookTools(root), strings.ReplaceAll(strings.Join(testPolicies, "\n"), "NAME", "max-restarts"))
+	Expect(exit).To(BeZero(), "the tree's inplacectl compiles the installed policy:\n%s", out)
+	Expect(out).To(ContainSubstring(docOutputs[testPolicies[2]][0]))
 	before := map[string]map[string]string{"container": runState(containerScope), "process": runState(processScope)}
 	Expect(sh(inRelease(applyCRDs, current))).To(ContainSubstring(docOutputs[applyCRDs][0]))
 	sh(inRelease(applyRelease, current))
 	expectRelease(releaseVersion, currentManager)
+	Expect(sh(crdEvents)).To(ContainSubstring("No resources found"), "no Event on the CRD says the new manager holds back")
+	Eventually(func() string { return sh(getPolicies) }).WithTimeout(timeout).Should(MatchRegexp(`max-restarts\s+Deny\s+True`), "the new manager compiled the policy")
 	Expect(runState(containerScope)).To(Equal(before["container"]), "the upgrade restarted or recreated nothing")
 	Expect(runState(processScope)).To(Equal(before["process"]), "the upgrade restarted or recreated nothing")
 	// The new controller restarts the Pods its predecessor started, with
