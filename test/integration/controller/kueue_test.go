@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,9 +12,14 @@ import (
 	. "github.com/onsi/gomega"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/yaml"
 
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
@@ -28,6 +34,7 @@ import (
 const (
 	kueueCRD            = `kubectl get crd jobsets.jobset.x-k8s.io -o jsonpath='{.metadata.labels.inplace\.dev/crd-owner}'`
 	kueueNamespace      = "kubectl config set-context --current --namespace=team-a"
+	kueueQueuesApply    = "kubectl apply -f queues.yaml"
 	kueueServiceAccount = "kubectl create serviceaccount train"
 	kueueApply          = "kubectl apply -f train.yaml"
 	kueueCounts         = "kubectl get jobset train -o custom-columns=SUSPENDED:.spec.suspend,RESTARTS:.status.restarts,EPOCH:.status.syncedEpoch"
@@ -35,11 +42,17 @@ const (
 	kueuePods           = `kubectl get pods -l jobset.sigs.k8s.io/jobset-name=train -o jsonpath='{range .items[*]}{.metadata.labels.batch\.kubernetes\.io/job-name} {.spec.nodeSelector}{"\n"}{end}'`
 )
 
+// kueueVersion is the Kueue release docs/how-to/kueue.md is checked
+// against: its CRDs hold the queues of step 3.
+const kueueVersion = "v0.17.0"
+
 // docCheck is a command of docs/how-to/kueue.md and the lines the page
-// shows it printing at one point of the JobSet's life.
+// shows it printing at one point of the JobSet's life; with only, the
+// command prints those lines and nothing else.
 type docCheck struct {
 	command string
 	prints  []string
+	only    bool
 }
 
 // What the commands print: before the JobSet is queued, once it is queued,
@@ -47,28 +60,38 @@ type docCheck struct {
 // and once it is admitted again after a preemption that ended an in-place
 // restart.
 var (
+	kueueInstalled = []docCheck{
+		{command: kueueCRD, prints: []string{"inplace"}},
+	}
+	kueueQueues = []docCheck{
+		{command: kueueQueuesApply, only: true, prints: []string{
+			"resourceflavor.kueue.x-k8s.io/on-demand created",
+			"resourceflavor.kueue.x-k8s.io/spot created",
+			"clusterqueue.kueue.x-k8s.io/cluster-queue created",
+			"localqueue.kueue.x-k8s.io/user-queue created",
+		}},
+	}
 	kueueSetup = []docCheck{
-		{kueueCRD, []string{"inplace"}},
-		{kueueServiceAccount, []string{"serviceaccount/train created"}},
+		{command: kueueServiceAccount, prints: []string{"serviceaccount/train created"}},
 	}
 	kueueQueued = []docCheck{
-		{kueueApply, []string{"jobset.jobset.x-k8s.io/train created"}},
+		{command: kueueApply, prints: []string{"jobset.jobset.x-k8s.io/train created"}},
 	}
 	kueuePreempted = []docCheck{
-		{kueueCounts, []string{"SUSPENDED   RESTARTS   EPOCH", "true        0          1"}},
-		{kueueConditions, []string{"Suspended=True SuspendedJobs"}},
+		{command: kueueCounts, prints: []string{"SUSPENDED   RESTARTS   EPOCH", "true        0          1"}},
+		{command: kueueConditions, prints: []string{"Suspended=True SuspendedJobs"}},
 	}
 	kueueReadmitted = []docCheck{
-		{kueueCounts, []string{"SUSPENDED   RESTARTS   EPOCH", "false       0          2"}},
-		{kueueConditions, []string{"Suspended=False ResumeJobs"}},
-		{kueuePods, []string{
+		{command: kueueCounts, prints: []string{"SUSPENDED   RESTARTS   EPOCH", "false       0          2"}},
+		{command: kueueConditions, prints: []string{"Suspended=False ResumeJobs"}},
+		{command: kueuePods, prints: []string{
 			`train-workers-0 {"instance-type":"spot"}`,
 			`train-workers-1 {"instance-type":"spot"}`,
 		}},
 	}
 	kueueRestartPreempted = []docCheck{
-		{kueueCounts, []string{"SUSPENDED   RESTARTS   EPOCH", "false       1          3"}},
-		{kueueConditions, []string{"Suspended=False ResumeJobs", "RestartingJobSet=False InPlaceRestartSuspended"}},
+		{command: kueueCounts, prints: []string{"SUSPENDED   RESTARTS   EPOCH", "false       1          3"}},
+		{command: kueueConditions, prints: []string{"Suspended=False ResumeJobs", "RestartingJobSet=False InPlaceRestartSuspended"}},
 	}
 )
 
@@ -82,9 +105,9 @@ func kueuePage() string {
 	return string(page)
 }
 
-// pageJobSet is the JobSet docs/how-to/kueue.md has the reader write: the
-// YAML code block of the page that holds "kind: JobSet", in namespace ns.
-func pageJobSet(ns string) *jobset.JobSet {
+// pageYAML is the one YAML code block of docs/how-to/kueue.md that holds
+// the line want, without the indentation of its list item.
+func pageYAML(want string) string {
 	GinkgoHelper()
 	var found []string
 	var block []string
@@ -96,18 +119,88 @@ func pageJobSet(ns string) *jobset.JobSet {
 			in, indent, block = true, line[:strings.Index(line, "`")], nil
 		case in && trimmed == "```":
 			in = false
-			if y := strings.Join(block, ""); strings.Contains(y, "\nkind: JobSet\n") {
+			if y := strings.Join(block, ""); strings.Contains("\n"+y, "\n"+want+"\n") {
 				found = append(found, y)
 			}
 		case in:
 			block = append(block, strings.TrimPrefix(line, indent))
 		}
 	}
-	Expect(found).To(HaveLen(1), "docs/how-to/kueue.md shows one JobSet")
+	Expect(found).To(HaveLen(1), "docs/how-to/kueue.md shows one YAML block with %q", want)
+	return found[0]
+}
+
+// pageJobSet is the JobSet docs/how-to/kueue.md has the reader write
+// (train.yaml), in namespace ns.
+func pageJobSet(ns string) *jobset.JobSet {
+	GinkgoHelper()
 	var js jobset.JobSet
-	Expect(yaml.UnmarshalStrict([]byte(found[0]), &js)).To(Succeed())
+	Expect(yaml.UnmarshalStrict([]byte(pageYAML("kind: JobSet")), &js)).To(Succeed())
 	js.Namespace = ns
 	return &js
+}
+
+// pageQueues is the queues.yaml of docs/how-to/kueue.md, as the page shows
+// it, with ns for its namespace team-a.
+func pageQueues(ns string) string {
+	GinkgoHelper()
+	queues := pageYAML("kind: LocalQueue")
+	Expect(queues).To(ContainSubstring("  namespace: team-a\n"))
+	return strings.ReplaceAll(queues, "  namespace: team-a\n", "  namespace: "+ns+"\n")
+}
+
+// kueueModule is the directory of Kueue's Go module at kueueVersion, as
+// the Go module proxy serves it: where go mod download puts it, run
+// outside this module, whose go.mod and go.sum stay as they are.
+func kueueModule() string {
+	GinkgoHelper()
+	cmd := exec.CommandContext(ctx, "go", "mod", "download", "-json", "sigs.k8s.io/kueue@"+kueueVersion)
+	cmd.Dir = GinkgoT().TempDir()
+	out, err := cmd.Output()
+	var module struct{ Dir, Error string }
+	Expect(json.Unmarshal(out, &module)).To(Succeed(), "go mod download -json printed:\n%s", out)
+	Expect(module.Error).To(BeEmpty(), "go mod download sigs.k8s.io/kueue@%s", kueueVersion)
+	Expect(err).NotTo(HaveOccurred(), "go mod download sigs.k8s.io/kueue@%s", kueueVersion)
+	Expect(module.Dir).To(BeADirectory())
+	return module.Dir
+}
+
+// installKueueCRDs installs the CRDs of Kueue's release kueueVersion, as
+// its Go module holds them, and removes them, and every queue with them,
+// when the spec ends: they are cluster-scoped, and no other spec may see
+// them.
+func installKueueCRDs() {
+	GinkgoHelper()
+	crds, err := envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{
+		Paths:              []string{filepath.Join(kueueModule(), "config", "components", "crd", "bases")},
+		ErrorIfPathMissing: true,
+	})
+	Expect(err).NotTo(HaveOccurred(), "installing Kueue %s's CRDs", kueueVersion)
+	Expect(crds).To(ContainElements(
+		HaveField("Name", "resourceflavors.kueue.x-k8s.io"),
+		HaveField("Name", "clusterqueues.kueue.x-k8s.io"),
+		HaveField("Name", "localqueues.kueue.x-k8s.io"),
+	))
+	DeferCleanup(func(ctx SpecContext) {
+		for _, crd := range crds {
+			Expect(client.IgnoreNotFound(k8sClient.Delete(ctx, crd))).To(Succeed())
+		}
+		for _, crd := range crds {
+			Eventually(func(g Gomega) {
+				err := k8sClient.Get(ctx, client.ObjectKeyFromObject(crd), &apiextensionsv1.CustomResourceDefinition{})
+				g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "CRD %s is still there (%v)", crd.Name, err)
+			}).WithContext(ctx).WithTimeout(timeout).Should(Succeed())
+		}
+	})
+}
+
+// kueueObject reads a Kueue object of kind, version v1beta2.
+func kueueObject(kind, ns, name string) *unstructured.Unstructured {
+	GinkgoHelper()
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(schema.GroupVersionKind{Group: "kueue.x-k8s.io", Version: "v1beta2", Kind: kind})
+	Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, u)).To(Succeed(), "%s %s", kind, name)
+	return u
 }
 
 // kueueDoc runs the checks in dir, in the namespace that kubeconfig's
@@ -116,6 +209,9 @@ func kueueDoc(kubeconfig, dir string, checks []docCheck) {
 	GinkgoHelper()
 	for _, c := range checks {
 		out := sh(kubeconfig, dir, c.command)
+		if c.only {
+			Expect(strings.Split(strings.TrimSuffix(out, "\n"), "\n")).To(Equal(c.prints), "%q prints what docs/how-to/kueue.md shows, and nothing else", c.command)
+		}
 		for _, line := range c.prints {
 			Expect(out).To(ContainSubstring(line), "%q prints what docs/how-to/kueue.md shows", c.command)
 		}
@@ -141,7 +237,8 @@ func sh(kubeconfig, dir, line string) string {
 var _ = It("docs/how-to/kueue.md shows the commands the Kueue spec runs, and what they print", func() {
 	page := kueuePage()
 	Expect(page).To(ContainSubstring(kueueNamespace))
-	for _, checks := range [][]docCheck{kueueSetup, kueueQueued, kueuePreempted, kueueReadmitted, kueueRestartPreempted} {
+	Expect(strings.Join(strings.Fields(page), " ")).To(ContainSubstring("checked against Kueue "+kueueVersion+"."), "docs/how-to/kueue.md names the Kueue release it is checked against")
+	for _, checks := range [][]docCheck{kueueInstalled, kueueQueues, kueueSetup, kueueQueued, kueuePreempted, kueueReadmitted, kueueRestartPreempted} {
 		for _, c := range checks {
 			Expect(page).To(ContainSubstring(c.command), "docs/how-to/kueue.md shows the command")
 			for _, line := range c.prints {
@@ -158,7 +255,8 @@ var _ = It("docs/how-to/kueue.md shows the commands the Kueue spec runs, and wha
 // templates and unsuspends, in one update; preemption suspends and
 // restores the templates, in one update; the workload is later admitted
 // again, elsewhere. The JobSet, its queue and its flavors are those of
-// docs/how-to/kueue.md.
+// docs/how-to/kueue.md; the first spec creates the queues and flavors on
+// Kueue's own CRDs, with no controller of Kueue's behind them.
 var _ = Describe("a JobSet queued by Kueue", func() {
 	const queueLabel = "kueue.x-k8s.io/queue-name"
 	var ns *corev1.Namespace
@@ -278,9 +376,29 @@ var _ = Describe("a JobSet queued by Kueue", func() {
 		By("the page's JobSet, created by the page's commands in its namespace")
 		kubeconfig, dir := framework.WriteKubeconfig(cfg), GinkgoT().TempDir()
 		Expect(sh(kubeconfig, dir, strings.Replace(kueueNamespace, "team-a", ns.Name, 1))).To(ContainSubstring("modified"))
-		kueueDoc(kubeconfig, dir, kueueSetup)
+		kueueDoc(kubeconfig, dir, kueueInstalled)
 		js := pageJobSet(ns.Name)
 		Expect(js.Labels).To(HaveKeyWithValue(queueLabel, "user-queue"))
+
+		By("the page's queues, created by the page's command, on Kueue's CRDs")
+		installKueueCRDs()
+		Expect(os.WriteFile(filepath.Join(dir, "queues.yaml"), []byte(pageQueues(ns.Name)), 0o600)).To(Succeed())
+		kueueDoc(kubeconfig, dir, kueueQueues)
+		// The JobSet's label names the LocalQueue of its namespace, and the
+		// flavors this spec admits to are the page's ResourceFlavors.
+		Expect(kueueObject("LocalQueue", ns.Name, js.Labels[queueLabel]).Object).To(HaveKeyWithValue("spec", HaveKeyWithValue("clusterQueue", "cluster-queue")))
+		for name, f := range map[string]flavor{"on-demand": flavorA, "spot": flavorB} {
+			spec, err := json.Marshal(kueueObject("ResourceFlavor", "", name).Object["spec"])
+			Expect(err).NotTo(HaveOccurred())
+			var rf struct {
+				NodeLabels  map[string]string   `json:"nodeLabels"`
+				Tolerations []corev1.Toleration `json:"tolerations"`
+			}
+			Expect(json.Unmarshal(spec, &rf)).To(Succeed())
+			Expect(rf.NodeLabels).To(Equal(f.nodeSelector), "ResourceFlavor %s", name)
+			Expect(rf.Tolerations).To(Equal(f.tolerations), "ResourceFlavor %s", name)
+		}
+		kueueDoc(kubeconfig, dir, kueueSetup)
 		// What Kueue's webhook does to it: suspended until admitted. A
 		// budget of one restart: the preemption after it must not fail
 		// the JobSet.
