@@ -43,7 +43,8 @@ const (
 )
 
 // kueueVersion is the Kueue release docs/how-to/kueue.md is checked
-// against: its CRDs hold the queues of step 3.
+// against: its CRDs hold the queues of step 3, and its default
+// configuration the integration of step 2.
 const kueueVersion = "v0.17.0"
 
 // docCheck is a command of docs/how-to/kueue.md and the lines the page
@@ -233,6 +234,20 @@ func sh(kubeconfig, dir, line string) string {
 	Expect(err).NotTo(HaveOccurred(), "%s:\n%s", line, out)
 	return string(out)
 }
+
+var _ = It("Kueue's default configuration enables the JobSet integration docs/how-to/kueue.md shows", func() {
+	var page, defaults struct {
+		Integrations struct {
+			Frameworks []string `json:"frameworks"`
+		} `json:"integrations"`
+	}
+	Expect(yaml.Unmarshal([]byte(pageYAML("integrations:")), &page)).To(Succeed())
+	Expect(page.Integrations.Frameworks).To(Equal([]string{"jobset.x-k8s.io/jobset"}))
+	config, err := os.ReadFile(filepath.Join(kueueModule(), "config", "components", "manager", "controller_manager_config.yaml"))
+	Expect(err).NotTo(HaveOccurred())
+	Expect(yaml.Unmarshal(config, &defaults)).To(Succeed())
+	Expect(defaults.Integrations.Frameworks).To(ContainElements(page.Integrations.Frameworks), "Kueue %s's default configuration", kueueVersion)
+})
 
 var _ = It("docs/how-to/kueue.md shows the commands the Kueue spec runs, and what they print", func() {
 	page := kueuePage()
