@@ -1,9 +1,11 @@
 package migration
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha1" //nolint:gosec // upstream's job-key label, not a security boundary
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -26,10 +28,18 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -41,6 +51,7 @@ import (
 	"github.com/inplace-dev/inplace/controller/coexist"
 	"github.com/inplace-dev/inplace/test/cluster"
 	"github.com/inplace-dev/inplace/test/framework"
+	"github.com/inplace-dev/inplace/test/upstreamjobset"
 	"github.com/inplace-dev/inplace/test/wrappers"
 )
 
@@ -62,13 +73,19 @@ var (
 	// getJobSets runs in the namespace of the JobSets (team-a on the page).
 	getJobSets = "kubectl get jobsets -n team-a"
 	migrate    = "inplacectl migrate"
+	// What is left of upstream once inplace runs in its own namespace
+	// (step 6).
+	deleteUpstreamNamespace   = "kubectl delete namespace jobset-system"
+	listUpstreamClusterRBAC   = "kubectl get clusterroles,clusterrolebindings -o name | grep jobset-"
+	deleteUpstreamClusterRBAC = "kubectl delete clusterrole,clusterrolebinding -l app.kubernetes.io/name=jobset"
 )
 
 // docOutputs are lines docs/how-to/migrate-from-jobset.md shows a command
 // printing: the test checks that the command prints them (kubectl), and
 // that the page still shows them. Runs of blanks count as one blank: the
 // columns are as wide as their widest cell. getJobSets's lines are
-// compared without their last column, the age.
+// compared without their last column, the age. The commands of
+// onlyOutputs print those lines and nothing else.
 var docOutputs = map[string][]string{
 	stopUpstream:              {"deployment.apps/jobset-controller-manager scaled"},
 	deleteUpstreamWebhooks[0]: {`mutatingwebhookconfiguration.admissionregistration.k8s.io "jobset-mutating-webhook-configuration" deleted`},
@@ -84,6 +101,30 @@ var docOutputs = map[string][]string{
 		"running                     0                              9s",
 		"suspended                   0                              8s",
 	},
+	deleteUpstreamNamespace: {`namespace "jobset-system" deleted`},
+	// What upstream's kustomize manifests install (v0.12.0's release).
+	listUpstreamClusterRBAC: {
+		"clusterrole.rbac.authorization.k8s.io/jobset-manager-role",
+		"clusterrole.rbac.authorization.k8s.io/jobset-metrics-reader",
+		"clusterrole.rbac.authorization.k8s.io/jobset-proxy-role",
+		"clusterrolebinding.rbac.authorization.k8s.io/jobset-manager-rolebinding",
+		"clusterrolebinding.rbac.authorization.k8s.io/jobset-metrics-reader-rolebinding",
+		"clusterrolebinding.rbac.authorization.k8s.io/jobset-proxy-rolebinding",
+	},
+	deleteUpstreamClusterRBAC: {
+		`clusterrole.rbac.authorization.k8s.io "jobset-manager-role" deleted`,
+		`clusterrole.rbac.authorization.k8s.io "jobset-metrics-reader" deleted`,
+		`clusterrole.rbac.authorization.k8s.io "jobset-proxy-role" deleted`,
+		`clusterrolebinding.rbac.authorization.k8s.io "jobset-manager-rolebinding" deleted`,
+		`clusterrolebinding.rbac.authorization.k8s.io "jobset-metrics-reader-rolebinding" deleted`,
+		`clusterrolebinding.rbac.authorization.k8s.io "jobset-proxy-rolebinding" deleted`,
+	},
+}
+
+var onlyOutputs = map[string]bool{
+	deleteUpstreamNamespace:   true,
+	listUpstreamClusterRBAC:   true,
+	deleteUpstreamClusterRBAC: true,
 }
 
 // migrateBefore and migrateAfter are lines docs/how-to/migrate-from-jobset.md
@@ -126,10 +167,14 @@ func withoutAge(line string) string {
 	return strings.Join(fields[:max(len(fields)-1, 0)], " ")
 }
 
-// expectPrints checks that out, with ns read as team-a, holds each line.
+// expectPrints checks that out, with ns read as team-a, holds each line,
+// and only those of a command of onlyOutputs.
 func expectPrints(command, out, ns string, lines []string) {
 	GinkgoHelper()
 	out = strings.ReplaceAll(out, ns+"/", "team-a/")
+	if onlyOutputs[command] {
+		Expect(strings.Split(strings.TrimSuffix(out, "\n"), "\n")).To(Equal(lines), "%q prints what docs/how-to/migrate-from-jobset.md shows, and nothing else", command)
+	}
 	for _, line := range lines {
 		if command == getJobSets {
 			var got []string
@@ -158,7 +203,7 @@ var _ = It("shows the commands the migration test runs, and what they print", fu
 	doc, err := os.ReadFile(filepath.Join(root, "docs", "how-to", "migrate-from-jobset.md"))
 	Expect(err).NotTo(HaveOccurred())
 	page := squeeze(string(doc))
-	for _, cmd := range append([]string{saveJobSets, stopUpstream, replaceCRD, replaceCRDFromRelease, crdOwner, getJobSets, migrate}, deleteUpstreamWebhooks...) {
+	for _, cmd := range append([]string{saveJobSets, stopUpstream, replaceCRD, replaceCRDFromRelease, crdOwner, getJobSets, migrate, deleteUpstreamNamespace, listUpstreamClusterRBAC, deleteUpstreamClusterRBAC}, deleteUpstreamWebhooks...) {
 		Expect(page).To(ContainSubstring(cmd), "docs/how-to/migrate-from-jobset.md no longer shows a command the migration test runs")
 		lines := docOutputs[cmd]
 		if cmd == migrate {
@@ -238,10 +283,11 @@ var _ = It("moves JobSets from upstream's CRD to ours with nothing lost", func()
 	createJobs(inPlace, "0", nil, runningStatus)
 	createPods(inPlace, "2")
 
-	By("upstream's controller running: its Deployment, its webhooks, its Lease renewed")
+	By("upstream's controller running: its Deployment, its webhooks, its Lease renewed, the rest of its install")
 	upstream := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: coexist.UpstreamNamespace, Name: "jobset-controller-manager"}}
 	createDeployment(upstream, 1)
 	createUpstreamWebhooks()
+	createUpstreamInstall()
 	releaseLease := holdUpstreamLease()
 	DeferCleanup(releaseLease)
 	// With failurePolicy Fail and no webhook Service, every JobSet write is
@@ -413,6 +459,22 @@ var _ = It("moves JobSets from upstream's CRD to ours with nothing lost", func()
 
 	By("inplacectl migrate: nothing blocks")
 	Expect(blocking(check())).To(BeEmpty())
+
+	By("step 6 with inplace in its own namespace: upstream's namespace and cluster-scoped RBAC deleted")
+	kubectlWhile(kubeconfig, root, ns, deleteUpstreamNamespace, func() { finalizeNamespace(coexist.UpstreamNamespace) })
+	Expect(k8sClient.Get(ctx, client.ObjectKey{Name: coexist.UpstreamNamespace}, &corev1.Namespace{})).To(Satisfy(apierrors.IsNotFound))
+	kubectl(kubeconfig, root, ns, listUpstreamClusterRBAC)
+	kubectl(kubeconfig, root, ns, deleteUpstreamClusterRBAC)
+	var roles rbacv1.ClusterRoleList
+	Expect(k8sClient.List(ctx, &roles)).To(Succeed())
+	Expect(roles.Items).NotTo(ContainElement(HaveField("Name", ContainSubstring("jobset-"))), "upstream's ClusterRoles are gone")
+	var bindings rbacv1.ClusterRoleBindingList
+	Expect(k8sClient.List(ctx, &bindings)).To(Succeed())
+	Expect(bindings.Items).NotTo(ContainElement(HaveField("Name", ContainSubstring("jobset-"))), "upstream's ClusterRoleBindings are gone")
+	// Nothing of upstream is left, and inplace runs on without it. Step 5's
+	// lines but the JobSets', which the spec changed since.
+	inplacectlMigrate(kubeconfig, ns, 0, slices.Concat(migrateAfter[:5], migrateAfter[6:]))
+	Consistently(probe).WithTimeout(2 * time.Second).Should(HavePrefix("200"))
 })
 
 // probeServed is what the upstream gate's probe finds the API server drops
@@ -803,14 +865,98 @@ func blocking(fs []migration.Finding) []string {
 // page shows.
 func kubectl(kubeconfig, dir, ns, command string) {
 	GinkgoHelper()
+	kubectlWhile(kubeconfig, dir, ns, command, nil)
+}
+
+// kubectlWhile is kubectl, with play, if not nil, run while the command
+// runs: what a controller that does not run here does for the command to
+// end.
+func kubectlWhile(kubeconfig, dir, ns, command string, play func()) {
+	GinkgoHelper()
 	Expect(command).To(HavePrefix("kubectl "))
 	bin, err := cluster.BinDir()
 	Expect(err).NotTo(HaveOccurred())
-	cmd := exec.CommandContext(ctx, "sh", "-c", strings.ReplaceAll(command, "team-a", ns))
+	cmdCtx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel() // ends the command if play fails
+	cmd := exec.CommandContext(cmdCtx, "sh", "-c", strings.ReplaceAll(command, "team-a", ns))
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig, "PATH="+bin+":"+os.Getenv("PATH"), "HOME="+GinkgoT().TempDir())
-	out, err := cmd.CombinedOutput()
-	Expect(err).NotTo(HaveOccurred(), "%s:\n%s", command, out)
-	GinkgoWriter.Printf("$ %s\n%s\n", command, out)
-	expectPrints(command, string(out), ns, docOutputs[command])
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	Expect(cmd.Start()).To(Succeed(), command)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	if play != nil {
+		play()
+	}
+	err = <-done
+	Expect(err).NotTo(HaveOccurred(), "%s:\n%s", command, out.String())
+	GinkgoWriter.Printf("$ %s\n%s\n", command, out.String())
+	expectPrints(command, out.String(), ns, docOutputs[command])
+}
+
+// finalizeNamespace plays the namespace controller (none runs here) on a
+// namespace being deleted: it deletes every object of the namespace, of
+// every kind the API server serves, and then the namespace's finalizer,
+// upon which the API server removes the namespace.
+func finalizeNamespace(name string) {
+	GinkgoHelper()
+	var namespace corev1.Namespace
+	Eventually(func(g Gomega) {
+		g.Expect(k8sClient.Get(ctx, client.ObjectKey{Name: name}, &namespace)).To(Succeed())
+		g.Expect(namespace.DeletionTimestamp).NotTo(BeNil())
+	}).WithTimeout(timeout).Should(Succeed(), "namespace %s being deleted", name)
+	resources, err := discovery.NewDiscoveryClientForConfigOrDie(cfg).ServerPreferredNamespacedResources()
+	Expect(err).NotTo(HaveOccurred())
+	objects := dynamic.NewForConfigOrDie(cfg)
+	for _, list := range resources {
+		gv, err := schema.ParseGroupVersion(list.GroupVersion)
+		Expect(err).NotTo(HaveOccurred())
+		for _, r := range list.APIResources {
+			if strings.Contains(r.Name, "/") || !slices.Contains(r.Verbs, "list") || !slices.Contains(r.Verbs, "delete") {
+				continue
+			}
+			in := objects.Resource(gv.WithResource(r.Name)).Namespace(name)
+			items, err := in.List(ctx, metav1.ListOptions{})
+			Expect(err).NotTo(HaveOccurred(), "%s in %s", r.Name, name)
+			for _, item := range items.Items {
+				Expect(client.IgnoreNotFound(in.Delete(ctx, item.GetName(), metav1.DeleteOptions{}))).To(Succeed(), "%s %s/%s", r.Name, name, item.GetName())
+			}
+		}
+	}
+	namespace.Spec.Finalizers = nil
+	_, err = kubernetes.NewForConfigOrDie(cfg).CoreV1().Namespaces().Finalize(ctx, &namespace, metav1.UpdateOptions{})
+	Expect(err).NotTo(HaveOccurred(), "finalizing namespace %s", name)
+}
+
+// createUpstreamInstall creates what upstream's release manifests
+// install besides its CRD, its namespace, its Deployment and its webhook
+// configurations, which the spec has made: its ServiceAccount, Roles,
+// ClusterRoles and their bindings, its ConfigMap, Secret and Services.
+// They are upstream's own, rendered from the module hack/upstream-jobset
+// pins (upstreamjobset.Manifests).
+func createUpstreamInstall() {
+	GinkgoHelper()
+	path, err := upstreamjobset.Manifests(ctx, root, GinkgoT().TempDir())
+	Expect(err).NotTo(HaveOccurred(), "upstream's release manifests")
+	manifests, err := os.Open(path)
+	Expect(err).NotTo(HaveOccurred())
+	defer manifests.Close()
+	made := []string{"CustomResourceDefinition", "Namespace", "Deployment", "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"}
+	decoder := utilyaml.NewYAMLOrJSONDecoder(manifests, 4096)
+	var kinds []string
+	for {
+		var u unstructured.Unstructured
+		err := decoder.Decode(&u.Object)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		Expect(err).NotTo(HaveOccurred(), "upstream's release manifests")
+		if len(u.Object) == 0 || slices.Contains(made, u.GetKind()) {
+			continue
+		}
+		Expect(k8sClient.Create(ctx, &u)).To(Succeed(), "%s %s", u.GetKind(), u.GetName())
+		kinds = append(kinds, u.GetKind())
+	}
+	Expect(kinds).To(ContainElements("ServiceAccount", "Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding", "ConfigMap", "Secret", "Service"))
 }
