@@ -40,6 +40,10 @@ func TestPageParses(t *testing.T) {
 	if len(steps) < 2 || !strings.HasPrefix(blocks[0].step, "1. ") {
 		t.Errorf("steps %v: want the page's numbered steps, from 1", slices.Sorted(maps.Keys(steps)))
 	}
+	// The numbers change with the page's steps, and only with them.
+	if len(blocks) != 17 || len(steps) != 8 {
+		t.Errorf("%d command blocks in %d steps, want 17 in 8", len(blocks), len(steps))
+	}
 }
 
 func TestParsePage(t *testing.T) {
@@ -55,6 +59,16 @@ func TestParsePage(t *testing.T) {
 				{step: "1. One", line: 11, command: "a\nb\n", output: []string{"out"}, outputLine: 18},
 				{step: "2. Two", line: 28, command: "c\n", output: []string{"x", "", "y"}, outputLine: 32},
 			},
+		},
+		"a subsection is part of its step, a title ends the steps, and a heading in a block is none": {
+			doc: "## 1. One\n\n### Detail\n\n```sh\na\n```\n\n```text\n## 2. Not a step\n```\n\n# Appendix\n\n```sh\nnot run\n```\n",
+			want: []block{
+				{step: "1. One", line: 5, command: "a\n", output: []string{"## 2. Not a step"}, outputLine: 9},
+			},
+		},
+		"a code block that does not end": {
+			doc:     "## 1. One\n\n```sh\na\n```\n\n```text\nout\n",
+			wantErr: "line 7: a code block that does not end",
 		},
 		"a command without its output": {
 			doc:     "## 1. One\n\n```sh\na\n```\n\n```sh\nb\n```\n\n```text\nout\n```\n",
