@@ -15,46 +15,9 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+
+	"github.com/inplace-dev/inplace/test/docpage"
 )
-
-// fence is a fenced code block of a page.
-type fence struct {
-	// info is its info string: sh for commands, yaml, rego, ..., or
-	// empty for what a command prints.
-	info string
-	// text is its content, without the indentation of the list item it is
-	// in.
-	text string
-	// line is the line of its opening fence, from 1.
-	line int
-	// prose is the page's text between the previous fence and this one.
-	prose string
-}
-
-// fences returns the fenced code blocks of a page, in order.
-func fences(page string) []fence {
-	var out []fence
-	var prose []string
-	lines := strings.Split(page, "\n")
-	for i := 0; i < len(lines); i++ {
-		trimmed := strings.TrimLeft(lines[i], " ")
-		if !strings.HasPrefix(trimmed, "```") {
-			prose = append(prose, lines[i])
-			continue
-		}
-		indent := len(lines[i]) - len(trimmed)
-		f := fence{info: strings.TrimSpace(strings.TrimPrefix(trimmed, "```")), line: i + 1, prose: strings.Join(prose, "\n")}
-		var text []string
-		for i++; i < len(lines) && strings.TrimSpace(lines[i]) != "```"; i++ {
-			l := lines[i]
-			text = append(text, l[min(indent, len(l)-len(strings.TrimLeft(l, " "))):])
-		}
-		f.text = strings.Join(text, "\n") + "\n"
-		out = append(out, f)
-		prose = nil
-	}
-	return out
-}
 
 // step is one thing a reader does on a page, in the page's order: write a
 // file, or run a command.
@@ -83,27 +46,32 @@ var (
 // steps reads the steps of a page: every sh block is a command, and the
 // block right after it, with no info string, is what it prints; every
 // block led in by a file's path is that file. Other blocks are left
-// alone. A command without its output is an error: the page must show it.
+// alone. A command without its output is an error: the page must show
+// it. So is a block that does not end.
 func steps(page string) ([]step, error) {
-	fs := fences(page)
+	p, err := docpage.Read(page)
+	if err != nil {
+		return nil, err
+	}
+	fs := p.Blocks
 	var out []step
 	for i := 0; i < len(fs); i++ {
 		f := fs[i]
-		if f.info == "sh" {
-			if i+1 == len(fs) || fs[i+1].info != "" {
-				return nil, fmt.Errorf("line %d: the command is not followed by the output it prints", f.line)
+		if f.Info == "sh" {
+			if i+1 == len(fs) || fs[i+1].Info != "" {
+				return nil, fmt.Errorf("line %d: the command is not followed by the output it prints", f.Line)
 			}
-			s := step{line: f.line, command: f.text, output: fs[i+1].text}
-			if m := exitsWith.FindStringSubmatch(fs[i+1].prose); m != nil {
+			s := step{line: f.Line, command: f.Text, output: fs[i+1].Text}
+			if m := exitsWith.FindStringSubmatch(fs[i+1].Prose); m != nil {
 				s.exit, _ = strconv.Atoi(m[1])
 			}
 			out = append(out, s)
 			i++
 			continue
 		}
-		prose := strings.TrimRight(f.prose, " \n")
+		prose := strings.TrimRight(f.Prose, " \n")
 		if m := fileLeadIn.FindStringSubmatch(prose[strings.LastIndex(prose, "\n")+1:]); m != nil {
-			out = append(out, step{line: f.line, file: m[1], text: f.text})
+			out = append(out, step{line: f.Line, file: m[1], text: f.Text})
 		}
 	}
 	return out, nil

@@ -59,6 +59,10 @@ func TestSteps(t *testing.T) {
 			page:    "```sh\nls\n```\n\n```yaml\nkind: X\n```\n",
 			wantErr: "line 1: the command is not followed by the output it prints",
 		},
+		"a block that does not end": {
+			page:    "```sh\nls\n```\n\n```\nfile\n",
+			wantErr: "line 5: a code block that does not end",
+		},
 	} {
 		t.Run(name, func(t *testing.T) {
 			got, err := steps(tc.page)
