@@ -3,10 +3,13 @@ package tutorial
 import (
 	"fmt"
 	"maps"
+	"math"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/inplace-dev/inplace/test/docpage"
 )
 
 // page is the tutorial the suite runs, from the repository's root.
@@ -22,82 +25,65 @@ type block struct {
 	outputLine int // the line of the output block's opening fence; 0: none
 }
 
-var (
-	// stepHeading opens a numbered step: "## 5. Run the JobSet".
-	stepHeading = regexp.MustCompile(`^## (\d+)\. \S`)
-	// sectionHeading opens any other section, which ends the steps'.
-	sectionHeading = regexp.MustCompile(`^#{1,2} `)
-	// fenceLine opens or closes a fenced code block, indented or not.
-	fenceLine = regexp.MustCompile("^(\\s*)(```+)\\s*([A-Za-z]*)\\s*$")
-)
+// stepNumber is the number of a numbered step's heading: "## 5. Run the
+// JobSet" is step 5.
+var stepNumber = regexp.MustCompile(`^(\d+)\. \S`)
+
+// isStep reports whether a heading opens a numbered step, and its number.
+func isStep(h docpage.Heading) (string, bool) {
+	m := stepNumber.FindStringSubmatch(h.Text)
+	if h.Level != 2 || m == nil {
+		return "", false
+	}
+	return m[1], true
+}
 
 // parsePage returns the command blocks of the page's numbered steps, in
 // order, each with the output block that follows it. The steps are
 // numbered from 1 without a gap, and every command block is followed by
 // its output in the same step: a page that shows a command without what
-// it prints, or an output without its command, is an error.
+// it prints, or an output without its command, is an error. A step ends
+// at the next heading of level 1 or 2.
 func parsePage(doc string) ([]block, error) {
-	var (
-		blocks  []block
-		step    string
-		steps   int
-		inFence bool
-		indent  string
-		marker  string
-		lang    string
-		body    []string
-		start   int
-	)
-	closeFence := func() error {
-		if step == "" {
-			return nil
+	p, readErr := docpage.Read(doc)
+	// A wrong number ends the steps: the blocks below it are not read.
+	var numbering error
+	end, steps := math.MaxInt, 0
+	for _, h := range p.Headings {
+		if n, ok := isStep(h); ok {
+			steps++
+			if n != strconv.Itoa(steps) {
+				numbering, end = fmt.Errorf("line %d: step %s, want step %d", h.Line, n, steps), h.Line
+				break
+			}
 		}
-		switch lang {
+	}
+	var blocks []block
+	for _, f := range p.Blocks {
+		if f.Line > end {
+			break
+		}
+		h := p.Section(f.Line, 2)
+		if _, ok := isStep(h); !ok {
+			continue
+		}
+		switch f.Info {
 		case "sh":
-			blocks = append(blocks, block{step: step, line: start, command: strings.Join(body, "\n") + "\n"})
+			blocks = append(blocks, block{step: h.Text, line: f.Line, command: f.Text})
 		case "text", "console":
-			if len(blocks) == 0 || blocks[len(blocks)-1].step != step || blocks[len(blocks)-1].outputLine != 0 {
-				return fmt.Errorf("line %d: an output block after no command block of its step", start)
+			if len(blocks) == 0 || blocks[len(blocks)-1].step != h.Text || blocks[len(blocks)-1].outputLine != 0 {
+				return nil, fmt.Errorf("line %d: an output block after no command block of its step", f.Line)
 			}
 			b := &blocks[len(blocks)-1]
-			b.output, b.outputLine = slices.Clone(body), start
-		}
-		return nil
-	}
-	for i, line := range strings.Split(doc, "\n") {
-		n := i + 1
-		m := fenceLine.FindStringSubmatch(line)
-		if inFence {
-			if m != nil && m[3] == "" && len(m[2]) >= len(marker) {
-				inFence = false
-				if err := closeFence(); err != nil {
-					return nil, err
-				}
-				continue
-			}
-			body = append(body, strings.TrimPrefix(line, indent))
-			continue
-		}
-		if m != nil {
-			inFence, indent, marker, lang, body, start = true, m[1], m[2], m[3], nil, n
-			continue
-		}
-		if h := stepHeading.FindStringSubmatch(line); h != nil {
-			steps++
-			if h[1] != strconv.Itoa(steps) {
-				return nil, fmt.Errorf("line %d: step %s, want step %d", n, h[1], steps)
-			}
-			step = strings.TrimPrefix(line, "## ")
-			continue
-		}
-		if sectionHeading.MatchString(line) {
-			step = ""
+			b.output, b.outputLine = strings.Split(strings.TrimSuffix(f.Text, "\n"), "\n"), f.Line
 		}
 	}
-	if inFence {
-		return nil, fmt.Errorf("line %d: a code block that does not end", start)
-	}
-	if len(blocks) == 0 {
+	switch {
+	case numbering != nil:
+		return nil, numbering
+	case readErr != nil:
+		return nil, readErr
+	case len(blocks) == 0:
 		return nil, fmt.Errorf("no ```sh block under a numbered step (## 1. ...)")
 	}
 	for _, b := range blocks {
