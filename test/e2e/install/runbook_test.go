@@ -20,6 +20,7 @@ import (
 
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
 	"github.com/inplace-dev/inplace/test/cluster"
+	"github.com/inplace-dev/inplace/test/docpage"
 	"github.com/inplace-dev/inplace/test/util"
 )
 
@@ -32,31 +33,19 @@ type runbookBlock struct {
 }
 
 // runbookBlocks reads the ```sh blocks of a Markdown page, indented or
-// not, in order.
-func runbookBlocks(page string) []runbookBlock {
-	var (
-		blocks  []runbookBlock
-		section string
-		in      bool
-		indent  string
-		lines   []string
-	)
-	for line := range strings.Lines(page) {
-		line = strings.TrimRight(line, "\n")
-		trimmed := strings.TrimLeft(line, " ")
-		switch {
-		case !in && strings.HasPrefix(line, "## "):
-			section = strings.TrimPrefix(line, "## ")
-		case !in && trimmed == "```sh":
-			in, indent, lines = true, line[:len(line)-len(trimmed)], nil
-		case in && trimmed == "```":
-			blocks = append(blocks, runbookBlock{section: section, script: strings.Join(lines, "\n")})
-			in = false
-		case in:
-			lines = append(lines, strings.TrimPrefix(line, indent))
+// not, in order, each under its section: the "## " heading it is under.
+func runbookBlocks(page string) ([]runbookBlock, error) {
+	p, err := docpage.Read(page)
+	if err != nil {
+		return nil, err
+	}
+	var blocks []runbookBlock
+	for _, b := range p.Blocks {
+		if b.Info == "sh" {
+			blocks = append(blocks, runbookBlock{section: p.Section(b.Line, 2).Text, script: strings.TrimSuffix(b.Text, "\n")})
 		}
 	}
-	return blocks
+	return blocks, nil
 }
 
 // runbookOutcome is what one block does on the install the drill runs it
@@ -175,7 +164,8 @@ func drillsTheRunbook(dist string) {
 	Expect(err).NotTo(HaveOccurred())
 	page, err := os.ReadFile(filepath.Join(root, "docs", "how-to", "operate.md"))
 	Expect(err).NotTo(HaveOccurred())
-	blocks := runbookBlocks(string(page))
+	blocks, err := runbookBlocks(string(page))
+	Expect(err).NotTo(HaveOccurred(), "docs/how-to/operate.md")
 	Expect(len(blocks)).To(BeNumerically(">", 40), "operate.md's command blocks")
 
 	// The commands run in a directory of their own, with the files they
