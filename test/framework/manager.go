@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"time"
@@ -97,7 +98,12 @@ func (f *Framework) StartManager(cfg *rest.Config) {
 		cancel()
 		for range roles {
 			var err error
-			gomega.Eventually(done).WithTimeout(30 * time.Second).Should(gomega.Receive(&err))
+			gomega.Eventually(done).WithTimeout(45 * time.Second).Should(gomega.Receive(&err))
+			if err != nil {
+				// A runnable that outlived the grace period is still
+				// running: its stack says which call does not end.
+				_ = pprof.Lookup("goroutine").WriteTo(ginkgo.GinkgoWriter, 1)
+			}
 			gomega.Expect(err).NotTo(gomega.HaveOccurred())
 		}
 	}
