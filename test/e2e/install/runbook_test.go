@@ -2,6 +2,7 @@ package install
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -74,7 +75,7 @@ var runbookOutcomes = map[string]runbookOutcome{
 	"kubectl get --raw \"/api/v1/namespaces/inplace-system/pods/POD:8081/proxy/readyz?verbose\"":        {prints: "healthz check passed"},
 	"kubectl -n inplace-system get endpointslices \\":                                                   {prints: " ready=true"},
 	"kubectl -n inplace-system rollout status deploy/inplace-webhook":                                   {prints: "created (server dry run)"},
-	"kubectl -n inplace-system logs POD --previous":                                                     {},
+	"kubectl -n inplace-system logs POD --previous":                                                     {prints: `"msg":"starting inplace-manager"`},
 	"kubectl -n inplace-system get configmap inplace-manager-config -o yaml | grep selfSignedCerts":     {exit: 1, why: "an install with cert-manager sets no selfSignedCerts"},
 	"kubectl -n inplace-system get certificate inplace-ca inplace-serving-cert":                         {prints: "inplace-serving-cert"},
 	"kubectl -n inplace-system describe certificate inplace-serving-cert":                               {prints: "inplace-selfsigned-issuer"},
@@ -85,12 +86,12 @@ var runbookOutcomes = map[string]runbookOutcome{
 	"kubectl get pods -n NAMESPACE -l jobset.sigs.k8s.io/jobset-name=NAME -o wide":                      {prints: "Running"},
 	"kubectl logs -n NAMESPACE POD -c inplace-agent":                                                    {prints: "epoch"},
 	"kubectl describe jobset NAME -n NAMESPACE":                                                         {prints: "InPlaceRestart"},
-	"kubectl get jobset NAME -n NAMESPACE \\":                                                           {prints: "T"},
+	"kubectl get jobset NAME -n NAMESPACE \\":                                                           {prints: "Z\n"},
 	"kubectl delete jobs -n NAMESPACE -l jobset.sigs.k8s.io/jobset-name=NAME":                           {prints: "deleted"},
 	"kubectl describe pod -n NAMESPACE POD":                                                             {prints: "inplace-agent"},
 	"kubectl -n inplace-system rollout restart deploy/inplace-manager deploy/inplace-webhook":           {prints: `deployment "inplace-webhook" successfully rolled out`},
 	"kubectl get jobsetpolicies":                                                                        {prints: "Ready=True"},
-	"kubectl get events -n default --field-selector involvedObject.name=POLICY":                         {},
+	"kubectl get events -n default --field-selector involvedObject.name=POLICY":                         {prints: "No resources found"},
 	"kubectl patch jobsetpolicy POLICY --type merge -p '{\"spec\":{\"enforcementAction\":\"DryRun\"}}'": {prints: "patched"},
 	"kubectl get jobsetpolicy POLICY -o yaml > POLICY.yaml":                                             {prints: "deleted"},
 	"kubectl auth can-i patch namespaces":                                                               {prints: "yes"},
@@ -213,7 +214,7 @@ func drillsTheRunbook(dist string) {
 			"GROUP", "oncall",
 		).Replace(script)
 		out, exit := runbookRun(dir, tools, script)
-		Expect(exit).To(Equal(want.exit), "operate.md (%s):\n%s\nprinted:\n%s", b.section, script, out)
+		Expect(exit).To(Equal(want.exit), "operate.md (%s):\n%s\nprinted:\n%s\n(expected because: %s)", b.section, script, out, cmp.Or(want.why, "it works on a healthy install"))
 		Expect(out).To(ContainSubstring(want.prints), "operate.md (%s):\n%s", b.section, script)
 		if !strings.Contains(want.prints, "Error from server") {
 			// A grep that finds nothing must have had something to read.
