@@ -58,8 +58,9 @@ const (
 	validatingWebhook = "inplace-validating-webhook"
 )
 
-// docOutputs are lines docs/how-to/install.md shows a command printing:
-// the specs check that the command prints them (shDoc), and the docs spec
+// docOutputs are lines the docs show a command printing, on
+// docs/how-to/install.md or, for the upgrade's commands, upgrade.md: the
+// specs check that the command prints them (shDoc), and the docs spec
 // that the page still shows them.
 var docOutputs = map[string][]string{
 	applyDefault:     {"namespace/inplace-system serverside-applied", "validatingwebhookconfiguration.admissionregistration.k8s.io/inplace-validating-webhook serverside-applied"},
@@ -74,7 +75,7 @@ var docOutputs = map[string][]string{
 	helmUninstall:    {`release "inplace" uninstalled`},
 	applyCRDs:        {"customresourcedefinition.apiextensions.k8s.io/jobsets.jobset.x-k8s.io serverside-applied"},
 	checkVersion:     {"inplace-manager v"},
-	testPolicies[2]:  {"0 passed, 0 failed"},
+	describePolicy:   {"Rego:               compiles"},
 	getPolicies:      {"NAME           ACTION   READY   VIOLATIONS   AGE"},
 }
 
@@ -125,28 +126,21 @@ func shInDir(dir, line string) string {
 // shWithin is sh with a time limit of its own.
 func shWithin(limit time.Duration, line string) string {
 	GinkgoHelper()
+	out, err := runLine(limit, line)
+	Expect(err).NotTo(HaveOccurred(), "%s:\n%s", line, out)
+	return out
+}
+
+// runLine runs a command line as sh does, and returns what it printed and
+// its error.
+func runLine(limit time.Duration, line string) (string, error) {
+	GinkgoHelper()
 	root, err := cluster.RepoRoot()
 	Expect(err).NotTo(HaveOccurred())
 	tools := GinkgoT().TempDir()
 	bin, err := cluster.BinDir()
 	Expect(err).NotTo(HaveOccurred())
-	// The Makefile's helm ($HELM), else the one in bin/.
-	helm := os.Getenv("HELM")
-	if helm == "" {
-		found, _ := filepath.Glob(filepath.Join(root, "bin", "helm-*"))
-		Expect(found).To(HaveLen(1), "want one helm in bin/: run 'make helm'")
-		helm = found[0]
-	}
-	Expect(os.Symlink(helm, filepath.Join(tools, "helm"))).To(Succeed())
-	// The Makefile's krew ($KREW), else the one in bin/: kubectl runs it
-	// as the plugin kubectl-krew.
-	krew := os.Getenv("KREW")
-	if krew == "" {
-		found, _ := filepath.Glob(filepath.Join(root, "bin", "krew-*"))
-		Expect(found).To(HaveLen(1), "want one krew in bin/: run 'make krew'")
-		krew = found[0]
-	}
-	Expect(os.Symlink(krew, filepath.Join(tools, "kubectl-krew"))).To(Succeed())
+	Expect(os.Symlink(toolBinary(root, "HELM", "helm"), filepath.Join(tools, "helm"))).To(Succeed())
 	Expect(os.Symlink(filepath.Join(bin, "kubectl"), filepath.Join(tools, "kubectl"))).To(Succeed())
 
 	cmdCtx, cancel := context.WithTimeout(ctx, limit)
@@ -161,8 +155,20 @@ func shWithin(limit time.Duration, line string) string {
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err = cmd.Run()
 	GinkgoWriter.Printf("$ %s\n%s", line, out.String())
-	Expect(err).NotTo(HaveOccurred(), "%s:\n%s", line, out.String())
-	return out.String()
+	return out.String(), err
+}
+
+// toolBinary is a tool the Makefile builds into bin/ with its version in
+// its name: the one make names in env (make test exports it), else the
+// one in bin/.
+func toolBinary(root, env, name string) string {
+	GinkgoHelper()
+	if path := os.Getenv(env); path != "" {
+		return path
+	}
+	found, _ := filepath.Glob(filepath.Join(root, "bin", name+"-*"))
+	Expect(found).To(HaveLen(1), "want one %s in bin/: remove the others, or run 'make %[1]s'", name)
+	return found[0]
 }
 
 // expectWebhooksPointAtTheService checks that both webhook configurations
@@ -473,7 +479,7 @@ var _ = Describe("installing inplace", Ordered, func() {
 		}
 		upgrade, err := os.ReadFile(filepath.Join(root, "docs", "how-to", "upgrade.md"))
 		Expect(err).NotTo(HaveOccurred())
-		for _, c := range append([]string{applyCRDs, applyRelease, rolloutStatus, rolloutWebhook, checkVersion, crdEvents, getPolicies, "## Rolling back"}, testPolicies...) {
+		for _, c := range []string{applyCRDs, applyRelease, rolloutStatus, rolloutWebhook, checkVersion, crdEvents, getPolicies, savePolicy, describePolicy, "## Rolling back"} {
 			Expect(string(upgrade)).To(ContainSubstring(c), "docs/how-to/upgrade.md says what the upgrade spec runs")
 			for _, line := range docOutputs[c] {
 				Expect(string(upgrade)).To(ContainSubstring(line), "docs/how-to/upgrade.md shows what %q prints", c)
@@ -524,10 +530,14 @@ var _ = Describe("installing inplace", Ordered, func() {
 		plugin := GinkgoT().TempDir()
 		sh(fmt.Sprintf("tar -xzf %s -C %s", filepath.Join(dist, fmt.Sprintf("kubectl-inplace_%s_linux_%s.tar.gz", releaseVersion, runtime.GOARCH)), plugin))
 		Expect(sh(fmt.Sprintf("PATH=%s:$PATH kubectl inplace version", plugin))).To(ContainSubstring(releaseVersion))
-		// With krew, from the release's manifest, offline.
-		krewRoot := GinkgoT().TempDir()
+		// With krew, from the release's manifest, offline; kubectl runs
+		// krew as its plugin kubectl-krew.
+		root, err := cluster.RepoRoot()
+		Expect(err).NotTo(HaveOccurred())
+		krewRoot, krewTools := GinkgoT().TempDir(), GinkgoT().TempDir()
+		Expect(os.Symlink(toolBinary(root, "KREW", "krew"), filepath.Join(krewTools, "kubectl-krew"))).To(Succeed())
 		archive := fmt.Sprintf("--archive=dist/kubectl-inplace_%s_linux_%s.tar.gz", releaseVersion, runtime.GOARCH)
-		Expect(sh("KREW_ROOT=" + krewRoot + " " + inRelease(krewInstall+" "+archive, current))).To(ContainSubstring("Installed plugin: inplace"))
+		Expect(sh(fmt.Sprintf("KREW_ROOT=%s PATH=%s:$PATH %s", krewRoot, krewTools, inRelease(krewInstall+" "+archive, current)))).To(ContainSubstring("Installed plugin: inplace"))
 		Expect(sh(fmt.Sprintf("PATH=%s/bin:$PATH kubectl inplace version", krewRoot))).To(ContainSubstring(releaseVersion), "kubectl runs the plugin krew installed")
 		sh("helm lint " + filepath.Join(dist, "inplace-"+strings.TrimPrefix(releaseVersion, "v")+".tgz"))
 

@@ -16,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
@@ -35,18 +36,13 @@ var previousRelease = struct{ version, commit string }{
 // The commands of docs/how-to/upgrade.md beyond install.md's, run as
 // written with dist/ standing for the release's files.
 const (
-	applyCRDs    = "kubectl apply --server-side --force-conflicts -f dist/jobset-crd.yaml"
-	checkVersion = "kubectl -n inplace-system exec deploy/inplace-manager -- /inplace-manager --version"
-	crdEvents    = "kubectl get events -n default --field-selector involvedObject.name=jobsets.jobset.x-k8s.io"
-	getPolicies  = "kubectl get jobsetpolicies"
+	applyCRDs      = "kubectl apply --server-side --force-conflicts -f dist/jobset-crd.yaml"
+	checkVersion   = "kubectl -n inplace-system exec deploy/inplace-manager -- /inplace-manager --version"
+	crdEvents      = "kubectl get events -n default --field-selector involvedObject.name=jobsets.jobset.x-k8s.io"
+	getPolicies    = "kubectl get jobsetpolicies"
+	savePolicy     = "kubectl get jobsetpolicy NAME -o yaml > NAME.yaml"
+	describePolicy = "inplacectl policy describe -f NAME.yaml"
 )
-
-// testPolicies is upgrade.md's step 2, line by line, for the policy NAME.
-var testPolicies = []string{
-	"mkdir -p policies",
-	"kubectl get jobsetpolicy NAME -o jsonpath='{.spec.rego}' > policies/NAME.rego",
-	"inplacectl policy test policies",
-}
 
 // releaseFiles are where a release was written (make release's
 // RELEASE_DIR) and where make push wrote its install manifests, pointed at
@@ -116,7 +112,13 @@ func expectRelease(version, managerImage string) {
 	GinkgoHelper()
 	shDoc(rolloutStatus, " --timeout=3m")
 	shDoc(rolloutWebhook, " --timeout=3m")
-	Expect(shDoc(checkVersion, "")).To(ContainSubstring(version+" (commit "), "the manager says its release")
+	// kubectl exec picks one of the Deployment's Pods: one of the last
+	// release may still be terminating.
+	Eventually(func(g Gomega) {
+		out, err := runLine(timeout, checkVersion)
+		g.Expect(err).NotTo(HaveOccurred(), out)
+		g.Expect(out).To(ContainSubstring(docOutputs[checkVersion][0] + strings.TrimPrefix(version, "v") + " (commit "))
+	}).WithTimeout(timeout).Should(Succeed(), "the manager says its release, %s", version)
 	Eventually(func(g Gomega) {
 		var lease coordinationv1.Lease
 		g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: namespace, Name: "inplace-manager"}, &lease)).To(Succeed())
@@ -152,6 +154,34 @@ func runState(js *jobset.JobSet) map[string]string {
 	return state
 }
 
+// expectPolicyEnforced checks that the webhooks enforce the example
+// policy max-restarts: a JobSet asking for more restarts than it allows,
+// in a namespace it matches, is refused, by the webhook replicas of the
+// release just rolled out.
+func expectPolicyEnforced(ns string) {
+	GinkgoHelper()
+	js := util.WorkerJobSet("too-many-restarts", ns, 2, nil)
+	js.Spec.FailurePolicy.MaxRestarts = 30
+	Eventually(func() error {
+		return k8sClient.Create(ctx, js.DeepCopy(), client.DryRunAll)
+	}).WithTimeout(timeout).Should(MatchError(ContainSubstring("above this cluster's limit of 20")), "the webhooks deny what max-restarts denies")
+}
+
+// expectNoCRDEventsSince checks, as upgrade.md's step 4 does with
+// kubectl, that no Event on the JobSet CRD since start says the manager
+// holds back.
+func expectNoCRDEventsSince(start time.Time) {
+	GinkgoHelper()
+	Expect(sh(crdEvents)).NotTo(ContainSubstring("Error"))
+	var events corev1.EventList
+	Expect(k8sClient.List(ctx, &events, client.InNamespace("default"))).To(Succeed())
+	for _, e := range events.Items {
+		if e.InvolvedObject.Name == "jobsets.jobset.x-k8s.io" && !e.CreationTimestamp.Time.Before(start.Truncate(time.Second)) {
+			Fail(fmt.Sprintf("an Event on the CRD since the manager rolled out: %s %s: %s", e.Type, e.Reason, e.Message))
+		}
+	}
+}
+
 // restartsInPlace fails a worker of js, running at epoch-1, and checks
 // that every Pod restarts in place at epoch, counted once.
 func restartsInPlace(js *jobset.JobSet, epoch int32) {
@@ -184,7 +214,7 @@ func upgradesAndRollsBack(current releaseFiles) {
 	registry := fw.Cluster.Registry + "/ml"
 	previous := buildPrevious(registry)
 	previousManager, previousAgent := registry+"/inplace-manager:"+previousRelease.version, registry+"/inplace-agent:"+previousRelease.version
-	currentManager := registry + "/inplace-manager:" + releaseVersion
+	currentManager, currentAgent := registry+"/inplace-manager:"+releaseVersion, registry+"/inplace-agent:"+releaseVersion
 
 	By("installing " + previousRelease.version + " and running two JobSets on it")
 	sh(inRelease(applyRelease, previous))
@@ -202,19 +232,23 @@ func upgradesAndRollsBack(current releaseFiles) {
 	}
 	restartsInPlace(containerScope, 2)
 	sh("kubectl apply -f examples/policies/max-restarts-policy.yaml")
+	research := fw.NewNamespace(ctx, k8sClient)
+	Expect(k8sClient.Patch(ctx, research, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"team-tier":"research"}}}`)))).To(Succeed())
+	expectPolicyEnforced(research.Name)
 
 	By("upgrading to " + releaseVersion + " while they run")
 	root, err := cluster.RepoRoot()
 	Expect(err).NotTo(HaveOccurred())
-	out, exit := runbookRun(GinkgoT().TempDir(), runbookTools(root), strings.ReplaceAll(strings.Join(testPolicies, "\n"), "NAME", "max-restarts"))
-	Expect(exit).To(BeZero(), "the tree's inplacectl compiles the installed policy:\n%s", out)
-	Expect(out).To(ContainSubstring(docOutputs[testPolicies[2]][0]))
+	out, exit := runScript(GinkgoT().TempDir(), scriptTools(root), strings.ReplaceAll(savePolicy+"\n"+describePolicy, "NAME", "max-restarts"))
+	Expect(exit).To(BeZero(), "%s\n%s:\n%s", savePolicy, describePolicy, out)
+	Expect(out).To(ContainSubstring(docOutputs[describePolicy][0]), "the tree's inplacectl compiles the installed policy")
 	before := map[string]map[string]string{"container": runState(containerScope), "process": runState(processScope)}
+	upgraded := time.Now()
 	Expect(sh(inRelease(applyCRDs, current))).To(ContainSubstring(docOutputs[applyCRDs][0]))
 	sh(inRelease(applyRelease, current))
 	expectRelease(releaseVersion, currentManager)
-	Expect(sh(crdEvents)).To(ContainSubstring("No resources found"), "no Event on the CRD says the new manager holds back")
-	Eventually(func() string { return sh(getPolicies) }).WithTimeout(timeout).Should(MatchRegexp(`max-restarts\s+Deny\s+True`), "the new manager compiled the policy")
+	Expect(sh(getPolicies)).To(MatchRegexp(`max-restarts\s+Deny\s+True`))
+	expectPolicyEnforced(research.Name)
 	Expect(runState(containerScope)).To(Equal(before["container"]), "the upgrade restarted or recreated nothing")
 	Expect(runState(processScope)).To(Equal(before["process"]), "the upgrade restarted or recreated nothing")
 	// The new controller restarts the Pods its predecessor started, with
@@ -225,18 +259,32 @@ func upgradesAndRollsBack(current releaseFiles) {
 	restartsInPlace(processScope, 2)
 	expectAgent(containerScope, previousAgent)
 	expectAgent(processScope, previousAgent)
+	expectNoCRDEventsSince(upgraded)
+	// A JobSet admitted by the new release, with its agent, for the
+	// rollback.
+	admittedNew := util.WorkerJobSet("admitted-new", ns.Name, 2, nil)
+	Expect(k8sClient.Create(ctx, admittedNew)).To(Succeed())
+	util.ExpectWorkersRunning(ctx, k8sClient, admittedNew, 2, 1, timeout)
+	expectAgent(admittedNew, currentAgent)
 
 	By("rolling back to " + previousRelease.version)
-	before = map[string]map[string]string{"container": runState(containerScope), "process": runState(processScope)}
+	before = map[string]map[string]string{"container": runState(containerScope), "process": runState(processScope), "admitted-new": runState(admittedNew)}
+	rolledBack := time.Now()
 	Expect(sh(inRelease(applyCRDs, previous))).To(ContainSubstring(docOutputs[applyCRDs][0]))
 	sh(inRelease(applyRelease, previous))
 	expectRelease(previousRelease.version, previousManager)
+	expectPolicyEnforced(research.Name)
 	Expect(runState(containerScope)).To(Equal(before["container"]), "the rollback restarted or recreated nothing")
 	Expect(runState(processScope)).To(Equal(before["process"]), "the rollback restarted or recreated nothing")
+	Expect(runState(admittedNew)).To(Equal(before["admitted-new"]), "the rollback restarted or recreated nothing")
 	restartsInPlace(processScope, 3)
 	Expect(runState(containerScope)).To(Equal(before["container"]), "a restart of another JobSet moved this one")
+	// The previous controller restarts Pods with the new release's agent.
+	restartsInPlace(admittedNew, 2)
+	expectAgent(admittedNew, currentAgent)
+	expectNoCRDEventsSince(rolledBack)
 
-	for _, js := range []*jobset.JobSet{containerScope, processScope} {
+	for _, js := range []*jobset.JobSet{containerScope, processScope, admittedNew} {
 		Expect(k8sClient.Delete(ctx, js, client.PropagationPolicy(metav1.DeletePropagationForeground))).To(Succeed())
 		Eventually(func() error {
 			return k8sClient.Get(ctx, client.ObjectKeyFromObject(js), &jobset.JobSet{})
