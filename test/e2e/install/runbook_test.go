@@ -9,13 +9,18 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -118,12 +123,24 @@ func runbookPod(section string, js *jobset.JobSet) string {
 	case strings.Contains(section, "manager"):
 		return crashedOnce(map[string]string{"app.kubernetes.io/component": "manager"})
 	default:
+		// A running Pod of a Job that is not being deleted: the runbook
+		// deletes the JobSet's Jobs in one section, and their Pods go
+		// some moments later.
 		var pod string
 		Eventually(func(g Gomega) {
+			var jobs batchv1.JobList
+			g.Expect(k8sClient.List(ctx, &jobs, client.InNamespace(js.Namespace), client.MatchingLabels{jobset.JobSetNameKey: js.Name})).To(Succeed())
+			live := map[types.UID]bool{}
+			for _, j := range jobs.Items {
+				live[j.UID] = j.DeletionTimestamp == nil
+			}
 			pods := util.JobSetPods(ctx, k8sClient, js)
-			g.Expect(pods).NotTo(BeEmpty())
-			g.Expect(pods[0].DeletionTimestamp).To(BeNil())
-			pod = pods[0].Name
+			i := slices.IndexFunc(pods, func(p corev1.Pod) bool {
+				owner := metav1.GetControllerOf(&p)
+				return p.DeletionTimestamp == nil && p.Status.Phase == corev1.PodRunning && owner != nil && live[owner.UID]
+			})
+			g.Expect(i).NotTo(Equal(-1), "a running Pod of a live Job")
+			pod = pods[i].Name
 		}).WithTimeout(timeout).Should(Succeed(), "a Pod of %s", js.Name)
 		return pod
 	}
@@ -174,7 +191,7 @@ func drillsTheRunbook(dist string) {
 	dir := GinkgoT().TempDir()
 	Expect(os.Symlink(filepath.Join(root, "examples"), filepath.Join(dir, "examples"))).To(Succeed())
 	Expect(os.Symlink(filepath.Join(dist, "jobset-crd.yaml"), filepath.Join(dir, "jobset-crd.yaml"))).To(Succeed())
-	tools := runbookTools(root)
+	tools := scriptTools(root)
 
 	sh("kubectl apply -f examples/policies/max-restarts-policy.yaml")
 	ns := fw.NewNamespace(ctx, k8sClient)
@@ -205,15 +222,16 @@ func drillsTheRunbook(dist string) {
 				pods[b.section] = runbookPod(b.section, js)
 			}
 		}
-		script = strings.NewReplacer(
-			"NAMESPACE", ns.Name,
-			"NAME", js.Name,
-			"JOBSET.yaml", "runbook-dry-run.yaml",
-			"POLICY", "max-restarts",
-			"POD", pods[b.section],
-			"GROUP", "oncall",
-		).Replace(script)
-		out, exit := runbookRun(dir, tools, script)
+		values := map[string]string{
+			"NAMESPACE":   ns.Name,
+			"NAME":        js.Name,
+			"JOBSET.yaml": "runbook-dry-run.yaml",
+			"POLICY":      "max-restarts",
+			"POD":         pods[b.section],
+			"GROUP":       "oncall",
+		}
+		script = placeholder.ReplaceAllStringFunc(script, func(p string) string { return values[p] })
+		out, exit := runScript(dir, tools, script)
 		Expect(exit).To(Equal(want.exit), "operate.md (%s):\n%s\nprinted:\n%s\n(expected because: %s)", b.section, script, out, cmp.Or(want.why, "it works on a healthy install"))
 		Expect(out).To(ContainSubstring(want.prints), "operate.md (%s):\n%s", b.section, script)
 		if !strings.Contains(want.prints, "Error from server") {
@@ -221,13 +239,20 @@ func drillsTheRunbook(dist string) {
 			Expect(out).NotTo(ContainSubstring("Error from server"), "operate.md (%s):\n%s", b.section, script)
 		}
 	}
-	Expect(k8sClient.Delete(ctx, js)).To(Succeed())
+	Expect(k8sClient.Delete(ctx, js, client.PropagationPolicy(metav1.DeletePropagationForeground))).To(Succeed())
+	Eventually(func() error {
+		return k8sClient.Get(ctx, client.ObjectKeyFromObject(js), &jobset.JobSet{})
+	}).WithTimeout(timeout).Should(Satisfy(apierrors.IsNotFound), "%s is gone", js.Name)
 }
 
-// runbookTools is a directory for the PATH with the commands the
+// placeholder is a word of operate.md's commands that stands for a name
+// the reader knows: a JobSet, its namespace, a Pod, a policy, a group.
+var placeholder = regexp.MustCompile(`\b(NAMESPACE|NAME|JOBSET\.yaml|POLICY|POD|GROUP)\b`)
+
+// scriptTools is a directory for the PATH with the commands the
 // runbook calls: inplacectl, built from the tree, and the cluster's
 // kubectl.
-func runbookTools(root string) string {
+func scriptTools(root string) string {
 	GinkgoHelper()
 	tools := GinkgoT().TempDir()
 	build := exec.CommandContext(ctx, "go", "build", "-o", filepath.Join(tools, "inplacectl"), "./cmd/inplacectl")
@@ -240,10 +265,10 @@ func runbookTools(root string) string {
 	return tools
 }
 
-// runbookRun runs a block in bash, as the page asks, stopping at the
+// runScript runs a block in bash, as the page asks, stopping at the
 // first command that fails, and returns what it printed and its exit
 // status. kubectl edit's editor saves nothing.
-func runbookRun(dir, tools, script string) (string, int) {
+func runScript(dir, tools, script string) (string, int) {
 	GinkgoHelper()
 	runCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
