@@ -43,7 +43,7 @@ func installsTheReleaseWithHelm(current releaseFiles) {
 	Expect(sh(onRegistry(helmPushRelease) + " --plain-http")).To(ContainSubstring("Pushed: " + registry + "/charts/inplace:" + chart))
 	Expect(sh(fmt.Sprintf("helm show chart oci://%s/charts/inplace --version %s --plain-http", registry, chart))).To(ContainSubstring("appVersion: "+releaseVersion), "the chart pushed is the release's")
 
-	shDoc(onRegistry(helmInstallRelease), " --set imageRegistry="+registry+"/ml --wait=false")
+	Expect(sh(onRegistry(helmInstallRelease) + " --set imageRegistry=" + registry + "/ml")).To(ContainSubstring(docOutputs[helmInstall][0]))
 	shDoc(labelNamespace, "")
 	expectWebhooksPointAtTheService()
 	issueAsCertManager()
@@ -60,13 +60,26 @@ func installsTheReleaseWithHelm(current releaseFiles) {
 	Expect(k8sClient.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}})).To(Succeed())
 	expectUninstalled()
 
+	// Without a registry: release.md imports the archives into every
+	// node's containerd, and the unchanged install.yaml, whose images
+	// nothing can pull here, runs from them.
 	for _, socket := range fw.Cluster.ContainerdSockets() {
 		for _, command := range []string{ctrImportManager, ctrImportAgent} {
 			sh(strings.Replace(inRelease(releaseCommand(command, releaseVersion), current), "ctr ", "ctr --address "+socket+" ", 1))
 		}
-		images := sh("ctr --address " + socket + " -n k8s.io images ls -q")
-		for _, image := range []string{"inplace-manager", "inplace-agent"} {
-			Expect(images).To(ContainSubstring("ghcr.io/inplace-dev/"+image+":"+releaseVersion), "the node's containerd holds the imported image")
-		}
 	}
+	sh(strings.Replace(applyRelease, "dist/", current.dist+"/", 1))
+	expectWebhooksPointAtTheService()
+	issueAsCertManager()
+	shDoc(rolloutStatus, " --timeout=3m")
+	shDoc(rolloutWebhook, " --timeout=3m")
+	imported := "ghcr.io/inplace-dev/inplace-manager:" + releaseVersion
+	for _, d := range []string{"inplace-manager", "inplace-webhook"} {
+		var dep appsv1.Deployment
+		Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: namespace, Name: d}, &dep)).To(Succeed())
+		Expect(dep.Spec.Template.Spec.Containers).To(HaveExactElements(HaveField("Image", imported)), "%s runs the image imported", d)
+	}
+	runsAJobSetInPlace("imported", false, "ghcr.io/inplace-dev/inplace-agent:"+releaseVersion)
+	sh(strings.Replace(deleteRelease, "dist/", current.dist+"/", 1))
+	expectUninstalled()
 }
