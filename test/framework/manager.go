@@ -2,6 +2,7 @@ package framework
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -96,15 +97,20 @@ func (f *Framework) StartManager(cfg *rest.Config) {
 	}
 	f.stopManager = func() {
 		cancel()
+		var errs []error
 		for range roles {
-			var err error
-			gomega.Eventually(done).WithTimeout(45 * time.Second).Should(gomega.Receive(&err))
-			if err != nil {
-				// A runnable that outlived the grace period is still
-				// running: its stack says which call does not end.
-				_ = pprof.Lookup("goroutine").WriteTo(ginkgo.GinkgoWriter, 1)
+			select {
+			case err := <-done:
+				errs = append(errs, err)
+			case <-time.After(45 * time.Second):
+				errs = append(errs, errors.New("a manager did not stop within 45 s"))
 			}
-			gomega.Expect(err).NotTo(gomega.HaveOccurred())
+		}
+		if err := errors.Join(errs...); err != nil {
+			// A runnable that outlived the grace period is still running:
+			// its stack says which call does not end.
+			_ = pprof.Lookup("goroutine").WriteTo(ginkgo.GinkgoWriter, 1)
+			ginkgo.Fail(fmt.Sprintf("stopping the manager: %v", err))
 		}
 	}
 	syncCtx, syncCancel := context.WithTimeout(ctx, 30*time.Second)
