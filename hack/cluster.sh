@@ -8,6 +8,10 @@
 # (default 0; installs their packages first), and returns once it has
 # written .local/kubeconfig; a cluster already running is left as it is.
 # down stops every process it started and leaves nothing running.
+# With INPLACE_CLUSTER_OWNER_PID set to a process id in the environment of
+# up, the cluster also stops (as down stops it) once that process has
+# exited: a test that runs up sets it to its own id, so that the cluster,
+# which nohup detaches from it, does not outlive it if it is killed.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)

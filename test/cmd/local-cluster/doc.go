@@ -9,6 +9,9 @@
 // and writes an admin kubeconfig to -write-kubeconfig once the cluster is
 // ready, and the real nodes' containerd addresses beside it
 // (containerd-sockets), where images are imported into them.
+// With INPLACE_CLUSTER_OWNER_PID set to a process id, it also stops, as on
+// SIGTERM, once that process has exited: the owner a test names when it
+// starts the cluster through `make cluster-up`.
 // -check-real-nodes starts nothing and says whether real nodes can run
 // here, and if not why: the demo runs on simulated nodes then.
 //

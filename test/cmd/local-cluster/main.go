@@ -47,6 +47,28 @@ func main() {
 func run(kubeconfigPath string, nodes, realNodes int, withManager bool) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
+	owner, err := ownerFromEnv()
+	if err != nil {
+		return err
+	}
+	if owner != 0 {
+		// The owner's exit stops the cluster as a signal does.
+		gone, err := watchProcess(owner)
+		if err != nil {
+			return err
+		}
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithCancel(ctx)
+		defer cancel()
+		go func() {
+			select {
+			case <-gone:
+				fmt.Printf("local-cluster: its owner, process %d (%s), exited\n", owner, ownerEnv)
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+	}
 
 	c, err := cluster.Start(ctx, cluster.Options{Name: "local-cluster", RealNodes: realNodes})
 	if err != nil {
