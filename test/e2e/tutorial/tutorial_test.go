@@ -65,7 +65,9 @@ type session struct {
 // The environment is the test's, less what `make test` adds to it (its
 // flags, its exports) and the kubeconfig of the developer's shell, with a
 // HOME of its own, for kubectl's cache; go keeps the caches and settings
-// of the user it runs as.
+// of the user it runs as. It names the test's process as the owner of the
+// local cluster the page starts (INPLACE_CLUSTER_OWNER_PID): should the
+// test be killed before it stops the cluster, the cluster stops itself.
 func newSession() *session {
 	GinkgoHelper()
 	root, err := cluster.RepoRoot()
@@ -96,11 +98,12 @@ func newSession() *session {
 	Expect(err).NotTo(HaveOccurred())
 	goEnv := strings.Split(strings.TrimSpace(string(out)), "\n")
 	Expect(goEnv).To(HaveLen(4))
-	env := []string{"HOME=" + home, "GOCACHE=" + goEnv[0], "GOMODCACHE=" + goEnv[1], "GOPATH=" + goEnv[2], "GOENV=" + goEnv[3]}
+	env := []string{"HOME=" + home, "GOCACHE=" + goEnv[0], "GOMODCACHE=" + goEnv[1], "GOPATH=" + goEnv[2], "GOENV=" + goEnv[3],
+		"INPLACE_CLUSTER_OWNER_PID=" + strconv.Itoa(os.Getpid())}
 	for _, kv := range os.Environ() {
 		name, _, _ := strings.Cut(kv, "=")
 		switch name {
-		case "HOME", "GOCACHE", "GOMODCACHE", "GOPATH", "GOENV", "KUBECONFIG",
+		case "HOME", "GOCACHE", "GOMODCACHE", "GOPATH", "GOENV", "KUBECONFIG", "INPLACE_CLUSTER_OWNER_PID",
 			"MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEOVERRIDES", "INPLACE_BIN_DIR", "KUBEBUILDER_ASSETS", "KUSTOMIZE", "HELM":
 			continue
 		}
