@@ -104,7 +104,7 @@ func newSession() *session {
 		name, _, _ := strings.Cut(kv, "=")
 		switch name {
 		case "HOME", "GOCACHE", "GOMODCACHE", "GOPATH", "GOENV", "KUBECONFIG", "INPLACE_CLUSTER_OWNER_PID",
-			"MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEOVERRIDES", "INPLACE_BIN_DIR", "KUBEBUILDER_ASSETS", "KUSTOMIZE", "HELM":
+			"MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEOVERRIDES", "INPLACE_BIN_DIR", "KUBEBUILDER_ASSETS", "KUSTOMIZE", "HELM", "KREW":
 			continue
 		}
 		env = append(env, kv)
