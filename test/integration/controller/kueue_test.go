@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -157,11 +158,13 @@ func kueueModule() string {
 	GinkgoHelper()
 	cmd := exec.CommandContext(ctx, "go", "mod", "download", "-json", "sigs.k8s.io/kueue@"+kueueVersion)
 	cmd.Dir = GinkgoT().TempDir()
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	var module struct{ Dir, Error string }
-	Expect(json.Unmarshal(out, &module)).To(Succeed(), "go mod download -json printed:\n%s", out)
-	Expect(module.Error).To(BeEmpty(), "go mod download sigs.k8s.io/kueue@%s", kueueVersion)
-	Expect(err).NotTo(HaveOccurred(), "go mod download sigs.k8s.io/kueue@%s", kueueVersion)
+	Expect(json.Unmarshal(out, &module)).To(Succeed(), "go mod download -json sigs.k8s.io/kueue@%s (%v) printed:\n%s\nand on stderr:\n%s", kueueVersion, err, out, &stderr)
+	Expect(module.Error).To(BeEmpty(), "go mod download sigs.k8s.io/kueue@%s; on stderr:\n%s", kueueVersion, &stderr)
+	Expect(err).NotTo(HaveOccurred(), "go mod download sigs.k8s.io/kueue@%s; on stderr:\n%s", kueueVersion, &stderr)
 	Expect(module.Dir).To(BeADirectory())
 	return module.Dir
 }
