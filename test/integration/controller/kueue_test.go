@@ -2,6 +2,7 @@ package controller
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -277,17 +278,35 @@ var _ = It("docs/how-to/kueue.md shows the commands the Kueue spec runs, and wha
 // Kueue's own CRDs, with no controller of Kueue's behind them.
 var _ = Describe("a JobSet queued by Kueue", func() {
 	const queueLabel = "kueue.x-k8s.io/queue-name"
+	// flavorLabel is the node label of the page's ResourceFlavors.
+	const flavorLabel = "instance-type"
 	var ns *corev1.Namespace
 	BeforeEach(func() {
 		ns = fw.NewNamespace(ctx, k8sClient)
 		util.WaitForDefaultServiceAccount(ctx, k8sClient, ns.Name)
-		// The nodes of the page's two ResourceFlavors.
+		// The nodes of the page's two ResourceFlavors. The Nodes are the
+		// suite's: each gets its label back as it was when the spec ends.
 		for node, flavor := range map[string]string{"node-0": "on-demand", "node-1": "spot"} {
+			setLabel := func(ctx context.Context, value string, set bool) {
+				GinkgoHelper()
+				var n corev1.Node
+				Expect(k8sClient.Get(ctx, client.ObjectKey{Name: node}, &n)).To(Succeed())
+				patch := client.MergeFrom(n.DeepCopy())
+				if set {
+					if n.Labels == nil {
+						n.Labels = map[string]string{}
+					}
+					n.Labels[flavorLabel] = value
+				} else {
+					delete(n.Labels, flavorLabel)
+				}
+				Expect(k8sClient.Patch(ctx, &n, patch)).To(Succeed(), "node %s", node)
+			}
 			var n corev1.Node
 			Expect(k8sClient.Get(ctx, client.ObjectKey{Name: node}, &n)).To(Succeed())
-			patch := client.MergeFrom(n.DeepCopy())
-			n.Labels["instance-type"] = flavor
-			Expect(k8sClient.Patch(ctx, &n, patch)).To(Succeed())
+			old, had := n.Labels[flavorLabel]
+			setLabel(ctx, flavor, true)
+			DeferCleanup(func(ctx SpecContext) { setLabel(ctx, old, had) })
 		}
 	})
 
