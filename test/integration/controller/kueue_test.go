@@ -213,7 +213,7 @@ func kueueObject(kind, ns, name string) *unstructured.Unstructured {
 func kueueDoc(kubeconfig, dir string, checks []docCheck) {
 	GinkgoHelper()
 	for _, c := range checks {
-		out := sh(kubeconfig, dir, c.command)
+		out := kueueShell(kubeconfig, dir, c.command)
 		if c.only {
 			Expect(strings.Split(strings.TrimSuffix(out, "\n"), "\n")).To(Equal(c.prints), "%q prints what docs/how-to/kueue.md shows, and nothing else", c.command)
 		}
@@ -223,10 +223,10 @@ func kueueDoc(kubeconfig, dir string, checks []docCheck) {
 	}
 }
 
-// sh runs a command line in dir as a person would in a shell, with
-// bin/kubectl first on the PATH and kubeconfig as KUBECONFIG, and returns
-// what it printed.
-func sh(kubeconfig, dir, line string) string {
+// kueueShell runs a command line of docs/how-to/kueue.md in dir as a
+// person would in a shell, with bin/kubectl first on the PATH and
+// kubeconfig as KUBECONFIG, and returns what it printed.
+func kueueShell(kubeconfig, dir, line string) string {
 	GinkgoHelper()
 	bin, err := cluster.BinDir()
 	Expect(err).NotTo(HaveOccurred())
@@ -412,7 +412,7 @@ var _ = Describe("a JobSet queued by Kueue", func() {
 	It("is admitted, preempted and admitted elsewhere without a restart counted, and still restarts in place after", func() {
 		By("the page's JobSet, created by the page's commands in its namespace")
 		kubeconfig, dir := framework.WriteKubeconfig(cfg), GinkgoT().TempDir()
-		Expect(sh(kubeconfig, dir, strings.Replace(kueueNamespace, "team-a", ns.Name, 1))).To(ContainSubstring("modified"))
+		Expect(kueueShell(kubeconfig, dir, strings.Replace(kueueNamespace, "team-a", ns.Name, 1))).To(ContainSubstring("modified"))
 		kueueDoc(kubeconfig, dir, kueueInstalled)
 		js := pageJobSet(ns.Name)
 		Expect(js.Labels).To(HaveKeyWithValue(queueLabel, "user-queue"))
