@@ -14,8 +14,6 @@ import (
 	. "github.com/onsi/gomega"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -171,9 +169,9 @@ func kueueModule() string {
 }
 
 // installKueueCRDs installs the CRDs of Kueue's release kueueVersion, as
-// its Go module holds them, and removes them, and every queue with them,
-// when the spec ends: they are cluster-scoped, and no other spec may see
-// them.
+// its Go module holds them. They stay for the rest of the suite: no other
+// spec reads Kueue's kinds, and removing them would wait on the API
+// server's cleanup of every queue, which takes long on a loaded machine.
 func installKueueCRDs() {
 	GinkgoHelper()
 	crds, err := envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{
@@ -186,17 +184,6 @@ func installKueueCRDs() {
 		HaveField("Name", "clusterqueues.kueue.x-k8s.io"),
 		HaveField("Name", "localqueues.kueue.x-k8s.io"),
 	))
-	DeferCleanup(func(ctx SpecContext) {
-		for _, crd := range crds {
-			Expect(client.IgnoreNotFound(k8sClient.Delete(ctx, crd))).To(Succeed())
-		}
-		for _, crd := range crds {
-			Eventually(func(g Gomega) {
-				err := k8sClient.Get(ctx, client.ObjectKeyFromObject(crd), &apiextensionsv1.CustomResourceDefinition{})
-				g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "CRD %s is still there (%v)", crd.Name, err)
-			}).WithContext(ctx).WithTimeout(timeout).Should(Succeed())
-		}
-	})
 }
 
 // kueueObject reads a Kueue object of kind, version v1beta2.
