@@ -492,7 +492,7 @@ var _ = Describe("installing inplace", Ordered, func() {
 		Expect(err).NotTo(HaveOccurred())
 		// The docs name the tree's version; the spec below builds its own.
 		for _, c := range []string{"make release VERSION=" + images.Version, applyRelease, deleteRelease, rolloutStatus, rolloutWebhook, "sha256sum -c SHA256SUMS", pushRelease + " REGISTRY=", "MANIFESTS=",
-			releaseCommand(helmPushRelease, images.Version), releaseCommand(helmInstallRelease, images.Version), releaseCommand(ctrImportManager, images.Version), releaseCommand(ctrImportAgent, images.Version), krewInstall} {
+			releaseCommand(helmPushRelease, images.Version), releaseCommand(helmInstallRelease, images.Version), releaseCommand(ctrImportManager, images.Version), releaseCommand(ctrImportAgent, images.Version), ctrListImages, krewInstall} {
 			Expect(string(release)).To(ContainSubstring(c))
 		}
 	})
