@@ -24,6 +24,7 @@ import (
 
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
 	"github.com/inplace-dev/inplace/test/cluster"
+	"github.com/inplace-dev/inplace/test/docpage"
 	"github.com/inplace-dev/inplace/test/framework"
 	"github.com/inplace-dev/inplace/test/util"
 	"github.com/inplace-dev/inplace/test/wrappers"
@@ -110,21 +111,12 @@ func kueuePage() string {
 // the line want, without the indentation of its list item.
 func pageYAML(want string) string {
 	GinkgoHelper()
+	page, err := docpage.Read(kueuePage())
+	Expect(err).NotTo(HaveOccurred(), "docs/how-to/kueue.md")
 	var found []string
-	var block []string
-	in, indent := false, ""
-	for line := range strings.Lines(kueuePage()) {
-		trimmed := strings.TrimSpace(line)
-		switch {
-		case !in && trimmed == "```yaml":
-			in, indent, block = true, line[:strings.Index(line, "`")], nil
-		case in && trimmed == "```":
-			in = false
-			if y := strings.Join(block, ""); strings.Contains("\n"+y, "\n"+want+"\n") {
-				found = append(found, y)
-			}
-		case in:
-			block = append(block, strings.TrimPrefix(line, indent))
+	for _, b := range page.Blocks {
+		if b.Info == "yaml" && strings.Contains("\n"+b.Text, "\n"+want+"\n") {
+			found = append(found, b.Text)
 		}
 	}
 	Expect(found).To(HaveLen(1), "docs/how-to/kueue.md shows one YAML block with %q", want)
