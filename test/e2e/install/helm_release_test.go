@@ -6,10 +6,8 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // The commands of docs/how-to/release.md that install a release with
@@ -51,11 +49,7 @@ func installsTheReleaseWithHelm(current releaseFiles) {
 	shDoc(rolloutStatus, " --timeout=3m")
 	shDoc(rolloutWebhook, " --timeout=3m")
 	manager := registry + "/ml/inplace-manager:" + releaseVersion
-	for _, d := range []string{"inplace-manager", "inplace-webhook"} {
-		var dep appsv1.Deployment
-		Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: namespace, Name: d}, &dep)).To(Succeed())
-		Expect(dep.Spec.Template.Spec.Containers).To(HaveExactElements(HaveField("Image", manager)), "%s runs the release's image from the registry", d)
-	}
+	expectDeploymentsRun(manager)
 	runsAJobSetInPlace("helm-release", false, registry+"/ml/inplace-agent:"+releaseVersion)
 	shDoc(helmUninstall, " --wait")
 	Expect(k8sClient.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}})).To(Succeed())

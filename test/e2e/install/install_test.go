@@ -224,12 +224,7 @@ func issueAsCertManager() {
 // the restart.
 func killManager() {
 	GinkgoHelper()
-	var lease coordinationv1.Lease
-	Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: namespace, Name: "inplace-manager"}, &lease)).To(Succeed())
-	Expect(lease.Spec.HolderIdentity).NotTo(BeNil(), "no controller leads")
-	leader, _, _ := strings.Cut(*lease.Spec.HolderIdentity, "_")
-	var p corev1.Pod
-	Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: namespace, Name: leader}, &p)).To(Succeed())
+	p := leaderPod(Default)
 	Expect(p.Labels).To(HaveKeyWithValue("app.kubernetes.io/component", "manager"), "the Lease inplace-manager is held by another component")
 	Expect(p.Status.ContainerStatuses).To(HaveLen(1))
 	Expect(fw.Cluster.KillContainer(ctx, p.Spec.NodeName, p.Status.ContainerStatuses[0].ContainerID)).To(Succeed())
@@ -249,11 +244,8 @@ func runsAJobSetInPlace(name string, killMidRestart bool, agentImage string) {
 	js := util.WorkerJobSet(name, ns.Name, 2, nil)
 	Expect(k8sClient.Create(ctx, js)).To(Succeed())
 	before := util.ExpectWorkersRunning(ctx, k8sClient, js, 2, 1, timeout)
-	pods := util.JobSetPods(ctx, k8sClient, js)
-	for _, p := range pods {
-		Expect(p.Spec.InitContainers).To(ContainElement(And(HaveField("Name", "inplace-agent"), HaveField("Image", agentImage))), "the webhook injected the agent, %s, into %s", agentImage, p.Name)
-	}
-	util.ExitWorker(ctx, fw.Cluster.Kubeconfig, pods[0], 1)
+	expectAgent(js, agentImage)
+	util.ExitWorker(ctx, fw.Cluster.Kubeconfig, util.JobSetPods(ctx, k8sClient, js)[0], 1)
 	if killMidRestart {
 		Eventually(func() int32 { return util.GetJobSet(ctx, k8sClient, js).Status.DeprecatedEpoch }).WithTimeout(timeout).Should(Equal(int32(1)))
 		killManager()
@@ -262,10 +254,52 @@ func runsAJobSetInPlace(name string, killMidRestart bool, agentImage string) {
 	Expect(util.ExpectWorkersRunning(ctx, k8sClient, js, 2, 2, timeout)).To(Equal(before), "same Pods, same IPs")
 	Expect(util.GetJobSet(ctx, k8sClient, js).Status.InPlaceRestarts).To(Equal(int32(1)))
 
+	deleteJobSet(js)
+}
+
+// deleteJobSet deletes js with its Jobs and Pods, and waits until it is
+// gone.
+func deleteJobSet(js *jobset.JobSet) {
+	GinkgoHelper()
 	Expect(k8sClient.Delete(ctx, js, client.PropagationPolicy(metav1.DeletePropagationForeground))).To(Succeed())
 	Eventually(func() error {
 		return k8sClient.Get(ctx, client.ObjectKeyFromObject(js), &jobset.JobSet{})
-	}).WithTimeout(timeout).Should(Satisfy(apierrors.IsNotFound), "the JobSet is gone")
+	}).WithTimeout(timeout).Should(Satisfy(apierrors.IsNotFound), "%s is gone", js.Name)
+}
+
+// expectDeploymentsRun checks that both Deployments of the install run
+// image.
+func expectDeploymentsRun(image string) {
+	GinkgoHelper()
+	for _, d := range []string{"inplace-manager", "inplace-webhook"} {
+		var dep appsv1.Deployment
+		Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: namespace, Name: d}, &dep)).To(Succeed())
+		Expect(dep.Spec.Template.Spec.Containers).To(HaveExactElements(HaveField("Image", image)), "%s runs %s", d, image)
+	}
+}
+
+// leaderPod is the Pod that holds the JobSet controller's Lease.
+func leaderPod(g Gomega) corev1.Pod {
+	var lease coordinationv1.Lease
+	g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: namespace, Name: "inplace-manager"}, &lease)).To(Succeed())
+	g.Expect(lease.Spec.HolderIdentity).NotTo(BeNil(), "no controller leads")
+	leader, _, _ := strings.Cut(*lease.Spec.HolderIdentity, "_")
+	var p corev1.Pod
+	g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: namespace, Name: leader}, &p)).To(Succeed())
+	return p
+}
+
+// killAndWaitReady kills the one container of p with SIGKILL, as a crash
+// would, and waits until its kubelet has started it again and it is ready.
+func killAndWaitReady(p corev1.Pod) {
+	GinkgoHelper()
+	Expect(p.Status.ContainerStatuses).To(HaveLen(1))
+	Expect(fw.Cluster.KillContainer(ctx, p.Spec.NodeName, p.Status.ContainerStatuses[0].ContainerID)).To(Succeed())
+	Eventually(func(g Gomega) {
+		var now corev1.Pod
+		g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(&p), &now)).To(Succeed())
+		g.Expect(now.Status.ContainerStatuses).To(HaveExactElements(And(HaveField("RestartCount", BeNumerically(">", p.Status.ContainerStatuses[0].RestartCount)), HaveField("Ready", BeTrue()))))
+	}).WithTimeout(timeout).WithPolling(100*time.Millisecond).Should(Succeed(), "%s restarted and ready", p.Name)
 }
 
 // pushedDigests reads what make push printed: each image it pushed, by
@@ -366,15 +400,8 @@ func survivesAWebhookReplicaKilled(clients int) {
 	expectWebhookEndpointsReady(len(replicas))
 	var kills []time.Time
 	for _, p := range replicas {
-		Expect(p.Status.ContainerStatuses).To(HaveLen(1))
 		kills = append(kills, time.Now())
-		Expect(fw.Cluster.KillContainer(ctx, p.Spec.NodeName, p.Status.ContainerStatuses[0].ContainerID)).To(Succeed())
-		// Ready again: restarted by its kubelet, back in the Service.
-		Eventually(func(g Gomega) {
-			var now corev1.Pod
-			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(&p), &now)).To(Succeed())
-			g.Expect(now.Status.ContainerStatuses).To(HaveExactElements(And(HaveField("RestartCount", BeNumerically(">", p.Status.ContainerStatuses[0].RestartCount)), HaveField("Ready", BeTrue()))))
-		}).WithTimeout(timeout).WithPolling(100*time.Millisecond).Should(Succeed(), "%s restarted and ready", p.Name)
+		killAndWaitReady(p)
 		// Back in the Service before the next kill, so that the next one
 		// is a failover to it and not an outage.
 		expectWebhookEndpointsReady(len(replicas))
@@ -556,11 +583,7 @@ var _ = Describe("installing inplace", Ordered, func() {
 		issueAsCertManager()
 		shDoc(rolloutStatus, " --timeout=3m")
 		shDoc(rolloutWebhook, " --timeout=3m")
-		for _, d := range []string{"inplace-manager", "inplace-webhook"} {
-			var dep appsv1.Deployment
-			Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: namespace, Name: d}, &dep)).To(Succeed())
-			Expect(dep.Spec.Template.Spec.Containers).To(HaveExactElements(HaveField("Image", manager)), "%s runs the release's image from the registry", d)
-		}
+		expectDeploymentsRun(manager)
 		expectRunsPushed(map[string]string{"app.kubernetes.io/name": "inplace"}, manager, digests[manager])
 		Expect(sh("kubectl -n inplace-system exec deploy/inplace-manager -- /inplace-manager --version")).To(ContainSubstring(releaseVersion), "the binary says its release")
 		runsAJobSetInPlace("release", false, agent)

@@ -18,7 +18,6 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -161,13 +160,7 @@ func crashedOnce(selector map[string]string) string {
 		g.Expect(i).NotTo(Equal(-1), "a ready Pod of %v", selector)
 		p = pods.Items[i]
 	}).WithTimeout(timeout).Should(Succeed())
-	Expect(fw.Cluster.KillContainer(ctx, p.Spec.NodeName, p.Status.ContainerStatuses[0].ContainerID)).To(Succeed())
-	Eventually(func(g Gomega) {
-		var now corev1.Pod
-		g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(&p), &now)).To(Succeed())
-		g.Expect(now.Status.ContainerStatuses).To(HaveExactElements(And(
-			HaveField("RestartCount", BeNumerically(">", p.Status.ContainerStatuses[0].RestartCount)), HaveField("Ready", BeTrue()))))
-	}).WithTimeout(timeout).Should(Succeed(), "%s restarted and ready", p.Name)
+	killAndWaitReady(p)
 	return p.Name
 }
 
@@ -239,10 +232,7 @@ func drillsTheRunbook(dist string) {
 			Expect(out).NotTo(ContainSubstring("Error from server"), "operate.md (%s):\n%s", b.section, script)
 		}
 	}
-	Expect(k8sClient.Delete(ctx, js, client.PropagationPolicy(metav1.DeletePropagationForeground))).To(Succeed())
-	Eventually(func() error {
-		return k8sClient.Get(ctx, client.ObjectKeyFromObject(js), &jobset.JobSet{})
-	}).WithTimeout(timeout).Should(Satisfy(apierrors.IsNotFound), "%s is gone", js.Name)
+	deleteJobSet(js)
 }
 
 // placeholder is a word of operate.md's commands that stands for a name

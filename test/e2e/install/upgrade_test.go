@@ -12,10 +12,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	batchv1 "k8s.io/api/batch/v1"
-	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -120,13 +117,7 @@ func expectRelease(version, managerImage string) {
 		g.Expect(out).To(ContainSubstring(docOutputs[checkVersion][0] + strings.TrimPrefix(version, "v") + " (commit "))
 	}).WithTimeout(timeout).Should(Succeed(), "the manager says its release, %s", version)
 	Eventually(func(g Gomega) {
-		var lease coordinationv1.Lease
-		g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: namespace, Name: "inplace-manager"}, &lease)).To(Succeed())
-		g.Expect(lease.Spec.HolderIdentity).NotTo(BeNil())
-		leader, _, _ := strings.Cut(*lease.Spec.HolderIdentity, "_")
-		var p corev1.Pod
-		g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: namespace, Name: leader}, &p)).To(Succeed())
-		g.Expect(p.Spec.Containers).To(HaveExactElements(HaveField("Image", managerImage)))
+		g.Expect(leaderPod(g).Spec.Containers).To(HaveExactElements(HaveField("Image", managerImage)))
 	}).WithTimeout(timeout).Should(Succeed(), "the JobSet controller's leader runs %s", managerImage)
 }
 
@@ -285,10 +276,7 @@ func upgradesAndRollsBack(current releaseFiles) {
 	expectNoCRDEventsSince(rolledBack)
 
 	for _, js := range []*jobset.JobSet{containerScope, processScope, admittedNew} {
-		Expect(k8sClient.Delete(ctx, js, client.PropagationPolicy(metav1.DeletePropagationForeground))).To(Succeed())
-		Eventually(func() error {
-			return k8sClient.Get(ctx, client.ObjectKeyFromObject(js), &jobset.JobSet{})
-		}).WithTimeout(timeout).Should(Satisfy(apierrors.IsNotFound), "%s is gone", js.Name)
+		deleteJobSet(js)
 	}
 	sh(inRelease(deleteRelease, previous))
 	expectUninstalled()
