@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -35,6 +36,11 @@ type supervisorSpec struct {
 	Grace          time.Duration
 	Command        []string
 	Readiness      *protocol.ReadinessProbe
+	// ParkDeadline and Control: in-process scope.
+	ParkDeadline time.Duration
+	Control      string
+	// Container is the worker container's name; "trainer" if empty.
+	Container string
 }
 
 func TestMain(m *testing.M) {
@@ -50,8 +56,8 @@ func TestMain(m *testing.M) {
 			os.Exit(2)
 		}
 		os.Exit(supervisor.Run(context.Background(), supervisor.Config{
-			Agent: spec.Agent, Container: "trainer", Restart: codes, GracePeriod: spec.Grace, Command: spec.Command, Log: os.Stderr,
-			Readiness: spec.Readiness,
+			Agent: spec.Agent, Container: cmp.Or(spec.Container, "trainer"), Restart: codes, GracePeriod: spec.Grace, Command: spec.Command, Log: os.Stderr,
+			Readiness: spec.Readiness, ParkDeadline: spec.ParkDeadline, Control: spec.Control,
 		}))
 	}
 	os.Exit(m.Run())
@@ -90,15 +96,23 @@ func startSupervised(t *testing.T, restart string, grace time.Duration) *supervi
 
 func startSupervisedProbed(t *testing.T, restart string, grace time.Duration, readiness *protocol.ReadinessProbe) *supervised {
 	t.Helper()
+	return startSupervisedSpec(t, supervisorSpec{Restart: restart, Grace: grace, Command: []string{"sh", "-c", worker}, Readiness: readiness})
+}
+
+// startSupervisedSpec starts a supervisor as spec says, behind a hub of
+// its own (spec.Agent is set here).
+func startSupervisedSpec(t *testing.T, spec supervisorSpec) *supervised {
+	t.Helper()
 	hub := newProcessHub([]string{"trainer"})
 	mux := http.NewServeMux()
 	hub.serveSupervisors(mux)
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	dir := t.TempDir()
-	spec, _ := json.Marshal(supervisorSpec{Agent: strings.TrimPrefix(srv.URL, "http://"), Restart: restart, Grace: grace, Command: []string{"sh", "-c", worker}, Readiness: readiness})
+	spec.Agent = strings.TrimPrefix(srv.URL, "http://")
+	specJSON, _ := json.Marshal(spec)
 	cmd := exec.Command(os.Args[0])
-	cmd.Env = append(os.Environ(), supervisorEnv+"="+string(spec), "DIR="+dir)
+	cmd.Env = append(os.Environ(), supervisorEnv+"="+string(specJSON), "DIR="+dir)
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -47,6 +47,13 @@ type Config struct {
 	// Client, if set, is how the supervisor reaches the agent (the
 	// simulated nodes' Pod network).
 	Client *http.Client
+	// ParkDeadline, if set, restarts the worker in-process: at a new
+	// epoch the worker is asked to park (api/protocol/warm.go) and stopped
+	// only if it has not within this deadline. Not with Processes.
+	ParkDeadline time.Duration
+	// Control is the control socket's address in-process ("@name": the
+	// abstract namespace); empty: a fresh name.
+	Control string
 }
 
 // Processes starts and signals the worker's processes.
@@ -102,7 +109,21 @@ func Run(ctx context.Context, cfg Config) int {
 		}
 		// Before the first fork: no exit may go unseen.
 		s.reaper = newReaper()
-		s.procs = &osProcesses{command: cfg.Command, exits: s.reaper.run(ctx)}
+		procs := &osProcesses{command: cfg.Command, exits: s.reaper.run(ctx)}
+		if cfg.ParkDeadline > 0 {
+			ctl, err := listenControl(cfg.Control, cfg.Container)
+			if err != nil {
+				// The worker is then stopped at each epoch, as in process
+				// scope: slower, not wrong.
+				fmt.Fprintf(cfg.Log, "inplace-supervisor: cannot open the control socket, restarting the worker as a process at each epoch: %v\n", err)
+			} else {
+				s.ctl = ctl
+				go ctl.serve(ctx, s.logf)
+				procs.env = []string{protocol.EnvWorkerControl + "=" + ctl.addr,
+					protocol.EnvWorkerDeadline + "=" + strconv.FormatFloat(cfg.ParkDeadline.Seconds(), 'f', -1, 64)}
+			}
+		}
+		s.procs = procs
 	}
 	sigs := cfg.Signals
 	if sigs == nil {
@@ -113,7 +134,11 @@ func Run(ctx context.Context, cfg Config) int {
 	}
 	states := make(chan protocol.SupervisorState)
 	go s.poll(ctx, states)
-	code := s.loop(ctx, states, s.procs.Exits(), sigs)
+	var controls <-chan controlEvent
+	if s.ctl != nil {
+		controls = s.ctl.events
+	}
+	code := s.loop(ctx, states, s.procs.Exits(), sigs, controls)
 	if s.w != nil {
 		s.procs.Signal(s.w.pid, syscall.SIGKILL)
 		s.setRunning(0)
@@ -160,20 +185,33 @@ type supervisor struct {
 	procs       Processes
 	// stopProbe ends the readiness probe of the running worker.
 	stopProbe context.CancelFunc
+	// ctl is the control socket in-process, nil otherwise; conns are the
+	// running worker's connections to it.
+	ctl       *control
+	conns     map[*controlConn]bool
+	parkTimer *time.Timer
 }
 
 type worker struct {
 	pid      int
 	epoch    int32
 	stopping bool
+	// parking: asked to park, in-process; parked: it has, and waits in its
+	// process for the next barrier.
+	parking, parked bool
+	parkAsked       time.Time
 }
 
 func (s *supervisor) logf(format string, args ...any) {
 	fmt.Fprintf(s.cfg.Log, "inplace-supervisor: "+format+"\n", args...)
 }
 
-func (s *supervisor) loop(ctx context.Context, states <-chan protocol.SupervisorState, children <-chan ChildExit, sigs <-chan os.Signal) int {
-	var killC, retryC <-chan time.Time
+func (s *supervisor) loop(ctx context.Context, states <-chan protocol.SupervisorState, children <-chan ChildExit, sigs <-chan os.Signal, controls <-chan controlEvent) int {
+	var killC, retryC, parkC <-chan time.Time
+	stop := func() {
+		s.killTimer = time.NewTimer(s.cfg.GracePeriod)
+		killC = s.killTimer.C
+	}
 	for {
 		select {
 		case <-ctx.Done():
@@ -188,7 +226,7 @@ func (s *supervisor) loop(ctx context.Context, states <-chan protocol.Supervisor
 			if code, done := s.exited(ctx, c.Code); done {
 				return code
 			}
-			killC = nil
+			killC, parkC = nil, nil
 		case sig := <-sigs:
 			if sig == syscall.SIGTERM || sig == syscall.SIGINT {
 				s.terminating = true
@@ -210,14 +248,32 @@ func (s *supervisor) loop(ctx context.Context, states <-chan protocol.Supervisor
 			continue
 		case <-retryC:
 			retryC = nil
+		case ev := <-controls:
+			s.controlEvent(ev)
+		case <-parkC:
+			parkC = nil
+			if s.w != nil && s.w.parking {
+				s.logf("the worker of epoch %d did not park within %s: stopping its process group", s.w.epoch, s.cfg.ParkDeadline)
+				s.w.parking, s.w.stopping = false, true
+				s.procs.Signal(s.w.pid, syscall.SIGTERM)
+				// A worker that did not park may be a frozen one (stopped
+				// by a debugger, or a test standing in for a hung peer):
+				// continued, it takes its SIGTERM now, not at SIGKILL.
+				s.procs.Signal(s.w.pid, syscall.SIGCONT)
+				stop()
+			}
+			continue
 		}
-		stopping, code, done := s.act(ctx)
+		stopping, parking, code, done := s.act(ctx)
 		if done {
 			return code
 		}
 		if stopping {
-			s.killTimer = time.NewTimer(s.cfg.GracePeriod)
-			killC = s.killTimer.C
+			stop()
+		}
+		if parking {
+			s.parkTimer = time.NewTimer(s.cfg.ParkDeadline)
+			parkC = s.parkTimer.C
 		}
 		if s.retry != nil {
 			retryC, s.retry = s.retry.C, nil
@@ -225,56 +281,156 @@ func (s *supervisor) loop(ctx context.Context, states <-chan protocol.Supervisor
 	}
 }
 
-// act moves the worker towards the agent's state: stop a worker of another
-// epoch, start one behind a lifted barrier. It reports whether it began a
-// stop, or the container's exit code if it must end.
-func (s *supervisor) act(ctx context.Context) (stopping bool, code int, done bool) {
-	if s.w != nil {
+// act moves the worker towards the agent's state: stop (or, in-process,
+// park) a worker of another epoch, start one behind a lifted barrier (or
+// resume the parked one). It reports whether it began a stop or asked the
+// worker to park, or the container's exit code if it must end.
+func (s *supervisor) act(ctx context.Context) (stopping, parking bool, code int, done bool) {
+	if s.w != nil && !s.w.parked {
 		// Epoch 0 is no epoch (in-place restarts off): a worker runs on.
-		if !s.w.stopping && s.state.Epoch != s.w.epoch && s.state.Epoch != 0 {
-			s.logf("epoch %d is over (the agent is at epoch %d): stopping the worker's process group", s.w.epoch, s.state.Epoch)
-			s.w.stopping = true
-			s.procs.Signal(s.w.pid, syscall.SIGTERM)
-			return true, 0, false
+		if s.w.stopping || s.w.parking || s.state.Epoch == s.w.epoch || s.state.Epoch == 0 {
+			return false, false, 0, false
 		}
-		return false, 0, false
+		if s.ctl != nil && !s.terminating {
+			s.logf("epoch %d is over (the agent is at epoch %d): asking the worker to park", s.w.epoch, s.state.Epoch)
+			s.w.parking, s.w.parkAsked = true, time.Now()
+			s.sendAll(protocol.WorkerLine{Word: protocol.WorkerStop, Epoch: protocol.Epoch(s.w.epoch)})
+			return false, true, 0, false
+		}
+		s.logf("epoch %d is over (the agent is at epoch %d): stopping the worker's process group", s.w.epoch, s.state.Epoch)
+		s.w.stopping = true
+		s.procs.Signal(s.w.pid, syscall.SIGTERM)
+		return true, false, 0, false
 	}
 	if s.terminating || !s.state.Lifted || int64(s.state.Epoch) <= s.lastRun {
-		return false, 0, false
+		return false, false, 0, false
 	}
 	ok, err := s.askStart(ctx, s.state.Epoch)
 	if err != nil {
 		s.logf("asking the agent to start at epoch %d: %v; retrying", s.state.Epoch, err)
 		s.retry = time.NewTimer(100 * time.Millisecond)
-		return false, 0, false
+		return false, false, 0, false
 	}
 	if !ok {
-		return false, 0, false // the agent moved on; its new state follows
+		return false, false, 0, false // the agent moved on; its new state follows
 	}
-	pid, err := s.procs.Start(s.state.Epoch)
+	epoch := s.state.Epoch
+	if s.w != nil { // parked
+		s.w.parked, s.w.epoch = false, epoch
+		s.lastRun = int64(epoch)
+		s.setRunning(epoch)
+		s.sendAll(protocol.WorkerLine{Word: protocol.WorkerStart, Epoch: protocol.Epoch(epoch)})
+		s.startProbe(ctx, epoch)
+		s.logf("barrier of epoch %d lifted: resumed the worker in its process (pid %d)", epoch, s.w.pid)
+		return false, false, 0, false
+	}
+	pid, err := s.procs.Start(epoch)
 	if err != nil {
 		s.logf("starting %q: %v", s.cfg.Command[0], err)
-		return false, 127, true
+		return false, false, 127, true
 	}
-	s.w = &worker{pid: pid, epoch: s.state.Epoch}
-	s.lastRun = int64(s.state.Epoch)
-	s.setRunning(s.state.Epoch)
-	if s.cfg.Readiness != nil {
-		probeCtx, cancel := context.WithCancel(ctx)
-		s.stopProbe = cancel
-		go s.probeReady(probeCtx, s.state.Epoch)
+	s.w = &worker{pid: pid, epoch: epoch}
+	s.lastRun = int64(epoch)
+	s.setRunning(epoch)
+	s.startProbe(ctx, epoch)
+	s.logf("barrier of epoch %d lifted: started the worker (pid %d)", epoch, pid)
+	return false, false, 0, false
+}
+
+// startProbe runs the readiness probe, if any, against the worker at
+// epoch.
+func (s *supervisor) startProbe(ctx context.Context, epoch int32) {
+	if s.cfg.Readiness == nil {
+		return
 	}
-	s.logf("barrier of epoch %d lifted: started the worker (pid %d)", s.state.Epoch, pid)
-	return false, 0, false
+	probeCtx, cancel := context.WithCancel(ctx)
+	s.stopProbe = cancel
+	go s.probeReady(probeCtx, epoch)
+}
+
+func (s *supervisor) endProbe() {
+	if s.stopProbe != nil {
+		s.stopProbe()
+		s.stopProbe = nil
+	}
+}
+
+// controlEvent takes what a worker's connection did: it opened, wrote
+// "parked", or closed.
+func (s *supervisor) controlEvent(ev controlEvent) {
+	switch {
+	case ev.opened:
+		if s.w == nil || s.w.stopping {
+			_ = ev.conn.conn.Close() // no worker of ours runs
+			return
+		}
+		if s.conns == nil {
+			s.conns = map[*controlConn]bool{}
+		}
+		s.conns[ev.conn] = true
+		// The epoch it runs at, and, if that is over, that it is.
+		if ev.conn.send(protocol.WorkerLine{Word: protocol.WorkerStart, Epoch: protocol.Epoch(s.w.epoch)}) && (s.w.parking || s.w.parked) {
+			ev.conn.send(protocol.WorkerLine{Word: protocol.WorkerStop, Epoch: protocol.Epoch(s.w.epoch)})
+		}
+		return
+	case ev.closed:
+		delete(s.conns, ev.conn)
+		_ = ev.conn.conn.Close()
+	default:
+		if s.conns[ev.conn] {
+			ev.conn.parked = ev.line.Epoch
+		}
+	}
+	s.checkParked()
+}
+
+// checkParked takes a worker asked to park as parked once every one of its
+// connections has said so (there is at least one).
+func (s *supervisor) checkParked() {
+	if s.w == nil || !s.w.parking || len(s.conns) == 0 {
+		return
+	}
+	for cc := range s.conns {
+		if cc.parked != protocol.Epoch(s.w.epoch) {
+			return
+		}
+	}
+	if s.parkTimer != nil {
+		s.parkTimer.Stop()
+	}
+	s.w.parking, s.w.parked = false, true
+	s.endProbe()
+	s.logf("the worker of epoch %d parked in %s", s.w.epoch, time.Since(s.w.parkAsked).Round(time.Millisecond))
+	// No worker of that epoch runs: the agent may report the new one.
+	s.setRunning(0)
+}
+
+// sendAll writes a line to every connection of the worker; a connection
+// that cannot take it is dropped.
+func (s *supervisor) sendAll(l protocol.WorkerLine) {
+	for cc := range s.conns {
+		if !cc.send(l) {
+			delete(s.conns, cc)
+		}
+	}
+}
+
+// closeConns drops the connections of a worker gone.
+func (s *supervisor) closeConns() {
+	for cc := range s.conns {
+		_ = cc.conn.Close()
+	}
+	s.conns = nil
 }
 
 // exited handles the worker's exit with code.
 func (s *supervisor) exited(ctx context.Context, code int) (int, bool) {
 	w := s.w
 	s.w = nil
-	if s.stopProbe != nil {
-		s.stopProbe()
-		s.stopProbe = nil
+	s.endProbe()
+	s.closeConns()
+	if s.parkTimer != nil {
+		s.parkTimer.Stop()
 	}
 	// What the worker left of its process group goes with it, as it would
 	// with its container.
@@ -288,6 +444,11 @@ func (s *supervisor) exited(ctx context.Context, code int) (int, bool) {
 		return code, true
 	case w.stopping:
 		s.logf("the worker of epoch %d stopped (exit code %d)", w.epoch, code)
+		return 0, false
+	case w.parking || w.parked:
+		// It left the epoch another way: a new process starts behind the
+		// next barrier.
+		s.logf("the worker of epoch %d exited with code %d instead of parking", w.epoch, code)
 		return 0, false
 	case code == 0:
 		return 0, true
@@ -327,6 +488,8 @@ func (s *supervisor) setRunning(epoch int32) {
 type osProcesses struct {
 	command []string
 	exits   <-chan ChildExit
+	// env is added to the worker's environment.
+	env []string
 }
 
 // Start forks the worker in a process group of its own.
@@ -335,7 +498,7 @@ func (o *osProcesses) Start(epoch int32) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	env := append(os.Environ(), protocol.EnvWorkerEpoch+"="+protocol.Epoch(epoch).String())
+	env := append(append(os.Environ(), o.env...), protocol.EnvWorkerEpoch+"="+protocol.Epoch(epoch).String())
 	return syscall.ForkExec(path, o.command, &syscall.ProcAttr{
 		Env:   env,
 		Files: []uintptr{0, 1, 2},
@@ -476,6 +639,16 @@ func (s *supervisor) poll(ctx context.Context, out chan<- protocol.SupervisorSta
 	}
 }
 
+// stopWithin is the longest a worker of an epoch that is over may take to
+// stop running at it: in-process, the deadline to park, then the grace
+// period if it did not.
+func (s *supervisor) stopWithin() time.Duration {
+	if s.ctl != nil {
+		return s.cfg.ParkDeadline + s.cfg.GracePeriod
+	}
+	return s.cfg.GracePeriod
+}
+
 func (s *supervisor) url(path string, q url.Values) string {
 	q.Set("container", s.cfg.Container)
 	return (&url.URL{Scheme: "http", Host: s.cfg.Agent, Path: path, RawQuery: q.Encode()}).String()
@@ -484,7 +657,7 @@ func (s *supervisor) url(path string, q url.Values) string {
 func (s *supervisor) getState(ctx context.Context, after uint64) (protocol.SupervisorState, error) {
 	var st protocol.SupervisorState
 	q := url.Values{"after": {strconv.FormatUint(after, 10)}, "running": {protocol.Epoch(s.running.Load()).String()},
-		"gen": {strconv.FormatUint(s.gen.Load(), 10)}, "grace": {strconv.Itoa(int(s.cfg.GracePeriod.Seconds()))}}
+		"gen": {strconv.FormatUint(s.gen.Load(), 10)}, "grace": {strconv.Itoa(int(s.stopWithin().Seconds()))}}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.url(protocol.SupervisorStatePath, q), nil)
 	if err != nil {
 		return st, err

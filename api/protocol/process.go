@@ -26,10 +26,16 @@ const (
 	// RestartScopeProcess: the supervisors stop and start the workers'
 	// process groups; no container restarts.
 	RestartScopeProcess = "process"
+	// RestartScopeInProcess: process scope, but a worker that speaks the
+	// worker protocol (warm.go) is not stopped: it is told that its epoch
+	// is over, leaves its step, and runs on at the next epoch in the same
+	// process. A worker that does not answer in time is stopped as in
+	// process scope.
+	RestartScopeInProcess = "in-process"
 )
 
 // RestartScopes lists the values RestartScopeAnnotation accepts.
-var RestartScopes = []string{RestartScopeContainer, RestartScopeProcess}
+var RestartScopes = []string{RestartScopeContainer, RestartScopeProcess, RestartScopeInProcess}
 
 // The agent's environment in process scope.
 const (
@@ -168,10 +174,18 @@ func ParseWorkerExit(value string) (WorkerExit, error) {
 
 var errNotWorkerExit = errors.New(`not "<epoch>:<container>:<exit code>"`)
 
-// ProcessScope reports whether a JobSet with these annotations restarts in
-// process scope.
+// ProcessScope reports whether a JobSet with these annotations runs its
+// workers under the supervisor: in process or in-process scope, which
+// the agent and the controller treat alike.
 func ProcessScope(annotations map[string]string) bool {
-	return annotations[RestartScopeAnnotation] == RestartScopeProcess
+	scope := annotations[RestartScopeAnnotation]
+	return scope == RestartScopeProcess || scope == RestartScopeInProcess
+}
+
+// InProcessScope reports whether a JobSet with these annotations restarts
+// its workers in-process.
+func InProcessScope(annotations map[string]string) bool {
+	return annotations[RestartScopeAnnotation] == RestartScopeInProcess
 }
 
 // IsSupervised reports whether a container's command runs it under the

@@ -5,7 +5,10 @@ on a regression task whose data it generates itself: the batch of a step
 depends only on the step and the rank, so a run resumed from a checkpoint
 sees exactly the data it would have seen without the failure.
 
-Run it under torchrun (see jobset.yaml). Its environment:
+Run it under torchrun (see jobset.yaml), or, in-process, one process per
+rank (see jobset-in-process.yaml): inplace_restart.run forms the process
+group and calls train() again at each epoch, in the same process, when
+another rank failed. Its environment:
 
   TRAIN_STEPS          steps in all (default 300)
   CHECKPOINT_EVERY     steps between checkpoints (default 20)
@@ -14,6 +17,9 @@ Run it under torchrun (see jobset.yaml). Its environment:
                        (default 0.1)
   PG_TIMEOUT_SECONDS   how long a collective waits for a peer before it
                        fails (default 60; PyTorch's own is 30 minutes)
+  NODE_RANK, LOCAL_RANK, LOCAL_WORLD_SIZE
+                       without torchrun: the rank is
+                       NODE_RANK * LOCAL_WORLD_SIZE + LOCAL_RANK
 
 It logs `step N loss X` once per step (local rank 0 of each Pod),
 `saved checkpoint at step N` after each save, and, when it loads a
@@ -29,6 +35,7 @@ import os
 import sys
 import time
 
+import inplace_restart
 import torch
 import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel
@@ -99,18 +106,19 @@ def crash_requested():
     return int(text) if text else 1
 
 
-def main():
+def train(epoch):
+    """Trains from the newest checkpoint to the end, the process group
+    formed (by inplace_restart.run: once, or once per epoch in-process)."""
     steps = env("TRAIN_STEPS", 300)
     every = env("CHECKPOINT_EVERY", 20)
     step_seconds = env("STEP_SECONDS", 0.1, float)
-    timeout = env("PG_TIMEOUT_SECONDS", 60, float)
-
-    dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=timeout))
     rank, world = dist.get_rank(), dist.get_world_size()
     speaks = int(os.environ.get("LOCAL_RANK", "0")) == 0
     directory = os.path.join(os.environ.get("CHECKPOINT_DIR", "/checkpoints"), f"rank-{rank}")
     os.makedirs(directory, exist_ok=True)
 
+    # Built again at each epoch: a rank that ran on in its process must
+    # start where a new process does, from the checkpoint or from scratch.
     torch.manual_seed(0)  # the same initial model on every rank
     model = torch.nn.Sequential(torch.nn.Linear(FEATURES, 64), torch.nn.ReLU(), torch.nn.Linear(64, 1))
     ddp = DistributedDataParallel(model)
@@ -149,7 +157,15 @@ def main():
     dist.barrier()
     if speaks:
         log(f"training done at step {steps}")
-    dist.destroy_process_group()
+
+
+def main():
+    if "RANK" not in os.environ and "NODE_RANK" in os.environ:
+        # One process per rank, without torchrun.
+        local_world = env("LOCAL_WORLD_SIZE", 1)
+        os.environ["RANK"] = str(env("NODE_RANK", 0) * local_world + env("LOCAL_RANK", 0))
+    timeout = datetime.timedelta(seconds=env("PG_TIMEOUT_SECONDS", 60, float))
+    inplace_restart.run(train, backend="gloo", timeout=timeout)
 
 
 if __name__ == "__main__":

@@ -317,19 +317,46 @@ upstream_agent(_, env) if {
 
 # inplace.dev/restart-scope chooses what an in-place restart restarts:
 # container (the default: the kubelet restarts every container of the
-# Pod) or process (a supervisor in each worker container restarts the
-# worker's processes).
-restart_scope := object.get(object.get(input.object.metadata, "annotations", {}), "inplace.dev/restart-scope", "container")
+# Pod), process (a supervisor in each worker container restarts the
+# worker's processes) or in-process (the supervisor asks the worker to
+# park and resume in its process, and restarts it only if it does not).
+restart_scope := object.get(annotations, "inplace.dev/restart-scope", "container")
+
+annotations := object.get(input.object.metadata, "annotations", {})
+
+supervised_scopes := {"process", "in-process"}
 
 deny contains msg if {
-	not restart_scope in {"container", "process"}
-	msg := sprintf("metadata.annotations[inplace.dev/restart-scope] must be container or process, not %q: container (the default) restarts every container of a Pod through the kubelet; process restarts the workers' processes under a supervisor, without a container restart", [restart_scope])
+	not restart_scope in {"container", "process", "in-process"}
+	msg := sprintf("metadata.annotations[inplace.dev/restart-scope] must be container, process or in-process, not %q: container (the default) restarts every container of a Pod through the kubelet; process restarts the workers' processes under a supervisor, without a container restart; in-process keeps the workers' processes, which leave the epoch and resume when told (docs/reference/worker-protocol.md)", [restart_scope])
 }
 
 warn contains msg if {
-	restart_scope == "process"
+	restart_scope in supervised_scopes
 	not input.object.spec.failurePolicy.restartStrategy == "InPlaceRestart"
-	msg := "metadata.annotations[inplace.dev/restart-scope] is process, but spec.failurePolicy.restartStrategy is not InPlaceRestart: the scope of an in-place restart has no effect"
+	msg := sprintf("metadata.annotations[inplace.dev/restart-scope] is %s, but spec.failurePolicy.restartStrategy is not InPlaceRestart: the scope of an in-place restart has no effect", [restart_scope])
+}
+
+# inplace.dev/park-deadline is how long, in in-process scope, a worker has
+# to park once its epoch is over before it is restarted as a process.
+deny contains msg if {
+	value := annotations["inplace.dev/park-deadline"]
+	not valid_park_deadline(value)
+	msg := sprintf("metadata.annotations[inplace.dev/park-deadline] must be a duration from 1s to 10m, such as 20s, not %q: it is how long a worker has to park in in-process scope before it is restarted as a process; leave it out for 10s", [value])
+}
+
+valid_park_deadline(value) if {
+	# Checked first: the builtin fails the evaluation on text it cannot read.
+	regex.match(`^([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+$`, value)
+	ns := time.parse_duration_ns(value)
+	ns >= 1000000000
+	ns <= 600000000000
+}
+
+warn contains msg if {
+	"inplace.dev/park-deadline" in object.keys(annotations)
+	restart_scope != "in-process"
+	msg := sprintf("metadata.annotations[inplace.dev/park-deadline] has no effect in restart scope %s: only in-process workers park", [restart_scope])
 }
 
 # inplace.dev/agent-reports: pod has the JobSet's agents report on their
@@ -345,7 +372,7 @@ deny contains msg if {
 # the supervisor; one it could not wrap would never be restarted.
 deny contains msg if {
 	input.object.spec.failurePolicy.restartStrategy == "InPlaceRestart"
-	restart_scope == "process"
+	restart_scope in supervised_scopes
 	not disabled
 	some i, rj in input.object.spec.replicatedJobs
 	some j, c in rj.template.spec.template.spec.containers
@@ -358,10 +385,10 @@ supervised(c) if {
 	c.command[1] == "supervise"
 }
 
-unsupervised_why(c) := "is not run by the supervisor, which inplace.dev/restart-scope process needs: remove the annotation inplace.dev/inject: \"false\" to have the webhook inject it, or use restart scope container" if opted_out
+unsupervised_why(c) := sprintf("is not run by the supervisor, which inplace.dev/restart-scope %s needs: remove the annotation inplace.dev/inject: \"false\" to have the webhook inject it, or use restart scope container", [restart_scope]) if opted_out
 
-else := "has no command: with inplace.dev/restart-scope process its command runs under the supervisor, and admission cannot see an image's entrypoint; set command (and args) to what the image runs" if not has_command(c)
+else := sprintf("has no command: with inplace.dev/restart-scope %s its command runs under the supervisor, and admission cannot see an image's entrypoint; set command (and args) to what the image runs", [restart_scope]) if not has_command(c)
 
-else := "is not run by the supervisor, which inplace.dev/restart-scope process needs: the webhook adds it only beside the agent it injects, and this Pod has an agent of its own; remove that agent, or use restart scope container"
+else := sprintf("is not run by the supervisor, which inplace.dev/restart-scope %s needs: the webhook adds it only beside the agent it injects, and this Pod has an agent of its own; remove that agent, or use restart scope container", [restart_scope])
 
 has_command(c) if count(object.get(c, "command", [])) > 0

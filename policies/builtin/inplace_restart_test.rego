@@ -239,7 +239,7 @@ test_process_scope_supervised_allowed if {
 test_restart_scope_value_denied if {
 	js := object.union(jobset(job({})), {"object": {"metadata": {"annotations": {"inplace.dev/restart-scope": "pod"}}}})
 	some msg in inplace_restart.deny with input as js
-	contains(msg, `restart-scope] must be container or process, not "pod"`)
+	contains(msg, `restart-scope] must be container, process or in-process, not "pod"`)
 }
 
 test_agent_reports_value_denied if {
@@ -266,6 +266,34 @@ test_process_scope_with_an_agent_of_its_own_denied if {
 	commanded := object.union(worker, {"command": ["python3", "train.py"]})
 	some msg in inplace_restart.deny with input as process(jobset(job_with_pod({}, {"initContainers": [agent], "containers": [commanded]})))
 	contains(msg, "this Pod has an agent of its own")
+}
+
+in_process(js, annotations) := object.union(js, {"object": {"metadata": {"annotations": object.union({"inplace.dev/restart-scope": "in-process"}, annotations)}}})
+
+test_in_process_scope_supervised_allowed if {
+	js := jobset(job_with_pod({}, {"initContainers": [agent], "containers": [supervised_worker]}))
+	count(inplace_restart.deny) == 0 with input as in_process(js, {})
+	count(inplace_restart.deny) == 0 with input as in_process(js, {"inplace.dev/park-deadline": "20s"})
+	count(inplace_restart.warn) == 0 with input as in_process(js, {"inplace.dev/park-deadline": "20s"})
+}
+
+test_in_process_scope_without_command_denied if {
+	some msg in inplace_restart.deny with input as in_process(jobset(job({})), {})
+	contains(msg, "containers[0] (worker) has no command: with inplace.dev/restart-scope in-process")
+}
+
+test_park_deadline_value_denied if {
+	js := jobset(job_with_pod({}, {"initContainers": [agent], "containers": [supervised_worker]}))
+	every value in {"soon", "500ms", "11m", "-5s", "10"} {
+		some msg in inplace_restart.deny with input as in_process(js, {"inplace.dev/park-deadline": value})
+		contains(msg, sprintf("park-deadline] must be a duration from 1s to 10m, such as 20s, not %q", [value]))
+	}
+}
+
+test_park_deadline_outside_in_process_warned if {
+	js := object.union(process(jobset(job_with_pod({}, {"initContainers": [agent], "containers": [supervised_worker]}))), {"object": {"metadata": {"annotations": {"inplace.dev/park-deadline": "20s"}}}})
+	some msg in inplace_restart.warn with input as js
+	contains(msg, "park-deadline] has no effect in restart scope process")
 }
 
 test_process_scope_recreate_warned if {

@@ -25,7 +25,8 @@ import (
 )
 
 // PyTorch is the image of examples/pytorch: Debian's python3-torch (CPU,
-// gloo, torchrun) and the example's training program.
+// gloo, torchrun), the example's training program and python/'s
+// inplace_restart module.
 const PyTorch = "ghcr.io/inplace-dev/inplace-pytorch:" + Version
 
 const rootfsScript = "hack/build-pytorch-rootfs.sh"
@@ -74,6 +75,13 @@ func BuildPyTorch(ctx context.Context, root, cacheDir, archive string, log io.Wr
 		}
 		programs = append(programs, entry{path: "/examples/pytorch/" + f, mode: 0o644, data: data})
 	}
+	// The worker side of in-process restarts, where Debian's python3 finds
+	// its modules.
+	module, err := os.ReadFile(filepath.Join(root, "python", "inplace_restart.py"))
+	if err != nil {
+		return out, err
+	}
+	programs = append(programs, entry{path: "/usr/lib/python3/dist-packages/inplace_restart.py", mode: 0o644, data: module})
 	rootfs, err := tarball.LayerFromFile(base)
 	if err != nil {
 		return out, err

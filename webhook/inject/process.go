@@ -27,7 +27,10 @@ const supervisorVolume = "inplace-supervisor"
 // left as they are, and the built-in policy refuses the JobSet, saying
 // why. So are they all when one has no command, which is refused too: the
 // image's entrypoint is not visible to admission.
-func injectProcessScope(rj *jobset.ReplicatedJob, agent configv1alpha1.Agent, ordered bool) []Decision {
+//
+// In in-process scope (park > 0) the supervisor asks the worker to park at
+// a new epoch, and stops it only if it has not within park.
+func injectProcessScope(rj *jobset.ReplicatedJob, agent configv1alpha1.Agent, ordered bool, park time.Duration) []Decision {
 	pod := &rj.Template.Spec.Template.Spec
 	a := slices.IndexFunc(pod.InitContainers, func(c corev1.Container) bool {
 		return c.Name == agent.ContainerName && InjectedAgent(c)
@@ -63,6 +66,9 @@ func injectProcessScope(rj *jobset.ReplicatedJob, agent configv1alpha1.Agent, or
 			"--container=" + ctr.Name,
 			"--restart-exit-codes=" + restartCodes(ctr.RestartPolicyRules),
 			"--grace-period=" + grace.String()}
+		if park > 0 {
+			flags = append(flags, "--park-deadline="+park.String())
+		}
 		if ordered {
 			// The barriers lift in order of readiness, and a Pod's Ready
 			// condition outlives a restart of its workers: the supervisor
@@ -76,8 +82,11 @@ func injectProcessScope(rj *jobset.ReplicatedJob, agent configv1alpha1.Agent, or
 		ctr.Args = nil
 		ctr.VolumeMounts = append(ctr.VolumeMounts, corev1.VolumeMount{Name: supervisorVolume, MountPath: protocol.SupervisorDir, ReadOnly: true})
 		supervised = append(supervised, ctr.Name)
-		out = append(out, Decision{"supervisor", rj.Name + "/" + ctr.Name,
-			"runs the command under the supervisor, which restarts the worker's processes in place when the epoch changes"})
+		why := "runs the command under the supervisor, which restarts the worker's processes in place when the epoch changes"
+		if park > 0 {
+			why = "runs the command under the supervisor, which asks the worker to park and resume in its process when the epoch changes (within " + park.String() + ", or restarts it)"
+		}
+		out = append(out, Decision{"supervisor", rj.Name + "/" + ctr.Name, why})
 	}
 	if len(out) == 0 {
 		return nil
@@ -109,6 +118,19 @@ func injectProcessScope(rj *jobset.ReplicatedJob, agent configv1alpha1.Agent, or
 	setEnv(ag, corev1.EnvVar{Name: protocol.EnvWorkerRestarts, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{
 		FieldPath: "metadata.annotations['" + protocol.WorkerRestartsAnnotation + "']"}}})
 	return out
+}
+
+// parkDeadline is the deadline to park in in-process scope, 0 otherwise:
+// the JobSet's ParkDeadlineAnnotation, which the built-in policy checks,
+// or the default.
+func parkDeadline(annotations map[string]string) time.Duration {
+	if !protocol.InProcessScope(annotations) {
+		return 0
+	}
+	if d, err := time.ParseDuration(annotations[protocol.ParkDeadlineAnnotation]); err == nil && d > 0 {
+		return d
+	}
+	return protocol.DefaultParkDeadline
 }
 
 // readinessOf is a container's readiness probe as the supervisor runs it:

@@ -1,0 +1,71 @@
+"""A worker of in-process scope for the supervisor's tests: python/inplace_restart.run
+around a train() that logs and sleeps, with a stand-in for torch.distributed
+that logs what run() asks of it (the tests run where torch is not).
+
+It writes to $DIR/log: "start <epoch> <pid>" when train() begins, "over
+<epoch>" when EpochOver interrupts it, "init"/"destroy" for the process group.
+A file $DIR/exit makes train() exit with the code in it; $DIR/done makes it
+return; $DIR/stubborn makes it ignore the end of its epoch.
+"""
+
+import os
+import signal
+import sys
+import time
+import types
+
+DIR = os.environ["DIR"]
+
+
+def log(text):
+    with open(os.path.join(DIR, "log"), "a") as f:
+        f.write(text + "\n")
+
+
+dist = types.ModuleType("torch.distributed")
+dist.initialized = False
+
+
+def init_process_group(backend, store=None, rank=-1, world_size=-1, timeout=None):
+    log(f"init {store}")
+    dist.initialized = True
+
+
+def destroy_process_group():
+    log("destroy")
+    dist.initialized = False
+
+
+dist.init_process_group = init_process_group
+dist.destroy_process_group = destroy_process_group
+dist.is_initialized = lambda: dist.initialized
+dist.TCPStore = lambda *args, **kwargs: "store"
+dist.PrefixStore = lambda prefix, store: prefix
+torch = types.ModuleType("torch")
+torch.distributed = dist
+sys.modules["torch"], sys.modules["torch.distributed"] = torch, dist
+
+import inplace_restart  # noqa: E402
+
+
+def train(epoch):
+    log(f"start {epoch} {os.getpid()}")
+    if os.path.exists(os.path.join(DIR, "stubborn")):
+        signal.pthread_sigmask(signal.SIG_BLOCK, [inplace_restart.INTERRUPT])
+    try:
+        while True:
+            path = os.path.join(DIR, "exit")
+            if os.path.exists(path):
+                code = int(open(path).read())
+                os.remove(path)
+                sys.exit(code)
+            if os.path.exists(os.path.join(DIR, "done")):
+                return "done"
+            time.sleep(0.02)
+    except inplace_restart.EpochOver as over:
+        log(f"over {over.epoch}")
+        raise
+
+
+os.environ.update(RANK="1", WORLD_SIZE="2", MASTER_ADDR="127.0.0.1", MASTER_PORT="1")
+log(f"returned {inplace_restart.run(train)}")

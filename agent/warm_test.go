@@ -1,0 +1,178 @@
+package agent
+
+import (
+	"context"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The supervisor in in-process scope, with python/inplace_restart.py as
+// its worker (testdata/warm_worker.py: the module's run() around a train()
+// that logs, torch.distributed stood in for).
+
+// startWarm starts a supervisor in in-process scope with the Python
+// worker, whose parking deadline is park.
+func startWarm(t *testing.T, park time.Duration) *supervised {
+	t.Helper()
+	python, err := exec.LookPath("python3")
+	if err != nil {
+		t.Fatalf("python3, which runs the worker module's tests: %v", err)
+	}
+	module, err := filepath.Abs("../python")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PYTHONPATH", module)
+	t.Setenv("PYTHONDONTWRITEBYTECODE", "1")
+	return startSupervisedSpec(t, supervisorSpec{
+		Restart: "NotIn:0", Grace: 2 * time.Second, ParkDeadline: park,
+		Command: []string{python, "testdata/warm_worker.py"},
+	})
+}
+
+// pidAt is the pid the worker logged starting epoch at.
+func (s *supervised) pidAt(epoch string) string {
+	s.t.Helper()
+	for _, l := range s.log() {
+		if rest, ok := strings.CutPrefix(l, "start "+epoch+" "); ok {
+			return rest
+		}
+	}
+	s.t.Fatalf("the worker did not start epoch %s: %q", epoch, s.log())
+	return ""
+}
+
+// waitLogged waits until the worker's log holds want, in order among its
+// lines.
+func (s *supervised) waitLogged(want ...string) {
+	s.t.Helper()
+	deadline := time.Now().Add(supervisedWait)
+	for time.Now().Before(deadline) {
+		got, i := s.log(), 0
+		for _, l := range got {
+			if i < len(want) && strings.HasPrefix(l, want[i]) {
+				i++
+			}
+		}
+		if i == len(want) {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	s.t.Fatalf("worker log %q, want lines starting %q in order", s.log(), want)
+}
+
+func TestSupervisorParksAndResumesTheWorkerInItsProcess(t *testing.T) {
+	s := startWarm(t, time.Minute)
+	s.hub.setState(1, true)
+	s.waitLogged("init inplace/1/", "start 1 ")
+	s.waitRunning(1)
+	pid := s.pidAt("1")
+
+	// A new epoch: the worker leaves train(), tears its group down and
+	// parks, long before its deadline; the agent counts it stopped.
+	start := time.Now()
+	s.hub.setState(2, false)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	if stuck, unknown := s.hub.waitStopped(ctx, time.Second); len(stuck)+len(unknown) > 0 {
+		t.Fatalf("waitStopped gave up on %v %v", stuck, unknown)
+	}
+	if took := time.Since(start); took > 20*time.Second {
+		t.Fatalf("the worker parked after %s", took)
+	}
+	s.waitLogged("start 1 ", "over 1", "destroy")
+	if got := s.log(); strings.HasPrefix(got[len(got)-1], "init") {
+		t.Fatalf("the worker formed a group before the barrier lifted: %q", got)
+	}
+
+	// The barrier lifts: the same process forms the group at epoch 2.
+	s.hub.setState(2, true)
+	s.waitLogged("start 1 ", "over 1", "destroy", "init inplace/2/", "start 2 ")
+	s.waitRunning(2)
+	if again := s.pidAt("2"); again != pid {
+		t.Fatalf("epoch 2 ran in pid %s, epoch 1 in %s: not in the same process", again, pid)
+	}
+
+	// train() returning ends run(), and the container with code 0.
+	s.write("done", "")
+	if code := s.exitCode(); code != 0 {
+		t.Fatalf("exit code %d, want 0", code)
+	}
+	s.waitLogged("start 2 ", "destroy", "returned done")
+}
+
+func TestSupervisorRestartsAWorkerThatDoesNotPark(t *testing.T) {
+	const park = 500 * time.Millisecond
+	s := startWarm(t, park)
+	// Read as train() begins: it will not hear that its epoch is over.
+	s.write("stubborn", "")
+	s.hub.setState(1, true)
+	s.waitLogged("start 1 ")
+	s.waitRunning(1)
+	pid := s.pidAt("1")
+	start := time.Now()
+	s.hub.setState(2, false)
+	s.waitRunning(0)
+	if took := time.Since(start); took < park {
+		t.Fatalf("the worker was stopped after %s, within its deadline to park", took)
+	}
+	if err := os.Remove(filepath.Join(s.dir, "stubborn")); err != nil {
+		t.Fatal(err)
+	}
+	s.hub.setState(2, true)
+	s.waitLogged("start 1 ", "start 2 ")
+	if again := s.pidAt("2"); again == pid {
+		t.Fatalf("epoch 2 ran in pid %s, as epoch 1: the worker that did not park was not restarted", pid)
+	}
+}
+
+func TestSupervisorRestartsAWorkerThatFailed(t *testing.T) {
+	s := startWarm(t, time.Minute)
+	s.hub.setState(1, true)
+	s.waitLogged("start 1 ")
+	pid := s.pidAt("1")
+	// Its own failure: an exit, reported; a new process at the next epoch.
+	s.write("exit", "3")
+	select {
+	case <-s.hub.exited:
+	case <-time.After(supervisedWait):
+		t.Fatal("the exit was not reported")
+	}
+	s.waitRunning(0)
+	s.hub.setState(2, false)
+	s.hub.setState(2, true)
+	s.waitLogged("start 1 ", "start 2 ")
+	if again := s.pidAt("2"); again == pid {
+		t.Fatalf("epoch 2 ran in the pid of the worker that exited, %s", pid)
+	}
+}
+
+func TestControlSocketServesTheWorkerAlone(t *testing.T) {
+	name := "@inplace-test/" + t.Name() + "/" + time.Now().Format("150405.000000000")
+	python, err := exec.LookPath("python3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := startSupervisedSpec(t, supervisorSpec{Restart: "NotIn:0", Grace: time.Second, ParkDeadline: time.Minute, Control: name,
+		Command: []string{python, "-c", "import time; time.sleep(600)"}})
+	s.hub.setState(1, true)
+	s.waitRunning(1)
+	// The test is not a descendant of the supervisor: it is hung up on
+	// without a word.
+	conn, err := net.Dial("unix", name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.SetReadDeadline(time.Now().Add(supervisedWait))
+	buf := make([]byte, 64)
+	if n, err := conn.Read(buf); err == nil {
+		t.Fatalf("the control socket told a stranger %q", buf[:n])
+	}
+}

@@ -1,0 +1,88 @@
+package protocol
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// The worker protocol of in-process scope (RestartScopeInProcess): how the
+// supervisor tells the worker it runs that its epoch is over, and how the
+// worker says it has left it, so that the worker runs on at the next epoch
+// in the same process. It is language-neutral on purpose: lines of text on
+// a Unix socket. docs/reference/worker-protocol.md is its description for
+// the authors of workers; python/inplace_restart.py is PyTorch's side.
+//
+//	supervisor                                 worker
+//	   │ ◀──────────── connect to $INPLACE_CONTROL ─┤
+//	   ├─ start <e> ──────────────────────────────▶ │ runs at epoch e
+//	   │            … the agent moves to epoch e' … │
+//	   ├─ stop <e> ───────────────────────────────▶ │ leaves its step, tears
+//	   │                                            │ its process group down
+//	   │ ◀──────────────────────────── parked <e> ──┤
+//	   │        … the barrier of e' lifts …         │
+//	   ├─ start <e'> ─────────────────────────────▶ │ re-forms the group,
+//	   │                                            │ resumes the checkpoint
+//
+// A worker that has not written "parked <e>" within the deadline after
+// "stop <e>" is stopped as in process scope (SIGTERM to its process group,
+// SIGKILL after the grace period) and started again as a new process
+// behind the next barrier. So is a worker that never connects.
+const (
+	// EnvWorkerControl is set on the worker, in in-process scope, to the
+	// address of the supervisor's control socket: "@" and a name in Linux's
+	// abstract socket namespace (no file: a read-only root file system
+	// does not matter), or a path.
+	EnvWorkerControl = "INPLACE_CONTROL"
+	// EnvWorkerDeadline is set on the worker, in in-process scope, to the
+	// deadline in seconds (a decimal number) it has to write "parked"
+	// after "stop".
+	EnvWorkerDeadline = "INPLACE_PARK_DEADLINE"
+)
+
+// The words of the worker protocol: each line is a word, a space and an
+// epoch as Epoch.String writes it.
+const (
+	// WorkerStart, from the supervisor: the worker may run at the epoch.
+	// Sent first on every connection, with the epoch the worker runs at,
+	// and after the worker parked, once the barrier of the next epoch it
+	// may run at lifts.
+	WorkerStart = "start"
+	// WorkerStop, from the supervisor: the epoch is over. The worker
+	// leaves what it does at it and writes WorkerParked.
+	WorkerStop = "stop"
+	// WorkerParked, from the worker: it has left the epoch and holds no
+	// connection to its peers of that epoch.
+	WorkerParked = "parked"
+)
+
+// DefaultParkDeadline is how long a worker has to park after WorkerStop
+// unless the JobSet's ParkDeadlineAnnotation says otherwise.
+const DefaultParkDeadline = 10 * time.Second
+
+// ParkDeadlineAnnotation on a JobSet in in-process scope sets the
+// deadline, as a Go duration ("20s"), of its workers to park.
+const ParkDeadlineAnnotation = "inplace.dev/park-deadline"
+
+// WorkerLine is one line of the worker protocol.
+type WorkerLine struct {
+	Word  string
+	Epoch Epoch
+}
+
+// String is the line as written, without its newline.
+func (l WorkerLine) String() string { return l.Word + " " + l.Epoch.String() }
+
+// ParseWorkerLine parses a line of the worker protocol, its newline
+// trimmed.
+func ParseWorkerLine(line string) (WorkerLine, error) {
+	word, epoch, ok := strings.Cut(strings.TrimRight(line, "\r\n"), " ")
+	if !ok || (word != WorkerStart && word != WorkerStop && word != WorkerParked) {
+		return WorkerLine{}, fmt.Errorf("worker protocol: %q is not %q, %q or %q and an epoch", line, WorkerStart, WorkerStop, WorkerParked)
+	}
+	e, err := ParseEpoch(epoch)
+	if err != nil || e == 0 {
+		return WorkerLine{}, fmt.Errorf("worker protocol: %q: the epoch must be a number from 1", line)
+	}
+	return WorkerLine{Word: word, Epoch: e}, nil
+}

@@ -1,0 +1,249 @@
+"""In-process restarts for PyTorch: the worker side of inplace's worker protocol.
+
+In a JobSet annotated ``inplace.dev/restart-scope: in-process``, a rank
+that did not fail is not killed when another rank fails. Its supervisor
+tells it that its epoch is over; it leaves its step, tears its process
+group down, waits for the next epoch's barrier, and forms the group again
+in the same process: Python, torch and the data already loaded stay. The
+rank that failed starts again as a new process. The protocol is in
+docs/reference/worker-protocol.md.
+
+Use::
+
+    import inplace_restart
+
+    def train(epoch):
+        # The default process group is formed. Build the model, wrap it in
+        # DistributedDataParallel, load the newest checkpoint, train.
+        ...
+
+    inplace_restart.run(train, backend="gloo")
+
+``train`` runs once per epoch. It returns when training is done; what it
+returns, ``run`` returns. When the epoch ends under it, ``run`` raises
+``EpochOver`` in it (at the next Python instruction: between two steps,
+in a sleep, or as soon as a collective returns), tears the group down and
+calls it again at the next epoch. ``EpochOver`` derives from
+BaseException, so that ``except Exception`` does not take it.
+
+The environment is torch's: ``RANK``, ``WORLD_SIZE``, ``MASTER_ADDR``,
+``MASTER_PORT``. Rank 0 serves the store the ranks meet at; each epoch
+uses keys of its own. Outside in-process scope (``INPLACE_CONTROL`` is not
+set, as under torchrun in the other scopes) ``run`` forms the group from
+the environment (``env://``) and calls ``train`` once.
+
+Only the standard library at import; torch when ``run`` is called.
+"""
+
+import datetime
+import os
+import signal
+import socket
+import sys
+import threading
+import time
+
+# The supervisor's environment (api/protocol/warm.go).
+ENV_CONTROL = "INPLACE_CONTROL"
+ENV_DEADLINE = "INPLACE_PARK_DEADLINE"
+ENV_EPOCH = "INPLACE_EPOCH"
+
+# The signal run() interrupts the main thread with, in this process only.
+INTERRUPT = signal.SIGUSR1
+
+# How long a rank whose collective failed waits to be told that its epoch
+# is over before it fails as a process: the failure of a peer reaches the
+# supervisor through its agent and the controller in about a second.
+PEER_FAILURE_WAIT = float(os.environ.get("INPLACE_PEER_FAILURE_WAIT", "30"))
+
+
+class EpochOver(BaseException):
+    """The epoch the process group was formed at is over."""
+
+    def __init__(self, epoch):
+        super().__init__(f"epoch {epoch} is over")
+        self.epoch = epoch
+
+
+def log(msg):
+    sys.stderr.write(f"inplace_restart: {msg}\n")
+    sys.stderr.flush()
+
+
+class Control:
+    """A connection to the supervisor's control socket.
+
+    A thread reads the supervisor's lines: ``start E`` (the process may run
+    at epoch E) and ``stop E`` (epoch E is over). ``park(E)`` writes
+    ``parked E``: the process has left epoch E.
+    """
+
+    def __init__(self, address, deadline):
+        self.deadline = deadline
+        self.started = 0  # the newest epoch "start" named
+        self.stopped = 0  # the newest epoch "stop" named
+        self.closed = False
+        self.on_stop = None  # called with the epoch, on the reading thread
+        self._cond = threading.Condition()
+        self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        # "@name" is a name in Linux's abstract namespace.
+        self._sock.connect("\0" + address[1:] if address.startswith("@") else address)
+        threading.Thread(target=self._read, name="inplace-control", daemon=True).start()
+
+    @classmethod
+    def from_env(cls):
+        """The supervisor's control socket, or None outside in-process scope."""
+        address = os.environ.get(ENV_CONTROL)
+        if not address:
+            return None
+        return cls(address, float(os.environ.get(ENV_DEADLINE, "10")))
+
+    def _read(self):
+        with self._sock.makefile("r", encoding="ascii") as f:
+            for line in f:
+                word, _, number = line.strip().partition(" ")
+                try:
+                    epoch = int(number)
+                except ValueError:
+                    continue
+                with self._cond:
+                    if word == "start":
+                        self.started = max(self.started, epoch)
+                    elif word == "stop":
+                        self.stopped = max(self.stopped, epoch)
+                    self._cond.notify_all()
+                    callback = self.on_stop if word == "stop" else None
+                if callback is not None:
+                    callback(epoch)
+        # The supervisor is gone: the container is ending.
+        with self._cond:
+            self.closed = True
+            self._cond.notify_all()
+
+    def wait_start(self, after):
+        """Waits for leave to run at an epoch after ``after``; None if the
+        supervisor went away."""
+        with self._cond:
+            self._cond.wait_for(lambda: self.closed or self.started > after)
+            return None if self.closed else self.started
+
+    def wait_stop(self, epoch, timeout):
+        """Waits up to timeout seconds for epoch to be over."""
+        with self._cond:
+            return self._cond.wait_for(lambda: self.closed or self.stopped >= epoch, timeout) and not self.closed
+
+    def over(self, epoch):
+        with self._cond:
+            return self.stopped >= epoch
+
+    def park(self, epoch):
+        self._sock.sendall(f"parked {epoch}\n".encode("ascii"))
+
+
+def cut_tcp_connections():
+    """Shuts down this process's connected TCP sockets.
+
+    A collective whose peer is gone without closing its connections (a
+    frozen process, a lost node) waits for the process group's timeout:
+    gloo cannot abort it. Its connections shut down, it fails at once.
+    Listening sockets (the store rank 0 serves) stay.
+    """
+    cut = 0
+    for name in os.listdir("/proc/self/fd"):
+        try:
+            fd = os.dup(int(name))
+        except (OSError, ValueError):
+            continue
+        try:
+            s = socket.socket(fileno=fd)
+        except OSError:
+            os.close(fd)
+            continue
+        try:
+            if s.family in (socket.AF_INET, socket.AF_INET6) and s.type == socket.SOCK_STREAM \
+                    and not s.getsockopt(socket.SOL_SOCKET, socket.SO_ACCEPTCONN):
+                s.shutdown(socket.SHUT_RDWR)
+                cut += 1
+        except OSError:
+            pass
+        finally:
+            s.close()
+    return cut
+
+
+def run(train, backend="gloo", timeout=datetime.timedelta(minutes=30)):
+    """Runs train(epoch) with the default process group formed, once per
+    epoch of in-process scope, until it returns; see the module's doc."""
+    import torch.distributed as dist
+
+    ctl = Control.from_env()
+    if ctl is None:
+        dist.init_process_group(backend, timeout=timeout)
+        try:
+            return train(int(os.environ.get(ENV_EPOCH, "0")))
+        finally:
+            dist.destroy_process_group()
+
+    rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    address, port = os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"])
+    main = threading.main_thread().ident
+    armed = threading.Event()  # set while train may be interrupted
+    running = [0]  # the epoch train runs at
+
+    def interrupted(signum, frame):
+        if armed.is_set() and ctl.over(running[0]):
+            raise EpochOver(running[0])
+
+    def stopped(epoch):
+        if not armed.is_set() or epoch != running[0]:
+            return
+        signal.pthread_kill(main, INTERRUPT)
+        # A collective stuck on a silent peer does not return: halfway to
+        # the deadline, its connections are cut.
+        def cut():
+            if armed.is_set() and running[0] == epoch:
+                log(f"rank {rank}: still in epoch {epoch} after {ctl.deadline / 2:g}s: cut {cut_tcp_connections()} TCP connections")
+        threading.Timer(ctl.deadline / 2, cut).start()
+
+    signal.signal(INTERRUPT, interrupted)
+    ctl.on_stop = stopped
+    store = None  # rank 0's server, kept across epochs
+    epoch = 0
+    while True:
+        epoch = ctl.wait_start(epoch)
+        if epoch is None:
+            sys.exit("inplace_restart: the supervisor went away")
+        running[0] = epoch
+        log(f"rank {rank} (pid {os.getpid()}) runs at epoch {epoch}")
+        try:
+            try:
+                armed.set()
+                if ctl.over(epoch):
+                    raise EpochOver(epoch)
+                if rank == 0 and store is None:
+                    store = dist.TCPStore(address, port, world, True, timeout, wait_for_workers=False)
+                client = store if rank == 0 else dist.TCPStore(address, port, world, False, timeout)
+                dist.init_process_group(backend, store=dist.PrefixStore(f"inplace/{epoch}/", client),
+                                        rank=rank, world_size=world, timeout=timeout)
+                result = train(epoch)
+            finally:
+                armed.clear()
+        except EpochOver:
+            pass
+        except Exception as err:
+            # A peer failed under a collective: the epoch ends soon, unless
+            # this failure is the process's own.
+            if not ctl.wait_stop(epoch, PEER_FAILURE_WAIT):
+                raise
+            log(f"rank {rank}: epoch {epoch} is over: {type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}")
+        else:
+            dist.destroy_process_group()
+            return result
+        began = time.monotonic()
+        if dist.is_initialized():
+            try:
+                dist.destroy_process_group()
+            except Exception as err:  # a broken group still ends
+                log(f"rank {rank}: tearing the process group down: {err}")
+        ctl.park(epoch)
+        log(f"rank {rank} parked at epoch {epoch} ({time.monotonic() - began:.3f}s to tear down)")
