@@ -240,7 +240,7 @@ image-pytorch: node-deps ## Build the PyTorch example's image from Debian's pack
 	go run ./test/cmd/image-pytorch
 
 .PHONY: demo-pytorch
-demo-pytorch: cluster-binaries node-deps ## Train examples/pytorch (DDP) on 2 real nodes, crash a rank, and show the restart in place (both scopes; SCOPE=container or process: one) and with Recreate.
+demo-pytorch: cluster-binaries node-deps ## Train examples/pytorch (DDP) on 2 real nodes, crash a rank, and show the restart in place (every scope; SCOPE=container, process or in-process: one) and with Recreate.
 	SCOPE=$(SCOPE) ./hack/demo-pytorch.sh
 
 .PHONY: demo

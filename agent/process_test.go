@@ -41,6 +41,7 @@ type supervisorSpec struct {
 	Control      string
 	// Container is the worker container's name; "trainer" if empty.
 	Container string
+	Standby   bool
 }
 
 func TestMain(m *testing.M) {
@@ -57,7 +58,7 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(supervisor.Run(context.Background(), supervisor.Config{
 			Agent: spec.Agent, Container: cmp.Or(spec.Container, "trainer"), Restart: codes, GracePeriod: spec.Grace, Command: spec.Command, Log: os.Stderr,
-			Readiness: spec.Readiness, ParkDeadline: spec.ParkDeadline, Control: spec.Control,
+			Readiness: spec.Readiness, ParkDeadline: spec.ParkDeadline, Control: spec.Control, Standby: spec.Standby,
 		}))
 	}
 	os.Exit(m.Run())

@@ -19,6 +19,12 @@ import (
 // worker, whose parking deadline is park.
 func startWarm(t *testing.T, park time.Duration) *supervised {
 	t.Helper()
+	return startWarmSpec(t, supervisorSpec{ParkDeadline: park})
+}
+
+// startWarmSpec is startWarm with more of the supervisor's settings.
+func startWarmSpec(t *testing.T, spec supervisorSpec) *supervised {
+	t.Helper()
 	python, err := exec.LookPath("python3")
 	if err != nil {
 		t.Fatalf("python3, which runs the worker module's tests: %v", err)
@@ -29,10 +35,9 @@ func startWarm(t *testing.T, park time.Duration) *supervised {
 	}
 	t.Setenv("PYTHONPATH", module)
 	t.Setenv("PYTHONDONTWRITEBYTECODE", "1")
-	return startSupervisedSpec(t, supervisorSpec{
-		Restart: "NotIn:0", Grace: 2 * time.Second, ParkDeadline: park,
-		Command: []string{python, "testdata/warm_worker.py"},
-	})
+	spec.Restart, spec.Grace = "NotIn:0", 2*time.Second
+	spec.Command = []string{python, "testdata/warm_worker.py"}
+	return startSupervisedSpec(t, spec)
 }
 
 // pidAt is the pid the worker logged starting epoch at.
@@ -151,6 +156,40 @@ func TestSupervisorRestartsAWorkerThatFailed(t *testing.T) {
 	if again := s.pidAt("2"); again == pid {
 		t.Fatalf("epoch 2 ran in the pid of the worker that exited, %s", pid)
 	}
+}
+
+func TestSupervisorReplacesAFailedWorkerWithItsStandby(t *testing.T) {
+	s := startWarmSpec(t, supervisorSpec{ParkDeadline: time.Minute, Standby: true})
+	s.hub.setState(1, true)
+	s.waitLogged("start 1 ")
+	pid := s.pidAt("1")
+	// Started once the worker has connected, the standby runs the
+	// command up to run(), and waits.
+	s.waitLogged("start 1 ", "standby ")
+	var standby string
+	for _, l := range s.log() {
+		if rest, ok := strings.CutPrefix(l, "standby "); ok {
+			standby = rest
+		}
+	}
+	if standby == pid {
+		t.Fatalf("the standby is the worker, pid %s", pid)
+	}
+	s.write("exit", "3")
+	select {
+	case <-s.hub.exited:
+	case <-time.After(supervisedWait):
+		t.Fatal("the exit was not reported")
+	}
+	s.waitRunning(0)
+	s.hub.setState(2, false)
+	s.hub.setState(2, true)
+	s.waitLogged("start 1 ", "standby ", "start 2 ")
+	if got := s.pidAt("2"); got != standby {
+		t.Fatalf("epoch 2 ran in pid %s, not in the standby %s", got, standby)
+	}
+	// The former standby, now the worker, gets a standby of its own.
+	s.waitLogged("start 1 ", "standby ", "start 2 ", "standby ")
 }
 
 func TestControlSocketServesTheWorkerAlone(t *testing.T) {

@@ -16,13 +16,14 @@ const module = "github.com/inplace-dev/inplace"
 
 // topLevel is one directory per part of the product (cmd, webhook,
 // policies, controller, agent, config, test) and the build files, plus the
-// conventional api/, hack/, docs/, examples/ and charts/, and perf/ for the
-// benchmarks.
+// conventional api/, hack/, docs/, examples/ and charts/, perf/ for the
+// benchmarks, and python/ for the worker side of in-process restarts,
+// which runs in the user's training program.
 var topLevel = []string{
 	".ci", ".dockerignore", ".gitignore", ".golangci.yml",
 	"CHANGELOG.md", "Dockerfile", "LICENSE", "Makefile", "README.md", "VERSION",
 	"agent", "api", "charts", "cmd", "config", "controller", "docs", "examples",
-	"go.mod", "go.sum", "hack", "perf", "policies", "test", "webhook",
+	"go.mod", "go.sum", "hack", "perf", "policies", "python", "test", "webhook",
 }
 
 // notProduct are the trees outside the product: test/ holds the product's

@@ -175,6 +175,8 @@ func TestReferenceNamesEveryFlagAndAgentVariable(t *testing.T) {
 	env := stringConstants(t, "../api/protocol/agent.go", isEnv)
 	// Process scope's: the agent's and what the supervisor gives a worker.
 	env = append(env, stringConstants(t, "../api/protocol/process.go", isEnv)...)
+	// In-process scope's: what the supervisor gives a worker.
+	env = append(env, stringConstants(t, "../api/protocol/warm.go", isEnv)...)
 	expectNamed(t, configPage, "agent environment variable", env)
 }
 

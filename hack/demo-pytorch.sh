@@ -3,17 +3,18 @@
 # built from Debian's packages and imported into them, examples/pytorch
 # trained with DDP, one rank crashed after a checkpoint, and the restart as
 # a timeline, in place and then with Recreate. Runs from a fresh clone, as
-# root. SCOPE=container or SCOPE=process runs the in-place restart in that
-# scope only (default: both). DEMO_ARGS are passed to the demo (-repeats 3
-# -json F: the benchmark).
+# root. SCOPE=container, SCOPE=process or SCOPE=in-process runs the in-place
+# restart in that scope only (default: all three). DEMO_ARGS are passed to
+# the demo (-repeats 3 -json F: the benchmark).
 set -euo pipefail
 
 case "${SCOPE:-}" in
-  "") strategies=InPlaceRestart,InPlaceRestart/process,Recreate ;;
+  "") strategies=InPlaceRestart,InPlaceRestart/process,InPlaceRestart/in-process,Recreate ;;
   container) strategies=InPlaceRestart,Recreate ;;
   process) strategies=InPlaceRestart/process,Recreate ;;
+  in-process) strategies=InPlaceRestart/in-process,Recreate ;;
   *)
-    echo "SCOPE=$SCOPE: use container or process (or leave it unset for both)" >&2
+    echo "SCOPE=$SCOPE: use container, process or in-process (or leave it unset for all three)" >&2
     exit 2
     ;;
 esac

@@ -26,6 +26,12 @@ in a sleep, or as soon as a collective returns), tears the group down and
 calls it again at the next epoch. ``EpochOver`` derives from
 BaseException, so that ``except Exception`` does not take it.
 
+The supervisor may start a standby: the same command, started ahead, whose
+``run`` waits until a worker that failed needs its place. What the
+program does before it calls ``run`` (imports, reading its data) is then
+done when a rank fails. It must not take what the worker holds alone (a
+GPU's memory, a port) before ``run``.
+
 The environment is torch's: ``RANK``, ``WORLD_SIZE``, ``MASTER_ADDR``,
 ``MASTER_PORT``. Rank 0 serves the store the ranks meet at; each epoch
 uses keys of its own. Outside in-process scope (``INPLACE_CONTROL`` is not
@@ -47,6 +53,7 @@ import time
 ENV_CONTROL = "INPLACE_CONTROL"
 ENV_DEADLINE = "INPLACE_PARK_DEADLINE"
 ENV_EPOCH = "INPLACE_EPOCH"
+ENV_STANDBY = "INPLACE_STANDBY"
 
 # The signal run() interrupts the main thread with, in this process only.
 INTERRUPT = signal.SIGUSR1
@@ -140,13 +147,16 @@ class Control:
         self._sock.sendall(f"parked {epoch}\n".encode("ascii"))
 
 
-def cut_tcp_connections():
-    """Shuts down this process's connected TCP sockets.
+def cut_tcp_connections(keep_port):
+    """Shuts down this process's connected TCP sockets but the store's.
 
     A collective whose peer is gone without closing its connections (a
     frozen process, a lost node) waits for the process group's timeout:
     gloo cannot abort it. Its connections shut down, it fails at once.
-    Listening sockets (the store rank 0 serves) stay.
+    Rank 0 keeps the store's connections (those from or to keep_port, the
+    store's port): it serves the store of every epoch, and is its own
+    client. The other ranks connect to the store again at each epoch.
+    Listening sockets stay.
     """
     cut = 0
     for name in os.listdir("/proc/self/fd"):
@@ -161,7 +171,8 @@ def cut_tcp_connections():
             continue
         try:
             if s.family in (socket.AF_INET, socket.AF_INET6) and s.type == socket.SOCK_STREAM \
-                    and not s.getsockopt(socket.SOL_SOCKET, socket.SO_ACCEPTCONN):
+                    and not s.getsockopt(socket.SOL_SOCKET, socket.SO_ACCEPTCONN) \
+                    and keep_port not in (s.getsockname()[1], s.getpeername()[1]):
                 s.shutdown(socket.SHUT_RDWR)
                 cut += 1
         except OSError:
@@ -186,6 +197,8 @@ def run(train, backend="gloo", timeout=datetime.timedelta(minutes=30)):
 
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     address, port = os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"])
+    if os.environ.get(ENV_STANDBY) == "1":
+        log(f"rank {rank} (pid {os.getpid()}) is a standby: it takes the place of this container's worker if that fails")
     main = threading.main_thread().ident
     armed = threading.Event()  # set while train may be interrupted
     running = [0]  # the epoch train runs at
@@ -202,7 +215,7 @@ def run(train, backend="gloo", timeout=datetime.timedelta(minutes=30)):
         # the deadline, its connections are cut.
         def cut():
             if armed.is_set() and running[0] == epoch:
-                log(f"rank {rank}: still in epoch {epoch} after {ctl.deadline / 2:g}s: cut {cut_tcp_connections()} TCP connections")
+                log(f"rank {rank}: still in epoch {epoch} after {ctl.deadline / 2:g}s: cut {cut_tcp_connections(port if rank == 0 else None)} TCP connections")
         threading.Timer(ctl.deadline / 2, cut).start()
 
     signal.signal(INTERRUPT, interrupted)
@@ -245,5 +258,6 @@ def run(train, backend="gloo", timeout=datetime.timedelta(minutes=30)):
                 dist.destroy_process_group()
             except Exception as err:  # a broken group still ends
                 log(f"rank {rank}: tearing the process group down: {err}")
+        # Logged first, so that the supervisor's line follows it.
+        log(f"rank {rank} parks at epoch {epoch} ({time.monotonic() - began:.3f}s to tear down)")
         ctl.park(epoch)
-        log(f"rank {rank} parked at epoch {epoch} ({time.monotonic() - began:.3f}s to tear down)")

@@ -38,6 +38,9 @@ type control struct {
 // controlConn is a worker's connection.
 type controlConn struct {
 	conn net.Conn
+	// pgid is the process group of the process that connected: the
+	// worker's or the standby's.
+	pgid int
 	// parked is the last epoch it wrote "parked" for.
 	parked protocol.Epoch
 }
@@ -82,12 +85,18 @@ func (c *control) serve(ctx context.Context, logf func(string, ...any)) {
 			}
 			return
 		}
-		if pid, err := peerPID(conn); err != nil || !descends(pid, os.Getpid()) {
+		pid, err := peerPID(conn)
+		if err != nil || !descends(pid, os.Getpid()) {
 			logf("control socket: refused a connection from pid %d, not a process of the worker's", pid)
 			_ = conn.Close()
 			continue
 		}
-		cc := &controlConn{conn: conn}
+		pgid, err := syscall.Getpgid(pid)
+		if err != nil {
+			_ = conn.Close() // gone already
+			continue
+		}
+		cc := &controlConn{conn: conn, pgid: pgid}
 		select {
 		case c.events <- controlEvent{conn: cc, opened: true}:
 		case <-ctx.Done():

@@ -23,6 +23,7 @@ func ParseArgs(args []string, output io.Writer) (Config, error) {
 	fs.StringVar(&cfg.Agent, "agent", "127.0.0.1:18080", "the agent's barrier address in the Pod")
 	fs.StringVar(&cfg.Container, "container", "", "the name of this worker container")
 	fs.DurationVar(&cfg.GracePeriod, "grace-period", 30*time.Second, "how long a worker being stopped has between SIGTERM and SIGKILL")
+	fs.BoolVar(&cfg.Standby, "standby", false, "in-process scope: keep a standby process of the worker's command, started ahead, to take the place of a worker that fails")
 	fs.DurationVar(&cfg.ParkDeadline, "park-deadline", 0, "in-process scope: how long the worker has to park (api/protocol/warm.go) when its epoch is over, before it is stopped; 0: process scope, the worker is stopped at once")
 	fs.Usage = func() {
 		fmt.Fprintln(output, "usage: inplace-supervisor supervise [flags] -- COMMAND [ARG...]")
@@ -43,6 +44,9 @@ func ParseArgs(args []string, output io.Writer) (Config, error) {
 	}
 	if cfg.ParkDeadline < 0 {
 		return cfg, errors.New("--park-deadline must not be negative")
+	}
+	if cfg.Standby && cfg.ParkDeadline == 0 {
+		return cfg, errors.New("--standby needs --park-deadline: a standby waits on the worker protocol of in-process scope")
 	}
 	if cfg.Container == "" {
 		return cfg, errors.New("--container is required")

@@ -54,6 +54,10 @@ type Config struct {
 	// Control is the control socket's address in-process ("@name": the
 	// abstract namespace); empty: a fresh name.
 	Control string
+	// Standby, in-process, keeps a second process of the worker's command
+	// started, waiting on the control socket: the worker's replacement
+	// when it fails, with its imports done (standby.go).
+	Standby bool
 }
 
 // Processes starts and signals the worker's processes.
@@ -121,6 +125,7 @@ func Run(ctx context.Context, cfg Config) int {
 				go ctl.serve(ctx, s.logf)
 				procs.env = []string{protocol.EnvWorkerControl + "=" + ctl.addr,
 					protocol.EnvWorkerDeadline + "=" + strconv.FormatFloat(cfg.ParkDeadline.Seconds(), 'f', -1, 64)}
+				s.osProcs = procs
 			}
 		}
 		s.procs = procs
@@ -143,6 +148,7 @@ func Run(ctx context.Context, cfg Config) int {
 		s.procs.Signal(s.w.pid, syscall.SIGKILL)
 		s.setRunning(0)
 	}
+	s.dropStandby()
 	s.farewell()
 	return code
 }
@@ -190,6 +196,12 @@ type supervisor struct {
 	ctl       *control
 	conns     map[*controlConn]bool
 	parkTimer *time.Timer
+	// osProcs are the operating system's processes, in-process; standby
+	// is the worker's standby, if one runs, and standbyTimer starts the
+	// next.
+	osProcs      *osProcesses
+	standby      *standby
+	standbyTimer *time.Timer
 }
 
 type worker struct {
@@ -207,7 +219,7 @@ func (s *supervisor) logf(format string, args ...any) {
 }
 
 func (s *supervisor) loop(ctx context.Context, states <-chan protocol.SupervisorState, children <-chan ChildExit, sigs <-chan os.Signal, controls <-chan controlEvent) int {
-	var killC, retryC, parkC <-chan time.Time
+	var killC, retryC, parkC, standbyC <-chan time.Time
 	stop := func() {
 		s.killTimer = time.NewTimer(s.cfg.GracePeriod)
 		killC = s.killTimer.C
@@ -220,6 +232,10 @@ func (s *supervisor) loop(ctx context.Context, states <-chan protocol.Supervisor
 			s.state = st
 			s.epoch.Store(st.Epoch)
 		case c := <-children:
+			if s.standby != nil && c.ID == s.standby.pid {
+				s.standbyExited(c.Code)
+				continue
+			}
 			if s.w == nil || c.ID != s.w.pid {
 				continue // an orphan, reaped
 			}
@@ -230,6 +246,9 @@ func (s *supervisor) loop(ctx context.Context, states <-chan protocol.Supervisor
 		case sig := <-sigs:
 			if sig == syscall.SIGTERM || sig == syscall.SIGINT {
 				s.terminating = true
+			}
+			if s.terminating {
+				s.dropStandby()
 			}
 			if s.w != nil {
 				s.procs.Signal(s.w.pid, sig.(syscall.Signal))
@@ -250,6 +269,9 @@ func (s *supervisor) loop(ctx context.Context, states <-chan protocol.Supervisor
 			retryC = nil
 		case ev := <-controls:
 			s.controlEvent(ev)
+		case <-standbyC:
+			standbyC = nil
+			s.startStandby()
 		case <-parkC:
 			parkC = nil
 			if s.w != nil && s.w.parking {
@@ -274,6 +296,9 @@ func (s *supervisor) loop(ctx context.Context, states <-chan protocol.Supervisor
 		if parking {
 			s.parkTimer = time.NewTimer(s.cfg.ParkDeadline)
 			parkC = s.parkTimer.C
+		}
+		if s.standbyTimer != nil {
+			standbyC, s.standbyTimer = s.standbyTimer.C, nil
 		}
 		if s.retry != nil {
 			retryC, s.retry = s.retry.C, nil
@@ -319,9 +344,24 @@ func (s *supervisor) act(ctx context.Context) (stopping, parking bool, code int,
 		s.w.parked, s.w.epoch = false, epoch
 		s.lastRun = int64(epoch)
 		s.setRunning(epoch)
+		s.logf("barrier of epoch %d lifted: resumed the worker in its process (pid %d)", epoch, s.w.pid)
 		s.sendAll(protocol.WorkerLine{Word: protocol.WorkerStart, Epoch: protocol.Epoch(epoch)})
 		s.startProbe(ctx, epoch)
-		s.logf("barrier of epoch %d lifted: resumed the worker in its process (pid %d)", epoch, s.w.pid)
+		return false, false, 0, false
+	}
+	if sb := s.standby; sb != nil {
+		// The standby has done what the worker's command does before it
+		// asks to run: it takes the failed worker's place at once.
+		s.standby = nil
+		s.w = &worker{pid: sb.pid, epoch: epoch}
+		s.conns = sb.conns
+		s.lastRun = int64(epoch)
+		s.setRunning(epoch)
+		// Logged first, so that the worker's own lines follow it.
+		s.logf("barrier of epoch %d lifted: started the worker (pid %d, the standby)", epoch, sb.pid)
+		s.sendAll(protocol.WorkerLine{Word: protocol.WorkerStart, Epoch: protocol.Epoch(epoch)})
+		s.startProbe(ctx, epoch)
+		s.scheduleStandby()
 		return false, false, 0, false
 	}
 	pid, err := s.procs.Start(epoch)
@@ -360,6 +400,12 @@ func (s *supervisor) endProbe() {
 func (s *supervisor) controlEvent(ev controlEvent) {
 	switch {
 	case ev.opened:
+		if s.standby != nil && ev.conn.pgid == s.standby.pid {
+			// Told nothing until it takes a failed worker's place.
+			s.standby.conns[ev.conn] = true
+			s.logf("standby ready (pid %d)", s.standby.pid)
+			return
+		}
 		if s.w == nil || s.w.stopping {
 			_ = ev.conn.conn.Close() // no worker of ours runs
 			return
@@ -368,6 +414,11 @@ func (s *supervisor) controlEvent(ev controlEvent) {
 			s.conns = map[*controlConn]bool{}
 		}
 		s.conns[ev.conn] = true
+		if len(s.conns) == 1 && !s.w.parked {
+			// The worker has done its imports: its standby starts now,
+			// not beside it.
+			s.scheduleStandby()
+		}
 		// The epoch it runs at, and, if that is over, that it is.
 		if ev.conn.send(protocol.WorkerLine{Word: protocol.WorkerStart, Epoch: protocol.Epoch(s.w.epoch)}) && (s.w.parking || s.w.parked) {
 			ev.conn.send(protocol.WorkerLine{Word: protocol.WorkerStop, Epoch: protocol.Epoch(s.w.epoch)})
@@ -375,6 +426,9 @@ func (s *supervisor) controlEvent(ev controlEvent) {
 		return
 	case ev.closed:
 		delete(s.conns, ev.conn)
+		if s.standby != nil {
+			delete(s.standby.conns, ev.conn)
+		}
 		_ = ev.conn.conn.Close()
 	default:
 		if s.conns[ev.conn] {

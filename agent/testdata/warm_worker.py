@@ -3,7 +3,8 @@ around a train() that logs and sleeps, with a stand-in for torch.distributed
 that logs what run() asks of it (the tests run where torch is not).
 
 It writes to $DIR/log: "start <epoch> <pid>" when train() begins, "over
-<epoch>" when EpochOver interrupts it, "init"/"destroy" for the process group.
+<epoch>" when EpochOver interrupts it, "init"/"destroy" for the process group,
+"standby <pid>" when it starts as a standby.
 A file $DIR/exit makes train() exit with the code in it; $DIR/done makes it
 return; $DIR/stubborn makes it ignore the end of its epoch.
 """
@@ -67,5 +68,7 @@ def train(epoch):
         raise
 
 
+if os.environ.get("INPLACE_STANDBY") == "1":
+    log(f"standby {os.getpid()}")
 os.environ.update(RANK="1", WORLD_SIZE="2", MASTER_ADDR="127.0.0.1", MASTER_PORT="1")
 log(f"returned {inplace_restart.run(train)}")

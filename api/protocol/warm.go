@@ -38,6 +38,10 @@ const (
 	// deadline in seconds (a decimal number) it has to write "parked"
 	// after "stop".
 	EnvWorkerDeadline = "INPLACE_PARK_DEADLINE"
+	// EnvWorkerStandby is "1" on a standby: a process of the worker's
+	// command started ahead, which connects and waits for "start" to take
+	// the place of a worker that failed. It has no EnvWorkerEpoch.
+	EnvWorkerStandby = "INPLACE_STANDBY"
 )
 
 // The words of the worker protocol: each line is a word, a space and an

@@ -17,22 +17,39 @@ import (
 	"sigs.k8s.io/yaml"
 
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
+	"github.com/inplace-dev/inplace/api/protocol"
 )
 
-// Container is the training container's name in the example.
+// Container is the training container's name in the example: torchrun's,
+// or in-process, local rank 0's.
 const Container = "pytorch"
 
-// Example is examples/pytorch/jobset.yaml: a ServiceAccount and a JobSet.
+// The example's manifests.
+const (
+	// Manifest runs torchrun in a container per Pod.
+	Manifest = "jobset.yaml"
+	// InProcessManifest runs a rank per container, in-process scope.
+	InProcessManifest = "jobset-in-process.yaml"
+)
+
+// Example is one of examples/pytorch's manifests: a ServiceAccount and a
+// JobSet.
 type Example struct {
 	ServiceAccount *corev1.ServiceAccount
 	JobSet         *jobset.JobSet
 }
 
-// Load reads examples/pytorch/jobset.yaml under the repository root, each
-// object strictly (a field the types do not know is an error), into
-// namespace ns.
+// Load reads examples/pytorch/jobset.yaml under the repository root into
+// namespace ns; see LoadManifest.
 func Load(root, ns string) (*Example, error) {
-	path := filepath.Join(root, "examples", "pytorch", "jobset.yaml")
+	return LoadManifest(root, ns, Manifest)
+}
+
+// LoadManifest reads the manifest of examples/pytorch under the
+// repository root, each object strictly (a field the types do not know is
+// an error), into namespace ns.
+func LoadManifest(root, ns, manifest string) (*Example, error) {
+	path := filepath.Join(root, "examples", "pytorch", manifest)
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
@@ -75,10 +92,27 @@ func Load(root, ns string) (*Example, error) {
 // SetRun sets the training program's length: steps in all, a checkpoint
 // every checkpointEvery.
 func (ex *Example) SetRun(steps, checkpointEvery int) {
-	c := &ex.pod().Containers[0]
-	c.Env = append(c.Env,
-		corev1.EnvVar{Name: "TRAIN_STEPS", Value: strconv.Itoa(steps)},
-		corev1.EnvVar{Name: "CHECKPOINT_EVERY", Value: strconv.Itoa(checkpointEvery)})
+	for i := range ex.pod().Containers {
+		c := &ex.pod().Containers[i]
+		c.Env = append(c.Env,
+			corev1.EnvVar{Name: "TRAIN_STEPS", Value: strconv.Itoa(steps)},
+			corev1.EnvVar{Name: "CHECKPOINT_EVERY", Value: strconv.Itoa(checkpointEvery)})
+	}
+}
+
+// Containers are the names of the example's training containers: one
+// per Pod with torchrun, one per local rank in-process.
+func (ex *Example) Containers() []string {
+	var out []string
+	for _, c := range ex.pod().Containers {
+		out = append(out, c.Name)
+	}
+	return out
+}
+
+// InProcess reports whether the example restarts in-process.
+func (ex *Example) InProcess() bool {
+	return protocol.InProcessScope(ex.JobSet.Annotations)
 }
 
 // UseRecreate makes the example restart by recreating its Pods, its

@@ -67,7 +67,10 @@ func injectProcessScope(rj *jobset.ReplicatedJob, agent configv1alpha1.Agent, or
 			"--restart-exit-codes=" + restartCodes(ctr.RestartPolicyRules),
 			"--grace-period=" + grace.String()}
 		if park > 0 {
-			flags = append(flags, "--park-deadline="+park.String())
+			// A standby of each worker, started ahead, takes the place of
+			// one that fails: the ranks that did not fail keep their
+			// process, and the one that did finds a new one ready.
+			flags = append(flags, "--park-deadline="+park.String(), "--standby")
 		}
 		if ordered {
 			// The barriers lift in order of readiness, and a Pod's Ready

@@ -39,9 +39,12 @@ const (
 
 	// The strategies the demo knows: in place in container scope (the
 	// kubelet restarts every container), in place in process scope (the
-	// supervisor restarts the worker process in its container), Recreate.
+	// supervisor restarts the worker process in its container), in place
+	// in-process (the ranks that did not fail run on in their processes),
+	// Recreate.
 	containerScope = string(jobset.InPlaceRestart)
 	processScope   = string(jobset.InPlaceRestart) + "/" + protocol.RestartScopeProcess
+	inProcessScope = string(jobset.InPlaceRestart) + "/" + protocol.RestartScopeInProcess
 	recreate       = string(jobset.Recreate)
 	// barrierLifted is what the supervisor logs, in the worker's
 	// container, when it starts the worker after the first restart: in
@@ -49,7 +52,7 @@ const (
 	barrierLifted = "inplace-supervisor: barrier of epoch 2 lifted"
 )
 
-var strategies = []string{containerScope, processScope, recreate}
+var strategies = []string{containerScope, processScope, inProcessScope, recreate}
 
 func main() {
 	kubeconfig := flag.String("cluster-kubeconfig", ".local/kubeconfig", "kubeconfig of the local cluster")
@@ -153,7 +156,10 @@ func run(kubeconfig, kubectl string, repeats int, jsonOut string, chosen []strin
 
 func (d *demo) scenario(ctx context.Context, strategy string, i int) (res Result, err error) {
 	res.Strategy = strategy
-	inPlace, process := strategy != recreate, strategy == processScope
+	inPlace, inProcess := strategy != recreate, strategy == inProcessScope
+	// Process and in-process: the containers run on, and each log holds
+	// both runs.
+	process := strategy == processScope || inProcess
 	ns := fmt.Sprintf("pytorch-%s-%d-%d", strings.ToLower(strings.ReplaceAll(strategy, "/", "-")), i, time.Now().Unix())
 	if err := d.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 		return res, err
@@ -165,7 +171,11 @@ func (d *demo) scenario(ctx context.Context, strategy string, i int) (res Result
 		}
 		_ = d.c.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
 	}()
-	ex, err := example.Load(d.root, ns)
+	manifest := example.Manifest
+	if inProcess {
+		manifest = example.InProcessManifest
+	}
+	ex, err := example.LoadManifest(d.root, ns, manifest)
 	if err != nil {
 		return res, err
 	}
@@ -194,7 +204,7 @@ func (d *demo) scenario(ctx context.Context, strategy string, i int) (res Result
 	if err := d.c.Create(ctx, js); err != nil {
 		return res, err
 	}
-	fmt.Printf("\n== %s: examples/pytorch/jobset.yaml in namespace %s, %d Pods x %d ranks (DDP over gloo), %d steps\n", strategy, ns, ex.Nodes(), ranksPerPod, steps)
+	fmt.Printf("\n== %s: examples/pytorch/%s in namespace %s, %d Pods x %d ranks (DDP over gloo), %d steps\n", strategy, manifest, ns, ex.Nodes(), ranksPerPod, steps)
 
 	var pod0 corev1.Pod
 	var firstLog string
@@ -212,6 +222,27 @@ func (d *demo) scenario(ctx context.Context, strategy string, i int) (res Result
 		return res, fmt.Errorf("waiting for the first checkpoint: %w", err)
 	}
 	fmt.Printf("   first checkpoint %.1fs after the JobSet was created; the Pods:\n", time.Since(start).Seconds())
+	if inProcess {
+		// A rank's standby is ready seconds after the rank: a run longer
+		// than the demo's finds one at every failure.
+		err := poll(ctx, func() (bool, error) {
+			pods, err := d.pods(ctx, js)
+			if err != nil {
+				return false, err
+			}
+			for _, p := range pods {
+				for _, name := range ex.Containers() {
+					if !strings.Contains(d.log(ctx, p, Options{Container: name}), "inplace-supervisor: standby ready") {
+						return false, nil
+					}
+				}
+			}
+			return true, nil
+		})
+		if err != nil {
+			return res, fmt.Errorf("waiting for every rank's standby: %w", err)
+		}
+	}
 	pods, _ := d.pods(ctx, js)
 	for _, p := range pods {
 		fmt.Printf("     %s on %s, %s\n", p.Name, p.Spec.NodeName, p.Status.PodIP)
@@ -260,18 +291,25 @@ func (d *demo) scenario(ctx context.Context, strategy string, i int) (res Result
 	var workerLogs [][]example.Line
 	var agentsRestarted, barrierLifted, workersStarted time.Time
 	for _, p := range pods {
-		log := d.log(ctx, p, Options{Timestamps: true})
-		if process {
-			_, second, lifted := splitRuns(log)
-			if lifted.IsZero() {
-				return res, fmt.Errorf("the log of %s shows no %q: its supervisor did not start the worker again", p.Name, barrierLifted)
+		for _, name := range ex.Containers() {
+			log := d.log(ctx, p, Options{Timestamps: true, Container: name})
+			if process {
+				_, second, lifted := splitRuns(log)
+				if lifted.IsZero() {
+					return res, fmt.Errorf("the log of %s in %s shows no %q: its supervisor did not start the worker again", name, p.Name, barrierLifted)
+				}
+				log, barrierLifted = second, latest(barrierLifted, lifted)
 			}
-			log, barrierLifted = second, latest(barrierLifted, lifted)
-		}
-		lines := example.ParseLog(log, true)
-		workerLogs = append(workerLogs, lines)
-		if len(lines) > 0 {
-			workersStarted = latest(workersStarted, lines[0].Time)
+			lines := example.ParseLog(log, true)
+			workerLogs = append(workerLogs, lines)
+			for _, l := range lines {
+				// In-process, the rank that failed logs this once Python
+				// has imported torch, the others at once.
+				if !inProcess || strings.HasSuffix(l.Text, ") runs at epoch 2") {
+					workersStarted = latest(workersStarted, l.Time)
+					break
+				}
+			}
 		}
 		if inPlace && !process {
 			agent := example.ParseLog(d.log(ctx, p, Options{Timestamps: true, Container: agentContainer}), true)
@@ -290,7 +328,9 @@ func (d *demo) scenario(ctx context.Context, strategy string, i int) (res Result
 	if err != nil {
 		var read []string
 		for i, p := range pods {
-			read = append(read, fmt.Sprintf("%s (%s, %d lines)", p.Name, p.Status.Phase, len(workerLogs[i])))
+			for j, name := range ex.Containers() {
+				read = append(read, fmt.Sprintf("%s of %s (%s, %d lines)", name, p.Name, p.Status.Phase, len(workerLogs[i*len(ex.Containers())+j])))
+			}
 		}
 		return res, fmt.Errorf("%w, in the logs of %s", err, strings.Join(read, ", "))
 	}
@@ -322,7 +362,10 @@ func (d *demo) scenario(ctx context.Context, strategy string, i int) (res Result
 	}
 	// The first line torchrun logs, once Python has imported it.
 	what := "torchrun up again in every Pod (same Pods), its first line logged"
-	if process {
+	switch {
+	case inProcess:
+		what = "every rank runs at epoch 2: the failed one in a new process, torch imported; the others in theirs"
+	case process:
 		what = "torchrun up again in every Pod (same containers), its first line logged"
 	}
 	if strategy == recreate {
