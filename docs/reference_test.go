@@ -176,7 +176,7 @@ func TestReferenceNamesEveryFlagAndAgentVariable(t *testing.T) {
 	// Process scope's: the agent's and what the supervisor gives a worker.
 	env = append(env, stringConstants(t, "../api/protocol/process.go", isEnv)...)
 	// In-process scope's: what the supervisor gives a worker.
-	env = append(env, stringConstants(t, "../api/protocol/warm.go", isEnv)...)
+	env = append(env, stringConstants(t, "../api/protocol/inprocess.go", isEnv)...)
 	expectNamed(t, configPage, "agent environment variable", env)
 }
 

@@ -49,7 +49,7 @@ import sys
 import threading
 import time
 
-# The supervisor's environment (api/protocol/warm.go).
+# The supervisor's environment (api/protocol/inprocess.go).
 ENV_CONTROL = "INPLACE_CONTROL"
 ENV_DEADLINE = "INPLACE_PARK_DEADLINE"
 ENV_EPOCH = "INPLACE_EPOCH"
@@ -58,10 +58,12 @@ ENV_STANDBY = "INPLACE_STANDBY"
 # The signal run() interrupts the main thread with, in this process only.
 INTERRUPT = signal.SIGUSR1
 
-# How long a rank whose collective failed waits to be told that its epoch
-# is over before it fails as a process: the failure of a peer reaches the
-# supervisor through its agent and the controller in about a second.
-PEER_FAILURE_WAIT = float(os.environ.get("INPLACE_PEER_FAILURE_WAIT", "30"))
+# How long a rank whose collective failed (a RuntimeError, as gloo raises)
+# waits to be told that its epoch is over before it fails as a process:
+# the failure of a peer reaches the supervisor through its agent and the
+# controller in about a second. Any other exception fails the process at
+# once.
+PEER_FAILURE_WAIT = float(os.environ.get("INPLACE_PEER_FAILURE_WAIT", "5"))
 
 
 class EpochOver(BaseException):
@@ -106,26 +108,31 @@ class Control:
         return cls(address, float(os.environ.get(ENV_DEADLINE, "10")))
 
     def _read(self):
-        with self._sock.makefile("r", encoding="ascii") as f:
-            for line in f:
-                word, _, number = line.strip().partition(" ")
-                try:
-                    epoch = int(number)
-                except ValueError:
-                    continue
-                with self._cond:
-                    if word == "start":
-                        self.started = max(self.started, epoch)
-                    elif word == "stop":
-                        self.stopped = max(self.stopped, epoch)
-                    self._cond.notify_all()
-                    callback = self.on_stop if word == "stop" else None
-                if callback is not None:
-                    callback(epoch)
-        # The supervisor is gone: the container is ending.
-        with self._cond:
-            self.closed = True
-            self._cond.notify_all()
+        try:
+            with self._sock.makefile("r", encoding="ascii", errors="replace") as f:
+                for line in f:
+                    word, _, number = line.strip().partition(" ")
+                    try:
+                        epoch = int(number)
+                    except ValueError:
+                        continue
+                    with self._cond:
+                        if word == "start":
+                            self.started = max(self.started, epoch)
+                        elif word == "stop":
+                            self.stopped = max(self.stopped, epoch)
+                        self._cond.notify_all()
+                        callback = self.on_stop if word == "stop" else None
+                    if callback is not None:
+                        callback(epoch)
+        except OSError as err:
+            log(f"control socket: {err}")
+        finally:
+            # The supervisor is gone, or the connection: the container is
+            # ending, and nobody will say "start" again.
+            with self._cond:
+                self.closed = True
+                self._cond.notify_all()
 
     def wait_start(self, after):
         """Waits for leave to run at an epoch after ``after``; None if the
@@ -153,10 +160,9 @@ def cut_tcp_connections(keep_port):
     A collective whose peer is gone without closing its connections (a
     frozen process, a lost node) waits for the process group's timeout:
     gloo cannot abort it. Its connections shut down, it fails at once.
-    Rank 0 keeps the store's connections (those from or to keep_port, the
-    store's port): it serves the store of every epoch, and is its own
-    client. The other ranks connect to the store again at each epoch.
-    Listening sockets stay.
+    Rank 0 keeps the connections its store serves (those of local port
+    keep_port, the store's): it serves every epoch. Every rank connects
+    to the store again at each epoch. Listening sockets stay.
     """
     cut = 0
     for name in os.listdir("/proc/self/fd"):
@@ -172,7 +178,7 @@ def cut_tcp_connections(keep_port):
         try:
             if s.family in (socket.AF_INET, socket.AF_INET6) and s.type == socket.SOCK_STREAM \
                     and not s.getsockopt(socket.SOL_SOCKET, socket.SO_ACCEPTCONN) \
-                    and keep_port not in (s.getsockname()[1], s.getpeername()[1]):
+                    and s.getsockname()[1] != keep_port:
                 s.shutdown(socket.SHUT_RDWR)
                 cut += 1
         except OSError:
@@ -180,6 +186,15 @@ def cut_tcp_connections(keep_port):
         finally:
             s.close()
     return cut
+
+
+def teardown(dist, rank):
+    """Destroys the default process group, if there is one."""
+    if dist.is_initialized():
+        try:
+            dist.destroy_process_group()
+        except Exception as err:  # a broken group still ends
+            log(f"rank {rank}: tearing the process group down: {err}")
 
 
 def run(train, backend="gloo", timeout=datetime.timedelta(minutes=30)):
@@ -206,6 +221,8 @@ def run(train, backend="gloo", timeout=datetime.timedelta(minutes=30)):
     def interrupted(signum, frame):
         if armed.is_set() and ctl.over(running[0]):
             raise EpochOver(running[0])
+        if callable(previous):  # the program's own, for its own signal
+            previous(signum, frame)
 
     def stopped(epoch):
         if not armed.is_set() or epoch != running[0]:
@@ -216,11 +233,13 @@ def run(train, backend="gloo", timeout=datetime.timedelta(minutes=30)):
         def cut():
             if armed.is_set() and running[0] == epoch:
                 log(f"rank {rank}: still in epoch {epoch} after {ctl.deadline / 2:g}s: cut {cut_tcp_connections(port if rank == 0 else None)} TCP connections")
-        threading.Timer(ctl.deadline / 2, cut).start()
+        timer = threading.Timer(ctl.deadline / 2, cut)
+        timer.daemon = True
+        timer.start()
 
-    signal.signal(INTERRUPT, interrupted)
+    previous = signal.signal(INTERRUPT, interrupted)
     ctl.on_stop = stopped
-    store = None  # rank 0's server, kept across epochs
+    server = None  # rank 0's store, served to every epoch
     epoch = 0
     while True:
         epoch = ctl.wait_start(epoch)
@@ -233,9 +252,11 @@ def run(train, backend="gloo", timeout=datetime.timedelta(minutes=30)):
                 armed.set()
                 if ctl.over(epoch):
                     raise EpochOver(epoch)
-                if rank == 0 and store is None:
-                    store = dist.TCPStore(address, port, world, True, timeout, wait_for_workers=False)
-                client = store if rank == 0 else dist.TCPStore(address, port, world, False, timeout)
+                if rank == 0 and server is None:
+                    server = dist.TCPStore(address, port, world, True, timeout, wait_for_workers=False)
+                # A client of its own at each epoch, rank 0's too: one cut
+                # in an epoch that ended does not outlive it.
+                client = dist.TCPStore(address, port, world, False, timeout)
                 dist.init_process_group(backend, store=dist.PrefixStore(f"inplace/{epoch}/", client),
                                         rank=rank, world_size=world, timeout=timeout)
                 result = train(epoch)
@@ -243,9 +264,11 @@ def run(train, backend="gloo", timeout=datetime.timedelta(minutes=30)):
                 armed.clear()
         except EpochOver:
             pass
-        except Exception as err:
+        except RuntimeError as err:
             # A peer failed under a collective: the epoch ends soon, unless
-            # this failure is the process's own.
+            # this failure is the process's own. The group goes first, so
+            # that the peers' collectives fail at once either way.
+            teardown(dist, rank)
             if not ctl.wait_stop(epoch, PEER_FAILURE_WAIT):
                 raise
             log(f"rank {rank}: epoch {epoch} is over: {type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}")
@@ -253,11 +276,7 @@ def run(train, backend="gloo", timeout=datetime.timedelta(minutes=30)):
             dist.destroy_process_group()
             return result
         began = time.monotonic()
-        if dist.is_initialized():
-            try:
-                dist.destroy_process_group()
-            except Exception as err:  # a broken group still ends
-                log(f"rank {rank}: tearing the process group down: {err}")
+        teardown(dist, rank)
         # Logged first, so that the supervisor's line follows it.
         log(f"rank {rank} parks at epoch {epoch} ({time.monotonic() - began:.3f}s to tear down)")
         ctl.park(epoch)

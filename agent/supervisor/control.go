@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -18,7 +19,7 @@ import (
 )
 
 // This file is the supervisor's side of the worker protocol of in-process
-// scope (api/protocol/warm.go): the control socket the worker connects to.
+// scope (api/protocol/inprocess.go): the control socket the worker connects to.
 // The loop owns what the connections said; the socket's goroutines only
 // carry lines to it.
 
@@ -38,9 +39,10 @@ type control struct {
 // controlConn is a worker's connection.
 type controlConn struct {
 	conn net.Conn
-	// pgid is the process group of the process that connected: the
-	// worker's or the standby's.
-	pgid int
+	// lineage is the process that connected and its ancestors up to the
+	// supervisor's child: the worker or the standby, whichever it is or
+	// descends from.
+	lineage []int
 	// parked is the last epoch it wrote "parked" for.
 	parked protocol.Epoch
 }
@@ -77,6 +79,10 @@ func (c *control) serve(ctx context.Context, logf func(string, ...any)) {
 		<-ctx.Done()
 		_ = c.listener.Close()
 	}()
+	// Refused connections are logged the first 3 times, then every
+	// 100th: a Pod on the host's network shares the abstract namespace
+	// with the host.
+	refused := 0
 	for {
 		conn, err := c.listener.Accept()
 		if err != nil {
@@ -86,17 +92,15 @@ func (c *control) serve(ctx context.Context, logf func(string, ...any)) {
 			return
 		}
 		pid, err := peerPID(conn)
-		if err != nil || !descends(pid, os.Getpid()) {
-			logf("control socket: refused a connection from pid %d, not a process of the worker's", pid)
+		lineage := descent(pid, os.Getpid())
+		if err != nil || lineage == nil {
+			if refused++; refused <= 3 || refused%100 == 0 {
+				logf("control socket: refused a connection from pid %d, not a process of the worker's (%d refused)", pid, refused)
+			}
 			_ = conn.Close()
 			continue
 		}
-		pgid, err := syscall.Getpgid(pid)
-		if err != nil {
-			_ = conn.Close() // gone already
-			continue
-		}
-		cc := &controlConn{conn: conn, pgid: pgid}
+		cc := &controlConn{conn: conn, lineage: lineage}
 		select {
 		case c.events <- controlEvent{conn: cc, opened: true}:
 		case <-ctx.Done():
@@ -165,24 +169,31 @@ func peerPID(conn net.Conn) (int, error) {
 	return int(cred.Pid), nil
 }
 
-// descends reports whether pid is a descendant of ancestor, by the parent
-// pids in /proc. A process of another pid namespace has pid 0 here.
-func descends(pid, ancestor int) bool {
+// descent is pid and its ancestors up to a child of ancestor, by the
+// parent pids in /proc, or nil if pid does not descend from ancestor. A
+// process of another pid namespace has pid 0 here.
+func descent(pid, ancestor int) []int {
+	var lineage []int
 	for range 64 {
 		if pid <= 1 {
-			return false
+			return nil
 		}
+		lineage = append(lineage, pid)
 		ppid, err := parentPID(pid)
 		if err != nil {
-			return false
+			return nil
 		}
 		if ppid == ancestor {
-			return true
+			return lineage
 		}
 		pid = ppid
 	}
-	return false
+	return nil
 }
+
+// from reports whether the connection's process is pid or descends from
+// it.
+func (cc *controlConn) from(pid int) bool { return slices.Contains(cc.lineage, pid) }
 
 // parentPID reads a process's parent from /proc/<pid>/stat, whose second
 // field (the command, in parentheses) may hold spaces and parentheses:

@@ -14,6 +14,20 @@
 //	  exit 0, or a code the Job's podFailurePolicy decides: the container
 //	  ends with it, and the kubelet and the Job judge it as in container scope
 //
+// In in-process scope (--park-deadline) a worker connected to the control
+// socket is not stopped at a new epoch: it is asked to park (control.go,
+// api/protocol/inprocess.go), and runs again in its process behind the
+// next barrier; one that does not park within the deadline, or has no
+// connection, is stopped as above. With --standby a second process of the
+// command waits on the socket to take the place of a worker that exits
+// (standby.go).
+//
+//	running(e) ── new epoch ──▶ parking(e) ── "parked e" ──▶ parked
+//	    ▲                           │ deadline                  │
+//	    │                           ▼                           │
+//	    │                    stopping (SIGTERM)                 │
+//	    └──────── the barrier of e' lifts: "start e'" ◀─────────┘
+//
 // It reaps every process of its container (PID 1's duty, or a child
 // subreaper's when it is not PID 1), forwards signals to the worker's
 // process group, and starts the worker at most once per epoch. It asks the

@@ -24,7 +24,7 @@ func ParseArgs(args []string, output io.Writer) (Config, error) {
 	fs.StringVar(&cfg.Container, "container", "", "the name of this worker container")
 	fs.DurationVar(&cfg.GracePeriod, "grace-period", 30*time.Second, "how long a worker being stopped has between SIGTERM and SIGKILL")
 	fs.BoolVar(&cfg.Standby, "standby", false, "in-process scope: keep a standby process of the worker's command, started ahead, to take the place of a worker that fails")
-	fs.DurationVar(&cfg.ParkDeadline, "park-deadline", 0, "in-process scope: how long the worker has to park (api/protocol/warm.go) when its epoch is over, before it is stopped; 0: process scope, the worker is stopped at once")
+	fs.DurationVar(&cfg.ParkDeadline, "park-deadline", 0, "in-process scope: how long the worker has to park (api/protocol/inprocess.go) when its epoch is over, before it is stopped; 0: process scope, the worker is stopped at once")
 	fs.Usage = func() {
 		fmt.Fprintln(output, "usage: inplace-supervisor supervise [flags] -- COMMAND [ARG...]")
 		fs.PrintDefaults()

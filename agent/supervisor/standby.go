@@ -33,7 +33,8 @@ type standby struct {
 // scheduleStandby starts a standby after standbyDelay, if the worker is to
 // have one and has none.
 func (s *supervisor) scheduleStandby() {
-	if !s.cfg.Standby || s.osProcs == nil || s.standby != nil || s.terminating {
+	// Not at epoch 0, where in-place restarts are off.
+	if !s.cfg.Standby || s.osProcs == nil || s.standby != nil || s.terminating || s.w == nil || s.w.epoch == 0 {
 		return
 	}
 	s.standbyTimer = time.NewTimer(standbyDelay)
@@ -41,8 +42,8 @@ func (s *supervisor) scheduleStandby() {
 
 // startStandby starts the standby, unless the worker no longer wants one.
 func (s *supervisor) startStandby() {
-	if s.standby != nil || s.terminating || s.w == nil || s.w.stopping {
-		return
+	if s.standby != nil || s.terminating || s.w == nil || s.w.stopping || s.w.parking || s.w.parked {
+		return // a worker that is leaving its epoch schedules none
 	}
 	pid, err := s.osProcs.startStandby()
 	if err != nil {

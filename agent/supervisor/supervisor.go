@@ -48,7 +48,7 @@ type Config struct {
 	// simulated nodes' Pod network).
 	Client *http.Client
 	// ParkDeadline, if set, restarts the worker in-process: at a new
-	// epoch the worker is asked to park (api/protocol/warm.go) and stopped
+	// epoch the worker is asked to park (api/protocol/inprocess.go) and stopped
 	// only if it has not within this deadline. Not with Processes.
 	ParkDeadline time.Duration
 	// Control is the control socket's address in-process ("@name": the
@@ -316,7 +316,9 @@ func (s *supervisor) act(ctx context.Context) (stopping, parking bool, code int,
 		if s.w.stopping || s.w.parking || s.state.Epoch == s.w.epoch || s.state.Epoch == 0 {
 			return false, false, 0, false
 		}
-		if s.ctl != nil && !s.terminating {
+		// A worker with no connection cannot hear it: it is stopped at
+		// once, as one that does not speak the protocol.
+		if s.ctl != nil && !s.terminating && len(s.conns) > 0 {
 			s.logf("epoch %d is over (the agent is at epoch %d): asking the worker to park", s.w.epoch, s.state.Epoch)
 			s.w.parking, s.w.parkAsked = true, time.Now()
 			s.sendAll(protocol.WorkerLine{Word: protocol.WorkerStop, Epoch: protocol.Epoch(s.w.epoch)})
@@ -329,6 +331,14 @@ func (s *supervisor) act(ctx context.Context) (stopping, parking bool, code int,
 	}
 	if s.terminating || !s.state.Lifted || int64(s.state.Epoch) <= s.lastRun {
 		return false, false, 0, false
+	}
+	if s.w != nil && len(s.conns) == 0 {
+		// Parked, then gone from the control socket: it cannot be told
+		// to run. A new process runs instead.
+		s.logf("the parked worker of epoch %d has left the control socket: stopping its process group", s.w.epoch)
+		s.w.parked, s.w.stopping = false, true
+		s.procs.Signal(s.w.pid, syscall.SIGTERM)
+		return true, false, 0, false
 	}
 	ok, err := s.askStart(ctx, s.state.Epoch)
 	if err != nil {
@@ -400,14 +410,14 @@ func (s *supervisor) endProbe() {
 func (s *supervisor) controlEvent(ev controlEvent) {
 	switch {
 	case ev.opened:
-		if s.standby != nil && ev.conn.pgid == s.standby.pid {
+		if s.standby != nil && ev.conn.from(s.standby.pid) {
 			// Told nothing until it takes a failed worker's place.
 			s.standby.conns[ev.conn] = true
 			s.logf("standby ready (pid %d)", s.standby.pid)
 			return
 		}
-		if s.w == nil || s.w.stopping {
-			_ = ev.conn.conn.Close() // no worker of ours runs
+		if s.w == nil || s.w.stopping || !ev.conn.from(s.w.pid) {
+			_ = ev.conn.conn.Close() // not of the worker that runs
 			return
 		}
 		if s.conns == nil {
@@ -499,9 +509,10 @@ func (s *supervisor) exited(ctx context.Context, code int) (int, bool) {
 	case w.stopping:
 		s.logf("the worker of epoch %d stopped (exit code %d)", w.epoch, code)
 		return 0, false
-	case w.parking || w.parked:
+	case (w.parking || w.parked) && code != 0 && s.cfg.Restart.Matches(code):
 		// It left the epoch another way: a new process starts behind the
-		// next barrier.
+		// next barrier. A code that does not restart in place is judged
+		// below, as any exit the supervisor did not ask for.
 		s.logf("the worker of epoch %d exited with code %d instead of parking", w.epoch, code)
 		return 0, false
 	case code == 0:
@@ -552,7 +563,13 @@ func (o *osProcesses) Start(epoch int32) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	env := append(append(os.Environ(), o.env...), protocol.EnvWorkerEpoch+"="+protocol.Epoch(epoch).String())
+	env := os.Environ()
+	if epoch != 0 {
+		// At epoch 0 in-place restarts are off: the worker runs once,
+		// without the worker protocol, as it would with no supervisor.
+		env = append(env, o.env...)
+	}
+	env = append(env, protocol.EnvWorkerEpoch+"="+protocol.Epoch(epoch).String())
 	return syscall.ForkExec(path, o.command, &syscall.ProcAttr{
 		Env:   env,
 		Files: []uintptr{0, 1, 2},

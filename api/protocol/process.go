@@ -15,7 +15,8 @@ import (
 // the controller.
 
 // RestartScopeAnnotation on a JobSet chooses what an in-place restart
-// restarts: RestartScopeContainer (the default) or RestartScopeProcess.
+// restarts: RestartScopeContainer (the default), RestartScopeProcess or
+// RestartScopeInProcess.
 const RestartScopeAnnotation = "inplace.dev/restart-scope"
 
 // The values of RestartScopeAnnotation.
@@ -27,7 +28,7 @@ const (
 	// process groups; no container restarts.
 	RestartScopeProcess = "process"
 	// RestartScopeInProcess: process scope, but a worker that speaks the
-	// worker protocol (warm.go) is not stopped: it is told that its epoch
+	// worker protocol (inprocess.go) is not stopped: it is told that its epoch
 	// is over, leaves its step, and runs on at the next epoch in the same
 	// process. A worker that does not answer in time is stopped as in
 	// process scope.

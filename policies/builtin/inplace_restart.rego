@@ -354,9 +354,18 @@ valid_park_deadline(value) if {
 }
 
 warn contains msg if {
-	"inplace.dev/park-deadline" in object.keys(annotations)
+	some key in {"inplace.dev/park-deadline", "inplace.dev/standby"}
+	key in object.keys(annotations)
 	restart_scope != "in-process"
-	msg := sprintf("metadata.annotations[inplace.dev/park-deadline] has no effect in restart scope %s: only in-process workers park", [restart_scope])
+	msg := sprintf("metadata.annotations[%s] has no effect in restart scope %s: it is for in-process workers; remove it, or set metadata.annotations[inplace.dev/restart-scope] to in-process", [key, restart_scope])
+}
+
+# inplace.dev/standby: "true" keeps a standby process of each worker, in
+# in-process scope.
+deny contains msg if {
+	value := annotations["inplace.dev/standby"]
+	not value in {"true", "false"}
+	msg := sprintf("metadata.annotations[inplace.dev/standby] must be \"true\" or \"false\", not %q: \"true\" keeps a standby process of each worker, started ahead, to take the place of one that fails", [value])
 }
 
 # inplace.dev/agent-reports: pod has the JobSet's agents report on their

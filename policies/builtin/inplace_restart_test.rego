@@ -293,7 +293,14 @@ test_park_deadline_value_denied if {
 test_park_deadline_outside_in_process_warned if {
 	js := object.union(process(jobset(job_with_pod({}, {"initContainers": [agent], "containers": [supervised_worker]}))), {"object": {"metadata": {"annotations": {"inplace.dev/park-deadline": "20s"}}}})
 	some msg in inplace_restart.warn with input as js
-	contains(msg, "park-deadline] has no effect in restart scope process")
+	contains(msg, "park-deadline] has no effect in restart scope process: it is for in-process workers; remove it, or set metadata.annotations[inplace.dev/restart-scope] to in-process")
+}
+
+test_standby_value_denied if {
+	js := jobset(job_with_pod({}, {"initContainers": [agent], "containers": [supervised_worker]}))
+	some msg in inplace_restart.deny with input as in_process(js, {"inplace.dev/standby": "yes"})
+	contains(msg, `standby] must be "true" or "false", not "yes"`)
+	count(inplace_restart.deny) == 0 with input as in_process(js, {"inplace.dev/standby": "true"})
 }
 
 test_process_scope_recreate_warned if {

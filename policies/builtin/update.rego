@@ -232,3 +232,16 @@ deny contains msg if {
 	scope_of(input.oldObject) != scope_of(input.object)
 	msg := sprintf("metadata.annotations[inplace.dev/restart-scope] cannot change from %s to %s: the Pod templates were built for %s scope at creation; delete and recreate the JobSet to change it", [scope_of(input.oldObject), scope_of(input.object), scope_of(input.oldObject)])
 }
+
+# So are, in in-process scope, the deadline to park and the standby: the
+# supervisor's flags.
+built_in_annotations := {"inplace.dev/park-deadline", "inplace.dev/standby"}
+
+annotation_of(obj, key) := object.get(object.get(obj.metadata, "annotations", {}), key, "(unset)")
+
+deny contains msg if {
+	input.operation == "UPDATE"
+	some key in built_in_annotations
+	annotation_of(input.oldObject, key) != annotation_of(input.object, key)
+	msg := sprintf("metadata.annotations[%s] cannot change from %s to %s: the supervisor's flags were built from it into the Pod templates at creation; delete and recreate the JobSet to change it", [key, annotation_of(input.oldObject, key), annotation_of(input.object, key)])
+}

@@ -152,3 +152,14 @@ test_restart_scope_change_denied if {
 	contains(msg, "cannot change from container to process")
 	count(update.deny) == 0 with input as request(new, new)
 }
+
+test_park_deadline_and_standby_change_denied if {
+	old := object.union(js(false, [rj("a")]), {"metadata": {"annotations": {"inplace.dev/restart-scope": "in-process"}}})
+	new := object.union(old, {"metadata": {"annotations": {"inplace.dev/park-deadline": "20s", "inplace.dev/standby": "true"}}})
+	denials := update.deny with input as request(old, new)
+	some msg in denials
+	contains(msg, "metadata.annotations[inplace.dev/park-deadline] cannot change from (unset) to 20s")
+	some other in denials
+	contains(other, "metadata.annotations[inplace.dev/standby] cannot change from (unset) to true")
+	count(update.deny) == 0 with input as request(new, new)
+}

@@ -75,7 +75,7 @@ func Inject(js *jobset.JobSet, agent configv1alpha1.Agent) []Decision {
 		rj := &js.Spec.ReplicatedJobs[i]
 		decisions = append(decisions, injectJob(rj, agent, !disabled)...)
 		if process {
-			decisions = append(decisions, injectProcessScope(rj, agent, ordered, parkDeadline(js.Annotations))...)
+			decisions = append(decisions, injectProcessScope(rj, agent, ordered, parkDeadline(js.Annotations), standbyOn(js.Annotations))...)
 		}
 	}
 	// The record covers this pass and every earlier one, so that a second

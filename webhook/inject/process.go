@@ -30,7 +30,7 @@ const supervisorVolume = "inplace-supervisor"
 //
 // In in-process scope (park > 0) the supervisor asks the worker to park at
 // a new epoch, and stops it only if it has not within park.
-func injectProcessScope(rj *jobset.ReplicatedJob, agent configv1alpha1.Agent, ordered bool, park time.Duration) []Decision {
+func injectProcessScope(rj *jobset.ReplicatedJob, agent configv1alpha1.Agent, ordered bool, park time.Duration, standby bool) []Decision {
 	pod := &rj.Template.Spec.Template.Spec
 	a := slices.IndexFunc(pod.InitContainers, func(c corev1.Container) bool {
 		return c.Name == agent.ContainerName && InjectedAgent(c)
@@ -67,10 +67,12 @@ func injectProcessScope(rj *jobset.ReplicatedJob, agent configv1alpha1.Agent, or
 			"--restart-exit-codes=" + restartCodes(ctr.RestartPolicyRules),
 			"--grace-period=" + grace.String()}
 		if park > 0 {
-			// A standby of each worker, started ahead, takes the place of
-			// one that fails: the ranks that did not fail keep their
-			// process, and the one that did finds a new one ready.
-			flags = append(flags, "--park-deadline="+park.String(), "--standby")
+			flags = append(flags, "--park-deadline="+park.String())
+			if standby {
+				// A standby of each worker, started ahead, takes the
+				// place of one that fails.
+				flags = append(flags, "--standby")
+			}
 		}
 		if ordered {
 			// The barriers lift in order of readiness, and a Pod's Ready
@@ -131,9 +133,15 @@ func parkDeadline(annotations map[string]string) time.Duration {
 		return 0
 	}
 	if d, err := time.ParseDuration(annotations[protocol.ParkDeadlineAnnotation]); err == nil && d > 0 {
-		return d
+		// Held to the policy's bounds, should the policy be off.
+		return min(max(d, protocol.MinParkDeadline), protocol.MaxParkDeadline)
 	}
 	return protocol.DefaultParkDeadline
+}
+
+// standbyOn reports whether an in-process JobSet asks for standbys.
+func standbyOn(annotations map[string]string) bool {
+	return protocol.InProcessScope(annotations) && annotations[protocol.StandbyAnnotation] == "true"
 }
 
 // readinessOf is a container's readiness probe as the supervisor runs it:

@@ -180,7 +180,7 @@ func (d *demo) scenario(ctx context.Context, strategy string, i int) (res Result
 		return res, err
 	}
 	ex.SetRun(steps, checkpointEvery)
-	if process {
+	if strategy == processScope {
 		util.SetRestartScope(ex.JobSet, protocol.RestartScopeProcess)
 	}
 	if strategy == recreate {

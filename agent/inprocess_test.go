@@ -2,6 +2,8 @@ package agent
 
 import (
 	"context"
+	"errors"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -12,18 +14,18 @@ import (
 )
 
 // The supervisor in in-process scope, with python/inplace_restart.py as
-// its worker (testdata/warm_worker.py: the module's run() around a train()
+// its worker (testdata/inprocess_worker.py: the module's run() around a train()
 // that logs, torch.distributed stood in for).
 
-// startWarm starts a supervisor in in-process scope with the Python
+// startInProcess starts a supervisor in in-process scope with the Python
 // worker, whose parking deadline is park.
-func startWarm(t *testing.T, park time.Duration) *supervised {
+func startInProcess(t *testing.T, park time.Duration) *supervised {
 	t.Helper()
-	return startWarmSpec(t, supervisorSpec{ParkDeadline: park})
+	return startInProcessSpec(t, supervisorSpec{ParkDeadline: park})
 }
 
-// startWarmSpec is startWarm with more of the supervisor's settings.
-func startWarmSpec(t *testing.T, spec supervisorSpec) *supervised {
+// startInProcessSpec is startInProcess with more of the supervisor's settings.
+func startInProcessSpec(t *testing.T, spec supervisorSpec) *supervised {
 	t.Helper()
 	python, err := exec.LookPath("python3")
 	if err != nil {
@@ -36,7 +38,7 @@ func startWarmSpec(t *testing.T, spec supervisorSpec) *supervised {
 	t.Setenv("PYTHONPATH", module)
 	t.Setenv("PYTHONDONTWRITEBYTECODE", "1")
 	spec.Restart, spec.Grace = "NotIn:0", 2*time.Second
-	spec.Command = []string{python, "testdata/warm_worker.py"}
+	spec.Command = []string{python, "testdata/inprocess_worker.py"}
 	return startSupervisedSpec(t, spec)
 }
 
@@ -73,7 +75,7 @@ func (s *supervised) waitLogged(want ...string) {
 }
 
 func TestSupervisorParksAndResumesTheWorkerInItsProcess(t *testing.T) {
-	s := startWarm(t, time.Minute)
+	s := startInProcess(t, time.Minute)
 	s.hub.setState(1, true)
 	s.waitLogged("init inplace/1/", "start 1 ")
 	s.waitRunning(1)
@@ -114,7 +116,7 @@ func TestSupervisorParksAndResumesTheWorkerInItsProcess(t *testing.T) {
 
 func TestSupervisorRestartsAWorkerThatDoesNotPark(t *testing.T) {
 	const park = 500 * time.Millisecond
-	s := startWarm(t, park)
+	s := startInProcess(t, park)
 	// Read as train() begins: it will not hear that its epoch is over.
 	s.write("stubborn", "")
 	s.hub.setState(1, true)
@@ -138,7 +140,7 @@ func TestSupervisorRestartsAWorkerThatDoesNotPark(t *testing.T) {
 }
 
 func TestSupervisorRestartsAWorkerThatFailed(t *testing.T) {
-	s := startWarm(t, time.Minute)
+	s := startInProcess(t, time.Minute)
 	s.hub.setState(1, true)
 	s.waitLogged("start 1 ")
 	pid := s.pidAt("1")
@@ -159,7 +161,7 @@ func TestSupervisorRestartsAWorkerThatFailed(t *testing.T) {
 }
 
 func TestSupervisorReplacesAFailedWorkerWithItsStandby(t *testing.T) {
-	s := startWarmSpec(t, supervisorSpec{ParkDeadline: time.Minute, Standby: true})
+	s := startInProcessSpec(t, supervisorSpec{ParkDeadline: time.Minute, Standby: true})
 	s.hub.setState(1, true)
 	s.waitLogged("start 1 ")
 	pid := s.pidAt("1")
@@ -190,6 +192,46 @@ func TestSupervisorReplacesAFailedWorkerWithItsStandby(t *testing.T) {
 	}
 	// The former standby, now the worker, gets a standby of its own.
 	s.waitLogged("start 1 ", "standby ", "start 2 ", "standby ")
+	starts := 0
+	for _, l := range s.log() {
+		if strings.HasPrefix(l, "start 1 ") {
+			starts++
+		}
+	}
+	if starts != 1 {
+		t.Fatalf("%d processes ran at epoch 1, want 1: %q", starts, s.log())
+	}
+}
+
+// At epoch 0 in-place restarts are off: the worker runs once, as with no
+// supervisor, and run() forms its group from the environment.
+func TestSupervisorRunsTheWorkerWithoutTheProtocolAtEpochZero(t *testing.T) {
+	s := startInProcess(t, time.Minute)
+	s.hub.setState(0, true)
+	s.waitLogged("init None", "start 0 ")
+	s.write("done", "")
+	if code := s.exitCode(); code != 0 {
+		t.Fatalf("exit code %d, want 0", code)
+	}
+}
+
+// A worker that never connects cannot be asked to park: it is stopped at
+// once, not after its deadline.
+func TestSupervisorStopsAWorkerWithNoConnectionAtOnce(t *testing.T) {
+	python, err := exec.LookPath("python3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := startSupervisedSpec(t, supervisorSpec{Restart: "NotIn:0", Grace: 2 * time.Second, ParkDeadline: 10 * time.Minute,
+		Command: []string{python, "-c", "import time; time.sleep(600)"}})
+	s.hub.setState(1, true)
+	s.waitRunning(1)
+	start := time.Now()
+	s.hub.setState(2, false)
+	s.waitRunning(0)
+	if took := time.Since(start); took > time.Minute {
+		t.Fatalf("the worker was stopped after %s: it waited for its deadline to park", took)
+	}
 }
 
 func TestControlSocketServesTheWorkerAlone(t *testing.T) {
@@ -211,7 +253,7 @@ func TestControlSocketServesTheWorkerAlone(t *testing.T) {
 	defer conn.Close()
 	_ = conn.SetReadDeadline(time.Now().Add(supervisedWait))
 	buf := make([]byte, 64)
-	if n, err := conn.Read(buf); err == nil {
-		t.Fatalf("the control socket told a stranger %q", buf[:n])
+	if n, err := conn.Read(buf); !errors.Is(err, io.EOF) {
+		t.Fatalf("the control socket answered a stranger %q, %v; want it hung up", buf[:n], err)
 	}
 }

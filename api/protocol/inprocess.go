@@ -68,6 +68,20 @@ const DefaultParkDeadline = 10 * time.Second
 // deadline, as a Go duration ("20s"), of its workers to park.
 const ParkDeadlineAnnotation = "inplace.dev/park-deadline"
 
+// The bounds of ParkDeadlineAnnotation, which the built-in policy checks
+// and the webhook holds to.
+const (
+	MinParkDeadline = time.Second
+	MaxParkDeadline = 10 * time.Minute
+)
+
+// StandbyAnnotation "true" on a JobSet in in-process scope has each
+// worker's supervisor keep a standby: a process of the worker's command
+// started ahead, which takes the place of a worker that fails. Off by
+// default: a standby holds the memory of a worker that has done its
+// imports.
+const StandbyAnnotation = "inplace.dev/standby"
+
 // WorkerLine is one line of the worker protocol.
 type WorkerLine struct {
 	Word  string
