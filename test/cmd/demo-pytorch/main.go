@@ -89,6 +89,12 @@ type Result struct {
 	ResumedStep     int     `json:"resumedStep"`
 	StepSeconds     float64 `json:"stepSeconds"`
 	AgentsRestarted float64 `json:"agentsRestarted,omitempty"`
+	// In process and in-process scope: the failed worker's exit seen by
+	// its supervisor, the new epoch seen by every other supervisor, and,
+	// in-process, every other worker parked.
+	ExitSeen        float64 `json:"exitSeen,omitempty"`
+	EpochReachedAll float64 `json:"epochReachedAll,omitempty"`
+	Parked          float64 `json:"parked,omitempty"`
 	BarrierLifted   float64 `json:"barrierLifted,omitempty"`
 	WorkersStarted  float64 `json:"workersStarted"`
 	Resumed         float64 `json:"processGroupReformed"`
@@ -242,6 +248,16 @@ func (d *demo) scenario(ctx context.Context, strategy string, i int) (res Result
 		if err != nil {
 			return res, fmt.Errorf("waiting for every rank's standby: %w", err)
 		}
+		// The crash then comes as soon after a checkpoint as in the other
+		// strategies: a step or two.
+		saved := example.ReadRun(example.ParseLog(d.log(ctx, pod0, Options{}), false)).LastSaved()
+		err = poll(ctx, func() (bool, error) {
+			firstLog = d.log(ctx, pod0, Options{})
+			return example.ReadRun(example.ParseLog(firstLog, false)).LastSaved() > saved, nil
+		})
+		if err != nil {
+			return res, fmt.Errorf("waiting for the checkpoint after step %d: %w", saved, err)
+		}
 	}
 	pods, _ := d.pods(ctx, js)
 	for _, p := range pods {
@@ -289,10 +305,23 @@ func (d *demo) scenario(ctx context.Context, strategy string, i int) (res Result
 		return res, err
 	}
 	var workerLogs [][]example.Line
-	var agentsRestarted, barrierLifted, workersStarted time.Time
+	var agentsRestarted, barrierLifted, workersStarted, exitSeen, epochReached, parked time.Time
 	for _, p := range pods {
 		for _, name := range ex.Containers() {
 			log := d.log(ctx, p, Options{Timestamps: true, Container: name})
+			for _, l := range example.ParseLog(log, true) {
+				switch {
+				case strings.Contains(l.Text, "inplace-supervisor: the worker of epoch 1 exited with code"):
+					// The first: the worker that failed, not its peers.
+					if exitSeen.IsZero() || l.Time.Before(exitSeen) {
+						exitSeen = l.Time
+					}
+				case strings.Contains(l.Text, "inplace-supervisor: epoch 1 is over"):
+					epochReached = latest(epochReached, l.Time)
+				case strings.Contains(l.Text, "inplace-supervisor: the worker of epoch 1 parked in"):
+					parked = latest(parked, l.Time)
+				}
+			}
 			if process {
 				_, second, lifted := splitRuns(log)
 				if lifted.IsZero() {
@@ -348,6 +377,7 @@ func (d *demo) scenario(ctx context.Context, strategy string, i int) (res Result
 	res.CrashStep, res.ResumedStep = first.CrashStep, resumed
 	res.StepSeconds = first.StepAt[last].Sub(first.StepAt[1]).Seconds() / float64(last-1)
 	res.AgentsRestarted, res.BarrierLifted = since(agentsRestarted), since(barrierLifted)
+	res.ExitSeen, res.EpochReachedAll, res.Parked = since(exitSeen), since(epochReached), since(parked)
 	res.WorkersStarted, res.Resumed, res.FirstStep = since(workersStarted), since(second.ResumedAt), since(firstStep)
 	res.RedoneSteps = first.CrashStep - 1 - resumed
 	res.LostSeconds = res.FirstStep + float64(res.RedoneSteps)*res.StepSeconds
@@ -356,6 +386,15 @@ func (d *demo) scenario(ctx context.Context, strategy string, i int) (res Result
 	fmt.Printf("     +%6.2fs  rank crashes at step %d (exit %d)\n", 0.0, first.CrashStep, first.CrashCode)
 	if inPlace && !process {
 		fmt.Printf("     +%6.2fs  every agent restarted in its Pod\n", res.AgentsRestarted)
+	}
+	if res.ExitSeen > 0 {
+		fmt.Printf("     +%6.2fs  a supervisor sees the first worker exit\n", res.ExitSeen)
+	}
+	if res.EpochReachedAll > 0 {
+		fmt.Printf("     +%6.2fs  the new epoch reaches every supervisor whose worker runs\n", res.EpochReachedAll)
+	}
+	if res.Parked > 0 {
+		fmt.Printf("     +%6.2fs  every worker that did not fail parked, in its process\n", res.Parked)
 	}
 	if inPlace {
 		fmt.Printf("     +%6.2fs  barrier lifted in every Pod\n", res.BarrierLifted)
