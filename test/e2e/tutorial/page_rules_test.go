@@ -141,6 +141,9 @@ func TestNormalize(t *testing.T) {
 		// A suffix that reads as an age is a suffix.
 		"pod/train-workers-1-0-29h7s condition met":                                    "pod/train-workers-1-0-<suffix> condition met",
 		"reports  to the controller's leader at 127.0.0.1:45869 (Pods carry no epoch)": "reports to the controller's leader at <address> (Pods carry no epoch)",
+		// Either sign of one failure.
+		"in-place restart 1: container trainer of Pod train-workers-0-0-m4zqr exited; epoch 1 deprecated":   "in-place restart 1: <failure of train-workers-0-0-<suffix>>; epoch 1 deprecated",
+		"in-place restart 1: the agent of Pod train-workers-0-0-m4zqr moved to epoch 2; epoch 1 deprecated": "in-place restart 1: <failure of train-workers-0-0-<suffix>>; epoch 1 deprecated",
 		// Counts, epochs and versions stay.
 		"restarts 1 (1 in place; 1 of maxRestarts 10 counted)\nepochs   synced 2  deprecated 1": "restarts 1 (1 in place; 1 of maxRestarts 10 counted)\nepochs synced 2 deprecated 1",
 		">> kubernetes binaries v1.36.4 are up to date in /tmp/view-1/bin":                      ">> kubernetes binaries v1.36.4 are up to date in ~/inplace/bin",

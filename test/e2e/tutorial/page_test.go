@@ -98,7 +98,8 @@ func parsePage(doc string) ([]block, error) {
 // what it reads as once set aside: a commit, a Pod name's random suffix,
 // the Go toolchain and the platform that built the plugin, an address and
 // port, a process id, a time of day, a time since the failure, an age (a
-// column AGE, "(5s ago)", an Event's age). The page shows them as one run
+// column AGE, "(5s ago)", an Event's age), which of a failure's signs the
+// controller saw first. The page shows them as one run
 // printed them. In that order: a Pod's suffix can read as an age ("29h7s").
 var variable = []struct {
 	re *regexp.Regexp
@@ -113,6 +114,9 @@ var variable = []struct {
 	{regexp.MustCompile(`\(pid \d+\)`), "(pid <pid>)"},
 	{regexp.MustCompile(`\b\d{2}:\d{2}:\d{2}(?:\.\d+)?\b`), "<time>"},
 	{regexp.MustCompile(`\+\d+\.\d+(?:\.\.\d+\.\d+)?s\b`), "+<offset>"},
+	// What the controller saw first of one failure: the worker's exit, or
+	// its agent's move to the next epoch, which follows it.
+	{regexp.MustCompile(`: (?:container \S+ of Pod (\S+) exited|the agent of Pod (\S+) moved to epoch \d+); epoch`), ": <failure of ${1}${2}>; epoch"},
 	{regexp.MustCompile(`\b\d+(?:\.\d+)?(?:ms|s|m|h|d)(?:\d+(?:\.\d+)?(?:ms|s|m|h))*\b`), "<age>"},
 }
 
