@@ -139,21 +139,29 @@ func TestSupervisorRestartsAWorkerThatDoesNotPark(t *testing.T) {
 	}
 }
 
+// failAndLift has the worker exit with a code that restarts in place,
+// waits for the exit to reach the agent, and lifts the barrier of epoch,
+// as the controller would.
+func (s *supervised) failAndLift(epoch int32) {
+	s.t.Helper()
+	s.write("exit", "3")
+	select {
+	case <-s.hub.exited:
+	case <-time.After(supervisedWait):
+		s.t.Fatal("the exit was not reported")
+	}
+	s.waitRunning(0)
+	s.hub.setState(epoch, false)
+	s.hub.setState(epoch, true)
+}
+
 func TestSupervisorRestartsAWorkerThatFailed(t *testing.T) {
 	s := startInProcess(t, time.Minute)
 	s.hub.setState(1, true)
 	s.waitLogged("start 1 ")
 	pid := s.pidAt("1")
 	// Its own failure: an exit, reported; a new process at the next epoch.
-	s.write("exit", "3")
-	select {
-	case <-s.hub.exited:
-	case <-time.After(supervisedWait):
-		t.Fatal("the exit was not reported")
-	}
-	s.waitRunning(0)
-	s.hub.setState(2, false)
-	s.hub.setState(2, true)
+	s.failAndLift(2)
 	s.waitLogged("start 1 ", "start 2 ")
 	if again := s.pidAt("2"); again == pid {
 		t.Fatalf("epoch 2 ran in the pid of the worker that exited, %s", pid)
@@ -177,15 +185,7 @@ func TestSupervisorReplacesAFailedWorkerWithItsStandby(t *testing.T) {
 	if standby == pid {
 		t.Fatalf("the standby is the worker, pid %s", pid)
 	}
-	s.write("exit", "3")
-	select {
-	case <-s.hub.exited:
-	case <-time.After(supervisedWait):
-		t.Fatal("the exit was not reported")
-	}
-	s.waitRunning(0)
-	s.hub.setState(2, false)
-	s.hub.setState(2, true)
+	s.failAndLift(2)
 	s.waitLogged("start 1 ", "standby ", "start 2 ")
 	if got := s.pidAt("2"); got != standby {
 		t.Fatalf("epoch 2 ran in pid %s, not in the standby %s", got, standby)

@@ -188,6 +188,20 @@ def cut_tcp_connections(keep_port):
     return cut
 
 
+def wait_for_store(address, port, timeout):
+    """Waits until the store at address:port accepts connections, trying
+    every 10 ms, up to timeout (a timedelta)."""
+    deadline = time.monotonic() + timeout.total_seconds()
+    while True:
+        try:
+            socket.create_connection((address, port), timeout=1).close()
+            return
+        except OSError:
+            if time.monotonic() > deadline:
+                return  # the store's own client says why
+            time.sleep(0.01)
+
+
 def teardown(dist, rank):
     """Destroys the default process group, if there is one."""
     if dist.is_initialized():
@@ -254,6 +268,11 @@ def run(train, backend="gloo", timeout=datetime.timedelta(minutes=30)):
                     raise EpochOver(epoch)
                 if rank == 0 and server is None:
                     server = dist.TCPStore(address, port, world, True, timeout, wait_for_workers=False)
+                else:
+                    # A rank 0 that starts with this epoch serves the store
+                    # only now: torch's client retries a refused connection
+                    # a second later, so the client waits here instead.
+                    wait_for_store(address, port, timeout)
                 # A client of its own at each epoch, rank 0's too: one cut
                 # in an epoch that ended does not outlive it.
                 client = dist.TCPStore(address, port, world, False, timeout)

@@ -11,6 +11,7 @@ return; $DIR/stubborn makes it ignore the end of its epoch.
 
 import os
 import signal
+import socket
 import sys
 import time
 import types
@@ -70,5 +71,7 @@ def train(epoch):
 
 if os.environ.get("INPLACE_STANDBY") == "1":
     log(f"standby {os.getpid()}")
-os.environ.update(RANK="1", WORLD_SIZE="2", MASTER_ADDR="127.0.0.1", MASTER_PORT="1")
+# The store's address: a socket that listens, which run() waits for.
+store = socket.create_server(("127.0.0.1", 0))
+os.environ.update(RANK="1", WORLD_SIZE="2", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(store.getsockname()[1]))
 log(f"returned {inplace_restart.run(train)}")
