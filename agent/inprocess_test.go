@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"io"
@@ -37,7 +38,8 @@ func startInProcessSpec(t *testing.T, spec supervisorSpec) *supervised {
 	}
 	t.Setenv("PYTHONPATH", module)
 	t.Setenv("PYTHONDONTWRITEBYTECODE", "1")
-	spec.Restart, spec.Grace = "NotIn:0", 2*time.Second
+	spec.Restart = cmp.Or(spec.Restart, "NotIn:0")
+	spec.Grace = 2 * time.Second
 	spec.Command = []string{python, "testdata/inprocess_worker.py"}
 	return startSupervisedSpec(t, spec)
 }
@@ -139,6 +141,21 @@ func TestSupervisorRestartsAWorkerThatDoesNotPark(t *testing.T) {
 	}
 }
 
+// waitGone waits until the process pid has exited and been reaped.
+func (s *supervised) waitGone(pid string) {
+	s.t.Helper()
+	deadline := time.Now().Add(supervisedWait)
+	for {
+		if _, err := os.Stat("/proc/" + pid); err != nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			s.t.Fatalf("process %s did not exit", pid)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 // failAndLift has the worker exit with a code that restarts in place,
 // waits for the exit to reach the agent, and lifts the barrier of epoch,
 // as the controller would.
@@ -200,6 +217,36 @@ func TestSupervisorReplacesAFailedWorkerWithItsStandby(t *testing.T) {
 	}
 	if starts != 1 {
 		t.Fatalf("%d processes ran at epoch 1, want 1: %q", starts, s.log())
+	}
+}
+
+// A parked worker that exits on its own is judged by its code: one that
+// restarts in place starts a new process behind the next barrier, one the
+// Job's podFailurePolicy decides ends the container with it.
+func TestSupervisorJudgesTheExitOfAParkedWorker(t *testing.T) {
+	s := startInProcessSpec(t, supervisorSpec{ParkDeadline: time.Minute, Restart: "NotIn:0,42"})
+	s.hub.setState(1, true)
+	s.waitLogged("start 1 ")
+	pid := s.pidAt("1")
+	s.hub.setState(2, false)
+	s.waitLogged("start 1 ", "over 1", "destroy")
+	s.waitRunning(0)
+	s.write("exit-now", "3")
+	s.waitGone(pid)
+	s.hub.setState(2, true)
+	s.waitLogged("start 1 ", "over 1", "destroy", "start 2 ")
+	if again := s.pidAt("2"); again == pid {
+		t.Fatalf("epoch 2 ran in pid %s, the worker that exited while parked", pid)
+	}
+	if got := s.hub.takeExits(); len(got) != 0 {
+		t.Errorf("exits reported %v: the worker exited at an epoch already over", got)
+	}
+	s.hub.setState(3, false)
+	s.waitLogged("start 2 ", "over 2", "destroy")
+	s.waitRunning(0)
+	s.write("exit-now", "42")
+	if code := s.exitCode(); code != 42 {
+		t.Fatalf("exit code %d, want the parked worker's 42", code)
 	}
 }
 

@@ -190,25 +190,35 @@ def cut_tcp_connections(keep_port):
 
 def wait_for_store(address, port, timeout):
     """Waits until the store at address:port accepts connections, trying
-    every 10 ms, up to timeout (a timedelta)."""
+    every 10 ms, up to timeout (a timedelta). The name is resolved once."""
     deadline = time.monotonic() + timeout.total_seconds()
+    try:
+        family, kind, proto, _, addr = socket.getaddrinfo(address, port, type=socket.SOCK_STREAM)[0]
+    except OSError:
+        return  # the store's own client says why
     while True:
-        try:
-            socket.create_connection((address, port), timeout=1).close()
-            return
-        except OSError:
-            if time.monotonic() > deadline:
-                return  # the store's own client says why
-            time.sleep(0.01)
+        with socket.socket(family, kind, proto) as s:
+            s.settimeout(1)
+            try:
+                s.connect(addr)
+                return
+            except OSError:
+                pass
+        if time.monotonic() > deadline:
+            return  # the store's own client says why
+        time.sleep(0.01)
 
 
 def teardown(dist, rank):
-    """Destroys the default process group, if there is one."""
+    """Destroys the default process group, if there is one, and returns
+    the seconds it took."""
+    began = time.monotonic()
     if dist.is_initialized():
         try:
             dist.destroy_process_group()
         except Exception as err:  # a broken group still ends
             log(f"rank {rank}: tearing the process group down: {err}")
+    return time.monotonic() - began
 
 
 def run(train, backend="gloo", timeout=datetime.timedelta(minutes=30)):
@@ -230,17 +240,23 @@ def run(train, backend="gloo", timeout=datetime.timedelta(minutes=30)):
         log(f"rank {rank} (pid {os.getpid()}) is a standby: it takes the place of this container's worker if that fails")
     main = threading.main_thread().ident
     armed = threading.Event()  # set while train may be interrupted
+    sent = threading.Event()  # set while run's own signal is on its way
     running = [0]  # the epoch train runs at
+    previous = signal.getsignal(INTERRUPT)
 
     def interrupted(signum, frame):
-        if armed.is_set() and ctl.over(running[0]):
-            raise EpochOver(running[0])
+        if sent.is_set():
+            sent.clear()
+            if armed.is_set() and ctl.over(running[0]):
+                raise EpochOver(running[0])
+            return  # train ended first: nothing to interrupt
         if callable(previous):  # the program's own, for its own signal
             previous(signum, frame)
 
     def stopped(epoch):
         if not armed.is_set() or epoch != running[0]:
             return
+        sent.set()
         signal.pthread_kill(main, INTERRUPT)
         # A collective stuck on a silent peer does not return: halfway to
         # the deadline, its connections are cut.
@@ -251,7 +267,7 @@ def run(train, backend="gloo", timeout=datetime.timedelta(minutes=30)):
         timer.daemon = True
         timer.start()
 
-    previous = signal.signal(INTERRUPT, interrupted)
+    signal.signal(INTERRUPT, interrupted)
     ctl.on_stop = stopped
     server = None  # rank 0's store, served to every epoch
     epoch = 0
@@ -268,7 +284,7 @@ def run(train, backend="gloo", timeout=datetime.timedelta(minutes=30)):
                     raise EpochOver(epoch)
                 if rank == 0 and server is None:
                     server = dist.TCPStore(address, port, world, True, timeout, wait_for_workers=False)
-                else:
+                elif rank != 0:
                     # A rank 0 that starts with this epoch serves the store
                     # only now: torch's client retries a refused connection
                     # a second later, so the client waits here instead.
@@ -282,20 +298,18 @@ def run(train, backend="gloo", timeout=datetime.timedelta(minutes=30)):
             finally:
                 armed.clear()
         except EpochOver:
-            pass
+            took = teardown(dist, rank)
         except RuntimeError as err:
             # A peer failed under a collective: the epoch ends soon, unless
             # this failure is the process's own. The group goes first, so
             # that the peers' collectives fail at once either way.
-            teardown(dist, rank)
+            took = teardown(dist, rank)
             if not ctl.wait_stop(epoch, PEER_FAILURE_WAIT):
                 raise
             log(f"rank {rank}: epoch {epoch} is over: {type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}")
         else:
             dist.destroy_process_group()
             return result
-        began = time.monotonic()
-        teardown(dist, rank)
         # Logged first, so that the supervisor's line follows it.
-        log(f"rank {rank} parks at epoch {epoch} ({time.monotonic() - began:.3f}s to tear down)")
+        log(f"rank {rank} parks at epoch {epoch} ({took:.3f}s to tear down)")
         ctl.park(epoch)

@@ -357,6 +357,8 @@ func (s *supervisor) act(ctx context.Context) (stopping, parking bool, code int,
 		s.logf("barrier of epoch %d lifted: resumed the worker in its process (pid %d)", epoch, s.w.pid)
 		s.sendAll(protocol.WorkerLine{Word: protocol.WorkerStart, Epoch: protocol.Epoch(epoch)})
 		s.startProbe(ctx, epoch)
+		// A standby whose start fell while the worker parked starts now.
+		s.scheduleStandby()
 		return false, false, 0, false
 	}
 	if sb := s.standby; sb != nil {

@@ -6,7 +6,8 @@ It writes to $DIR/log: "start <epoch> <pid>" when train() begins, "over
 <epoch>" when EpochOver interrupts it, "init"/"destroy" for the process group,
 "standby <pid>" when it starts as a standby.
 A file $DIR/exit makes train() exit with the code in it; $DIR/done makes it
-return; $DIR/stubborn makes it ignore the end of its epoch.
+return; $DIR/stubborn makes it ignore the end of its epoch; $DIR/exit-now
+makes the process exit with the code in it wherever it is, parked included.
 """
 
 import os
@@ -48,6 +49,19 @@ torch.distributed = dist
 sys.modules["torch"], sys.modules["torch.distributed"] = torch, dist
 
 import inplace_restart  # noqa: E402
+import threading  # noqa: E402
+
+
+def exit_now():
+    path = os.path.join(DIR, "exit-now")
+    while not os.path.exists(path):
+        time.sleep(0.02)
+    code = int(open(path).read())
+    os.remove(path)
+    os._exit(code)
+
+
+threading.Thread(target=exit_now, daemon=True).start()
 
 
 def train(epoch):

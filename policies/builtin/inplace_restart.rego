@@ -354,6 +354,8 @@ valid_park_deadline(value) if {
 }
 
 warn contains msg if {
+	# At creation: the scope cannot change after it.
+	not input.operation == "UPDATE"
 	some key in {"inplace.dev/park-deadline", "inplace.dev/standby"}
 	key in object.keys(annotations)
 	restart_scope != "in-process"

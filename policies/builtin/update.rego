@@ -241,6 +241,7 @@ annotation_of(obj, key) := object.get(object.get(obj.metadata, "annotations", {}
 
 deny contains msg if {
 	input.operation == "UPDATE"
+	scope_of(input.oldObject) == "in-process"
 	some key in built_in_annotations
 	annotation_of(input.oldObject, key) != annotation_of(input.object, key)
 	msg := sprintf("metadata.annotations[%s] cannot change from %s to %s: the supervisor's flags were built from it into the Pod templates at creation; delete and recreate the JobSet to change it", [key, annotation_of(input.oldObject, key), annotation_of(input.object, key)])

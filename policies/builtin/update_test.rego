@@ -162,4 +162,9 @@ test_park_deadline_and_standby_change_denied if {
 	some other in denials
 	contains(other, "metadata.annotations[inplace.dev/standby] cannot change from (unset) to true")
 	count(update.deny) == 0 with input as request(new, new)
+
+	# Outside in-process scope nothing was built from them.
+	process := object.union(js(false, [rj("a")]), {"metadata": {"annotations": {"inplace.dev/restart-scope": "process", "inplace.dev/standby": "true"}}})
+	unannotated := json.remove(process, ["metadata/annotations/inplace.dev~1standby"])
+	count(update.deny) == 0 with input as request(process, unannotated)
 }
