@@ -31,7 +31,7 @@ var startedPath = filepath.Join(os.TempDir(), "inplace-testworker.started")
 const defaultBarrierURL = "http://127.0.0.1:18080/barrier-is-lifted"
 
 const usage = `usage:
-  inplace-testworker run     ask the barrier (BARRIER_URL) what it answered, log it, then run until told to exit (or exit 143 on SIGTERM)
+  inplace-testworker run     ask the barrier (BARRIER_URL) what it answered, log it, then run until told to exit (or exit 143 on SIGTERM, TERM_DELAY after it)
   inplace-testworker exit C  make the running worker of this container exit with code C
   inplace-testworker ready   succeed once the running worker has run READY_AFTER_SECONDS (a readiness probe)
   inplace-testworker pause   sleep until SIGTERM or SIGINT (the pause image)
@@ -123,6 +123,12 @@ func run() error {
 		// worker that exited 0 here would complete its Job when its Pod is
 		// deleted (the kubelet's phase is Succeeded), and no replacement
 		// would come.
+		if delay, err := time.ParseDuration(os.Getenv("TERM_DELAY")); err == nil && delay > 0 {
+			// A worker that takes its time to stop, as one that saves
+			// its state: the restart waits for it.
+			logf("terminating in %s", delay)
+			time.Sleep(delay)
+		}
 		logf("terminated code=%d", terminatedExitCode)
 		_ = l.Close()
 		os.Exit(terminatedExitCode)

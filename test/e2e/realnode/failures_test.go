@@ -126,6 +126,12 @@ var _ = inScopes(func(scope string) {
 
 		It("converges after the manager is stopped in the middle of an in-place restart", func() {
 			js := workerJobSet("killed", ns.Name, nil)
+			// The workers that did not fail take 5 s to stop, which holds
+			// the restart that long: the manager stops within it.
+			for i := range js.Spec.ReplicatedJobs {
+				c := &js.Spec.ReplicatedJobs[i].Template.Spec.Template.Spec.Containers[0]
+				c.Env = append(c.Env, corev1.EnvVar{Name: "TERM_DELAY", Value: "5s"})
+			}
 			Expect(k8sClient.Create(ctx, js)).To(Succeed())
 			before := expectRunning(js, 1)
 			exitWorker(podsOf(js)[0], 1)
