@@ -1,8 +1,6 @@
 package supervisor
 
 import (
-	"os"
-	"os/exec"
 	"syscall"
 	"time"
 
@@ -59,14 +57,10 @@ func (s *supervisor) startStandby() {
 // fails as it starts would otherwise start for ever.
 func (s *supervisor) standbyExited(code int) {
 	s.logf("the standby (pid %d) exited with code %d before it was needed", s.standby.pid, code)
-	s.procs.Signal(s.standby.pid, syscall.SIGKILL)
-	for cc := range s.standby.conns {
-		_ = cc.conn.Close()
-	}
-	s.standby = nil
+	s.dropStandby() // what it left of its process group goes with it
 }
 
-// dropStandby ends the standby: the container is ending.
+// dropStandby ends the standby and what it started.
 func (s *supervisor) dropStandby() {
 	if s.standby == nil {
 		return
@@ -82,14 +76,5 @@ func (s *supervisor) dropStandby() {
 // worker's environment and EnvWorkerStandby, and no epoch: it learns its
 // epoch from "start".
 func (o *osProcesses) startStandby() (int, error) {
-	path, err := exec.LookPath(o.command[0])
-	if err != nil {
-		return 0, err
-	}
-	env := append(append(os.Environ(), o.env...), protocol.EnvWorkerStandby+"=1")
-	return syscall.ForkExec(path, o.command, &syscall.ProcAttr{
-		Env:   env,
-		Files: []uintptr{0, 1, 2},
-		Sys:   &syscall.SysProcAttr{Setpgid: true},
-	})
+	return o.fork(append([]string{protocol.EnvWorkerStandby + "=1"}, o.env...))
 }

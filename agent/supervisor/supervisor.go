@@ -276,8 +276,7 @@ func (s *supervisor) loop(ctx context.Context, states <-chan protocol.Supervisor
 			parkC = nil
 			if s.w != nil && s.w.parking {
 				s.logf("the worker of epoch %d did not park within %s: stopping its process group", s.w.epoch, s.cfg.ParkDeadline)
-				s.w.parking, s.w.stopping = false, true
-				s.procs.Signal(s.w.pid, syscall.SIGTERM)
+				s.stopWorker()
 				// A worker that did not park may be a frozen one (stopped
 				// by a debugger, or a test standing in for a hung peer):
 				// continued, it takes its SIGTERM now, not at SIGKILL.
@@ -325,8 +324,7 @@ func (s *supervisor) act(ctx context.Context) (stopping, parking bool, code int,
 			return false, true, 0, false
 		}
 		s.logf("epoch %d is over (the agent is at epoch %d): stopping the worker's process group", s.w.epoch, s.state.Epoch)
-		s.w.stopping = true
-		s.procs.Signal(s.w.pid, syscall.SIGTERM)
+		s.stopWorker()
 		return true, false, 0, false
 	}
 	if s.terminating || !s.state.Lifted || int64(s.state.Epoch) <= s.lastRun {
@@ -336,8 +334,7 @@ func (s *supervisor) act(ctx context.Context) (stopping, parking bool, code int,
 		// Parked, then gone from the control socket: it cannot be told
 		// to run. A new process runs instead.
 		s.logf("the parked worker of epoch %d has left the control socket: stopping its process group", s.w.epoch)
-		s.w.parked, s.w.stopping = false, true
-		s.procs.Signal(s.w.pid, syscall.SIGTERM)
+		s.stopWorker()
 		return true, false, 0, false
 	}
 	ok, err := s.askStart(ctx, s.state.Epoch)
@@ -387,6 +384,13 @@ func (s *supervisor) act(ctx context.Context) (stopping, parking bool, code int,
 	s.startProbe(ctx, epoch)
 	s.logf("barrier of epoch %d lifted: started the worker (pid %d)", epoch, pid)
 	return false, false, 0, false
+}
+
+// stopWorker sends SIGTERM to the worker's process group, whatever it was
+// doing at its epoch; the caller arms the SIGKILL after the grace period.
+func (s *supervisor) stopWorker() {
+	s.w.parking, s.w.parked, s.w.stopping = false, false, true
+	s.procs.Signal(s.w.pid, syscall.SIGTERM)
 }
 
 // startProbe runs the readiness probe, if any, against the worker at
@@ -561,17 +565,23 @@ type osProcesses struct {
 
 // Start forks the worker in a process group of its own.
 func (o *osProcesses) Start(epoch int32) (int, error) {
-	path, err := exec.LookPath(o.command[0])
-	if err != nil {
-		return 0, err
-	}
-	env := os.Environ()
+	env := []string{protocol.EnvWorkerEpoch + "=" + protocol.Epoch(epoch).String()}
 	if epoch != 0 {
 		// At epoch 0 in-place restarts are off: the worker runs once,
 		// without the worker protocol, as it would with no supervisor.
 		env = append(env, o.env...)
 	}
-	env = append(env, protocol.EnvWorkerEpoch+"="+protocol.Epoch(epoch).String())
+	return o.fork(env)
+}
+
+// fork starts the command in a process group of its own, with the
+// supervisor's environment and extra.
+func (o *osProcesses) fork(extra []string) (int, error) {
+	path, err := exec.LookPath(o.command[0])
+	if err != nil {
+		return 0, err
+	}
+	env := append(os.Environ(), extra...)
 	return syscall.ForkExec(path, o.command, &syscall.ProcAttr{
 		Env:   env,
 		Files: []uintptr{0, 1, 2},
