@@ -70,12 +70,13 @@ func Inject(js *jobset.JobSet, agent configv1alpha1.Agent) []Decision {
 	// restart rules: nothing restarts in place.
 	_, disabled := js.Annotations[jobset.DisableInPlaceRestartKey]
 	process, ordered := !disabled && protocol.ProcessScope(js.Annotations), jobset.StartsInOrder(js)
+	park, standby := parkDeadline(js.Annotations), standbyOn(js.Annotations)
 	var decisions []Decision
 	for i := range js.Spec.ReplicatedJobs {
 		rj := &js.Spec.ReplicatedJobs[i]
 		decisions = append(decisions, injectJob(rj, agent, !disabled)...)
 		if process {
-			decisions = append(decisions, injectProcessScope(rj, agent, ordered, parkDeadline(js.Annotations), standbyOn(js.Annotations))...)
+			decisions = append(decisions, injectProcessScope(rj, agent, ordered, park, standby)...)
 		}
 	}
 	// The record covers this pass and every earlier one, so that a second
