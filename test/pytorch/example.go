@@ -17,7 +17,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
-	"github.com/inplace-dev/inplace/api/protocol"
 )
 
 // Container is the training container's name in the example: torchrun's,
@@ -108,11 +107,6 @@ func (ex *Example) Containers() []string {
 		out = append(out, c.Name)
 	}
 	return out
-}
-
-// InProcess reports whether the example restarts in-process.
-func (ex *Example) InProcess() bool {
-	return protocol.InProcessScope(ex.JobSet.Annotations)
 }
 
 // UseRecreate makes the example restart by recreating its Pods, its

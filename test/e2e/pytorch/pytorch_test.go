@@ -95,8 +95,8 @@ var _ = Describe("examples/pytorch on real kubelets", func() {
 		Expect(got.Status.InPlaceRestarts).To(BeEquivalentTo(1), "one crash, one in-place restart")
 		Expect(got.Status.Restarts).To(BeEquivalentTo(1), "one crash, one restart")
 		Expect(podUIDs(js)).To(Equal(before), "every Pod kept its identity")
-		ranks := inProcessRanks(js)
-		for _, r := range ranks {
+		byRank := inProcessRanks(js)
+		for _, r := range byRank {
 			if r.rank == 0 {
 				Expect(r.pids[1]).NotTo(Equal(r.pids[0]), "rank 0 failed: it starts anew, as a process")
 				Expect(r.supervisor).To(ContainSubstring("started the worker (pid "+r.pids[1]+", the standby)"), "rank 0's standby takes its place")
@@ -106,7 +106,7 @@ var _ = Describe("examples/pytorch on real kubelets", func() {
 			Expect(r.pids[1]).To(Equal(r.pids[0]), "rank %d did not fail: it runs on in its process", r.rank)
 			Expect(r.supervisor).To(ContainSubstring("resumed the worker in its process"), "rank %d", r.rank)
 		}
-		expectResumedFrom(secondRuns(ranks), ranks[0].first)
+		expectResumedFrom(secondRuns(byRank), byRank[0].first)
 		// The how-to page shows these logs: rank 1's, then rank 0's.
 		expectPageShows("restart-in-process.md", "5. Apply it and fail a rank",
 			containerLog(podOf(js, 0), "pytorch-1", false), containerLog(podOf(js, 0), "pytorch", false))
@@ -127,8 +127,8 @@ var _ = Describe("examples/pytorch on real kubelets", func() {
 		got := util.ExpectJobSetCondition(ctx, k8sClient, js, jobset.JobSetCompleted, "AllJobsCompleted", timeout)
 		Expect(got.Status.InPlaceRestarts).To(BeEquivalentTo(1), "one failure, one in-place restart")
 		Expect(podUIDs(js)).To(Equal(before), "every Pod kept its identity")
-		ranks := inProcessRanks(js)
-		for _, r := range ranks {
+		byRank := inProcessRanks(js)
+		for _, r := range byRank {
 			switch r.rank {
 			case 1:
 				Expect(r.pids[1]).NotTo(Equal(r.pids[0]), "rank 1 was killed: it starts anew")
@@ -142,17 +142,9 @@ var _ = Describe("examples/pytorch on real kubelets", func() {
 		// The deadline bounds the restart: the barrier of epoch 2 lifts
 		// about 10 s after the failure, not after the process group's
 		// timeout (60 s), nor never, as the frozen rank would have it.
-		lifted := ranks[0].liftedAt
+		lifted := byRank[0].liftedAt
 		Expect(lifted.Sub(killedAt)).To(BeNumerically("<", 25*time.Second), "the barrier of epoch 2 lifted %s after the failure", lifted.Sub(killedAt))
-		var logs [][]example.Line
-		for _, l := range secondRuns(ranks) {
-			logs = append(logs, example.ParseLog(l, false))
-		}
-		second := example.ReadRun(logs...)
-		step, err := second.ResumedStep(ranks4)
-		Expect(err).NotTo(HaveOccurred())
-		Expect(step).To(BeNumerically(">", 0))
-		Expect(second.Done).To(BeTrue(), "training did not finish after resuming")
+		expectResumedRun(secondRuns(byRank))
 	})
 
 	It("fails the JobSet without a restart when a rank exits with a fatal code", MustPassRepeatedly(2), func() {
@@ -257,8 +249,9 @@ func waitForStandbys(js *jobset.JobSet) {
 	GinkgoHelper()
 	Eventually(func(g Gomega) {
 		for i := range nodes {
-			for _, name := range []string{"pytorch", "pytorch-1"} {
-				g.Expect(containerLog(podOf(js, i), name, false)).To(ContainSubstring("inplace-supervisor: standby ready"), "%s of Pod %d", name, i)
+			p := podOf(js, i)
+			for _, c := range p.Spec.Containers {
+				g.Expect(containerLog(p, c.Name, false)).To(ContainSubstring("inplace-supervisor: standby ready"), "%s of Pod %d", c.Name, i)
 			}
 		}
 	}).WithTimeout(timeout).WithPolling(time.Second).Should(Succeed())
@@ -300,9 +293,10 @@ func expectResumed(js *jobset.JobSet, firstRunLog string) {
 	expectResumedFrom(logs, firstRunLog)
 }
 
-// expectResumedFrom checks the run after the crash, from each node's log
-// of it.
-func expectResumedFrom(resumedLogs []string, firstRunLog string) {
+// expectResumedRun checks the run after a restart, from each log of it:
+// every rank resumed from one checkpoint after step 0, and training
+// ended. It returns the run and the checkpoint's step.
+func expectResumedRun(resumedLogs []string) (example.Run, int) {
 	GinkgoHelper()
 	var logs [][]example.Line
 	for _, l := range resumedLogs {
@@ -313,6 +307,14 @@ func expectResumedFrom(resumedLogs []string, firstRunLog string) {
 	Expect(err).NotTo(HaveOccurred())
 	Expect(step).To(BeNumerically(">", 0))
 	Expect(second.Done).To(BeTrue(), "training did not finish after resuming")
+	return second, step
+}
+
+// expectResumedFrom checks the run after the crash, from each node's log
+// of it, and that it went on from the first run's checkpoint.
+func expectResumedFrom(resumedLogs []string, firstRunLog string) {
+	GinkgoHelper()
+	second, step := expectResumedRun(resumedLogs)
 
 	first := example.ReadRun(example.ParseLog(firstRunLog, false))
 	Expect(first.Crashed).To(BeTrue(), "the first run did not crash")
@@ -348,10 +350,6 @@ func containerLog(p corev1.Pod, name string, timestamps bool) string {
 	return string(data)
 }
 
-// ranks4 is how many ranks the in-process example runs: 2 Pods, a rank
-// per container, 2 containers each.
-const ranks4 = nodes * 2
-
 // inProcessRank is what a rank's container logged in-process, over the
 // first in-place restart.
 type inProcessRank struct {
@@ -373,14 +371,16 @@ var runsAt = regexp.MustCompile(`inplace_restart: rank (\d+) \(pid (\d+)\) runs 
 // example, ordered by rank.
 func inProcessRanks(js *jobset.JobSet) []inProcessRank {
 	GinkgoHelper()
-	out := make([]inProcessRank, ranks4)
+	out := make([]inProcessRank, ranks)
 	for i := range nodes {
 		p := podOf(js, i)
 		for _, s := range p.Status.ContainerStatuses {
 			Expect(s.RestartCount).To(BeZero(), "container %s of %s restarted", s.Name, p.Name)
 		}
-		for local, name := range []string{"pytorch", "pytorch-1"} {
-			r := inProcessRank{rank: i*2 + local}
+		// A container per local rank, in order.
+		for local, c := range p.Spec.Containers {
+			name := c.Name
+			r := inProcessRank{rank: i*len(p.Spec.Containers) + local}
 			first := true
 			for _, l := range example.ParseLog(containerLog(p, name, true), true) {
 				if strings.HasPrefix(l.Text, "inplace-supervisor: barrier of epoch 2 lifted") {
@@ -446,9 +446,9 @@ func expectPageShows(page, section string, logs ...string) {
 	}
 }
 
-func secondRuns(ranks []inProcessRank) []string {
+func secondRuns(byRank []inProcessRank) []string {
 	var out []string
-	for _, r := range ranks {
+	for _, r := range byRank {
 		out = append(out, r.second)
 	}
 	return out
