@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -39,7 +40,7 @@ func startInProcessSpec(t *testing.T, spec supervisorSpec) *supervised {
 	t.Setenv("PYTHONPATH", module)
 	t.Setenv("PYTHONDONTWRITEBYTECODE", "1")
 	spec.Restart = cmp.Or(spec.Restart, "NotIn:0")
-	spec.Grace = 2 * time.Second
+	spec.Grace = cmp.Or(spec.Grace, 2*time.Second)
 	spec.Command = []string{python, "testdata/inprocess_worker.py"}
 	return startSupervisedSpec(t, spec)
 }
@@ -182,6 +183,30 @@ func TestSupervisorRestartsAWorkerThatFailed(t *testing.T) {
 	s.waitLogged("start 1 ", "start 2 ")
 	if again := s.pidAt("2"); again == pid {
 		t.Fatalf("epoch 2 ran in the pid of the worker that exited, %s", pid)
+	}
+}
+
+// A worker that says it fails (the module does when train raises) has its
+// restart begin while its process ends: the agent hears of the failure
+// before the exit, and the next process runs only once it has ended.
+func TestSupervisorRestartsAFailingWorkerBeforeItsProcessEnds(t *testing.T) {
+	s := startInProcessSpec(t, supervisorSpec{ParkDeadline: time.Minute, Grace: time.Minute})
+	s.hub.setState(1, true)
+	s.waitLogged("start 1 ")
+	pid := s.pidAt("1")
+	s.write("hold-exit", "")
+	s.failAndLift(2)
+	if _, err := os.Stat("/proc/" + pid); err != nil {
+		t.Fatalf("the failure reached the agent only once the process had ended")
+	}
+	if slices.ContainsFunc(s.log(), func(l string) bool { return strings.HasPrefix(l, "start 2 ") }) {
+		t.Fatalf("epoch 2 ran while the failing process of epoch 1 was still there: %q", s.log())
+	}
+	s.write("let-go", "")
+	s.waitGone(pid)
+	s.waitLogged("start 1 ", "start 2 ")
+	if again := s.pidAt("2"); again == pid {
+		t.Fatalf("epoch 2 ran in the pid of the worker that failed, %s", pid)
 	}
 }
 

@@ -153,6 +153,27 @@ class Control:
     def park(self, epoch):
         self._sock.sendall(f"parked {epoch}\n".encode("ascii"))
 
+    def failed(self, epoch, code):
+        """Writes ``failed E C``: the process fails at epoch E and exits
+        with code C. The restart begins while the process ends."""
+        try:
+            self._sock.sendall(f"failed {epoch} {code}\n".encode("ascii"))
+        except OSError:
+            pass  # its exit says the same, later
+
+
+def exit_code(err):
+    """The code the process exits with when err ends it, if it fails:
+    None for a success, and for an interrupt (the signal ends it)."""
+    if isinstance(err, KeyboardInterrupt):
+        return None
+    if isinstance(err, SystemExit):
+        if err.code is None:
+            return None
+        if isinstance(err.code, int):
+            return err.code & 0xFF or None
+    return 1
+
 
 def cut_tcp_connections(keep_port):
     """Shuts down this process's connected TCP sockets but the store's.
@@ -305,8 +326,17 @@ def run(train, backend="gloo", timeout=datetime.timedelta(minutes=30)):
             # that the peers' collectives fail at once either way.
             took = teardown(dist, rank)
             if not ctl.wait_stop(epoch, PEER_FAILURE_WAIT):
+                ctl.failed(epoch, 1)
                 raise
             log(f"rank {rank}: epoch {epoch} is over: {type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}")
+        except BaseException as err:
+            # The process fails: its supervisor hears it now, not once
+            # Python has ended, which with torch loaded takes most of a
+            # second.
+            code = exit_code(err)
+            if code is not None:
+                ctl.failed(epoch, code)
+            raise
         else:
             dist.destroy_process_group()
             return result

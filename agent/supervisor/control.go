@@ -116,8 +116,8 @@ func (c *control) read(ctx context.Context, cc *controlConn, logf func(string, .
 	sc := bufio.NewScanner(cc.conn)
 	for sc.Scan() {
 		line, err := protocol.ParseWorkerLine(sc.Text())
-		if err == nil && line.Word != protocol.WorkerParked {
-			err = fmt.Errorf("worker protocol: a worker writes only %q", protocol.WorkerParked)
+		if err == nil && line.Word != protocol.WorkerParked && line.Word != protocol.WorkerFailed {
+			err = fmt.Errorf("worker protocol: a worker writes only %q or %q", protocol.WorkerParked, protocol.WorkerFailed)
 		}
 		if err != nil {
 			logf("control socket: %v", err)

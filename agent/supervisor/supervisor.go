@@ -268,7 +268,11 @@ func (s *supervisor) loop(ctx context.Context, states <-chan protocol.Supervisor
 		case <-retryC:
 			retryC = nil
 		case ev := <-controls:
-			s.controlEvent(ev)
+			if s.controlEvent(ctx, ev) {
+				// Failing: its own exit ends it, or SIGKILL after the
+				// grace period.
+				stop()
+			}
 		case <-standbyC:
 			standbyC = nil
 			s.startStandby()
@@ -412,19 +416,20 @@ func (s *supervisor) endProbe() {
 }
 
 // controlEvent takes what a worker's connection did: it opened, wrote
-// "parked", or closed.
-func (s *supervisor) controlEvent(ev controlEvent) {
+// "parked" or "failed", or closed. It reports whether the worker said it
+// fails, and the restart began.
+func (s *supervisor) controlEvent(ctx context.Context, ev controlEvent) (failing bool) {
 	switch {
 	case ev.opened:
 		if s.standby != nil && ev.conn.from(s.standby.pid) {
 			// Told nothing until it takes a failed worker's place.
 			s.standby.conns[ev.conn] = true
 			s.logf("standby ready (pid %d)", s.standby.pid)
-			return
+			return false
 		}
 		if s.w == nil || s.w.stopping || !ev.conn.from(s.w.pid) {
 			_ = ev.conn.conn.Close() // not of the worker that runs
-			return
+			return false
 		}
 		if s.conns == nil {
 			s.conns = map[*controlConn]bool{}
@@ -439,19 +444,43 @@ func (s *supervisor) controlEvent(ev controlEvent) {
 		if ev.conn.send(protocol.WorkerLine{Word: protocol.WorkerStart, Epoch: protocol.Epoch(s.w.epoch)}) && (s.w.parking || s.w.parked) {
 			ev.conn.send(protocol.WorkerLine{Word: protocol.WorkerStop, Epoch: protocol.Epoch(s.w.epoch)})
 		}
-		return
+		return false
 	case ev.closed:
 		delete(s.conns, ev.conn)
 		if s.standby != nil {
 			delete(s.standby.conns, ev.conn)
 		}
 		_ = ev.conn.conn.Close()
+	case ev.line.Word == protocol.WorkerFailed:
+		return s.failing(ctx, ev)
 	default:
 		if s.conns[ev.conn] {
 			ev.conn.parked = ev.line.Epoch
 		}
 	}
 	s.checkParked()
+	return false
+}
+
+// failing takes a worker's word that it fails at its epoch with a code:
+// if the code restarts in place, the restart begins now, while the process
+// ends, as it would at the exit (the exit then only ends the process).
+// Otherwise, or from a worker not running at that epoch, the exit is
+// judged when it comes.
+func (s *supervisor) failing(ctx context.Context, ev controlEvent) bool {
+	w := s.w
+	if w == nil || !s.conns[ev.conn] || w.stopping || w.parking || w.parked || s.terminating ||
+		protocol.Epoch(w.epoch) != ev.line.Epoch || w.epoch == 0 || !s.cfg.Restart.Matches(ev.line.Code) {
+		return false
+	}
+	s.logf("the worker of epoch %d fails with code %d: asking for an in-place restart while its process ends", w.epoch, ev.line.Code)
+	w.stopping = true
+	s.endProbe()
+	// No worker of that epoch runs any more: the agent may report the
+	// next one. The next process runs once this one has ended.
+	s.setRunning(0)
+	go s.reportExit(ctx, w.epoch, ev.line.Code)
+	return true
 }
 
 // checkParked takes a worker asked to park as parked once every one of its

@@ -7,9 +7,12 @@ It writes to $DIR/log: "start <epoch> <pid>" when train() begins, "over
 "standby <pid>" when it starts as a standby.
 A file $DIR/exit makes train() exit with the code in it; $DIR/done makes it
 return; $DIR/stubborn makes it ignore the end of its epoch; $DIR/exit-now
-makes the process exit with the code in it wherever it is, parked included.
+makes the process exit with the code in it wherever it is, parked included;
+$DIR/hold-exit makes a process that ends wait at its exit until $DIR/let-go
+exists (as torch's teardown takes its time).
 """
 
+import atexit
 import os
 import signal
 import socket
@@ -62,6 +65,14 @@ def exit_now():
 
 
 threading.Thread(target=exit_now, daemon=True).start()
+
+
+@atexit.register
+def hold_exit():
+    if not os.path.exists(os.path.join(DIR, "hold-exit")):
+        return
+    while not os.path.exists(os.path.join(DIR, "let-go")):
+        time.sleep(0.02)
 
 
 def train(epoch):

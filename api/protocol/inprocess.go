@@ -2,6 +2,7 @@ package protocol
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -23,6 +24,11 @@ import (
 //	   │        … the barrier of e' lifts …         │
 //	   ├─ start <e'> ─────────────────────────────▶ │ re-forms the group,
 //	   │                                            │ resumes the checkpoint
+//
+// A worker that fails at epoch e may write "failed <e> <code>" before it
+// exits with code: the restart begins at once, while its process ends,
+// rather than once it has (a Python process with torch loaded takes most
+// of a second to end).
 //
 // A worker that has not written "parked <e>" within the deadline after
 // "stop <e>" is stopped as in process scope (SIGTERM to its process group,
@@ -58,6 +64,11 @@ const (
 	// WorkerParked, from the worker: it has left the epoch and holds no
 	// connection to its peers of that epoch.
 	WorkerParked = "parked"
+	// WorkerFailed, from the worker, followed by its exit code: it failed
+	// at the epoch, and its process ends with that code. The supervisor
+	// takes it as that exit, before the exit itself. A code that does not
+	// restart in place is judged at the exit, as any other.
+	WorkerFailed = "failed"
 )
 
 // DefaultParkDeadline is how long a worker has to park after WorkerStop
@@ -86,21 +97,39 @@ const StandbyAnnotation = "inplace.dev/standby"
 type WorkerLine struct {
 	Word  string
 	Epoch Epoch
+	// Code is WorkerFailed's exit code.
+	Code int
 }
 
 // String is the line as written, without its newline.
-func (l WorkerLine) String() string { return l.Word + " " + l.Epoch.String() }
+func (l WorkerLine) String() string {
+	if l.Word == WorkerFailed {
+		return fmt.Sprintf("%s %s %d", l.Word, l.Epoch, l.Code)
+	}
+	return l.Word + " " + l.Epoch.String()
+}
 
 // ParseWorkerLine parses a line of the worker protocol, its newline
 // trimmed.
 func ParseWorkerLine(line string) (WorkerLine, error) {
-	word, epoch, ok := strings.Cut(strings.TrimRight(line, "\r\n"), " ")
-	if !ok || (word != WorkerStart && word != WorkerStop && word != WorkerParked) {
-		return WorkerLine{}, fmt.Errorf("worker protocol: %q is not %q, %q or %q and an epoch", line, WorkerStart, WorkerStop, WorkerParked)
+	fields := strings.Split(strings.TrimRight(line, "\r\n"), " ")
+	word := fields[0]
+	switch {
+	case word == WorkerFailed && len(fields) == 3:
+	case (word == WorkerStart || word == WorkerStop || word == WorkerParked) && len(fields) == 2:
+	default:
+		return WorkerLine{}, fmt.Errorf("worker protocol: %q is not %q, %q or %q and an epoch, nor %q, an epoch and an exit code",
+			line, WorkerStart, WorkerStop, WorkerParked, WorkerFailed)
 	}
-	e, err := ParseEpoch(epoch)
+	e, err := ParseEpoch(fields[1])
 	if err != nil || e == 0 {
 		return WorkerLine{}, fmt.Errorf("worker protocol: %q: the epoch must be a number from 1", line)
 	}
-	return WorkerLine{Word: word, Epoch: e}, nil
+	l := WorkerLine{Word: word, Epoch: e}
+	if word == WorkerFailed {
+		if l.Code, err = strconv.Atoi(fields[2]); err != nil || l.Code < 1 || l.Code > 255 {
+			return WorkerLine{}, fmt.Errorf("worker protocol: %q: the exit code must be a number from 1 to 255", line)
+		}
+	}
+	return l, nil
 }

@@ -8,9 +8,17 @@ func TestParseWorkerLine(t *testing.T) {
 		want WorkerLine
 		ok   bool
 	}{
-		{"start 1", WorkerLine{WorkerStart, 1}, true},
-		{"stop 12\n", WorkerLine{WorkerStop, 12}, true},
-		{"parked 3\r\n", WorkerLine{WorkerParked, 3}, true},
+		{"start 1", WorkerLine{WorkerStart, 1, 0}, true},
+		{"stop 12\n", WorkerLine{WorkerStop, 12, 0}, true},
+		{"parked 3\r\n", WorkerLine{WorkerParked, 3, 0}, true},
+		{"failed 2 1", WorkerLine{WorkerFailed, 2, 1}, true},
+		{"failed 2 255\n", WorkerLine{WorkerFailed, 2, 255}, true},
+		{"failed 2", WorkerLine{}, false},
+		{"failed 2 0", WorkerLine{}, false},
+		{"failed 2 256", WorkerLine{}, false},
+		{"failed 2 x", WorkerLine{}, false},
+		{"failed 0 1", WorkerLine{}, false},
+		{"start 1 1", WorkerLine{}, false},
 		{"parked 0", WorkerLine{}, false},
 		{"parked -1", WorkerLine{}, false},
 		{"parked", WorkerLine{}, false},
