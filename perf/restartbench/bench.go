@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
+	"github.com/inplace-dev/inplace/api/protocol"
 	"github.com/inplace-dev/inplace/test/cluster"
 	"github.com/inplace-dev/inplace/test/simnode"
 	"github.com/inplace-dev/inplace/test/upstreamjobset"
@@ -134,6 +135,9 @@ type FirstStart struct {
 func (cfg Config) validate() error {
 	if anyUpstream(cfg.Strategies) && cfg.RealNodes == 0 {
 		return fmt.Errorf("strategies %s and %s run upstream JobSet's controller and agent, which need real nodes: set the number of real nodes", UpstreamInPlace, UpstreamRecreate)
+	}
+	if slices.Contains(cfg.Strategies, InPlaceInProcess) && cfg.RealNodes == 0 {
+		return fmt.Errorf("strategy %s needs real nodes (the simulated ones model a worker's processes, not its control socket): set the number of real nodes", InPlaceInProcess)
 	}
 	return nil
 }
@@ -388,8 +392,13 @@ const (
 	// their Pods (protocol.AgentReportsAnnotation), as before direct
 	// reports.
 	InPlaceProcessPodReports = Strategy(jobset.InPlaceRestart + "/process/pod-reports")
-	Recreate                 = Strategy(jobset.Recreate)
-	BlockingRecreate         = Strategy(jobset.BlockingRecreate)
+	// InPlaceInProcess is in-process scope (real nodes only). The test
+	// worker does not speak the worker protocol: its supervisor stops it
+	// at a restart, as in process scope. Its first start is what
+	// in-process scope costs a job that does.
+	InPlaceInProcess = Strategy(jobset.InPlaceRestart + "/in-process")
+	Recreate         = Strategy(jobset.Recreate)
+	BlockingRecreate = Strategy(jobset.BlockingRecreate)
 	// UpstreamInPlace and UpstreamRecreate run upstream JobSet's
 	// controller instead of inplace's (real nodes only): installed from
 	// its module's manifests, as its release does, once every strategy of
@@ -404,7 +413,7 @@ const upstreamPrefix = "upstream/"
 
 // restartStrategy is the JobSet's restart strategy.
 func (s Strategy) restartStrategy() jobset.JobSetRestartStrategy {
-	if s == InPlaceProcess || s == InPlaceProcessPodReports {
+	if s.process() {
 		return jobset.InPlaceRestart
 	}
 	return jobset.JobSetRestartStrategy(strings.TrimPrefix(string(s), upstreamPrefix))
@@ -423,7 +432,17 @@ func (s Strategy) agentContainer() string {
 }
 
 // process reports whether the JobSet restarts in process scope.
-func (s Strategy) process() bool { return s == InPlaceProcess || s == InPlaceProcessPodReports }
+func (s Strategy) process() bool {
+	return s == InPlaceProcess || s == InPlaceProcessPodReports || s == InPlaceInProcess
+}
+
+// scope is the JobSet's restart scope annotation, in process scope.
+func (s Strategy) scope() string {
+	if s == InPlaceInProcess {
+		return protocol.RestartScopeInProcess
+	}
+	return protocol.RestartScopeProcess
+}
 
 // podReports reports whether the agents write their Pods instead of
 // reporting to the controller.
@@ -434,10 +453,10 @@ func ParseStrategies(s string) ([]Strategy, error) {
 	var out []Strategy
 	for _, name := range strings.Split(s, ",") {
 		switch st := Strategy(strings.TrimSpace(name)); st {
-		case InPlace, InPlaceProcess, InPlaceProcessPodReports, Recreate, BlockingRecreate, UpstreamInPlace, UpstreamRecreate:
+		case InPlace, InPlaceProcess, InPlaceProcessPodReports, InPlaceInProcess, Recreate, BlockingRecreate, UpstreamInPlace, UpstreamRecreate:
 			out = append(out, st)
 		default:
-			return nil, fmt.Errorf("unknown restart strategy %q: use %s, %s, %s, %s, %s, %s or %s", name, InPlace, InPlaceProcess, InPlaceProcessPodReports, Recreate, BlockingRecreate, UpstreamInPlace, UpstreamRecreate)
+			return nil, fmt.Errorf("unknown restart strategy %q: use %s, %s, %s, %s, %s, %s, %s or %s", name, InPlace, InPlaceProcess, InPlaceProcessPodReports, InPlaceInProcess, Recreate, BlockingRecreate, UpstreamInPlace, UpstreamRecreate)
 		}
 	}
 	return out, nil

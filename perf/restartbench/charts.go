@@ -16,7 +16,7 @@ import (
 
 // strategyOrder is the order of the strategies in charts, each with the
 // same color everywhere.
-var strategyOrder = []string{string(InPlace), string(InPlaceProcess), string(InPlaceProcessPodReports), string(Recreate), string(BlockingRecreate)}
+var strategyOrder = []string{string(InPlace), string(InPlaceProcess), string(InPlaceProcessPodReports), string(InPlaceInProcess), string(Recreate), string(BlockingRecreate)}
 
 // Charts writes the report's charts as SVG into dir and returns their
 // paths:

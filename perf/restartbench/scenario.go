@@ -174,7 +174,7 @@ func jobSetFor(name, namespace string, nodes int, strategy Strategy) *jobset.Job
 	js := wrappers.MakeJobSet(name, namespace).ReplicatedJob(rj).
 		FailurePolicy(&jobset.FailurePolicy{RestartStrategy: strategy.restartStrategy(), MaxRestarts: 1000}).Obj()
 	if strategy.process() {
-		js.Annotations = map[string]string{protocol.RestartScopeAnnotation: protocol.RestartScopeProcess}
+		js.Annotations = map[string]string{protocol.RestartScopeAnnotation: strategy.scope()}
 		// Written out: the supervisor runs the command (the simulated
 		// nodes run none; the real ones' is realWorkers').
 		js.Spec.ReplicatedJobs[0].Template.Spec.Template.Spec.Containers[0].Command = []string{"train"}

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
+	"github.com/inplace-dev/inplace/api/protocol"
 )
 
 func TestUpstreamStrategiesComeLast(t *testing.T) {
@@ -61,5 +62,19 @@ func TestUpstreamInPlaceRestartCountedByItsAttempt(t *testing.T) {
 	}
 	if restartCounted(InPlace, before)(deprecated) || !restartCounted(UpstreamRecreate, before)(recreated) {
 		t.Errorf("every other restart is counted by status.restarts")
+	}
+}
+
+func TestInProcessStrategyNeedsRealNodesAndAnnotatesItsScope(t *testing.T) {
+	err := Config{Nodes: []int{4}, Strategies: []Strategy{InPlaceInProcess}}.validate()
+	if err == nil || !strings.Contains(err.Error(), "needs real nodes") {
+		t.Errorf("Run on simulated nodes with %s: %v, want a refusal naming real nodes", InPlaceInProcess, err)
+	}
+	if err := (Config{Nodes: []int{4}, RealNodes: 2, Strategies: []Strategy{InPlaceInProcess}}).validate(); err != nil {
+		t.Errorf("Run on real nodes with %s: %v", InPlaceInProcess, err)
+	}
+	js := jobSetFor("js", "ns", 2, InPlaceInProcess)
+	if got := js.Annotations[protocol.RestartScopeAnnotation]; got != protocol.RestartScopeInProcess || js.Spec.FailurePolicy.RestartStrategy != jobset.InPlaceRestart {
+		t.Errorf("%s: scope %q, restart strategy %s", InPlaceInProcess, got, js.Spec.FailurePolicy.RestartStrategy)
 	}
 }
