@@ -336,6 +336,9 @@ def run(train, backend="gloo", timeout=datetime.timedelta(minutes=30)):
             code = exit_code(err)
             if code is not None:
                 ctl.failed(epoch, code)
+                # Its peers' collectives fail now, not once its sockets
+                # close at its exit: they park while it ends.
+                cut_tcp_connections(None)
             raise
         else:
             dist.destroy_process_group()
