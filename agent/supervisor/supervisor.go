@@ -212,6 +212,9 @@ type worker struct {
 	// process for the next barrier.
 	parking, parked bool
 	parkAsked       time.Time
+	// failed: it said it fails ("failed"), and the restart began; it is
+	// stopping on its own.
+	failed bool
 }
 
 func (s *supervisor) logf(format string, args ...any) {
@@ -474,7 +477,7 @@ func (s *supervisor) failing(ctx context.Context, ev controlEvent) bool {
 		return false
 	}
 	s.logf("the worker of epoch %d fails with code %d: asking for an in-place restart while its process ends", w.epoch, ev.line.Code)
-	w.stopping = true
+	w.stopping, w.failed = true, true
 	s.endProbe()
 	// No worker of that epoch runs any more: the agent may report the
 	// next one. The next process runs once this one has ended.
@@ -541,6 +544,9 @@ func (s *supervisor) exited(ctx context.Context, code int) (int, bool) {
 	switch {
 	case s.terminating:
 		return code, true
+	case w.failed:
+		s.logf("the failing worker of epoch %d has ended (exit code %d)", w.epoch, code)
+		return 0, false
 	case w.stopping:
 		s.logf("the worker of epoch %d stopped (exit code %d)", w.epoch, code)
 		return 0, false

@@ -89,10 +89,12 @@ type Result struct {
 	ResumedStep     int     `json:"resumedStep"`
 	StepSeconds     float64 `json:"stepSeconds"`
 	AgentsRestarted float64 `json:"agentsRestarted,omitempty"`
-	// In process and in-process scope: the failed worker's exit seen by
-	// its supervisor, the new epoch seen by every other supervisor, and,
-	// in-process, every other worker parked.
+	// In process and in-process scope: the failed worker's exit (or, in
+	// in-process scope, its word that it fails) seen by its supervisor,
+	// the new epoch seen by every other supervisor, and, in-process,
+	// every other worker parked and the failed worker's process ended.
 	ExitSeen        float64 `json:"exitSeen,omitempty"`
+	FailedEnded     float64 `json:"failedEnded,omitempty"`
 	EpochReachedAll float64 `json:"epochReachedAll,omitempty"`
 	Parked          float64 `json:"parked,omitempty"`
 	BarrierLifted   float64 `json:"barrierLifted,omitempty"`
@@ -305,17 +307,20 @@ func (d *demo) scenario(ctx context.Context, strategy string, i int) (res Result
 		return res, err
 	}
 	var workerLogs [][]example.Line
-	var agentsRestarted, barrierLifted, workersStarted, exitSeen, epochReached, parked time.Time
+	var agentsRestarted, barrierLifted, workersStarted, exitSeen, epochReached, parked, failedEnded time.Time
 	for _, p := range pods {
 		for _, name := range ex.Containers() {
 			log := d.log(ctx, p, Options{Timestamps: true, Container: name})
 			for _, l := range example.ParseLog(log, true) {
 				switch {
-				case strings.Contains(l.Text, "inplace-supervisor: the worker of epoch 1 exited with code"):
+				case strings.Contains(l.Text, "inplace-supervisor: the worker of epoch 1 exited with code"),
+					strings.Contains(l.Text, "inplace-supervisor: the worker of epoch 1 fails with code"):
 					// The first: the worker that failed, not its peers.
 					if exitSeen.IsZero() || l.Time.Before(exitSeen) {
 						exitSeen = l.Time
 					}
+				case strings.Contains(l.Text, "inplace-supervisor: the failing worker of epoch 1 has ended"):
+					failedEnded = latest(failedEnded, l.Time)
 				case strings.Contains(l.Text, "inplace-supervisor: epoch 1 is over"):
 					epochReached = latest(epochReached, l.Time)
 				case strings.Contains(l.Text, "inplace-supervisor: the worker of epoch 1 parked in"):
@@ -378,6 +383,7 @@ func (d *demo) scenario(ctx context.Context, strategy string, i int) (res Result
 	res.StepSeconds = first.StepAt[last].Sub(first.StepAt[1]).Seconds() / float64(last-1)
 	res.AgentsRestarted, res.BarrierLifted = since(agentsRestarted), since(barrierLifted)
 	res.ExitSeen, res.EpochReachedAll, res.Parked = since(exitSeen), since(epochReached), since(parked)
+	res.FailedEnded = since(failedEnded)
 	res.WorkersStarted, res.Resumed, res.FirstStep = since(workersStarted), since(second.ResumedAt), since(firstStep)
 	res.RedoneSteps = first.CrashStep - 1 - resumed
 	res.LostSeconds = res.FirstStep + float64(res.RedoneSteps)*res.StepSeconds
@@ -388,13 +394,16 @@ func (d *demo) scenario(ctx context.Context, strategy string, i int) (res Result
 		fmt.Printf("     +%6.2fs  every agent restarted in its Pod\n", res.AgentsRestarted)
 	}
 	if res.ExitSeen > 0 {
-		fmt.Printf("     +%6.2fs  a supervisor sees the first worker exit\n", res.ExitSeen)
+		fmt.Printf("     +%6.2fs  a supervisor hears of the failure (the worker's exit, or its word that it fails)\n", res.ExitSeen)
 	}
 	if res.EpochReachedAll > 0 {
 		fmt.Printf("     +%6.2fs  the new epoch reaches every supervisor whose worker runs\n", res.EpochReachedAll)
 	}
 	if res.Parked > 0 {
 		fmt.Printf("     +%6.2fs  every worker that did not fail parked, in its process\n", res.Parked)
+	}
+	if res.FailedEnded > 0 {
+		fmt.Printf("     +%6.2fs  the failed rank's process has ended (its place is taken only then)\n", res.FailedEnded)
 	}
 	if inPlace {
 		fmt.Printf("     +%6.2fs  barrier lifted in every Pod\n", res.BarrierLifted)
@@ -403,7 +412,7 @@ func (d *demo) scenario(ctx context.Context, strategy string, i int) (res Result
 	what := "torchrun up again in every Pod (same Pods), its first line logged"
 	switch {
 	case inProcess:
-		what = "every rank runs at epoch 2: the failed one in a new process, torch imported; the others in theirs"
+		what = "every rank runs at epoch 2: the failed one in its standby (or a new process), the others in theirs"
 	case process:
 		what = "torchrun up again in every Pod (same containers), its first line logged"
 	}
