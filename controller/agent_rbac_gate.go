@@ -8,7 +8,6 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
@@ -29,31 +28,8 @@ func (r *Reconciler) observeAgentGrants(ctx context.Context, js *jobset.JobSet, 
 	if err != nil {
 		return fmt.Errorf("reading the agents' grants: %w", err)
 	}
-	if !granted {
-		granted = r.grantNow(ctx, js)
-	}
 	obs.AgentGrantsMissing = !granted
 	return nil
-}
-
-// grantNow writes the agents' grants of js's namespace in this reconcile,
-// as the agent-rbac controller would, rather than waiting for that
-// controller to write them and for their watch to bring js back: a new
-// JobSet's Jobs are then created in the same reconcile. It reports
-// whether the grants name js, read past the cache. A failure (a conflict
-// with the agent-rbac controller, which writes the same objects with the
-// resourceVersion it read) leaves the wait as it was; that controller
-// writes them.
-func (r *Reconciler) grantNow(ctx context.Context, js *jobset.JobSet) bool {
-	if r.apiReader == nil || (r.opts.Gate != nil && r.opts.Gate.holding()) {
-		return false
-	}
-	if err := syncAgentRBAC(ctx, r.client, js.Namespace); err != nil {
-		log.FromContext(ctx).V(1).Info("could not write the agents' grants in the reconcile: waiting for the agent-rbac controller", "error", err.Error())
-		return false
-	}
-	granted, err := agentsGranted(ctx, r.apiReader, js)
-	return err == nil && granted
 }
 
 // agentsGranted says whether the agents' Role and Pod RoleBinding of js's

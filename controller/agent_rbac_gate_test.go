@@ -2,16 +2,12 @@ package controller
 
 import (
 	"context"
-	"errors"
 	"strings"
 	"testing"
 	"time"
 
-	rbacv1 "k8s.io/api/rbac/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
@@ -104,46 +100,5 @@ func TestJobsWaitForTheAgentsGrants(t *testing.T) {
 	case e := <-recorder.Events:
 		t.Errorf("event %q while waiting", e)
 	default:
-	}
-}
-
-// A reconcile that finds a new JobSet's grants missing writes them itself,
-// and its Jobs are created in that reconcile. If it cannot (a conflict
-// with the agent-rbac controller, which writes the same objects), they
-// wait as before.
-func TestReconcileWritesTheAgentsGrantsItself(t *testing.T) {
-	ctx := context.Background()
-	now := time.Now()
-	js := testutil.InPlaceJobSet(0, 0)
-	js.Namespace = "ns"
-	js.CreationTimestamp = metav1.NewTime(now.Add(-time.Second))
-	plan := func(r *Reconciler) decide.Plan {
-		t.Helper()
-		var obs decide.Observed
-		if err := r.observeAgentGrants(ctx, js, &obs); err != nil {
-			t.Fatal(err)
-		}
-		return decide.Decide(js, obs, metav1.NewTime(now), decide.Timeouts{InPlaceRestart: time.Minute})
-	}
-
-	c := rbacClient(t, interceptor.Funcs{}, js)
-	r := &Reconciler{client: c, apiReader: c, recorder: events.NewFakeRecorder(10)}
-	if p := plan(r); len(p.CreateJobs) != 2 || p.AwaitingAgentGrants != 0 {
-		t.Errorf("grants written in the reconcile: creates %d Jobs, waits %v; want both Jobs, no wait", len(p.CreateJobs), p.AwaitingAgentGrants)
-	}
-	if granted, err := agentsGranted(ctx, c, js); err != nil || !granted {
-		t.Errorf("after the reconcile, the grants name the JobSet: %t, %v", granted, err)
-	}
-
-	conflict := interceptor.Funcs{Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
-		if _, ok := obj.(*rbacv1.RoleBinding); ok {
-			return apierrors.NewConflict(rbacv1.Resource("rolebindings"), obj.GetName(), errors.New("written meanwhile"))
-		}
-		return c.Create(ctx, obj, opts...)
-	}}
-	c = rbacClient(t, conflict, js)
-	r = &Reconciler{client: c, apiReader: c, recorder: events.NewFakeRecorder(10)}
-	if p := plan(r); len(p.CreateJobs) != 0 || p.AwaitingAgentGrants == 0 {
-		t.Errorf("grants not written: creates %d Jobs, waits %v; want none, a wait", len(p.CreateJobs), p.AwaitingAgentGrants)
 	}
 }

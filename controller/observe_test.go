@@ -86,9 +86,11 @@ func TestObserveGathersWhatEarlierReconcilesLeft(t *testing.T) {
 	if got := observe(noClass).Priorities; got[""] != 10 {
 		t.Errorf("priority of a template naming no class = %v, want the lowest globalDefault class's, 10", got[""])
 	}
-	// The first reconcile writes the agents' grants itself.
-	if obs.AgentGrantsMissing || !obs.ControllerStarted.Equal(t0) || !obs.RestartHeldSince.IsZero() {
-		t.Errorf("first reconcile: grants missing %t, controller started %v, restart held since %v; want false, %v, none", obs.AgentGrantsMissing, obs.ControllerStarted, obs.RestartHeldSince, t0)
+	if !obs.AgentGrantsMissing || !obs.ControllerStarted.Equal(t0) || !obs.RestartHeldSince.IsZero() {
+		t.Errorf("first reconcile: grants missing %t, controller started %v, restart held since %v; want true, %v, none", obs.AgentGrantsMissing, obs.ControllerStarted, obs.RestartHeldSince, t0)
+	}
+	if err := syncAgentRBAC(ctx, c, js.Namespace); err != nil {
+		t.Fatal(err)
 	}
 	r.record(ctx, js, &decide.Plan{RestartHeldSince: t0})
 	obs = observe(js)

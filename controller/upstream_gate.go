@@ -588,13 +588,6 @@ func (g *UpstreamGate) admit(js *jobset.JobSet, recorder events.EventRecorder) b
 	return false
 }
 
-// holding says whether the gate holds the controllers now.
-func (g *UpstreamGate) holding() bool {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.verdict.Hold
-}
-
 // admitGrants says whether the agents' grants controller may sync the
 // request's namespace now; one it may not is parked, to be synced when
 // the hold ends.
