@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/inplace-dev/inplace/api/protocol"
 )
 
 // The supervisor in in-process scope, with python/inplace_restart.py as
@@ -188,25 +190,55 @@ func TestSupervisorRestartsAWorkerThatFailed(t *testing.T) {
 
 // A worker that says it fails (the module does when train raises) has its
 // restart begin while its process ends: the agent hears of the failure
-// before the exit, and the next process runs only once it has ended.
+// before the exit, once, and the next process of the rank (here its
+// standby, which would take the place at once) runs only once the failing
+// one has ended.
 func TestSupervisorRestartsAFailingWorkerBeforeItsProcessEnds(t *testing.T) {
-	s := startInProcessSpec(t, supervisorSpec{ParkDeadline: time.Minute, Grace: time.Minute})
+	s := startInProcessSpec(t, supervisorSpec{ParkDeadline: time.Minute, Grace: time.Minute, Standby: true})
 	s.hub.setState(1, true)
-	s.waitLogged("start 1 ")
+	s.waitLogged("start 1 ", "standby ")
 	pid := s.pidAt("1")
 	s.write("hold-exit", "")
 	s.failAndLift(2)
 	if _, err := os.Stat("/proc/" + pid); err != nil {
 		t.Fatalf("the failure reached the agent only once the process had ended")
 	}
-	if slices.ContainsFunc(s.log(), func(l string) bool { return strings.HasPrefix(l, "start 2 ") }) {
-		t.Fatalf("epoch 2 ran while the failing process of epoch 1 was still there: %q", s.log())
-	}
+	// The supervisor has seen the barrier of epoch 2 lifted while the
+	// failing process is still there.
+	s.waitTaken()
 	s.write("let-go", "")
-	s.waitGone(pid)
-	s.waitLogged("start 1 ", "start 2 ")
-	if again := s.pidAt("2"); again == pid {
-		t.Fatalf("epoch 2 ran in the pid of the worker that failed, %s", pid)
+	s.waitLogged("start 1 ", "standby ", "ended "+pid, "start 2 ")
+	if got := s.hub.takeExits(); !slices.Equal(got, []protocol.WorkerExit{{Epoch: 1, Container: "trainer", Code: 3}}) {
+		t.Errorf("exits reported %v, want the failure once, with the code the worker said", got)
+	}
+}
+
+// A worker that said it fails with a code that restarts in place, then
+// exits with one the Job's podFailurePolicy decides, ends its container
+// with that code; a code that does not restart in place said beforehand
+// changes nothing: the exit is judged when it comes.
+func TestSupervisorJudgesAFailingWorkerByTheCodeItExitsWith(t *testing.T) {
+	s := startInProcessSpec(t, supervisorSpec{ParkDeadline: time.Minute, Restart: "NotIn:0,42"})
+	s.hub.setState(1, true)
+	s.waitLogged("start 1 ")
+	s.write("hold-exit", "")
+	s.write("exit", "3")
+	select {
+	case <-s.hub.exited:
+	case <-time.After(supervisedWait):
+		t.Fatal("the failure was not reported")
+	}
+	s.write("exit-now", "42")
+	if code := s.exitCode(); code != 42 {
+		t.Errorf("the container exited with %d, want 42, the code the worker exited with", code)
+	}
+
+	s = startInProcessSpec(t, supervisorSpec{ParkDeadline: time.Minute, Restart: "NotIn:0,42"})
+	s.hub.setState(1, true)
+	s.waitLogged("start 1 ")
+	s.write("exit", "42")
+	if code := s.exitCode(); code != 42 {
+		t.Errorf("the container exited with %d, want 42", code)
 	}
 }
 

@@ -12,7 +12,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -74,6 +76,9 @@ type supervised struct {
 	// done is closed when the supervisor has exited, with code.
 	done chan struct{}
 	code int
+	// polled is the newest state version the supervisor has asked for
+	// what follows: it has taken every state up to it.
+	polled *atomic.Uint64
 }
 
 // worker is the shell worker: it sets its SIGTERM trap, leaves a child in
@@ -107,7 +112,14 @@ func startSupervisedSpec(t *testing.T, spec supervisorSpec) *supervised {
 	hub := newProcessHub([]string{"trainer"})
 	mux := http.NewServeMux()
 	hub.serveSupervisors(mux)
-	srv := httptest.NewServer(mux)
+	polled := new(atomic.Uint64)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if after, err := strconv.ParseUint(r.URL.Query().Get("after"), 10, 64); err == nil {
+			for old := polled.Load(); after > old && !polled.CompareAndSwap(old, after); old = polled.Load() {
+			}
+		}
+		mux.ServeHTTP(w, r)
+	}))
 	t.Cleanup(srv.Close)
 	dir := t.TempDir()
 	spec.Agent = strings.TrimPrefix(srv.URL, "http://")
@@ -118,7 +130,7 @@ func startSupervisedSpec(t *testing.T, spec supervisorSpec) *supervised {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	s := &supervised{t: t, hub: hub, dir: dir, cmd: cmd, done: make(chan struct{})}
+	s := &supervised{t: t, hub: hub, dir: dir, cmd: cmd, done: make(chan struct{}), polled: polled}
 	go func() {
 		defer close(s.done)
 		var exit *exec.ExitError
@@ -163,6 +175,22 @@ func (s *supervised) waitLog(want ...string) {
 func (s *supervised) write(name, content string) {
 	if err := os.WriteFile(filepath.Join(s.dir, name), []byte(content), 0o644); err != nil {
 		s.t.Fatal(err)
+	}
+}
+
+// waitTaken waits until the supervisor has taken the hub's current state:
+// it asks for what follows it.
+func (s *supervised) waitTaken() {
+	s.t.Helper()
+	s.hub.mu.Lock()
+	version := s.hub.state.Version
+	s.hub.mu.Unlock()
+	deadline := time.Now().Add(supervisedWait)
+	for s.polled.Load() < version {
+		if time.Now().After(deadline) {
+			s.t.Fatalf("the supervisor did not take state version %d", version)
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }
 

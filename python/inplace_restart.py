@@ -92,6 +92,7 @@ class Control:
         self.started = 0  # the newest epoch "start" named
         self.stopped = 0  # the newest epoch "stop" named
         self.closed = False
+        self.pid = os.getpid()  # a child forked by train must not speak for it
         self.on_stop = None  # called with the epoch, on the reading thread
         self._cond = threading.Condition()
         self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -155,11 +156,16 @@ class Control:
 
     def failed(self, epoch, code):
         """Writes ``failed E C``: the process fails at epoch E and exits
-        with code C. The restart begins while the process ends."""
+        with code C. The restart begins while the process ends. Only the
+        process that connected says it: a child that train forked and
+        that fails is not the worker."""
+        if os.getpid() != self.pid:
+            return False
         try:
             self._sock.sendall(f"failed {epoch} {code}\n".encode("ascii"))
         except OSError:
             pass  # its exit says the same, later
+        return True
 
 
 def exit_code(err):
@@ -171,6 +177,8 @@ def exit_code(err):
         if err.code is None:
             return None
         if isinstance(err.code, int):
+            if not -(1 << 63) <= err.code < (1 << 63):
+                return 255  # Python's own exit code for one past a C long
             return err.code & 0xFF or None
     return 1
 
@@ -186,7 +194,11 @@ def cut_tcp_connections(keep_port):
     to the store again at each epoch. Listening sockets stay.
     """
     cut = 0
-    for name in os.listdir("/proc/self/fd"):
+    try:
+        names = os.listdir("/proc/self/fd")
+    except OSError:
+        return cut
+    for name in names:
         try:
             fd = os.dup(int(name))
         except (OSError, ValueError):
@@ -326,7 +338,7 @@ def run(train, backend="gloo", timeout=datetime.timedelta(minutes=30)):
             # that the peers' collectives fail at once either way.
             took = teardown(dist, rank)
             if not ctl.wait_stop(epoch, PEER_FAILURE_WAIT):
-                ctl.failed(epoch, 1)
+                ctl.failed(epoch, 1)  # an uncaught exception exits with 1
                 raise
             log(f"rank {rank}: epoch {epoch} is over: {type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}")
         except BaseException as err:
@@ -334,11 +346,11 @@ def run(train, backend="gloo", timeout=datetime.timedelta(minutes=30)):
             # Python has ended, which with torch loaded takes most of a
             # second.
             code = exit_code(err)
-            if code is not None:
-                ctl.failed(epoch, code)
-                # Its peers' collectives fail now, not once its sockets
-                # close at its exit: they park while it ends.
-                cut_tcp_connections(None)
+            if code is not None and ctl.failed(epoch, code):
+                # The group's connections close now, not at the process's
+                # exit: its peers' collectives fail at once, and they park
+                # while it ends. Whatever else it holds stays.
+                teardown(dist, rank)
             raise
         else:
             dist.destroy_process_group()

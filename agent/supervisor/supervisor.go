@@ -212,9 +212,12 @@ type worker struct {
 	// process for the next barrier.
 	parking, parked bool
 	parkAsked       time.Time
-	// failed: it said it fails ("failed"), and the restart began; it is
-	// stopping on its own.
-	failed bool
+	// failed: it said it fails ("failed") with failedCode, and the
+	// restart began; it is stopping on its own. killed: the supervisor
+	// sent it SIGKILL.
+	failed     bool
+	failedCode int
+	killed     bool
 }
 
 func (s *supervisor) logf(format string, args ...any) {
@@ -264,6 +267,7 @@ func (s *supervisor) loop(ctx context.Context, states <-chan protocol.Supervisor
 		case <-killC:
 			if s.w != nil {
 				s.logf("the worker of epoch %d did not stop within %s: SIGKILL", s.w.epoch, s.cfg.GracePeriod)
+				s.w.killed = true
 				s.procs.Signal(s.w.pid, syscall.SIGKILL)
 			}
 			killC = nil
@@ -472,12 +476,25 @@ func (s *supervisor) controlEvent(ctx context.Context, ev controlEvent) (failing
 // judged when it comes.
 func (s *supervisor) failing(ctx context.Context, ev controlEvent) bool {
 	w := s.w
-	if w == nil || !s.conns[ev.conn] || w.stopping || w.parking || w.parked || s.terminating ||
-		protocol.Epoch(w.epoch) != ev.line.Epoch || w.epoch == 0 || !s.cfg.Restart.Matches(ev.line.Code) {
+	var why string
+	switch {
+	case w == nil || !s.conns[ev.conn]:
+		why = "it is not the running worker's"
+	case s.terminating || w.stopping:
+		why = "the worker is being stopped"
+	case w.parking || w.parked:
+		why = "the worker parks"
+	case w.epoch == 0 || protocol.Epoch(w.epoch) != ev.line.Epoch:
+		why = fmt.Sprintf("the worker runs at epoch %d", w.epoch)
+	case !s.cfg.Restart.Matches(ev.line.Code):
+		why = "the code does not restart in place"
+	}
+	if why != "" {
+		s.logf("%q on the control socket changes nothing (%s): the exit is judged when it comes", ev.line, why)
 		return false
 	}
 	s.logf("the worker of epoch %d fails with code %d: asking for an in-place restart while its process ends", w.epoch, ev.line.Code)
-	w.stopping, w.failed = true, true
+	w.stopping, w.failed, w.failedCode = true, true, ev.line.Code
 	s.endProbe()
 	// No worker of that epoch runs any more: the agent may report the
 	// next one. The next process runs once this one has ended.
@@ -544,10 +561,12 @@ func (s *supervisor) exited(ctx context.Context, code int) (int, bool) {
 	switch {
 	case s.terminating:
 		return code, true
-	case w.failed:
+	case w.failed && (code == w.failedCode || code == 0 || w.killed || s.cfg.Restart.Matches(code)):
+		// Its restart began when it said it failed. (Exited with 0 after
+		// saying it fails, it restarts too: the restart was asked for.)
 		s.logf("the failing worker of epoch %d has ended (exit code %d)", w.epoch, code)
 		return 0, false
-	case w.stopping:
+	case w.stopping && !w.failed:
 		s.logf("the worker of epoch %d stopped (exit code %d)", w.epoch, code)
 		return 0, false
 	case (w.parking || w.parked) && code != 0 && s.cfg.Restart.Matches(code):

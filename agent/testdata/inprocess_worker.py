@@ -9,7 +9,7 @@ A file $DIR/exit makes train() exit with the code in it; $DIR/done makes it
 return; $DIR/stubborn makes it ignore the end of its epoch; $DIR/exit-now
 makes the process exit with the code in it wherever it is, parked included;
 $DIR/hold-exit makes a process that ends wait at its exit until $DIR/let-go
-exists (as torch's teardown takes its time).
+exists (as torch's teardown takes its time), then logs "ended <pid>".
 """
 
 import atexit
@@ -73,6 +73,7 @@ def hold_exit():
         return
     while not os.path.exists(os.path.join(DIR, "let-go")):
         time.sleep(0.02)
+    log(f"ended {os.getpid()}")
 
 
 def train(epoch):
