@@ -136,8 +136,8 @@ func (cfg Config) validate() error {
 	if anyUpstream(cfg.Strategies) && cfg.RealNodes == 0 {
 		return fmt.Errorf("strategies %s and %s run upstream JobSet's controller and agent, which need real nodes: set the number of real nodes", UpstreamInPlace, UpstreamRecreate)
 	}
-	if slices.Contains(cfg.Strategies, InPlaceInProcess) && cfg.RealNodes == 0 {
-		return fmt.Errorf("strategy %s needs real nodes (the simulated ones model a worker's processes, not its control socket): set the number of real nodes", InPlaceInProcess)
+	if slices.Contains(cfg.Strategies, InPlaceInProcess) && (cfg.RealNodes == 0 || cfg.Repeats > 0) {
+		return fmt.Errorf("strategy %s measures first starts on real nodes only (repeats 0, real nodes set): the simulated nodes model a worker's processes, not its control socket, and the test worker does not speak the worker protocol, so its restarts would be process scope's", InPlaceInProcess)
 	}
 	return nil
 }
@@ -314,7 +314,7 @@ func (e *env) scenario(ctx context.Context, cfg Config, profile string, strategy
 		}
 		first := e.firstStart(ctx, js, jw, strategy, created, latest(starts, e.nodes))
 		e.firstStarts = append(e.firstStarts, first)
-		progress("N=%d %-16s first start: every worker running %v after the JobSet's creation (Pods seen %s, agents up %s, epochs written %s, synced %s)",
+		progress("N=%d %-26s first start: every worker running %v after the JobSet's creation (Pods seen %s, agents up %s, epochs written %s, synced %s)",
 			e.nodes, strategy, first.Took.Round(time.Millisecond), orDash(first.PodsSeen),
 			orDash(first.AgentsStarted), orDash(first.EpochsWritten), orDash(first.Synced))
 	}
@@ -326,7 +326,7 @@ func (e *env) scenario(ctx context.Context, cfg Config, profile string, strategy
 			}
 			r.Profile, r.Repeat = profile, repeat
 			results = append(results, r)
-			progress("N=%d %-9s %-16s %-6s #%d: workers running after %v (exit written %v, failure seen %v, detection %v, %s busy before), controller writes %d, rejected by priority level %v",
+			progress("N=%d %-9s %-26s %-6s #%d: workers running after %v (exit written %v, failure seen %v, detection %v, %s busy before), controller writes %d, rejected by priority level %v",
 				e.nodes, profile, strategy, failure, repeat, r.WorkersRunning.Round(time.Millisecond),
 				r.ExitWritten.Round(time.Millisecond), r.FailureSeen.Round(time.Millisecond), r.Detection.Round(time.Millisecond), cores(r.LoadBefore), writes(r.Requests[ActorController]), r.Rejected)
 			if r.FollowerCalls > 0 {
@@ -413,7 +413,7 @@ const upstreamPrefix = "upstream/"
 
 // restartStrategy is the JobSet's restart strategy.
 func (s Strategy) restartStrategy() jobset.JobSetRestartStrategy {
-	if s.process() {
+	if s.supervised() {
 		return jobset.InPlaceRestart
 	}
 	return jobset.JobSetRestartStrategy(strings.TrimPrefix(string(s), upstreamPrefix))
@@ -431,12 +431,13 @@ func (s Strategy) agentContainer() string {
 	return agentContainer
 }
 
-// process reports whether the JobSet restarts in process scope.
-func (s Strategy) process() bool {
+// supervised reports whether the JobSet's workers run under the
+// supervisor: process or in-process scope.
+func (s Strategy) supervised() bool {
 	return s == InPlaceProcess || s == InPlaceProcessPodReports || s == InPlaceInProcess
 }
 
-// scope is the JobSet's restart scope annotation, in process scope.
+// scope is the JobSet's restart scope annotation, for a supervised one.
 func (s Strategy) scope() string {
 	if s == InPlaceInProcess {
 		return protocol.RestartScopeInProcess

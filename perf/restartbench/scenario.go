@@ -173,7 +173,7 @@ func jobSetFor(name, namespace string, nodes int, strategy Strategy) *jobset.Job
 	}
 	js := wrappers.MakeJobSet(name, namespace).ReplicatedJob(rj).
 		FailurePolicy(&jobset.FailurePolicy{RestartStrategy: strategy.restartStrategy(), MaxRestarts: 1000}).Obj()
-	if strategy.process() {
+	if strategy.supervised() {
 		js.Annotations = map[string]string{protocol.RestartScopeAnnotation: strategy.scope()}
 		// Written out: the supervisor runs the command (the simulated
 		// nodes run none; the real ones' is realWorkers').

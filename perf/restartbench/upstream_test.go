@@ -67,8 +67,12 @@ func TestUpstreamInPlaceRestartCountedByItsAttempt(t *testing.T) {
 
 func TestInProcessStrategyNeedsRealNodesAndAnnotatesItsScope(t *testing.T) {
 	err := Config{Nodes: []int{4}, Strategies: []Strategy{InPlaceInProcess}}.validate()
-	if err == nil || !strings.Contains(err.Error(), "needs real nodes") {
+	if err == nil || !strings.Contains(err.Error(), "first starts on real nodes only") {
 		t.Errorf("Run on simulated nodes with %s: %v, want a refusal naming real nodes", InPlaceInProcess, err)
+	}
+	err = Config{Nodes: []int{4}, RealNodes: 2, Repeats: 1, Strategies: []Strategy{InPlaceInProcess}}.validate()
+	if err == nil || !strings.Contains(err.Error(), "first starts on real nodes only") {
+		t.Errorf("Run with restarts with %s: %v, want a refusal: the test worker's restarts would be process scope's", InPlaceInProcess, err)
 	}
 	if err := (Config{Nodes: []int{4}, RealNodes: 2, Strategies: []Strategy{InPlaceInProcess}}).validate(); err != nil {
 		t.Errorf("Run on real nodes with %s: %v", InPlaceInProcess, err)
