@@ -203,11 +203,14 @@ func TestSupervisorRestartsAFailingWorkerBeforeItsProcessEnds(t *testing.T) {
 	if _, err := os.Stat("/proc/" + pid); err != nil {
 		t.Fatalf("the failure reached the agent only once the process had ended")
 	}
+	// Its process group's connections are shut down before its exit:
+	// its peers' collectives fail at once.
+	s.waitLogged("start 1 ", "standby ", "group connection closed "+pid)
 	// The supervisor has seen the barrier of epoch 2 lifted while the
 	// failing process is still there.
 	s.waitTaken()
 	s.write("let-go", "")
-	s.waitLogged("start 1 ", "standby ", "ended "+pid, "start 2 ")
+	s.waitLogged("start 1 ", "standby ", "group connection closed "+pid, "ended "+pid, "start 2 ")
 	if got := s.hub.takeExits(); !slices.Equal(got, []protocol.WorkerExit{{Epoch: 1, Container: "trainer", Code: 3}}) {
 		t.Errorf("exits reported %v, want the failure once, with the code the worker said", got)
 	}

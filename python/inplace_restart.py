@@ -221,6 +221,40 @@ def cut_tcp_connections(keep_port):
     return cut
 
 
+def sockets():
+    """The process's sockets, by the name /proc gives each ("socket:[N]"),
+    to one of their file descriptors."""
+    out = {}
+    try:
+        names = os.listdir("/proc/self/fd")
+    except OSError:
+        return out
+    for name in names:
+        try:
+            target = os.readlink(f"/proc/self/fd/{name}")
+        except OSError:
+            continue
+        if target.startswith("socket:["):
+            out[target] = int(name)
+    return out
+
+
+def shut_down(names):
+    """Shuts down the sockets of these names that are still open; returns
+    how many."""
+    cut = 0
+    for name, fd in sockets().items():
+        if name not in names:
+            continue
+        try:
+            with socket.socket(fileno=os.dup(fd)) as s:
+                s.shutdown(socket.SHUT_RDWR)
+                cut += 1
+        except OSError:
+            pass
+    return cut
+
+
 def wait_for_store(address, port, timeout):
     """Waits until the store at address:port accepts connections, trying
     every 10 ms, up to timeout (a timedelta). The name is resolved once."""
@@ -303,6 +337,7 @@ def run(train, backend="gloo", timeout=datetime.timedelta(minutes=30)):
     signal.signal(INTERRUPT, interrupted)
     ctl.on_stop = stopped
     server = None  # rank 0's store, served to every epoch
+    group = [set()]  # the sockets the epoch's process group opened
     epoch = 0
     while True:
         epoch = ctl.wait_start(epoch)
@@ -325,8 +360,12 @@ def run(train, backend="gloo", timeout=datetime.timedelta(minutes=30)):
                 # A client of its own at each epoch, rank 0's too: one cut
                 # in an epoch that ended does not outlive it.
                 client = dist.TCPStore(address, port, world, False, timeout)
+                before = sockets()
                 dist.init_process_group(backend, store=dist.PrefixStore(f"inplace/{epoch}/", client),
                                         rank=rank, world_size=world, timeout=timeout)
+                # The connections the group opened to its peers (and, on
+                # rank 0, those the store accepted meanwhile).
+                group[0] = set(sockets()) - set(before)
                 result = train(epoch)
             finally:
                 armed.clear()
@@ -347,10 +386,12 @@ def run(train, backend="gloo", timeout=datetime.timedelta(minutes=30)):
             # second.
             code = exit_code(err)
             if code is not None and ctl.failed(epoch, code):
-                # The group's connections close now, not at the process's
-                # exit: its peers' collectives fail at once, and they park
-                # while it ends. Whatever else it holds stays.
-                teardown(dist, rank)
+                # The group's connections shut down now, not at the
+                # process's exit: its peers' collectives fail at once, and
+                # they park while it ends. Its other connections stay, for
+                # what runs at its exit. (Destroying the group here, with
+                # torch's teardown, took longer than the whole exit.)
+                shut_down(group[0])
             raise
         else:
             dist.destroy_process_group()

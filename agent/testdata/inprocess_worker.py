@@ -17,6 +17,7 @@ import os
 import signal
 import socket
 import sys
+import threading
 import time
 import types
 
@@ -35,11 +36,25 @@ dist.initialized = False
 def init_process_group(backend, store=None, rank=-1, world_size=-1, timeout=None):
     log(f"init {store}")
     dist.initialized = True
+    # A connection of the group, as gloo's to a peer: its end is logged.
+    conn = socket.create_connection(("127.0.0.1", int(os.environ["MASTER_PORT"])))
+    dist.conn = conn
+
+    def watch():
+        try:
+            conn.recv(1)
+        except OSError:
+            pass
+        log(f"group connection closed {os.getpid()}")
+
+    threading.Thread(target=watch, daemon=True).start()
 
 
 def destroy_process_group():
     log("destroy")
     dist.initialized = False
+    dist.conn.shutdown(socket.SHUT_RDWR)
+    dist.conn.close()
 
 
 dist.init_process_group = init_process_group
@@ -52,7 +67,6 @@ torch.distributed = dist
 sys.modules["torch"], sys.modules["torch.distributed"] = torch, dist
 
 import inplace_restart  # noqa: E402
-import threading  # noqa: E402
 
 
 def exit_now():
