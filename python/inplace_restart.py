@@ -350,6 +350,7 @@ def run(train, backend="gloo", timeout=datetime.timedelta(minutes=30)):
                 armed.set()
                 if ctl.over(epoch):
                     raise EpochOver(epoch)
+                before = sockets()
                 if rank == 0 and server is None:
                     server = dist.TCPStore(address, port, world, True, timeout, wait_for_workers=False)
                 elif rank != 0:
@@ -360,11 +361,11 @@ def run(train, backend="gloo", timeout=datetime.timedelta(minutes=30)):
                 # A client of its own at each epoch, rank 0's too: one cut
                 # in an epoch that ended does not outlive it.
                 client = dist.TCPStore(address, port, world, False, timeout)
-                before = sockets()
                 dist.init_process_group(backend, store=dist.PrefixStore(f"inplace/{epoch}/", client),
                                         rank=rank, world_size=world, timeout=timeout)
-                # The connections the group opened to its peers (and, on
-                # rank 0, those the store accepted meanwhile).
+                # What torch.distributed opened for the epoch: the store's
+                # connections (on rank 0, those it serves too) and the
+                # group's to its peers.
                 group[0] = set(sockets()) - set(before)
                 result = train(epoch)
             finally:
@@ -386,11 +387,12 @@ def run(train, backend="gloo", timeout=datetime.timedelta(minutes=30)):
             # second.
             code = exit_code(err)
             if code is not None and ctl.failed(epoch, code):
-                # The group's connections shut down now, not at the
+                # The epoch's connections shut down now, not at the
                 # process's exit: its peers' collectives fail at once, and
-                # they park while it ends. Its other connections stay, for
-                # what runs at its exit. (Destroying the group here, with
-                # torch's teardown, took longer than the whole exit.)
+                # they park while it ends; the process ends sooner too.
+                # Its other connections stay, for what runs at its exit.
+                # (Destroying the group here, with torch's teardown, made
+                # the process end later.)
                 shut_down(group[0])
             raise
         else:
