@@ -337,7 +337,9 @@ def run(train, backend="gloo", timeout=datetime.timedelta(minutes=30)):
     signal.signal(INTERRUPT, interrupted)
     ctl.on_stop = stopped
     server = None  # rank 0's store, served to every epoch
-    group = [set()]  # the sockets the epoch's process group opened
+    # The sockets torch.distributed opened for the epoch; None while it
+    # forms the group.
+    group = [set()]
     epoch = 0
     while True:
         epoch = ctl.wait_start(epoch)
@@ -350,7 +352,7 @@ def run(train, backend="gloo", timeout=datetime.timedelta(minutes=30)):
                 armed.set()
                 if ctl.over(epoch):
                     raise EpochOver(epoch)
-                before = sockets()
+                before, group[0] = sockets(), None
                 if rank == 0 and server is None:
                     server = dist.TCPStore(address, port, world, True, timeout, wait_for_workers=False)
                 elif rank != 0:
@@ -393,7 +395,7 @@ def run(train, backend="gloo", timeout=datetime.timedelta(minutes=30)):
                 # Its other connections stay, for what runs at its exit.
                 # (Destroying the group here, with torch's teardown, made
                 # the process end later.)
-                shut_down(group[0])
+                shut_down(group[0] if group[0] is not None else set(sockets()) - set(before))
             raise
         else:
             dist.destroy_process_group()
