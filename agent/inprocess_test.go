@@ -245,6 +245,56 @@ func TestSupervisorJudgesAFailingWorkerByTheCodeItExitsWith(t *testing.T) {
 	}
 }
 
+// A failing worker that does not end within the grace period gets SIGKILL,
+// and the signal's code is not judged: the restart was asked for. (Only
+// code 3 restarts in place here: 137 would end the container.)
+func TestSupervisorKillsAFailingWorkerThatDoesNotEnd(t *testing.T) {
+	s := startInProcessSpec(t, supervisorSpec{ParkDeadline: time.Minute, Restart: "In:3"})
+	s.hub.setState(1, true)
+	s.waitLogged("start 1 ")
+	pid := s.pidAt("1")
+	s.write("hold-exit", "")
+	s.failAndLift(2)
+	s.waitGone(pid)
+	s.waitLogged("start 1 ", "start 2 ")
+	s.stillRunning()
+}
+
+// A failing worker that exits with 0 after saying it fails restarts: the
+// restart was asked for, and has begun.
+func TestSupervisorRestartsAFailingWorkerThatExitsWithZero(t *testing.T) {
+	s := startInProcessSpec(t, supervisorSpec{ParkDeadline: time.Minute, Grace: time.Minute})
+	s.hub.setState(1, true)
+	s.waitLogged("start 1 ")
+	s.write("hold-exit", "")
+	s.failAndLift(2)
+	s.write("exit-now", "0")
+	s.waitLogged("start 1 ", "start 2 ")
+	s.stillRunning()
+}
+
+// exit_code is the code Python exits with, for the exceptions that end a
+// process with one that is not 0; None for the others.
+func TestInplaceRestartExitCodes(t *testing.T) {
+	python, err := exec.LookPath("python3")
+	if err != nil {
+		t.Fatalf("python3, which runs the worker module's tests: %v", err)
+	}
+	const check = `
+import sys, inplace_restart as m
+cases = [(SystemExit(), None), (SystemExit(0), None), (SystemExit(1), 1), (SystemExit(256), None),
+         (SystemExit(-1), 255), (SystemExit("why"), 1), (SystemExit(2**40 + 3), 3), (SystemExit(2**63), 255),
+         (ValueError(), 1), (RuntimeError(), 1), (KeyboardInterrupt(), None)]
+bad = [(repr(e), m.exit_code(e), want) for e, want in cases if m.exit_code(e) != want]
+sys.exit(repr(bad) if bad else 0)
+`
+	cmd := exec.Command(python, "-c", check)
+	cmd.Env = append(os.Environ(), "PYTHONPATH=../python", "PYTHONDONTWRITEBYTECODE=1")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Errorf("exit_code (exception, got, want): %s (%v)", out, err)
+	}
+}
+
 func TestSupervisorReplacesAFailedWorkerWithItsStandby(t *testing.T) {
 	s := startInProcessSpec(t, supervisorSpec{ParkDeadline: time.Minute, Standby: true})
 	s.hub.setState(1, true)

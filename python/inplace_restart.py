@@ -247,11 +247,20 @@ def shut_down(names):
         if name not in names:
             continue
         try:
-            with socket.socket(fileno=os.dup(fd)) as s:
+            dup = os.dup(fd)
+        except OSError:
+            continue
+        try:
+            s = socket.socket(fileno=dup)
+        except OSError:
+            os.close(dup)
+            continue
+        with s:
+            try:
                 s.shutdown(socket.SHUT_RDWR)
                 cut += 1
-        except OSError:
-            pass
+            except OSError:
+                pass
     return cut
 
 
@@ -337,9 +346,18 @@ def run(train, backend="gloo", timeout=datetime.timedelta(minutes=30)):
     signal.signal(INTERRUPT, interrupted)
     ctl.on_stop = stopped
     server = None  # rank 0's store, served to every epoch
+    served = set()  # its sockets, as created
     # The sockets torch.distributed opened for the epoch; None while it
     # forms the group.
     group = [set()]
+    before = {}
+
+    def epoch_sockets():
+        """What a failing rank shuts down: what torch.distributed opened
+        for the epoch (all it opened since the epoch began, if the group
+        is still forming), and rank 0's store."""
+        opened = group[0] if group[0] is not None else set(sockets()) - set(before)
+        return opened | served
     epoch = 0
     while True:
         epoch = ctl.wait_start(epoch)
@@ -355,6 +373,10 @@ def run(train, backend="gloo", timeout=datetime.timedelta(minutes=30)):
                 before, group[0] = sockets(), None
                 if rank == 0 and server is None:
                     server = dist.TCPStore(address, port, world, True, timeout, wait_for_workers=False)
+                    # Its listening socket, which every later epoch's
+                    # peers reach: shut down too if rank 0 fails, so that
+                    # none meets at a store that is going away.
+                    served = set(sockets()) - set(before)
                 elif rank != 0:
                     # A rank 0 that starts with this epoch serves the store
                     # only now: torch's client retries a refused connection
@@ -380,7 +402,8 @@ def run(train, backend="gloo", timeout=datetime.timedelta(minutes=30)):
             # that the peers' collectives fail at once either way.
             took = teardown(dist, rank)
             if not ctl.wait_stop(epoch, PEER_FAILURE_WAIT):
-                ctl.failed(epoch, 1)  # an uncaught exception exits with 1
+                if ctl.failed(epoch, 1):  # an uncaught exception exits with 1
+                    shut_down(epoch_sockets())
                 raise
             log(f"rank {rank}: epoch {epoch} is over: {type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}")
         except BaseException as err:
@@ -395,7 +418,7 @@ def run(train, backend="gloo", timeout=datetime.timedelta(minutes=30)):
                 # Its other connections stay, for what runs at its exit.
                 # (Destroying the group here, with torch's teardown, made
                 # the process end later.)
-                shut_down(group[0] if group[0] is not None else set(sockets()) - set(before))
+                shut_down(epoch_sockets())
             raise
         else:
             dist.destroy_process_group()

@@ -480,6 +480,11 @@ func (s *supervisor) failing(ctx context.Context, ev controlEvent) bool {
 	switch {
 	case w == nil || !s.conns[ev.conn]:
 		why = "it is not the running worker's"
+	case ev.conn.lineage[0] != w.pid:
+		// A process the worker launched (a rank under a launcher) fails
+		// alone: the worker, and its other processes, run on until the
+		// worker's own exit says what it does.
+		why = "it is a process the worker started, not the worker"
 	case s.terminating || w.stopping:
 		why = "the worker is being stopped"
 	case w.parking || w.parked:

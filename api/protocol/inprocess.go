@@ -127,7 +127,7 @@ func ParseWorkerLine(line string) (WorkerLine, error) {
 	}
 	l := WorkerLine{Word: word, Epoch: e}
 	if word == WorkerFailed {
-		if l.Code, err = strconv.Atoi(fields[2]); err != nil || strings.TrimLeft(fields[2], "0123456789") != "" || l.Code < 1 || l.Code > 255 {
+		if l.Code, err = strconv.Atoi(fields[2]); err != nil || strings.TrimLeft(fields[2], "0123456789") != "" || strings.HasPrefix(fields[2], "0") || l.Code < 1 || l.Code > 255 {
 			return WorkerLine{}, fmt.Errorf("worker protocol: %q: the exit code must be a number from 1 to 255", line)
 		}
 	}

@@ -18,6 +18,7 @@ func TestParseWorkerLine(t *testing.T) {
 		{"failed 2 256", WorkerLine{}, false},
 		{"failed 2 x", WorkerLine{}, false},
 		{"failed 2 +1", WorkerLine{}, false},
+		{"failed 2 001", WorkerLine{}, false},
 		{"failed 0 1", WorkerLine{}, false},
 		{"start 1 1", WorkerLine{}, false},
 		{"parked 0", WorkerLine{}, false},
