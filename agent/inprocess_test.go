@@ -193,13 +193,28 @@ func TestSupervisorRestartsAWorkerThatFailed(t *testing.T) {
 // before the exit, once, and the next process of the rank (here its
 // standby, which would take the place at once) runs only once the failing
 // one has ended.
+// failHeldAndLift has the worker fail with a code that restarts in place
+// while its process is held at its exit, waits for the failure to reach
+// the agent, and lifts the barrier of epoch.
+func (s *supervised) failHeldAndLift(epoch int32) {
+	s.t.Helper()
+	s.write("hold-exit", "")
+	s.write("exit", "3")
+	select {
+	case <-s.hub.exited:
+	case <-time.After(supervisedWait):
+		s.t.Fatal("the failure was not reported")
+	}
+	s.hub.setState(epoch, false)
+	s.hub.setState(epoch, true)
+}
+
 func TestSupervisorRestartsAFailingWorkerBeforeItsProcessEnds(t *testing.T) {
 	s := startInProcessSpec(t, supervisorSpec{ParkDeadline: time.Minute, Grace: time.Minute, Standby: true})
 	s.hub.setState(1, true)
 	s.waitLogged("start 1 ", "standby ")
 	pid := s.pidAt("1")
-	s.write("hold-exit", "")
-	s.failAndLift(2)
+	s.failHeldAndLift(2)
 	if _, err := os.Stat("/proc/" + pid); err != nil {
 		t.Fatalf("the failure reached the agent only once the process had ended")
 	}
@@ -253,8 +268,7 @@ func TestSupervisorKillsAFailingWorkerThatDoesNotEnd(t *testing.T) {
 	s.hub.setState(1, true)
 	s.waitLogged("start 1 ")
 	pid := s.pidAt("1")
-	s.write("hold-exit", "")
-	s.failAndLift(2)
+	s.failHeldAndLift(2)
 	s.waitGone(pid)
 	s.waitLogged("start 1 ", "start 2 ")
 	s.stillRunning()
@@ -266,8 +280,7 @@ func TestSupervisorRestartsAFailingWorkerThatExitsWithZero(t *testing.T) {
 	s := startInProcessSpec(t, supervisorSpec{ParkDeadline: time.Minute, Grace: time.Minute})
 	s.hub.setState(1, true)
 	s.waitLogged("start 1 ")
-	s.write("hold-exit", "")
-	s.failAndLift(2)
+	s.failHeldAndLift(2)
 	s.write("exit-now", "0")
 	s.waitLogged("start 1 ", "start 2 ")
 	s.stillRunning()

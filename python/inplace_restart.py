@@ -257,8 +257,11 @@ def shut_down(names):
             continue
         with s:
             try:
-                s.shutdown(socket.SHUT_RDWR)
-                cut += 1
+                # A listening socket stays: torch's store aborts the
+                # process when its listener is shut down under it.
+                if not s.getsockopt(socket.SOL_SOCKET, socket.SO_ACCEPTCONN):
+                    s.shutdown(socket.SHUT_RDWR)
+                    cut += 1
             except OSError:
                 pass
     return cut
@@ -346,7 +349,6 @@ def run(train, backend="gloo", timeout=datetime.timedelta(minutes=30)):
     signal.signal(INTERRUPT, interrupted)
     ctl.on_stop = stopped
     server = None  # rank 0's store, served to every epoch
-    served = set()  # its sockets, as created
     # The sockets torch.distributed opened for the epoch; None while it
     # forms the group.
     group = [set()]
@@ -355,9 +357,8 @@ def run(train, backend="gloo", timeout=datetime.timedelta(minutes=30)):
     def epoch_sockets():
         """What a failing rank shuts down: what torch.distributed opened
         for the epoch (all it opened since the epoch began, if the group
-        is still forming), and rank 0's store."""
-        opened = group[0] if group[0] is not None else set(sockets()) - set(before)
-        return opened | served
+        is still forming)."""
+        return group[0] if group[0] is not None else set(sockets()) - set(before)
     epoch = 0
     while True:
         epoch = ctl.wait_start(epoch)
@@ -373,10 +374,6 @@ def run(train, backend="gloo", timeout=datetime.timedelta(minutes=30)):
                 before, group[0] = sockets(), None
                 if rank == 0 and server is None:
                     server = dist.TCPStore(address, port, world, True, timeout, wait_for_workers=False)
-                    # Its listening socket, which every later epoch's
-                    # peers reach: shut down too if rank 0 fails, so that
-                    # none meets at a store that is going away.
-                    served = set(sockets()) - set(before)
                 elif rank != 0:
                     # A rank 0 that starts with this epoch serves the store
                     # only now: torch's client retries a refused connection
