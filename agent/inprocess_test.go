@@ -165,11 +165,7 @@ func (s *supervised) waitGone(pid string) {
 func (s *supervised) failAndLift(epoch int32) {
 	s.t.Helper()
 	s.write("exit", "3")
-	select {
-	case <-s.hub.exited:
-	case <-time.After(supervisedWait):
-		s.t.Fatal("the exit was not reported")
-	}
+	s.waitReported()
 	s.waitRunning(0)
 	s.hub.setState(epoch, false)
 	s.hub.setState(epoch, true)
@@ -193,28 +189,13 @@ func TestSupervisorRestartsAWorkerThatFailed(t *testing.T) {
 // before the exit, once, and the next process of the rank (here its
 // standby, which would take the place at once) runs only once the failing
 // one has ended.
-// failHeldAndLift has the worker fail with a code that restarts in place
-// while its process is held at its exit, waits for the failure to reach
-// the agent, and lifts the barrier of epoch.
-func (s *supervised) failHeldAndLift(epoch int32) {
-	s.t.Helper()
-	s.write("hold-exit", "")
-	s.write("exit", "3")
-	select {
-	case <-s.hub.exited:
-	case <-time.After(supervisedWait):
-		s.t.Fatal("the failure was not reported")
-	}
-	s.hub.setState(epoch, false)
-	s.hub.setState(epoch, true)
-}
-
 func TestSupervisorRestartsAFailingWorkerBeforeItsProcessEnds(t *testing.T) {
 	s := startInProcessSpec(t, supervisorSpec{ParkDeadline: time.Minute, Grace: time.Minute, Standby: true})
 	s.hub.setState(1, true)
 	s.waitLogged("start 1 ", "standby ")
 	pid := s.pidAt("1")
-	s.failHeldAndLift(2)
+	s.write("hold-exit", "")
+	s.failAndLift(2)
 	if _, err := os.Stat("/proc/" + pid); err != nil {
 		t.Fatalf("the failure reached the agent only once the process had ended")
 	}
@@ -241,11 +222,7 @@ func TestSupervisorJudgesAFailingWorkerByTheCodeItExitsWith(t *testing.T) {
 	s.waitLogged("start 1 ")
 	s.write("hold-exit", "")
 	s.write("exit", "3")
-	select {
-	case <-s.hub.exited:
-	case <-time.After(supervisedWait):
-		t.Fatal("the failure was not reported")
-	}
+	s.waitReported()
 	s.write("exit-now", "42")
 	if code := s.exitCode(); code != 42 {
 		t.Errorf("the container exited with %d, want 42, the code the worker exited with", code)
@@ -268,7 +245,8 @@ func TestSupervisorKillsAFailingWorkerThatDoesNotEnd(t *testing.T) {
 	s.hub.setState(1, true)
 	s.waitLogged("start 1 ")
 	pid := s.pidAt("1")
-	s.failHeldAndLift(2)
+	s.write("hold-exit", "")
+	s.failAndLift(2)
 	s.waitGone(pid)
 	s.waitLogged("start 1 ", "start 2 ")
 	s.stillRunning()
@@ -280,7 +258,8 @@ func TestSupervisorRestartsAFailingWorkerThatExitsWithZero(t *testing.T) {
 	s := startInProcessSpec(t, supervisorSpec{ParkDeadline: time.Minute, Grace: time.Minute})
 	s.hub.setState(1, true)
 	s.waitLogged("start 1 ")
-	s.failHeldAndLift(2)
+	s.write("hold-exit", "")
+	s.failAndLift(2)
 	s.write("exit-now", "0")
 	s.waitLogged("start 1 ", "start 2 ")
 	s.stillRunning()

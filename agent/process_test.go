@@ -194,6 +194,17 @@ func (s *supervised) waitTaken() {
 	}
 }
 
+// waitReported waits until a worker's exit, or its word that it fails,
+// has reached the agent.
+func (s *supervised) waitReported() {
+	s.t.Helper()
+	select {
+	case <-s.hub.exited:
+	case <-time.After(supervisedWait):
+		s.t.Fatal("the exit was not reported")
+	}
+}
+
 // waitHeard waits until the supervisor has asked the hub.
 func (s *supervised) waitHeard() {
 	s.t.Helper()

@@ -212,12 +212,10 @@ type worker struct {
 	// process for the next barrier.
 	parking, parked bool
 	parkAsked       time.Time
-	// failed: it said it fails ("failed") with failedCode, and the
-	// restart began; it is stopping on its own. killed: the supervisor
-	// sent it SIGKILL.
-	failed     bool
-	failedCode int
-	killed     bool
+	// failed: it said it fails ("failed") with a code that restarts in
+	// place, and the restart began; it is stopping on its own. killed:
+	// the supervisor sent it SIGKILL.
+	failed, killed bool
 }
 
 func (s *supervisor) logf(format string, args ...any) {
@@ -499,7 +497,7 @@ func (s *supervisor) failing(ctx context.Context, ev controlEvent) bool {
 		return false
 	}
 	s.logf("the worker of epoch %d fails with code %d: asking for an in-place restart while its process ends", w.epoch, ev.line.Code)
-	w.stopping, w.failed, w.failedCode = true, true, ev.line.Code
+	w.stopping, w.failed = true, true
 	s.endProbe()
 	// No worker of that epoch runs any more: the agent may report the
 	// next one. The next process runs once this one has ended.
@@ -566,7 +564,7 @@ func (s *supervisor) exited(ctx context.Context, code int) (int, bool) {
 	switch {
 	case s.terminating:
 		return code, true
-	case w.failed && (code == w.failedCode || code == 0 || w.killed || s.cfg.Restart.Matches(code)):
+	case w.failed && (code == 0 || w.killed || s.cfg.Restart.Matches(code)):
 		// Its restart began when it said it failed. (Exited with 0 after
 		// saying it fails, it restarts too: the restart was asked for.)
 		s.logf("the failing worker of epoch %d has ended (exit code %d)", w.epoch, code)
