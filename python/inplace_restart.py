@@ -183,44 +183,6 @@ def exit_code(err):
     return 1
 
 
-def cut_tcp_connections(keep_port):
-    """Shuts down this process's connected TCP sockets but the store's.
-
-    A collective whose peer is gone without closing its connections (a
-    frozen process, a lost node) waits for the process group's timeout:
-    gloo cannot abort it. Its connections shut down, it fails at once.
-    Rank 0 keeps the connections its store serves (those of local port
-    keep_port, the store's): it serves every epoch. Every rank connects
-    to the store again at each epoch. Listening sockets stay.
-    """
-    cut = 0
-    try:
-        names = os.listdir("/proc/self/fd")
-    except OSError:
-        return cut
-    for name in names:
-        try:
-            fd = os.dup(int(name))
-        except (OSError, ValueError):
-            continue
-        try:
-            s = socket.socket(fileno=fd)
-        except OSError:
-            os.close(fd)
-            continue
-        try:
-            if s.family in (socket.AF_INET, socket.AF_INET6) and s.type == socket.SOCK_STREAM \
-                    and not s.getsockopt(socket.SOL_SOCKET, socket.SO_ACCEPTCONN) \
-                    and s.getsockname()[1] != keep_port:
-                s.shutdown(socket.SHUT_RDWR)
-                cut += 1
-        except OSError:
-            pass
-        finally:
-            s.close()
-    return cut
-
-
 def sockets():
     """The process's sockets, by the name /proc gives each ("socket:[N]"),
     to one of their file descriptors."""
@@ -239,13 +201,12 @@ def sockets():
     return out
 
 
-def shut_down(names):
-    """Shuts down the sockets of these names that are still open; returns
-    how many."""
+def shut_down(which):
+    """Shuts down the process's sockets for which which(name, socket) is
+    true, but listening ones (torch's store aborts the process when its
+    listener is shut down under it); returns how many."""
     cut = 0
     for name, fd in sockets().items():
-        if name not in names:
-            continue
         try:
             dup = os.dup(fd)
         except OSError:
@@ -257,14 +218,26 @@ def shut_down(names):
             continue
         with s:
             try:
-                # A listening socket stays: torch's store aborts the
-                # process when its listener is shut down under it.
-                if not s.getsockopt(socket.SOL_SOCKET, socket.SO_ACCEPTCONN):
+                if not s.getsockopt(socket.SOL_SOCKET, socket.SO_ACCEPTCONN) and which(name, s):
                     s.shutdown(socket.SHUT_RDWR)
                     cut += 1
             except OSError:
                 pass
     return cut
+
+
+def cut_tcp_connections(keep_port):
+    """Shuts down this process's connected TCP sockets but the store's.
+
+    A collective whose peer is gone without closing its connections (a
+    frozen process, a lost node) waits for the process group's timeout:
+    gloo cannot abort it. Its connections shut down, it fails at once.
+    Rank 0 keeps the connections its store serves (those of local port
+    keep_port, the store's): it serves every epoch. Every rank connects
+    to the store again at each epoch. Listening sockets stay.
+    """
+    return shut_down(lambda _, s: s.family in (socket.AF_INET, socket.AF_INET6)
+                     and s.type == socket.SOCK_STREAM and s.getsockname()[1] != keep_port)
 
 
 def wait_for_store(address, port, timeout):
@@ -349,16 +322,15 @@ def run(train, backend="gloo", timeout=datetime.timedelta(minutes=30)):
     signal.signal(INTERRUPT, interrupted)
     ctl.on_stop = stopped
     server = None  # rank 0's store, served to every epoch
-    # The sockets torch.distributed opened for the epoch; None while it
-    # forms the group.
-    group = [set()]
-    before = {}
+    # The sockets torch.distributed opened for the epoch (None while it
+    # forms the group), and those open before.
+    opened, before = set(), {}
 
-    def epoch_sockets():
-        """What a failing rank shuts down: what torch.distributed opened
-        for the epoch (all it opened since the epoch began, if the group
-        is still forming)."""
-        return group[0] if group[0] is not None else set(sockets()) - set(before)
+    def shut_down_epoch():
+        """Shuts down what torch.distributed opened for the epoch: all
+        that was opened since the epoch began, if the group is forming."""
+        names = opened if opened is not None else set(sockets()) - set(before)
+        shut_down(lambda name, _: name in names)
     epoch = 0
     while True:
         epoch = ctl.wait_start(epoch)
@@ -371,7 +343,7 @@ def run(train, backend="gloo", timeout=datetime.timedelta(minutes=30)):
                 armed.set()
                 if ctl.over(epoch):
                     raise EpochOver(epoch)
-                before, group[0] = sockets(), None
+                before, opened = sockets(), None
                 if rank == 0 and server is None:
                     server = dist.TCPStore(address, port, world, True, timeout, wait_for_workers=False)
                 elif rank != 0:
@@ -387,7 +359,7 @@ def run(train, backend="gloo", timeout=datetime.timedelta(minutes=30)):
                 # What torch.distributed opened for the epoch: the store's
                 # connections (on rank 0, those it serves too) and the
                 # group's to its peers.
-                group[0] = set(sockets()) - set(before)
+                opened = set(sockets()) - set(before)
                 result = train(epoch)
             finally:
                 armed.clear()
@@ -400,7 +372,7 @@ def run(train, backend="gloo", timeout=datetime.timedelta(minutes=30)):
             took = teardown(dist, rank)
             if not ctl.wait_stop(epoch, PEER_FAILURE_WAIT):
                 if ctl.failed(epoch, 1):  # an uncaught exception exits with 1
-                    shut_down(epoch_sockets())
+                    shut_down_epoch()
                 raise
             log(f"rank {rank}: epoch {epoch} is over: {type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}")
         except BaseException as err:
@@ -415,7 +387,7 @@ def run(train, backend="gloo", timeout=datetime.timedelta(minutes=30)):
                 # Its other connections stay, for what runs at its exit.
                 # (Destroying the group here, with torch's teardown, made
                 # the process end later.)
-                shut_down(epoch_sockets())
+                shut_down_epoch()
             raise
         else:
             dist.destroy_process_group()
