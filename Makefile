@@ -152,8 +152,9 @@ docker-build-agent: ## Build the inplace-agent image as $(IMG_AGENT).
 # packages share the two cores as go test schedules them.
 INTEGRATION_PKGS = ./test/integration/... ./test/cluster/...
 E2E_PKGS = ./test/e2e ./test/e2e/faults ./test/e2e/tutorial ./perf/restartbench/...
-REALNODE_PKGS = ./test/e2e/realnode/... ./test/e2e/install/... ./test/e2e/pytorch/... ./test/e2e/upstream/...
+REALNODE_PKGS = ./test/e2e/realnode/... ./test/e2e/install/... ./test/e2e/pytorch/... ./test/e2e/upstream/... ./test/e2e/kueue/...
 UPSTREAM_PKGS = ./test/e2e/upstream/...
+KUEUE_PKGS = ./test/e2e/kueue/...
 
 .PHONY: test
 # The benchmark lab's smoke test compares in place with Recreate in wall
@@ -178,6 +179,10 @@ test-e2e: cluster-binaries ## Run the end-to-end suites on a local cluster (simu
 .PHONY: test-realnode
 test-realnode: cluster-binaries node-deps $(KUSTOMIZE) $(HELM) $(KREW) ## Run the end-to-end suites on real kubelets and containerd, the install suite included (needs root).
 	go test $(GO_TEST_FLAGS) -timeout $(GO_TEST_TIMEOUT) $(REALNODE_PKGS)
+
+.PHONY: test-kueue
+test-kueue: cluster-binaries node-deps $(KUSTOMIZE) ## Run Kueue's own JobSet e2e specs and the shared-cluster specs (preemption, waitForPodsReady, topology) with Kueue built from its module (by cluster-binaries), deployed from its manifests in front of config/jobset-names, on 3 real nodes; print the summaries (needs root).
+	go test $(GO_TEST_FLAGS) -v -timeout $(GO_TEST_TIMEOUT) $(KUEUE_PKGS)
 
 .PHONY: test-upstream
 test-upstream: cluster-binaries node-deps $(KUSTOMIZE) ## Run upstream JobSet's own e2e suite (built from its module by cluster-binaries) against the drop-in install config/jobset-names on 3 real nodes, and print its summary (needs root).

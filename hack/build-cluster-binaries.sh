@@ -14,7 +14,13 @@
 # hack/local-provisioner, and upstream JobSet's end-to-end suite (a test
 # binary, jobset-e2e.test), controller (jobset-controller) and in-place
 # restart agent (jobset-in-place-restart-agent) through
-# hack/upstream-jobset.
+# hack/upstream-jobset, Kueue's controller manager (kueue) and its JobSet
+# end-to-end specs (kueue-e2e-extended.test) through hack/kueue, Kubeflow
+# Trainer's controller manager (trainer-controller-manager) through
+# hack/kubeflow-trainer, and the Kubernetes end-to-end tests' agnhost
+# (Kueue's specs run it) through hack/kube. The three wrapper modules pin
+# the Kubernetes libraries at the cluster's own version: the packages the
+# control plane's build compiles are not compiled again.
 # Nothing is downloaded except through the Go module proxy.
 #
 # Idempotent: a binary is rebuilt only when its version stamp differs.
@@ -36,6 +42,11 @@ provisioner_version=$(cd "$root/hack/local-provisioner" && echo "$(go list -m -f
 # Upstream JobSet's suite: the version it runs, and the dependencies it is
 # built with.
 jobset_version=$(cd "$root/hack/upstream-jobset" && echo "$(go list -m -f '{{.Version}}' sigs.k8s.io/jobset)-$(cat go.mod go.sum | sha256sum | cut -c1-12)")
+
+# Kueue's and Kubeflow Trainer's: their versions and the dependencies they
+# are built with.
+kueue_version=$(cd "$root/hack/kueue" && echo "$(go list -m -f '{{.Version}}' sigs.k8s.io/kueue)-$(cat go.mod go.sum | sha256sum | cut -c1-12)")
+trainer_version=$(cd "$root/hack/kubeflow-trainer" && echo "$(go list -m -f '{{.Version}}' github.com/kubeflow/trainer/v2)-$(cat go.mod go.sum | sha256sum | cut -c1-12)")
 
 stale() { # name version
   [[ -x "$bin/$1" && "$(cat "$bin/.stamps/$1" 2>/dev/null)" == "$2" ]] && return 1
@@ -89,3 +100,11 @@ build local-provisioner "$provisioner_version" local-provisioner "about 1 minute
 build jobset-e2e.test "$jobset_version" upstream-jobset "about 2 minutes" sigs.k8s.io/jobset/test/e2e test -c -trimpath
 build jobset-controller "$jobset_version" upstream-jobset "about 1 minute" sigs.k8s.io/jobset "${release[@]}"
 build jobset-in-place-restart-agent "$jobset_version" upstream-jobset "about 1 minute" sigs.k8s.io/jobset/cmd/in-place-restart-agent "${release[@]}"
+# agnhost, at the cluster's version.
+build agnhost "$kube_version" kube "about 1 minute" k8s.io/kubernetes/test/images/agnhost "${release[@]}"
+# Kueue's manager, stamped with its version as its Makefile stamps it, and
+# its suite of JobSet (and other integrations') end-to-end specs.
+build kueue "$kueue_version" kueue "about 5 minutes" sigs.k8s.io/kueue/cmd/kueue \
+  build -trimpath -ldflags "-s -w -X sigs.k8s.io/kueue/pkg/version.GitVersion=${kueue_version%%-*}"
+build kueue-e2e-extended.test "$kueue_version" kueue "about 2 minutes" sigs.k8s.io/kueue/test/e2e/singlecluster/extended test -c -trimpath
+build trainer-controller-manager "$trainer_version" kubeflow-trainer "about 3 minutes" github.com/kubeflow/trainer/v2/cmd/trainer-controller-manager "${release[@]}"

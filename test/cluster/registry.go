@@ -67,12 +67,14 @@ func (c *Cluster) startRegistry(ctx context.Context, port int) error {
 // there as <Registry>/library/bash:latest is what a node runs for
 // docker.io/library/bash:latest, one pushed as
 // <Registry>/e2e-test-images/agnhost:2.63.0 for
-// registry.k8s.io/e2e-test-images/agnhost:2.63.0. Suites written for other
-// clusters (upstream JobSet's, Kueue's) name such images and pull them
-// Always; this machine reaches neither registry. An image the mirror does
+// registry.k8s.io/e2e-test-images/agnhost:2.63.0. Suites and manifests
+// written for other clusters (upstream JobSet's, Kueue's, Kubeflow
+// Trainer's) name such images and pull them Always; this machine reaches
+// none of these registries. An image the mirror does
 // not hold is pulled from the registry itself, as without a mirror.
 var MirroredRegistries = map[string]string{
 	"docker.io":       "https://registry-1.docker.io",
+	"ghcr.io":         "https://ghcr.io",
 	"registry.k8s.io": "https://registry.k8s.io",
 }
 

@@ -65,24 +65,8 @@ const (
 )
 
 // PushUpstreamController packs the controller binary at binary as
-// upstream's Dockerfile does (/manager, run as 65532 on a distroless
-// base: here nothing but the binary and /tmp) and pushes it to registry
-// as UpstreamController. It returns the image's reference in registry.
+// upstream's Dockerfile does and pushes it to registry as
+// UpstreamController. It returns the image's reference in registry.
 func PushUpstreamController(ctx context.Context, binary, registry string) (string, error) {
-	data, err := os.ReadFile(binary)
-	if err != nil {
-		return "", err
-	}
-	layer, err := layerOf(nil, entry{path: "/tmp", mode: 0o1777, dir: true}, entry{path: "/manager", mode: 0o755, data: data})
-	if err != nil {
-		return "", err
-	}
-	img, err := configuredImage(func(c *v1.Config) {
-		c.Entrypoint = []string{"/manager"}
-		c.User = nonRootID + ":" + nonRootID
-	}, layer)
-	if err != nil {
-		return "", err
-	}
-	return push(ctx, img, registry, UpstreamController)
+	return pushManager(ctx, binary, registry, UpstreamController)
 }

@@ -2,11 +2,9 @@ package upstreamjobset
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 
@@ -18,6 +16,7 @@ import (
 
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
 	"github.com/inplace-dev/inplace/test/images"
+	"github.com/inplace-dev/inplace/test/modules"
 )
 
 // Where upstream's release manifests run its controller.
@@ -46,7 +45,7 @@ const (
 // release promotes), with its InPlaceRestart feature gate on, as its docs
 // for in-place restarts say: alpha, off by default.
 const kustomization = `resources:
-- jobset/config/default
+- module/config/default
 images:
 - name: us-central1-docker.pkg.dev/k8s-staging-images/jobset/jobset
   newName: registry.k8s.io/jobset/jobset
@@ -69,55 +68,13 @@ patches:
           InPlaceRestart: true
 `
 
-// ModuleDir is sigs.k8s.io/jobset's directory in the module cache, at the
-// version hack/upstream-jobset pins: go's own, as the user running the
-// tests has it.
-func ModuleDir(ctx context.Context, root string) (string, error) {
-	cmd := exec.CommandContext(ctx, "go", "list", "-m", "-f", "{{.Dir}}", "sigs.k8s.io/jobset")
-	cmd.Dir = filepath.Join(root, "hack", "upstream-jobset")
-	out, err := cmd.Output()
-	if err != nil {
-		return "", fmt.Errorf("go list -m sigs.k8s.io/jobset in hack/upstream-jobset: %w", err)
-	}
-	dir := strings.TrimSpace(string(out))
-	if _, err := os.Stat(filepath.Join(dir, "config", "default", "kustomization.yaml")); err != nil {
-		return "", fmt.Errorf("upstream's module holds no config/default: %w", err)
-	}
-	return dir, nil
-}
+// Module is upstream JobSet's module as hack/upstream-jobset pins it.
+var Module = modules.Module{Wrapper: "upstream-jobset", Path: "sigs.k8s.io/jobset", Version: "v0.12.0"}
 
-// Manifests renders upstream's install into dir/install.yaml with the
-// kustomize the repository builds (KUSTOMIZE, or bin/kustomize-*), and
-// returns that file's path: what `kubectl apply --server-side -f` takes.
+// Manifests renders upstream's install into dir/install.yaml and returns
+// that file's path: what `kubectl apply --server-side -f` takes.
 func Manifests(ctx context.Context, root, dir string) (string, error) {
-	module, err := ModuleDir(ctx, root)
-	if err != nil {
-		return "", err
-	}
-	kustomize := os.Getenv("KUSTOMIZE")
-	if kustomize == "" {
-		found, _ := filepath.Glob(filepath.Join(root, "bin", "kustomize-*"))
-		if len(found) != 1 {
-			return "", fmt.Errorf("want one kustomize in bin/, found %d: run 'make kustomize'", len(found))
-		}
-		kustomize = found[0]
-	}
-	work := filepath.Join(dir, "upstream-jobset")
-	if err := os.MkdirAll(work, 0o755); err != nil {
-		return "", err
-	}
-	if err := os.Symlink(module, filepath.Join(work, "jobset")); err != nil {
-		return "", err
-	}
-	if err := os.WriteFile(filepath.Join(work, "kustomization.yaml"), []byte(kustomization), 0o644); err != nil {
-		return "", err
-	}
-	out, err := exec.CommandContext(ctx, kustomize, "build", work).Output()
-	if err != nil {
-		return "", fmt.Errorf("kustomize build of upstream's install: %w", exitError(err))
-	}
-	path := filepath.Join(dir, "install.yaml")
-	return path, os.WriteFile(path, out, 0o644)
+	return Module.Kustomize(ctx, root, dir, kustomization)
 }
 
 // PushImages pushes upstream's agent and controller, built by 'make
@@ -175,13 +132,4 @@ func Example(root, file, ns string) (*jobset.JobSet, error) {
 	}
 	js.Namespace = ns
 	return &js, nil
-}
-
-// exitError adds what a command wrote to its standard error.
-func exitError(err error) error {
-	var ee *exec.ExitError
-	if errors.As(err, &ee) && len(ee.Stderr) > 0 {
-		return fmt.Errorf("%w: %s", err, strings.TrimSpace(string(ee.Stderr)))
-	}
-	return err
 }

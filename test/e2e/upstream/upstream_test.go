@@ -4,13 +4,10 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
-	"syscall"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -41,32 +38,11 @@ const (
 	suiteTimeout = 25 * time.Minute
 )
 
-// run runs a command line at the repository's root with the cluster's
-// kubeconfig, the cluster's kubectl first on the PATH and a HOME of its
-// own (kubectl's caches), and returns its output and error. The output
-// goes to GinkgoWriter as it comes. At limit its whole process group is
-// stopped: a pipeline's commands too.
+// run runs a command line as a user of the cluster would
+// (framework.Run).
 func run(limit time.Duration, env []string, name string, args ...string) (string, error) {
 	GinkgoHelper()
-	root, err := cluster.RepoRoot()
-	Expect(err).NotTo(HaveOccurred())
-	bin, err := cluster.BinDir()
-	Expect(err).NotTo(HaveOccurred())
-	cmdCtx, cancel := context.WithTimeout(ctx, limit)
-	defer cancel()
-	cmd := exec.CommandContext(cmdCtx, name, args...)
-	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+fw.Cluster.Kubeconfig, "PATH="+bin+":"+os.Getenv("PATH"), "HOME="+GinkgoT().TempDir())
-	cmd.Env = append(cmd.Env, env...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	cmd.WaitDelay = 10 * time.Second
-	var out bytes.Buffer
-	GinkgoWriter.Printf("$ %s %s\n", name, strings.Join(args, " "))
-	cmd.Stdout = io.MultiWriter(&out, GinkgoWriter)
-	cmd.Stderr = cmd.Stdout
-	err = cmd.Run()
-	return out.String(), err
+	return fw.Run(ctx, limit, env, name, args...)
 }
 
 // summary is the end of a ginkgo run's report: what ran, and the counts.

@@ -1,0 +1,231 @@
+package kueue
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
+	"github.com/inplace-dev/inplace/controller/decide"
+	"github.com/inplace-dev/inplace/test/util"
+)
+
+const (
+	// timeout bounds what Kueue and the real nodes do for one step.
+	timeout = 3 * time.Minute
+	// The labels a JobSet's author sets for Kueue.
+	queueLabel    = "kueue.x-k8s.io/queue-name"
+	priorityLabel = "kueue.x-k8s.io/priority-class"
+	// podSetLabel is the label Kueue's admission gives every Pod of a pod
+	// set.
+	podSetLabel = "kueue.x-k8s.io/podset"
+	// workerCPU is what each worker asks for: one JobSet of two fits the
+	// ClusterQueue's quota, two do not.
+	workerCPU = "400m"
+)
+
+// queues are the objects of a shared cluster, for namespace ns: one
+// ResourceFlavor (a node label every real node has, and a toleration),
+// one ClusterQueue that preempts lower priorities within it, one
+// LocalQueue "main", and two WorkloadPriorityClasses. Cluster-scoped
+// names carry ns, as Kueue's own specs name them.
+func queues(ns string) string {
+	return fmt.Sprintf(`apiVersion: kueue.x-k8s.io/v1beta2
+kind: ResourceFlavor
+metadata:
+  name: training-%[1]s
+spec:
+  nodeLabels:
+    kubernetes.io/os: linux
+  tolerations:
+  - key: example.com/training
+    operator: Exists
+    effect: NoSchedule
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata:
+  name: team-%[1]s
+spec:
+  namespaceSelector: {}
+  preemption:
+    withinClusterQueue: LowerPriority
+  resourceGroups:
+  - coveredResources: [cpu, memory]
+    flavors:
+    - name: training-%[1]s
+      resources:
+      - name: cpu
+        nominalQuota: "1"
+      - name: memory
+        nominalQuota: 4Gi
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: LocalQueue
+metadata:
+  name: main
+  namespace: %[1]s
+spec:
+  clusterQueue: team-%[1]s
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: WorkloadPriorityClass
+metadata:
+  name: low-%[1]s
+value: 100
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: WorkloadPriorityClass
+metadata:
+  name: high-%[1]s
+value: 1000
+`, ns)
+}
+
+// createAll creates every object of the YAML documents, each tried until
+// Kueue's webhooks answer, and deletes them when the spec ends, in reverse.
+func createAll(docs string) []*unstructured.Unstructured {
+	GinkgoHelper()
+	var objs []*unstructured.Unstructured
+	dec := yaml.NewYAMLOrJSONDecoder(strings.NewReader(docs), 4096)
+	for {
+		obj := &unstructured.Unstructured{}
+		if err := dec.Decode(&obj.Object); err != nil {
+			Expect(err.Error()).To(Equal("EOF"))
+			break
+		}
+		Eventually(func() error { return k8sClient.Create(ctx, obj.DeepCopy()) }).WithTimeout(time.Minute).Should(Succeed(), "creating %s %s", obj.GetKind(), obj.GetName())
+		objs = append(objs, obj)
+	}
+	DeferCleanup(func() {
+		for i := len(objs) - 1; i >= 0; i-- {
+			Expect(client.IgnoreNotFound(k8sClient.Delete(ctx, objs[i]))).To(Succeed())
+		}
+	})
+	return objs
+}
+
+// queuedJobSet is an InPlaceRestart JobSet of two test workers, each
+// asking workerCPU, sent to the LocalQueue main at the given priority, as
+// its author writes it: Kueue's webhook suspends it.
+func queuedJobSet(name, ns, priority string) *jobset.JobSet {
+	js := util.WorkerJobSet(name, ns, 2, nil)
+	js.Labels = map[string]string{queueLabel: "main", priorityLabel: priority + "-" + ns}
+	worker := &js.Spec.ReplicatedJobs[0].Template.Spec.Template.Spec.Containers[0]
+	worker.Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(workerCPU), corev1.ResourceMemory: resource.MustParse("64Mi")}
+	return js
+}
+
+func get(js *jobset.JobSet) *jobset.JobSet {
+	GinkgoHelper()
+	return util.GetJobSet(ctx, k8sClient, js)
+}
+
+func podsOf(js *jobset.JobSet) []corev1.Pod {
+	GinkgoHelper()
+	return util.JobSetPods(ctx, k8sClient, js)
+}
+
+// expectSuspended waits until js is suspended by Kueue and holds no Pod.
+func expectSuspended(js *jobset.JobSet) {
+	GinkgoHelper()
+	Eventually(func(g Gomega) {
+		g.Expect(ptr.Deref(get(js).Spec.Suspend, false)).To(BeTrue(), "suspended")
+		g.Expect(podsOf(js)).To(BeEmpty(), "its Pods are gone")
+	}).WithTimeout(timeout).Should(Succeed())
+}
+
+// expectCounted checks the restarts js counts.
+func expectCounted(js *jobset.JobSet, restarts int32) {
+	GinkgoHelper()
+	got := get(js)
+	Expect(got.Status.Restarts).To(Equal(restarts), "restarts")
+	Expect(got.Status.RestartsCountTowardsMax).To(Equal(restarts), "restartsCountTowardsMax")
+	Expect(got.Status.TerminalState).To(BeEmpty())
+}
+
+// expectAssignment checks that every Pod of js carries what Kueue's
+// admission wrote into its template: the flavor's node selector and
+// toleration, the pod set's label, and any other label, annotation and
+// scheduling gate the template holds.
+func expectAssignment(js *jobset.JobSet) {
+	GinkgoHelper()
+	tpl := get(js).Spec.ReplicatedJobs[0].Template.Spec.Template
+	Expect(tpl.Spec.NodeSelector).To(HaveKeyWithValue(corev1.LabelOSStable, "linux"), "Kueue wrote the flavor's node labels")
+	Expect(tpl.Spec.Tolerations).To(ContainElement(HaveField("Key", "example.com/training")), "Kueue wrote the flavor's toleration")
+	Expect(tpl.Labels).To(HaveKeyWithValue(podSetLabel, "workers"), "Kueue wrote the pod set's label")
+	pods := podsOf(js)
+	Expect(pods).To(HaveLen(2))
+	for _, p := range pods {
+		for k, v := range tpl.Spec.NodeSelector {
+			Expect(p.Spec.NodeSelector).To(HaveKeyWithValue(k, v), "pod %s", p.Name)
+		}
+		for _, t := range tpl.Spec.Tolerations {
+			Expect(p.Spec.Tolerations).To(ContainElement(t), "pod %s", p.Name)
+		}
+		for k, v := range tpl.Labels {
+			Expect(p.Labels).To(HaveKeyWithValue(k, v), "pod %s", p.Name)
+		}
+		for k, v := range tpl.Annotations {
+			Expect(p.Annotations).To(HaveKeyWithValue(k, v), "pod %s", p.Name)
+		}
+		for _, g := range tpl.Spec.SchedulingGates {
+			Expect(p.Spec.SchedulingGates).To(ContainElement(g), "pod %s", p.Name)
+		}
+	}
+}
+
+// completeWorkers makes every worker of js exit 0 and waits for js to
+// complete.
+func completeWorkers(js *jobset.JobSet) {
+	GinkgoHelper()
+	for _, p := range podsOf(js) {
+		util.ExitWorker(ctx, fw.Cluster.Kubeconfig, p, 0)
+	}
+	util.ExpectJobSetCondition(ctx, k8sClient, js, jobset.JobSetCompleted, decide.ReasonAllJobsCompleted, timeout)
+}
+
+var _ = Describe("InPlaceRestart JobSets in a shared cluster run by Kueue", func() {
+	It("preempts a low-priority JobSet for a high-priority one without counting a restart, resumes it with its pod set assignment, restarts it in place, and completes both", func() {
+		ns := fw.NewNamespace(ctx, k8sClient)
+		createAll(queues(ns.Name))
+
+		By("a low-priority JobSet is admitted and runs")
+		low := queuedJobSet("low", ns.Name, "low")
+		Eventually(func() error { return k8sClient.Create(ctx, low) }).WithTimeout(time.Minute).Should(Succeed())
+		util.ExpectWorkersRunning(ctx, k8sClient, low, 2, 1, timeout)
+		expectAssignment(low)
+
+		By("a high-priority JobSet preempts it: suspended, its Pods gone, no restart counted")
+		high := queuedJobSet("high", ns.Name, "high")
+		Expect(k8sClient.Create(ctx, high)).To(Succeed())
+		expectSuspended(low)
+		expectCounted(low, 0)
+		util.ExpectWorkersRunning(ctx, k8sClient, high, 2, 1, timeout)
+
+		By("the high-priority JobSet completes")
+		completeWorkers(high)
+
+		By("the low-priority JobSet is resumed with its pod set assignment on every Pod")
+		before := util.ExpectWorkersRunning(ctx, k8sClient, low, 2, 2, timeout)
+		expectAssignment(low)
+		expectCounted(low, 0)
+
+		By("a worker exits: every Pod restarts in place, one restart counted")
+		util.ExitWorker(ctx, fw.Cluster.Kubeconfig, podsOf(low)[0], 1)
+		Expect(util.ExpectWorkersRunning(ctx, k8sClient, low, 2, 3, timeout)).To(Equal(before), "the same Pods, on the same nodes")
+		expectCounted(low, 1)
+
+		By("it completes")
+		completeWorkers(low)
+	})
+})

@@ -1,0 +1,113 @@
+package kueue
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/inplace-dev/inplace/test/cluster"
+	"github.com/inplace-dev/inplace/test/framework"
+	kueueinstall "github.com/inplace-dev/inplace/test/kueue"
+)
+
+var (
+	// Three real nodes: two labelled as the workers of the kind cluster
+	// Kueue's suite is written for (instance-type on-demand and spot), one
+	// for the control plane's Pods. No manager in the test process: the
+	// drop-in install runs it in the cluster, with the CRDs it installs.
+	fw        = &framework.Framework{Name: "kueue", FullCluster: true, RealNodes: 3, NoCRDs: true, Registry: true}
+	cfg       *rest.Config
+	ctx       context.Context
+	k8sClient client.Client
+)
+
+// The install commands, as docs/how-to/kueue.md shows them.
+const (
+	dropIn        = "kubectl apply --server-side -k config/jobset-names"
+	dropInRollout = "kubectl -n jobset-system rollout status deployment/jobset-controller-manager --timeout=3m"
+	kueueRollout  = "kubectl -n kueue-system rollout status deployment/kueue-controller-manager --timeout=3m"
+)
+
+func TestKueue(t *testing.T) {
+	cluster.SkipWithoutRealNodes(t)
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "Kueue, built from its module, in front of inplace on real kubelets")
+}
+
+var _ = BeforeSuite(func() {
+	ctrllog.SetLogger(GinkgoLogr)
+	cfg = fw.Init()
+	ctx, k8sClient = fw.SetupClient(cfg)
+	labelNodes()
+	pushImages()
+	install()
+})
+
+var _ = AfterSuite(func() {
+	fw.Teardown()
+	if fw.Cluster != nil {
+		left := fw.Cluster.LeftOnHost()
+		Expect(left).To(BeEmpty(), "the host differs after the real nodes stopped:\n%s", strings.Join(left, "\n"))
+	}
+})
+
+// instanceTypes label the real nodes as Kueue's kind cluster labels its
+// workers; the third node is left unlabelled.
+var instanceTypes = []string{"on-demand", "spot"}
+
+func labelNodes() {
+	GinkgoHelper()
+	names := fw.Cluster.NodeNames()
+	Expect(len(names)).To(BeNumerically(">", len(instanceTypes)))
+	for i, it := range instanceTypes {
+		var node corev1.Node
+		Expect(k8sClient.Get(ctx, client.ObjectKey{Name: names[i]}, &node)).To(Succeed())
+		patch := client.MergeFrom(node.DeepCopy())
+		node.Labels["instance-type"] = it
+		Expect(k8sClient.Patch(ctx, &node, patch)).To(Succeed())
+	}
+}
+
+// pushImages pushes Kueue's manager and agnhost to the cluster's registry.
+func pushImages() {
+	GinkgoHelper()
+	root, err := cluster.RepoRoot()
+	Expect(err).NotTo(HaveOccurred())
+	bin, err := cluster.BinDir()
+	Expect(err).NotTo(HaveOccurred())
+	By("pushing Kueue's manager and agnhost, built from their modules, to the cluster's registry")
+	pushed, err := kueueinstall.PushImages(ctx, root, bin, fw.Cluster.Registry, GinkgoWriter)
+	Expect(err).NotTo(HaveOccurred())
+	GinkgoWriter.Printf("pushed %v\n", pushed)
+}
+
+// install installs inplace under upstream JobSet's names, then Kueue from
+// its module's manifests, in that order: Kueue enables its JobSet
+// integration only if the JobSet CRD is there when it starts.
+func install() {
+	GinkgoHelper()
+	By("installing inplace under upstream JobSet's names: " + dropIn)
+	for _, line := range []string{dropIn, dropInRollout} {
+		out, err := fw.Run(ctx, 3*time.Minute, nil, "sh", "-c", line)
+		Expect(err).NotTo(HaveOccurred(), out)
+	}
+
+	By("installing Kueue " + kueueinstall.Module.Version + " from its module's manifests")
+	root, err := cluster.RepoRoot()
+	Expect(err).NotTo(HaveOccurred())
+	manifests, err := kueueinstall.Manifests(ctx, root, GinkgoT().TempDir(), "")
+	Expect(err).NotTo(HaveOccurred())
+	out, err := fw.Run(ctx, 3*time.Minute, nil, "kubectl", "apply", "--server-side", "-f", manifests)
+	Expect(err).NotTo(HaveOccurred(), out)
+	out, err = fw.Run(ctx, 3*time.Minute, nil, "sh", "-c", kueueRollout)
+	Expect(err).NotTo(HaveOccurred(), out)
+	Expect(out).To(ContainSubstring(`deployment "` + kueueinstall.Deployment + `" successfully rolled out`))
+}
