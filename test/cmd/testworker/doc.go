@@ -5,6 +5,7 @@
 //	                           the injected agent's), then runs until told
 //	inplace-testworker exit C  makes the running worker of its container exit with C
 //	inplace-testworker ready   a readiness probe: ready READY_AFTER_SECONDS after start
+//	inplace-testworker unready makes the readiness probe fail from then on
 //	inplace-testworker pause   sleeps until SIGTERM
 //
 // A person or a test drives a failure on a real node with

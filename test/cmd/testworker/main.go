@@ -26,6 +26,10 @@ var socketPath = filepath.Join(os.TempDir(), "inplace-testworker.sock")
 // worker, and a record of a worker that is gone says nothing.
 var startedPath = filepath.Join(os.TempDir(), "inplace-testworker.started")
 
+// unreadyPath, while it exists, makes `ready` fail: a worker that runs
+// but stays unready, as one stuck loading its data.
+var unreadyPath = filepath.Join(os.TempDir(), "inplace-testworker.unready")
+
 // defaultBarrierURL is the injected agent's barrier with the default
 // configuration; BARRIER_URL overrides it, "none" turns the question off.
 const defaultBarrierURL = "http://127.0.0.1:18080/barrier-is-lifted"
@@ -34,6 +38,7 @@ const usage = `usage:
   inplace-testworker run     ask the barrier (BARRIER_URL) what it answered, log it, then run until told to exit (or exit 143 on SIGTERM, TERM_DELAY after it)
   inplace-testworker exit C  make the running worker of this container exit with code C
   inplace-testworker ready   succeed once the running worker has run READY_AFTER_SECONDS (a readiness probe)
+  inplace-testworker unready make ready fail from now on, for as long as this container's file system lives
   inplace-testworker pause   sleep until SIGTERM or SIGINT (the pause image)
   inplace-testworker resolve NAME IP
                              succeed once NAME resolves to IP through the Pod's DNS (fail after 60s)
@@ -56,6 +61,8 @@ func main() {
 		err = tellExit(os.Args[2])
 	case "ready":
 		err = ready()
+	case "unready":
+		err = os.WriteFile(unreadyPath, nil, 0o644)
 	case "resolve":
 		if len(os.Args) != 4 {
 			fmt.Fprint(os.Stderr, usage)
@@ -142,6 +149,9 @@ const terminatedExitCode = 143
 // ready succeeds once the running worker has run READY_AFTER_SECONDS (0 by
 // default): a readiness probe that makes a Pod Ready later than it runs.
 func ready() error {
+	if _, err := os.Stat(unreadyPath); err == nil {
+		return errors.New("told to be unready (inplace-testworker unready)")
+	}
 	data, err := os.ReadFile(startedPath)
 	if err != nil {
 		return fmt.Errorf("no running worker in this container (%w)", err)

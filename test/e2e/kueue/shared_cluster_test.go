@@ -115,11 +115,14 @@ func createAll(docs string) []*unstructured.Unstructured {
 }
 
 // queuedJobSet is an InPlaceRestart JobSet of two test workers, each
-// asking workerCPU, sent to the LocalQueue main at the given priority, as
-// its author writes it: Kueue's webhook suspends it.
-func queuedJobSet(name, ns, priority string) *jobset.JobSet {
+// asking workerCPU, sent to the LocalQueue queue at the given priority
+// (none if empty), as its author writes it: Kueue's webhook suspends it.
+func queuedJobSet(name, ns, queue, priority string) *jobset.JobSet {
 	js := util.WorkerJobSet(name, ns, 2, nil)
-	js.Labels = map[string]string{queueLabel: "main", priorityLabel: priority + "-" + ns}
+	js.Labels = map[string]string{queueLabel: queue}
+	if priority != "" {
+		js.Labels[priorityLabel] = priority + "-" + ns
+	}
 	worker := &js.Spec.ReplicatedJobs[0].Template.Spec.Template.Spec.Containers[0]
 	worker.Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(workerCPU), corev1.ResourceMemory: resource.MustParse("64Mi")}
 	return js
@@ -194,38 +197,38 @@ func completeWorkers(js *jobset.JobSet) {
 	util.ExpectJobSetCondition(ctx, k8sClient, js, jobset.JobSetCompleted, decide.ReasonAllJobsCompleted, timeout)
 }
 
-var _ = Describe("InPlaceRestart JobSets in a shared cluster run by Kueue", func() {
-	It("preempts a low-priority JobSet for a high-priority one without counting a restart, resumes it with its pod set assignment, restarts it in place, and completes both", func() {
-		ns := fw.NewNamespace(ctx, k8sClient)
-		createAll(queues(ns.Name))
+// preemptsAndResumes: a low-priority JobSet admitted and running is
+// preempted by a high-priority one, and resumed once that one completes.
+func preemptsAndResumes() {
+	ns := fw.NewNamespace(ctx, k8sClient)
+	createAll(queues(ns.Name))
 
-		By("a low-priority JobSet is admitted and runs")
-		low := queuedJobSet("low", ns.Name, "low")
-		Eventually(func() error { return k8sClient.Create(ctx, low) }).WithTimeout(time.Minute).Should(Succeed())
-		util.ExpectWorkersRunning(ctx, k8sClient, low, 2, 1, timeout)
-		expectAssignment(low)
+	By("a low-priority JobSet is admitted and runs")
+	low := queuedJobSet("low", ns.Name, "main", "low")
+	Eventually(func() error { return k8sClient.Create(ctx, low) }).WithTimeout(time.Minute).Should(Succeed())
+	util.ExpectWorkersRunning(ctx, k8sClient, low, 2, 1, timeout)
+	expectAssignment(low)
 
-		By("a high-priority JobSet preempts it: suspended, its Pods gone, no restart counted")
-		high := queuedJobSet("high", ns.Name, "high")
-		Expect(k8sClient.Create(ctx, high)).To(Succeed())
-		expectSuspended(low)
-		expectCounted(low, 0)
-		util.ExpectWorkersRunning(ctx, k8sClient, high, 2, 1, timeout)
+	By("a high-priority JobSet preempts it: suspended, its Pods gone, no restart counted")
+	high := queuedJobSet("high", ns.Name, "main", "high")
+	Expect(k8sClient.Create(ctx, high)).To(Succeed())
+	expectSuspended(low)
+	expectCounted(low, 0)
+	util.ExpectWorkersRunning(ctx, k8sClient, high, 2, 1, timeout)
 
-		By("the high-priority JobSet completes")
-		completeWorkers(high)
+	By("the high-priority JobSet completes")
+	completeWorkers(high)
 
-		By("the low-priority JobSet is resumed with its pod set assignment on every Pod")
-		before := util.ExpectWorkersRunning(ctx, k8sClient, low, 2, 2, timeout)
-		expectAssignment(low)
-		expectCounted(low, 0)
+	By("the low-priority JobSet is resumed with its pod set assignment on every Pod")
+	before := util.ExpectWorkersRunning(ctx, k8sClient, low, 2, 2, timeout)
+	expectAssignment(low)
+	expectCounted(low, 0)
 
-		By("a worker exits: every Pod restarts in place, one restart counted")
-		util.ExitWorker(ctx, fw.Cluster.Kubeconfig, podsOf(low)[0], 1)
-		Expect(util.ExpectWorkersRunning(ctx, k8sClient, low, 2, 3, timeout)).To(Equal(before), "the same Pods, on the same nodes")
-		expectCounted(low, 1)
+	By("a worker exits: every Pod restarts in place, one restart counted")
+	util.ExitWorker(ctx, fw.Cluster.Kubeconfig, podsOf(low)[0], 1)
+	Expect(util.ExpectWorkersRunning(ctx, k8sClient, low, 2, 3, timeout)).To(Equal(before), "the same Pods, on the same nodes")
+	expectCounted(low, 1)
 
-		By("it completes")
-		completeWorkers(low)
-	})
-})
+	By("it completes")
+	completeWorkers(low)
+}

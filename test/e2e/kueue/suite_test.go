@@ -60,18 +60,22 @@ var _ = AfterSuite(func() {
 })
 
 // instanceTypes label the real nodes as Kueue's kind cluster labels its
-// workers; the third node is left unlabelled.
+// workers; the third node has none. Every node is in a block (blocks),
+// for topology-aware scheduling.
 var instanceTypes = []string{"on-demand", "spot"}
 
 func labelNodes() {
 	GinkgoHelper()
 	names := fw.Cluster.NodeNames()
-	Expect(len(names)).To(BeNumerically(">", len(instanceTypes)))
-	for i, it := range instanceTypes {
+	Expect(names).To(HaveLen(len(blocks)))
+	for i, name := range names {
 		var node corev1.Node
-		Expect(k8sClient.Get(ctx, client.ObjectKey{Name: names[i]}, &node)).To(Succeed())
+		Expect(k8sClient.Get(ctx, client.ObjectKey{Name: name}, &node)).To(Succeed())
 		patch := client.MergeFrom(node.DeepCopy())
-		node.Labels["instance-type"] = it
+		if i < len(instanceTypes) {
+			node.Labels["instance-type"] = instanceTypes[i]
+		}
+		node.Labels[blockLabel] = blocks[i]
 		Expect(k8sClient.Patch(ctx, &node, patch)).To(Succeed())
 	}
 }
