@@ -1,9 +1,3 @@
-// Package modules reaches the add-ons the suites run beside inplace
-// (upstream JobSet, Kueue, Kubeflow Trainer) as the hack/ wrapper modules
-// pin them: their source in the module cache, and their own kustomize
-// manifests rendered as a user's overlay would render them.
-//
-// Test code: no package outside test/ and perf/ may import it.
 package modules
 
 import (
