@@ -68,7 +68,8 @@ func (m Module) Kustomize(ctx context.Context, root, dir, kustomization string) 
 	if err := os.WriteFile(filepath.Join(work, "kustomization.yaml"), []byte(kustomization), 0o644); err != nil {
 		return "", err
 	}
-	out, err := exec.CommandContext(ctx, kustomize, "build", work).Output()
+	// The overlay names files of the module, outside its own directory.
+	out, err := exec.CommandContext(ctx, kustomize, "build", "--load-restrictor", "LoadRestrictionsNone", work).Output()
 	if err != nil {
 		return "", fmt.Errorf("kustomize build of %s's install: %w", m.Path, exitError(err))
 	}

@@ -208,12 +208,14 @@ func preemptsAndResumes() {
 	Eventually(func() error { return k8sClient.Create(ctx, low) }).WithTimeout(time.Minute).Should(Succeed())
 	util.ExpectWorkersRunning(ctx, k8sClient, low, 2, 1, timeout)
 	expectAssignment(low)
+	GinkgoWriter.Printf("running:\n%s\n", inplaceStatus(low.Name, ns.Name))
 
 	By("a high-priority JobSet preempts it: suspended, its Pods gone, no restart counted")
 	high := queuedJobSet("high", ns.Name, "main", "high")
 	Expect(k8sClient.Create(ctx, high)).To(Succeed())
 	expectSuspended(low)
 	expectCounted(low, 0)
+	GinkgoWriter.Printf("preempted:\n%s\n", inplaceStatus(low.Name, ns.Name))
 	util.ExpectWorkersRunning(ctx, k8sClient, high, 2, 1, timeout)
 
 	By("the high-priority JobSet completes")
@@ -223,11 +225,13 @@ func preemptsAndResumes() {
 	before := util.ExpectWorkersRunning(ctx, k8sClient, low, 2, 2, timeout)
 	expectAssignment(low)
 	expectCounted(low, 0)
+	GinkgoWriter.Printf("resumed:\n%s\n", inplaceStatus(low.Name, ns.Name))
 
 	By("a worker exits: every Pod restarts in place, one restart counted")
 	util.ExitWorker(ctx, fw.Cluster.Kubeconfig, podsOf(low)[0], 1)
 	Expect(util.ExpectWorkersRunning(ctx, k8sClient, low, 2, 3, timeout)).To(Equal(before), "the same Pods, on the same nodes")
 	expectCounted(low, 1)
+	GinkgoWriter.Printf("restarted:\n%s\n", inplaceStatus(low.Name, ns.Name))
 
 	By("it completes")
 	completeWorkers(low)

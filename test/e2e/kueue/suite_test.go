@@ -2,6 +2,9 @@ package kueue
 
 import (
 	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -29,12 +32,8 @@ var (
 	k8sClient client.Client
 )
 
-// The install commands, as docs/how-to/kueue.md shows them.
-const (
-	dropIn        = "kubectl apply --server-side -k config/jobset-names"
-	dropInRollout = "kubectl -n jobset-system rollout status deployment/jobset-controller-manager --timeout=3m"
-	kueueRollout  = "kubectl -n kueue-system rollout status deployment/kueue-controller-manager --timeout=3m"
-)
+// kueueRollout waits for Kueue, as docs/how-to/kueue.md shows it.
+const kueueRollout = "kubectl -n kueue-system rollout status deployment/kueue-controller-manager --timeout=3m"
 
 func TestKueue(t *testing.T) {
 	cluster.SkipWithoutRealNodes(t)
@@ -49,7 +48,35 @@ var _ = BeforeSuite(func() {
 	labelNodes()
 	pushImages()
 	install()
+	buildPlugin()
 })
+
+// pluginDir holds the kubectl plugin kubectl-inplace, built from the tree.
+var pluginDir string
+
+// buildPlugin builds kubectl-inplace for `kubectl inplace status`, as
+// docs/how-to/kueue.md runs it.
+func buildPlugin() {
+	GinkgoHelper()
+	root, err := cluster.RepoRoot()
+	Expect(err).NotTo(HaveOccurred())
+	pluginDir = GinkgoT().TempDir()
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", filepath.Join(pluginDir, "kubectl-inplace"), "./cmd/kubectl-inplace")
+	cmd.Dir = root
+	out, err := cmd.CombinedOutput()
+	Expect(err).NotTo(HaveOccurred(), "building kubectl-inplace: %s", out)
+}
+
+// inplaceStatus is what `kubectl inplace status` prints for js.
+func inplaceStatus(name, ns string) string {
+	GinkgoHelper()
+	bin, err := cluster.BinDir()
+	Expect(err).NotTo(HaveOccurred())
+	env := []string{"PATH=" + pluginDir + ":" + bin + ":" + os.Getenv("PATH")}
+	out, err := fw.Run(ctx, time.Minute, env, "kubectl", "inplace", "status", name, "-n", ns)
+	Expect(err).NotTo(HaveOccurred(), out)
+	return out
+}
 
 var _ = AfterSuite(func() {
 	fw.Teardown()
@@ -98,11 +125,7 @@ func pushImages() {
 // integration only if the JobSet CRD is there when it starts.
 func install() {
 	GinkgoHelper()
-	By("installing inplace under upstream JobSet's names: " + dropIn)
-	for _, line := range []string{dropIn, dropInRollout} {
-		out, err := fw.Run(ctx, 3*time.Minute, nil, "sh", "-c", line)
-		Expect(err).NotTo(HaveOccurred(), out)
-	}
+	fw.InstallDropIn(ctx)
 
 	By("installing Kueue " + kueueinstall.Module.Version + " from its module's manifests")
 	root, err := cluster.RepoRoot()

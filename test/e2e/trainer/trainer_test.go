@@ -1,0 +1,183 @@
+package trainer
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
+	policyv1alpha1 "github.com/inplace-dev/inplace/api/policy/v1alpha1"
+	"github.com/inplace-dev/inplace/api/protocol"
+	"github.com/inplace-dev/inplace/controller/decide"
+	"github.com/inplace-dev/inplace/test/cluster"
+	"github.com/inplace-dev/inplace/test/kubeflowtrainer"
+	example "github.com/inplace-dev/inplace/test/pytorch"
+	"github.com/inplace-dev/inplace/test/util"
+	"github.com/inplace-dev/inplace/webhook/inject"
+)
+
+const (
+	// container is the training container of Trainer's torch runtimes.
+	container = "node"
+	ranks     = nodes * 2
+	steps     = 150
+	// timeout bounds each wait: a first start imports torch on 4 ranks
+	// sharing 2 cores with the cluster.
+	timeout = 4 * time.Minute
+	// epochLifted splits a process-scope container's log where its
+	// supervisor started the worker again after the restart.
+	epochLifted = "inplace-supervisor: barrier of epoch 2 lifted"
+)
+
+var _ = Describe("Kubeflow Trainer "+kubeflowtrainer.Module.Version+", built from its module", func() {
+	It("trains a TrainJob to completion, its JobSet made to restart in place by a cluster-admin policy, a crashed rank restarting every rank in place from the checkpoint", func() {
+		util.ExpectPolicyReady(ctx, k8sClient, &policyv1alpha1.JobSetPolicy{ObjectMeta: metav1.ObjectMeta{Name: "trainer-restart-in-place"}}, metav1.ConditionTrue, time.Minute)
+		ns := fw.NewNamespace(ctx, k8sClient)
+		DeferCleanup(func() {
+			if CurrentSpecReport().Failed() {
+				util.DumpContainerLogs(ctx, clientset, ns.Name, 60)
+			}
+		})
+		util.WaitForDefaultServiceAccount(ctx, k8sClient, ns.Name)
+
+		By("a TrainJob, as its author writes it, of examples/pytorch/trainer")
+		tj := trainJob(ns.Name)
+		Expect(k8sClient.Create(ctx, tj)).To(Succeed())
+
+		By("Trainer's JobSet restarts in place, in process scope, its agent injected")
+		js := &jobset.JobSet{ObjectMeta: metav1.ObjectMeta{Name: tj.GetName(), Namespace: ns.Name}}
+		Eventually(func() error { return k8sClient.Get(ctx, client.ObjectKeyFromObject(js), js) }).WithTimeout(timeout).Should(Succeed())
+		Expect(metav1.IsControlledBy(js, tj)).To(BeTrue(), "the TrainJob owns its JobSet")
+		Expect(js.Spec.FailurePolicy).NotTo(BeNil())
+		Expect(js.Spec.FailurePolicy.RestartStrategy).To(Equal(jobset.InPlaceRestart))
+		Expect(js.Annotations).To(HaveKeyWithValue(protocol.RestartScopeAnnotation, protocol.RestartScopeProcess))
+		Expect(js.Annotations).To(HaveKey(inject.InjectedAnnotation))
+
+		By("a rank crashes after a checkpoint")
+		waitForCheckpoint(js)
+		before := podUIDs(js)
+		pod := podOf(js, 0)
+		out, err := fw.Run(ctx, 30*time.Second, nil, "kubectl", "exec", "-n", ns.Name, pod.Name, "-c", container, "--", "sh", "-c", "touch /tmp/inplace-crash")
+		Expect(err).NotTo(HaveOccurred(), out)
+
+		By("every rank restarts in place; the TrainJob never fails, then completes")
+		Eventually(func(g Gomega) {
+			conds := trainJobConditions(g, tj)
+			if c := meta.FindStatusCondition(conds, "Failed"); c != nil && c.Status == metav1.ConditionTrue {
+				StopTrying("the TrainJob failed: " + c.Message).Now()
+			}
+			c := meta.FindStatusCondition(conds, "Complete")
+			g.Expect(c).NotTo(BeNil())
+			g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
+		}).WithTimeout(timeout).WithPolling(time.Second).Should(Succeed())
+		got := util.ExpectJobSetCondition(ctx, k8sClient, js, jobset.JobSetCompleted, decide.ReasonAllJobsCompleted, time.Minute)
+		Expect(got.Status.InPlaceRestarts).To(BeEquivalentTo(1), "one crash, one in-place restart")
+		Expect(podUIDs(js)).To(Equal(before), "every Pod kept its identity")
+
+		By("every rank resumed from the checkpoint and trained to the end")
+		var resumed [][]example.Line
+		for i := range nodes {
+			p := podOf(js, i)
+			for _, s := range p.Status.ContainerStatuses {
+				Expect(s.RestartCount).To(BeZero(), "container %s of %s restarted: process scope restarts processes", s.Name, p.Name)
+			}
+			_, second, found := strings.Cut(podLog(p), epochLifted)
+			Expect(found).To(BeTrue(), "the supervisor of %s did not start the worker at epoch 2", p.Name)
+			resumed = append(resumed, example.ParseLog(second, false))
+		}
+		run := example.ReadRun(resumed...)
+		step, err := run.ResumedStep(ranks)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(step).To(BeNumerically(">", 0), "resumed from a checkpoint after step 0")
+		Expect(run.Done).To(BeTrue(), "training did not finish after resuming")
+	})
+})
+
+// trainJob is examples/pytorch/trainer/trainjob.yaml in namespace ns,
+// shortened to the suite's run: steps steps, a checkpoint every 20.
+func trainJob(ns string) *unstructured.Unstructured {
+	GinkgoHelper()
+	root, err := cluster.RepoRoot()
+	Expect(err).NotTo(HaveOccurred())
+	data, err := os.ReadFile(filepath.Join(root, "examples", "pytorch", "trainer", "trainjob.yaml"))
+	Expect(err).NotTo(HaveOccurred())
+	tj := &unstructured.Unstructured{}
+	Expect(yaml.Unmarshal(data, &tj.Object)).To(Succeed())
+	tj.SetNamespace(ns)
+	Expect(unstructured.SetNestedSlice(tj.Object, []any{
+		map[string]any{"name": "TRAIN_STEPS", "value": "150"},
+		map[string]any{"name": "CHECKPOINT_EVERY", "value": "20"},
+	}, "spec", "trainer", "env")).To(Succeed())
+	return tj
+}
+
+// trainJobConditions are the TrainJob's status conditions.
+func trainJobConditions(g Gomega, tj *unstructured.Unstructured) []metav1.Condition {
+	got := &unstructured.Unstructured{}
+	got.SetGroupVersionKind(tj.GroupVersionKind())
+	g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(tj), got)).To(Succeed())
+	raw, _, _ := unstructured.NestedSlice(got.Object, "status", "conditions")
+	var conds []metav1.Condition
+	for _, r := range raw {
+		var c metav1.Condition
+		g.Expect(runtime.DefaultUnstructuredConverter.FromUnstructured(r.(map[string]any), &c)).To(Succeed())
+		conds = append(conds, c)
+	}
+	return conds
+}
+
+// waitForCheckpoint waits until node 0's ranks saved a checkpoint.
+func waitForCheckpoint(js *jobset.JobSet) {
+	GinkgoHelper()
+	Eventually(func(g Gomega) {
+		g.Expect(util.JobSetPods(ctx, k8sClient, js)).To(HaveLen(nodes))
+		run := example.ReadRun(example.ParseLog(podLog(podOf(js, 0)), false))
+		g.Expect(run.LastSaved()).To(BeNumerically(">", 0), "no checkpoint yet")
+	}).WithTimeout(timeout).WithPolling(time.Second).Should(Succeed())
+}
+
+// podOf is the JobSet's Pod of completion index i.
+func podOf(js *jobset.JobSet, i int) corev1.Pod {
+	GinkgoHelper()
+	for _, p := range util.JobSetPods(ctx, k8sClient, js) {
+		if p.Labels[jobset.JobIndexKey] == "0" && p.Annotations[batchv1.JobCompletionIndexAnnotation] == strconv.Itoa(i) && p.DeletionTimestamp == nil {
+			return p
+		}
+	}
+	Fail("no Pod of completion index " + strconv.Itoa(i))
+	return corev1.Pod{}
+}
+
+func podUIDs(js *jobset.JobSet) map[string]string {
+	GinkgoHelper()
+	out := map[string]string{}
+	for _, p := range util.JobSetPods(ctx, k8sClient, js) {
+		if p.DeletionTimestamp == nil {
+			out[p.Name] = string(p.UID)
+		}
+	}
+	Expect(out).To(HaveLen(nodes))
+	return out
+}
+
+func podLog(p corev1.Pod) string {
+	GinkgoHelper()
+	data, err := clientset.CoreV1().Pods(p.Namespace).GetLogs(p.Name, &corev1.PodLogOptions{Container: container}).DoRaw(ctx)
+	if err != nil {
+		return ""
+	}
+	return string(data)
+}

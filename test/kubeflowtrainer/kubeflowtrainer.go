@@ -1,0 +1,62 @@
+package kubeflowtrainer
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+
+	"github.com/inplace-dev/inplace/test/images"
+	"github.com/inplace-dev/inplace/test/modules"
+)
+
+// Where Trainer's manifests run its controller manager.
+const (
+	Namespace  = "kubeflow-system"
+	Deployment = "kubeflow-trainer-controller-manager"
+)
+
+// Module is Kubeflow Trainer's module as hack/kubeflow-trainer pins it.
+var Module = modules.Module{Wrapper: "kubeflow-trainer", Path: "github.com/kubeflow/trainer/v2", Version: "v2.2.1"}
+
+// kustomization is the module's manifests/overlays/manager, word for word
+// but for the one resource its comment says to leave out when JobSet is
+// installed ("../../third-party/jobset"): here inplace is.
+const kustomization = `namespace: kubeflow-system
+resources:
+- module/manifests/overlays/manager/namespace.yaml
+- module/manifests/base/crds
+- module/manifests/base/manager
+- module/manifests/base/rbac
+- module/manifests/base/webhook
+images:
+- name: ghcr.io/kubeflow/trainer/trainer-controller-manager
+  newTag: v2.2.1
+secretGenerator:
+- name: kubeflow-trainer-webhook-cert
+  namespace: kubeflow-system
+  options:
+    disableNameSuffixHash: true
+configMapGenerator:
+- name: kubeflow-trainer-public
+  literals:
+  - kubeflow_trainer_version=v2.2.1
+  options:
+    disableNameSuffixHash: true
+`
+
+// Manifests renders Trainer's install into dir/install.yaml and returns
+// that file's path: what `kubectl apply --server-side -f` takes.
+func Manifests(ctx context.Context, root, dir string) (string, error) {
+	return Module.Kustomize(ctx, root, dir, kustomization)
+}
+
+// PushImage pushes Trainer's controller manager, built by 'make
+// cluster-binaries' into bin, to registry under the name its manifests
+// pull (images.TrainerImage).
+func PushImage(ctx context.Context, bin, registry string) (string, error) {
+	ref, err := images.PushTrainer(ctx, filepath.Join(bin, "trainer-controller-manager"), registry)
+	if err != nil {
+		return "", fmt.Errorf("Trainer's manager (built by 'make cluster-binaries'): %w", err)
+	}
+	return ref, nil
+}
