@@ -182,7 +182,7 @@ test-realnode: cluster-binaries node-deps $(KUSTOMIZE) $(HELM) $(KREW) ## Run th
 	go test $(GO_TEST_FLAGS) -timeout $(GO_TEST_TIMEOUT) $(REALNODE_PKGS)
 
 .PHONY: test-kueue
-test-kueue: cluster-binaries node-deps $(KUSTOMIZE) ## Run Kueue's own JobSet e2e specs and the shared-cluster specs (preemption, waitForPodsReady, topology) with Kueue built from its module (by cluster-binaries), deployed from its manifests in front of config/jobset-names, on 3 real nodes; print the summaries (needs root).
+test-kueue: cluster-binaries node-deps $(KUSTOMIZE) ## Run Kueue's own JobSet e2e specs and the shared-cluster specs (preemption, MultiKueue managedBy, topology, waitForPodsReady) with Kueue built from its module (by cluster-binaries), deployed from its manifests in front of config/jobset-names, on 3 real nodes; print the summaries (needs root).
 	go test $(GO_TEST_FLAGS) -v -timeout $(GO_TEST_TIMEOUT) $(KUEUE_PKGS)
 
 .PHONY: test-trainer

@@ -58,6 +58,7 @@ func TestTrainerRestartInPlacePatches(t *testing.T) {
 	}{
 		{file: "trainjob.yaml", inPlace: true, maxRestarts: 5},
 		{file: "trainjob-recreate.yaml", inPlace: true, maxRestarts: 3},
+		{file: "trainjob-rules.yaml", inPlace: true, maxRestarts: 5},
 		{file: "not-trainjob.yaml"},
 	} {
 		t.Run(tc.file, func(t *testing.T) {

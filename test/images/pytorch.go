@@ -31,6 +31,11 @@ const PyTorch = "ghcr.io/inplace-dev/inplace-pytorch:" + Version
 
 const rootfsScript = "hack/build-pytorch-rootfs.sh"
 
+// pytorchLayout names the image's config as BuildPyTorch writes it (user,
+// environment, working directory): change it with them, or a cached
+// archive of the old config is used.
+const pytorchLayout = "1"
+
 // pytorchPrograms are the files of examples/pytorch the image holds, at
 // the same path under /.
 var pytorchPrograms = []string{"train.py", "torchrun.py"}
@@ -39,7 +44,8 @@ var pytorchPrograms = []string{"train.py", "torchrun.py"}
 type PyTorchImage struct {
 	// Archive is the docker-archive, ready for `ctr images import`.
 	Archive string
-	// Size is the image's size as pulled: its compressed layers.
+	// Size is the image's size as pulled: its compressed layers (from
+	// a cached archive, the archive's size, a few kB more).
 	Size int64
 	// Cached says the root file system layer came from cacheDir.
 	Cached bool
@@ -59,6 +65,17 @@ func BuildPyTorch(ctx context.Context, root, cacheDir, archive string, log io.Wr
 	if err != nil {
 		return out, err
 	}
+	// One build at a time: the test packages of `make test` run side by
+	// side, and two may build the image at once.
+	lock, err := os.OpenFile(filepath.Join(cacheDir, "inplace-pytorch.lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return out, err
+	}
+	defer lock.Close()
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		return out, err
+	}
+	defer func() { _ = syscall.Flock(int(lock.Fd()), syscall.LOCK_UN) }()
 	base := filepath.Join(cacheDir, "pytorch-rootfs-"+digest(script)+".tar.gz")
 	if _, err := os.Stat(base); err == nil {
 		out.Cached = true
@@ -82,6 +99,25 @@ func BuildPyTorch(ctx context.Context, root, cacheDir, archive string, log io.Wr
 		return out, err
 	}
 	programs = append(programs, entry{path: "/usr/lib/python3/dist-packages/inplace_restart.py", mode: 0o644, data: module})
+	// Writing the archive reads the root file system's layer whole and
+	// decompresses it for its diff ID: a minute or two of CPU. The archive
+	// is kept in cacheDir under a digest of what goes in it, and linked to
+	// archive.
+	// The root file system's layer counts by its size and time: one
+	// built again makes a new archive.
+	baseInfo, err := os.Stat(base)
+	if err != nil {
+		return out, err
+	}
+	inputs := append([]byte(fmt.Sprintf("%s\x00%s\x00%d\x00%d\x00", PyTorch, pytorchLayout, baseInfo.Size(), baseInfo.ModTime().UnixNano())), script...)
+	for _, p := range programs {
+		inputs = append(append(inputs, p.path...), p.data...)
+	}
+	cached := filepath.Join(cacheDir, "inplace-pytorch-"+digest(inputs)+".tar")
+	if fi, err := os.Stat(cached); err == nil {
+		out.Archive, out.Size, out.Cached = archive, fi.Size(), true
+		return out, linkOrCopy(cached, archive)
+	}
 	rootfs, err := tarball.LayerFromFile(base)
 	if err != nil {
 		return out, err
@@ -114,14 +150,6 @@ func BuildPyTorch(ctx context.Context, root, cacheDir, archive string, log io.Wr
 	if img, err = mutate.ConfigFile(img, cf); err != nil {
 		return out, err
 	}
-	tag, err := name.NewTag(PyTorch)
-	if err != nil {
-		return out, err
-	}
-	out.Archive = archive
-	if err := tarball.MultiRefWriteToFile(archive, map[name.Reference]v1.Image{tag: img}); err != nil {
-		return out, err
-	}
 	for _, l := range []v1.Layer{rootfs, programLayer} {
 		n, err := l.Size()
 		if err != nil {
@@ -129,7 +157,54 @@ func BuildPyTorch(ctx context.Context, root, cacheDir, archive string, log io.Wr
 		}
 		out.Size += n
 	}
-	return out, nil
+	out.Archive = archive
+	tag, err := name.NewTag(PyTorch)
+	if err != nil {
+		return out, err
+	}
+	tmp := cached + ".tmp"
+	if err := tarball.MultiRefWriteToFile(tmp, map[name.Reference]v1.Image{tag: img}); err != nil {
+		_ = os.Remove(tmp)
+		return out, err
+	}
+	if err := os.Rename(tmp, cached); err != nil {
+		return out, err
+	}
+	// One archive is kept: those of older inputs go, and what a killed
+	// build left.
+	old, _ := filepath.Glob(filepath.Join(cacheDir, "inplace-pytorch-*.tar*"))
+	for _, o := range old {
+		if o != cached {
+			_ = os.Remove(o)
+		}
+	}
+	return out, linkOrCopy(cached, archive)
+}
+
+// linkOrCopy makes dst hold src's bytes: a hard link where both are on
+// one file system, a copy otherwise.
+func linkOrCopy(src, dst string) error {
+	// dst may be a link to src already: never written through.
+	if err := os.Remove(dst); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	if err := os.Link(src, dst); err == nil {
+		return nil
+	}
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.Create(dst)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		_ = out.Close()
+		return err
+	}
+	return out.Close()
 }
 
 func digest(b []byte) string {

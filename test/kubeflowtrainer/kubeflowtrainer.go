@@ -18,10 +18,12 @@ const (
 // Module is Kubeflow Trainer's module as hack/kubeflow-trainer pins it.
 var Module = modules.Module{Wrapper: "kubeflow-trainer", Path: "github.com/kubeflow/trainer/v2", Version: "v2.2.1"}
 
-// kustomization is the module's manifests/overlays/manager, word for word
+// Kustomization is the module's manifests/overlays/manager, word for word
 // but for the one resource its comment says to leave out when JobSet is
-// installed ("../../third-party/jobset"): here inplace is.
-const kustomization = `namespace: kubeflow-system
+// installed ("../../third-party/jobset"): here inplace is. Its resources
+// are the module's, under "module/" (docs/how-to/kubeflow-trainer.md
+// shows it with Trainer's repository at the same tag instead).
+const Kustomization = `namespace: kubeflow-system
 resources:
 - module/manifests/overlays/manager/namespace.yaml
 - module/manifests/base/crds
@@ -47,7 +49,7 @@ configMapGenerator:
 // Manifests renders Trainer's install into dir/install.yaml and returns
 // that file's path: what `kubectl apply --server-side -f` takes.
 func Manifests(ctx context.Context, root, dir string) (string, error) {
-	return Module.Kustomize(ctx, root, dir, kustomization)
+	return Module.Kustomize(ctx, root, dir, Kustomization)
 }
 
 // PushImage pushes Trainer's controller manager, built by 'make
@@ -56,7 +58,7 @@ func Manifests(ctx context.Context, root, dir string) (string, error) {
 func PushImage(ctx context.Context, bin, registry string) (string, error) {
 	ref, err := images.PushTrainer(ctx, filepath.Join(bin, "trainer-controller-manager"), registry)
 	if err != nil {
-		return "", fmt.Errorf("Trainer's manager (built by 'make cluster-binaries'): %w", err)
+		return "", fmt.Errorf("the manager of Kubeflow Trainer (built by 'make cluster-binaries'): %w", err)
 	}
 	return ref, nil
 }

@@ -61,7 +61,7 @@ func Manifests(ctx context.Context, root, dir, config string) (string, error) {
 func PushImages(ctx context.Context, root, bin, registry string, log io.Writer) ([]string, error) {
 	manager, err := images.PushKueue(ctx, filepath.Join(bin, "kueue"), registry)
 	if err != nil {
-		return nil, fmt.Errorf("Kueue's manager (built by 'make cluster-binaries'): %w", err)
+		return nil, fmt.Errorf("the manager of Kueue (built by 'make cluster-binaries'): %w", err)
 	}
 	agnhost, err := images.PushAgnhost(ctx, root, filepath.Join(bin, "images"), filepath.Join(bin, "agnhost"), registry, log)
 	if err != nil {

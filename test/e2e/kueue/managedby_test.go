@@ -105,7 +105,7 @@ func leavesMultiKueueJobSets() {
 		g.Expect(k8sClient.Create(ctx, js)).To(Succeed())
 		if ptr.Deref(js.Spec.ManagedBy, "") != multiKueue {
 			g.Expect(k8sClient.Delete(ctx, js)).To(Succeed())
-			g.Eventually(func() error { return k8sClient.Get(ctx, client.ObjectKeyFromObject(js), js) }).Should(Satisfy(apierrors.IsNotFound))
+			g.Eventually(func() error { return k8sClient.Get(ctx, client.ObjectKeyFromObject(js), js) }).WithTimeout(30 * time.Second).Should(Satisfy(apierrors.IsNotFound))
 		}
 		g.Expect(js.Spec.ManagedBy).To(HaveValue(Equal(multiKueue)))
 	}).WithTimeout(time.Minute).Should(Succeed())

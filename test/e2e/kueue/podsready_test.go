@@ -32,15 +32,16 @@ const recoveryTimeout = 30 * time.Second
 // waitForPodsReady is the Configuration's section these specs run with,
 // appended to config/default's own: a Workload is evicted if its Pods are
 // not ready within 5 minutes of admission or, once ready, stay unready
-// past recoveryTimeout, and requeued after a 5 s backoff.
+// past recoveryTimeout, and requeued after a 30 s backoff: long enough
+// for the evicted JobSet's Pods to be gone before Kueue admits it again.
 var waitForPodsReady = fmt.Sprintf(`waitForPodsReady:
   timeout: 5m
   recoveryTimeout: %s
   blockAdmission: false
   requeuingStrategy:
     timestamp: Eviction
-    backoffBaseSeconds: 5
-    backoffMaxSeconds: 5
+    backoffBaseSeconds: 30
+    backoffMaxSeconds: 30
 `, recoveryTimeout)
 
 // kueueConfigFile is config/default's Configuration in Kueue's module.
@@ -58,16 +59,18 @@ func restartKueueWithWaitForPodsReady() {
 	Expect(err).NotTo(HaveOccurred())
 	manifests, err := kueueinstall.Manifests(ctx, root, GinkgoT().TempDir(), string(config)+waitForPodsReady)
 	Expect(err).NotTo(HaveOccurred())
-	for _, args := range [][]string{
-		{"apply", "--server-side", "-f", manifests},
-		{"-n", kueueinstall.Namespace, "rollout", "restart", "deployment/" + kueueinstall.Deployment},
-	} {
-		out, err := fw.Run(ctx, time.Minute, nil, "kubectl", args...)
+	Expect(pageBlocks("yaml")).To(ContainElement(waitForPodsReady), "docs/how-to/kueue.md shows the configuration")
+	out, err := fw.Run(ctx, time.Minute, nil, "kubectl", "apply", "--server-side", "-f", manifests)
+	Expect(err).NotTo(HaveOccurred(), out)
+	for _, line := range []string{kueueRestart, kueueRollout} {
+		Expect(page()).To(ContainSubstring(line), "docs/how-to/kueue.md shows the command")
+		out, err := fw.Run(ctx, 3*time.Minute, nil, "sh", "-c", line)
 		Expect(err).NotTo(HaveOccurred(), out)
 	}
-	out, err := fw.Run(ctx, 3*time.Minute, nil, "sh", "-c", kueueRollout)
-	Expect(err).NotTo(HaveOccurred(), out)
 }
+
+// kueueRestart restarts Kueue, as docs/how-to/kueue.md shows it.
+const kueueRestart = "kubectl -n kueue-system rollout restart deployment/kueue-controller-manager"
 
 // readyQueues are a ClusterQueue and a LocalQueue "ready" for namespace
 // ns, on one ResourceFlavor.
@@ -103,11 +106,19 @@ spec:
 `, ns)
 }
 
-// probedJobSet is a queued JobSet whose workers are ready while the test
-// worker says so (a readiness probe every second).
+// readyAfter is how long a probed worker is unready after it starts, as
+// a worker loading its data: every restart makes its Pod unready for
+// that long at least, in process scope too.
+const readyAfter = "5"
+
+// probedJobSet is a queued JobSet whose workers are ready readyAfter
+// seconds after they start, while the test worker says so (a readiness
+// probe every second).
 func probedJobSet(name, ns string) *jobset.JobSet {
 	js := queuedJobSet(name, ns, "ready", "")
-	js.Spec.ReplicatedJobs[0].Template.Spec.Template.Spec.Containers[0].ReadinessProbe = &corev1.Probe{
+	worker := &js.Spec.ReplicatedJobs[0].Template.Spec.Template.Spec.Containers[0]
+	worker.Env = append(worker.Env, corev1.EnvVar{Name: "READY_AFTER_SECONDS", Value: readyAfter})
+	worker.ReadinessProbe = &corev1.Probe{
 		ProbeHandler:  corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{images.WorkerBinary, "ready"}}},
 		PeriodSeconds: 1, FailureThreshold: 1,
 	}
@@ -147,14 +158,15 @@ func workloadCondition(g Gomega, js *jobset.JobSet, t string) *metav1.Condition 
 	return meta.FindStatusCondition(conds, t)
 }
 
-// expectPodsReady waits until js's Workload has PodsReady=True.
-func expectPodsReady(js *jobset.JobSet) {
+// expectPodsReady waits until js's Workload's PodsReady condition has
+// status.
+func expectPodsReady(js *jobset.JobSet, status metav1.ConditionStatus) {
 	GinkgoHelper()
 	Eventually(func(g Gomega) {
 		c := workloadCondition(g, js, "PodsReady")
 		g.Expect(c).NotTo(BeNil())
-		g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
-	}).WithTimeout(timeout).Should(Succeed())
+		g.Expect(c.Status).To(Equal(status))
+	}).WithTimeout(timeout).WithPolling(250 * time.Millisecond).Should(Succeed())
 }
 
 // survivesRecoveryTimeout: an in-place restart, in container and in
@@ -173,16 +185,26 @@ func survivesRecoveryTimeout() {
 	}
 	for _, js := range jobSets {
 		before[js.Name] = util.ExpectWorkersRunning(ctx, k8sClient, js, 2, 1, timeout)
-		expectPodsReady(js)
+		expectPodsReady(js, metav1.ConditionTrue)
 	}
 
-	By("a worker of each exits: each restarts in place and is ready again")
+	By("a worker of each exits: each restarts in place, its Pods unready, then ready again")
 	for _, js := range jobSets {
 		util.ExitWorker(ctx, fw.Cluster.Kubeconfig, podsOf(js)[0], 1)
 	}
+	// In container scope every worker container restarts, unready for
+	// readyAfter seconds at least: the Workload's PodsReady turns False
+	// and Kueue's recovery timer runs. (In process scope the containers
+	// run on; whether Kueue sees their few unready seconds is left open.)
+	container := jobSets[0]
+	Eventually(func(g Gomega) {
+		c := workloadCondition(g, container, "PodsReady")
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+	}).WithTimeout(timeout).WithPolling(250*time.Millisecond).Should(Succeed(), "PodsReady of %s turned False", container.Name)
 	for _, js := range jobSets {
 		Expect(util.ExpectWorkersRunning(ctx, k8sClient, js, 2, 2, timeout)).To(Equal(before[js.Name]), "%s: the same Pods, on the same nodes", js.Name)
-		expectPodsReady(js)
+		expectPodsReady(js, metav1.ConditionTrue)
 		expectCounted(js, 1)
 	}
 
@@ -206,7 +228,7 @@ func evictsUnreadyJobSet() {
 	js := probedJobSet("stuck", ns.Name)
 	Expect(k8sClient.Create(ctx, js)).To(Succeed())
 	before := util.ExpectWorkersRunning(ctx, k8sClient, js, 2, 1, timeout)
-	expectPodsReady(js)
+	expectPodsReady(js, metav1.ConditionTrue)
 
 	By("a worker stays unready, as one stuck loading its data")
 	pod := podsOf(js)[0]
@@ -228,6 +250,6 @@ func evictsUnreadyJobSet() {
 	for name := range after {
 		Expect(before).NotTo(HaveKey(name), "pod %s is new", name)
 	}
-	expectPodsReady(js)
+	expectPodsReady(js, metav1.ConditionTrue)
 	expectCounted(js, 0)
 }

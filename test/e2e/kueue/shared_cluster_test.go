@@ -2,6 +2,7 @@ package kueue
 
 import (
 	"fmt"
+	"io"
 	"strings"
 	"time"
 
@@ -100,7 +101,7 @@ func createAll(docs string) []*unstructured.Unstructured {
 	for {
 		obj := &unstructured.Unstructured{}
 		if err := dec.Decode(&obj.Object); err != nil {
-			Expect(err.Error()).To(Equal("EOF"))
+			Expect(err).To(MatchError(io.EOF))
 			break
 		}
 		Eventually(func() error { return k8sClient.Create(ctx, obj.DeepCopy()) }).WithTimeout(time.Minute).Should(Succeed(), "creating %s %s", obj.GetKind(), obj.GetName())
@@ -128,11 +129,13 @@ func queuedJobSet(name, ns, queue, priority string) *jobset.JobSet {
 	return js
 }
 
+// get is js as stored.
 func get(js *jobset.JobSet) *jobset.JobSet {
 	GinkgoHelper()
 	return util.GetJobSet(ctx, k8sClient, js)
 }
 
+// podsOf are js's Pods.
 func podsOf(js *jobset.JobSet) []corev1.Pod {
 	GinkgoHelper()
 	return util.JobSetPods(ctx, k8sClient, js)
@@ -187,6 +190,20 @@ func expectAssignment(js *jobset.JobSet) {
 	}
 }
 
+// expectStatus checks that docs/how-to/kueue.md shows `kubectl inplace
+// status` of js and each line of lines (in its namespace team-a), and
+// that the command prints them now (in the spec's namespace, ns).
+func expectStatus(js *jobset.JobSet, ns string, lines ...string) {
+	GinkgoHelper()
+	command := "kubectl inplace status " + js.Name
+	Expect(page()).To(ContainSubstring(command), "docs/how-to/kueue.md shows the command")
+	out := strings.ReplaceAll(inplaceStatus(js.Name, ns), ns+"/", "team-a/")
+	for _, l := range lines {
+		Expect(page()).To(ContainSubstring(l), "docs/how-to/kueue.md shows what %q prints", command)
+		Expect(out).To(ContainSubstring(l), "%q prints what docs/how-to/kueue.md shows", command)
+	}
+}
+
 // completeWorkers makes every worker of js exit 0 and waits for js to
 // complete.
 func completeWorkers(js *jobset.JobSet) {
@@ -208,14 +225,17 @@ func preemptsAndResumes() {
 	Eventually(func() error { return k8sClient.Create(ctx, low) }).WithTimeout(time.Minute).Should(Succeed())
 	util.ExpectWorkersRunning(ctx, k8sClient, low, 2, 1, timeout)
 	expectAssignment(low)
-	GinkgoWriter.Printf("running:\n%s\n", inplaceStatus(low.Name, ns.Name))
 
 	By("a high-priority JobSet preempts it: suspended, its Pods gone, no restart counted")
 	high := queuedJobSet("high", ns.Name, "main", "high")
 	Expect(k8sClient.Create(ctx, high)).To(Succeed())
 	expectSuspended(low)
 	expectCounted(low, 0)
-	GinkgoWriter.Printf("preempted:\n%s\n", inplaceStatus(low.Name, ns.Name))
+	expectStatus(low, ns.Name,
+		"JobSet team-a/low  strategy InPlaceRestart  state Suspended",
+		"restarts 0 (0 in place; 0 of maxRestarts 3 counted)",
+		"epochs   synced 1  deprecated 1",
+		"workers         0     0                0      held: suspended")
 	util.ExpectWorkersRunning(ctx, k8sClient, high, 2, 1, timeout)
 
 	By("the high-priority JobSet completes")
@@ -225,13 +245,19 @@ func preemptsAndResumes() {
 	before := util.ExpectWorkersRunning(ctx, k8sClient, low, 2, 2, timeout)
 	expectAssignment(low)
 	expectCounted(low, 0)
-	GinkgoWriter.Printf("resumed:\n%s\n", inplaceStatus(low.Name, ns.Name))
+	expectStatus(low, ns.Name,
+		"JobSet team-a/low  strategy InPlaceRestart  state Active (Running)",
+		"restarts 0 (0 in place; 0 of maxRestarts 3 counted)",
+		"epochs   synced 2  deprecated 1",
+		"workers         2     2                2      lifted")
 
 	By("a worker exits: every Pod restarts in place, one restart counted")
 	util.ExitWorker(ctx, fw.Cluster.Kubeconfig, podsOf(low)[0], 1)
 	Expect(util.ExpectWorkersRunning(ctx, k8sClient, low, 2, 3, timeout)).To(Equal(before), "the same Pods, on the same nodes")
 	expectCounted(low, 1)
-	GinkgoWriter.Printf("restarted:\n%s\n", inplaceStatus(low.Name, ns.Name))
+	expectStatus(low, ns.Name,
+		"restarts 1 (1 in place; 1 of maxRestarts 3 counted)",
+		"epochs   synced 3  deprecated 2")
 
 	By("it completes")
 	completeWorkers(low)

@@ -17,6 +17,7 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/inplace-dev/inplace/test/cluster"
+	"github.com/inplace-dev/inplace/test/docpage"
 	"github.com/inplace-dev/inplace/test/framework"
 	kueueinstall "github.com/inplace-dev/inplace/test/kueue"
 )
@@ -32,8 +33,13 @@ var (
 	k8sClient client.Client
 )
 
-// kueueRollout waits for Kueue, as docs/how-to/kueue.md shows it.
-const kueueRollout = "kubectl -n kueue-system rollout status deployment/kueue-controller-manager --timeout=3m"
+// Kueue's install and the wait for it, as docs/how-to/kueue.md shows
+// them: the release's manifests, which the suite renders from the
+// module's config/default (what the release is made of).
+const (
+	kueueRelease = "kubectl apply --server-side -f https://github.com/kubernetes-sigs/kueue/releases/download/v0.19.2/manifests.yaml"
+	kueueRollout = "kubectl -n kueue-system rollout status deployment/kueue-controller-manager --timeout=3m"
+)
 
 func TestKueue(t *testing.T) {
 	cluster.SkipWithoutRealNodes(t)
@@ -67,7 +73,8 @@ func buildPlugin() {
 	Expect(err).NotTo(HaveOccurred(), "building kubectl-inplace: %s", out)
 }
 
-// inplaceStatus is what `kubectl inplace status` prints for js.
+// inplaceStatus is what `kubectl inplace status` prints for the JobSet
+// name of namespace ns.
 func inplaceStatus(name, ns string) string {
 	GinkgoHelper()
 	bin, err := cluster.BinDir()
@@ -125,6 +132,7 @@ func pushImages() {
 // integration only if the JobSet CRD is there when it starts.
 func install() {
 	GinkgoHelper()
+	Expect(page()).To(And(ContainSubstring(framework.DropIn), ContainSubstring(framework.DropInRollout)), "docs/how-to/kueue.md shows the install")
 	fw.InstallDropIn(ctx)
 
 	By("installing Kueue " + kueueinstall.Module.Version + " from its module's manifests")
@@ -134,7 +142,34 @@ func install() {
 	Expect(err).NotTo(HaveOccurred())
 	out, err := fw.Run(ctx, 3*time.Minute, nil, "kubectl", "apply", "--server-side", "-f", manifests)
 	Expect(err).NotTo(HaveOccurred(), out)
+	rolledOut := `deployment "` + kueueinstall.Deployment + `" successfully rolled out`
+	Expect(page()).To(And(ContainSubstring(kueueRollout), ContainSubstring(rolledOut), ContainSubstring(kueueRelease)), "docs/how-to/kueue.md shows the commands and what they print")
 	out, err = fw.Run(ctx, 3*time.Minute, nil, "sh", "-c", kueueRollout)
 	Expect(err).NotTo(HaveOccurred(), out)
-	Expect(out).To(ContainSubstring(`deployment "` + kueueinstall.Deployment + `" successfully rolled out`))
+	Expect(out).To(ContainSubstring(rolledOut))
+}
+
+// page is docs/how-to/kueue.md.
+func page() string {
+	GinkgoHelper()
+	root, err := cluster.RepoRoot()
+	Expect(err).NotTo(HaveOccurred())
+	data, err := os.ReadFile(filepath.Join(root, "docs", "how-to", "kueue.md"))
+	Expect(err).NotTo(HaveOccurred())
+	return string(data)
+}
+
+// pageBlocks are the code blocks of docs/how-to/kueue.md of language
+// info, each without the indentation of its list item.
+func pageBlocks(info string) []string {
+	GinkgoHelper()
+	doc, err := docpage.Read(page())
+	Expect(err).NotTo(HaveOccurred())
+	var out []string
+	for _, b := range doc.Blocks {
+		if b.Info == info {
+			out = append(out, b.Text)
+		}
+	}
+	return out
 }

@@ -68,21 +68,23 @@ var _ = BeforeSuite(func() {
 	GinkgoWriter.Printf("pushed %s\n", ref)
 
 	// JobSet first: Trainer's JobSet plugin needs the JobSet CRD.
+	Expect(page()).To(And(ContainSubstring(framework.DropIn), ContainSubstring(framework.DropInRollout)))
 	fw.InstallDropIn(ctx)
 
-	By("installing Kubeflow Trainer " + kubeflowtrainer.Module.Version + " from its module's manifests")
+	By("installing Kubeflow Trainer " + kubeflowtrainer.Module.Version + " from its module's manifests, as docs/how-to/kubeflow-trainer.md's kustomization")
+	expectPageKustomization()
 	manifests, err := kubeflowtrainer.Manifests(ctx, root, GinkgoT().TempDir())
 	Expect(err).NotTo(HaveOccurred())
 	out, err := fw.Run(ctx, 3*time.Minute, nil, "kubectl", "apply", "--server-side", "-f", manifests)
 	Expect(err).NotTo(HaveOccurred(), out)
-	out, err = fw.Run(ctx, 3*time.Minute, nil, "sh", "-c", trainerRollout)
-	Expect(err).NotTo(HaveOccurred(), out)
-	Expect(out).To(ContainSubstring(`deployment "` + kubeflowtrainer.Deployment + `" successfully rolled out`))
+	runPage("", trainerRollout, 3*time.Minute, `deployment "`+kubeflowtrainer.Deployment+`" successfully rolled out`)
 
-	By("applying the policy and the runtime: " + applyPolicy + "; " + applyRuntime)
-	out, err = fw.Run(ctx, time.Minute, nil, "sh", "-c", applyPolicy)
-	Expect(err).NotTo(HaveOccurred(), out)
-	// Trainer's webhooks answer once its certificate is mounted.
+	By("applying the policy and the runtime")
+	runPage("", applyPolicy, time.Minute, "jobsetpolicy.policy.inplace.dev/trainer-restart-in-place created")
+	// Trainer's webhooks answer once its certificate is mounted: until
+	// then the apply fails calling them, and is tried again.
+	const created = "clustertrainingruntime.trainer.kubeflow.org/torch-inplace-example created"
+	Expect(page()).To(And(ContainSubstring(applyRuntime), ContainSubstring(created)))
 	Eventually(func() error {
 		out, err := fw.Run(ctx, time.Minute, nil, "sh", "-c", applyRuntime)
 		if err != nil && !strings.Contains(out, "failed calling webhook") {
@@ -91,6 +93,7 @@ var _ = BeforeSuite(func() {
 		if err != nil {
 			return &runError{out}
 		}
+		Expect(out).To(ContainSubstring(created))
 		return nil
 	}).WithTimeout(2 * time.Minute).WithPolling(2 * time.Second).Should(Succeed())
 })

@@ -1,8 +1,6 @@
 package trainer
 
 import (
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -15,25 +13,34 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
 	policyv1alpha1 "github.com/inplace-dev/inplace/api/policy/v1alpha1"
-	"github.com/inplace-dev/inplace/api/protocol"
 	"github.com/inplace-dev/inplace/controller/decide"
-	"github.com/inplace-dev/inplace/test/cluster"
 	"github.com/inplace-dev/inplace/test/kubeflowtrainer"
 	example "github.com/inplace-dev/inplace/test/pytorch"
 	"github.com/inplace-dev/inplace/test/util"
 	"github.com/inplace-dev/inplace/webhook/inject"
 )
 
+// The commands of docs/how-to/kubeflow-trainer.md's steps 5 and 6.
+const (
+	createTrainJob = "kubectl apply -n team-a -f examples/pytorch/trainer/trainjob.yaml"
+	showStrategy   = `kubectl get jobset -n team-a pytorch -o jsonpath='{.spec.failurePolicy.restartStrategy} {.spec.failurePolicy.maxRestarts} {.metadata.annotations.inplace\.dev/restart-scope}{"\n"}'`
+	waitJobSet     = "kubectl wait -n team-a --for=create jobset/pytorch --timeout=2m"
+	crash          = `POD=$(kubectl get pods -n team-a -l batch.kubernetes.io/job-completion-index=0 -o name)
+kubectl exec -n team-a "$POD" -c node -- touch /tmp/inplace-crash`
+	showLog      = "kubectl logs -n team-a -l batch.kubernetes.io/job-completion-index=0 -c node --tail=-1 | grep -E 'crashes|barrier of epoch 2|resumed'"
+	showTrainJob = "kubectl get trainjob -n team-a pytorch"
+	showJobSet   = "kubectl get jobset -n team-a pytorch"
+)
+
 const (
 	// container is the training container of Trainer's torch runtimes.
 	container = "node"
 	ranks     = nodes * 2
-	steps     = 150
 	// timeout bounds each wait: a first start imports torch on 4 ranks
 	// sharing 2 cores with the cluster.
 	timeout = 4 * time.Minute
@@ -53,25 +60,26 @@ var _ = Describe("Kubeflow Trainer "+kubeflowtrainer.Module.Version+", built fro
 		})
 		util.WaitForDefaultServiceAccount(ctx, k8sClient, ns.Name)
 
-		By("a TrainJob, as its author writes it, of examples/pytorch/trainer")
-		tj := trainJob(ns.Name)
-		Expect(k8sClient.Create(ctx, tj)).To(Succeed())
+		By("a TrainJob, as its author writes it: " + createTrainJob)
+		runPage(ns.Name, createTrainJob, time.Minute, "trainjob.trainer.kubeflow.org/pytorch created")
+		tj := &unstructured.Unstructured{}
+		tj.SetGroupVersionKind(schema.GroupVersionKind{Group: "trainer.kubeflow.org", Version: "v1alpha1", Kind: "TrainJob"})
+		tj.SetName("pytorch")
+		tj.SetNamespace(ns.Name)
+		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(tj), tj)).To(Succeed())
 
 		By("Trainer's JobSet restarts in place, in process scope, its agent injected")
+		runPage(ns.Name, waitJobSet, 3*time.Minute, "jobset.jobset.x-k8s.io/pytorch condition met")
 		js := &jobset.JobSet{ObjectMeta: metav1.ObjectMeta{Name: tj.GetName(), Namespace: ns.Name}}
-		Eventually(func() error { return k8sClient.Get(ctx, client.ObjectKeyFromObject(js), js) }).WithTimeout(timeout).Should(Succeed())
+		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(js), js)).To(Succeed())
 		Expect(metav1.IsControlledBy(js, tj)).To(BeTrue(), "the TrainJob owns its JobSet")
-		Expect(js.Spec.FailurePolicy).NotTo(BeNil())
-		Expect(js.Spec.FailurePolicy.RestartStrategy).To(Equal(jobset.InPlaceRestart))
-		Expect(js.Annotations).To(HaveKeyWithValue(protocol.RestartScopeAnnotation, protocol.RestartScopeProcess))
+		runPage(ns.Name, showStrategy, time.Minute, "InPlaceRestart 5 process")
 		Expect(js.Annotations).To(HaveKey(inject.InjectedAnnotation))
 
 		By("a rank crashes after a checkpoint")
 		waitForCheckpoint(js)
 		before := podUIDs(js)
-		pod := podOf(js, 0)
-		out, err := fw.Run(ctx, 30*time.Second, nil, "kubectl", "exec", "-n", ns.Name, pod.Name, "-c", container, "--", "sh", "-c", "touch /tmp/inplace-crash")
-		Expect(err).NotTo(HaveOccurred(), out)
+		runPage(ns.Name, crash, 30*time.Second)
 
 		By("every rank restarts in place; the TrainJob never fails, then completes")
 		Eventually(func(g Gomega) {
@@ -86,6 +94,13 @@ var _ = Describe("Kubeflow Trainer "+kubeflowtrainer.Module.Version+", built fro
 		got := util.ExpectJobSetCondition(ctx, k8sClient, js, jobset.JobSetCompleted, decide.ReasonAllJobsCompleted, time.Minute)
 		Expect(got.Status.InPlaceRestarts).To(BeEquivalentTo(1), "one crash, one in-place restart")
 		Expect(podUIDs(js)).To(Equal(before), "every Pod kept its identity")
+		runPage(ns.Name, showLog, time.Minute,
+			"rank 0 crashes with exit code 1 at step 29, as /tmp/inplace-crash asked",
+			"inplace-supervisor: barrier of epoch 2 lifted: started the worker (pid 33)",
+			"rank 0 resumed from checkpoint at step 20",
+			"rank 1 resumed from checkpoint at step 20")
+		runPage(ns.Name, showTrainJob, time.Minute, "NAME      STATE      AGE", "pytorch   Complete   44s")
+		runPage(ns.Name, showJobSet, time.Minute, "NAME      TERMINALSTATE   RESTARTS   EPOCH   COMPLETED   AGE", "pytorch   Completed       1          2       True        44s")
 
 		By("every rank resumed from the checkpoint and trained to the end")
 		var resumed [][]example.Line
@@ -105,24 +120,6 @@ var _ = Describe("Kubeflow Trainer "+kubeflowtrainer.Module.Version+", built fro
 		Expect(run.Done).To(BeTrue(), "training did not finish after resuming")
 	})
 })
-
-// trainJob is examples/pytorch/trainer/trainjob.yaml in namespace ns,
-// shortened to the suite's run: steps steps, a checkpoint every 20.
-func trainJob(ns string) *unstructured.Unstructured {
-	GinkgoHelper()
-	root, err := cluster.RepoRoot()
-	Expect(err).NotTo(HaveOccurred())
-	data, err := os.ReadFile(filepath.Join(root, "examples", "pytorch", "trainer", "trainjob.yaml"))
-	Expect(err).NotTo(HaveOccurred())
-	tj := &unstructured.Unstructured{}
-	Expect(yaml.Unmarshal(data, &tj.Object)).To(Succeed())
-	tj.SetNamespace(ns)
-	Expect(unstructured.SetNestedSlice(tj.Object, []any{
-		map[string]any{"name": "TRAIN_STEPS", "value": "150"},
-		map[string]any{"name": "CHECKPOINT_EVERY", "value": "20"},
-	}, "spec", "trainer", "env")).To(Succeed())
-	return tj
-}
 
 // trainJobConditions are the TrainJob's status conditions.
 func trainJobConditions(g Gomega, tj *unstructured.Unstructured) []metav1.Condition {
