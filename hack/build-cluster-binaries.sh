@@ -101,10 +101,10 @@ build jobset-e2e.test "$jobset_version" upstream-jobset "about 2 minutes" sigs.k
 build jobset-controller "$jobset_version" upstream-jobset "about 1 minute" sigs.k8s.io/jobset "${release[@]}"
 build jobset-in-place-restart-agent "$jobset_version" upstream-jobset "about 1 minute" sigs.k8s.io/jobset/cmd/in-place-restart-agent "${release[@]}"
 # agnhost, at the cluster's version.
-build agnhost "$kube_version" kube "about 1 minute" k8s.io/kubernetes/test/images/agnhost "${release[@]}"
+build agnhost "$kube_version" kube "seconds, after the control plane" k8s.io/kubernetes/test/images/agnhost "${release[@]}"
 # Kueue's manager, stamped with its version as its Makefile stamps it, and
 # its suite of JobSet (and other integrations') end-to-end specs.
-build kueue "$kueue_version" kueue "about 5 minutes" sigs.k8s.io/kueue/cmd/kueue \
+build kueue "$kueue_version" kueue "about 2.5 minutes" sigs.k8s.io/kueue/cmd/kueue \
   build -trimpath -ldflags "-s -w -X sigs.k8s.io/kueue/pkg/version.GitVersion=${kueue_version%%-*}"
-build kueue-e2e-extended.test "$kueue_version" kueue "about 2 minutes" sigs.k8s.io/kueue/test/e2e/singlecluster/extended test -c -trimpath
-build trainer-controller-manager "$trainer_version" kubeflow-trainer "about 3 minutes" github.com/kubeflow/trainer/v2/cmd/trainer-controller-manager "${release[@]}"
+build kueue-e2e-extended.test "$kueue_version" kueue "about 30 seconds" sigs.k8s.io/kueue/test/e2e/singlecluster/extended test -c -trimpath
+build trainer-controller-manager "$trainer_version" kubeflow-trainer "about 40 seconds" github.com/kubeflow/trainer/v2/cmd/trainer-controller-manager "${release[@]}"

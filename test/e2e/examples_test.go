@@ -15,9 +15,11 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/yaml"
 
 	"github.com/inplace-dev/inplace/test/cluster"
+	"github.com/inplace-dev/inplace/test/kubeflowtrainer"
 	"github.com/inplace-dev/inplace/webhook/inject"
 )
 
@@ -30,6 +32,15 @@ var _ = Describe("the examples", func() {
 	It("are admitted by the CRDs and the webhooks, ours and upstream JobSet's", func() {
 		root, err := cluster.RepoRoot()
 		Expect(err).NotTo(HaveOccurred())
+		// examples/pytorch/trainer holds Kubeflow Trainer's kinds: its
+		// CRDs, from the module hack/kubeflow-trainer pins, check them.
+		trainer, err := kubeflowtrainer.Module.Dir(ctx, root)
+		Expect(err).NotTo(HaveOccurred())
+		crds, err := filepath.Glob(filepath.Join(trainer, "manifests", "base", "crds", "trainer.kubeflow.org_*.yaml"))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(crds).NotTo(BeEmpty(), "Trainer's CRDs in its module")
+		_, err = envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{Paths: crds, ErrorIfPathMissing: true})
+		Expect(err).NotTo(HaveOccurred(), "installing Trainer's CRDs")
 		ns := fw.NewNamespace(ctx, k8sClient)
 		var files []string
 		for _, dir := range []string{filepath.Join(root, "examples"), filepath.Join(root, "test", "testdata", "upstream-jobset", "examples")} {
