@@ -27,8 +27,10 @@ export KUSTOMIZE HELM KREW
 
 GO_TEST_FLAGS ?= -race -count=1
 # Per test binary, and a suite on real nodes first waits for the host's
-# lock while the others run: the four take about 40 minutes one after
-# the other (test/e2e/pytorch 15, install 9, upstream 8, realnode 8).
+# lock while the others run: on a cold machine every package but perf/
+# took 43 minutes, most of it the six suites on real nodes one after the
+# other (test/e2e/pytorch, realnode, upstream and install 6 to 9 each,
+# kueue 5, trainer 3).
 GO_TEST_TIMEOUT ?= 55m
 # Control plane binaries for the local cluster and for envtest.
 export KUBEBUILDER_ASSETS := $(BIN)
