@@ -57,33 +57,7 @@ spec:
     kind: MultiKueueConfig
     name: workers-%[1]s
 ---
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: ClusterQueue
-metadata:
-  name: dispatch-%[1]s
-spec:
-  namespaceSelector: {}
-  admissionChecksStrategy:
-    admissionChecks:
-    - name: multikueue-%[1]s
-  resourceGroups:
-  - coveredResources: [cpu, memory]
-    flavors:
-    - name: elsewhere-%[1]s
-      resources:
-      - name: cpu
-        nominalQuota: "10"
-      - name: memory
-        nominalQuota: 10Gi
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: LocalQueue
-metadata:
-  name: dispatch
-  namespace: %[1]s
-spec:
-  clusterQueue: dispatch-%[1]s
-`, ns, multiKueue)
+`, ns, multiKueue) + queue(ns, "dispatch", "dispatch", "elsewhere", "10", "  admissionChecksStrategy:\n    admissionChecks:\n    - name: multikueue-"+ns+"\n")
 }
 
 // leavesMultiKueueJobSets: a JobSet sent to a MultiKueue queue gets

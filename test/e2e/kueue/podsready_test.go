@@ -12,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -80,30 +79,7 @@ kind: ResourceFlavor
 metadata:
   name: ready-%[1]s
 ---
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: ClusterQueue
-metadata:
-  name: ready-%[1]s
-spec:
-  namespaceSelector: {}
-  resourceGroups:
-  - coveredResources: [cpu, memory]
-    flavors:
-    - name: ready-%[1]s
-      resources:
-      - name: cpu
-        nominalQuota: "4"
-      - name: memory
-        nominalQuota: 4Gi
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: LocalQueue
-metadata:
-  name: ready
-  namespace: %[1]s
-spec:
-  clusterQueue: ready-%[1]s
-`, ns)
+`, ns) + queue(ns, "ready", "ready", "ready", "4", "")
 }
 
 // readyAfter is how long a probed worker is unready after it starts, as
@@ -148,13 +124,8 @@ func workloadOf(g Gomega, js *jobset.JobSet) *unstructured.Unstructured {
 func workloadCondition(g Gomega, js *jobset.JobSet, t string) *metav1.Condition {
 	wl := workloadOf(g, js)
 	g.Expect(wl).NotTo(BeNil())
-	raw, _, _ := unstructured.NestedSlice(wl.Object, "status", "conditions")
-	var conds []metav1.Condition
-	for _, r := range raw {
-		var c metav1.Condition
-		g.Expect(runtime.DefaultUnstructuredConverter.FromUnstructured(r.(map[string]any), &c)).To(Succeed())
-		conds = append(conds, c)
-	}
+	conds, err := util.Conditions(wl)
+	g.Expect(err).NotTo(HaveOccurred())
 	return meta.FindStatusCondition(conds, t)
 }
 

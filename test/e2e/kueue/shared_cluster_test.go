@@ -34,11 +34,43 @@ const (
 	workerCPU = "400m"
 )
 
+// queue is a ClusterQueue named clusterQueue-ns, open to every
+// namespace, with a quota of cpu CPUs and 4Gi of memory on the
+// ResourceFlavor flavor-ns, the lines of spec added to its spec (each
+// indented by two spaces), and the LocalQueue localQueue of ns that sends
+// to it. Cluster-scoped names carry ns, as Kueue's own specs name them.
+func queue(ns, clusterQueue, localQueue, flavor, cpu, spec string) string {
+	return fmt.Sprintf(`apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata:
+  name: %[2]s-%[1]s
+spec:
+  namespaceSelector: {}
+%[6]s  resourceGroups:
+  - coveredResources: [cpu, memory]
+    flavors:
+    - name: %[4]s-%[1]s
+      resources:
+      - name: cpu
+        nominalQuota: "%[5]s"
+      - name: memory
+        nominalQuota: 4Gi
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: LocalQueue
+metadata:
+  name: %[3]s
+  namespace: %[1]s
+spec:
+  clusterQueue: %[2]s-%[1]s
+`, ns, clusterQueue, localQueue, flavor, cpu, spec)
+}
+
 // queues are the objects of a shared cluster, for namespace ns: one
 // ResourceFlavor (a node label every real node has, and a toleration),
-// one ClusterQueue that preempts lower priorities within it, one
-// LocalQueue "main", and two WorkloadPriorityClasses. Cluster-scoped
-// names carry ns, as Kueue's own specs name them.
+// one ClusterQueue that preempts lower priorities within it, with room
+// for one JobSet of two workers, the LocalQueue "main", and two
+// WorkloadPriorityClasses.
 func queues(ns string) string {
 	return fmt.Sprintf(`apiVersion: kueue.x-k8s.io/v1beta2
 kind: ResourceFlavor
@@ -53,32 +85,6 @@ spec:
     effect: NoSchedule
 ---
 apiVersion: kueue.x-k8s.io/v1beta2
-kind: ClusterQueue
-metadata:
-  name: team-%[1]s
-spec:
-  namespaceSelector: {}
-  preemption:
-    withinClusterQueue: LowerPriority
-  resourceGroups:
-  - coveredResources: [cpu, memory]
-    flavors:
-    - name: training-%[1]s
-      resources:
-      - name: cpu
-        nominalQuota: "1"
-      - name: memory
-        nominalQuota: 4Gi
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: LocalQueue
-metadata:
-  name: main
-  namespace: %[1]s
-spec:
-  clusterQueue: team-%[1]s
----
-apiVersion: kueue.x-k8s.io/v1beta2
 kind: WorkloadPriorityClass
 metadata:
   name: low-%[1]s
@@ -89,7 +95,8 @@ kind: WorkloadPriorityClass
 metadata:
   name: high-%[1]s
 value: 1000
-`, ns)
+---
+`, ns) + queue(ns, "team", "main", "training", "1", "  preemption:\n    withinClusterQueue: LowerPriority\n")
 }
 
 // createAll creates every object of the YAML documents, each tried until

@@ -49,30 +49,7 @@ spec:
     kubernetes.io/os: linux
   topologyName: blocks-%[1]s
 ---
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: ClusterQueue
-metadata:
-  name: tas-%[1]s
-spec:
-  namespaceSelector: {}
-  resourceGroups:
-  - coveredResources: [cpu, memory]
-    flavors:
-    - name: tas-%[1]s
-      resources:
-      - name: cpu
-        nominalQuota: "4"
-      - name: memory
-        nominalQuota: 4Gi
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: LocalQueue
-metadata:
-  name: tas
-  namespace: %[1]s
-spec:
-  clusterQueue: tas-%[1]s
-`, ns, blockLabel)
+`, ns, blockLabel) + queue(ns, "tas", "tas", "tas", "4", "")
 }
 
 // keepsTopologyAssignment: a JobSet that requires one block gets every

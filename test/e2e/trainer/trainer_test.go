@@ -12,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -126,13 +125,8 @@ func trainJobConditions(g Gomega, tj *unstructured.Unstructured) []metav1.Condit
 	got := &unstructured.Unstructured{}
 	got.SetGroupVersionKind(tj.GroupVersionKind())
 	g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(tj), got)).To(Succeed())
-	raw, _, _ := unstructured.NestedSlice(got.Object, "status", "conditions")
-	var conds []metav1.Condition
-	for _, r := range raw {
-		var c metav1.Condition
-		g.Expect(runtime.DefaultUnstructuredConverter.FromUnstructured(r.(map[string]any), &c)).To(Succeed())
-		conds = append(conds, c)
-	}
+	conds, err := util.Conditions(got)
+	g.Expect(err).NotTo(HaveOccurred())
 	return conds
 }
 
