@@ -12,9 +12,12 @@ import (
 // Kueue's controller manager (sigs.k8s.io/kueue/cmd/kueue, built from its
 // module by 'make cluster-binaries' as bin/kueue). The real nodes pull it
 // as KueueImage, the name Kueue's release manifests give it.
+// KueueVersion is the version hack/kueue pins (test/kueue refuses
+// another).
 const (
-	Kueue      = "kueue/kueue:v0.19.2"
-	KueueImage = "registry.k8s.io/" + Kueue
+	KueueVersion = "v0.19.2"
+	Kueue        = "kueue/kueue:" + KueueVersion
+	KueueImage   = "registry.k8s.io/" + Kueue
 )
 
 // PushKueue packs Kueue's manager at binary as its Dockerfile does and
@@ -29,9 +32,12 @@ func PushKueue(ctx context.Context, binary, registry string) (string, error) {
 // from its module by 'make cluster-binaries' as
 // bin/trainer-controller-manager). The real nodes pull it as
 // TrainerImage, the name Trainer's manifests give it.
+// TrainerVersion is the version hack/kubeflow-trainer pins
+// (test/kubeflowtrainer refuses another).
 const (
-	Trainer      = "kubeflow/trainer/trainer-controller-manager:v2.2.1"
-	TrainerImage = "ghcr.io/" + Trainer
+	TrainerVersion = "v2.2.1"
+	Trainer        = "kubeflow/trainer/trainer-controller-manager:" + TrainerVersion
+	TrainerImage   = "ghcr.io/" + Trainer
 )
 
 // PushTrainer packs Trainer's manager at binary as its Dockerfile does

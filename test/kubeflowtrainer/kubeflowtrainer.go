@@ -16,7 +16,7 @@ const (
 )
 
 // Module is Kubeflow Trainer's module as hack/kubeflow-trainer pins it.
-var Module = modules.Module{Wrapper: "kubeflow-trainer", Path: "github.com/kubeflow/trainer/v2", Version: "v2.2.1"}
+var Module = modules.Module{Wrapper: "kubeflow-trainer", Path: "github.com/kubeflow/trainer/v2", Version: images.TrainerVersion}
 
 // Kustomization is the module's manifests/overlays/manager, word for word
 // but for the one resource its comment says to leave out when JobSet is
@@ -32,7 +32,7 @@ resources:
 - module/manifests/base/webhook
 images:
 - name: ghcr.io/kubeflow/trainer/trainer-controller-manager
-  newTag: v2.2.1
+  newTag: ` + images.TrainerVersion + `
 secretGenerator:
 - name: kubeflow-trainer-webhook-cert
   namespace: kubeflow-system
@@ -41,7 +41,7 @@ secretGenerator:
 configMapGenerator:
 - name: kubeflow-trainer-public
   literals:
-  - kubeflow_trainer_version=v2.2.1
+  - kubeflow_trainer_version=` + images.TrainerVersion + `
   options:
     disableNameSuffixHash: true
 `

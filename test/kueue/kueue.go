@@ -20,7 +20,7 @@ const (
 )
 
 // Module is Kueue's module as hack/kueue pins it.
-var Module = modules.Module{Wrapper: "kueue", Path: "sigs.k8s.io/kueue", Version: "v0.19.2"}
+var Module = modules.Module{Wrapper: "kueue", Path: "sigs.k8s.io/kueue", Version: images.KueueVersion}
 
 // kustomization is Kueue's install as its release manifests are made (the
 // module's config/default, the image its release promotes), with the
@@ -30,7 +30,7 @@ const kustomization = `resources:
 images:
 - name: us-central1-docker.pkg.dev/k8s-staging-images/kueue/kueue
   newName: registry.k8s.io/kueue/kueue
-  newTag: v0.19.2
+  newTag: ` + images.KueueVersion + `
 `
 
 // configPatch replaces the Configuration of config/default.

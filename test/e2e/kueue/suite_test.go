@@ -19,6 +19,7 @@ import (
 	"github.com/inplace-dev/inplace/test/cluster"
 	"github.com/inplace-dev/inplace/test/docpage"
 	"github.com/inplace-dev/inplace/test/framework"
+	"github.com/inplace-dev/inplace/test/images"
 	kueueinstall "github.com/inplace-dev/inplace/test/kueue"
 )
 
@@ -37,7 +38,7 @@ var (
 // them: the release's manifests, which the suite renders from the
 // module's config/default (what the release is made of).
 const (
-	kueueRelease = "kubectl apply --server-side -f https://github.com/kubernetes-sigs/kueue/releases/download/v0.19.2/manifests.yaml"
+	kueueRelease = "kubectl apply --server-side -f https://github.com/kubernetes-sigs/kueue/releases/download/" + images.KueueVersion + "/manifests.yaml"
 	kueueRollout = "kubectl -n kueue-system rollout status deployment/kueue-controller-manager --timeout=3m"
 )
 
