@@ -9,6 +9,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/open-policy-agent/opa/v1/ast"
+
+	policyv1alpha1 "github.com/inplace-dev/inplace/api/policy/v1alpha1"
 	"github.com/inplace-dev/inplace/webhook/offline/suite"
 )
 
@@ -26,10 +29,6 @@ var documented = []string{
 	"priority-class",
 	"trainer-restart-in-place",
 }
-
-// patchesOnly are the policies without deny rules: their suites can only
-// admit, and a Go test of their own checks what they patch.
-var patchesOnly = map[string]bool{"trainer-restart-in-place": true}
 
 func policyDirs(t *testing.T) []string {
 	t.Helper()
@@ -66,9 +65,9 @@ func TestSuites(t *testing.T) {
 				}
 			}
 			switch {
-			case patchesOnly[dir]:
+			case !refuses(t, dir):
 				if !got[suite.ExpectAllow] {
-					t.Errorf("the suite has no allow case: a policy that only patches is shown to admit (its patches are tested in Go)")
+					t.Errorf("the suite has no allow case: a policy with no deny or violation rule is shown to admit (what it patches is tested in Go)")
 				}
 			case !got[suite.ExpectDeny] || !got[suite.ExpectAllow]:
 				t.Errorf("the suite has no deny or no allow case: every policy is shown to refuse and to admit")
@@ -141,4 +140,29 @@ func undescribed(path string, schema map[string]any) []string {
 		}
 	}
 	return out
+}
+
+// refuses says whether the policy of dir has a rule that can refuse a
+// JobSet (deny or violation): a policy with none, which only patches,
+// has a suite that can only admit.
+func refuses(t *testing.T, dir string) bool {
+	t.Helper()
+	p, err := suite.ReadPolicy(filepath.Join(dir, "policy.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	version := ast.RegoV1
+	if p.Spec.RegoVersion == policyv1alpha1.RegoV0 {
+		version = ast.RegoV0
+	}
+	module, err := ast.ParseModuleWithOpts(dir+".rego", p.Spec.Rego, ast.ParserOptions{RegoVersion: version})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range module.Rules {
+		if name := r.Head.Ref()[0].String(); name == "deny" || name == "violation" {
+			return true
+		}
+	}
+	return false
 }
