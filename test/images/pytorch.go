@@ -101,10 +101,9 @@ func BuildPyTorch(ctx context.Context, root, cacheDir, archive string, log io.Wr
 	programs = append(programs, entry{path: "/usr/lib/python3/dist-packages/inplace_restart.py", mode: 0o644, data: module})
 	// Writing the archive reads the root file system's layer whole and
 	// decompresses it for its diff ID: a minute or two of CPU. The archive
-	// is kept in cacheDir under a digest of what goes in it, and linked to
-	// archive.
-	// The root file system's layer counts by its size and time: one
-	// built again makes a new archive.
+	// is kept in cacheDir under a digest of what goes in it (the root file
+	// system's layer by its size and time: one built again makes a new
+	// archive), and linked to archive.
 	baseInfo, err := os.Stat(base)
 	if err != nil {
 		return out, err
@@ -114,8 +113,9 @@ func BuildPyTorch(ctx context.Context, root, cacheDir, archive string, log io.Wr
 		inputs = append(append(inputs, p.path...), p.data...)
 	}
 	cached := filepath.Join(cacheDir, "inplace-pytorch-"+digest(inputs)+".tar")
+	out.Archive = archive
 	if fi, err := os.Stat(cached); err == nil {
-		out.Archive, out.Size, out.Cached = archive, fi.Size(), true
+		out.Size, out.Cached = fi.Size(), true
 		return out, linkOrCopy(cached, archive)
 	}
 	rootfs, err := tarball.LayerFromFile(base)
@@ -157,7 +157,6 @@ func BuildPyTorch(ctx context.Context, root, cacheDir, archive string, log io.Wr
 		}
 		out.Size += n
 	}
-	out.Archive = archive
 	tag, err := name.NewTag(PyTorch)
 	if err != nil {
 		return out, err
