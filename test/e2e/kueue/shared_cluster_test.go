@@ -203,10 +203,11 @@ func expectAssignment(js *jobset.JobSet) {
 func expectStatus(js *jobset.JobSet, ns string, lines ...string) {
 	GinkgoHelper()
 	command := "kubectl inplace status " + js.Name
-	Expect(page()).To(ContainSubstring(command), "docs/how-to/kueue.md shows the command")
+	doc := page()
+	Expect(doc).To(ContainSubstring(command), "docs/how-to/kueue.md shows the command")
 	out := strings.ReplaceAll(inplaceStatus(js.Name, ns), ns+"/", "team-a/")
 	for _, l := range lines {
-		Expect(page()).To(ContainSubstring(l), "docs/how-to/kueue.md shows what %q prints", command)
+		Expect(doc).To(ContainSubstring(l), "docs/how-to/kueue.md shows what %q prints", command)
 		Expect(out).To(ContainSubstring(l), "%q prints what docs/how-to/kueue.md shows", command)
 	}
 }
