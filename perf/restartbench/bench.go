@@ -254,9 +254,9 @@ func (e *env) measure(ctx context.Context, cfg Config, progress func(string, ...
 					return results, floors, fmt.Errorf("measuring the %s floor: %w", kind, err)
 				}
 				floors = append(floors, f)
-				progress("N=%d %s floor (%d status writes/Pod): %v (agents %v, status writes %v), %d requests for %d needed, control plane %.1f CPU-s",
+				progress("N=%d %s floor (%d status writes/Pod): %v (agents %v, status writes %v), %d requests for %d needed, %d Pod changes, %.0f watch events, control plane %.1f CPU-s",
 					e.nodes, kind, f.StatusWritesPerPod, f.Total.Round(time.Millisecond), f.Agents.Round(time.Millisecond), f.StatusWrites.Round(time.Millisecond),
-					total(f.Requests), total(f.Needed), controlPlaneCPU(f.CPUSeconds))
+					total(f.Requests), total(f.Needed), f.PodChanges, f.WatchEvents, controlPlaneCPU(f.CPUSeconds))
 			}
 		}
 	}

@@ -91,6 +91,9 @@ type Floor struct {
 	// Handshakes are the agents' new connections.
 	Handshakes  int     `json:"handshakes"`
 	WatchEvents float64 `json:"watchEvents"`
+	// PodChanges are the changes of the floor's Pods a watcher of them
+	// received: one per write that changed its Pod.
+	PodChanges int `json:"podChanges"`
 	// Agents: until every agent's epoch patch returned; StatusWrites: every
 	// kubelet's last status write; Total: every agent has seen, on its
 	// watch, the controller's second broadcast write, made after both.
@@ -237,6 +240,10 @@ func (e *env) floor(ctx context.Context, kind string, sample *corev1.Pod, timeou
 		}, nil)
 	}
 
+	changes, err := watchPodChanges(ctx, e.cs, ns.Name)
+	if err != nil {
+		return f, err
+	}
 	apiBefore, err := e.apiServerCounters(ctx)
 	if err != nil {
 		return f, err
@@ -300,6 +307,11 @@ func (e *env) floor(ctx context.Context, kind string, sample *corev1.Pod, timeou
 		f.Requests[actor] = c.snapshot()
 	}
 	f.Handshakes = int(counters[ActorAgents].dials.Load())
+	// Once the watcher has every change, the API server has counted the
+	// events it sent it.
+	if f.PodChanges, err = changes.count(ctx, time.Minute); err != nil {
+		return f, err
+	}
 	apiAfter, err := e.apiServerCounters(ctx)
 	if err != nil {
 		return f, err

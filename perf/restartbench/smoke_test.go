@@ -98,12 +98,15 @@ func TestSmoke(t *testing.T) {
 	if report.Floors[2].Kind != FloorNeeded || report.Floors[3].Kind != FloorKubelet {
 		t.Errorf("floors of N = 50: %s and %s, want %s and %s", report.Floors[2].Kind, report.Floors[3].Kind, FloorNeeded, FloorKubelet)
 	}
-	// Each of the kubelet floor's writes changes its Pod: the API server
-	// sends a watch event for each to every watcher of the Pod (its
-	// simulated kubelet and the controller manager at least), 4 more
-	// writes per Pod than the needed floor's.
-	if needed, kubelet := report.Floors[2].WatchEvents, report.Floors[3].WatchEvents; kubelet < needed+4*50*2 {
-		t.Errorf("the kubelet floor's 300 status writes brought %.0f watch events, the needed floor's 100 %.0f: want at least %d more, or some changed nothing", kubelet, needed, 4*50*2)
+	// Each agent's patch and each of the kubelet's status writes changes
+	// its Pod: a watcher of the Pods receives one event for each.
+	for _, fl := range report.Floors[2:] {
+		if want := (1 + fl.StatusWritesPerPod) * fl.Nodes; fl.PodChanges < want {
+			t.Errorf("%s floor: a watcher of its Pods received %d changes, want at least %d (an epoch patch and %d status writes per Pod): some writes changed nothing", fl.Kind, fl.PodChanges, want, fl.StatusWritesPerPod)
+		}
+		if fl.WatchEvents < float64(fl.PodChanges) {
+			t.Errorf("%s floor: the API server sent %.0f watch events, fewer than the %d a single watcher of its Pods received", fl.Kind, fl.WatchEvents, fl.PodChanges)
+		}
 	}
 	if report.ControlPlane != ControlPlaneScale {
 		t.Errorf("control-plane profile %q, want the default %q", report.ControlPlane, ControlPlaneScale)
