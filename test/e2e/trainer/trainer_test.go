@@ -1,6 +1,7 @@
 package trainer
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -37,9 +38,11 @@ kubectl exec -n team-a "$POD" -c node -- touch /tmp/inplace-crash`
 )
 
 const (
-	// container is the training container of Trainer's torch runtimes.
-	container = "node"
-	ranks     = nodes * 2
+	// replicatedJob is the replicated Job of Trainer's torch runtimes,
+	// and container its training container.
+	replicatedJob = "node"
+	container     = "node"
+	ranks         = nodes * 2
 	// timeout bounds each wait: a first start imports torch on 4 ranks
 	// sharing 2 cores with the cluster.
 	timeout = 4 * time.Minute
@@ -80,15 +83,25 @@ var _ = Describe("Kubeflow Trainer "+kubeflowtrainer.Module.Version+", built fro
 		before := podUIDs(js)
 		runPage(ns.Name, crash, 30*time.Second)
 
-		By("every rank restarts in place; the TrainJob never fails, then completes")
+		By("every rank restarts in place; the TrainJob never fails, its Job stays active until it succeeds, then it completes")
 		Eventually(func(g Gomega) {
-			conds := trainJobConditions(g, tj)
+			got := getTrainJob(g, tj)
+			conds, err := util.Conditions(got)
+			g.Expect(err).NotTo(HaveOccurred())
 			if c := meta.FindStatusCondition(conds, "Failed"); c != nil && c.Status == metav1.ConditionTrue {
 				StopTrying("the TrainJob failed: " + c.Message).Now()
+			}
+			// Trainer has no Running condition: its jobsStatus, read from
+			// the JobSet's replicatedJobsStatus, says its Job runs.
+			jobs := trainJobJobs(g, got)
+			g.Expect(jobs).To(HaveKey(replicatedJob), "jobsStatus %v", jobs)
+			if j := jobs[replicatedJob]; j.failed > 0 || j.active+j.succeeded == 0 {
+				StopTrying(fmt.Sprintf("the TrainJob's Job %s is not running nor done: %+v", replicatedJob, j)).Now()
 			}
 			c := meta.FindStatusCondition(conds, "Complete")
 			g.Expect(c).NotTo(BeNil())
 			g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
+			g.Expect(jobs[replicatedJob].succeeded).To(BeEquivalentTo(1), "jobsStatus %v", jobs)
 		}).WithTimeout(timeout).WithPolling(time.Second).Should(Succeed())
 		got := util.ExpectJobSetCondition(ctx, k8sClient, js, jobset.JobSetCompleted, decide.ReasonAllJobsCompleted, time.Minute)
 		Expect(got.Status.InPlaceRestarts).To(BeEquivalentTo(1), "one crash, one in-place restart")
@@ -120,14 +133,33 @@ var _ = Describe("Kubeflow Trainer "+kubeflowtrainer.Module.Version+", built fro
 	})
 })
 
-// trainJobConditions are the TrainJob's status conditions.
-func trainJobConditions(g Gomega, tj *unstructured.Unstructured) []metav1.Condition {
+// getTrainJob reads the TrainJob again.
+func getTrainJob(g Gomega, tj *unstructured.Unstructured) *unstructured.Unstructured {
 	got := &unstructured.Unstructured{}
 	got.SetGroupVersionKind(tj.GroupVersionKind())
 	g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(tj), got)).To(Succeed())
-	conds, err := util.Conditions(got)
+	return got
+}
+
+// jobCounts is an entry of a TrainJob's status.jobsStatus: of its
+// replicated Job's child Jobs, how many are active, failed, succeeded.
+type jobCounts struct{ active, failed, succeeded int64 }
+
+// trainJobJobs reads a TrainJob's status.jobsStatus, by name.
+func trainJobJobs(g Gomega, tj *unstructured.Unstructured) map[string]jobCounts {
+	list, _, err := unstructured.NestedSlice(tj.Object, "status", "jobsStatus")
 	g.Expect(err).NotTo(HaveOccurred())
-	return conds
+	out := map[string]jobCounts{}
+	for _, item := range list {
+		m, ok := item.(map[string]any)
+		g.Expect(ok).To(BeTrue(), "jobsStatus entry %v", item)
+		name, _, _ := unstructured.NestedString(m, "name")
+		active, _, _ := unstructured.NestedInt64(m, "active")
+		failed, _, _ := unstructured.NestedInt64(m, "failed")
+		succeeded, _, _ := unstructured.NestedInt64(m, "succeeded")
+		out[name] = jobCounts{active: active, failed: failed, succeeded: succeeded}
+	}
+	return out
 }
 
 // waitForCheckpoint waits until node 0's ranks saved a checkpoint.
