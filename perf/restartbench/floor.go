@@ -92,8 +92,10 @@ type Floor struct {
 	Handshakes  int     `json:"handshakes"`
 	WatchEvents float64 `json:"watchEvents"`
 	// PodChanges are the changes of the floor's Pods a watcher of them
-	// received: one per write that changed its Pod.
-	PodChanges int `json:"podChanges"`
+	// received, one per write that changed its Pod; counted only with
+	// Config.CountPodChanges (0 otherwise), since that watch adds its
+	// events to the floor's cost.
+	PodChanges int `json:"podChanges,omitempty"`
 	// Agents: until every agent's epoch patch returned; StatusWrites: every
 	// kubelet's last status write; Total: every agent has seen, on its
 	// watch, the controller's second broadcast write, made after both.
@@ -133,7 +135,7 @@ func floorNeeded(n, writes int) map[string]map[string]int {
 // floor measures the Floor of a kind at the env's N, on N copies of
 // sample, a Pod of the in-place JobSet, bound to the simulated nodes that
 // leave them alone.
-func (e *env) floor(ctx context.Context, kind string, sample *corev1.Pod, timeout time.Duration) (f Floor, err error) {
+func (e *env) floor(ctx context.Context, kind string, sample *corev1.Pod, timeout time.Duration, countChanges bool) (f Floor, err error) {
 	steps, err := statusWrites(kind)
 	if err != nil {
 		return f, err
@@ -240,9 +242,12 @@ func (e *env) floor(ctx context.Context, kind string, sample *corev1.Pod, timeou
 		}, nil)
 	}
 
-	changes, err := watchPodChanges(ctx, e.cs, ns.Name)
-	if err != nil {
-		return f, err
+	var changes *podChanges
+	if countChanges {
+		if changes, err = watchPodChanges(ctx, e.cs, ns.Name); err != nil {
+			return f, err
+		}
+		defer changes.stop()
 	}
 	apiBefore, err := e.apiServerCounters(ctx)
 	if err != nil {
@@ -307,10 +312,13 @@ func (e *env) floor(ctx context.Context, kind string, sample *corev1.Pod, timeou
 		f.Requests[actor] = c.snapshot()
 	}
 	f.Handshakes = int(counters[ActorAgents].dials.Load())
-	// Once the watcher has every change, the API server has counted the
-	// events it sent it.
-	if f.PodChanges, err = changes.count(ctx, time.Minute); err != nil {
-		return f, err
+	if changes != nil {
+		// Read before the API server's count of watch events, so that
+		// the count has this watch's events but perhaps the last few (it
+		// grows just after each is written to a stream).
+		if f.PodChanges, err = changes.count(ctx, timeout); err != nil {
+			return f, err
+		}
 	}
 	apiAfter, err := e.apiServerCounters(ctx)
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
@@ -28,12 +29,16 @@ type podChanges struct {
 	cs        kubernetes.Interface
 	namespace string
 	watcher   *watchtools.RetryWatcher
+	// done is closed once the watcher's results are drained.
+	done     chan struct{}
+	stopOnce sync.Once
 
 	mu sync.Mutex
 	// seen is the resource version of each Pod's last change received.
 	seen    map[string]string
 	changes int
-	done    chan struct{}
+	// failed is the error the watch ended with, if it did.
+	failed error
 }
 
 // watchPodChanges starts counting the changes of the Pods in namespace
@@ -54,26 +59,42 @@ func watchPodChanges(ctx context.Context, cs kubernetes.Interface, namespace str
 	go func() {
 		defer close(p.done)
 		for ev := range w.ResultChan() {
-			pod, ok := ev.Object.(*corev1.Pod)
-			if !ok || ev.Type != watch.Modified {
-				continue
-			}
-			p.mu.Lock()
-			p.seen[pod.Name] = pod.ResourceVersion
-			p.changes++
-			p.mu.Unlock()
+			p.receive(ev)
 		}
 	}()
 	return p, nil
 }
 
-// count waits until the watcher has received every Pod as it is now, then
-// stops it and returns the changes received.
-func (p *podChanges) count(ctx context.Context, timeout time.Duration) (int, error) {
-	defer func() {
+// receive counts a modification; an error event (the RetryWatcher gave
+// up: its resource version expired, say) is kept for count to return.
+func (p *podChanges) receive(ev watch.Event) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	switch ev.Type {
+	case watch.Modified:
+		if pod, ok := ev.Object.(*corev1.Pod); ok {
+			p.seen[pod.Name] = pod.ResourceVersion
+			p.changes++
+		}
+	case watch.Error:
+		if p.failed == nil {
+			p.failed = apierrors.FromObject(ev.Object)
+		}
+	}
+}
+
+// stop ends the watch; it may be called more than once.
+func (p *podChanges) stop() {
+	p.stopOnce.Do(func() {
 		p.watcher.Stop()
 		<-p.done
-	}()
+	})
+}
+
+// count waits, at most timeout, until the watcher has received every Pod
+// as it is now, then stops it and returns the changes received.
+func (p *podChanges) count(ctx context.Context, timeout time.Duration) (int, error) {
+	defer p.stop()
 	list, err := p.cs.CoreV1().Pods(p.namespace).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return 0, err
@@ -81,6 +102,9 @@ func (p *podChanges) count(ctx context.Context, timeout time.Duration) (int, err
 	caughtUp := func(context.Context) (bool, error) {
 		p.mu.Lock()
 		defer p.mu.Unlock()
+		if p.failed != nil {
+			return false, fmt.Errorf("the watch ended: %w", p.failed)
+		}
 		for _, pod := range list.Items {
 			if p.seen[pod.Name] != pod.ResourceVersion {
 				return false, nil
@@ -89,7 +113,7 @@ func (p *podChanges) count(ctx context.Context, timeout time.Duration) (int, err
 		return true, nil
 	}
 	if err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, timeout, true, caughtUp); err != nil {
-		return 0, fmt.Errorf("the watch of namespace %s's Pods did not receive their last changes within %v: %w", p.namespace, timeout, err)
+		return 0, fmt.Errorf("counting the changes of namespace %s's Pods: the watch did not receive their last changes within %v: %w", p.namespace, timeout, err)
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
