@@ -1,7 +1,6 @@
 package controller
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"os"
@@ -26,6 +25,8 @@ import (
 	"github.com/inplace-dev/inplace/test/cluster"
 	"github.com/inplace-dev/inplace/test/docpage"
 	"github.com/inplace-dev/inplace/test/framework"
+	"github.com/inplace-dev/inplace/test/images"
+	kueueinstall "github.com/inplace-dev/inplace/test/kueue"
 	"github.com/inplace-dev/inplace/test/util"
 	"github.com/inplace-dev/inplace/test/wrappers"
 )
@@ -44,9 +45,9 @@ const (
 )
 
 // kueueVersion is the Kueue release docs/how-to/kueue.md is checked
-// against: its CRDs hold the queues of step 3, and its default
-// configuration the integration of step 2.
-const kueueVersion = "v0.17.0"
+// against, the one test/e2e/kueue runs: its CRDs hold the queues of step
+// 3, and its default configuration the integration of step 2.
+const kueueVersion = images.KueueVersion
 
 // docCheck is a command of docs/how-to/kueue.md and the lines the page
 // shows it printing at one point of the JobSet's life; with only, the
@@ -142,22 +143,16 @@ func pageQueues(ns string) string {
 	return strings.ReplaceAll(queues, "  namespace: team-a\n", "  namespace: "+ns+"\n")
 }
 
-// kueueModule is the directory of Kueue's Go module at kueueVersion, as
-// the Go module proxy serves it: where go mod download puts it, run
-// outside this module, whose go.mod and go.sum stay as they are.
+// kueueModule is the directory of Kueue's Go module, at the version
+// hack/kueue pins and the end-to-end suite runs.
 func kueueModule() string {
 	GinkgoHelper()
-	cmd := exec.CommandContext(ctx, "go", "mod", "download", "-json", "sigs.k8s.io/kueue@"+kueueVersion)
-	cmd.Dir = GinkgoT().TempDir()
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	var module struct{ Dir, Error string }
-	Expect(json.Unmarshal(out, &module)).To(Succeed(), "go mod download -json sigs.k8s.io/kueue@%s (%v) printed:\n%s\nand on stderr:\n%s", kueueVersion, err, out, &stderr)
-	Expect(module.Error).To(BeEmpty(), "go mod download sigs.k8s.io/kueue@%s; on stderr:\n%s", kueueVersion, &stderr)
-	Expect(err).NotTo(HaveOccurred(), "go mod download sigs.k8s.io/kueue@%s; on stderr:\n%s", kueueVersion, &stderr)
-	Expect(module.Dir).To(BeADirectory())
-	return module.Dir
+	root, err := cluster.RepoRoot()
+	Expect(err).NotTo(HaveOccurred())
+	dir, err := kueueinstall.Module.Dir(ctx, root)
+	Expect(err).NotTo(HaveOccurred())
+	Expect(dir).To(BeADirectory())
+	return dir
 }
 
 // installKueueCRDs installs the CRDs of Kueue's release kueueVersion, as
