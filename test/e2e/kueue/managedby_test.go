@@ -88,6 +88,9 @@ func leavesMultiKueueJobSets() {
 	ours := util.WorkerJobSet("ours", ns.Name, 1, nil)
 	Expect(k8sClient.Create(ctx, ours)).To(Succeed())
 	util.ExpectWorkersRunning(ctx, k8sClient, ours, 1, 1, timeout)
+	// The dispatched JobSet stays suspended (MultiKueue's admission check
+	// never passes on one cluster), so no controller would create its
+	// Jobs: the empty status is what shows that inplace leaves it alone.
 	Consistently(func(g Gomega) {
 		var jobs batchv1.JobList
 		g.Expect(k8sClient.List(ctx, &jobs, client.InNamespace(ns.Name), client.MatchingLabels{jobset.JobSetNameKey: dispatched.Name})).To(Succeed())

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -101,29 +102,27 @@ func probedJobSet(name, ns string) *jobset.JobSet {
 	return js
 }
 
-// workloadOf is the Workload Kueue made for js.
+// workloadOf is the Workload Kueue made for js; g fails if there is none.
 func workloadOf(g Gomega, js *jobset.JobSet) *unstructured.Unstructured {
 	var list unstructured.UnstructuredList
 	list.SetAPIVersion("kueue.x-k8s.io/v1beta2")
 	list.SetKind("WorkloadList")
 	g.Expect(k8sClient.List(ctx, &list, client.InNamespace(js.Namespace))).To(Succeed())
 	uid := get(js).UID
-	for i := range list.Items {
-		for _, ref := range list.Items[i].GetOwnerReferences() {
-			if ref.UID == uid {
-				return &list.Items[i]
-			}
+	var owned []unstructured.Unstructured
+	for _, wl := range list.Items {
+		if slices.ContainsFunc(wl.GetOwnerReferences(), func(ref metav1.OwnerReference) bool { return ref.UID == uid }) {
+			owned = append(owned, wl)
 		}
 	}
-	g.Expect(list.Items).To(BeEmpty(), "no Workload of %s", js.Name)
-	return nil
+	g.Expect(owned).NotTo(BeEmpty(), "no Workload of %s among the %d of its namespace", js.Name, len(list.Items))
+	return &owned[0]
 }
 
 // workloadCondition is the condition of type t of js's Workload, nil if
 // it has none.
 func workloadCondition(g Gomega, js *jobset.JobSet, t string) *metav1.Condition {
 	wl := workloadOf(g, js)
-	g.Expect(wl).NotTo(BeNil())
 	conds, err := util.Conditions(wl)
 	g.Expect(err).NotTo(HaveOccurred())
 	return meta.FindStatusCondition(conds, t)
