@@ -308,3 +308,20 @@ func TestInventoryLeavesNothingOfDeletedNamespaces(t *testing.T) {
 		t.Errorf("inventory %s, want the namespace removed with its last object", got)
 	}
 }
+
+func TestCanRefuse(t *testing.T) {
+	for rego, want := range map[string]bool{
+		"package p\n\ndeny contains \"no\" if true\n":                                             true,
+		"package p\n\nviolation contains {\"msg\": \"no\"} if true\n":                             true,
+		"package p\n\nwarn contains \"careful\" if true\n":                                        false,
+		"package p\n\npatch contains {\"op\": \"add\", \"path\": \"/x\", \"value\": 1} if true\n": false,
+	} {
+		p, err := Compile(Source{Name: "p", Rego: rego})
+		if err != nil {
+			t.Fatalf("%s: %v", rego, err)
+		}
+		if got := p.CanRefuse(); got != want {
+			t.Errorf("CanRefuse of\n%s= %v, want %v", rego, got, want)
+		}
+	}
+}

@@ -126,6 +126,14 @@ type Policy struct {
 	builtin bool
 }
 
+// CanRefuse says whether the policy has a rule that can refuse a JobSet
+// (deny or violation); one without only warns or patches.
+func (p *Policy) CanRefuse() bool {
+	_, deny := p.bindings["deny"]
+	_, violation := p.bindings["violation"]
+	return deny || violation
+}
+
 // Target is what a policy is evaluated on.
 type Target string
 

@@ -9,9 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/open-policy-agent/opa/v1/ast"
-
-	policyv1alpha1 "github.com/inplace-dev/inplace/api/policy/v1alpha1"
+	"github.com/inplace-dev/inplace/policies/jobsetpolicy"
 	"github.com/inplace-dev/inplace/webhook/offline/suite"
 )
 
@@ -151,18 +149,9 @@ func refuses(t *testing.T, dir string) bool {
 	if err != nil {
 		t.Fatal(err)
 	}
-	version := ast.RegoV1
-	if p.Spec.RegoVersion == policyv1alpha1.RegoV0 {
-		version = ast.RegoV0
-	}
-	module, err := ast.ParseModuleWithOpts(dir+".rego", p.Spec.Rego, ast.ParserOptions{RegoVersion: version})
+	compiled, err := jobsetpolicy.Compile(p.Name, &p.Spec, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, r := range module.Rules {
-		if name := r.Head.Ref()[0].String(); name == "deny" || name == "violation" {
-			return true
-		}
-	}
-	return false
+	return compiled.CanRefuse()
 }
