@@ -104,12 +104,11 @@ var _ = Describe("Kubeflow Trainer "+kubeflowtrainer.Module.Version+", built fro
 			if j.Failed > 0 {
 				StopTrying(fmt.Sprintf("the TrainJob counts a failed Job %s: %+v", replicatedJob, j)).Now()
 			}
-			c := meta.FindStatusCondition(conds, "Complete")
-			if c == nil || c.Status != metav1.ConditionTrue {
+			complete := meta.IsStatusConditionTrue(conds, "Complete")
+			if !complete {
 				sawActive = sawActive || j.Active > 0
-				g.Expect(c).NotTo(BeNil(), "not complete yet")
-				g.Expect(c.Status).To(Equal(metav1.ConditionTrue), "not complete yet")
 			}
+			g.Expect(complete).To(BeTrue(), "not complete yet")
 			g.Expect(j.Succeeded).To(BeEquivalentTo(1), "jobsStatus %v", jobs)
 		}).WithTimeout(timeout).WithPolling(time.Second).Should(Succeed())
 		Expect(sawActive).To(BeTrue(), "the TrainJob's Job %s was never seen active after the crash", replicatedJob)
