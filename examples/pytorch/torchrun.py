@@ -8,12 +8,27 @@ other than 1 if any worker exited with one (a rank's own "do not retry"
 code; its peers exit 1 the moment their collectives break, often in the
 same instant, so which failed first cannot tell), else 1, else the signal
 that killed a worker as 128+S, as a shell would.
+
+With --run_path and --start_method=fork the ranks are forks of this
+process, which has imported torch: no rank imports it again. torchrun
+then names only the first rank it saw fail, maybe a peer that exited 1,
+so each rank writes a code other than 0 and 1 to memory shared with this
+process. Each rank also puts back the default dispositions of the
+signals torchrun handles, which it sets before it forks: a rank blocked
+in a collective ends at SIGTERM, as a new process would, instead of
+when the collective returns.
 """
 
+import multiprocessing
+import runpy
+import signal
 import sys
 
+import torch.distributed.run as torchrun
 from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
-from torch.distributed.run import main
+
+# The first code other than 0 and 1 a forked rank exited with (0: none).
+fatal = multiprocessing.Value("i", 0)
 
 
 def exit_code(failures):
@@ -23,8 +38,30 @@ def exit_code(failures):
     return 128 - code if code < 0 else code or 1
 
 
-if __name__ == "__main__":
+def run_script_path(training_script, *training_script_args):
+    """torchrun's --run_path entry point, run in each forked rank."""
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT):
+        signal.signal(sig, signal.SIG_DFL)
+    sys.argv = [training_script, *training_script_args]
     try:
-        main()
+        runpy.run_path(training_script, run_name="__main__")
+    except SystemExit as err:
+        code = err.code if isinstance(err.code, int) else (0 if err.code is None else 1)
+        if code == 0:
+            # torchrun waits for a return value from every rank: an exit
+            # with 0 is a return.
+            return None
+        if code > 1:
+            with fatal.get_lock():
+                if fatal.value == 0:
+                    fatal.value = code
+        raise
+
+
+if __name__ == "__main__":
+    # Looked up by name when torchrun reads --run_path.
+    torchrun.run_script_path = run_script_path
+    try:
+        torchrun.main()
     except ChildFailedError as err:
-        sys.exit(exit_code(err.failures))
+        sys.exit(fatal.value or exit_code(err.failures))

@@ -27,7 +27,8 @@ checkpoint, `rank R resumed from checkpoint at step N` on every rank.
 
 `touch /tmp/inplace-crash` in a Pod's container makes one of its ranks exit
 with code 1 at its next step; a number in the file is the exit code
-instead. The rank removes the file first, so one crash is one failure.
+instead, and a second number the local rank that exits (`42 1`). The rank
+removes the file first, so one crash is one failure.
 """
 
 import datetime
@@ -99,11 +100,13 @@ def crash_requested():
     """Returns the exit code asked for in CRASH_FILE, or None."""
     try:
         with open(CRASH_FILE) as f:
-            text = f.read().strip()
+            words = f.read().split()
+        if len(words) > 1 and int(words[1]) != int(os.environ.get("LOCAL_RANK", "0")):
+            return None  # for another rank of this Pod
         os.remove(CRASH_FILE)
     except FileNotFoundError:  # none, or another rank of this Pod took it
         return None
-    return int(text) if text else 1
+    return int(words[0]) if words else 1
 
 
 def train(epoch):

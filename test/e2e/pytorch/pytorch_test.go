@@ -149,7 +149,10 @@ var _ = Describe("examples/pytorch on real kubelets", func() {
 
 	It("fails the JobSet without a restart when a rank exits with a fatal code", MustPassRepeatedly(2), func() {
 		js := createExample(ns.Name, nil)
-		_, firstRun := crashAfterCheckpoint(js, "echo 42 > /tmp/inplace-crash")
+		// Local rank 1 exits 42 and its Pod's rank 0 exits 1 as their
+		// collective breaks: torchrun names the first it sees fail, and
+		// torchrun.py must still exit 42.
+		_, firstRun := crashAfterCheckpoint(js, "echo 42 1 > /tmp/inplace-crash")
 
 		got := util.ExpectJobSetCondition(ctx, k8sClient, js, jobset.JobSetFailed, "FailJobSetFailurePolicyAction", timeout)
 		// The ranks of the other Pod fail too as their peer vanishes, with
