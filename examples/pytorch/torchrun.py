@@ -12,11 +12,13 @@ that killed a worker as 128+S, as a shell would.
 With --run_path and --start_method=fork the ranks are forks of this
 process, which has imported torch: no rank imports it again. torchrun
 then names only the first rank it saw fail, maybe a peer that exited 1,
-so each rank writes a code other than 0 and 1 to memory shared with this
-process. Each rank also puts back the default dispositions of the
+and ends the others with SIGTERM. So each rank writes the code it exits
+with, when other than 0 and 1, to memory shared with this process, the
+moment it calls sys.exit: before its own teardown breaks its peers'
+collectives. Each rank also puts back the default dispositions of the
 signals torchrun handles, which it sets before it forks: a rank blocked
-in a collective ends at SIGTERM, as a new process would, instead of
-when the collective returns.
+in a collective ends at SIGTERM, as a new process would, instead of when
+the collective returns.
 """
 
 import multiprocessing
@@ -27,8 +29,10 @@ import sys
 import torch.distributed.run as torchrun
 from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
 
-# The first code other than 0 and 1 a forked rank exited with (0: none).
-fatal = multiprocessing.Value("i", 0)
+# A code other than 0 and 1 a forked rank exited with (0: none). Without a
+# lock: a rank may be killed at any instant, and any rank's fatal code
+# will do.
+fatal = multiprocessing.RawValue("i", 0)
 
 
 def exit_code(failures):
@@ -38,29 +42,45 @@ def exit_code(failures):
     return 128 - code if code < 0 else code or 1
 
 
+def status(code):
+    """The exit status sys.exit(code) gives the process, as Python does."""
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code & 0xFF
+    return 1  # a message, printed to stderr
+
+
 def run_script_path(training_script, *training_script_args):
     """torchrun's --run_path entry point, run in each forked rank."""
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT):
         signal.signal(sig, signal.SIG_DFL)
+    exit_ = sys.exit
+
+    def recorded_exit(code=None):
+        if status(code) > 1:
+            fatal.value = status(code)
+        exit_(code)
+
+    sys.exit = recorded_exit
     sys.argv = [training_script, *training_script_args]
     try:
         runpy.run_path(training_script, run_name="__main__")
     except SystemExit as err:
-        code = err.code if isinstance(err.code, int) else (0 if err.code is None else 1)
-        if code == 0:
+        if status(err.code) == 0:
             # torchrun waits for a return value from every rank: an exit
             # with 0 is a return.
             return None
-        if code > 1:
-            with fatal.get_lock():
-                if fatal.value == 0:
-                    fatal.value = code
+        if status(err.code) > 1:
+            fatal.value = status(err.code)  # raised, not called
         raise
 
 
 if __name__ == "__main__":
-    # Looked up by name when torchrun reads --run_path.
-    torchrun.run_script_path = run_script_path
+    args = torchrun.parse_args(sys.argv[1:])
+    if args.run_path and args.start_method == "fork":
+        # Looked up by name when torchrun reads --run_path.
+        torchrun.run_script_path = run_script_path
     try:
         torchrun.main()
     except ChildFailedError as err:

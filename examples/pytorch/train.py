@@ -101,12 +101,21 @@ def crash_requested():
     try:
         with open(CRASH_FILE) as f:
             words = f.read().split()
-        if len(words) > 1 and int(words[1]) != int(os.environ.get("LOCAL_RANK", "0")):
-            return None  # for another rank of this Pod
-        os.remove(CRASH_FILE)
     except FileNotFoundError:  # none, or another rank of this Pod took it
         return None
-    return int(words[0]) if words else 1
+    try:
+        code = int(words[0]) if words else 1
+        local_rank = int(words[1]) if len(words) > 1 else None
+    except ValueError:  # not numbers: a crash all the same
+        log(f"{CRASH_FILE} holds {' '.join(words)!r}, not a code and a local rank: exit code 1")
+        code, local_rank = 1, None
+    if local_rank is not None and local_rank != int(os.environ.get("LOCAL_RANK", "0")):
+        return None  # for another rank of this Pod
+    try:
+        os.remove(CRASH_FILE)
+    except FileNotFoundError:  # another rank of this Pod took it
+        return None
+    return code
 
 
 def train(epoch):

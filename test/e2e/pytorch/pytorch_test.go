@@ -149,10 +149,11 @@ var _ = Describe("examples/pytorch on real kubelets", func() {
 
 	It("fails the JobSet without a restart when a rank exits with a fatal code", MustPassRepeatedly(2), func() {
 		js := createExample(ns.Name, nil)
-		// Local rank 1 exits 42 and its Pod's rank 0 exits 1 as their
-		// collective breaks: torchrun names the first it sees fail, and
-		// torchrun.py must still exit 42.
-		_, firstRun := crashAfterCheckpoint(js, "echo 42 1 > /tmp/inplace-crash")
+		// Local rank 1 exits 42. Its Pod's rank 0 then fails as their
+		// collective breaks, or is ended by torchrun, which names only the
+		// first rank it sees fail: torchrun.py must still exit 42. Written
+		// whole: a rank that read an empty file would crash with code 1.
+		_, firstRun := crashAfterCheckpoint(js, "echo 42 1 > /tmp/crash && mv /tmp/crash /tmp/inplace-crash")
 
 		got := util.ExpectJobSetCondition(ctx, k8sClient, js, jobset.JobSetFailed, "FailJobSetFailurePolicyAction", timeout)
 		// The ranks of the other Pod fail too as their peer vanishes, with
