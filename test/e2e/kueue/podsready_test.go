@@ -162,16 +162,14 @@ func survivesRecoveryTimeout() {
 	for _, js := range jobSets {
 		util.ExitWorker(ctx, fw.Cluster.Kubeconfig, podsOf(js)[0], 1)
 	}
-	// In container scope every worker container restarts, unready for
-	// readyAfter seconds at least: the Workload's PodsReady turns False
-	// and Kueue's recovery timer runs. (In process scope the containers
-	// run on; whether Kueue sees their few unready seconds is left open.)
-	container := jobSets[0]
-	Eventually(func(g Gomega) {
-		c := workloadCondition(g, container, "PodsReady")
-		g.Expect(c).NotTo(BeNil())
-		g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
-	}).WithTimeout(timeout).WithPolling(250*time.Millisecond).Should(Succeed(), "PodsReady of %s turned False", container.Name)
+	// Every restarted worker is unready for readyAfter seconds at least.
+	// Whether Kueue sees it depends on when its Job's readiness drops.
+	// Before the new epoch syncs, the JobSet's status says so at once:
+	// the Workload's PodsReady turns False and Kueue's recovery timer
+	// runs. After it, the controller holds a change of counters alone
+	// while the group recovers (decide.HoldCounters), and the group is
+	// ready again before the hold ends: Kueue never sees the drop. Both
+	// happen, in container scope as in process scope; neither evicts.
 	for _, js := range jobSets {
 		Expect(util.ExpectWorkersRunning(ctx, k8sClient, js, 2, 2, timeout)).To(Equal(before[js.Name]), "%s: the same Pods, on the same nodes", js.Name)
 		expectPodsReady(js, metav1.ConditionTrue)
