@@ -148,12 +148,24 @@ func podsOf(js *jobset.JobSet) []corev1.Pod {
 	return util.JobSetPods(ctx, k8sClient, js)
 }
 
-// expectSuspended waits until js is suspended by Kueue and holds no Pod.
+// expectSuspended waits until js is suspended by Kueue, then until the
+// Pods it ran when suspended are gone. Kueue may admit it again before
+// they are: its backoff after an eviction runs while the Pods stop, and
+// the Pods of the new admission are not waited for.
 func expectSuspended(js *jobset.JobSet) {
 	GinkgoHelper()
+	var ran []string
 	Eventually(func(g Gomega) {
 		g.Expect(ptr.Deref(get(js).Spec.Suspend, false)).To(BeTrue(), "suspended")
-		g.Expect(podsOf(js)).To(BeEmpty(), "its Pods are gone")
+		ran = nil
+		for _, p := range podsOf(js) {
+			ran = append(ran, p.Name)
+		}
+	}).WithTimeout(timeout).Should(Succeed())
+	Eventually(func(g Gomega) {
+		for _, p := range podsOf(js) {
+			g.Expect(ran).NotTo(ContainElement(p.Name), "Pod %s of the suspended JobSet is gone", p.Name)
+		}
 	}).WithTimeout(timeout).Should(Succeed())
 }
 
