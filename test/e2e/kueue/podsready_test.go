@@ -32,8 +32,8 @@ const recoveryTimeout = 30 * time.Second
 // waitForPodsReady is the Configuration's section these specs run with,
 // appended to config/default's own: a Workload is evicted if its Pods are
 // not ready within 5 minutes of admission or, once ready, stay unready
-// past recoveryTimeout, and requeued after a 30 s backoff: long enough
-// for the evicted JobSet's Pods to be gone before Kueue admits it again.
+// past recoveryTimeout, and requeued after a 30 s backoff (the evicted
+// JobSet's Pods may still be stopping when Kueue admits it again).
 var waitForPodsReady = fmt.Sprintf(`waitForPodsReady:
   timeout: 5m
   recoveryTimeout: %s
@@ -164,12 +164,13 @@ func survivesRecoveryTimeout() {
 	}
 	// Every restarted worker is unready for readyAfter seconds at least.
 	// Whether Kueue sees it depends on when its Job's readiness drops.
-	// Before the new epoch syncs, the JobSet's status says so at once:
-	// the Workload's PodsReady turns False and Kueue's recovery timer
-	// runs. After it, the controller holds a change of counters alone
-	// while the group recovers (decide.HoldCounters), and the group is
-	// ready again before the hold ends: Kueue never sees the drop. Both
-	// happen, in container scope as in process scope; neither evicts.
+	// Before the new epoch syncs, the status write that ends the restart
+	// carries it: the Workload's PodsReady turns False and Kueue's
+	// recovery timer runs. After it, the controller holds a change of
+	// counters alone while the group recovers (decide.HoldCounters), and
+	// the group is ready again before the hold ends: Kueue never sees
+	// the drop. Both happen, in container scope as in process scope;
+	// neither evicts.
 	for _, js := range jobSets {
 		Expect(util.ExpectWorkersRunning(ctx, k8sClient, js, 2, 2, timeout)).To(Equal(before[js.Name]), "%s: the same Pods, on the same nodes", js.Name)
 		expectPodsReady(js, metav1.ConditionTrue)
