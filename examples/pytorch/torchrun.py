@@ -42,13 +42,18 @@ def exit_code(failures):
     return 128 - code if code < 0 else code or 1
 
 
-def status(code):
-    """The exit status sys.exit(code) gives the process, as Python does."""
+def record(code):
+    """Records the exit status sys.exit(code) gives the process, as Python
+    computes it, when fatal (above 1); returns it."""
     if code is None:
-        return 0
-    if isinstance(code, int):
-        return code & 0xFF
-    return 1  # a message, printed to stderr
+        status = 0
+    elif isinstance(code, int):
+        status = code & 0xFF
+    else:
+        status = 1  # a message, printed to stderr
+    if status > 1:
+        fatal.value = status
+    return status
 
 
 def run_script_path(training_script, *training_script_args):
@@ -58,8 +63,7 @@ def run_script_path(training_script, *training_script_args):
     exit_ = sys.exit
 
     def recorded_exit(code=None):
-        if status(code) > 1:
-            fatal.value = status(code)
+        record(code)
         exit_(code)
 
     sys.exit = recorded_exit
@@ -67,12 +71,11 @@ def run_script_path(training_script, *training_script_args):
     try:
         runpy.run_path(training_script, run_name="__main__")
     except SystemExit as err:
-        if status(err.code) == 0:
+        # Recorded again for a SystemExit raised, not called.
+        if record(err.code) == 0:
             # torchrun waits for a return value from every rank: an exit
             # with 0 is a return.
             return None
-        if status(err.code) > 1:
-            fatal.value = status(err.code)  # raised, not called
         raise
 
 
