@@ -3,6 +3,7 @@ package inject
 import (
 	"encoding/json"
 	"fmt"
+	"path"
 	"slices"
 	"strconv"
 	"strings"
@@ -51,6 +52,13 @@ func injectProcessScope(rj *jobset.ReplicatedJob, agent configv1alpha1.Agent, or
 	if pod.TerminationGracePeriodSeconds != nil {
 		grace = time.Duration(*pod.TerminationGracePeriodSeconds) * time.Second
 	}
+	// A template injected before keeps its volume, whatever the
+	// configuration says now: its workers' mounts and its agent's hook
+	// were made for that one.
+	vol := supervisorVolumeOf(agent)
+	if i := slices.IndexFunc(pod.Volumes, func(v corev1.Volume) bool { return v.Name == supervisorVolume }); i >= 0 {
+		vol = pod.Volumes[i]
+	}
 	var supervised []string
 	for i := range pod.Containers {
 		ctr := &pod.Containers[i]
@@ -85,7 +93,7 @@ func injectProcessScope(rj *jobset.ReplicatedJob, agent configv1alpha1.Agent, or
 		}
 		ctr.Command = append(append(flags, "--"), append(ctr.Command, ctr.Args...)...)
 		ctr.Args = nil
-		ctr.VolumeMounts = append(ctr.VolumeMounts, corev1.VolumeMount{Name: supervisorVolume, MountPath: protocol.SupervisorDir, ReadOnly: true})
+		ctr.VolumeMounts = append(ctr.VolumeMounts, supervisorMount(vol))
 		supervised = append(supervised, ctr.Name)
 		why := "runs the command under the supervisor, which restarts the worker's processes in place when the epoch changes"
 		if park > 0 {
@@ -96,20 +104,62 @@ func injectProcessScope(rj *jobset.ReplicatedJob, agent configv1alpha1.Agent, or
 	if len(out) == 0 {
 		return nil
 	}
-	if !slices.ContainsFunc(pod.Volumes, func(v corev1.Volume) bool { return v.Name == supervisorVolume }) {
-		pod.Volumes = append(pod.Volumes, corev1.Volume{Name: supervisorVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
-	}
 	ag := &pod.InitContainers[a]
 	// The supervisors are the barrier: the workers' containers start at
 	// once and their supervisors hold the workers, so no probe period
 	// stands between the lift and the workers.
 	ag.StartupProbe = nil
-	// The agent's container puts the supervisor on the volume before any
-	// worker's container starts: the kubelet runs a sidecar's postStart
-	// hook to its end before it starts the next container. A hook rather
-	// than an init container of its own: each container the kubelet
-	// starts one after the other waits for its next look at the node's
-	// containers, about a second.
+	if !slices.ContainsFunc(pod.Volumes, func(v corev1.Volume) bool { return v.Name == supervisorVolume }) {
+		pod.Volumes = append(pod.Volumes, vol)
+	}
+	if vol.Image == nil {
+		installSupervisor(ag)
+	}
+	setEnv(ag, corev1.EnvVar{Name: protocol.EnvRestartScope, Value: protocol.RestartScopeProcess})
+	setEnv(ag, corev1.EnvVar{Name: protocol.EnvSupervisedContainers, Value: strings.Join(supervised, ",")})
+	setEnv(ag, corev1.EnvVar{Name: protocol.EnvWorkerRestarts, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{
+		FieldPath: "metadata.annotations['" + protocol.WorkerRestartsAnnotation + "']"}}})
+	return out
+}
+
+// supervisorVolumeOf is the volume that carries the supervisor's binary to
+// the workers: an emptyDir the agent's postStart hook fills
+// (installSupervisor), or the agent's image itself, which the container
+// runtime mounts read-only with no copy and no hook. With the hook the
+// kubelet starts the workers' containers only once the copy, an exec in
+// the agent's container, has ended: 0.40 s per Pod at 16 Pods on 4 nodes
+// (docs/explanation/performance.md, "First start").
+func supervisorVolumeOf(agent configv1alpha1.Agent) corev1.Volume {
+	v := corev1.Volume{Name: supervisorVolume}
+	if agent.SupervisorVolume == configv1alpha1.SupervisorVolumeImage {
+		// The pull policy is left to the API server's defaulting, which
+		// gives it as it gives the agent container's: Always for a
+		// :latest image, IfNotPresent otherwise.
+		v.Image = &corev1.ImageVolumeSource{Reference: agent.Image}
+	} else {
+		v.EmptyDir = &corev1.EmptyDirVolumeSource{}
+	}
+	return v
+}
+
+// supervisorMount mounts the supervisor's volume in a worker container,
+// read-only, so that protocol.SupervisorBinary is the binary: of an image
+// volume only the directory of protocol.ImageSupervisorBinary.
+func supervisorMount(vol corev1.Volume) corev1.VolumeMount {
+	m := corev1.VolumeMount{Name: supervisorVolume, MountPath: protocol.SupervisorDir, ReadOnly: true}
+	if vol.Image != nil {
+		m.SubPath = strings.TrimPrefix(path.Dir(protocol.ImageSupervisorBinary), "/")
+	}
+	return m
+}
+
+// installSupervisor has the agent's container put the supervisor on the
+// emptyDir before any worker's container starts: the kubelet runs a
+// sidecar's postStart hook to its end before it starts the next
+// container. A hook rather than an init container of its own: each
+// container the kubelet starts one after the other waits for its next
+// look at the node's containers.
+func installSupervisor(ag *corev1.Container) {
 	if !slices.ContainsFunc(ag.VolumeMounts, func(m corev1.VolumeMount) bool { return m.Name == supervisorVolume }) {
 		ag.VolumeMounts = append(ag.VolumeMounts, corev1.VolumeMount{Name: supervisorVolume, MountPath: protocol.SupervisorDir})
 	}
@@ -118,11 +168,6 @@ func injectProcessScope(rj *jobset.ReplicatedJob, agent configv1alpha1.Agent, or
 	}
 	ag.Lifecycle.PostStart = &corev1.LifecycleHandler{Exec: &corev1.ExecAction{
 		Command: []string{protocol.ImageSupervisorBinary, protocol.InstallCommand, protocol.SupervisorBinary}}}
-	setEnv(ag, corev1.EnvVar{Name: protocol.EnvRestartScope, Value: protocol.RestartScopeProcess})
-	setEnv(ag, corev1.EnvVar{Name: protocol.EnvSupervisedContainers, Value: strings.Join(supervised, ",")})
-	setEnv(ag, corev1.EnvVar{Name: protocol.EnvWorkerRestarts, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{
-		FieldPath: "metadata.annotations['" + protocol.WorkerRestartsAnnotation + "']"}}})
-	return out
 }
 
 // parkDeadline is the deadline to park in in-process scope, 0 otherwise:

@@ -1,9 +1,15 @@
 package inject
 
 import (
+	"path"
+	"slices"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+
+	configv1alpha1 "github.com/inplace-dev/inplace/api/config/v1alpha1"
 	"github.com/inplace-dev/inplace/api/protocol"
 )
 
@@ -38,5 +44,58 @@ func TestInProcessFlags(t *testing.T) {
 		if got := standbyOn(tc.annotations); got != tc.standby {
 			t.Errorf("%s: standbyOn = %v, want %v", tc.name, got, tc.standby)
 		}
+	}
+}
+
+// With agent.supervisorVolume Image the workers run the supervisor from an
+// image volume of the agent's image: no emptyDir, no copy, no postStart
+// hook. A template injected before keeps the volume it was injected with.
+func TestSupervisorFromAnImageVolume(t *testing.T) {
+	image := defaultAgent()
+	image.SupervisorVolume = configv1alpha1.SupervisorVolumeImage
+	js := load(t, "testdata/process-scope.yaml")
+	mutate(js, image)
+	pod := js.Spec.ReplicatedJobs[0].Template.Spec.Template.Spec
+	i := slices.IndexFunc(pod.Volumes, func(v corev1.Volume) bool { return v.Name == supervisorVolume })
+	if i < 0 || pod.Volumes[i].Image == nil || pod.Volumes[i].EmptyDir != nil || pod.Volumes[i].Image.Reference != image.Image {
+		t.Fatalf("volumes %+v: want %s as an image volume of %s", pod.Volumes, supervisorVolume, image.Image)
+	}
+	want := corev1.VolumeMount{Name: supervisorVolume, MountPath: protocol.SupervisorDir, ReadOnly: true, SubPath: "usr/local/bin"}
+	for _, c := range pod.Containers {
+		if !slices.Contains(c.VolumeMounts, want) {
+			t.Errorf("container %s mounts %+v, want %+v", c.Name, c.VolumeMounts, want)
+		}
+		if c.Command[0] != protocol.SupervisorBinary || path.Join("/", want.SubPath, path.Base(c.Command[0])) != protocol.ImageSupervisorBinary {
+			t.Errorf("container %s runs %s, which is not the image's %s", c.Name, c.Command[0], protocol.ImageSupervisorBinary)
+		}
+	}
+	ag := pod.InitContainers[slices.IndexFunc(pod.InitContainers, func(c corev1.Container) bool { return c.Name == image.ContainerName })]
+	if ag.Lifecycle != nil && ag.Lifecycle.PostStart != nil {
+		t.Errorf("agent has a postStart hook %+v: nothing to copy", ag.Lifecycle.PostStart)
+	}
+	if slices.ContainsFunc(ag.VolumeMounts, func(m corev1.VolumeMount) bool { return m.Name == supervisorVolume }) {
+		t.Errorf("agent mounts the supervisor's volume: %+v", ag.VolumeMounts)
+	}
+	again := js.DeepCopy()
+	if d := mutate(again, image); len(d) != 0 {
+		t.Errorf("second injection decided %v", d)
+	}
+	if diff := cmp.Diff(js, again); diff != "" {
+		t.Errorf("mutate(mutate(x)) != mutate(x) (-once +twice):\n%s", diff)
+	}
+
+	// Injected with the emptyDir, then again under Image: the hook and
+	// the emptyDir stay, and the other way round nothing is added.
+	copied := load(t, "testdata/process-scope.yaml")
+	mutate(copied, defaultAgent())
+	again = copied.DeepCopy()
+	mutate(again, image)
+	if diff := cmp.Diff(copied, again); diff != "" {
+		t.Errorf("an emptyDir injection injected again under Image changed (-once +twice):\n%s", diff)
+	}
+	again = js.DeepCopy()
+	mutate(again, defaultAgent())
+	if diff := cmp.Diff(js, again); diff != "" {
+		t.Errorf("an Image injection injected again under EmptyDir changed (-once +twice):\n%s", diff)
 	}
 }

@@ -46,9 +46,19 @@ type Configuration struct {
 type Agent struct {
 	// Image of the agent. Default ghcr.io/inplace-dev/inplace-agent:latest.
 	// An image of its own must keep the supervisor's binary at
-	// /usr/local/bin/inplace-supervisor: in process scope the agent
-	// container's postStart hook runs it by that path.
+	// /usr/local/bin/inplace-supervisor: in process scope the workers run
+	// it from there (SupervisorVolume).
 	Image string `json:"image,omitempty"`
+	// SupervisorVolume is how the supervisor's binary reaches the worker
+	// containers in process and in-process scope. EmptyDir (the default):
+	// the agent container's postStart hook copies it onto an emptyDir,
+	// which works on every node, and the workers' containers start only
+	// after the copy. Image: the workers mount the agent's image as a
+	// read-only image volume and run the binary from it, with no copy and
+	// no hook; every node must mount image volumes (Kubernetes 1.35 or
+	// later, with containerd 2.1 or later, or CRI-O 1.31 or later), or its
+	// Pods fail to start with CreateContainerError.
+	SupervisorVolume SupervisorVolume `json:"supervisorVolume,omitempty"`
 	// ContainerName of the injected init container. Default inplace-agent.
 	ContainerName string `json:"containerName,omitempty"`
 	// RestartExitCode is the exit code with which the agent restarts its Pod
@@ -67,6 +77,16 @@ type Agent struct {
 	// cluster's guardrail requiring limits admits InPlaceRestart JobSets.
 	Resources *corev1.ResourceRequirements `json:"resources,omitempty"`
 }
+
+// SupervisorVolume is a kind of volume that carries the supervisor's
+// binary to the worker containers.
+type SupervisorVolume string
+
+// The supervisor's volumes.
+const (
+	SupervisorVolumeEmptyDir SupervisorVolume = "EmptyDir"
+	SupervisorVolumeImage    SupervisorVolume = "Image"
+)
 
 // AgentReports configures the agents' direct reports: each agent tells
 // the JobSet controller's leader its epoch, its workers' exits and their
@@ -361,6 +381,9 @@ func Load(path string) (*Configuration, error) {
 	if n := cfg.Policies.Inventory.MaxObjects; n < 0 {
 		return nil, fmt.Errorf("configuration %s: policies.inventory.maxObjects is %d: set a positive number (default 20000) or leave it out", path, n)
 	}
+	if v := cfg.Agent.SupervisorVolume; v != SupervisorVolumeEmptyDir && v != SupervisorVolumeImage {
+		return nil, fmt.Errorf("configuration %s: agent.supervisorVolume is %q: use EmptyDir (the default) or Image (every node mounts image volumes), or leave it out", path, v)
+	}
 	if cfg.Agent.Reports.Disabled && !*cfg.Agent.Reports.PodFallback {
 		return nil, fmt.Errorf("configuration %s: agent.reports.disabled is true and agent.reports.podFallback false: agents would have no way to report; leave one of them out", path)
 	}
@@ -460,6 +483,9 @@ func SetDefaults(cfg *Configuration) {
 	}
 	if a.ContainerName == "" {
 		a.ContainerName = "inplace-agent"
+	}
+	if a.SupervisorVolume == "" {
+		a.SupervisorVolume = SupervisorVolumeEmptyDir
 	}
 	if a.RestartExitCode == 0 {
 		a.RestartExitCode = 88

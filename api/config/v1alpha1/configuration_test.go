@@ -16,7 +16,7 @@ func TestLoadDefaults(t *testing.T) {
 	if !*cfg.LeaderElection.LeaderElect || cfg.LeaderElection.LeaseDuration.Duration != 15*time.Second ||
 		cfg.Metrics.BindAddress != ":8443" || cfg.Health.ProbeBindAddress != ":8081" ||
 		*cfg.ClientConnection.QPS != 500 || cfg.Controller.MaxConcurrentReconciles != 5 || cfg.Controller.ChildParallelism != 50 ||
-		cfg.Controller.FatalExitSettle.Duration != 2*time.Second {
+		cfg.Controller.FatalExitSettle.Duration != 2*time.Second || cfg.Agent.SupervisorVolume != SupervisorVolumeEmptyDir {
 		t.Errorf("unexpected defaults: %+v", cfg)
 	}
 }
@@ -89,6 +89,16 @@ func TestLoad(t *testing.T) {
 		"a token that lives longer than a Pod accepts is an error": {
 			file:    "apiVersion: config.inplace.dev/v1alpha1\nkind: Configuration\nagent:\n  reports:\n    tokenExpirationSeconds: 4294967296\n",
 			wantErr: "agent.reports.tokenExpirationSeconds is 4294967296: set from 600",
+		},
+		"the supervisor from an image volume": {
+			file: "apiVersion: config.inplace.dev/v1alpha1\nkind: Configuration\nagent:\n  supervisorVolume: Image\n",
+			check: func(c *Configuration) bool {
+				return c.Agent.SupervisorVolume == SupervisorVolumeImage
+			},
+		},
+		"an unknown supervisor volume is an error": {
+			file:    "apiVersion: config.inplace.dev/v1alpha1\nkind: Configuration\nagent:\n  supervisorVolume: HostPath\n",
+			wantErr: `agent.supervisorVolume is "HostPath": use EmptyDir (the default) or Image`,
 		},
 		"upstream JobSet: jobset-system and 10s by default, the namespace set": {
 			file: "apiVersion: config.inplace.dev/v1alpha1\nkind: Configuration\ncontroller:\n  upstreamJobSet:\n    namespace: jobset\n",
