@@ -18,7 +18,10 @@
 # end-to-end specs (kueue-e2e-extended.test) through hack/kueue, Kubeflow
 # Trainer's controller manager (trainer-controller-manager) through
 # hack/kubeflow-trainer, and the Kubernetes end-to-end tests' agnhost
-# (Kueue's specs run it) through hack/kube. The three wrapper modules pin
+# (Kueue's specs run it) through hack/kube, and the real nodes' container
+# runtime (containerd, containerd-shim-runc-v2, ctr) through hack/containerd:
+# Debian 12's containerd is 1.6, which Kubernetes 1.36 no longer supports
+# and which cannot mount image volumes. The three wrapper modules pin
 # the Kubernetes libraries at the cluster's own version: the packages the
 # control plane's build compiles are not compiled again.
 # Nothing is downloaded except through the Go module proxy.
@@ -46,6 +49,7 @@ jobset_version=$(cd "$root/hack/upstream-jobset" && echo "$(go list -m -f '{{.Ve
 # Kueue's and Kubeflow Trainer's: their versions and the dependencies they
 # are built with.
 kueue_version=$(cd "$root/hack/kueue" && echo "$(go list -m -f '{{.Version}}' sigs.k8s.io/kueue)-$(cat go.mod go.sum | sha256sum | cut -c1-12)")
+containerd_version=$(cd "$root/hack/containerd" && echo "$(go list -m -f '{{.Version}}' github.com/containerd/containerd/v2)-$(cat go.mod go.sum | sha256sum | cut -c1-12)")
 trainer_version=$(cd "$root/hack/kubeflow-trainer" && echo "$(go list -m -f '{{.Version}}' github.com/kubeflow/trainer/v2)-$(cat go.mod go.sum | sha256sum | cut -c1-12)")
 
 stale() { # name version
@@ -108,3 +112,9 @@ build kueue "$kueue_version" kueue "about 2.5 minutes" sigs.k8s.io/kueue/cmd/kue
   build -trimpath -ldflags "-s -w -X sigs.k8s.io/kueue/pkg/version.GitVersion=${kueue_version%%-*}"
 build kueue-e2e-extended.test "$kueue_version" kueue "about 30 seconds" sigs.k8s.io/kueue/test/e2e/singlecluster/extended test -c -trimpath
 build trainer-controller-manager "$trainer_version" kubeflow-trainer "about 40 seconds" github.com/kubeflow/trainer/v2/cmd/trainer-controller-manager "${release[@]}"
+# containerd stamped with its version, as its Makefile stamps it: the
+# kubelet reports it as the node's runtime version.
+for b in containerd containerd-shim-runc-v2 ctr; do
+  build "$b" "$containerd_version" containerd "about 1.5 minutes" "github.com/containerd/containerd/v2/cmd/$b" \
+    build -trimpath -ldflags "-s -w -X github.com/containerd/containerd/v2/version.Version=${containerd_version%%-*}"
+done

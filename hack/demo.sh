@@ -3,8 +3,9 @@
 # nodes — a kubelet and a containerd each — running the project's images), a
 # JobSet that says only `restartStrategy: InPlaceRestart`, one worker
 # failure, and the recovery as a timeline; then the same with Recreate.
-# Runs from a fresh clone. Real nodes need root, Debian's containerd (installed
-# here when missing) and the cgroup v1 hierarchies; where the machine
+# Runs from a fresh clone. Real nodes need root, Debian's runc (installed
+# here when missing), containerd (built from its module) and the cgroup v1
+# hierarchies; where the machine
 # cannot run them the demo says why in one line and runs on 16 simulated
 # nodes instead. REAL_NODES=K (K real nodes) or REAL_NODES=0 NODES=N (N
 # simulated ones) chooses.

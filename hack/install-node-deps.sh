@@ -1,16 +1,15 @@
 #!/usr/bin/env bash
 # Installs what real nodes of the local cluster need from Debian's packages:
-# containerd and runc (the container runtime), the CNI plugins (bridge,
-# host-local, portmap, loopback in /usr/lib/cni), iptables and iproute2, and
-# debootstrap for the PyTorch image. The kubelet
-# itself is built from its Go module by build-cluster-binaries.sh.
+# runc (the OCI runtime), the CNI plugins (bridge, host-local, portmap,
+# loopback in /usr/lib/cni), iptables and iproute2, and debootstrap for the
+# PyTorch image. The kubelet and containerd are built from their Go modules
+# by build-cluster-binaries.sh.
 #
-# Idempotent: installs only what is missing. containerd is not started as a
-# service; each real node runs its own containerd as a plain process.
+# Idempotent: installs only what is missing. Each real node runs its own
+# containerd as a plain process.
 set -euo pipefail
 
 need=()
-command -v containerd >/dev/null || need+=(containerd)
 command -v runc >/dev/null || need+=(runc)
 [[ -x /usr/lib/cni/bridge ]] || need+=(containernetworking-plugins)
 command -v iptables >/dev/null || need+=(iptables)
@@ -18,7 +17,7 @@ command -v ip >/dev/null || need+=(iproute2)
 # debootstrap builds the PyTorch example's image (make image-pytorch).
 command -v debootstrap >/dev/null || need+=(debootstrap)
 if ((${#need[@]} == 0)); then
-  echo ">> real-node packages are installed ($(containerd --version | awk '{print $3}'), runc $(runc --version | awk 'NR==1{print $3}'))"
+  echo ">> real-node packages are installed (runc $(runc --version | awk 'NR==1{print $3}'))"
   exit 0
 fi
 if [[ $(id -u) != 0 ]] || ! command -v apt-get >/dev/null; then
@@ -32,8 +31,8 @@ if [[ $(id -u) != 0 ]] || ! command -v apt-get >/dev/null; then
 fi
 echo ">> installing ${need[*]} from Debian's packages"
 export DEBIAN_FRONTEND=noninteractive
-# A service a package would start (containerd.service) must not start here:
-# nodes run their own containerd.
+# No service a package would start may start here: the nodes run their own
+# processes.
 policy=/usr/sbin/policy-rc.d
 created_policy=0
 if [[ ! -e $policy ]]; then

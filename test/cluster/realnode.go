@@ -96,7 +96,7 @@ func RealNodesUnavailable() error {
 
 func checkRealNodePrerequisites(binDir string) error {
 	var missing []string
-	for _, b := range []string{"containerd", "containerd-shim-runc-v2", "ctr", "runc", "iptables", "ip"} {
+	for _, b := range []string{"runc", "iptables", "ip"} {
 		if _, err := exec.LookPath(b); err != nil {
 			missing = append(missing, b)
 		}
@@ -105,9 +105,9 @@ func checkRealNodePrerequisites(binDir string) error {
 		missing = append(missing, cniBinDir+"/bridge")
 	}
 	if len(missing) > 0 {
-		return fmt.Errorf("real nodes need %s: run 'make node-deps' (Debian's containerd, runc, containernetworking-plugins, iptables)", strings.Join(missing, ", "))
+		return fmt.Errorf("real nodes need %s: run 'make node-deps' (Debian's runc, containernetworking-plugins, iptables)", strings.Join(missing, ", "))
 	}
-	for _, b := range []string{kubeletName, corednsName, provisionerBinary} {
+	for _, b := range append([]string{kubeletName, corednsName, provisionerBinary}, containerdBinaries...) {
 		if _, err := os.Stat(filepath.Join(binDir, b)); err != nil {
 			return fmt.Errorf("real nodes need %s in %s: run 'make cluster-binaries'", b, binDir)
 		}
@@ -290,10 +290,10 @@ func (c *Cluster) startNode(ctx context.Context, p *pki, n *realNode, archives [
 	}
 	n.socket = filepath.Join(n.dir, "containerd", "containerd.sock")
 	config := filepath.Join(n.dir, "containerd", "config.toml")
-	if err := os.WriteFile(config, []byte(containerdConfig(n, filepath.Join(c.workDir, "cni", "net.d"), c.registryHosts)), 0o644); err != nil {
+	if err := os.WriteFile(config, []byte(containerdConfig(n, c.opts.BinDir, filepath.Join(c.workDir, "cni", "net.d"), c.registryHosts)), 0o644); err != nil {
 		return err
 	}
-	proc, err := startProcess(n.name+"-containerd", mustLookPath("containerd"), []string{"--config", config}, nil, c.logDir)
+	proc, err := startProcess(n.name+"-containerd", c.binary("containerd"), []string{"--config", config}, nil, c.logDir)
 	if err != nil {
 		return err
 	}
@@ -449,62 +449,78 @@ func ImportImage(ctx context.Context, socket, archive string) error {
 // ctr runs containerd's client against the node's own containerd, in the
 // namespace of the kubelet's containers.
 func (n *realNode) ctr(ctx context.Context, args ...string) error {
-	out, err := exec.CommandContext(ctx, "ctr", append([]string{"--address", n.socket, "--namespace", "k8s.io"}, args...)...).CombinedOutput()
+	bin, err := BinDir()
+	if err != nil {
+		return err
+	}
+	out, err := exec.CommandContext(ctx, filepath.Join(bin, "ctr"), append([]string{"--address", n.socket, "--namespace", "k8s.io"}, args...)...).CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("ctr %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(string(out)))
 	}
 	return nil
 }
 
-func mustLookPath(name string) string {
-	p, err := exec.LookPath(name)
-	if err != nil {
-		return name
-	}
-	return p
-}
+// containerdBinaries are a real node's container runtime, built from
+// containerd's Go module by make cluster-binaries (hack/containerd):
+// Kubernetes 1.36 supports containerd 2 only, and image volumes need 2.1.
+var containerdBinaries = []string{"containerd", "containerd-shim-runc-v2", "ctr"}
 
 // containerdConfig is a containerd of one node, everything under its
 // directory: the settings this machine needs are explained in
 // docs/development/README.md.
-func containerdConfig(n *realNode, cniConfDir, registryHosts string) string {
+func containerdConfig(n *realNode, binDir, cniConfDir, registryHosts string) string {
 	d := filepath.Join(n.dir, "containerd")
 	mirrors := ""
 	if registryHosts != "" {
-		mirrors = fmt.Sprintf(`  [plugins."io.containerd.grpc.v1.cri".registry]
-    config_path = %q
+		mirrors = fmt.Sprintf(`    [plugins.'io.containerd.cri.v1.images'.registry]
+      config_path = %q
 `, registryHosts)
 	}
-	return fmt.Sprintf(`version = 2
+	return fmt.Sprintf(`version = 3
 root = %[1]q
 state = %[2]q
-disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper", "io.containerd.tracing.processor.v1.otlp"]
+disabled_plugins = [
+  "io.containerd.snapshotter.v1.blockfile",
+  "io.containerd.snapshotter.v1.btrfs",
+  "io.containerd.snapshotter.v1.devmapper",
+  "io.containerd.snapshotter.v1.erofs",
+  "io.containerd.snapshotter.v1.zfs",
+  "io.containerd.differ.v1.erofs",
+  "io.containerd.mount-handler.v1.erofs",
+  "io.containerd.nri.v1.nri",
+  "io.containerd.tracing.processor.v1.otlp",
+]
 
 [grpc]
   address = %[3]q
 
-[plugins."io.containerd.grpc.v1.cri"]
-  sandbox_image = %[4]q
-  restrict_oom_score_adj = true
-  disable_apparmor = true
-  netns_mounts_under_state_dir = true
-  stream_server_address = "127.0.0.1"
-  stream_server_port = "0"
-  [plugins."io.containerd.grpc.v1.cri".containerd]
+[plugins]
+  [plugins.'io.containerd.cri.v1.images']
     snapshotter = "overlayfs"
-    default_runtime_name = "runc"
-    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
-      runtime_type = "io.containerd.runc.v2"
-      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
-        SystemdCgroup = false
-        Root = %[5]q
-  [plugins."io.containerd.grpc.v1.cri".cni]
-    bin_dir = %[6]q
-    conf_dir = %[7]q
+    [plugins.'io.containerd.cri.v1.images'.pinned_images]
+      sandbox = %[4]q
 %[9]s
-[plugins."io.containerd.internal.v1.opt"]
-  path = %[8]q
-`, filepath.Join(d, "root"), filepath.Join(d, "state"), n.socket, images.Pause, filepath.Join(d, "runc"), cniBinDir, cniConfDir, filepath.Join(d, "opt"), mirrors)
+  [plugins.'io.containerd.cri.v1.runtime']
+    restrict_oom_score_adj = true
+    disable_apparmor = true
+    netns_mounts_under_state_dir = true
+    [plugins.'io.containerd.cri.v1.runtime'.containerd]
+      default_runtime_name = "runc"
+      [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc]
+        runtime_type = "io.containerd.runc.v2"
+        runtime_path = %[10]q
+        [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc.options]
+          SystemdCgroup = false
+          Root = %[5]q
+    [plugins.'io.containerd.cri.v1.runtime'.cni]
+      bin_dirs = [%[6]q]
+      conf_dir = %[7]q
+  [plugins.'io.containerd.grpc.v1.cri']
+    stream_server_address = "127.0.0.1"
+    stream_server_port = "0"
+  [plugins.'io.containerd.internal.v1.opt']
+    path = %[8]q
+`, filepath.Join(d, "root"), filepath.Join(d, "state"), n.socket, images.Pause, filepath.Join(d, "runc"), cniBinDir, cniConfDir, filepath.Join(d, "opt"), mirrors, filepath.Join(binDir, "containerd-shim-runc-v2"))
 }
 
 // kubeletConfiguration is one node's kubelet: its own ports, directories
