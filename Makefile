@@ -225,15 +225,19 @@ bench-sizing: cluster-binaries ## Sizing: the controller's and the admission ser
 	go run ./perf/bench/sizing $(if $(BENCH_SIZING_ROWS),-rows $(BENCH_SIZING_ROWS)) -out $(LOCAL)/bench/sizing.json
 
 # The first starts bench-pytorch measures: the test worker's JobSets of
-# that many Pods on 4 real nodes, per strategy.
+# that many Pods on 4 real nodes, per strategy, one run per way of
+# delivering the supervisor (agent.supervisorVolume).
 FIRST_START_NODES ?= 16,64
-FIRST_START_STRATEGIES ?= Recreate,InPlaceRestart,InPlaceRestart/process,InPlaceRestart/in-process
+FIRST_START_STRATEGIES ?= Recreate,Recreate/sidecar,InPlaceRestart,InPlaceRestart/process,InPlaceRestart/in-process
+FIRST_START_SUPERVISOR_VOLUMES ?= Image EmptyDir
 
 .PHONY: bench-pytorch
-bench-pytorch: cluster-binaries node-deps $(KUSTOMIZE) ## Training lost per failure for examples/pytorch on 2 real nodes, every strategy (BENCH_REPEATS runs each); then the first start of the test worker's JobSets on 4 real nodes (FIRST_START_NODES, FIRST_START_STRATEGIES; empty FIRST_START_NODES skips it).
+bench-pytorch: cluster-binaries node-deps $(KUSTOMIZE) ## Training lost per failure for examples/pytorch on 2 real nodes, every strategy (BENCH_REPEATS runs each); then the first start of the test worker's JobSets on 4 real nodes (FIRST_START_NODES, FIRST_START_STRATEGIES, FIRST_START_SUPERVISOR_VOLUMES; empty FIRST_START_NODES skips it).
 	DEMO_ARGS="-repeats $(BENCH_REPEATS) -json $(LOCAL)/bench/pytorch.json" ./hack/demo-pytorch.sh
-	$(if $(FIRST_START_NODES),go run ./perf/bench/restart -real-nodes 4 -nodes $(FIRST_START_NODES) -repeats 0 -failures exit -floors "" \
-		-strategies $(FIRST_START_STRATEGIES) -out $(LOCAL)/bench/first-start.json)
+	$(if $(FIRST_START_NODES),for v in $(FIRST_START_SUPERVISOR_VOLUMES); do \
+		go run ./perf/bench/restart -real-nodes 4 -nodes $(FIRST_START_NODES) -repeats 0 -failures exit -floors "" \
+			-strategies $(FIRST_START_STRATEGIES) -supervisor-volume $$v -out $(LOCAL)/bench/first-start-$$v.json || exit 1; \
+	done)
 
 ##@ Local cluster
 

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	configv1alpha1 "github.com/inplace-dev/inplace/api/config/v1alpha1"
 	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
 	"github.com/inplace-dev/inplace/api/protocol"
 	"github.com/inplace-dev/inplace/test/cluster"
@@ -76,8 +77,11 @@ type Config struct {
 	// "real", no floor, every actor's requests counted from the API
 	// server's audit log.
 	RealNodes int
-	Repeats   int
-	Profiles  []string
+	// SupervisorVolume is the manager's agent.supervisorVolume on real
+	// nodes: Image if empty (their containerd mounts image volumes).
+	SupervisorVolume configv1alpha1.SupervisorVolume
+	Repeats          int
+	Profiles         []string
 	// ControlPlane is the control-plane profile (ControlPlanes); empty
 	// means ControlPlaneScale.
 	ControlPlane string
@@ -113,6 +117,9 @@ type Report struct {
 	Started time.Time `json:"started"`
 	// ControlPlane is the control-plane profile every figure used.
 	ControlPlane string `json:"controlPlane"`
+	// SupervisorVolume is the manager's agent.supervisorVolume (real
+	// nodes).
+	SupervisorVolume configv1alpha1.SupervisorVolume `json:"supervisorVolume,omitempty"`
 	// ManagerFlowSchema: the manager had its own priority level.
 	ManagerFlowSchema bool     `json:"managerFlowSchema"`
 	Floors            []Floor  `json:"floors"`
@@ -140,6 +147,12 @@ type FirstStart struct {
 func (cfg Config) validate() error {
 	if anyUpstream(cfg.Strategies) && cfg.RealNodes == 0 {
 		return fmt.Errorf("strategies %s and %s run upstream JobSet's controller and agent, which need real nodes: set the number of real nodes", UpstreamInPlace, UpstreamRecreate)
+	}
+	if v := cfg.SupervisorVolume; v != "" && v != configv1alpha1.SupervisorVolumeImage && v != configv1alpha1.SupervisorVolumeEmptyDir {
+		return fmt.Errorf("supervisor volume %q: use %s or %s", v, configv1alpha1.SupervisorVolumeImage, configv1alpha1.SupervisorVolumeEmptyDir)
+	}
+	if slices.Contains(cfg.Strategies, RecreateSidecar) && (cfg.RealNodes == 0 || cfg.Repeats > 0) {
+		return fmt.Errorf("strategy %s measures first starts on real nodes only (repeats 0, real nodes set): it is the cost of one more container per Pod, which the simulated nodes do not model", RecreateSidecar)
 	}
 	if slices.Contains(cfg.Strategies, InPlaceInProcess) && (cfg.RealNodes == 0 || cfg.Repeats > 0) {
 		return fmt.Errorf("strategy %s measures first starts on real nodes only (repeats 0, real nodes set): the simulated nodes model a worker's processes, not its control socket, and the test worker does not speak the worker protocol, so its restarts would be process scope's", InPlaceInProcess)
@@ -172,6 +185,12 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 		return report, err
 	}
 	cfg.Strategies = upstreamLast(cfg.Strategies)
+	if cfg.RealNodes > 0 {
+		if cfg.SupervisorVolume == "" {
+			cfg.SupervisorVolume = configv1alpha1.SupervisorVolumeImage
+		}
+		report.SupervisorVolume = cfg.SupervisorVolume
+	}
 	report.ControlPlane, report.ManagerFlowSchema = cfg.ControlPlane, !cfg.NoManagerFlowSchema
 	progress := func(format string, args ...any) {
 		if cfg.Progress != nil {
@@ -301,6 +320,9 @@ func (e *env) scenario(ctx context.Context, cfg Config, profile string, strategy
 	}
 	if e.real {
 		realWorkers(js)
+		if strategy == RecreateSidecar {
+			idleSidecar(js)
+		}
 	}
 	jw, err := e.watchJobSet(ctx, js)
 	if err != nil {
@@ -408,6 +430,11 @@ const (
 	InPlaceInProcess = Strategy(jobset.InPlaceRestart + "/in-process")
 	Recreate         = Strategy(jobset.Recreate)
 	BlockingRecreate = Strategy(jobset.BlockingRecreate)
+	// RecreateSidecar is Recreate with an idle native sidecar in every
+	// Pod (the test worker's pause: no hook, no probe, no barrier), first
+	// starts on real nodes only. What one more container per Pod costs a
+	// first start: the least any per-Pod agent can cost.
+	RecreateSidecar = Strategy(jobset.Recreate + "/sidecar")
 	// UpstreamInPlace and UpstreamRecreate run upstream JobSet's
 	// controller instead of inplace's (real nodes only): installed from
 	// its module's manifests, as its release does, once every strategy of
@@ -424,6 +451,9 @@ const upstreamPrefix = "upstream/"
 func (s Strategy) restartStrategy() jobset.JobSetRestartStrategy {
 	if s.supervised() {
 		return jobset.InPlaceRestart
+	}
+	if s == RecreateSidecar {
+		return jobset.Recreate
 	}
 	return jobset.JobSetRestartStrategy(strings.TrimPrefix(string(s), upstreamPrefix))
 }
@@ -463,10 +493,10 @@ func ParseStrategies(s string) ([]Strategy, error) {
 	var out []Strategy
 	for _, name := range strings.Split(s, ",") {
 		switch st := Strategy(strings.TrimSpace(name)); st {
-		case InPlace, InPlaceProcess, InPlaceProcessPodReports, InPlaceInProcess, Recreate, BlockingRecreate, UpstreamInPlace, UpstreamRecreate:
+		case InPlace, InPlaceProcess, InPlaceProcessPodReports, InPlaceInProcess, Recreate, RecreateSidecar, BlockingRecreate, UpstreamInPlace, UpstreamRecreate:
 			out = append(out, st)
 		default:
-			return nil, fmt.Errorf("unknown restart strategy %q: use %s, %s, %s, %s, %s, %s, %s or %s", name, InPlace, InPlaceProcess, InPlaceProcessPodReports, InPlaceInProcess, Recreate, BlockingRecreate, UpstreamInPlace, UpstreamRecreate)
+			return nil, fmt.Errorf("unknown restart strategy %q: use %s, %s, %s, %s, %s, %s, %s, %s or %s", name, InPlace, InPlaceProcess, InPlaceProcessPodReports, InPlaceInProcess, Recreate, RecreateSidecar, BlockingRecreate, UpstreamInPlace, UpstreamRecreate)
 		}
 	}
 	return out, nil

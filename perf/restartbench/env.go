@@ -173,6 +173,7 @@ func startEnv(ctx context.Context, cfg Config, nodes int, controlPlane cluster.O
 		conf.Controller.InPlaceRestartTimeout = &metav1.Duration{Duration: restartTimeout}
 		if realNodes > 0 {
 			conf.Agent.Image = images.Agent
+			conf.Agent.SupervisorVolume = cfg.SupervisorVolume
 		}
 		managers = len(deploy.Roles(conf))
 	}, e.counters[ActorController].wrap, setup...)

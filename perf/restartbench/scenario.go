@@ -197,6 +197,19 @@ func realWorkers(js *jobset.JobSet) {
 	}
 }
 
+// idleSidecar gives every Pod of the JobSet a native sidecar that starts
+// and waits, as an agent would stand in its Pod, but with no hook, no
+// probe and no barrier.
+func idleSidecar(js *jobset.JobSet) {
+	for i := range js.Spec.ReplicatedJobs {
+		pod := &js.Spec.ReplicatedJobs[i].Template.Spec.Template.Spec
+		pod.InitContainers = append(pod.InitContainers, corev1.Container{
+			Name: "sidecar", Image: images.Worker, Command: []string{images.WorkerBinary, "pause"},
+			RestartPolicy: ptr.To(corev1.ContainerRestartPolicyAlways),
+		})
+	}
+}
+
 // steady waits until the JobSet's N Pods all run their workers and, under
 // InPlaceRestart, sit at the synced epoch. It lists the Pods only once the
 // JobSet's status counts every Job ready: a list of N Pods of 11 KB every

@@ -361,6 +361,9 @@ func FirstStarts(w io.Writer, report Report) {
 		return
 	}
 	fmt.Fprintln(w, "\nfirst start: from the JobSet's creation until every worker ran (the workers' logs)")
+	if report.SupervisorVolume != "" {
+		fmt.Fprintf(w, "the supervisor of process and in-process scope from agent.supervisorVolume %s\n", report.SupervisorVolume)
+	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "N\tstrategy\tfirst start\tvs without agent (Recreate)\tPods seen\tagents up\tepochs written\tsynced\t")
 	// Each controller's JobSets against its own Recreate's.
@@ -370,14 +373,14 @@ func FirstStarts(w io.Writer, report Report) {
 	}
 	base := map[key]time.Duration{}
 	for _, f := range report.FirstStarts {
-		if s := Strategy(f.Strategy); s.restartStrategy() == jobset.Recreate {
+		if s := Strategy(f.Strategy); s == Recreate || s == UpstreamRecreate {
 			base[key{f.Nodes, s.upstream()}] = f.Took
 		}
 	}
 	for _, f := range report.FirstStarts {
 		vs := "-"
 		s := Strategy(f.Strategy)
-		if b, ok := base[key{f.Nodes, s.upstream()}]; ok && s.restartStrategy() != jobset.Recreate {
+		if b, ok := base[key{f.Nodes, s.upstream()}]; ok && s != Recreate && s != UpstreamRecreate {
 			vs = fmt.Sprintf("%+.2f s", (f.Took - b).Seconds())
 		}
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", f.Nodes, f.Strategy, seconds(f.Took), vs,

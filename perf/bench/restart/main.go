@@ -19,6 +19,7 @@ import (
 	"k8s.io/klog/v2"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
+	configv1alpha1 "github.com/inplace-dev/inplace/api/config/v1alpha1"
 	"github.com/inplace-dev/inplace/perf/bench/stats"
 	"github.com/inplace-dev/inplace/perf/restartbench"
 )
@@ -26,11 +27,12 @@ import (
 func main() {
 	nodes := flag.String("nodes", "100,1000,5000", "comma-separated sizes: simulated nodes, one worker Pod each (with -real-nodes: worker Pods on the real nodes)")
 	realNodes := flag.Int("real-nodes", 0, "run the Pods on this many real nodes (a kubelet and a containerd each; needs root) instead of simulated ones")
+	supervisorVolume := flag.String("supervisor-volume", "Image", "with -real-nodes, the manager's agent.supervisorVolume: Image (the workers run the supervisor from an image volume of the agent's image) or EmptyDir (the agent's postStart hook copies it)")
 	repeats := flag.Int("repeats", 5, "restarts per strategy, failure kind and profile")
 	profiles := flag.String("profiles", "zero,realistic", "node latency profiles: zero, realistic")
 	controlPlane := flag.String("control-plane", restartbench.ControlPlaneScale, "control-plane profile (client rate limits of kube-controller-manager and kube-scheduler): defaults (theirs: 20 and 50 requests/s), scale (Kubernetes' 5,000-node tests: 100), fast (the test cluster's: 1,000)")
 	noFlowSchema := flag.Bool("no-manager-flow-schema", false, "leave out the manager's FlowSchema and priority level (config/manager/flowcontrol.yaml): its requests then share the agents' priority level")
-	strategies := flag.String("strategies", "InPlaceRestart,InPlaceRestart/process,Recreate,BlockingRecreate", "restart strategies: InPlaceRestart (container scope), InPlaceRestart/process (process scope), InPlaceRestart/in-process (in-process scope: first starts only, -repeats 0, on real nodes; the test worker does not speak the worker protocol), Recreate, BlockingRecreate; with -real-nodes also upstream/InPlaceRestart and upstream/Recreate, run by upstream JobSet's controller and agent (v0.12.0, built from its module) on the same nodes once inplace's are measured")
+	strategies := flag.String("strategies", "InPlaceRestart,InPlaceRestart/process,Recreate,BlockingRecreate", "restart strategies: InPlaceRestart (container scope), InPlaceRestart/process (process scope), InPlaceRestart/in-process (in-process scope: first starts only, -repeats 0, on real nodes; the test worker does not speak the worker protocol), Recreate, Recreate/sidecar (Recreate with an idle native sidecar per Pod: first starts only, -repeats 0, on real nodes), BlockingRecreate; with -real-nodes also upstream/InPlaceRestart and upstream/Recreate, run by upstream JobSet's controller and agent (v0.12.0, built from its module) on the same nodes once inplace's are measured")
 	failures := flag.String("failures", "exit,delete", "failure kinds: exit (a worker exits 1), delete (a Pod is deleted)")
 	floors := flag.String("floors", strings.Join(restartbench.FloorKinds, ","), "floors measured once per size: needed (the status writes a kubelet cannot do without: 2 per Pod), kubelet (the status writes a kubelet makes: 6 per Pod, and longer to measure); empty for none")
 	timeout := flag.Duration("timeout", 15*time.Minute, "bound on one restart, and on deleting one scenario's namespace")
@@ -80,7 +82,8 @@ func main() {
 	}
 	ctrllog.SetLogger(managerLog)
 	cfg := restartbench.Config{RealNodes: *realNodes, Repeats: *repeats, Timeout: *timeout, Progress: os.Stderr, Log: log, ControlPlane: *controlPlane, NoManagerFlowSchema: *noFlowSchema,
-		Profiles: split(*profiles), Failures: split(*failures), Floors: nonNil(split(*floors)), ProfileDir: *profileDir, APIServerProfile: *apiserverProfile}
+		Profiles: split(*profiles), Failures: split(*failures), Floors: nonNil(split(*floors)), ProfileDir: *profileDir, APIServerProfile: *apiserverProfile,
+		SupervisorVolume: configv1alpha1.SupervisorVolume(*supervisorVolume)}
 	for _, s := range split(*nodes) {
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 1 {

@@ -106,6 +106,12 @@ func run(kubeconfigPath string, nodes, realNodes int, withManager bool) error {
 			// The agent image every real node imported (a tag other than
 			// latest: pulled only if not present).
 			conf.Agent.Image = images.Agent
+			if realNodes > 0 {
+				// Their containerd mounts image volumes: the workers
+				// run the supervisor from the agent's image, with no
+				// copy.
+				conf.Agent.SupervisorVolume = configv1alpha1.SupervisorVolumeImage
+			}
 		}
 		if managerDone, err = deploy.RunManager(ctx, c.Config, configure, nil); err != nil {
 			return err

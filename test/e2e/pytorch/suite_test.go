@@ -25,7 +25,10 @@ const nodes = 2
 
 var (
 	fw = &framework.Framework{Name: "pytorch", FullCluster: true, Webhooks: true, RealNodes: nodes,
-		Configure: func(c *configv1alpha1.Configuration) { c.Agent.Image = images.Agent },
+		Configure: func(c *configv1alpha1.Configuration) {
+			c.Agent.Image = images.Agent
+			c.Agent.SupervisorVolume = configv1alpha1.SupervisorVolumeImage
+		},
 	}
 	ctx       context.Context
 	k8sClient client.Client

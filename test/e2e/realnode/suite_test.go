@@ -28,6 +28,10 @@ var (
 		Configure: func(c *configv1alpha1.Configuration) {
 			// The image every node imported, under the name config/ uses.
 			c.Agent.Image = images.Agent
+			// The nodes' containerd mounts image volumes: the workers run
+			// the supervisor from the agent's image. The Trainer and
+			// install suites keep the default, the postStart hook's copy.
+			c.Agent.SupervisorVolume = configv1alpha1.SupervisorVolumeImage
 			c.Controller.InPlaceRestartTimeout = &metav1.Duration{Duration: inPlaceRestartTimeout}
 		},
 	}
