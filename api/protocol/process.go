@@ -58,8 +58,10 @@ const (
 // The supervisor's files: the agent container's postStart hook runs the
 // supervisor's binary of the agent's image (ImageSupervisorBinary), which
 // copies itself to SupervisorBinary on an emptyDir mounted at SupervisorDir
-// in the agent's and every worker container; a worker's command then
-// starts with SupervisorBinary and SupervisorCommand. A binary of its own,
+// in the agent's and every worker container; or, with an image volume of
+// the agent's image, the workers mount the directory of
+// ImageSupervisorBinary at SupervisorDir. A worker's command then starts
+// with SupervisorBinary and SupervisorCommand. A binary of its own,
 // not the agent's: a few megabytes with no Kubernetes client, copied into
 // every Pod at its start.
 const (

@@ -18,8 +18,9 @@ import (
 	"github.com/inplace-dev/inplace/api/protocol"
 )
 
-// supervisorVolume is the emptyDir that carries the supervisor's binary
-// from the agent's container to the worker containers.
+// supervisorVolume is the volume that carries the supervisor's binary to
+// the worker containers: an emptyDir the agent's container fills, or an
+// image volume of the agent's image (agent.supervisorVolume).
 const supervisorVolume = "inplace-supervisor"
 
 // injectProcessScope runs every worker container of the Pod under the
@@ -55,7 +56,7 @@ func injectProcessScope(rj *jobset.ReplicatedJob, agent configv1alpha1.Agent, or
 	// A template injected before keeps its volume, whatever the
 	// configuration says now: its workers' mounts and its agent's hook
 	// were made for that one.
-	vol := supervisorVolumeOf(agent)
+	vol := supervisorVolumeOf(agent, pod.InitContainers[a])
 	if i := slices.IndexFunc(pod.Volumes, func(v corev1.Volume) bool { return v.Name == supervisorVolume }); i >= 0 {
 		vol = pod.Volumes[i]
 	}
@@ -129,13 +130,14 @@ func injectProcessScope(rj *jobset.ReplicatedJob, agent configv1alpha1.Agent, or
 // kubelet starts the workers' containers only once the copy, an exec in
 // the agent's container, has ended: 0.40 s per Pod at 16 Pods on 4 nodes
 // (docs/explanation/performance.md, "First start").
-func supervisorVolumeOf(agent configv1alpha1.Agent) corev1.Volume {
+func supervisorVolumeOf(agent configv1alpha1.Agent, ag corev1.Container) corev1.Volume {
 	v := corev1.Volume{Name: supervisorVolume}
 	if agent.SupervisorVolume == configv1alpha1.SupervisorVolumeImage {
-		// The pull policy is left to the API server's defaulting, which
-		// gives it as it gives the agent container's: Always for a
-		// :latest image, IfNotPresent otherwise.
-		v.Image = &corev1.ImageVolumeSource{Reference: agent.Image}
+		// The agent container's own image and pull policy: the
+		// supervisor comes from the image the agent runs. A policy left
+		// empty is defaulted by the API server as the container's is:
+		// Always for a :latest image, IfNotPresent otherwise.
+		v.Image = &corev1.ImageVolumeSource{Reference: ag.Image, PullPolicy: ag.ImagePullPolicy}
 	} else {
 		v.EmptyDir = &corev1.EmptyDirVolumeSource{}
 	}

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	configv1alpha1 "github.com/inplace-dev/inplace/api/config/v1alpha1"
+	jobset "github.com/inplace-dev/inplace/api/jobset/v1alpha2"
 	"github.com/inplace-dev/inplace/api/protocol"
 )
 
@@ -97,5 +98,47 @@ func TestSupervisorFromAnImageVolume(t *testing.T) {
 	mutate(again, defaultAgent())
 	if diff := cmp.Diff(js, again); diff != "" {
 		t.Errorf("an Image injection injected again under EmptyDir changed (-once +twice):\n%s", diff)
+	}
+}
+
+// A worker added to a template whose supervisor volume is an emptyDir is
+// wrapped for that emptyDir, whatever the configuration says now: an
+// image volume's subPath on it would name a directory that is not there.
+func TestSupervisorVolumeOfATemplateStays(t *testing.T) {
+	image := defaultAgent()
+	image.SupervisorVolume = configv1alpha1.SupervisorVolumeImage
+	js := load(t, "testdata/process-scope.yaml")
+	mutate(js, defaultAgent())
+	pod := &js.Spec.ReplicatedJobs[0].Template.Spec.Template.Spec
+	pod.Containers = append(pod.Containers, corev1.Container{Name: "late", Image: "late:v1", Command: []string{"late"}})
+	mutate(js, image)
+	late := pod.Containers[len(pod.Containers)-1]
+	want := corev1.VolumeMount{Name: supervisorVolume, MountPath: protocol.SupervisorDir, ReadOnly: true}
+	if late.Command[0] != protocol.SupervisorBinary || !slices.Contains(late.VolumeMounts, want) {
+		t.Errorf("late worker runs %v with mounts %+v, want the supervisor from %+v", late.Command, late.VolumeMounts, want)
+	}
+	for _, v := range pod.Volumes {
+		if v.Name == supervisorVolume && v.EmptyDir == nil {
+			t.Errorf("the supervisor's volume became %+v", v)
+		}
+	}
+}
+
+// The image volume is the agent container's own image, with its pull
+// policy.
+func TestSupervisorImageIsTheAgentContainers(t *testing.T) {
+	image := defaultAgent()
+	image.SupervisorVolume = configv1alpha1.SupervisorVolumeImage
+	js := load(t, "testdata/process-scope.yaml")
+	jobset.Default(js)
+	injectJob(&js.Spec.ReplicatedJobs[0], image, true)
+	pod := &js.Spec.ReplicatedJobs[0].Template.Spec.Template.Spec
+	a := slices.IndexFunc(pod.InitContainers, func(c corev1.Container) bool { return c.Name == image.ContainerName })
+	pod.InitContainers[a].Image, pod.InitContainers[a].ImagePullPolicy = "registry.example/agent:v9", corev1.PullNever
+	Inject(js, image)
+	for _, v := range pod.Volumes {
+		if v.Name == supervisorVolume && (v.Image == nil || v.Image.Reference != "registry.example/agent:v9" || v.Image.PullPolicy != corev1.PullNever) {
+			t.Errorf("supervisor volume %+v, want the agent container's image and pull policy", v)
+		}
 	}
 }
