@@ -21,8 +21,8 @@
 # (Kueue's specs run it) through hack/kube, and the real nodes' container
 # runtime (containerd, containerd-shim-runc-v2, ctr) through hack/containerd:
 # Debian 12's containerd is 1.6, which Kubernetes 1.36 no longer supports
-# and which cannot mount image volumes. The three wrapper modules pin
-# the Kubernetes libraries at the cluster's own version: the packages the
+# and which cannot mount image volumes. The Kubernetes wrapper modules
+# (hack/kube, hack/kueue, hack/kubeflow-trainer) pin the Kubernetes libraries at the cluster's own version: the packages the
 # control plane's build compiles are not compiled again.
 # Nothing is downloaded except through the Go module proxy.
 #

@@ -462,7 +462,8 @@ func (n *realNode) ctr(ctx context.Context, args ...string) error {
 
 // containerdBinaries are a real node's container runtime, built from
 // containerd's Go module by make cluster-binaries (hack/containerd):
-// Kubernetes 1.36 supports containerd 2 only, and image volumes need 2.1.
+// Kubernetes 1.36 supports containerd 2 only, and a subPath of an image
+// volume needs 2.2.
 var containerdBinaries = []string{"containerd", "containerd-shim-runc-v2", "ctr"}
 
 // containerdConfig is a containerd of one node, everything under its

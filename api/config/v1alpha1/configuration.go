@@ -46,8 +46,9 @@ type Configuration struct {
 type Agent struct {
 	// Image of the agent. Default ghcr.io/inplace-dev/inplace-agent:latest.
 	// An image of its own must keep the supervisor's binary at
-	// /usr/local/bin/inplace-supervisor: in process scope the workers run
-	// it from there (SupervisorVolume).
+	// /usr/local/bin/inplace-supervisor: in process scope the agent's
+	// postStart hook copies it from there, or the workers run it from
+	// there (SupervisorVolume).
 	Image string `json:"image,omitempty"`
 	// SupervisorVolume is how the supervisor's binary reaches the worker
 	// containers in process and in-process scope. EmptyDir (the default):
@@ -55,9 +56,9 @@ type Agent struct {
 	// which works on every node, and the workers' containers start only
 	// after the copy. Image: the workers mount the agent's image as a
 	// read-only image volume and run the binary from it, with no copy and
-	// no hook; every node must mount image volumes (Kubernetes 1.35 or
-	// later, with containerd 2.1 or later, or CRI-O 1.31 or later), or its
-	// Pods fail to start with CreateContainerError.
+	// no hook; every node must mount image volumes with a subPath,
+	// executable (Kubernetes 1.35 or later, with containerd 2.2 or later,
+	// or CRI-O 1.33 or later), or its Pods' workers do not start.
 	SupervisorVolume SupervisorVolume `json:"supervisorVolume,omitempty"`
 	// ContainerName of the injected init container. Default inplace-agent.
 	ContainerName string `json:"containerName,omitempty"`
