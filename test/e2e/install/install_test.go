@@ -141,7 +141,11 @@ func runLine(limit time.Duration, line string) (string, error) {
 	bin, err := cluster.BinDir()
 	Expect(err).NotTo(HaveOccurred())
 	Expect(os.Symlink(toolBinary(root, "HELM", "helm"), filepath.Join(tools, "helm"))).To(Succeed())
-	Expect(os.Symlink(filepath.Join(bin, "kubectl"), filepath.Join(tools, "kubectl"))).To(Succeed())
+	// kubectl and ctr are the cluster's own, built into bin/: the host
+	// need not have either.
+	for _, name := range []string{"kubectl", "ctr"} {
+		Expect(os.Symlink(filepath.Join(bin, name), filepath.Join(tools, name))).To(Succeed())
+	}
 
 	cmdCtx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
