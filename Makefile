@@ -230,13 +230,14 @@ bench-sizing: cluster-binaries ## Sizing: the controller's and the admission ser
 FIRST_START_NODES ?= 16,64
 FIRST_START_STRATEGIES ?= Recreate,Recreate/sidecar,InPlaceRestart,InPlaceRestart/process,InPlaceRestart/in-process
 FIRST_START_SUPERVISOR_VOLUMES ?= Image EmptyDir
+FIRST_START_ROUNDS ?= 3
 
 .PHONY: bench-pytorch
-bench-pytorch: cluster-binaries node-deps $(KUSTOMIZE) ## Training lost per failure for examples/pytorch on 2 real nodes, every strategy (BENCH_REPEATS runs each); then the first start of the test worker's JobSets on 4 real nodes (FIRST_START_NODES, FIRST_START_STRATEGIES, FIRST_START_SUPERVISOR_VOLUMES; empty FIRST_START_NODES skips it).
+bench-pytorch: cluster-binaries node-deps $(KUSTOMIZE) ## Training lost per failure for examples/pytorch on 2 real nodes, every strategy (BENCH_REPEATS runs each); then the first start of the test worker's JobSets on 4 real nodes (FIRST_START_NODES, FIRST_START_STRATEGIES, FIRST_START_SUPERVISOR_VOLUMES, FIRST_START_ROUNDS; empty FIRST_START_NODES skips it).
 	DEMO_ARGS="-repeats $(BENCH_REPEATS) -json $(LOCAL)/bench/pytorch.json" ./hack/demo-pytorch.sh
 	$(if $(FIRST_START_NODES),for v in $(FIRST_START_SUPERVISOR_VOLUMES); do \
 		go run ./perf/bench/restart -real-nodes 4 -nodes $(FIRST_START_NODES) -repeats 0 -failures exit -floors "" \
-			-strategies $(FIRST_START_STRATEGIES) -supervisor-volume $$v -out $(LOCAL)/bench/first-start-$$v.json || exit 1; \
+			-first-start-rounds $(FIRST_START_ROUNDS) -strategies $(FIRST_START_STRATEGIES) -supervisor-volume $$v -out $(LOCAL)/bench/first-start-$$v.json || exit 1; \
 	done)
 
 ##@ Local cluster

@@ -81,6 +81,11 @@ type Config struct {
 	// nodes: Image if empty (their containerd mounts image volumes).
 	SupervisorVolume configv1alpha1.SupervisorVolume
 	Repeats          int
+	// FirstStartRounds, with RealNodes and no Repeats, runs every
+	// strategy's JobSet that many times, one round of the strategies after
+	// the other, so that each first start has a Recreate of its own round
+	// to be set against: 1 if zero.
+	FirstStartRounds int
 	Profiles         []string
 	// ControlPlane is the control-plane profile (ControlPlanes); empty
 	// means ControlPlaneScale.
@@ -134,8 +139,10 @@ type Report struct {
 // a watch, every agent's process up (its first log line), every epoch
 // written (seen by a watch), the epoch synced.
 type FirstStart struct {
-	Nodes         int           `json:"nodes"`
-	Strategy      string        `json:"strategy"`
+	Nodes    int    `json:"nodes"`
+	Strategy string `json:"strategy"`
+	// Round is the round of the strategies it ran in, from 0.
+	Round         int           `json:"round"`
 	Took          time.Duration `json:"tookNanos"`
 	PodsSeen      time.Duration `json:"podsSeenNanos,omitempty"`
 	AgentsStarted time.Duration `json:"agentsStartedNanos,omitempty"`
@@ -153,6 +160,9 @@ func (cfg Config) validate() error {
 	}
 	if slices.Contains(cfg.Strategies, RecreateSidecar) && (cfg.RealNodes == 0 || cfg.Repeats > 0) {
 		return fmt.Errorf("strategy %s measures first starts on real nodes only (repeats 0, real nodes set): it is the cost of one more container per Pod, which the simulated nodes do not model", RecreateSidecar)
+	}
+	if cfg.FirstStartRounds > 1 && (cfg.RealNodes == 0 || cfg.Repeats > 0 || anyUpstream(cfg.Strategies)) {
+		return fmt.Errorf("%d rounds of first starts: they are measured on real nodes only, with repeats 0 and without upstream JobSet's strategies (its controller, once installed, stays)", cfg.FirstStartRounds)
 	}
 	if slices.Contains(cfg.Strategies, InPlaceInProcess) && (cfg.RealNodes == 0 || cfg.Repeats > 0) {
 		return fmt.Errorf("strategy %s measures first starts on real nodes only (repeats 0, real nodes set): the simulated nodes model a worker's processes, not its control socket, and the test worker does not speak the worker protocol, so its restarts would be process scope's", InPlaceInProcess)
@@ -246,45 +256,50 @@ func (e *env) measure(ctx context.Context, cfg Config, progress func(string, ...
 			}
 			e.sim.SetLatency(lat)
 		}
-		for s, strategy := range cfg.Strategies {
-			floorsNext := !e.real && !measured && strategy == InPlace && len(kinds) > 0
-			// The last JobSet of a size on simulated nodes is left to the
-			// cluster's end: deleting N Pods and Jobs takes the
-			// controllers minutes at N = 5,000, and nothing is measured
-			// after it. On real nodes the JobSet is deleted: its Pods'
-			// containers then stop while their kubelets run, and not only
-			// when the cluster's end kills the nodes.
-			last := !e.real && p == len(profiles)-1 && s == len(cfg.Strategies)-1 && !floorsNext
-			if strategy.upstream() && !e.upstream {
-				progress("N=%d: handing the cluster to upstream JobSet's controller", e.nodes)
-				if err := e.switchToUpstream(ctx); err != nil {
-					return results, floors, fmt.Errorf("installing upstream JobSet: %w", err)
+		// Rounds of first starts take the strategies in turn, so that a
+		// drift of the machine's speed touches every strategy alike.
+		for round := range max(cfg.FirstStartRounds, 1) {
+			e.round = round
+			for s, strategy := range cfg.Strategies {
+				floorsNext := !e.real && !measured && strategy == InPlace && len(kinds) > 0
+				// The last JobSet of a size on simulated nodes is left to the
+				// cluster's end: deleting N Pods and Jobs takes the
+				// controllers minutes at N = 5,000, and nothing is measured
+				// after it. On real nodes the JobSet is deleted: its Pods'
+				// containers then stop while their kubelets run, and not only
+				// when the cluster's end kills the nodes.
+				last := !e.real && p == len(profiles)-1 && s == len(cfg.Strategies)-1 && !floorsNext
+				if strategy.upstream() && !e.upstream {
+					progress("N=%d: handing the cluster to upstream JobSet's controller", e.nodes)
+					if err := e.switchToUpstream(ctx); err != nil {
+						return results, floors, fmt.Errorf("installing upstream JobSet: %w", err)
+					}
 				}
-			}
-			rs, sample, err := e.scenario(ctx, cfg, profile, strategy, !last, progress)
-			results = append(results, rs...)
-			if err != nil {
-				return results, floors, err
-			}
-			// The floors are measured once per size, on copies of the
-			// in-place JobSet's Pods, while the cluster is otherwise idle.
-			if !floorsNext || len(rs) == 0 || sample == nil {
-				continue
-			}
-			measured = true
-			for _, kind := range kinds {
-				f, err := e.floor(ctx, kind, sample, cfg.Timeout, cfg.CountPodChanges)
+				rs, sample, err := e.scenario(ctx, cfg, profile, strategy, !last, progress)
+				results = append(results, rs...)
 				if err != nil {
-					return results, floors, fmt.Errorf("measuring the %s floor: %w", kind, err)
+					return results, floors, err
 				}
-				floors = append(floors, f)
-				changes := ""
-				if cfg.CountPodChanges {
-					changes = fmt.Sprintf(", %d Pod changes", f.PodChanges)
+				// The floors are measured once per size, on copies of the
+				// in-place JobSet's Pods, while the cluster is otherwise idle.
+				if !floorsNext || len(rs) == 0 || sample == nil {
+					continue
 				}
-				progress("N=%d %s floor (%d status writes/Pod): %v (agents %v, status writes %v), %d requests for %d needed%s, %.0f watch events, control plane %.1f CPU-s",
-					e.nodes, kind, f.StatusWritesPerPod, f.Total.Round(time.Millisecond), f.Agents.Round(time.Millisecond), f.StatusWrites.Round(time.Millisecond),
-					total(f.Requests), total(f.Needed), changes, f.WatchEvents, controlPlaneCPU(f.CPUSeconds))
+				measured = true
+				for _, kind := range kinds {
+					f, err := e.floor(ctx, kind, sample, cfg.Timeout, cfg.CountPodChanges)
+					if err != nil {
+						return results, floors, fmt.Errorf("measuring the %s floor: %w", kind, err)
+					}
+					floors = append(floors, f)
+					changes := ""
+					if cfg.CountPodChanges {
+						changes = fmt.Sprintf(", %d Pod changes", f.PodChanges)
+					}
+					progress("N=%d %s floor (%d status writes/Pod): %v (agents %v, status writes %v), %d requests for %d needed%s, %.0f watch events, control plane %.1f CPU-s",
+						e.nodes, kind, f.StatusWritesPerPod, f.Total.Round(time.Millisecond), f.Agents.Round(time.Millisecond), f.StatusWrites.Round(time.Millisecond),
+						total(f.Requests), total(f.Needed), changes, f.WatchEvents, controlPlaneCPU(f.CPUSeconds))
+				}
 			}
 		}
 	}
@@ -537,7 +552,7 @@ func (e *env) firstStart(ctx context.Context, js *jobset.JobSet, jw *jobSetWatch
 			byKind[ev.Kind][ev.Pod] = ev.Time
 		}
 	}
-	first := FirstStart{Nodes: e.nodes, Strategy: string(strategy), Took: workersRunning.Sub(created),
+	first := FirstStart{Nodes: e.nodes, Strategy: string(strategy), Round: e.round, Took: workersRunning.Sub(created),
 		PodsSeen: since(created, latest(byKind[simnode.PodObserved], e.nodes)),
 	}
 	if strategy.restartStrategy() != jobset.InPlaceRestart {

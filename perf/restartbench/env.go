@@ -44,8 +44,10 @@ const (
 // env is one local cluster with the manager and N simulated nodes.
 type env struct {
 	nodes int
-	// firstStarts are the first starts measured (real nodes).
+	// firstStarts are the first starts measured (real nodes), in the
+	// round of the strategies now measured.
 	firstStarts []FirstStart
+	round       int
 	cluster     *cluster.Cluster
 	admin       *rest.Config
 	client      client.WithWatch

@@ -355,36 +355,67 @@ func cpuTotal(columns []string, cpu map[string]float64) float64 {
 }
 
 // FirstStarts prints the JobSets' first starts (real nodes), each strategy
-// against Recreate's under the same controller, which runs no agent.
+// against Recreate's under the same controller, which runs no agent. Over
+// several rounds a row is the median of the strategy's JobSets, and each
+// JobSet is set against the Recreate of its own round: the median of those
+// differences, and their range.
 func FirstStarts(w io.Writer, report Report) {
 	if len(report.FirstStarts) == 0 {
 		return
 	}
-	fmt.Fprintln(w, "\nfirst start: from the JobSet's creation until every worker ran (the workers' logs)")
+	fmt.Fprintln(w, "\nfirst start: from the JobSet's creation until every worker ran (the workers' logs); medians over the runs")
 	if report.SupervisorVolume != "" {
 		fmt.Fprintf(w, "the supervisor of process and in-process scope from agent.supervisorVolume %s\n", report.SupervisorVolume)
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "N\tstrategy\tfirst start\tvs without agent (Recreate)\tPods seen\tagents up\tepochs written\tsynced\t")
+	fmt.Fprintln(tw, "N\tstrategy\truns\tfirst start\tvs without agent (Recreate, same round)\tPods seen\tagents up\tepochs written\tsynced\t")
 	// Each controller's JobSets against its own Recreate's.
 	type key struct {
 		nodes    int
 		upstream bool
+		round    int
 	}
 	base := map[key]time.Duration{}
+	type row struct {
+		nodes    int
+		strategy string
+	}
+	var rows []row
+	runs := map[row][]FirstStart{}
 	for _, f := range report.FirstStarts {
 		if s := Strategy(f.Strategy); s == Recreate || s == UpstreamRecreate {
-			base[key{f.Nodes, s.upstream()}] = f.Took
+			base[key{f.Nodes, s.upstream(), f.Round}] = f.Took
 		}
+		r := row{f.Nodes, f.Strategy}
+		if _, ok := runs[r]; !ok {
+			rows = append(rows, r)
+		}
+		runs[r] = append(runs[r], f)
 	}
-	for _, f := range report.FirstStarts {
-		vs := "-"
-		s := Strategy(f.Strategy)
-		if b, ok := base[key{f.Nodes, s.upstream()}]; ok && s != Recreate && s != UpstreamRecreate {
-			vs = fmt.Sprintf("%+.2f s", (f.Took - b).Seconds())
+	medianOf := func(fs []FirstStart, of func(FirstStart) time.Duration) time.Duration {
+		return of(median(fs, func(a, b FirstStart) int { return cmp.Compare(of(a), of(b)) }))
+	}
+	for _, r := range rows {
+		fs, s := runs[r], Strategy(r.strategy)
+		var diffs []time.Duration
+		for _, f := range fs {
+			if b, ok := base[key{f.Nodes, s.upstream(), f.Round}]; ok && s != Recreate && s != UpstreamRecreate {
+				diffs = append(diffs, f.Took-b)
+			}
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", f.Nodes, f.Strategy, seconds(f.Took), vs,
-			orDash(f.PodsSeen), orDash(f.AgentsStarted), orDash(f.EpochsWritten), orDash(f.Synced))
+		vs := "-"
+		if len(diffs) > 0 {
+			vs = fmt.Sprintf("%+.2f s", median(diffs, cmp.Compare[time.Duration]).Seconds())
+			if len(diffs) > 1 {
+				vs += fmt.Sprintf(" (%+.2f…%+.2f)", slices.Min(diffs).Seconds(), slices.Max(diffs).Seconds())
+			}
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.nodes, r.strategy, len(fs),
+			seconds(medianOf(fs, func(f FirstStart) time.Duration { return f.Took })), vs,
+			orDash(medianOf(fs, func(f FirstStart) time.Duration { return f.PodsSeen })),
+			orDash(medianOf(fs, func(f FirstStart) time.Duration { return f.AgentsStarted })),
+			orDash(medianOf(fs, func(f FirstStart) time.Duration { return f.EpochsWritten })),
+			orDash(medianOf(fs, func(f FirstStart) time.Duration { return f.Synced })))
 	}
 	tw.Flush()
 }
