@@ -15,6 +15,7 @@ import (
 	"github.com/onsi/gomega"
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -39,6 +40,13 @@ func (f *Framework) StartManager(cfg *rest.Config) {
 	conf, err := configv1alpha1.Load("")
 	gomega.Expect(err).NotTo(gomega.HaveOccurred())
 	conf.LeaderElection.LeaderElect = ptr.To(f.LeaderElection)
+	// No Deployment restarts these managers: a Lease lost because the
+	// API server answered late (another suite's cluster on the same two
+	// cores) would end the manager, and with it every later spec. The
+	// specs stop managers with StopManager, which releases the Lease, so
+	// a longer term delays no successor.
+	conf.LeaderElection.LeaseDuration = &metav1.Duration{Duration: time.Minute}
+	conf.LeaderElection.RenewDeadline = &metav1.Duration{Duration: 45 * time.Second}
 	// In the namespace of the service accounts' Leases.
 	conf.LeaderElection.ResourceNamespace = deploy.ManagerNamespace
 	conf.Metrics.BindAddress = "0"
@@ -96,6 +104,10 @@ func (f *Framework) StartManager(cfg *rest.Config) {
 		mgrs = append(mgrs, mgr)
 	}
 	f.stopManager = func() {
+		// A manager that failed to stop is not stopped again: a later
+		// StartManager starts a new one, and no later StopManager waits
+		// for an answer already taken.
+		f.stopManager = nil
 		cancel()
 		var errs []error
 		for range roles {
@@ -185,6 +197,5 @@ func (f *Framework) StopManager() {
 	ginkgo.GinkgoHelper()
 	if f.stopManager != nil {
 		f.stopManager()
-		f.stopManager = nil
 	}
 }
