@@ -258,7 +258,8 @@ func (e *env) measure(ctx context.Context, cfg Config, progress func(string, ...
 		}
 		// Rounds of first starts take the strategies in turn, so that a
 		// drift of the machine's speed touches every strategy alike.
-		for round := range max(cfg.FirstStartRounds, 1) {
+		rounds := max(cfg.FirstStartRounds, 1)
+		for round := range rounds {
 			e.round = round
 			for s, strategy := range cfg.Strategies {
 				floorsNext := !e.real && !measured && strategy == InPlace && len(kinds) > 0
@@ -268,7 +269,7 @@ func (e *env) measure(ctx context.Context, cfg Config, progress func(string, ...
 				// after it. On real nodes the JobSet is deleted: its Pods'
 				// containers then stop while their kubelets run, and not only
 				// when the cluster's end kills the nodes.
-				last := !e.real && p == len(profiles)-1 && s == len(cfg.Strategies)-1 && !floorsNext
+				last := !e.real && p == len(profiles)-1 && s == len(cfg.Strategies)-1 && round == rounds-1 && !floorsNext
 				if strategy.upstream() && !e.upstream {
 					progress("N=%d: handing the cluster to upstream JobSet's controller", e.nodes)
 					if err := e.switchToUpstream(ctx); err != nil {

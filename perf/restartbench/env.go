@@ -44,18 +44,20 @@ const (
 // env is one local cluster with the manager and N simulated nodes.
 type env struct {
 	nodes int
-	// firstStarts are the first starts measured (real nodes), in the
-	// round of the strategies now measured.
+	// firstStarts are the first starts measured (real nodes), every
+	// round's.
 	firstStarts []FirstStart
-	round       int
-	cluster     *cluster.Cluster
-	admin       *rest.Config
-	client      client.WithWatch
-	cs          kubernetes.Interface
-	sim         *simnode.Sim
-	recorder    *simnode.Recorder
-	counters    map[string]*requestCounter
-	cpu         *cpuAccount
+	// round is the round of the strategies now measured, from 0
+	// (FirstStart.Round).
+	round    int
+	cluster  *cluster.Cluster
+	admin    *rest.Config
+	client   client.WithWatch
+	cs       kubernetes.Interface
+	sim      *simnode.Sim
+	recorder *simnode.Recorder
+	counters map[string]*requestCounter
+	cpu      *cpuAccount
 	// profileDir receives a CPU profile of this process per restart, if
 	// set.
 	profileDir string

@@ -358,7 +358,8 @@ func cpuTotal(columns []string, cpu map[string]float64) float64 {
 // against Recreate's under the same controller, which runs no agent. Over
 // several rounds a row is the median of the strategy's JobSets, and each
 // JobSet is set against the Recreate of its own round: the median of those
-// differences, and their range.
+// differences, and their range. Each column's median is taken on its own,
+// so the medians of a row need not come from one run.
 func FirstStarts(w io.Writer, report Report) {
 	if len(report.FirstStarts) == 0 {
 		return

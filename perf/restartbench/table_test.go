@@ -15,7 +15,7 @@ func TestFirstStartsAgainstRecreate(t *testing.T) {
 		{Nodes: 16, Strategy: string(RecreateSidecar), Took: 2500 * time.Millisecond},
 		{Nodes: 16, Strategy: string(InPlaceProcess), Took: 3 * time.Second},
 	}})
-	for _, want := range []string{"16 Recreate/sidecar 1 2.50s +0.50 s", "16 InPlaceRestart/process 1 3.00s +1.00 s"} {
+	for _, want := range []string{"16 Recreate/sidecar 1 2.50s +0.50 s -", "16 InPlaceRestart/process 1 3.00s +1.00 s -"} {
 		if !strings.Contains(strings.Join(strings.Fields(b.String()), " "), strings.Join(strings.Fields(want), " ")) {
 			t.Errorf("table lacks %q:\n%s", want, b.String())
 		}

@@ -29,7 +29,7 @@ func main() {
 	realNodes := flag.Int("real-nodes", 0, "run the Pods on this many real nodes (a kubelet and a containerd each; needs root) instead of simulated ones")
 	supervisorVolume := flag.String("supervisor-volume", "Image", "with -real-nodes, the manager's agent.supervisorVolume: Image (the workers run the supervisor from an image volume of the agent's image) or EmptyDir (the agent's postStart hook copies it)")
 	repeats := flag.Int("repeats", 5, "restarts per strategy, failure kind and profile")
-	firstStartRounds := flag.Int("first-start-rounds", 1, "with -real-nodes and -repeats 0, run every strategy's JobSet this many times, the strategies in turn, and set each first start against Recreate's of its round (not with upstream strategies)")
+	firstStartRounds := flag.Int("first-start-rounds", 1, "with -real-nodes and -repeats 0, run every strategy's JobSet this many times, the strategies in turn, and set each first start against Recreate's of its round (not with upstream strategies); an odd count gives true medians, an even one the upper middle")
 	profiles := flag.String("profiles", "zero,realistic", "node latency profiles: zero, realistic")
 	controlPlane := flag.String("control-plane", restartbench.ControlPlaneScale, "control-plane profile (client rate limits of kube-controller-manager and kube-scheduler): defaults (theirs: 20 and 50 requests/s), scale (Kubernetes' 5,000-node tests: 100), fast (the test cluster's: 1,000)")
 	noFlowSchema := flag.Bool("no-manager-flow-schema", false, "leave out the manager's FlowSchema and priority level (config/manager/flowcontrol.yaml): its requests then share the agents' priority level")
