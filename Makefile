@@ -247,7 +247,7 @@ cluster-binaries: ## Build etcd, the Kubernetes control plane and the kubelet fr
 	./hack/build-cluster-binaries.sh
 
 .PHONY: node-deps
-node-deps: ## Install what real nodes need from Debian's packages (containerd, runc, CNI plugins, iptables); idempotent.
+node-deps: ## Install what real nodes need from Debian's packages (runc, CNI plugins, iptables, debootstrap; containerd is built by cluster-binaries); idempotent.
 	./hack/install-node-deps.sh
 
 .PHONY: cluster-up

@@ -114,7 +114,7 @@ func injected(log logr.Logger, restCfg *rest.Config) (agent.Config, agent.Transp
 	if len(missing) > 0 {
 		return cfg, nil, fmt.Errorf("environment variables %s are not set; the mutating webhook sets them", strings.Join(missing, ", "))
 	}
-	// In process scope the agent's postStart hook installs the supervisor
+	// In process and in-process scope the agent's postStart hook installs the supervisor
 	// on the emptyDir mounted here; the agent reports no epoch before it
 	// has. Nothing is mounted here, and nothing waited for, where the
 	// workers mount the supervisor from the agent's image (the kubelet

@@ -43,8 +43,8 @@ func (f *Framework) StartManager(cfg *rest.Config) {
 	// No Deployment restarts these managers: a Lease lost because the
 	// API server answered late (another suite's cluster on the same two
 	// cores) would end the manager, and with it every later spec. The
-	// specs stop managers with StopManager, which releases the Lease, so
-	// a longer term delays no successor.
+	// specs stop managers with StopManager, which releases the Lease once
+	// the manager has stopped, so a longer term delays no successor.
 	conf.LeaderElection.LeaseDuration = &metav1.Duration{Duration: time.Minute}
 	conf.LeaderElection.RenewDeadline = &metav1.Duration{Duration: 45 * time.Second}
 	// In the namespace of the service accounts' Leases.
