@@ -114,12 +114,12 @@ func injected(log logr.Logger, restCfg *rest.Config) (agent.Config, agent.Transp
 	if len(missing) > 0 {
 		return cfg, nil, fmt.Errorf("environment variables %s are not set; the mutating webhook sets them", strings.Join(missing, ", "))
 	}
-	// In process and in-process scope the agent's postStart hook installs the supervisor
-	// on the emptyDir mounted here; the agent reports no epoch before it
-	// has. Nothing is mounted here, and nothing waited for, where the
-	// workers mount the supervisor from the agent's image (the kubelet
-	// mounts an image volume before any container starts) or where an
-	// earlier injection installed it from an init container.
+	// In process and in-process scope the agent's postStart hook installs
+	// the supervisor on the emptyDir mounted here; the agent reports no
+	// epoch before it has. Nothing is mounted here, and nothing waited
+	// for, where the workers mount the supervisor from the agent's image
+	// (the kubelet mounts an image volume before any container starts) or
+	// where an earlier injection installed it from an init container.
 	if fi, err := os.Stat(protocol.SupervisorDir); cfg.Process != nil && err == nil && fi.IsDir() {
 		cfg.Process.SupervisorBinary = protocol.SupervisorBinary
 	}
