@@ -8,6 +8,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -98,14 +99,6 @@ func runsUpstreamAgent(p corev1.Pod) bool {
 // container of pod: it exits once /tmp/exit1 exists.
 func exitIn(pod corev1.Pod, container string) {
 	GinkgoHelper()
-	out, err := run(30*time.Second, nil, "kubectl", "-n", pod.Namespace, "exec", pod.Name, "-c", container, "--", "touch", "/tmp/exit1")
-	if err == nil {
-		return
-	}
-	// The loop looks every second: on a loaded machine it can see the
-	// file and exit before the exec's answer is back, and the runtime
-	// then kills the exec with the container (exit code 137). What
-	// counts is that the container exited.
 	restarts := func(p *corev1.Pod) int32 {
 		for _, s := range util.ContainerStatuses(p) {
 			if s.Name == container {
@@ -114,10 +107,27 @@ func exitIn(pod corev1.Pod, container string) {
 		}
 		return -1
 	}
-	before := restarts(&pod)
+	// The baseline is read now: the caller's copy of the Pod may predate
+	// earlier restarts.
+	var current corev1.Pod
+	Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(&pod), &current)).To(Succeed())
+	before := restarts(&current)
+	out, err := run(30*time.Second, nil, "kubectl", "-n", pod.Namespace, "exec", pod.Name, "-c", container, "--", "touch", "/tmp/exit1")
+	if err == nil {
+		return
+	}
+	// The loop looks every second: on a loaded machine it can see the
+	// file and exit before the exec's answer is back, and the runtime
+	// then kills the exec with the container (exit code 137). What
+	// counts is that the container exited: it restarted, or, where the
+	// exit ended the JobSet, its Pod is being deleted.
 	Eventually(func(g Gomega) {
 		var got corev1.Pod
-		g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(&pod), &got)).To(Succeed())
+		err := k8sClient.Get(ctx, client.ObjectKeyFromObject(&pod), &got)
+		if apierrors.IsNotFound(err) || (err == nil && got.DeletionTimestamp != nil) {
+			return
+		}
+		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(restarts(&got)).To(BeNumerically(">", before), "container %s of pod %s exited", container, pod.Name)
 	}).WithTimeout(timeout).Should(Succeed(), "touching /tmp/exit1 failed, and the container did not exit: %v\n%s", err, out)
 }
