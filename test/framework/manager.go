@@ -41,10 +41,11 @@ func (f *Framework) StartManager(cfg *rest.Config) {
 	gomega.Expect(err).NotTo(gomega.HaveOccurred())
 	conf.LeaderElection.LeaderElect = ptr.To(f.LeaderElection)
 	// No Deployment restarts these managers: a Lease lost because the
-	// API server answered late (another suite's cluster on the same two
-	// cores) would end the manager, and with it every later spec. The
-	// specs stop managers with StopManager, which releases the Lease once
-	// the manager has stopped, so a longer term delays no successor.
+	// API server answered late (a loaded machine) would end the manager,
+	// and with it every later spec. The specs stop managers with
+	// StopManager, which releases the Lease once the manager has stopped,
+	// so a longer term delays no successor unless that stop fails; then
+	// the successor's wait for its election says so (below).
 	conf.LeaderElection.LeaseDuration = &metav1.Duration{Duration: time.Minute}
 	conf.LeaderElection.RenewDeadline = &metav1.Duration{Duration: 45 * time.Second}
 	// In the namespace of the service accounts' Leases.
@@ -129,6 +130,19 @@ func (f *Framework) StartManager(cfg *rest.Config) {
 	defer syncCancel()
 	for _, mgr := range mgrs {
 		gomega.Expect(mgr.GetCache().WaitForCacheSync(syncCtx)).To(gomega.BeTrue(), "manager caches did not sync")
+	}
+	if f.LeaderElection {
+		// Each role leads under a Lease of its own. A predecessor that
+		// did not release its Lease holds it for up to LeaseDuration: that
+		// fails here, by name, not later as a spec's unconverged JobSet.
+		elect := conf.LeaderElection.LeaseDuration.Duration + 30*time.Second
+		for i, mgr := range mgrs {
+			select {
+			case <-mgr.Elected():
+			case <-time.After(elect):
+				ginkgo.Fail(fmt.Sprintf("manager %s was not elected within %s: a stopped manager still holds its Lease", roles[i], elect))
+			}
+		}
 	}
 	if f.Webhooks {
 		f.waitForWebhooks(cfg)
