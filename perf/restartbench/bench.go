@@ -268,7 +268,8 @@ func (e *env) measure(ctx context.Context, cfg Config, progress func(string, ...
 				// controllers minutes at N = 5,000, and nothing is measured
 				// after it. On real nodes the JobSet is deleted: its Pods'
 				// containers then stop while their kubelets run, and not only
-				// when the cluster's end kills the nodes.
+				// when the cluster's end kills the nodes. (Rounds run on real
+				// nodes only: on simulated ones the last round is the only.)
 				last := !e.real && p == len(profiles)-1 && s == len(cfg.Strategies)-1 && round == rounds-1 && !floorsNext
 				if strategy.upstream() && !e.upstream {
 					progress("N=%d: handing the cluster to upstream JobSet's controller", e.nodes)
@@ -361,8 +362,8 @@ func (e *env) scenario(ctx context.Context, cfg Config, profile string, strategy
 		}
 		first := e.firstStart(ctx, js, jw, strategy, created, latest(starts, e.nodes))
 		e.firstStarts = append(e.firstStarts, first)
-		progress("N=%d %-26s first start: every worker running %v after the JobSet's creation (Pods seen %s, agents up %s, epochs written %s, synced %s)",
-			e.nodes, strategy, first.Took.Round(time.Millisecond), orDash(first.PodsSeen),
+		progress("N=%d %-26s first start, round %d/%d: every worker running %v after the JobSet's creation (Pods seen %s, agents up %s, epochs written %s, synced %s)",
+			e.nodes, strategy, e.round+1, max(cfg.FirstStartRounds, 1), first.Took.Round(time.Millisecond), orDash(first.PodsSeen),
 			orDash(first.AgentsStarted), orDash(first.EpochsWritten), orDash(first.Synced))
 	}
 	for repeat := range cfg.Repeats {

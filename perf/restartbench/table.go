@@ -408,7 +408,7 @@ func FirstStarts(w io.Writer, report Report) {
 		if len(diffs) > 0 {
 			vs = fmt.Sprintf("%+.2f s", median(diffs, cmp.Compare[time.Duration]).Seconds())
 			if len(diffs) > 1 {
-				vs += fmt.Sprintf(" (%+.2f…%+.2f)", slices.Min(diffs).Seconds(), slices.Max(diffs).Seconds())
+				vs += fmt.Sprintf(" (%+.2f…%+.2f s)", slices.Min(diffs).Seconds(), slices.Max(diffs).Seconds())
 			}
 		}
 		fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.nodes, r.strategy, len(fs),

@@ -42,7 +42,7 @@ func TestFirstStartsOverRounds(t *testing.T) {
 		s(Recreate, 2, 3000), s(InPlaceProcess, 2, 4000),
 	}})
 	got := strings.Join(strings.Fields(b.String()), " ")
-	for _, want := range []string{"16 Recreate 3 3.00s -", "16 InPlaceRestart/process 3 4.00s +0.60 s (+0.10…+1.00)"} {
+	for _, want := range []string{"16 Recreate 3 3.00s -", "16 InPlaceRestart/process 3 4.00s +0.60 s (+0.10…+1.00 s)"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("table lacks %q:\n%s", want, b.String())
 		}
@@ -52,8 +52,8 @@ func TestFirstStartsOverRounds(t *testing.T) {
 		{Strategies: []Strategy{Recreate}, FirstStartRounds: 3, RealNodes: 4, Repeats: 1},
 		{Strategies: []Strategy{Recreate, UpstreamRecreate}, FirstStartRounds: 3, RealNodes: 4},
 	} {
-		if cfg.validate() == nil {
-			t.Errorf("%+v: want an error, rounds of first starts need real nodes, repeats 0 and no upstream strategy", cfg)
+		if err := cfg.validate(); err == nil || !strings.Contains(err.Error(), "rounds of first starts") {
+			t.Errorf("%+v: got %v, want the rounds' error: rounds of first starts need real nodes, repeats 0 and no upstream strategy", cfg, err)
 		}
 	}
 	if err := (Config{Strategies: []Strategy{Recreate, InPlaceProcess}, FirstStartRounds: 3, RealNodes: 4}).validate(); err != nil {
