@@ -269,7 +269,7 @@ func (e *env) measure(ctx context.Context, cfg Config, progress func(string, ...
 				// after it. On real nodes the JobSet is deleted: its Pods'
 				// containers then stop while their kubelets run, and not only
 				// when the cluster's end kills the nodes. (Rounds run on real
-				// nodes only: on simulated ones the last round is the only.)
+				// nodes only: on simulated ones the last round is the only one.)
 				last := !e.real && p == len(profiles)-1 && s == len(cfg.Strategies)-1 && round == rounds-1 && !floorsNext
 				if strategy.upstream() && !e.upstream {
 					progress("N=%d: handing the cluster to upstream JobSet's controller", e.nodes)
