@@ -73,14 +73,22 @@ func (f *Framework) StartManager(cfg *rest.Config) {
 	ctx, cancel := context.WithCancel(context.Background())
 	results := make(chan error, len(roles))
 	done := make(chan error, len(roles))
+	// stoppedEarly is closed when a manager stops before StopManager: the
+	// wait for the election below ends with it.
+	stoppedEarly := make(chan struct{})
 	// A manager that stops before StopManager fails the spec running then,
 	// not one a lost manager's silence times out later.
 	go func() {
 		defer ginkgo.GinkgoRecover()
+		early := false
 		for range roles {
 			err := <-results
 			done <- err
 			if ctx.Err() == nil {
+				if !early {
+					early = true
+					close(stoppedEarly)
+				}
 				ginkgo.Fail(fmt.Sprintf("a manager stopped before StopManager: %v", err))
 			}
 		}
@@ -136,11 +144,19 @@ func (f *Framework) StartManager(cfg *rest.Config) {
 		// did not release its Lease holds it for up to LeaseDuration: that
 		// fails here, by name, not later as a spec's unconverged JobSet.
 		elect := conf.LeaderElection.LeaseDuration.Duration + 30*time.Second
+		deadline := time.After(elect)
 		for i, mgr := range mgrs {
 			select {
 			case <-mgr.Elected():
-			case <-time.After(elect):
-				ginkgo.Fail(fmt.Sprintf("manager %s was not elected within %s: a stopped manager still holds its Lease", roles[i], elect))
+			case <-stoppedEarly:
+				return
+			case <-deadline:
+				lease := conf.LeaderElection.ResourceName
+				if roles[i] == managerapp.RoleWebhook {
+					lease += "-webhook"
+				}
+				ginkgo.Fail(fmt.Sprintf("the %s manager was not elected within %s: Lease %s/%s is held by another (a manager whose stop failed?), or the API server does not answer",
+					roles[i], elect, conf.LeaderElection.ResourceNamespace, lease))
 			}
 		}
 	}
