@@ -9,6 +9,7 @@ import (
 	"runtime/pprof"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/onsi/ginkgo/v2"
@@ -76,19 +77,16 @@ func (f *Framework) StartManager(cfg *rest.Config) {
 	// stoppedEarly is closed when a manager stops before StopManager: the
 	// wait for the election below ends with it.
 	stoppedEarly := make(chan struct{})
+	stopEarly := sync.OnceFunc(func() { close(stoppedEarly) })
 	// A manager that stops before StopManager fails the spec running then,
 	// not one a lost manager's silence times out later.
 	go func() {
 		defer ginkgo.GinkgoRecover()
-		early := false
 		for range roles {
 			err := <-results
 			done <- err
 			if ctx.Err() == nil {
-				if !early {
-					early = true
-					close(stoppedEarly)
-				}
+				stopEarly()
 				ginkgo.Fail(fmt.Sprintf("a manager stopped before StopManager: %v", err))
 			}
 		}
@@ -151,12 +149,12 @@ func (f *Framework) StartManager(cfg *rest.Config) {
 			case <-stoppedEarly:
 				return
 			case <-deadline:
-				lease := conf.LeaderElection.ResourceName
-				if roles[i] == managerapp.RoleWebhook {
-					lease += "-webhook"
-				}
+				// The role's Lease is named as the manager named it. The
+				// role was started above, so it applies without error.
+				named := *conf
+				_ = managerapp.ApplyRole(&named, roles[i])
 				ginkgo.Fail(fmt.Sprintf("the %s manager was not elected within %s: Lease %s/%s is held by another (a manager whose stop failed?), or the API server does not answer",
-					roles[i], elect, conf.LeaderElection.ResourceNamespace, lease))
+					roles[i], elect, named.LeaderElection.ResourceNamespace, named.LeaderElection.ResourceName))
 			}
 		}
 	}
