@@ -151,6 +151,10 @@ type FirstStart struct {
 }
 
 // validate refuses what cannot be measured before any cluster starts.
+// rounds is the number of rounds of first starts: FirstStartRounds, 1 if
+// zero.
+func (cfg Config) rounds() int { return max(cfg.FirstStartRounds, 1) }
+
 func (cfg Config) validate() error {
 	if anyUpstream(cfg.Strategies) && cfg.RealNodes == 0 {
 		return fmt.Errorf("strategies %s and %s run upstream JobSet's controller and agent, which need real nodes: set the number of real nodes", UpstreamInPlace, UpstreamRecreate)
@@ -258,7 +262,7 @@ func (e *env) measure(ctx context.Context, cfg Config, progress func(string, ...
 		}
 		// Rounds of first starts take the strategies in turn, so that a
 		// drift of the machine's speed touches every strategy alike.
-		rounds := max(cfg.FirstStartRounds, 1)
+		rounds := cfg.rounds()
 		for round := range rounds {
 			e.round = round
 			for s, strategy := range cfg.Strategies {
@@ -363,7 +367,7 @@ func (e *env) scenario(ctx context.Context, cfg Config, profile string, strategy
 		first := e.firstStart(ctx, js, jw, strategy, created, latest(starts, e.nodes))
 		e.firstStarts = append(e.firstStarts, first)
 		progress("N=%d %-26s first start, round %d/%d: every worker running %v after the JobSet's creation (Pods seen %s, agents up %s, epochs written %s, synced %s)",
-			e.nodes, strategy, e.round+1, max(cfg.FirstStartRounds, 1), first.Took.Round(time.Millisecond), orDash(first.PodsSeen),
+			e.nodes, strategy, e.round+1, cfg.rounds(), first.Took.Round(time.Millisecond), orDash(first.PodsSeen),
 			orDash(first.AgentsStarted), orDash(first.EpochsWritten), orDash(first.Synced))
 	}
 	for repeat := range cfg.Repeats {
