@@ -148,6 +148,9 @@ type FirstStart struct {
 	AgentsStarted time.Duration `json:"agentsStartedNanos,omitempty"`
 	EpochsWritten time.Duration `json:"epochsWrittenNanos,omitempty"`
 	Synced        time.Duration `json:"syncedNanos,omitempty"`
+	// CPU is what the machine spent until the JobSet was steady, and who
+	// spent it.
+	CPU *FirstStartCPU `json:"cpu,omitempty"`
 }
 
 // validate refuses what cannot be measured before any cluster starts.
@@ -350,6 +353,13 @@ func (e *env) scenario(ctx context.Context, cfg Config, profile string, strategy
 		return nil, nil, err
 	}
 	defer jw.stop()
+	var mark cpuMark
+	if e.real {
+		if err := e.waitPodsTornDown(ctx, cfg.Timeout); err != nil {
+			return nil, nil, fmt.Errorf("%s: before the first start: %w", strategy, err)
+		}
+		mark = e.markCPU()
+	}
 	created := time.Now()
 	if err := e.client.Create(ctx, js); err != nil {
 		return nil, nil, err
@@ -358,6 +368,11 @@ func (e *env) scenario(ctx context.Context, cfg Config, profile string, strategy
 		return nil, nil, fmt.Errorf("%s: the JobSet's %d workers did not all start: %w", strategy, e.nodes, err)
 	}
 	if e.real {
+		// Read first: the JobSet's containers keep running.
+		cpu, err := e.firstStartCPU(ctx, ns.Name, strategy, mark)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s: first start's CPU: %w", strategy, err)
+		}
 		// What the agent costs a job at its first start: Recreate's
 		// JobSets have none.
 		starts, err := workerStartsFromLogs(ctx, e.cs, ns.Name, e.nodes, created, cfg.Timeout)
@@ -365,10 +380,12 @@ func (e *env) scenario(ctx context.Context, cfg Config, profile string, strategy
 			return nil, nil, fmt.Errorf("%s: first start: %w", strategy, err)
 		}
 		first := e.firstStart(ctx, js, jw, strategy, created, latest(starts, e.nodes))
+		first.CPU = cpu
 		e.firstStarts = append(e.firstStarts, first)
 		progress("N=%d %-26s first start, round %d/%d: every worker running %v after the JobSet's creation (Pods seen %s, agents up %s, epochs written %s, synced %s)",
 			e.nodes, strategy, e.round+1, cfg.rounds(), first.Took.Round(time.Millisecond), orDash(first.PodsSeen),
 			orDash(first.AgentsStarted), orDash(first.EpochsWritten), orDash(first.Synced))
+		progress("  CPU until steady (%v): %.1f s busy of %d cores; %s", cpu.Window.Round(time.Millisecond), cpu.Busy, cpu.Cores, cpu.split())
 	}
 	for repeat := range cfg.Repeats {
 		for _, failure := range cfg.Failures {

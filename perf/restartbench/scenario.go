@@ -197,6 +197,9 @@ func realWorkers(js *jobset.JobSet) {
 	}
 }
 
+// idleSidecarName names the idle sidecar of Recreate/sidecar.
+const idleSidecarName = "sidecar"
+
 // idleSidecar gives every Pod of the JobSet a native sidecar that starts
 // and waits, as an agent would stand in its Pod, but with no hook, no
 // probe and no barrier.
@@ -204,7 +207,7 @@ func idleSidecar(js *jobset.JobSet) {
 	for i := range js.Spec.ReplicatedJobs {
 		pod := &js.Spec.ReplicatedJobs[i].Template.Spec.Template.Spec
 		pod.InitContainers = append(pod.InitContainers, corev1.Container{
-			Name: "sidecar", Image: images.Worker, Command: []string{images.WorkerBinary, "pause"},
+			Name: idleSidecarName, Image: images.Worker, Command: []string{images.WorkerBinary, "pause"},
 			RestartPolicy: ptr.To(corev1.ContainerRestartPolicyAlways),
 		})
 	}

@@ -420,3 +420,71 @@ func FirstStarts(w io.Writer, report Report) {
 	}
 	tw.Flush()
 }
+
+// FirstStartCPUs prints what the machine's cores spent on each first start,
+// from the JobSet's creation until it was steady: the cores busy on
+// average (all of them: the start was bound by CPU), the CPU-seconds of
+// each part, and how many more than Recreate's JobSet of the same round.
+// Over rounds, each column is a median taken on its own.
+func FirstStartCPUs(w io.Writer, report Report) {
+	type row struct {
+		nodes    int
+		strategy string
+	}
+	type key struct {
+		nodes    int
+		upstream bool
+		round    int
+	}
+	var rows []row
+	runs := map[row][]*FirstStartCPU{}
+	base := map[key]float64{}
+	diffs := map[row][]float64{}
+	for _, f := range report.FirstStarts {
+		if f.CPU == nil {
+			continue
+		}
+		if s := Strategy(f.Strategy); s == Recreate || s == UpstreamRecreate {
+			base[key{f.Nodes, s.upstream(), f.Round}] = f.CPU.Busy
+		}
+		r := row{f.Nodes, f.Strategy}
+		if _, ok := runs[r]; !ok {
+			rows = append(rows, r)
+		}
+		runs[r] = append(runs[r], f.CPU)
+	}
+	if len(rows) == 0 {
+		return
+	}
+	for _, f := range report.FirstStarts {
+		s := Strategy(f.Strategy)
+		if b, ok := base[key{f.Nodes, s.upstream(), f.Round}]; ok && f.CPU != nil && s != Recreate && s != UpstreamRecreate {
+			diffs[row{f.Nodes, f.Strategy}] = append(diffs[row{f.Nodes, f.Strategy}], f.CPU.Busy-b)
+		}
+	}
+	fmt.Fprintln(w, "\nfirst start's CPU: CPU-seconds from the JobSet's creation until it was steady; medians over the runs")
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "N\tstrategy\twindow\tcores busy\tbusy\tvs Recreate\t%s\t\n", strings.Join(firstStartCPUColumns, "\t"))
+	for _, r := range rows {
+		cs := runs[r]
+		med := func(of func(*FirstStartCPU) float64) float64 {
+			return of(median(cs, func(a, b *FirstStartCPU) int { return cmp.Compare(of(a), of(b)) }))
+		}
+		vs := "-"
+		if d := diffs[r]; len(d) > 0 {
+			vs = fmt.Sprintf("%+.1f s", median(d, cmp.Compare[float64]))
+			if len(d) > 1 {
+				vs += fmt.Sprintf(" (%+.1f…%+.1f s)", slices.Min(d), slices.Max(d))
+			}
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%.2fs\t%.2f of %d\t%.1f s\t%s\t", r.nodes, r.strategy,
+			med(func(c *FirstStartCPU) float64 { return c.Window.Seconds() }),
+			med(func(c *FirstStartCPU) float64 { return c.Busy / c.Window.Seconds() }), cs[0].Cores,
+			med(func(c *FirstStartCPU) float64 { return c.Busy }), vs)
+		for _, col := range firstStartCPUColumns {
+			fmt.Fprintf(tw, "%.1f\t", med(func(c *FirstStartCPU) float64 { return c.byColumn()[col] }))
+		}
+		fmt.Fprintln(tw)
+	}
+	tw.Flush()
+}

@@ -62,6 +62,17 @@ func (c *Cluster) NodeNames() []string {
 	return out
 }
 
+// CgroupRoots are the real nodes' cgroup roots (kubelet cgroupRoot), one
+// per node: every Pod's containers run below its node's, in each cgroup v1
+// hierarchy.
+func (c *Cluster) CgroupRoots() []string {
+	var out []string
+	for _, n := range c.nodes {
+		out = append(out, n.cgroupRoot)
+	}
+	return out
+}
+
 // PodLogsDir is where a real node's kubelet writes its Pods' container logs.
 func (c *Cluster) PodLogsDir(node string) string {
 	return filepath.Join(c.workDir, "nodes", node, "pod-logs")

@@ -104,6 +104,7 @@ func main() {
 	restartbench.Table(os.Stdout, report)
 	restartbench.Timeline(os.Stdout, report)
 	restartbench.FirstStarts(os.Stdout, report)
+	restartbench.FirstStartCPUs(os.Stdout, report)
 	restartbench.RequestBreakdown(os.Stdout, report)
 	if werr := stats.WriteJSON(*out, map[string]any{"report": report, "summary": restartbench.Summarize(report.Results)}); werr != nil {
 		fail(werr)
