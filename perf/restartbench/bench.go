@@ -358,7 +358,7 @@ func (e *env) scenario(ctx context.Context, cfg Config, profile string, strategy
 		if err := e.waitPodsTornDown(ctx, cfg.Timeout); err != nil {
 			return nil, nil, fmt.Errorf("%s: before the first start: %w", strategy, err)
 		}
-		mark = e.markCPU()
+		mark = markCPU()
 	}
 	created := time.Now()
 	if err := e.client.Create(ctx, js); err != nil {
@@ -368,11 +368,9 @@ func (e *env) scenario(ctx context.Context, cfg Config, profile string, strategy
 		return nil, nil, fmt.Errorf("%s: the JobSet's %d workers did not all start: %w", strategy, e.nodes, err)
 	}
 	if e.real {
-		// Read first: the JobSet's containers keep running.
-		cpu, err := e.firstStartCPU(ctx, ns.Name, strategy, mark)
-		if err != nil {
-			return nil, nil, fmt.Errorf("%s: first start's CPU: %w", strategy, err)
-		}
+		// Read first: the JobSet's containers keep running. Without it
+		// the first start still counts.
+		cpu, cpuErr := e.firstStartCPU(ctx, ns.Name, strategy, mark)
 		// What the agent costs a job at its first start: Recreate's
 		// JobSets have none.
 		starts, err := workerStartsFromLogs(ctx, e.cs, ns.Name, e.nodes, created, cfg.Timeout)
@@ -385,7 +383,11 @@ func (e *env) scenario(ctx context.Context, cfg Config, profile string, strategy
 		progress("N=%d %-26s first start, round %d/%d: every worker running %v after the JobSet's creation (Pods seen %s, agents up %s, epochs written %s, synced %s)",
 			e.nodes, strategy, e.round+1, cfg.rounds(), first.Took.Round(time.Millisecond), orDash(first.PodsSeen),
 			orDash(first.AgentsStarted), orDash(first.EpochsWritten), orDash(first.Synced))
-		progress("  CPU until steady (%v): %.1f s busy of %d cores; %s", cpu.Window.Round(time.Millisecond), cpu.Busy, cpu.Cores, cpu.split())
+		if cpuErr != nil {
+			progress("  CPU until steady not accounted: %v", cpuErr)
+		} else {
+			progress("  CPU until steady (%v): %.1f s busy of %d cores; %s", cpu.Window.Round(time.Millisecond), cpu.Busy, cpu.Cores, cpu.split())
+		}
 	}
 	for repeat := range cfg.Repeats {
 		for _, failure := range cfg.Failures {

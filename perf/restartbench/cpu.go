@@ -94,6 +94,8 @@ func processCPU(pid int) (time.Duration, error) {
 // its CPU time (user and system), and that of the children it has waited
 // for.
 type ProcStat struct {
+	// Comm is the command name, as the kernel keeps it (15 bytes at most).
+	Comm        string
 	PPID        int
 	CPU         time.Duration
 	ReapedChild time.Duration
@@ -114,7 +116,7 @@ func parseStatCPU(stat string) (time.Duration, error) {
 	return st.CPU, err
 }
 
-// parseStat reads fields 4 (ppid), 14 and 15 (utime, stime), 16 and 17
+// parseStat reads fields 2 (comm), 4 (ppid), 14 and 15 (utime, stime), 16 and 17
 // (cutime, cstime) of a stat line. The command name (field 2) may hold
 // spaces and parentheses, so fields are counted after its last ')'.
 func parseStat(stat string) (ProcStat, error) {
@@ -135,7 +137,11 @@ func parseStat(stat string) (ProcStat, error) {
 		}
 		n[i] = v
 	}
-	return ProcStat{PPID: int(n[0]), CPU: time.Duration(n[1]+n[2]) * clockTick, ReapedChild: time.Duration(n[3]+n[4]) * clockTick}, nil
+	var comm string
+	if start := strings.IndexByte(stat, '('); start >= 0 && start < end {
+		comm = stat[start+1 : end]
+	}
+	return ProcStat{Comm: comm, PPID: int(n[0]), CPU: time.Duration(n[1]+n[2]) * clockTick, ReapedChild: time.Duration(n[3]+n[4]) * clockTick}, nil
 }
 
 // startProfile writes a CPU profile of this process (inplace-manager, the

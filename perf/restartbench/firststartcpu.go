@@ -3,12 +3,12 @@ package restartbench
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"io/fs"
 	"maps"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -21,33 +21,40 @@ import (
 
 // FirstStartCPU is the CPU time the whole machine spent while a JobSet
 // started on the real nodes, from its creation until it was steady, and
-// who spent it. A first start on this machine is bound by its cores when
-// Busy is close to Window × Cores: then every CPU-second one strategy adds
-// over another is wall time its workers wait for.
+// who spent it.
 type FirstStartCPU struct {
 	Window time.Duration `json:"windowNanos"`
-	Cores  int           `json:"cores"`
-	// Busy is what all the cores spent on anything but idling or waiting
-	// for I/O (/proc/stat), in seconds.
+	// Cores are the machine's online CPUs.
+	Cores int `json:"cores"`
+	// Busy is what all the cores spent running anything: user, nice,
+	// system and interrupt time (/proc/stat), not idle, I/O wait or the
+	// time the hypervisor gave to others, in seconds.
 	Busy float64 `json:"busySeconds"`
-	// Processes are the local cluster's daemons by group ("control
-	// plane", "kubelets", "containerds") and this process ("manager": the
+	// Daemons are the local cluster's daemons by group ("control plane",
+	// "kubelets", "containerds") and this process ("manager": the
 	// manager, its webhook and the benchmark), in seconds.
-	Processes map[string]float64 `json:"processSeconds"`
-	// Children are what the children each group waited for used (a
-	// containerd's CNI plugins, a kubelet's mounts), in seconds.
-	Children map[string]float64 `json:"childSeconds"`
+	Daemons map[string]float64 `json:"daemonSeconds"`
+	// ReapedChildren are what the children each group waited for used
+	// (a containerd's CNI plugins and its shims' start processes, a
+	// kubelet's mounts), in seconds.
+	ReapedChildren map[string]float64 `json:"reapedChildSeconds"`
 	// Shims are the containerd shims started for the JobSet's Pods, with
-	// the runc calls they waited for, in seconds.
+	// the runc calls they waited for, in seconds. A shim also reaps its
+	// containers' processes that end (a postStart hook's exec): their time
+	// is then in the container's cgroup too.
 	Shims float64 `json:"shimSeconds"`
 	// Containers are the JobSet's containers by role (the container's
-	// cgroup): "agent", "sidecar", "workers" (supervisors included),
-	// "sandbox" (each Pod's pause container), in seconds.
+	// cgroup): "agent", "sidecar", "workers" (supervisors included), and
+	// "sandbox": the rest of each Pod's cgroup (its pause container, and
+	// any container that is no longer running), in seconds.
 	Containers map[string]float64 `json:"containerSeconds"`
 	// Others are the machine's other processes by command name (kernel
-	// workers by kind): what the rest of Busy went to, as far as the
-	// processes alive at the end tell, in seconds.
-	Others map[string]float64 `json:"otherSeconds,omitempty"`
+	// workers by kind), as far as the processes alive at the end tell, in
+	// seconds.
+	Others map[string]float64 `json:"otherSeconds"`
+	// PodsUnread counts the JobSet's Pods whose cgroup was not found (a
+	// Pod replaced or gone): their containers are in no role.
+	PodsUnread int `json:"podsUnread,omitempty"`
 }
 
 // Container roles in a FirstStartCPU.
@@ -57,26 +64,6 @@ const (
 	roleWorkers = "workers"
 	roleSandbox = "sandbox"
 )
-
-// cpuMark is what is read when a JobSet is created: the machine's busy
-// time, every process's, and the shims already running (theirs belong to
-// earlier JobSets).
-type cpuMark struct {
-	at      time.Time
-	busy    time.Duration
-	daemons map[string]ProcStat
-	shims   map[int]bool
-	all     map[int]time.Duration
-}
-
-func (e *env) markCPU() cpuMark {
-	busy, _ := machineBusy()
-	m := cpuMark{at: time.Now(), busy: busy, daemons: e.daemonCPU(), shims: map[int]bool{}, all: allProcessCPU()}
-	for _, pid := range shimPIDs() {
-		m.shims[pid] = true
-	}
-	return m
-}
 
 // Groups of the cluster's daemons in a FirstStartCPU.
 const (
@@ -88,30 +75,24 @@ const (
 	groupContainerds = "containerds"
 )
 
-// daemonCPU sums the CPU times of the cluster's daemons and this process
-// by group.
-func (e *env) daemonCPU() map[string]ProcStat {
-	out := map[string]ProcStat{}
-	for name, pid := range e.cpu.pids {
-		st, err := ReadProcStat(pid)
-		if err != nil {
-			continue
-		}
-		group := groupControlPlane
-		switch {
-		case name == ProcessBench:
-			group = groupManager
-		case strings.HasSuffix(name, "-kubelet"):
-			group = groupKubelets
-		case strings.HasSuffix(name, "-containerd"):
-			group = groupContainerds
-		}
-		sum := out[group]
-		sum.CPU += st.CPU
-		sum.ReapedChild += st.ReapedChild
-		out[group] = sum
-	}
-	return out
+// cpuV1Accounting is where cgroup v1 mounts its cpuacct hierarchy.
+const cpuV1Accounting = "/sys/fs/cgroup/cpuacct"
+
+// cpuMark is what is read just before a JobSet is created: every process,
+// and then the machine's busy time.
+type cpuMark struct {
+	at        time.Time
+	processes map[int]ProcStat
+	busy      time.Duration
+	err       error
+}
+
+// markCPU reads the machine's processes and busy time. The busy time is
+// read last, here and at the end: both windows then have the same length.
+func markCPU() cpuMark {
+	m := cpuMark{at: time.Now(), processes: readProcesses()}
+	m.busy, _, m.err = machineBusy()
+	return m
 }
 
 // firstStartCPU is what the machine spent since mark on the JobSet in
@@ -119,88 +100,126 @@ func (e *env) daemonCPU() map[string]ProcStat {
 // which count from their creation: the JobSet is new, so all of it is in
 // the window.
 func (e *env) firstStartCPU(ctx context.Context, ns string, strategy Strategy, mark cpuMark) (*FirstStartCPU, error) {
-	busy, err := machineBusy()
-	if err != nil {
-		return nil, err
+	if mark.err != nil {
+		return nil, mark.err
 	}
-	out := &FirstStartCPU{Window: time.Since(mark.at), Cores: runtime.NumCPU(), Busy: (busy - mark.busy).Seconds(),
-		Processes: map[string]float64{}, Children: map[string]float64{}, Containers: map[string]float64{}}
-	for group, now := range e.daemonCPU() {
-		before := mark.daemons[group]
-		out.Processes[group] = (now.CPU - before.CPU).Seconds()
-		out.Children[group] = (now.ReapedChild - before.ReapedChild).Seconds()
-	}
-	for _, pid := range shimPIDs() {
-		if mark.shims[pid] {
-			continue
-		}
-		if st, err := ReadProcStat(pid); err == nil {
-			out.Shims += (st.CPU + st.ReapedChild).Seconds()
-		}
-	}
-	out.Others = e.otherProcesses(mark.all)
+	// The request first: every counter is read after it, in as short a
+	// time as can be.
 	var pods corev1.PodList
 	if err := e.client.List(ctx, &pods, client.InNamespace(ns)); err != nil {
 		return nil, err
 	}
-	usage, err := cgroupUsage(e.cluster.CgroupRoots())
+	window := time.Since(mark.at)
+	processes := readProcesses()
+	usage, err := cgroupUsage(cpuV1Accounting, e.cluster.CgroupRoots())
 	if err != nil {
 		return nil, err
 	}
+	busy, cores, err := machineBusy()
+	if err != nil {
+		return nil, err
+	}
+	out := &FirstStartCPU{Window: window, Cores: cores, Busy: (busy - mark.busy).Seconds(),
+		Daemons: map[string]float64{}, ReapedChildren: map[string]float64{}, Containers: map[string]float64{}, Others: map[string]float64{}}
+	daemons := map[int]string{}
+	for name, pid := range e.cpu.pids {
+		daemons[pid] = groupOf(name)
+	}
+	roots := e.cluster.CgroupRoots()
+	for pid, now := range processes {
+		before, existed := mark.processes[pid]
+		if existed && before.Comm != now.Comm {
+			existed, before = false, ProcStat{} // the pid was reused
+		}
+		switch {
+		case daemons[pid] != "":
+			out.Daemons[daemons[pid]] += (now.CPU - before.CPU).Seconds()
+			out.ReapedChildren[daemons[pid]] += (now.ReapedChild - before.ReapedChild).Seconds()
+		case strings.HasPrefix(now.Comm, "containerd-shim"):
+			if !existed { // older shims serve earlier JobSets
+				out.Shims += (now.CPU + now.ReapedChild).Seconds()
+			}
+		default:
+			used := now.CPU - before.CPU
+			if used <= 0 || inCgroups(pid, roots) {
+				continue // idle, or in a Pod: read from its cgroup
+			}
+			// kworker/1:2-events, ksoftirqd/0: by kind, not by CPU.
+			kind, _, _ := strings.Cut(now.Comm, "/")
+			out.Others[kind] += used.Seconds()
+		}
+	}
 	for _, pod := range pods.Items {
-		total, ok := usage["pod"+string(pod.UID)]
+		roles, ok := splitPod(pod, usage, strategy.agentContainer())
 		if !ok {
-			return nil, fmt.Errorf("pod %s: no cgroup below the real nodes' roots", pod.Name)
+			out.PodsUnread++
+			continue
 		}
-		statuses := append(append([]corev1.ContainerStatus{}, pod.Status.InitContainerStatuses...), pod.Status.ContainerStatuses...)
-		for _, cs := range statuses {
-			_, id, _ := strings.Cut(cs.ContainerID, "://")
-			used, ok := usage[id]
-			if id == "" || !ok {
-				continue // not started, or gone: its time stays in the sandbox's
-			}
-			role := roleWorkers
-			switch cs.Name {
-			case strategy.agentContainer():
-				role = roleAgent
-			case idleSidecarName:
-				role = roleSidecar
-			}
+		for role, used := range roles {
 			out.Containers[role] += used.Seconds()
-			total -= used
 		}
-		out.Containers[roleSandbox] += total.Seconds()
 	}
 	return out, nil
 }
 
-// otherProcesses is the CPU time each process alive now used since
-// before, by command name, leaving out what a FirstStartCPU counts
-// elsewhere: the cluster's daemons, this process, the shims, and every
-// process in a real node's cgroup.
-func (e *env) otherProcesses(before map[int]time.Duration) map[string]float64 {
-	known := map[int]bool{}
-	for _, pid := range e.cpu.pids {
-		known[pid] = true
+// groupOf is the group of one of the cluster's processes, by its name in
+// cluster.PIDs (or ProcessBench).
+func groupOf(name string) string {
+	switch {
+	case name == ProcessBench:
+		return groupManager
+	case strings.HasSuffix(name, "-kubelet"):
+		return groupKubelets
+	case strings.HasSuffix(name, "-containerd"):
+		return groupContainerds
 	}
-	roots := e.cluster.CgroupRoots()
-	out := map[string]float64{}
-	for pid, cpu := range allProcessCPU() {
-		used := cpu - before[pid]
-		if known[pid] || used <= 0 {
-			continue
+	return groupControlPlane
+}
+
+// splitPod splits the CPU time of a Pod's cgroup by its containers' roles,
+// from the cgroups' usage by name (the kubelet's cgroupfs layout:
+// "pod<uid>" for the Pod, the container's ID for each container). What
+// the running containers do not account for is the sandbox's. It reports
+// false if the Pod has no cgroup.
+func splitPod(pod corev1.Pod, usage map[string]time.Duration, agentContainer string) (map[string]time.Duration, bool) {
+	total, ok := usage["pod"+string(pod.UID)]
+	if !ok {
+		return nil, false
+	}
+	out := map[string]time.Duration{}
+	statuses := slices.Concat(pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses)
+	for _, cs := range statuses {
+		_, id, _ := strings.Cut(cs.ContainerID, "://")
+		used, ok := usage[id]
+		if id == "" || !ok {
+			continue // not started, or gone: its time stays in the sandbox's
 		}
-		comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
+		role := roleWorkers
+		switch cs.Name {
+		case agentContainer:
+			role = roleAgent
+		case idleSidecarName:
+			role = roleSidecar
+		}
+		out[role] += used
+		total -= used
+	}
+	out[roleSandbox] += total
+	return out, true
+}
+
+// readProcesses reads /proc/<pid>/stat of every process.
+func readProcesses() map[int]ProcStat {
+	entries, _ := os.ReadDir("/proc")
+	out := map[int]ProcStat{}
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
 		if err != nil {
 			continue
 		}
-		name := strings.TrimSpace(string(comm))
-		if strings.HasPrefix(name, "containerd-shim") || inCgroups(pid, roots) {
-			continue
+		if st, err := ReadProcStat(pid); err == nil {
+			out[pid] = st
 		}
-		// kworker/1:2-events, ksoftirqd/0: by kind, not by CPU.
-		name, _, _ = strings.Cut(name, "/")
-		out[name] += used.Seconds()
 	}
 	return out
 }
@@ -219,83 +238,65 @@ func inCgroups(pid int, roots []string) bool {
 	return false
 }
 
-// allProcessCPU is every process's own CPU time (user and system).
-func allProcessCPU() map[int]time.Duration {
-	entries, _ := os.ReadDir("/proc")
-	out := map[int]time.Duration{}
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		if st, err := ReadProcStat(pid); err == nil {
-			out[pid] = st.CPU
-		}
-	}
-	return out
-}
-
-// machineBusy is the time all CPUs spent busy since boot: the first line
-// of /proc/stat, every field but idle and iowait (guest time is in user
-// time already).
-func machineBusy() (time.Duration, error) {
+// machineBusy is the time all CPUs spent busy since boot, and how many
+// CPUs are online, from /proc/stat.
+func machineBusy() (busy time.Duration, cores int, err error) {
 	raw, err := os.ReadFile("/proc/stat")
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	line, _, _ := strings.Cut(string(raw), "\n")
-	return parseMachineBusy(line)
+	return parseMachineBusy(string(raw))
 }
 
-func parseMachineBusy(line string) (time.Duration, error) {
-	fields := strings.Fields(line)
-	if len(fields) < 9 || fields[0] != "cpu" {
-		return 0, fmt.Errorf("malformed /proc/stat line %q", line)
-	}
-	var busy int64
-	// user nice system idle iowait irq softirq steal
-	for i, f := range fields[1:9] {
-		if i == 3 || i == 4 {
+// parseMachineBusy reads /proc/stat: its "cpu" line's user, nice, system,
+// irq and softirq (guest time is in user time already; idle, iowait and
+// steal are not busy), and the count of its "cpuN" lines.
+func parseMachineBusy(stat string) (time.Duration, int, error) {
+	var busy time.Duration
+	cores, total := 0, false
+	for _, line := range strings.Split(stat, "\n") {
+		fields := strings.Fields(line)
+		if len(fields) == 0 || !strings.HasPrefix(fields[0], "cpu") {
 			continue
 		}
-		v, err := strconv.ParseInt(f, 10, 64)
-		if err != nil {
-			return 0, fmt.Errorf("/proc/stat field %q: %w", f, err)
-		}
-		busy += v
-	}
-	return time.Duration(busy) * clockTick, nil
-}
-
-// shimPIDs are the running containerd shims (their command name, cut to
-// 15 bytes by the kernel, is "containerd-shim").
-func shimPIDs() []int {
-	entries, _ := os.ReadDir("/proc")
-	var out []int
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
+		if fields[0] != "cpu" {
+			cores++
 			continue
 		}
-		comm, err := os.ReadFile(filepath.Join("/proc", e.Name(), "comm"))
-		if err == nil && strings.HasPrefix(strings.TrimSpace(string(comm)), "containerd-shim") {
-			out = append(out, pid)
+		if len(fields) < 9 {
+			return 0, 0, fmt.Errorf("malformed /proc/stat line %q", line)
 		}
+		// user nice system idle iowait irq softirq steal
+		for _, i := range []int{1, 2, 3, 6, 7} {
+			v, err := strconv.ParseInt(fields[i], 10, 64)
+			if err != nil {
+				return 0, 0, fmt.Errorf("/proc/stat field %q: %w", fields[i], err)
+			}
+			busy += time.Duration(v) * clockTick
+		}
+		total = true
 	}
-	return out
+	if !total || cores == 0 {
+		return 0, 0, fmt.Errorf("/proc/stat has no \"cpu\" line or no \"cpuN\" line")
+	}
+	return busy, cores, nil
 }
 
-// cgroupUsage reads cpuacct.usage of every cgroup below the given roots in
-// the cpuacct hierarchy, by the cgroup's own name: "pod<uid>" for a Pod,
-// the container's ID for a container (the kubelet's cgroupfs layout).
-func cgroupUsage(roots []string) (map[string]time.Duration, error) {
+// cgroupUsage reads cpuacct.usage of every cgroup below the given roots of
+// the cpuacct hierarchy mounted at base, by the cgroup's own name:
+// "pod<uid>" for a Pod, the container's ID for a container (the kubelet's
+// cgroupfs layout).
+func cgroupUsage(base string, roots []string) (map[string]time.Duration, error) {
 	out := map[string]time.Duration{}
 	for _, root := range roots {
-		dir := filepath.Join("/sys/fs/cgroup/cpuacct", root)
+		dir := filepath.Join(base, root)
+		if _, err := os.Stat(dir); err != nil {
+			return nil, fmt.Errorf("a real node's cgroup in the cpuacct hierarchy: %w", err)
+		}
 		err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 			if err != nil {
-				if os.IsNotExist(err) {
-					return nil // removed while walked: a container of an earlier JobSet
+				if errors.Is(err, fs.ErrNotExist) {
+					return nil // removed while walked: an earlier JobSet's
 				}
 				return err
 			}
@@ -303,8 +304,11 @@ func cgroupUsage(roots []string) (map[string]time.Duration, error) {
 				return nil
 			}
 			raw, err := os.ReadFile(filepath.Join(path, "cpuacct.usage"))
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil // removed while walked
+			}
 			if err != nil {
-				return nil
+				return err
 			}
 			ns, err := strconv.ParseInt(strings.TrimSpace(string(raw)), 10, 64)
 			if err != nil {
@@ -324,20 +328,20 @@ func cgroupUsage(roots []string) (map[string]time.Duration, error) {
 var firstStartCPUColumns = []string{groupControlPlane, groupManager, groupKubelets, groupContainerds, columnChildren, columnShims, roleSandbox, roleAgent, roleSidecar, roleWorkers, columnOther}
 
 const (
-	columnChildren = "their children"
+	columnChildren = "children"
 	columnShims    = "shims"
 	columnOther    = "other"
 )
 
-// byColumn splits Busy by firstStartCPUColumns: "their children" are the
-// daemons' children, "other" what no column accounts for (the machine's
-// other processes, and those that ended unwaited).
+// byColumn splits Busy by firstStartCPUColumns: "children" are the
+// daemons' reaped children, "other" the rest of Busy. Columns no part
+// was read for are left out.
 func (c *FirstStartCPU) byColumn() map[string]float64 {
 	out := map[string]float64{columnShims: c.Shims}
-	for group, s := range c.Processes {
+	for group, s := range c.Daemons {
 		out[group] += s
 	}
-	for _, s := range c.Children {
+	for _, s := range c.ReapedChildren {
 		out[columnChildren] += s
 	}
 	for role, s := range c.Containers {
@@ -351,17 +355,21 @@ func (c *FirstStartCPU) byColumn() map[string]float64 {
 	return out
 }
 
-// split prints the columns that are not zero, as "name 1.2 s".
+// split prints the columns read, as "name 1.2 s", and the other
+// processes that used the most.
 func (c *FirstStartCPU) split() string {
 	cols := c.byColumn()
 	var parts []string
 	for _, name := range firstStartCPUColumns {
-		if s := cols[name]; s != 0 {
+		if s, ok := cols[name]; ok {
 			parts = append(parts, fmt.Sprintf("%s %.1f s", name, s))
 		}
 	}
 	if top := topOthers(c.Others, 3); top != "" {
 		parts = append(parts, "of which "+top)
+	}
+	if c.PodsUnread > 0 {
+		parts = append(parts, fmt.Sprintf("%d Pods without a cgroup", c.PodsUnread))
 	}
 	return strings.Join(parts, ", ")
 }
@@ -370,7 +378,7 @@ func (c *FirstStartCPU) split() string {
 // "(kworker 1.2 s, systemd 0.3 s)".
 func topOthers(others map[string]float64, n int) string {
 	names := slices.Collect(maps.Keys(others))
-	slices.SortFunc(names, func(a, b string) int { return cmp.Compare(others[b], others[a]) })
+	slices.SortFunc(names, func(a, b string) int { return cmp.Or(cmp.Compare(others[b], others[a]), cmp.Compare(a, b)) })
 	var parts []string
 	for _, name := range names[:min(n, len(names))] {
 		parts = append(parts, fmt.Sprintf("%s %.1f s", name, others[name]))
@@ -382,22 +390,24 @@ func topOthers(others map[string]float64, n int) string {
 }
 
 // waitPodsTornDown waits until no real node keeps the cgroup of a Pod the
-// API server no longer has. Removing a Pod's cgroup is the kubelet's last
-// step of its teardown: once none is left, no core still works on an
-// earlier JobSet's Pods, and a first start's CPU account counts its own
-// work only.
+// API server no longer has: the kubelets have stopped the containers of
+// every earlier JobSet. Their sandboxes and images may still be removed
+// later, by the kubelets' garbage collection. A Pod being deleted counts
+// as live here: deleteNamespace waits until the earlier JobSets' Pods are
+// gone.
 func (e *env) waitPodsTornDown(ctx context.Context, timeout time.Duration) error {
 	var left []string
+	var listErr error
 	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
 		var pods corev1.PodList
-		if err := e.client.List(ctx, &pods); err != nil {
+		if listErr = e.client.List(ctx, &pods); listErr != nil {
 			return false, nil
 		}
 		live := map[string]bool{}
 		for _, p := range pods.Items {
 			live["pod"+string(p.UID)] = true
 		}
-		usage, err := cgroupUsage(e.cluster.CgroupRoots())
+		usage, err := cgroupUsage(cpuV1Accounting, e.cluster.CgroupRoots())
 		if err != nil {
 			return false, err
 		}
@@ -409,8 +419,12 @@ func (e *env) waitPodsTornDown(ctx context.Context, timeout time.Duration) error
 		}
 		return len(left) == 0, nil
 	})
-	if err != nil {
+	switch {
+	case err == nil:
+		return nil
+	case listErr != nil:
+		return fmt.Errorf("listing Pods: %w", listErr)
+	default:
 		return fmt.Errorf("the real nodes still hold the cgroups of %d deleted Pods (%v): %w", len(left), left, err)
 	}
-	return nil
 }

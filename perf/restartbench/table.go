@@ -423,9 +423,9 @@ func FirstStarts(w io.Writer, report Report) {
 
 // FirstStartCPUs prints what the machine's cores spent on each first start,
 // from the JobSet's creation until it was steady: the cores busy on
-// average (all of them: the start was bound by CPU), the CPU-seconds of
-// each part, and how many more than Recreate's JobSet of the same round.
-// Over rounds, each column is a median taken on its own.
+// average, the CPU-seconds of each part ("-" where no run has the part),
+// and how many more than Recreate's JobSet of the same round. Over rounds,
+// each column is a median taken on its own.
 func FirstStartCPUs(w io.Writer, report Report) {
 	type row struct {
 		nodes    int
@@ -470,6 +470,11 @@ func FirstStartCPUs(w io.Writer, report Report) {
 		med := func(of func(*FirstStartCPU) float64) float64 {
 			return of(median(cs, func(a, b *FirstStartCPU) int { return cmp.Compare(of(a), of(b)) }))
 		}
+		// Each run's columns, once: a missing column reads as zero.
+		cols := make([]map[string]float64, len(cs))
+		for i, c := range cs {
+			cols[i] = c.byColumn()
+		}
 		vs := "-"
 		if d := diffs[r]; len(d) > 0 {
 			vs = fmt.Sprintf("%+.1f s", median(d, cmp.Compare[float64]))
@@ -477,12 +482,22 @@ func FirstStartCPUs(w io.Writer, report Report) {
 				vs += fmt.Sprintf(" (%+.1f…%+.1f s)", slices.Min(d), slices.Max(d))
 			}
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%.2fs\t%.2f of %d\t%.1f s\t%s\t", r.nodes, r.strategy,
+		fmt.Fprintf(tw, "%d\t%s\t%.2f s\t%.2f of %d\t%.1f s\t%s\t", r.nodes, r.strategy,
 			med(func(c *FirstStartCPU) float64 { return c.Window.Seconds() }),
 			med(func(c *FirstStartCPU) float64 { return c.Busy / c.Window.Seconds() }), cs[0].Cores,
 			med(func(c *FirstStartCPU) float64 { return c.Busy }), vs)
 		for _, col := range firstStartCPUColumns {
-			fmt.Fprintf(tw, "%.1f\t", med(func(c *FirstStartCPU) float64 { return c.byColumn()[col] }))
+			var values []float64
+			read := false
+			for _, c := range cols {
+				v, ok := c[col]
+				values, read = append(values, v), read || ok
+			}
+			if !read {
+				fmt.Fprint(tw, "-\t")
+				continue
+			}
+			fmt.Fprintf(tw, "%.1f\t", median(values, cmp.Compare[float64]))
 		}
 		fmt.Fprintln(tw)
 	}
