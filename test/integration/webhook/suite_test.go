@@ -18,6 +18,9 @@ import (
 	"github.com/inplace-dev/inplace/test/framework"
 )
 
+// evaluationTimeout is the policies' time limit in this suite.
+const evaluationTimeout = 3 * time.Second
+
 var (
 	fw = &framework.Framework{
 		Name:     "integration-webhook",
@@ -28,6 +31,11 @@ var (
 			c.Agent.BarrierPort = 8080
 			c.Agent.BarrierTimeoutSeconds = 600
 			c.Policies.AuditInterval = &metav1.Duration{Duration: time.Second}
+			// A policy that overflows the stack takes about a second to
+			// reach the evaluator's 64 MB under the race detector: within
+			// the default time limit (1s) on a loaded machine the limit,
+			// not the overflow, ended it.
+			c.Policies.EvaluationTimeout = &metav1.Duration{Duration: evaluationTimeout}
 		},
 	}
 	cfg       *rest.Config
