@@ -95,8 +95,12 @@ func processCPU(pid int) (time.Duration, error) {
 // for.
 type ProcStat struct {
 	// Comm is the command name, as the kernel keeps it (15 bytes at most).
-	Comm        string
-	PPID        int
+	Comm string
+	PPID int
+	// Started is when the process started, in clock ticks since boot:
+	// with the pid, it names one process (a pid is reused, and a kernel
+	// worker's command name changes with its work).
+	Started     int64
 	CPU         time.Duration
 	ReapedChild time.Duration
 }
@@ -117,7 +121,7 @@ func parseStatCPU(stat string) (time.Duration, error) {
 }
 
 // parseStat reads fields 2 (comm), 4 (ppid), 14 and 15 (utime, stime), 16 and 17
-// (cutime, cstime) of a stat line. The command name (field 2) may hold
+// (cutime, cstime) and 22 (starttime) of a stat line. The command name (field 2) may hold
 // spaces and parentheses, so fields are counted after its last ')'.
 func parseStat(stat string) (ProcStat, error) {
 	end := strings.LastIndexByte(stat, ')')
@@ -126,11 +130,11 @@ func parseStat(stat string) (ProcStat, error) {
 	}
 	// After ')': field 3 (state) is the first; utime is field 14.
 	fields := strings.Fields(stat[end+1:])
-	if len(fields) < 15 {
-		return ProcStat{}, fmt.Errorf("stat line has %d fields after the command, want at least 15", len(fields))
+	if len(fields) < 20 {
+		return ProcStat{}, fmt.Errorf("stat line has %d fields after the command, want at least 20", len(fields))
 	}
-	var n [5]int64
-	for i, f := range []string{fields[1], fields[11], fields[12], fields[13], fields[14]} {
+	var n [6]int64
+	for i, f := range []string{fields[1], fields[11], fields[12], fields[13], fields[14], fields[19]} {
 		v, err := strconv.ParseInt(f, 10, 64)
 		if err != nil {
 			return ProcStat{}, fmt.Errorf("stat field %q: %w", f, err)
@@ -141,7 +145,7 @@ func parseStat(stat string) (ProcStat, error) {
 	if start := strings.IndexByte(stat, '('); start >= 0 && start < end {
 		comm = stat[start+1 : end]
 	}
-	return ProcStat{Comm: comm, PPID: int(n[0]), CPU: time.Duration(n[1]+n[2]) * clockTick, ReapedChild: time.Duration(n[3]+n[4]) * clockTick}, nil
+	return ProcStat{Comm: comm, PPID: int(n[0]), Started: n[5], CPU: time.Duration(n[1]+n[2]) * clockTick, ReapedChild: time.Duration(n[3]+n[4]) * clockTick}, nil
 }
 
 // startProfile writes a CPU profile of this process (inplace-manager, the

@@ -18,8 +18,8 @@ func TestParseStatCPU(t *testing.T) {
 	if want := 3 * time.Second; got != want {
 		t.Errorf("CPU time %v, want %v", got, want)
 	}
-	if st, err := parseStat(line); err != nil || st.Comm != "kube apiserver) x" {
-		t.Errorf("command %q (%v), want the name between the first '(' and the last ')'", st.Comm, err)
+	if st, err := parseStat(line); err != nil || st.Comm != "kube apiserver) x" || st.Started != 100 {
+		t.Errorf("command %q started at %d (%v), want the name between the first '(' and the last ')', started at tick 100", st.Comm, st.Started, err)
 	}
 	if _, err := parseStatCPU("4242 (truncated) S 1 2"); err == nil {
 		t.Error("a truncated stat line was accepted")

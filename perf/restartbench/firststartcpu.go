@@ -128,7 +128,7 @@ func (e *env) firstStartCPU(ctx context.Context, ns string, strategy Strategy, m
 	roots := e.cluster.CgroupRoots()
 	for pid, now := range processes {
 		before, existed := mark.processes[pid]
-		if existed && before.Comm != now.Comm {
+		if existed && before.Started != now.Started {
 			existed, before = false, ProcStat{} // the pid was reused
 		}
 		switch {
