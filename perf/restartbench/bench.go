@@ -153,11 +153,11 @@ type FirstStart struct {
 	CPU *FirstStartCPU `json:"cpu,omitempty"`
 }
 
-// validate refuses what cannot be measured before any cluster starts.
 // rounds is the number of rounds of first starts: FirstStartRounds, 1 if
 // zero.
 func (cfg Config) rounds() int { return max(cfg.FirstStartRounds, 1) }
 
+// validate refuses what cannot be measured before any cluster starts.
 func (cfg Config) validate() error {
 	if anyUpstream(cfg.Strategies) && cfg.RealNodes == 0 {
 		return fmt.Errorf("strategies %s and %s run upstream JobSet's controller and agent, which need real nodes: set the number of real nodes", UpstreamInPlace, UpstreamRecreate)

@@ -48,7 +48,7 @@ func (a *cpuAccount) snapshot() map[string]time.Duration {
 		if err != nil {
 			continue
 		}
-		if strings.HasSuffix(name, "-kubelet") || strings.HasSuffix(name, "-containerd") {
+		if g := groupOf(name); g == groupKubelets || g == groupContainerds {
 			name = ProcessNodes
 		}
 		out[name] += d

@@ -370,49 +370,16 @@ func FirstStarts(w io.Writer, report Report) {
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "N\tstrategy\truns\tfirst start\tvs without agent (Recreate, same round)\tPods seen\tagents up\tepochs written\tsynced\t")
-	// Each controller's JobSets against its own Recreate's.
-	type key struct {
-		nodes    int
-		upstream bool
-		round    int
-	}
-	base := map[key]time.Duration{}
-	type row struct {
-		nodes    int
-		strategy string
-	}
-	var rows []row
-	runs := map[row][]FirstStart{}
-	for _, f := range report.FirstStarts {
-		if s := Strategy(f.Strategy); s == Recreate || s == UpstreamRecreate {
-			base[key{f.Nodes, s.upstream(), f.Round}] = f.Took
-		}
-		r := row{f.Nodes, f.Strategy}
-		if _, ok := runs[r]; !ok {
-			rows = append(rows, r)
-		}
-		runs[r] = append(runs[r], f)
-	}
+	rows, runs := firstStartRows(report.FirstStarts)
 	medianOf := func(fs []FirstStart, of func(FirstStart) time.Duration) time.Duration {
 		return of(median(fs, func(a, b FirstStart) int { return cmp.Compare(of(a), of(b)) }))
 	}
+	took := func(f FirstStart) time.Duration { return f.Took }
 	for _, r := range rows {
-		fs, s := runs[r], Strategy(r.strategy)
-		var diffs []time.Duration
-		for _, f := range fs {
-			if b, ok := base[key{f.Nodes, s.upstream(), f.Round}]; ok && s != Recreate && s != UpstreamRecreate {
-				diffs = append(diffs, f.Took-b)
-			}
-		}
-		vs := "-"
-		if len(diffs) > 0 {
-			vs = fmt.Sprintf("%+.2f s", median(diffs, cmp.Compare[time.Duration]).Seconds())
-			if len(diffs) > 1 {
-				vs += fmt.Sprintf(" (%+.2f…%+.2f s)", slices.Min(diffs).Seconds(), slices.Max(diffs).Seconds())
-			}
-		}
+		fs := runs[r]
+		vs := medianAndRange(againstRecreate(report.FirstStarts, fs, took), time.Duration.Seconds, 2)
 		fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.nodes, r.strategy, len(fs),
-			seconds(medianOf(fs, func(f FirstStart) time.Duration { return f.Took })), vs,
+			seconds(medianOf(fs, took)), vs,
 			orDash(medianOf(fs, func(f FirstStart) time.Duration { return f.PodsSeen })),
 			orDash(medianOf(fs, func(f FirstStart) time.Duration { return f.AgentsStarted })),
 			orDash(medianOf(fs, func(f FirstStart) time.Duration { return f.EpochsWritten })),
@@ -427,46 +394,25 @@ func FirstStarts(w io.Writer, report Report) {
 // and how many more than Recreate's JobSet of the same round. Over rounds,
 // each column is a median taken on its own.
 func FirstStartCPUs(w io.Writer, report Report) {
-	type row struct {
-		nodes    int
-		strategy string
-	}
-	type key struct {
-		nodes    int
-		upstream bool
-		round    int
-	}
-	var rows []row
-	runs := map[row][]*FirstStartCPU{}
-	base := map[key]float64{}
-	diffs := map[row][]float64{}
+	var accounted []FirstStart
 	for _, f := range report.FirstStarts {
-		if f.CPU == nil {
-			continue
+		if f.CPU != nil {
+			accounted = append(accounted, f)
 		}
-		if s := Strategy(f.Strategy); s == Recreate || s == UpstreamRecreate {
-			base[key{f.Nodes, s.upstream(), f.Round}] = f.CPU.Busy
-		}
-		r := row{f.Nodes, f.Strategy}
-		if _, ok := runs[r]; !ok {
-			rows = append(rows, r)
-		}
-		runs[r] = append(runs[r], f.CPU)
 	}
-	if len(rows) == 0 {
+	if len(accounted) == 0 {
 		return
 	}
-	for _, f := range report.FirstStarts {
-		s := Strategy(f.Strategy)
-		if b, ok := base[key{f.Nodes, s.upstream(), f.Round}]; ok && f.CPU != nil && s != Recreate && s != UpstreamRecreate {
-			diffs[row{f.Nodes, f.Strategy}] = append(diffs[row{f.Nodes, f.Strategy}], f.CPU.Busy-b)
-		}
-	}
+	rows, runs := firstStartRows(accounted)
 	fmt.Fprintln(w, "\nfirst start's CPU: CPU-seconds from the JobSet's creation until it was steady; medians over the runs")
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "N\tstrategy\twindow\tcores busy\tbusy\tvs Recreate\t%s\t\n", strings.Join(firstStartCPUColumns, "\t"))
+	busy := func(f FirstStart) float64 { return f.CPU.Busy }
 	for _, r := range rows {
-		cs := runs[r]
+		cs := make([]*FirstStartCPU, len(runs[r]))
+		for i, f := range runs[r] {
+			cs[i] = f.CPU
+		}
 		med := func(of func(*FirstStartCPU) float64) float64 {
 			return of(median(cs, func(a, b *FirstStartCPU) int { return cmp.Compare(of(a), of(b)) }))
 		}
@@ -475,13 +421,7 @@ func FirstStartCPUs(w io.Writer, report Report) {
 		for i, c := range cs {
 			cols[i] = c.byColumn()
 		}
-		vs := "-"
-		if d := diffs[r]; len(d) > 0 {
-			vs = fmt.Sprintf("%+.1f s", median(d, cmp.Compare[float64]))
-			if len(d) > 1 {
-				vs += fmt.Sprintf(" (%+.1f…%+.1f s)", slices.Min(d), slices.Max(d))
-			}
-		}
+		vs := medianAndRange(againstRecreate(accounted, runs[r], busy), func(s float64) float64 { return s }, 1)
 		fmt.Fprintf(tw, "%d\t%s\t%.2f s\t%.2f of %d\t%.1f s\t%s\t", r.nodes, r.strategy,
 			med(func(c *FirstStartCPU) float64 { return c.Window.Seconds() }),
 			med(func(c *FirstStartCPU) float64 { return c.Busy / c.Window.Seconds() }), cs[0].Cores,
@@ -502,4 +442,65 @@ func FirstStartCPUs(w io.Writer, report Report) {
 		fmt.Fprintln(tw)
 	}
 	tw.Flush()
+}
+
+// firstStartRow is a row of the first-start tables: a size and a strategy.
+type firstStartRow struct {
+	nodes    int
+	strategy string
+}
+
+// firstStartRows groups first starts by row, the rows in the order they
+// first appear.
+func firstStartRows(all []FirstStart) ([]firstStartRow, map[firstStartRow][]FirstStart) {
+	var rows []firstStartRow
+	runs := map[firstStartRow][]FirstStart{}
+	for _, f := range all {
+		r := firstStartRow{f.Nodes, f.Strategy}
+		if _, ok := runs[r]; !ok {
+			rows = append(rows, r)
+		}
+		runs[r] = append(runs[r], f)
+	}
+	return rows, runs
+}
+
+// againstRecreate sets each of fs against the Recreate JobSet of its size
+// and round, run by the same controller (inplace's or upstream's), found
+// in all: of(f) - of(that Recreate). Recreate's own JobSets, and those
+// without a Recreate to set against, have no difference.
+func againstRecreate[T ~int64 | ~float64](all, fs []FirstStart, of func(FirstStart) T) []T {
+	type key struct {
+		nodes    int
+		upstream bool
+		round    int
+	}
+	base := map[key]FirstStart{}
+	for _, f := range all {
+		if s := Strategy(f.Strategy); s == Recreate || s == UpstreamRecreate {
+			base[key{f.Nodes, s.upstream(), f.Round}] = f
+		}
+	}
+	var out []T
+	for _, f := range fs {
+		s := Strategy(f.Strategy)
+		if b, ok := base[key{f.Nodes, s.upstream(), f.Round}]; ok && s != Recreate && s != UpstreamRecreate {
+			out = append(out, of(f)-of(b))
+		}
+	}
+	return out
+}
+
+// medianAndRange prints differences as "+1.00 s (+0.50…+2.00 s)", in
+// seconds with the given decimals: the median, and the range if there
+// is more than one; "-" if there is none.
+func medianAndRange[T ~int64 | ~float64](diffs []T, seconds func(T) float64, decimals int) string {
+	if len(diffs) == 0 {
+		return "-"
+	}
+	out := fmt.Sprintf("%+.*f s", decimals, seconds(median(diffs, cmp.Compare[T])))
+	if len(diffs) > 1 {
+		out += fmt.Sprintf(" (%+.*f…%+.*f s)", decimals, seconds(slices.Min(diffs)), decimals, seconds(slices.Max(diffs)))
+	}
+	return out
 }
